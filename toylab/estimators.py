@@ -1,0 +1,250 @@
+"""The estimator catalogue: each estimator is one weight function and one registry entry.
+
+A single sampled sequence y gives the gradient estimate ĝ(y) = Σ_t c_t(y)·A(y)·s_t with A = r(y) − b and
+s_t = onehot(y_t) − π_t. Every exact estimator's coefficient factorises as
+
+    c_t(y) = sequence(y) · token[t, y_t] · ∏_{s<t} carry[s, y_s]
+
+which is what makes its exact moments O(M) (see ``moments``). A weight function receives the sequence
+statistics (``log_W``, ``mean_k3``, ``max_abs_log_rho``: one value per sequence, an M-vector for the toy or
+one per sample in Monte Carlo) and the (T, V) tables ``rho``/``log_rho``, and returns ``Weights``.
+
+Batch-coupled estimators (their weight depends on the whole batch) are Monte Carlo only: their
+function combines the batch sums that ``montecarlo.BatchSums`` provides.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Weights:
+    """c_t(y) = sequence(y)·token[t, y_t]·∏_{s<t} carry[s, y_s]; None means 1. Affected = masked or clipped."""
+    sequence: object = 1.0
+    token: np.ndarray | None = None
+    carry: np.ndarray | None = None
+    sequence_affected: np.ndarray | None = None
+    token_affected: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Param:
+    """A threshold: its default and the range a user may choose from."""
+    default: object
+    low: float | None = None
+    high: float | None = None
+    help: str = ""
+
+
+@dataclass(frozen=True)
+class Estimator:
+    id: str
+    label: str
+    latex: str
+    source: str
+    weights: object = None            # exact: f(stats, **params) -> Weights
+    params: dict = field(default_factory=dict)
+    batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
+    on_policy: bool = False           # sampled from π instead of μ
+    colour: str = "#777777"
+
+    @property
+    def exact(self):
+        return self.weights is not None
+
+
+# -- weight functions ------------------------------------------------------------------------------------
+
+def no_correction(stats):
+    return Weights()
+
+
+def token_is(stats):
+    return Weights(token=stats.rho)
+
+
+def token_tis(stats, C):
+    return Weights(token=np.minimum(stats.rho, C), token_affected=stats.rho > C)
+
+
+def token_mis(stats, lo, hi):
+    kept = (stats.rho >= lo) & (stats.rho <= hi)
+    return Weights(token=stats.rho * kept, token_affected=~kept)
+
+
+def prefix_is(stats):
+    return Weights(token=stats.rho, carry=stats.rho)
+
+
+def sequence_is(stats):
+    return Weights(sequence=np.exp(stats.log_W))
+
+
+def sequence_tis(stats, C):
+    W = np.exp(stats.log_W)
+    return Weights(sequence=np.minimum(W, C), sequence_affected=W > C)
+
+
+def sequence_mis(stats, C):
+    W = np.exp(stats.log_W)
+    return Weights(sequence=np.where(W <= C, W, 0.0), sequence_affected=W > C)
+
+
+def geometric_kept(stats, lo, hi):
+    """1[lo ≤ ρ_geo ≤ hi] with ρ_geo = W^(1/T)."""
+    log_geo = stats.log_W / stats.T
+    return (log_geo >= np.log(lo)) & (log_geo <= np.log(hi))
+
+
+def geometric_rs(stats, lo, hi):
+    kept = geometric_kept(stats, lo, hi)
+    return Weights(sequence=kept.astype(float), sequence_affected=~kept)
+
+
+def geometric_rs_token_tis(stats, lo, hi, C):
+    kept = geometric_kept(stats, lo, hi)
+    return Weights(sequence=kept.astype(float), token=np.minimum(stats.rho, C),
+                   sequence_affected=~kept, token_affected=stats.rho > C)
+
+
+def k3_rs(stats, delta):
+    kept = stats.mean_k3 <= delta
+    return Weights(sequence=kept.astype(float), sequence_affected=~kept)
+
+
+def trust_region_mask(stats, eps):
+    kept = stats.max_abs_log_rho <= eps
+    return Weights(sequence=kept.astype(float), sequence_affected=~kept)
+
+
+def gspo_geometric(stats):
+    return Weights(sequence=np.exp(stats.log_W / stats.T))
+
+
+# -- batch-coupled estimators (Monte Carlo only) ----------------------------------------------------------
+
+def self_normalised_is(batch):
+    """Σ_i W_i·A_i·s_i / Σ_i W_i."""
+    W = np.exp(batch.log_W)
+    return batch.score_sum(W * batch.advantage) / batch.cumulative(W)[..., None, None]
+
+
+def group_mean_baseline(batch, weight):
+    """(1/N)·Σ_i c_i·(r_i − r̄)·s_i with r̄ the batch's mean reward and c the named estimator's weight."""
+    coefficient = batch.coefficients(weight)
+    mean_reward = batch.cumulative(batch.reward) / batch.N
+    centred = batch.score_sum(coefficient * batch.reward[..., None]) \
+        - mean_reward[..., None, None] * batch.score_sum(coefficient)
+    return centred / batch.N[:, None, None]
+
+
+def leave_one_out_baseline(batch, weight):
+    """(1/N)·Σ_i c_i·(r_i − mean of the others' r)·s_i = N/(N − 1) × the group-mean version; undefined at N = 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(batch.N > 1, batch.N / (batch.N - 1.0), np.nan)
+    return group_mean_baseline(batch, weight) * factor[:, None, None]
+
+
+# -- the registry ---------------------------------------------------------------------------------------
+
+def _threshold(default, low, high, help):
+    return Param(float(default), float(low), float(high), help)
+
+
+C_TOKEN = _threshold(2, 1, 100, "per-token ratio cap C")
+C_SEQUENCE = _threshold(2, 1, 1000, "sequence ratio cap C")
+WEIGHT_CHOICE = Param("naive", help="the exact estimator whose weight multiplies the centred reward")
+
+_ENTRIES = [
+    Estimator("on_policy", "on-policy (y ~ π)", r"\hat g = (r(y)-b)\sum_t s_t,\quad y\sim\pi",
+              "the reference: a sampler that equals the trainer", no_correction, on_policy=True,
+              colour="#7F7F7F"),
+    Estimator("naive", "naive (no correction)", r"\hat g = (r(y)-b)\sum_t s_t,\quad y\sim\mu",
+              "REINFORCE on sampler rollouts, no correction", no_correction, colour="#D55E00"),
+    Estimator("tok_is", "token IS", r"c_t = \rho_t", "per-token ratio, PPO-like", token_is,
+              colour="#E69F00"),
+    Estimator("tok_tis", "token TIS", r"c_t = \min(\rho_t, C)",
+              "truncated IS (Yao et al. 2025); verl rollout_is=token; TRL token_truncate; slime --tis-clip",
+              token_tis, {"C": C_TOKEN}, colour="#56B4E9"),
+    Estimator("tok_mis", "token MIS (IcePop)", r"c_t = \rho_t\,\mathbf 1[\mathrm{lo}\le\rho_t\le\mathrm{hi}]",
+              "IcePop (Ring-1T, 2025); TRL token_mask", token_mis,
+              {"lo": _threshold(0.5, 0.01, 1, "lower ratio bound"),
+               "hi": _threshold(5, 1, 100, "upper ratio bound")}, colour="#009E73"),
+    Estimator("prefix_is", "prefix IS (per-decision)", r"c_t = \prod_{s\le t}\rho_s",
+              "per-decision IS (Precup et al. 2000): the causal weight of an autoregressive model",
+              prefix_is, colour="#999933"),
+    Estimator("seq_is", "sequence IS", r"c_t = W = \prod_t \rho_t", "sequence-level IS: unbiased",
+              sequence_is, colour="#0072B2"),
+    Estimator("seq_tis", "sequence TIS", r"c_t = \min(W, C)",
+              "verl rollout_is=sequence; TRL sequence_truncate", sequence_tis, {"C": C_SEQUENCE},
+              colour="#CC79A7"),
+    Estimator("seq_mis", "sequence MIS", r"c_t = W\,\mathbf 1[W\le C]",
+              "Li et al. 2025 (Seq-MIS); TRL sequence_mask (its default C = 3)", sequence_mis,
+              {"C": C_SEQUENCE}, colour="#AA4499"),
+    Estimator("geo_rs", "geometric rejection", r"c_t = \mathbf 1[\mathrm{lo}\le\rho_{geo}\le\mathrm{hi}],\ "
+              r"\rho_{geo}=W^{1/T}", "Li et al. 2025 (Geo-RS); verl seq_mean_k1", geometric_rs,
+              {"lo": _threshold(0.5, 0.01, 1, "lower bound on ρ_geo"),
+               "hi": _threshold(2, 1, 100, "upper bound on ρ_geo")}, colour="#44AA99"),
+    Estimator("geo_rs_tok_tis", "geometric rejection + token TIS",
+              r"c_t = \mathbf 1[\mathrm{lo}\le\rho_{geo}\le\mathrm{hi}]\,\min(\rho_t, C)",
+              "verl decoupled_geo_rs_token_tis", geometric_rs_token_tis,
+              {"lo": _threshold(0.5, 0.01, 1, "lower bound on ρ_geo"),
+               "hi": _threshold(2, 1, 100, "upper bound on ρ_geo"), "C": C_TOKEN}, colour="#117733"),
+    Estimator("k3_rs", "k3 rejection", r"c_t = \mathbf 1\big[\tfrac1T\sum_t k_3(\rho_t)\le\delta\big],\ "
+              r"k_3(\rho)=\rho-1-\log\rho", "verl seq_mean_k3 rejection", k3_rs,
+              {"delta": _threshold(0.01, 1e-4, 10, "bound on the mean k3 divergence")}, colour="#DDCC77"),
+    Estimator("trm", "trust-region mask", r"c_t = \mathbf 1[\max_t|\log\rho_t|\le\varepsilon]",
+              "Trust Region Masking (2025)", trust_region_mask,
+              {"eps": _threshold(0.5, 0.01, 10, "bound on max |log ρ_t|")}, colour="#CC6677"),
+    Estimator("gspo_geo", "GSPO geometric ratio", r"c_t = \rho_{geo} = W^{1/T}",
+              "GSPO's geometric-mean sequence ratio (unclipped)", gspo_geometric, colour="#6699CC"),
+    Estimator("seq_snis", "self-normalised sequence IS",
+              r"\hat g_N = \frac{\sum_i W_i A_i \sum_t s_{i,t}}{\sum_i W_i}",
+              "self-normalised importance sampling", batch_estimate=self_normalised_is, colour="#88CCEE"),
+    Estimator("grpo", "group-mean baseline (GRPO)",
+              r"\hat g_N = \tfrac1N\sum_i c_{i}\,(r_i-\bar r)\,\sum_t s_{i,t}",
+              "GRPO (Shao et al. 2024): advantage r_i minus the batch mean, times any weight above",
+              batch_estimate=group_mean_baseline, params={"weight": WEIGHT_CHOICE}, colour="#997700"),
+    Estimator("rloo", "leave-one-out baseline (RLOO)",
+              r"\hat g_N = \tfrac1N\sum_i c_{i}\,\big(r_i-\tfrac{1}{N-1}\sum_{j\ne i}r_j\big)\sum_t s_{i,t}",
+              "RLOO (Ahmadian et al. 2024): advantage r_i minus the mean of the others",
+              batch_estimate=leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA"),
+]
+
+ESTIMATORS = {estimator.id: estimator for estimator in _ENTRIES}
+EXACT_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.exact)
+BASELINES = ("none", "logged", "true")
+
+
+def resolve_params(estimator_id, overrides=None):
+    """The estimator's parameters: defaults updated by ``overrides``; ValueError names what is wrong."""
+    if estimator_id not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {estimator_id!r}; known: {', '.join(ESTIMATORS)}")
+    spec = ESTIMATORS[estimator_id].params
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - set(spec)
+    if unknown:
+        known = ", ".join(spec) or "none"
+        raise ValueError(f"{estimator_id} has no parameter {sorted(unknown)[0]!r} (its parameters: {known})")
+    params = {name: param.default for name, param in spec.items()} | overrides
+    for name, value in params.items():
+        params[name] = _checked(estimator_id, name, spec[name], value)
+    if "lo" in params and "hi" in params and params["lo"] > params["hi"]:
+        raise ValueError(f"{estimator_id}: lo = {params['lo']:g} is above hi = {params['hi']:g}")
+    return params
+
+
+def _checked(estimator_id, name, param, value):
+    if isinstance(param.default, str):
+        if value not in EXACT_IDS or ESTIMATORS[value].on_policy:
+            raise ValueError(f"{estimator_id}.{name} must name an exact estimator on sampler rollouts, "
+                             f"got {value!r}")
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{estimator_id}.{name} must be a number, got {value!r}") from None
+    if not param.low <= number <= param.high:
+        raise ValueError(f"{estimator_id}.{name} = {number:g} is outside [{param.low:g}, {param.high:g}]")
+    return number

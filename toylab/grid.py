@@ -1,0 +1,51 @@
+"""The V**T sequences as a grid, and the two operations the exact engine needs.
+
+Sequence m is the base-V number y_0 y_1 ... y_{T-1} (position 0 most significant), the order of
+``itertools.product(range(V), repeat=T)``. A per-sequence statistic that is a sum (or maximum) of
+per-position tables is then an outer sum (or outer maximum), built without any (M, T) array; and
+the sums of an M-vector over every sequence that starts with a given prefix are repeated reshapes.
+"""
+
+import numpy as np
+
+
+def outer_sum(table):
+    """x[y] = Σ_t table[t, y_t] for every sequence y, as an M-vector."""
+    return _outer(np.add, table)
+
+
+def outer_max(table):
+    """x[y] = max_t table[t, y_t] for every sequence y, as an M-vector."""
+    return _outer(np.maximum, table)
+
+
+def _outer(combine, table):
+    table = np.asarray(table)
+    accumulated = table[0]
+    for row in table[1:]:
+        accumulated = combine.outer(accumulated, row).ravel()
+    return accumulated
+
+
+def prefix_sums(x, T, V):
+    """[S_0, ..., S_{T-1}] where S_t[p, v] = Σ of x over sequences whose first t+1 tokens are (p, v).
+
+    S_t has shape (V**t, V); its rows are the prefixes p of length t. Total cost O(M).
+    """
+    sums = [None] * T
+    level = np.asarray(x, dtype=float)
+    for t in range(T - 1, -1, -1):
+        sums[t] = level.reshape(V**t, V)
+        level = sums[t].sum(axis=1)
+    return sums
+
+
+def position_marginals(x, T, V):
+    """marginals[t, v] = Σ_y x[y]·1[y_t = v]: the (T, V) marginals of an M-vector."""
+    return np.array([s.sum(axis=0) for s in prefix_sums(x, T, V)])
+
+
+def token_grid(T, V):
+    """The (M, T) array of every sequence: ``itertools.product`` order, built by broadcasting."""
+    digits = np.arange(V**T)[:, None] // V ** np.arange(T - 1, -1, -1)[None, :]
+    return digits % V

@@ -1,0 +1,137 @@
+"""Exact moments of every exact estimator, in O(M) from the factorised coefficient.
+
+With c_t(y) = a(y)·f[t, y_t]·H_t(y_{<t}), a = (r − b)·sequence weight and H_t = ∏_{s<t} carry[s, y_s],
+and p the sampling distribution (μ, or π for on_policy):
+
+    m_t[v]   = E_p[c_t·1[y_t = v]]   = f[t, v]·Σ_prefix H_t(prefix)·S1_t[prefix, v]
+    mean_t   = m_t − π_t·Σ_v m_t[v]                              (since s_t = onehot(y_t) − π_t)
+    E‖ĝ‖²    = Σ_t Σ_v E_p[c_t²·1[y_t = v]]·‖onehot(v) − π_t‖²   (rows of ĝ are separate positions)
+
+where S1_t, S2_t are the prefix sums of the M-vectors p·a and p·a² (``grid.prefix_sums``).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toylab.estimators import ESTIMATORS, EXACT_IDS, resolve_params
+from toylab.grid import outer_sum, position_marginals, prefix_sums
+
+UNBIASED_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Exact first and second moments of one estimator's single-sample gradient estimate."""
+    estimator: str
+    params: dict
+    mean: np.ndarray
+    bias: float
+    var: float
+    grad_norm: float
+    cosine: float
+    tokens_affected: float
+    sequences_affected: float
+
+    @property
+    def rel_bias(self):
+        return self.bias / self.grad_norm
+
+    def rel_std(self, N):
+        """sqrt(var/N)/‖∇J‖: the spread of a batch mean of N samples."""
+        return float(np.sqrt(self.var / N) / self.grad_norm)
+
+    def rel_rmse(self, N):
+        """sqrt(bias² + var/N)/‖∇J‖."""
+        return float(np.sqrt(self.bias**2 + self.var / N) / self.grad_norm)
+
+    @property
+    def unbiased(self):
+        return self.rel_bias < UNBIASED_TOLERANCE
+
+
+def baseline_value(toy, baseline):
+    """b for a baseline name: none → 0, logged → E_μ[r], true → J."""
+    values = {"none": lambda: 0.0, "logged": lambda: toy.logged_reward, "true": lambda: toy.J}
+    if baseline not in values:
+        raise ValueError(f"unknown baseline {baseline!r}; choose none, logged or true")
+    return values[baseline]()
+
+
+def exact_moments(toy, estimator_id, params=None, baseline="none"):
+    """The exact Moments of an exact estimator on the toy, with the given thresholds and baseline."""
+    estimator = ESTIMATORS[estimator_id]
+    if not estimator.exact:
+        raise ValueError(f"{estimator_id} is batch-coupled: it has no exact single-sample moments")
+    params = resolve_params(estimator_id, params)
+    weights = estimator.weights(toy, **params)
+    probability = toy.p_train if estimator.on_policy else toy.p_sampler
+    position_probability = toy.pi if estimator.on_policy else toy.mu
+    advantage = (toy.R - baseline_value(toy, baseline)) * weights.sequence
+    mean, second_moment = _factorised_moments(toy, probability * advantage, probability * advantage**2,
+                                              weights.token, weights.carry)
+    grad = toy.true_grad
+    grad_norm = float(np.linalg.norm(grad))
+    mean_norm = float(np.linalg.norm(mean))
+    tokens, sequences = _affected(toy, probability, position_probability, weights)
+    return Moments(
+        estimator=estimator_id, params=params, mean=mean,
+        bias=float(np.linalg.norm(mean - grad)),
+        var=max(second_moment - mean_norm**2, 0.0),
+        grad_norm=grad_norm,
+        cosine=float(np.sum(mean * grad) / (mean_norm * grad_norm)) if mean_norm > 0 else float("nan"),
+        tokens_affected=tokens, sequences_affected=sequences)
+
+
+def _factorised_moments(toy, first, second, token, carry):
+    T, V = toy.T, toy.V
+    token = np.ones((T, V)) if token is None else token
+    squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)   # ‖onehot(v) − π_t‖²
+    first_sums, second_sums = prefix_sums(first, T, V), prefix_sums(second, T, V)
+    marginal, marginal_sq = np.empty((T, V)), np.empty((T, V))
+    prefix_weight = np.ones(1)                   # H_t over the V**t prefixes, when there is a carry
+    for t in range(T):
+        if carry is None:
+            marginal[t], marginal_sq[t] = first_sums[t].sum(axis=0), second_sums[t].sum(axis=0)
+        else:
+            marginal[t] = prefix_weight @ first_sums[t]
+            marginal_sq[t] = prefix_weight**2 @ second_sums[t]
+            prefix_weight = np.multiply.outer(prefix_weight, carry[t]).ravel()
+    m = marginal * token
+    mean = m - toy.pi * m.sum(axis=1, keepdims=True)
+    return mean, float(np.sum(marginal_sq * token**2 * squared_score))
+
+
+def _affected(toy, probability, position_probability, weights):
+    """(mean over t of P(token t masked or clipped), P(any token of the sequence masked or clipped))."""
+    sequence_hit, token_hit = weights.sequence_affected, weights.token_affected
+    if sequence_hit is None and token_hit is None:
+        return 0.0, 0.0
+    if sequence_hit is None:
+        per_position = (position_probability * token_hit).sum(axis=1)
+        return float(per_position.mean()), float(1 - np.prod(1 - per_position))
+    kept = probability * ~sequence_hit
+    if token_hit is None:
+        dropped = 1 - float(kept.sum())
+        return dropped, dropped
+    kept_tokens = (position_marginals(kept, toy.T, toy.V) * ~token_hit).sum(axis=1)
+    all_tokens_kept = outer_sum(token_hit.astype(np.int32)) == 0
+    return float(1 - kept_tokens.mean()), float(1 - kept[all_tokens_kept].sum())
+
+
+def exact_table(toy, selection=None, baseline="none", N=64):
+    """One row per exact estimator: its Moments summarised at batch size N.
+
+    ``selection`` maps estimator id → parameter overrides (default: every exact estimator, defaults).
+    """
+    selection = {id: {} for id in EXACT_IDS} if selection is None else selection
+    rows = []
+    for estimator_id, overrides in selection.items():
+        moments = exact_moments(toy, estimator_id, overrides, baseline)
+        rows.append({
+            "estimator": estimator_id, "label": ESTIMATORS[estimator_id].label, "params": moments.params,
+            "bias": moments.bias, "var": moments.var, "rel_bias": moments.rel_bias,
+            "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
+            "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
+            "unbiased": moments.unbiased})
+    return rows
