@@ -1,0 +1,77 @@
+"""Population diagnostics of a toy: how far apart μ and π are, and the exact ratio distributions.
+
+Per position (ρ_t = π_t/μ_t):
+    KL_t(μ‖π) = −Σ_v μ_t log ρ_t,   KL_t(π‖μ) = Σ_v π_t log ρ_t,   χ²_t = Σ_v μ_t ρ_t² − 1,
+    TV_t = ½ Σ_v |π_t − μ_t|.
+Positions are independent, so KL adds over t, χ²_seq = ∏_t (1 + χ²_t) − 1 = E_μ[W²] − 1, and the
+population effective-sample-size fraction is 1/(1 + χ²_seq).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    M: int
+    J: float                     # E_π[r]
+    logged_reward: float         # E_μ[r]
+    grad_norm: float             # ‖∇J‖
+    kl_mu_pi_tokens: np.ndarray  # (T,)
+    kl_pi_mu_tokens: np.ndarray  # (T,)
+    chi2_tokens: np.ndarray      # (T,)
+    max_tv: float
+
+    @property
+    def kl_mu_pi(self):
+        return float(self.kl_mu_pi_tokens.sum())
+
+    @property
+    def kl_pi_mu(self):
+        return float(self.kl_pi_mu_tokens.sum())
+
+    @property
+    def chi2_seq(self):
+        return float(np.prod(1 + self.chi2_tokens) - 1)
+
+    @property
+    def ess(self):
+        return 1 / (1 + self.chi2_seq)
+
+
+def diagnostics(toy):
+    """The toy's population numbers; J, E_μ[r] and ∇J come from the toy's M-vectors."""
+    return Diagnostics(
+        M=toy.M, J=toy.J, logged_reward=toy.logged_reward,
+        grad_norm=float(np.linalg.norm(toy.true_grad)),
+        kl_mu_pi_tokens=-(toy.mu * toy.log_rho).sum(axis=1),
+        kl_pi_mu_tokens=(toy.pi * toy.log_rho).sum(axis=1),
+        chi2_tokens=(toy.mu * toy.rho**2).sum(axis=1) - 1,
+        max_tv=float(0.5 * np.abs(toy.pi - toy.mu).sum(axis=1).max()))
+
+
+def sequence_log_ratio(toy, kind="W"):
+    """(values, μ-probabilities) of log W (kind "W") or log ρ_geo = log W / T (kind "geo"), over all M sequences."""
+    if kind not in ("W", "geo"):
+        raise ValueError(f"kind must be 'W' or 'geo', got {kind!r}")
+    return (toy.log_W if kind == "W" else toy.log_W / toy.T), toy.p_sampler
+
+
+def probability_beyond(values, probabilities, threshold, side="above"):
+    """P(value > threshold) (side "above") or P(value < threshold) (side "below")."""
+    beyond = values > threshold if side == "above" else values < threshold
+    return float(np.sum(probabilities * beyond))
+
+
+def weighted_quantile(values, probabilities, q):
+    """The smallest value v with P(value ≤ v) ≥ q."""
+    order = np.argsort(values)
+    cumulative = np.cumsum(probabilities[order])
+    return float(values[order][np.searchsorted(cumulative, q * cumulative[-1])])
+
+
+def weighted_histogram(values, probabilities, bins):
+    """(bin edges, probability in each bin) of an exact distribution."""
+    mass, edges = np.histogram(values, bins=bins, weights=probabilities)
+    return edges, mass

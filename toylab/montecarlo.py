@@ -1,0 +1,143 @@
+"""Monte Carlo: replicate batches drawn from the sampler, every estimator's relative error per batch size.
+
+Each replicate draws max(N) sequences token by token (μ is a product over positions, so no M-vector is
+needed and any toy size works); the batch of size N is its first N sequences. For each replicate and N
+the batch estimate ĝ_N is compared with ∇J:  error = ‖ĝ_N − ∇J‖ / ‖∇J‖.
+For an exact estimator  E[error²] = (bias² + var/N)/‖∇J‖²,  which the tests check.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toylab.estimators import ESTIMATORS, resolve_params
+from toylab.moments import baseline_value
+
+POWERS_OF_TWO = tuple(2**k for k in range(13))      # 1 … 4096
+SAMPLES_PER_CHUNK = 2_000_000                         # tokens held at once, bounds the memory
+
+
+def draw_tokens(rng, position_probabilities, shape):
+    """Tokens of shape (*shape, T), position t drawn from position_probabilities[t] by inverse CDF."""
+    inner_edges = np.cumsum(position_probabilities, axis=1)[:, :-1]          # (T, V − 1)
+    uniforms = rng.random((*shape, len(inner_edges)))
+    tokens = np.zeros(uniforms.shape, dtype=np.intp)
+    for edge in inner_edges.T:                                                # token = #{edges ≤ u}
+        tokens += uniforms >= edge
+    return tokens
+
+
+@dataclass
+class Batches:
+    """R replicate batches of tokens (R, n, T) with their sequence statistics and batch-sum helpers.
+
+    ``score_sum(x)`` is, for every replicate and N, Σ_{i<N} x_{i,t}·(onehot(y_{i,t}) − π_t): shape (R, K, T, V).
+    ``cumulative(x)`` is Σ_{i<N} x_i: shape (R, K).
+    """
+    toy: object
+    tokens: np.ndarray
+    N: np.ndarray
+    advantage_baseline: float
+
+    def __post_init__(self):
+        R, n, T = self.tokens.shape
+        V, K = self.toy.V, len(self.N)
+        self.T, self.rho = T, self.toy.rho
+        cell = self.tokens + V * np.arange(T)                                  # index into a flattened (T, V) table
+        self._gather = lambda table: np.take(table, cell)
+        self.log_W = self._gather(self.toy.log_rho).sum(axis=2)
+        self.reward = (2 * (self.tokens == 0).sum(axis=2) >= T).astype(float)
+        self.advantage = self.reward - self.advantage_baseline
+        block = np.searchsorted(self.N, np.arange(n), side="right")        # sample i is in block k if N_{k-1} ≤ i < N_k
+        self._block_of_sample = (np.arange(R)[:, None] * K + block).ravel()
+        self._flat_index = (self._block_of_sample.reshape(R, n, 1) * (T * V) + cell).ravel()
+
+    @property
+    def mean_k3(self):
+        return self._gather(self.toy.rho - 1 - self.toy.log_rho).mean(axis=2)
+
+    @property
+    def max_abs_log_rho(self):
+        return self._gather(np.abs(self.toy.log_rho)).max(axis=2)
+
+    def coefficients(self, estimator_id, params=None):
+        """c_{i,t} of an exact estimator for every sampled sequence: shape (R, n, T)."""
+        weights = ESTIMATORS[estimator_id].weights(self, **resolve_params(estimator_id, params))
+        coefficient = np.broadcast_to(np.asarray(weights.sequence, dtype=float)[..., None], self.tokens.shape)
+        if weights.token is not None:
+            coefficient = coefficient * self._gather(weights.token)
+        if weights.carry is not None:
+            carried = self._gather(weights.carry)
+            prefix_product = np.ones(self.tokens.shape[:2])
+            coefficient = coefficient.copy()
+            for t in range(self.T):                                        # c_t ∝ ∏_{s<t} carry[s, y_s]
+                coefficient[..., t] *= prefix_product
+                prefix_product *= carried[..., t]
+        return coefficient
+
+    def score_sum(self, x):
+        R, n, T = self.tokens.shape
+        K, V = len(self.N), self.toy.V
+        x = np.broadcast_to(x[..., None] if np.ndim(x) == 2 else x, (R, n, T))
+        sums = np.bincount(self._flat_index, weights=x.ravel(), minlength=R * K * T * V)
+        sums = np.cumsum(sums.reshape(R, K, T, V), axis=1)
+        return sums - self.toy.pi * sums.sum(axis=3, keepdims=True)
+
+    def cumulative(self, x):
+        R, K = self.tokens.shape[0], len(self.N)
+        blocks = np.bincount(self._block_of_sample, weights=np.broadcast_to(x, self.tokens.shape[:2]).ravel(),
+                             minlength=R * K)
+        return np.cumsum(blocks.reshape(R, K), axis=1)
+
+
+def batch_estimates(batches, estimator_id, params=None):
+    """ĝ_N for every replicate and batch size: shape (R, K, T, V)."""
+    estimator = ESTIMATORS[estimator_id]
+    params = resolve_params(estimator_id, params)
+    if estimator.exact:
+        coefficient = batches.coefficients(estimator_id, params) * batches.advantage[..., None]
+        return batches.score_sum(coefficient) / batches.N[:, None, None]
+    return estimator.batch_estimate(batches, **params)
+
+
+def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, replicates=200, seed=0):
+    """{estimator id: relative errors of shape (K, R)} for batch sizes N_1 < … < N_K.
+
+    ``selection`` maps estimator id → parameter overrides. Replicates are processed in chunks so that
+    memory stays bounded; the draws depend only on the seed, the chunking and the toy.
+    """
+    N = np.asarray(sorted(set(int(n) for n in batch_sizes)))
+    if N[0] < 1:
+        raise ValueError("batch sizes must be ≥ 1")
+    b = baseline_value(toy, baseline)
+    grad = toy.true_grad
+    grad_norm = np.linalg.norm(grad)
+    chunk = max(1, min(replicates, SAMPLES_PER_CHUNK // (int(N[-1]) * toy.T)))
+    rng = np.random.default_rng(seed)
+    errors = {estimator_id: [] for estimator_id in selection}
+    for start in range(0, replicates, chunk):
+        shape = (min(chunk, replicates - start), int(N[-1]))
+        uniforms_state = rng.bit_generator.state
+        batches = {False: Batches(toy, draw_tokens(rng, toy.mu, shape), N, b)}
+        if any(ESTIMATORS[e].on_policy for e in selection):
+            rng.bit_generator.state = uniforms_state            # the same uniforms, pushed through π
+            batches[True] = Batches(toy, draw_tokens(rng, toy.pi, shape), N, b)
+        for estimator_id, overrides in selection.items():
+            estimate = batch_estimates(batches[ESTIMATORS[estimator_id].on_policy], estimator_id, overrides)
+            error = np.linalg.norm((estimate - grad).reshape(*estimate.shape[:2], -1), axis=2) / grad_norm
+            errors[estimator_id].append(error.T)
+    return {estimator_id: np.concatenate(chunks, axis=1) for estimator_id, chunks in errors.items()}
+
+
+def summarise(errors, batch_sizes):
+    """Rows (estimator, N, rms, q10, median, q90) from ``monte_carlo``'s errors; NaN errors (undefined N) dropped."""
+    N = sorted(set(int(n) for n in batch_sizes))
+    rows = []
+    for estimator_id, per_size in errors.items():
+        for n, error in zip(N, per_size, strict=True):
+            error = error[np.isfinite(error)]
+            if error.size:
+                q10, median, q90 = np.quantile(error, [0.1, 0.5, 0.9])
+                rows.append({"estimator": estimator_id, "N": n, "rms": float(np.sqrt(np.mean(error**2))),
+                             "q10": float(q10), "median": float(median), "q90": float(q90)})
+    return rows
