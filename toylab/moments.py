@@ -67,9 +67,8 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
     weights = estimator.weights(toy, **params)
     probability = toy.p_train if estimator.on_policy else toy.p_sampler
     position_probability = toy.pi if estimator.on_policy else toy.mu
-    advantage = (toy.R - baseline_value(toy, baseline)) * weights.sequence
-    mean, second_moment = _factorised_moments(toy, probability * advantage, probability * advantage**2,
-                                              weights.token, weights.carry)
+    sums = _moment_prefix_sums(toy, estimator.on_policy, baseline_value(toy, baseline), weights.sequence)
+    mean, second_moment = _factorised_moments(toy, *sums, weights.token, weights.carry)
     grad = toy.true_grad
     grad_norm = float(np.linalg.norm(grad))
     mean_norm = float(np.linalg.norm(mean))
@@ -83,19 +82,40 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
         tokens_affected=tokens, sequences_affected=sequences)
 
 
-def _factorised_moments(toy, first, second, token, carry):
+def _moment_prefix_sums(toy, on_policy, b, sequence_weight):
+    """Prefix sums of p·a and p·a², a = (r − b)·sequence weight.
+
+    Estimators without a sequence weight (naive, token-level, prefix IS) share them: the toy keeps the
+    last two such pairs in ``toy.memo``.
+    """
+    shared = np.ndim(sequence_weight) == 0 and sequence_weight == 1
+    key = ("moment prefix sums", on_policy, b)
+    if shared and key in toy.memo:
+        return toy.memo[key]
+    advantage = toy.R - b
+    advantage *= sequence_weight
+    first = (toy.p_train if on_policy else toy.p_sampler) * advantage          # p·a
+    second = np.multiply(first, advantage, out=advantage)                     # p·a², in a's memory
+    sums = prefix_sums(first, toy.T, toy.V), prefix_sums(second, toy.T, toy.V)
+    if shared:
+        toy.memo[key] = sums
+        while len(toy.memo) > 2:
+            toy.memo.pop(next(iter(toy.memo)))
+    return sums
+
+
+def _factorised_moments(toy, first_sums, second_sums, token, carry):
     T, V = toy.T, toy.V
     token = np.ones((T, V)) if token is None else token
     squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)   # ‖onehot(v) − π_t‖²
-    first_sums, second_sums = prefix_sums(first, T, V), prefix_sums(second, T, V)
     marginal, marginal_sq = np.empty((T, V)), np.empty((T, V))
-    prefix_weight = np.ones(1)                   # H_t over the V**t prefixes, when there is a carry
+    prefix_weight = np.ones(1)                   # H_t(prefix) = ∏_{s<t} carry[s, y_s] over the V**t prefixes
     for t in range(T):
-        if carry is None:
-            marginal[t], marginal_sq[t] = first_sums[t].sum(axis=0), second_sums[t].sum(axis=0)
-        else:
-            marginal[t] = prefix_weight @ first_sums[t]
-            marginal_sq[t] = prefix_weight**2 @ second_sums[t]
+        if carry is None:                        # H_t = 1: plain column sums, as products with a ones vector
+            prefix_weight = np.ones(V**t)
+        marginal[t] = prefix_weight @ first_sums[t]
+        marginal_sq[t] = prefix_weight**2 @ second_sums[t]
+        if carry is not None:
             prefix_weight = np.multiply.outer(prefix_weight, carry[t]).ravel()
     m = marginal * token
     mean = m - toy.pi * m.sum(axis=1, keepdims=True)

@@ -75,6 +75,7 @@ class Toy(Mapping):
         self.pi, self.mu = np.exp(self.log_pi), np.exp(self.log_mu)
         self.log_rho = self.log_pi - self.log_mu               # (T, V) per-token log ratio log π/μ
         self.rho = np.exp(self.log_rho)
+        self.memo = {}                                         # arrays several estimators share (see moments)
 
     # -- per-sequence M-vectors -------------------------------------------------------------------
     @cached_property
@@ -88,14 +89,10 @@ class Toy(Mapping):
         return np.exp(outer_sum(self.log_mu))
 
     @cached_property
-    def zero_count(self):
-        """#{t: y_t = 0}, the only thing the reward looks at."""
-        return outer_sum(np.eye(self.V, dtype=np.int32)[[0] * self.T]).astype(np.int32)
-
-    @cached_property
     def R(self):
-        """r(y) = 1 if at least half of the tokens are token 0, else 0."""
-        return (2 * self.zero_count >= self.T).astype(float)
+        """r(y) = 1 if at least half of the tokens are token 0, else 0 (#zeros from an outer sum of 1[v = 0])."""
+        zero_count = outer_sum(np.eye(self.V, dtype=np.int8)[[0] * self.T])
+        return (2 * zero_count >= self.T).astype(float)
 
     @cached_property
     def J(self):

@@ -1,0 +1,5 @@
+import sys
+
+from toylab.cli import main
+
+sys.exit(main())
