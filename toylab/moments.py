@@ -7,7 +7,8 @@ and p the sampling distribution (μ, or π for on_policy):
     mean_t   = m_t − π_t·Σ_v m_t[v]                              (since s_t = onehot(y_t) − π_t)
     E‖ĝ‖²    = Σ_t Σ_v E_p[c_t²·1[y_t = v]]·‖onehot(v) − π_t‖²   (rows of ĝ are separate positions)
 
-where S1_t, S2_t are the prefix sums of the M-vectors p·a and p·a² (``grid.prefix_sums``).
+where S1_t, S2_t are the prefix sums of the M-vectors p·a and p·a² (``grid.prefix_sums``); without a
+carry (every estimator but prefix IS) they reduce to position marginals (``grid.position_marginals``).
 """
 
 from dataclasses import dataclass
@@ -67,8 +68,8 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
     weights = estimator.weights(toy, **params)
     probability = toy.p_train if estimator.on_policy else toy.p_sampler
     position_probability = toy.pi if estimator.on_policy else toy.mu
-    sums = _moment_prefix_sums(toy, estimator.on_policy, baseline_value(toy, baseline), weights.sequence)
-    mean, second_moment = _factorised_moments(toy, *sums, weights.token, weights.carry)
+    marginal, marginal_sq = _position_moments(toy, estimator.on_policy, baseline_value(toy, baseline), weights)
+    mean, second_moment = _mean_and_second_moment(toy, marginal, marginal_sq, weights.token)
     grad = toy.true_grad
     grad_norm = float(np.linalg.norm(grad))
     mean_norm = float(np.linalg.norm(mean))
@@ -82,44 +83,46 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
         tokens_affected=tokens, sequences_affected=sequences)
 
 
-def _moment_prefix_sums(toy, on_policy, b, sequence_weight):
-    """Prefix sums of p·a and p·a², a = (r − b)·sequence weight.
+def _position_moments(toy, on_policy, b, weights):
+    """E_p[a·H_t·1[y_t = v]] and E_p[a²·H_t²·1[y_t = v]], each (T, V), with a = (r − b)·sequence weight.
 
-    Estimators without a sequence weight (naive, token-level, prefix IS) share them: the toy keeps the
-    last two such pairs in ``toy.memo``.
+    Without a carry (H_t = 1) these are position marginals of p·a and p·a²; with one, prefix sums
+    weighted by H_t over the V**t prefixes. Estimators with neither a sequence weight nor a carry
+    (naive, token-level) share the result through ``toy.memo``.
     """
-    shared = np.ndim(sequence_weight) == 0 and sequence_weight == 1
-    key = ("moment prefix sums", on_policy, b)
+    shared = weights.carry is None and np.ndim(weights.sequence) == 0 and weights.sequence == 1
+    key = ("unweighted position moments", on_policy, b)
     if shared and key in toy.memo:
         return toy.memo[key]
     advantage = toy.R - b
-    advantage *= sequence_weight
+    advantage *= weights.sequence
     first = (toy.p_train if on_policy else toy.p_sampler) * advantage          # p·a
     second = np.multiply(first, advantage, out=advantage)                     # p·a², in a's memory
-    sums = prefix_sums(first, toy.T, toy.V), prefix_sums(second, toy.T, toy.V)
+    if weights.carry is None:
+        moments = position_marginals(first, toy.T, toy.V), position_marginals(second, toy.T, toy.V)
+    else:
+        moments = _carried_marginals(first, toy, weights.carry, 1), _carried_marginals(second, toy, weights.carry, 2)
     if shared:
-        toy.memo[key] = sums
-        while len(toy.memo) > 2:
-            toy.memo.pop(next(iter(toy.memo)))
-    return sums
+        toy.memo[key] = moments
+    return moments
 
 
-def _factorised_moments(toy, first_sums, second_sums, token, carry):
-    T, V = toy.T, toy.V
-    token = np.ones((T, V)) if token is None else token
-    squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)   # ‖onehot(v) − π_t‖²
-    marginal, marginal_sq = np.empty((T, V)), np.empty((T, V))
-    prefix_weight = np.ones(1)                   # H_t(prefix) = ∏_{s<t} carry[s, y_s] over the V**t prefixes
-    for t in range(T):
-        if carry is None:                        # H_t = 1: plain column sums, as products with a ones vector
-            prefix_weight = np.ones(V**t)
-        marginal[t] = prefix_weight @ first_sums[t]
-        marginal_sq[t] = prefix_weight**2 @ second_sums[t]
-        if carry is not None:
-            prefix_weight = np.multiply.outer(prefix_weight, carry[t]).ravel()
+def _carried_marginals(x, toy, carry, power):
+    """m[t, v] = Σ_y x[y]·H_t(y_{<t})**power·1[y_t = v], H_t = ∏_{s<t} carry[s, y_s]."""
+    marginals = np.empty((toy.T, toy.V))
+    prefix_weight = np.ones(1)
+    for t, sums in enumerate(prefix_sums(x, toy.T, toy.V)):
+        marginals[t] = prefix_weight**power @ sums
+        prefix_weight = np.multiply.outer(prefix_weight, carry[t]).ravel()
+    return marginals
+
+
+def _mean_and_second_moment(toy, marginal, marginal_sq, token):
+    """mean_t = m_t − π_t·Σ_v m_t[v] with m = marginal·f;  E‖ĝ‖² = Σ_{t,v} marginal_sq·f²·‖onehot(v) − π_t‖²."""
+    token = np.ones_like(marginal) if token is None else token
+    squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
     m = marginal * token
-    mean = m - toy.pi * m.sum(axis=1, keepdims=True)
-    return mean, float(np.sum(marginal_sq * token**2 * squared_score))
+    return m - toy.pi * m.sum(axis=1, keepdims=True), float(np.sum(marginal_sq * token**2 * squared_score))
 
 
 def _affected(toy, probability, position_probability, weights):
