@@ -1,0 +1,32 @@
+"""toylab: what happens to policy-gradient estimates when the sampler μ and the trainer π disagree.
+
+Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; each tab's ``render(settings)``
+runs only while that tab is open. Append ``(label, render)`` to TABS to add a tab.
+"""
+
+import streamlit as st
+
+from toylab.query import size_problem
+from views import errors_tab, estimators_tab, header, ratios_tab, sidebar
+
+TABS = [
+    ("Estimators", estimators_tab.render),
+    ("Ratios", ratios_tab.render),
+    ("Error vs batch size", errors_tab.render),
+]
+
+st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
+settings, notices = sidebar.render()
+st.title("toylab · when the sampler μ and the trainer π disagree")
+for notice in notices:
+    st.warning(notice, icon=":material/link_off:")
+problem = size_problem(settings.T, settings.V)
+if problem:
+    st.error(f"This toy is too large to enumerate. {problem}", icon=":material/block:")
+    st.stop()
+header.render(settings)
+for tab, (_, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, bind="query-params"),
+                            TABS, strict=True):
+    if tab.open:
+        with tab:
+            render(settings)

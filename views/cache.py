@@ -1,0 +1,75 @@
+"""The page's cached computations, keyed on scalars and Settings; bounded so memory stays bounded.
+
+The toy is a resource (one shared object per four numbers; its M-vectors are built lazily and kept);
+everything else is data keyed on the Settings fields it depends on, so changing N does not recompute
+moments, and changing an estimator's threshold recomputes that estimator only.
+"""
+
+import streamlit as st
+
+import toylab
+from toylab import frames
+from toylab.diagnostics import diagnostics
+from toylab.montecarlo import monte_carlo, summarise
+from toylab.query import PAGE_SIZE_LIMIT
+
+MONTE_CARLO_SIZES = (1, 10, 100, 1_000, 10_000)
+MONTE_CARLO_REPLICATES = 64
+HISTOGRAM_BINS = 60
+
+
+@st.cache_resource(max_entries=2, show_spinner=False)
+def toy(T, V, mismatch, seed):
+    """The toy; ValueError (with the reason) if it is invalid or over the page's size limit."""
+    return toylab.make_toy(T, V, mismatch, seed, max_sequences=PAGE_SIZE_LIMIT)
+
+
+def settings_toy(settings):
+    return toy(*settings.toy_key)
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def moments(toy_key, estimator_id, params, baseline):
+    """Exact Moments of one estimator; ``params`` is a tuple of (name, value) pairs."""
+    return toylab.exact_moments(toy(*toy_key), estimator_id, dict(params), baseline)
+
+
+def selected_moments(settings):
+    """{id: Moments} for the selected exact estimators, in registry order."""
+    return {id: moments(settings.toy_key, id, tuple(params.items()), settings.baseline)
+            for id, params in settings.selection(exact_only=True).items()}
+
+
+def reference_moments(settings):
+    """seq_is's Moments (it has no thresholds): the unbiased reference of the crossover."""
+    return moments(settings.toy_key, "seq_is", (), settings.baseline)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def toy_diagnostics(toy_key):
+    return diagnostics(toy(*toy_key))
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def sequence_facts(toy_key):
+    return frames.sequence_facts(toy(*toy_key))
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def sampled_batch(toy_key, N, draw):
+    """One batch of N sequences from μ; ``draw`` counts the resample button's presses (it is the seed)."""
+    return frames.sampled_batch(toy(*toy_key), N, draw)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def sequence_histogram(toy_key, kind, N, draw):
+    _, log_W = sampled_batch(toy_key, N, draw)
+    return frames.sequence_histogram_frame(toy(*toy_key), kind, HISTOGRAM_BINS, log_W)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def monte_carlo_frame(toy_key, selection, baseline):
+    """Monte Carlo summary at MONTE_CARLO_SIZES; ``selection`` is ((id, ((name, value), ...)), ...)."""
+    chosen = {id: dict(params) for id, params in selection}
+    errors = monte_carlo(toy(*toy_key), chosen, baseline, MONTE_CARLO_SIZES, MONTE_CARLO_REPLICATES, seed=0)
+    return frames.monte_carlo_frame(summarise(errors, MONTE_CARLO_SIZES))

@@ -1,0 +1,60 @@
+"""The estimators tab: the exact table, bias versus spread, and each estimator's formula."""
+
+import base64
+
+import streamlit as st
+
+from toylab import charts, frames
+from toylab.estimators import ESTIMATORS
+from views import cache
+
+COLUMNS = {
+    "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
+    "estimator": st.column_config.TextColumn("estimator", help="Registry id (also the URL name)"),
+    "label": st.column_config.TextColumn("name"),
+    "params": st.column_config.TextColumn("thresholds", help="The thresholds used (the sidebar's values)"),
+    "rel_bias": st.column_config.NumberColumn(
+        "rel bias", format="%.4f", help="‖E[ĝ] − ∇J‖ / ‖∇J‖, exact: does not shrink with N"),
+    "rel_std": st.column_config.NumberColumn(
+        "rel std at N", format="%.4f", help="sqrt(var/N) / ‖∇J‖, exact, for a batch of N sequences"),
+    "rel_rmse": st.column_config.NumberColumn(
+        "rel RMSE at N", format="%.4f", help="sqrt(bias² + var/N) / ‖∇J‖: the typical relative error"),
+    "cosine": st.column_config.NumberColumn(
+        "cosine to ∇J", format="%.4f", help="cos(E[ĝ], ∇J): 1 means the mean points the right way"),
+    "tokens_affected": st.column_config.NumberColumn(
+        "tokens masked/clipped", format="percent", help="Mean over positions of P(the token's weight is "
+                                                        "masked or clipped)"),
+    "sequences_affected": st.column_config.NumberColumn(
+        "sequences masked/clipped", format="percent", help="P(any weight of the sequence is masked or clipped)"),
+    "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
+}
+
+
+def swatch(colour):
+    """A small filled circle as an SVG data URI, for the table's colour column."""
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><circle cx="8" cy="8" r="7" ' \
+          f'fill="{colour}"/></svg>'
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
+def render(settings):
+    batch_coupled = [id for id in settings.estimators if not ESTIMATORS[id].exact]
+    if batch_coupled:
+        st.caption(f"{', '.join(batch_coupled)}: batch-coupled, no exact single-sample moments; "
+                   "see *Error vs batch size* for their Monte Carlo errors.")
+    moments = cache.selected_moments(settings)
+    if not moments:
+        st.info("Select at least one exact estimator in the sidebar to see the table.")
+        return
+    table = frames.table_frame(moments, settings.N)
+    shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]])
+    st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch")
+    st.download_button("Download CSV", table.to_csv(index=False), file_name="toylab_estimators.csv",
+                       mime="text/csv", help="The table's numbers at full precision, with the settings' N")
+    st.altair_chart(charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N), width="stretch")
+    st.subheader("Formulas")
+    for id in settings.estimators:
+        estimator = ESTIMATORS[id]
+        with st.expander(f"{id} · {estimator.label}"):
+            st.latex(estimator.latex)
+            st.caption(f"Source: {estimator.source}. Thresholds: {frames.params_text(settings.params(id))}.")

@@ -1,0 +1,123 @@
+"""The sidebar: every control, read into a Settings, and kept in the URL both ways.
+
+Session-state keys (a callback may set any of them, e.g. a Lessons button; the page picks them up on
+the rerun that follows, and the URL follows the page):
+
+    "T", "V", "mismatch", "seed"   the toy                          (int, int, float, int)
+    "est"                          the selected estimator ids        (list of str)
+    "<id>.<param>"                 a selected estimator's threshold  (float; str for grpo/rloo .weight)
+    "baseline"                     "none" | "logged" | "true"
+    "N"                            the batch size                    (int)
+    "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
+    "tab"                          the open tab's label (owned by st.tabs; Streamlit keeps it in the URL)
+    "draw"                         the ratio tab's resample counter
+
+The URL names are the keys. On a session's first run the query is parsed by ``toylab.query`` (bad values
+fall back to defaults with notices) and written into session state; every run then writes the non-default
+values back to the URL, so the address is always a link to the current view.
+"""
+
+import math
+
+import streamlit as st
+
+from toylab.estimators import BASELINES, ESTIMATORS, EXACT_IDS
+from toylab.query import INTEGER_RANGES, MISMATCH_RANGE, make_settings, parse_query, to_query
+
+TAB_KEY = "tab"
+PRESET_KEY = "preset"
+LOADED_KEY = "_toylab_url_settings"      # the Settings the URL opened, and its notices
+NOTICES_KEY = "_toylab_url_notices"
+CUSTOM = "custom"
+PRESETS = {
+    "sampler = trainer (mismatch 0)": {"T": 6, "V": 4, "mismatch": 0.0, "seed": 0},
+    "default (mismatch 0.3)": {"T": 6, "V": 4, "mismatch": 0.3, "seed": 0},
+    "mild, FP16-like (mismatch 0.05)": {"T": 6, "V": 4, "mismatch": 0.05, "seed": 0},
+    "heavy (mismatch 1.0)": {"T": 6, "V": 4, "mismatch": 1.0, "seed": 0},
+    "long sequences (T = 10)": {"T": 10, "V": 4, "mismatch": 0.3, "seed": 0},
+}
+BASELINE_NAMES = {"none": "none (b = 0)", "logged": "logged (b = E_μ[r])", "true": "true (b = J)"}
+POLICY_ESTIMATORS = [id for id in EXACT_IDS if not ESTIMATORS[id].on_policy]
+
+
+def render():
+    """(Settings, notices): the notices about the URL stay until the user changes a control."""
+    if LOADED_KEY not in st.session_state:
+        settings, notices = parse_query(st.query_params.to_dict())
+        st.session_state[LOADED_KEY], st.session_state[NOTICES_KEY] = settings, notices
+        set_controls(settings)
+    with st.sidebar:
+        st.header("Toy")
+        _preset_picker()
+        st.slider("T — tokens per sequence", *INTEGER_RANGES["T"], key="T",
+                  help="Sequence length. The toy enumerates all M = V**T sequences exactly.")
+        st.slider("V — vocabulary size", *INTEGER_RANGES["V"], key="V", help="Tokens per position.")
+        st.slider("mismatch", *MISMATCH_RANGE, step=0.01, key="mismatch",
+                  help="How far the sampler μ is from the trainer π: μ_t = softmax(θ_t + mismatch·b_t).")
+        st.number_input("seed", *INTEGER_RANGES["seed"], step=1, key="seed",
+                        help="Draws θ and b; the same seed gives the reading group's reference toy.")
+        st.header("Estimators")
+        st.multiselect("estimators", list(ESTIMATORS), key="est",
+                       format_func=lambda id: f"{id} · {ESTIMATORS[id].label}",
+                       help="Which gradient estimators to compare; batch-coupled ones (seq_snis, grpo, "
+                            "rloo) appear in the Monte Carlo results only.")
+        thresholds = _threshold_controls(st.session_state["est"])
+        st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
+                 help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
+                      "shows, E_μ[r]; 'true' is J = E_π[r].")
+        st.number_input("batch size N", *INTEGER_RANGES["N"], step=1, key="N",
+                        help="Sequences per gradient estimate: the std shrinks as 1/√N, the bias does not.")
+    state = st.session_state
+    settings = make_settings(state["T"], state["V"], state["mismatch"], state["seed"], state["est"],
+                             thresholds, state["baseline"], state["N"])
+    _write_url(settings)
+    return settings, state[NOTICES_KEY] if settings == state[LOADED_KEY] else []
+
+
+def set_controls(settings):
+    """Put a Settings into the controls' session state (call before the widgets, e.g. from a callback)."""
+    for name in ("T", "V", "mismatch", "seed", "baseline", "N"):
+        st.session_state[name] = getattr(settings, name)
+    st.session_state["est"] = list(settings.estimators)
+    for id in settings.estimators:
+        for name, value in settings.params(id).items():
+            st.session_state[f"{id}.{name}"] = value
+
+
+def _threshold_controls(estimators):
+    """A number input (or, for grpo/rloo's weight, a select box) per threshold of the selected estimators."""
+    values = {}
+    for id in estimators:
+        for name, param in ESTIMATORS[id].params.items():
+            key = f"{id}.{name}"
+            st.session_state.setdefault(key, param.default)
+            if isinstance(param.default, str):
+                st.selectbox(key, POLICY_ESTIMATORS, key=key, help=param.help)
+            else:
+                step = 10.0 ** math.floor(math.log10(param.default)) / 10
+                st.number_input(key, param.low, param.high, step=step, format="%g", key=key,
+                                help=f"{param.help} ({ESTIMATORS[id].label}); {param.low:g} to {param.high:g}")
+            values[(id, name)] = st.session_state[key]
+    return values
+
+
+def _preset_picker():
+    toy = {name: st.session_state[name] for name in ("T", "V", "mismatch", "seed")}
+    st.session_state[PRESET_KEY] = next((name for name, preset in PRESETS.items() if preset == toy), CUSTOM)
+    st.selectbox("preset", [*PRESETS, CUSTOM], key=PRESET_KEY, on_change=_apply_preset,
+                 help="Sets T, V, mismatch and seed in one go.")
+
+
+def _apply_preset():
+    st.session_state.update(PRESETS.get(st.session_state[PRESET_KEY], {}))
+
+
+def _write_url(settings):
+    """Make the URL's control parameters equal ``to_query(settings)``, leaving the tab's parameter alone."""
+    wanted = to_query(settings)
+    current = {name: st.query_params.get_all(name) for name in st.query_params if name != TAB_KEY}
+    for name in current.keys() - wanted.keys():
+        del st.query_params[name]
+    changed = {name: value for name, value in wanted.items() if current.get(name) != [value]}
+    if changed:
+        st.query_params.update(changed)
