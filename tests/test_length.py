@@ -1,0 +1,150 @@
+"""The count recursion equals enumeration where both exist; stratified Monte Carlo agrees within its errors."""
+
+import numpy as np
+import pytest
+from dense import DenseToy
+
+from toylab import baseline_value, exact_moments, make_toy
+from toylab.diagnostics import diagnostics
+from toylab.grid import outer_sum
+from toylab.length import (
+    EXACT,
+    MONTE_CARLO,
+    RECURSION,
+    _population_by_enumeration,
+    _population_by_sampling,
+    chi2_sequence,
+    length_point,
+    lengths_for,
+)
+from toylab.recursion import RECURSIVE_IDS, exact_by_recursion, objective_by_recursion
+from toylab.settings import Settings
+from toylab.stratified import count_distribution, draw_given_counts, stratified_moments
+
+TOYS = [(6, 4, 0.3, 0), (5, 3, 1.0, 7), (8, 3, 0.6, 2), (3, 4, 2.0, 21), (1, 3, 0.5, 2), (7, 2, 1.5, 4)]
+BASELINES = ["none", "logged", "true"]
+BITING = {"tok_tis": {"C": 1.1}, "tok_mis": {"lo": 0.9, "hi": 1.2}, "trm": {"eps": 0.6}}
+Z = 5.0   # Monte Carlo tolerance in standard errors, fixed seeds
+
+
+@pytest.fixture(scope="module", params=TOYS, ids=lambda t: "T{}V{}m{}s{}".format(*t))
+def toy(request):
+    return make_toy(*request.param)
+
+
+def test_objective_equals_dense_enumeration(toy):
+    dense = DenseToy(toy)
+    J, logged_reward, grad = objective_by_recursion(toy)
+    assert J == pytest.approx(dense.p_train @ dense.R, rel=1e-12)
+    assert logged_reward == pytest.approx(dense.p_sampler @ dense.R, rel=1e-12)
+    np.testing.assert_allclose(grad, dense.true_grad, rtol=0, atol=1e-13 * np.abs(dense.true_grad).max())
+
+
+@pytest.mark.parametrize("baseline", BASELINES)
+@pytest.mark.parametrize("estimator", RECURSIVE_IDS)
+def test_recursion_equals_enumeration(toy, estimator, baseline):
+    for params in ({}, BITING.get(estimator, {})):
+        found = exact_by_recursion(toy, estimator, params, baseline)
+        expected = exact_moments(toy, estimator, params, baseline)
+        scale = expected.grad_norm
+        np.testing.assert_allclose(found.mean, expected.mean, rtol=0,
+                                   atol=1e-10 * max(np.abs(expected.mean).max(), scale))
+        assert found.bias == pytest.approx(expected.bias, rel=1e-10, abs=1e-12 * scale)
+        assert found.var == pytest.approx(expected.var, rel=1e-10, abs=1e-14)
+        assert found.grad_norm == pytest.approx(scale, rel=1e-12)
+        assert found.tokens_affected == pytest.approx(expected.tokens_affected, abs=1e-12)
+        assert found.sequences_affected == pytest.approx(expected.sequences_affected, abs=1e-12)
+
+
+def test_recursion_equals_enumeration_at_the_largest_enumerable_length():
+    toy = make_toy(10, 4, 0.8, 3)
+    for estimator in ("tok_tis", "seq_is", "prefix_is"):
+        found, expected = exact_by_recursion(toy, estimator, {}, "logged"), exact_moments(toy, estimator, {}, "logged")
+        assert found.bias == pytest.approx(expected.bias, rel=1e-10)
+        assert found.var == pytest.approx(expected.var, rel=1e-10)
+
+
+def test_long_sequences_objective_against_a_direct_convolution():
+    """J and E_μ[r] at T = 256 from the count distribution built by np.convolve, an independent path."""
+    toy = make_toy(256, 4, 0.5, 1, max_sequences=None)
+    J, logged_reward, grad = objective_by_recursion(toy)
+    for probability, expected in ((toy.pi, J), (toy.mu, logged_reward)):
+        counts = np.ones(1)
+        for p in probability:
+            counts = np.convolve(counts, [1 - p[0], p[0]])
+        assert expected == pytest.approx(counts[128:].sum(), rel=1e-10)
+    np.testing.assert_allclose(count_distribution(toy.mu), counts, rtol=1e-9, atol=1e-300)
+    assert exact_by_recursion(toy, "seq_is", {}, "logged").rel_bias < 1e-9
+    np.testing.assert_allclose(exact_by_recursion(toy, "on_policy").mean, grad, rtol=1e-12)
+
+
+def test_weighted_counts_carry_products_of_any_size():
+    """Σ_k of the count distribution under the weights μ·ρ² is E_μ[W²] = ∏_t (1 + χ²_t) = 1 + χ²_seq."""
+    toy = make_toy(128, 3, 0.4, 5, max_sequences=None)
+    weighted = count_distribution(toy.mu * toy.rho**2)
+    assert weighted.sum() == pytest.approx(1 + chi2_sequence(toy), rel=1e-10)
+
+
+def test_conditional_draws_have_the_count_and_the_conditional_law():
+    toy = make_toy(5, 3, 1.0, 0)
+    tokens = draw_given_counts(np.random.default_rng(0), toy.mu, np.full(100_000, 2))
+    assert np.all((tokens == 0).sum(axis=1) == 2)
+    zero_count = outer_sum(np.eye(toy.V, dtype=int)[[0] * toy.T])
+    conditional = toy.p_sampler * (zero_count == 2)
+    conditional /= conditional.sum()
+    frequency = np.bincount(tokens @ toy.V ** np.arange(toy.T - 1, -1, -1), minlength=toy.M) / len(tokens)
+    assert np.all(np.abs(frequency - conditional) < Z * np.sqrt(conditional / len(tokens)) + 1e-12)
+
+
+@pytest.mark.parametrize("baseline", BASELINES)
+@pytest.mark.parametrize("estimator, params", [("seq_tis", {}), ("seq_mis", {"C": 1.5}), ("geo_rs", {"lo": 0.8}),
+                                               ("geo_rs_tok_tis", {}), ("k3_rs", {"delta": 0.3}), ("tok_tis", {})])
+def test_stratified_monte_carlo_agrees_with_exact(estimator, params, baseline):
+    toy = make_toy(6, 4, 1.0, 0)
+    expected = exact_moments(toy, estimator, params, baseline)
+    found = stratified_moments(toy, estimator, params, baseline_value(toy, baseline), toy.true_grad, 20_000,
+                               np.random.default_rng(3))
+    assert np.linalg.norm(found.mean - expected.mean) < Z * found.bias_se
+    assert abs(found.bias - expected.bias) < Z * found.bias_se
+    assert abs(found.var - expected.var) < Z * found.var_se
+
+
+def test_length_points_are_enumeration_then_recursion_and_monte_carlo():
+    settings = Settings(V=4, estimators=("naive", "seq_is", "seq_tis", "trm"), baseline="logged")
+    assert 11 in lengths_for(4) and max(lengths_for(4)) == 256
+    population, estimators = length_point(settings, 6)
+    toy = make_toy(6, 4, settings.mismatch, settings.seed)
+    assert {row["method"] for row in population + estimators} == {EXACT}
+    for row in estimators:
+        expected = exact_moments(toy, row["estimator"], settings.params(row["estimator"]), "logged")
+        assert row["rel_bias"] == pytest.approx(expected.rel_bias, rel=1e-12)
+        assert row["rel_spread"] == pytest.approx(np.sqrt(expected.var) / expected.grad_norm, rel=1e-12)
+    values = {row["quantity"]: row["value"] for row in population}
+    assert values["χ²_seq"] == pytest.approx(diagnostics(toy).chi2_seq, rel=1e-12)
+    assert values["ESS fraction"] == pytest.approx(1 / (1 + values["χ²_seq"]), rel=1e-12)
+    assert values["P(W > C)"] == pytest.approx(toy.p_sampler @ (toy.log_W > np.log(2)), abs=1e-15)
+
+    population, estimators = length_point(settings, 64)
+    methods = {row["estimator"]: row["method"] for row in estimators}
+    assert methods == {"naive": RECURSION, "seq_is": RECURSION, "seq_tis": MONTE_CARLO, "trm": RECURSION}
+    assert {row["quantity"]: row["method"] for row in population}["P(W > C)"] == MONTE_CARLO
+
+
+def test_population_sampling_agrees_with_enumeration():
+    settings = Settings(mismatch=1.0)
+    toy = make_toy(6, 4, 1.0, 0)
+    band = settings.params("geo_rs")
+    exact = {row["quantity"]: row["value"] for row in _population_by_enumeration(toy, 2.0, band)}
+    for row in _population_by_sampling(toy, 2.0, band, 50_000, np.random.default_rng(0)):
+        assert abs(row["value"] - exact[row["quantity"]]) <= Z * row["se"] + 1e-12, row
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: length_point(Settings(), 0), "between 1 and 256"),
+    (lambda: length_point(Settings(), 257), "between 1 and 256"),
+    (lambda: exact_by_recursion(make_toy(), "seq_tis"), "does not factorise"),
+    (lambda: exact_by_recursion(make_toy(), "tok_tis", {"C": 0}), "outside"),
+])
+def test_bad_input_gets_a_clear_message(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

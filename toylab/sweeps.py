@@ -1,0 +1,82 @@
+"""Exact sweeps: every number as a threshold, or the mismatch, moves with the rest of the setting held.
+
+Threshold sweep: for each thresholded estimator, its relative bias, std and RMSE at batch size N,
+
+    rel_bias = ‖E ĝ − ∇J‖/‖∇J‖,   rel_std = sqrt(var/N)/‖∇J‖,   rel_rmse = sqrt(rel_bias² + rel_std²),
+
+on a log-spaced grid of one threshold (the others held at their chosen values), plus the chosen value.
+The rule of thumb of Li et al. (2025) for sequence truncation is C* = sqrt(2(1 + χ²_seq)).
+
+Mismatch sweep: the same numbers for every selected exact estimator on the toys with mismatch in [0, 2];
+θ and b come from the seed alone, so only the sampler moves.
+"""
+
+import numpy as np
+
+from toylab.diagnostics import diagnostics
+from toylab.estimators import ESTIMATORS
+from toylab.moments import exact_moments
+from toylab.toy import make_toy
+
+SWEPT_PARAMETER = {"tok_tis": "C", "tok_mis": "hi", "seq_tis": "C", "seq_mis": "C", "geo_rs": "hi",
+                   "k3_rs": "delta", "trm": "eps"}
+THRESHOLD_POINTS = 41
+MISMATCHES = np.linspace(0.0, 2.0, 41)
+
+
+def threshold_grid(estimator_id, chosen):
+    """THRESHOLD_POINTS log-spaced values over the parameter's allowed range, plus the chosen value."""
+    param = ESTIMATORS[estimator_id].params[SWEPT_PARAMETER[estimator_id]]
+    grid = np.geomspace(param.low, param.high, THRESHOLD_POINTS)
+    return np.unique(np.append(grid, chosen))
+
+
+def moments_row(moments, N):
+    """The relative numbers of one Moments at batch size N."""
+    return {"rel_bias": moments.rel_bias, "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N)}
+
+
+def threshold_sweep(toy, selection, baseline, N):
+    """Rows (estimator, parameter, threshold, chosen, rel_bias, rel_std, rel_rmse) for each thresholded
+    estimator in ``selection`` ({id: chosen parameters}); the other parameters of a band stay as chosen."""
+    rows = []
+    for estimator_id, params in selection.items():
+        if estimator_id not in SWEPT_PARAMETER:
+            continue
+        name = SWEPT_PARAMETER[estimator_id]
+        for value in threshold_grid(estimator_id, params[name]):
+            moments = exact_moments(toy, estimator_id, params | {name: float(value)}, baseline)
+            rows.append({"estimator": estimator_id, "parameter": name, "threshold": float(value),
+                         "chosen": bool(value == params[name])} | moments_row(moments, N))
+    return rows
+
+
+def best_thresholds(rows):
+    """{estimator: the row with the lowest rel_rmse} over a threshold sweep's rows (first on ties)."""
+    best = {}
+    for row in rows:
+        if row["estimator"] not in best or row["rel_rmse"] < best[row["estimator"]]["rel_rmse"]:
+            best[row["estimator"]] = row
+    return best
+
+
+def rule_of_thumb(toy):
+    """C* = sqrt(2(1 + χ²_seq)), the sequence-truncation threshold proposed by Li et al. (2025)."""
+    return float(np.sqrt(2 * (1 + diagnostics(toy).chi2_seq)))
+
+
+def mismatch_sweep(T, V, seed, chosen_mismatch, selection, baseline, N):
+    """(estimator rows, divergence rows) for mismatch in [0, 2] and the chosen one: per toy, each selected
+    exact estimator's rel_bias/rel_std/rel_rmse at N, and the toy's KL(μ‖π) and χ²_seq."""
+    estimator_rows, divergence_rows = [], []
+    for mismatch in np.unique(np.append(MISMATCHES, chosen_mismatch)):
+        toy = make_toy(T, V, float(mismatch), seed)
+        for estimator_id, params in selection.items():
+            if ESTIMATORS[estimator_id].exact:
+                moments = exact_moments(toy, estimator_id, params, baseline)
+                estimator_rows.append({"mismatch": float(mismatch), "estimator": estimator_id}
+                                      | moments_row(moments, N))
+        population = diagnostics(toy)
+        divergence_rows.append({"mismatch": float(mismatch), "kl_mu_pi": population.kl_mu_pi,
+                                "chi2_seq": population.chi2_seq})
+    return estimator_rows, divergence_rows
