@@ -22,7 +22,7 @@ def colour_scale():
 def estimator_colour(ids, legend=True):
     """Colour by the ``estimator`` field; the legend lists only ``ids`` (the ones on the chart)."""
     return alt.Color("estimator:N", scale=colour_scale(),
-                     legend=alt.Legend(title="estimator", values=list(ids)) if legend else None)
+                     legend=alt.Legend(title="estimator", values=list(dict.fromkeys(ids))) if legend else None)
 
 
 def legend_highlight():

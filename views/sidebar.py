@@ -58,9 +58,8 @@ def render():
                         help="Draws θ and b; the same seed gives the reading group's reference toy.")
         st.header("Estimators")
         st.multiselect("estimators", list(ESTIMATORS), key="est",
-                       format_func=lambda id: f"{id} · {ESTIMATORS[id].label}",
-                       help="Which gradient estimators to compare; batch-coupled ones (seq_snis, grpo, "
-                            "rloo) appear in the Monte Carlo results only.")
+                       help="Which gradient estimators to compare (their formulas are in the Estimators "
+                            "tab); batch-coupled ones (seq_snis, grpo, rloo) have Monte Carlo results only.")
         thresholds = _threshold_controls(st.session_state["est"])
         st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
                  help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
