@@ -1,0 +1,73 @@
+"""DataFrames for the deeper views' charts: long format (one row per point and metric), nothing computed
+but the reshaping, the batch-size scaling of the length view's spread, and the ±2 s.e. error bars.
+
+Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped.
+"""
+
+import numpy as np
+import pandas as pd
+
+from toylab.length import MONTE_CARLO
+
+UNBIASED = 1e-9
+METRICS = {"rel_bias": "relative bias", "rel_std": "relative std at N", "rel_rmse": "relative RMSE at N"}
+
+
+def _positive(frame, column="value"):
+    return frame[np.isfinite(frame[column]) & (frame[column] > UNBIASED)].reset_index(drop=True)
+
+
+def _long(rows, keys, metrics):
+    frame = pd.DataFrame(rows)
+    return frame.melt(id_vars=keys, value_vars=list(metrics), var_name="metric", value_name="value") \
+        .assign(metric=lambda f: f["metric"].map(METRICS))
+
+
+def threshold_frame(rows, best):
+    """(estimator, parameter, threshold, chosen, best, metric, value); ``best`` = sweeps.best_thresholds(rows)."""
+    frame = pd.DataFrame(rows)
+    frame["best"] = [row["threshold"] == best[row["estimator"]]["threshold"] for row in rows]
+    return _positive(_long(frame, ["estimator", "parameter", "threshold", "chosen", "best"], METRICS))
+
+
+def mismatch_frame(estimator_rows, chosen_mismatch):
+    """(mismatch, estimator, chosen, metric, value) for relative bias (zeros kept: linear axis) and RMSE."""
+    frame = _long(estimator_rows, ["mismatch", "estimator"], ["rel_bias", "rel_rmse"])
+    return frame.assign(chosen=frame["mismatch"] == chosen_mismatch)
+
+
+def divergence_frame(divergence_rows):
+    """(mismatch, quantity, value) for KL(μ‖π) and χ²_seq; zeros (at mismatch 0) dropped for the log axis."""
+    frame = pd.DataFrame(divergence_rows).rename(columns={"kl_mu_pi": "KL(μ‖π)", "chi2_seq": "χ²_seq"})
+    long = frame.melt(id_vars=["mismatch"], var_name="quantity", value_name="value")
+    return _positive(long)
+
+
+def length_divergence_frame(rows):
+    """(T, quantity, value) for χ²_seq and the ESS fraction (exact at every T); zeros dropped for the log axis."""
+    frame = pd.DataFrame(rows)
+    return _positive(frame[frame["quantity"].isin(["χ²_seq", "ESS fraction"])][["T", "quantity", "value"]])
+
+
+def length_probability_frame(rows):
+    """(T, quantity, value, lower, upper, method, monte_carlo) for P(W > C) and P(ρ_geo outside band), with
+    ±2 s.e. bands clipped to [0, 1] (zero width when exact)."""
+    frame = pd.DataFrame(rows)
+    frame = frame[frame["quantity"].str.startswith("P(")].reset_index(drop=True)
+    band = 2 * frame["se"]
+    return frame.assign(lower=(frame["value"] - band).clip(lower=0.0), upper=(frame["value"] + band).clip(upper=1.0),
+                        monte_carlo=frame["method"] == MONTE_CARLO).drop(columns="se")
+
+
+def length_estimator_frame(rows, N):
+    """(T, estimator, metric, value, lower, upper, method): rel bias and rel std at N = rel_spread/sqrt(N),
+    with ±2 s.e. bands for Monte Carlo points; points a log axis cannot show are dropped."""
+    frame = pd.DataFrame(rows)
+    parts = []
+    for metric, value, se in (("rel_bias", frame["rel_bias"], frame["rel_bias_se"]),
+                              ("rel_std", frame["rel_spread"] / np.sqrt(N), frame["rel_spread_se"] / np.sqrt(N))):
+        parts.append(pd.DataFrame({
+            "T": frame["T"], "estimator": frame["estimator"], "metric": METRICS[metric], "value": value,
+            "lower": np.maximum(value - 2 * se, UNBIASED), "upper": value + 2 * se, "method": frame["method"],
+            "monte_carlo": frame["method"] == MONTE_CARLO}))
+    return _positive(pd.concat(parts, ignore_index=True))

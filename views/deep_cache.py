@@ -1,0 +1,47 @@
+"""Cached computations of the deeper views (sweeps, length, lessons), keyed on Settings and scalars.
+
+Each key holds only what its result depends on: the threshold sweep ignores unselected estimators, the
+length points ignore T and N (the view scales the spread by 1/sqrt(N) itself).
+"""
+
+from dataclasses import replace
+
+import streamlit as st
+
+from toylab import lessons, sweeps
+from toylab.length import length_point
+from toylab.query import DEFAULTS
+from views import cache
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def threshold_sweep(settings):
+    """(rows, best rows by estimator, C*) of the threshold sweep on the Settings' toy."""
+    toy = cache.settings_toy(settings)
+    rows = sweeps.threshold_sweep(toy, settings.selection(exact_only=True), settings.baseline, settings.N)
+    return rows, sweeps.best_thresholds(rows), sweeps.rule_of_thumb(toy)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def mismatch_sweep(settings):
+    """(estimator rows, divergence rows) of the mismatch sweep; the Settings' mismatch is one of its points."""
+    return sweeps.mismatch_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
+                                 settings.selection(exact_only=True), settings.baseline, settings.N)
+
+
+def length_key(settings):
+    """The Settings with the fields a length point ignores (T, N) set to their defaults."""
+    return replace(settings, T=DEFAULTS.T, N=DEFAULTS.N)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def length_point_at(settings, T):
+    """(population rows, estimator rows) at T; call with ``length_key(settings)``."""
+    return length_point(settings, T)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def lesson_evidence(lesson_id):
+    """The Evidence of one lesson on the setting its button opens."""
+    lesson = next(lesson for lesson in lessons.LESSONS if lesson.id == lesson_id)
+    return lesson.check(lessons.settings(lesson))

@@ -1,0 +1,42 @@
+"""The sequence-length tab: how χ²_seq, the ratios' tails and each estimator's error scale with T."""
+
+import streamlit as st
+
+from toylab import deep_charts, deep_frames
+from toylab.length import lengths_for
+from views import deep_cache
+
+LABEL = "Sequence length"
+
+
+def render(settings):
+    if not settings.selection(exact_only=True):
+        st.info("Select at least one exact estimator in the sidebar.")
+        return
+    key = deep_cache.length_key(settings)
+    population, estimators = [], []
+    progress = st.progress(0.0, text="computing the lengths …")
+    lengths = lengths_for(settings.V)
+    for done, T in enumerate(lengths):
+        try:
+            point_population, point_estimators = deep_cache.length_point_at(key, T)
+        except ValueError as error:
+            st.warning(f"Stopped at T = {T}: {error}")
+            break
+        population += point_population
+        estimators += point_estimators
+        progress.progress((done + 1) / len(lengths), text=f"T = {T} done")
+    progress.empty()
+    chart = deep_charts.length_chart(deep_frames.length_divergence_frame(population),
+                                     deep_frames.length_probability_frame(population),
+                                     deep_frames.length_estimator_frame(estimators, settings.N))
+    st.altair_chart(chart, width="stretch")
+    seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
+    st.caption(
+        f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}; each T is its own toy "
+        f"make_toy(T, V, mismatch, seed); N = {settings.N:,}; C = {seq_tis['C']:g} (seq_tis), band "
+        f"[{geo_rs['lo']:g}, {geo_rs['hi']:g}] (geo_rs). Circles: exact by enumeration (while V**T fits); squares: "
+        "exact by the recursion over the count of token 0 (the estimators whose weight factorises over "
+        "positions, and ∇J, J, E_μ[r]); triangles: Monte Carlo (stratified by that count, 20,000 sequences) "
+        "with ±2 s.e. bars. χ²_seq = ∏(1 + χ²_t) − 1 and the ESS fraction are exact at every T. Relative "
+        "numbers divide by ‖∇J‖, which shrinks as the reward gets rare at large T.")

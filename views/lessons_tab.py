@@ -1,0 +1,29 @@
+"""The lessons tab: short statements for a reading group, each with a button that opens its evidence."""
+
+import pandas as pd
+import streamlit as st
+
+from toylab import lessons
+from views import deep_cache, sidebar
+
+LABEL = "Lessons"
+
+
+def show(lesson):
+    """on_click: put the lesson's setting into the sidebar's controls and open its tab (the URL follows)."""
+    sidebar.set_controls(lessons.settings(lesson))
+    st.session_state[sidebar.TAB_KEY] = lesson.tab
+
+
+def render(settings):
+    st.caption("Each button sets the sidebar (and so the link) to a setting that shows the lesson, and opens "
+               "the tab where it shows. The numbers below each lesson are computed on that setting.")
+    for number, lesson in enumerate(lessons.LESSONS, start=1):
+        with st.container(border=True):
+            st.markdown(f"**{number}.** {lesson.text}")
+            st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=show, args=(lesson,))
+            evidence = deep_cache.lesson_evidence(lesson.id)
+            with st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold")):
+                st.dataframe(pd.DataFrame({"quantity": list(evidence.numbers),
+                                           "value": [f"{value:.6g}" for value in evidence.numbers.values()]}),
+                             hide_index=True, width="stretch")
