@@ -74,7 +74,9 @@ def test_threshold_frame_marks_best_and_chosen(threshold):
         {id: row["threshold"] for id, row in best.items()}
     chosen = frame[frame["chosen"] & (frame["metric"] == "relative bias")]
     assert set(chosen["estimator"]) == {"tok_tis", "seq_tis", "geo_rs"}
-    assert (frame["value"] > deep_frames.UNBIASED).all()
+    spread = frame[frame["metric"] != "relative bias"]
+    assert (spread["value"] > deep_frames.UNBIASED).all()
+    assert len(frame[frame["metric"] == "relative bias"]) == len(rows)
 
 
 def test_threshold_chart_builds(threshold):

@@ -7,10 +7,16 @@ vertically over a shared x.
 
 import altair as alt
 
-from toylab.charts import DISTRIBUTION_COLOUR, FADED, estimator_colour, legend_highlight, readable
+from toylab.charts import DISTRIBUTION_COLOUR, FADED, colour_scale, legend_highlight, readable
 
-PANEL_HEIGHT = 230
+PANEL_HEIGHT, PANEL_WIDTH = 230, 540
 QUANTITY_COLOURS = alt.Scale(scheme="dark2")
+
+
+def estimator_colour(ids, legend=True):
+    """Registry colours; the legend (only ``ids``) sits on the right of the stacked panels."""
+    return alt.Color("estimator:N", scale=colour_scale(),
+                     legend=alt.Legend(title="estimator", values=list(ids), orient="right") if legend else None)
 
 
 def _y(title, log):
@@ -54,8 +60,8 @@ def threshold_chart(frame, rule_of_thumb):
             for field, title, style in (("best", "lowest RMSE at N", {"shape": "diamond", "size": 170, "filled": True}),
                                         ("chosen", "chosen", {"size": 150, "strokeWidth": 2.5}))]
         rule = _vertical_rule(rule_of_thumb, "C*", "C* = sqrt(2(1 + χ²_seq))", log_x=True)
-        panels.append(alt.layer(lines, *marks, rule).properties(height=PANEL_HEIGHT, width="container"))
-    return readable(alt.vconcat(*panels).properties(
+        panels.append(alt.layer(lines, *marks, rule).properties(height=PANEL_HEIGHT, width=PANEL_WIDTH))
+    return readable(alt.vconcat(*panels).resolve_scale(x="shared").properties(
         title=f"exact, against the threshold · dashed: C* = sqrt(2(1 + χ²_seq)) = {rule_of_thumb:.3g}"))
 
 
@@ -70,13 +76,13 @@ def mismatch_chart(estimators, divergences, chosen_mismatch):
     for index, (metric, log_y) in enumerate((("relative bias", False), ("relative RMSE at N", True))):
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         panels.append(alt.layer(_estimator_lines(data, x, _y(metric, log_y), ids, highlight, first=index == 0),
-                                rule).properties(height=PANEL_HEIGHT, width="container"))
+                                rule).properties(height=PANEL_HEIGHT, width=PANEL_WIDTH))
     divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, strokeDash=[2, 2]).encode(
         x=x, y=_y("divergence of μ from π", log=True),
         color=alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy")),
         tooltip=["quantity:N", alt.Tooltip("mismatch:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")])
-    panels.append(alt.layer(divergence, rule).properties(height=PANEL_HEIGHT * 0.8, width="container"))
-    return readable(alt.vconcat(*panels).resolve_scale(color="independent").properties(
+    panels.append(alt.layer(divergence, rule).properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH))
+    return readable(alt.vconcat(*panels).resolve_scale(x="shared", color="independent").properties(
         title="exact, θ and b fixed (same seed), only the sampler moves"))
 
 
@@ -108,8 +114,8 @@ def length_chart(divergences, probabilities, estimators):
     ids = list(dict.fromkeys(estimators["estimator"]))
     highlight = legend_highlight()
     opacity = alt.condition(highlight, alt.value(1.0), alt.value(FADED))
-    panels = [divergence.properties(height=PANEL_HEIGHT * 0.8, width="container"),
-              probability.properties(height=PANEL_HEIGHT * 0.8, width="container")]
+    panels = [divergence.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH),
+              probability.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)]
     for index, metric in enumerate(("relative bias", "relative std at N")):
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         y = _y(metric, log=True)
@@ -118,6 +124,6 @@ def length_chart(divergences, probabilities, estimators):
         lines = lines.add_params(highlight) if index == 0 else lines
         tooltip = ["estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"]
         panels.append(alt.layer(lines, *_method_points(data, x, y, estimator_colour(ids, legend=False), opacity,
-                                                        tooltip)).properties(height=PANEL_HEIGHT, width="container"))
-    return readable(alt.vconcat(*panels).resolve_scale(color="independent", shape="shared").properties(
+                                                        tooltip)).properties(height=PANEL_HEIGHT, width=PANEL_WIDTH))
+    return readable(alt.vconcat(*panels).resolve_scale(x="shared", color="independent", shape="shared").properties(
         title="against the sequence length T (V fixed)"))

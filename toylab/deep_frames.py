@@ -1,7 +1,8 @@
 """DataFrames for the deeper views' charts: long format (one row per point and metric), nothing computed
 but the reshaping, the batch-size scaling of the length view's spread, and the ±2 s.e. error bars.
 
-Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped.
+Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped
+from log-scale panels.
 """
 
 import numpy as np
@@ -13,8 +14,9 @@ UNBIASED = 1e-9
 METRICS = {"rel_bias": "relative bias", "rel_std": "relative std at N", "rel_rmse": "relative RMSE at N"}
 
 
-def _positive(frame, column="value"):
-    return frame[np.isfinite(frame[column]) & (frame[column] > UNBIASED)].reset_index(drop=True)
+def _positive(frame, floor=0.0):
+    """The rows a log axis can show: finite values above ``floor``."""
+    return frame[np.isfinite(frame["value"]) & (frame["value"] > floor)].reset_index(drop=True)
 
 
 def _long(rows, keys, metrics):
@@ -24,10 +26,13 @@ def _long(rows, keys, metrics):
 
 
 def threshold_frame(rows, best):
-    """(estimator, parameter, threshold, chosen, best, metric, value); ``best`` = sweeps.best_thresholds(rows)."""
+    """(estimator, parameter, threshold, chosen, best, metric, value); ``best`` = sweeps.best_thresholds(rows).
+    Relative bias keeps its zeros (a linear axis); std and RMSE drop what a log axis cannot show."""
     frame = pd.DataFrame(rows)
     frame["best"] = [row["threshold"] == best[row["estimator"]]["threshold"] for row in rows]
-    return _positive(_long(frame, ["estimator", "parameter", "threshold", "chosen", "best"], METRICS))
+    long = _long(frame, ["estimator", "parameter", "threshold", "chosen", "best"], METRICS)
+    bias = long["metric"] == METRICS["rel_bias"]
+    return pd.concat([long[bias], _positive(long[~bias])], ignore_index=True)
 
 
 def mismatch_frame(estimator_rows, chosen_mismatch):
@@ -70,4 +75,5 @@ def length_estimator_frame(rows, N):
             "T": frame["T"], "estimator": frame["estimator"], "metric": METRICS[metric], "value": value,
             "lower": np.maximum(value - 2 * se, UNBIASED), "upper": value + 2 * se, "method": frame["method"],
             "monte_carlo": frame["method"] == MONTE_CARLO}))
-    return _positive(pd.concat(parts, ignore_index=True))
+    long = pd.concat(parts, ignore_index=True)
+    return _positive(long, floor=np.where(long["metric"] == METRICS["rel_bias"], UNBIASED, 0.0))

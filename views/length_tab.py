@@ -30,7 +30,7 @@ def render(settings):
     chart = deep_charts.length_chart(deep_frames.length_divergence_frame(population),
                                      deep_frames.length_probability_frame(population),
                                      deep_frames.length_estimator_frame(estimators, settings.N))
-    st.altair_chart(chart, width="stretch")
+    st.altair_chart(chart, width="content")
     seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
     st.caption(
         f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}; each T is its own toy "

@@ -15,7 +15,7 @@ def render(settings):
     estimator_rows, divergence_rows = deep_cache.mismatch_sweep(settings)
     chart = deep_charts.mismatch_chart(deep_frames.mismatch_frame(estimator_rows, settings.mismatch),
                                        deep_frames.divergence_frame(divergence_rows), settings.mismatch)
-    st.altair_chart(chart, width="stretch")
+    st.altair_chart(chart, width="content")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}). "
                "θ and b come from the seed alone, so only μ = softmax(θ + mismatch·b) moves. At mismatch 0 every "
                "weight is 1 and every estimator coincides with naive (and on_policy). Batch-coupled estimators "

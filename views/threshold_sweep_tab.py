@@ -17,7 +17,7 @@ def render(settings):
         return
     rows, best, rule_of_thumb = deep_cache.threshold_sweep(settings)
     frame = deep_frames.threshold_frame(rows, best)
-    st.altair_chart(deep_charts.threshold_chart(frame, rule_of_thumb), width="stretch")
+    st.altair_chart(deep_charts.threshold_chart(frame, rule_of_thumb), width="content")
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
                "over its allowed range (41 log-spaced values plus the chosen one).")
