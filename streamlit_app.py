@@ -24,9 +24,10 @@ problem = size_problem(settings.T, settings.V)
 if problem:
     st.error(f"This toy is too large to enumerate. {problem}", icon=":material/block:")
     st.stop()
-header.render(settings)
+with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
+    header.render(settings)
 for tab, (_, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, bind="query-params"),
                             TABS, strict=True):
     if tab.open:
-        with tab:
+        with tab, st.spinner("Computing…"):
             render(settings)

@@ -11,6 +11,7 @@ from toylab.estimators import ESTIMATORS
 
 AXIS_FONT, TITLE_FONT = 14, 15
 FADED = 0.15
+HIGHLIGHT = "highlight"
 DISTRIBUTION_COLOUR = "#8C8C8C"      # the exact distribution itself: neutral, readable on light and dark
 
 
@@ -25,17 +26,31 @@ def estimator_colour(ids, legend=True):
                      legend=alt.Legend(title="estimator", values=list(dict.fromkeys(ids))) if legend else None)
 
 
+def tips(*fields):
+    """Tooltip channels (channel objects, not shorthand strings: Altair converts those slowly)."""
+    return [field if isinstance(field, alt.Tooltip) else alt.Tooltip(field) for field in fields]
+
+
 def legend_highlight():
     """A selection bound to the legend: click an estimator to fade the others (shift-click for more)."""
-    return alt.selection_point(name="highlight", fields=["estimator"], bind="legend")
+    return alt.selection_point(name=HIGHLIGHT, fields=["estimator"], bind="legend")
+
+
+def highlighted_opacity():
+    """Full opacity for the legend's selection (everything when nothing is selected), faded otherwise."""
+    return alt.OpacityValue(FADED, condition={"param": HIGHLIGHT, "value": 1.0, "empty": True})
+
+
+READABLE = alt.Config(axis=alt.AxisConfig(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT),
+                      legend=alt.LegendConfig(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT, symbolSize=150),
+                      header=alt.HeaderConfig(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT),
+                      title=alt.TitleConfig(fontSize=TITLE_FONT + 1))
 
 
 def readable(chart):
-    """Font sizes for screen-sharing."""
-    return (chart.configure_axis(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT)
-            .configure_legend(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT, symbolSize=150)
-            .configure_header(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT)
-            .configure_title(fontSize=TITLE_FONT + 1))
+    """The top-level chart with font sizes for screen-sharing (set in place: configure_* copies the chart)."""
+    chart.config = READABLE
+    return chart
 
 
 # -- estimators ---------------------------------------------------------------------------------------
@@ -43,20 +58,20 @@ def readable(chart):
 def bias_std_chart(table, iso, N):
     """Each estimator at (rel bias, rel std at N); grey quarter circles are constant relative RMSE."""
     highlight = legend_highlight()
-    opacity = alt.condition(highlight, alt.value(1.0), alt.value(FADED))
+    opacity = highlighted_opacity()
     circles = alt.Chart(iso).mark_line(color=DISTRIBUTION_COLOUR, strokeDash=[4, 4], opacity=0.7).encode(
-        x="rel_bias:Q", y="rel_std:Q", detail="level:Q", order="order:Q")
+        alt.X("rel_bias:Q"), alt.Y("rel_std:Q"), alt.Detail("level:Q"), alt.Order("order:Q"))
     circle_labels = alt.Chart(iso).transform_filter(alt.datum.order == 0).mark_text(
         align="right", dx=-4, dy=-6, fontSize=13, color=DISTRIBUTION_COLOUR).encode(
-        x="rel_bias:Q", y="rel_std:Q", text=alt.Text("level:Q", format=".3~g"))
-    tooltip = [alt.Tooltip("estimator:N"), alt.Tooltip("label:N"), alt.Tooltip("rel_bias:Q", format=".3f"),
-               alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f")]
+        alt.X("rel_bias:Q"), alt.Y("rel_std:Q"), alt.Text("level:Q", format=".3~g"))
+    tooltip = tips("estimator:N", "label:N", alt.Tooltip("rel_bias:Q", format=".3f"),
+               alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
     points = alt.Chart(table).mark_point(size=220, filled=True).encode(
-        x=alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖"),
-        y=alt.Y("rel_std:Q", title=f"relative std at N = {N:,}"),
-        color=estimator_colour(table["estimator"]), opacity=opacity, tooltip=tooltip).add_params(highlight)
+        alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖"),
+        alt.Y("rel_std:Q", title=f"relative std at N = {N:,}"),
+        estimator_colour(table["estimator"]), opacity, tooltip).add_params(highlight)
     names = alt.Chart(table).mark_text(align="left", dx=9, fontSize=13).encode(
-        x="rel_bias:Q", y="rel_std:Q", text="estimator:N", color=estimator_colour([], legend=False),
+        alt.X("rel_bias:Q"), alt.Y("rel_std:Q"), alt.Text("estimator:N"), estimator_colour([], legend=False),
         opacity=opacity)
     return readable(alt.layer(circles, circle_labels, points, names).properties(
         height=420, title="bias versus spread (dashed: equal relative RMSE)"))
@@ -67,13 +82,13 @@ def bias_std_chart(table, iso, N):
 def _threshold_layers(thresholds, y_top):
     """Rules at each threshold (log scale) in the estimator's colour, labelled with P(beyond)."""
     rules = alt.Chart(thresholds).mark_rule(strokeWidth=2.5, strokeDash=[6, 3]).encode(
-        x="log_value:Q", color=estimator_colour(thresholds["estimator"]),
-        tooltip=["threshold:N", alt.Tooltip("value:Q", format=".4g"), "side:N",
-                 alt.Tooltip("beyond:Q", format=".4f", title="P(beyond)")])
+        alt.X("log_value:Q"), estimator_colour(thresholds["estimator"]),
+        tips("threshold:N", alt.Tooltip("value:Q", format=".4g"), "side:N",
+             alt.Tooltip("beyond:Q", format=".4f", title="P(beyond)")))
     labels = alt.Chart(thresholds).transform_calculate(
         text=alt.datum.threshold + " · P(" + alt.datum.side + ") = " + alt.expr.format(alt.datum.beyond, ".3f")
     ).mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-3, fontSize=12).encode(
-        x="log_value:Q", y=alt.datum(y_top), text="text:N", color=estimator_colour([], legend=False))
+        alt.X("log_value:Q"), alt.YDatum(y_top), alt.Text("text:N"), estimator_colour([], legend=False))
     return [rules, labels]
 
 
@@ -83,13 +98,13 @@ def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", he
     y_top = float(frame[["probability"] + (["batch"] if "batch" in frame else [])].max().max())
     x = alt.X("log_rho:Q", title="log ρ_t = log π_t(y_t) − log μ_t(y_t)")
     sticks = alt.Chart(frame).mark_rule(strokeWidth=5, color=DISTRIBUTION_COLOUR).encode(
-        x=x, y=alt.Y("probability:Q", title="probability under μ"),
-        tooltip=["position:O", "token:O", alt.Tooltip("log_rho:Q", format=".3f"),
-                 alt.Tooltip("probability:Q", format=".4f")])
+        x, alt.Y("probability:Q", title="probability under μ"),
+        tips("position:O", "token:O", alt.Tooltip("log_rho:Q", format=".3f"),
+             alt.Tooltip("probability:Q", format=".4f")))
     layers = [sticks]
     if "batch" in frame:
         layers.append(alt.Chart(frame).mark_point(size=90, strokeWidth=2, color="#E69F00").encode(
-            x="log_rho:Q", y="batch:Q", tooltip=[alt.Tooltip("batch:Q", format=".4f", title="batch fraction")]))
+            alt.X("log_rho:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
         layers += _threshold_layers(thresholds, y_top)
     return alt.layer(*layers).properties(title=title, height=height)
@@ -109,13 +124,13 @@ def sequence_ratio_chart(histogram, thresholds, kind="W"):
         "log ρ_geo = log W / T  (GSPO's sequence ratio)"
     y_top = float(histogram[["probability"] + (["batch"] if "batch" in histogram else [])].max().max())
     bars = alt.Chart(histogram).mark_bar(color=DISTRIBUTION_COLOUR, opacity=0.8).encode(
-        x=alt.X("bin_start:Q", title=name), x2="bin_end:Q", y=alt.Y("probability:Q", title="probability under μ"),
-        tooltip=[alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
-                 alt.Tooltip("probability:Q", format=".4f")])
+        alt.X("bin_start:Q", title=name), alt.X2("bin_end:Q"), alt.Y("probability:Q", title="probability under μ"),
+        tips(alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
+             alt.Tooltip("probability:Q", format=".4f")))
     layers = [bars]
     if "batch" in histogram:
         layers.append(alt.Chart(histogram).mark_line(interpolate="step", color="#E69F00", strokeWidth=2.5).encode(
-            x="bin_start:Q", y="batch:Q", tooltip=[alt.Tooltip("batch:Q", format=".4f", title="batch fraction")]))
+            alt.X("bin_start:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
         layers += _threshold_layers(thresholds, y_top)
     return readable(alt.layer(*layers).properties(height=320))
@@ -127,27 +142,27 @@ def error_chart(curves, monte_carlo, crossovers):
     """Log-log relative error against N: exact curves, bias floors (dashed), Monte Carlo rms with the
     10–90 % spread, and the N beyond which seq_is wins (open diamonds)."""
     highlight = legend_highlight()
-    opacity = alt.condition(highlight, alt.value(1.0), alt.value(FADED))
+    opacity = highlighted_opacity()
     ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
     x = alt.X("N:Q", scale=alt.Scale(type="log", domain=[1, 100_000]), title="batch size N",
               axis=alt.Axis(format="~s"))
     y = alt.Y("rel_rmse:Q", scale=alt.Scale(type="log"), title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
     colour = estimator_colour(ids)
     lines = alt.Chart(curves).mark_line(strokeWidth=2.5).encode(
-        x=x, y=y, color=colour, opacity=opacity,
-        tooltip=["estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f")]
+        x, y, colour, opacity,
+        tips("estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f"))
     ).add_params(highlight)
     floors = alt.Chart(curves[curves["rel_bias"] > 1e-9]).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
-        y="mean(rel_bias):Q", color=colour, opacity=opacity,
-        tooltip=["estimator:N", alt.Tooltip("mean(rel_bias):Q", format=".4f", title="bias floor")])
+        alt.Y("mean(rel_bias):Q"), colour, opacity,
+        tips("estimator:N", alt.Tooltip("mean(rel_bias):Q", format=".4f", title="bias floor")))
     spread = alt.Chart(monte_carlo).mark_rule(strokeWidth=2).encode(
-        x="N:Q", y="q10:Q", y2="q90:Q", color=colour, opacity=opacity)
+        alt.X("N:Q"), alt.Y("q10:Q"), alt.Y2("q90:Q"), colour, opacity)
     points = alt.Chart(monte_carlo).mark_point(size=80, filled=True, shape="circle").encode(
-        x="N:Q", y="rms:Q", color=colour, opacity=opacity,
-        tooltip=["estimator:N", "N:Q", alt.Tooltip("rms:Q", format=".4f", title="Monte Carlo rms"),
-                 alt.Tooltip("q10:Q", format=".4f"), alt.Tooltip("q90:Q", format=".4f")])
+        alt.X("N:Q"), alt.Y("rms:Q"), colour, opacity,
+        tips("estimator:N", "N:Q", alt.Tooltip("rms:Q", format=".4f", title="Monte Carlo rms"),
+             alt.Tooltip("q10:Q", format=".4f"), alt.Tooltip("q90:Q", format=".4f")))
     shown = crossovers[(crossovers["crossover_N"] > 1) & (crossovers["crossover_N"] <= 100_000)]
     crossings = alt.Chart(shown).mark_point(shape="diamond", size=260, strokeWidth=2.5).encode(
-        x="crossover_N:Q", y="rel_rmse:Q", color=colour, opacity=opacity,
-        tooltip=["estimator:N", alt.Tooltip("crossover_N:Q", format=",.0f", title="seq_is wins beyond N")])
+        alt.X("crossover_N:Q"), alt.Y("rel_rmse:Q"), colour, opacity,
+        tips("estimator:N", alt.Tooltip("crossover_N:Q", format=",.0f", title="seq_is wins beyond N")))
     return readable(alt.layer(lines, floors, spread, points, crossings).properties(height=480))
