@@ -7,12 +7,26 @@ runs only while that tab is open. Append ``(label, render)`` to TABS to add a ta
 import streamlit as st
 
 from toylab.query import size_problem
-from views import errors_tab, estimators_tab, header, ratios_tab, sidebar
+from views import (
+    errors_tab,
+    estimators_tab,
+    header,
+    length_tab,
+    lessons_tab,
+    mismatch_sweep_tab,
+    ratios_tab,
+    sidebar,
+    threshold_sweep_tab,
+)
 
 TABS = [
     ("Estimators", estimators_tab.render),
     ("Ratios", ratios_tab.render),
     ("Error vs batch size", errors_tab.render),
+    (threshold_sweep_tab.LABEL, threshold_sweep_tab.render),
+    (mismatch_sweep_tab.LABEL, mismatch_sweep_tab.render),
+    (length_tab.LABEL, length_tab.render),
+    (lessons_tab.LABEL, lessons_tab.render),
 ]
 
 st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
