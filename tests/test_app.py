@@ -6,13 +6,16 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from toylab import exact_table, make_toy
+from toylab import exact_table, lessons, make_toy
 from toylab.diagnostics import diagnostics
+from toylab.lessons import LESSONS
 from toylab.query import parse_query
 from toylab.settings import Settings
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 TIMEOUT = 60
+TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
+              "Sequence length": 1, "Lessons": 0}
 HEADER = ["M sequences", "J = E_π[r]", "logged reward E_μ[r]", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
 
 
@@ -65,16 +68,30 @@ def test_default_run_shows_header_table_and_chart(default):
 
 
 def test_closed_tabs_do_not_render(default):
-    assert tab_content(default, "Ratios") == [] and tab_content(default, "Error vs batch size") == []
+    assert [label for label in TAB_CHARTS if tab_content(default, label)] == ["Estimators"]
 
 
-@pytest.mark.parametrize("label, charts", [("Estimators", 1), ("Ratios", 3), ("Error vs batch size", 1)])
+@pytest.mark.parametrize("label, charts", TAB_CHARTS.items())
 def test_every_tab_renders_when_opened(label, charts):
     at = run(tab=label)
     assert not at.exception and not at.error
+    assert [tab.label for tab in at.tabs] == list(TAB_CHARTS)
     assert tab_content(at, label).count("vega_lite_chart") == charts
-    assert all(tab_content(at, other) == [] for other in ("Estimators", "Ratios", "Error vs batch size")
-               if other != label)
+    assert all(tab_content(at, other) == [] for other in TAB_CHARTS if other != label)
+
+
+def test_a_lesson_button_sets_the_sidebar_the_url_and_the_tab():
+    at = run(tab="Lessons")
+    for lesson in LESSONS:
+        button = at.button(key=f"lesson.{lesson.id}")
+        button.click().run()
+        assert not at.exception and not at.error, lesson.id
+        shown = lessons.settings(lesson)
+        assert at.session_state["tab"] == lesson.tab
+        assert parse_query(dict(at.query_params)) == (shown, []), lesson.id
+        assert at.slider(key="T").value == shown.T and at.slider(key="mismatch").value == shown.mismatch
+        assert tab_content(at, lesson.tab), lesson.id            # the lesson's tab is the open one
+        at = run(tab="Lessons")
 
 
 def test_tab_opens_from_the_url():
