@@ -102,13 +102,14 @@ def test_mismatch_chart_builds(mismatch):
     _check_style(spec, text)
 
 
-def test_length_frames_scale_the_spread_and_carry_error_bars(length):
+def test_length_frames_carry_the_std_ratio_and_error_bars(length):
     population, estimators = length
-    frame = deep_frames.length_estimator_frame(estimators, SETTINGS.N)
+    frame = deep_frames.length_estimator_frame(estimators)
     for row in estimators:
-        std = frame[(frame["T"] == row["T"]) & (frame["estimator"] == row["estimator"])
-                    & (frame["metric"] == "relative std at N")]
-        assert std["value"].iloc[0] == pytest.approx(row["rel_spread"] / np.sqrt(SETTINGS.N), rel=1e-12)
+        point = frame[(frame["T"] == row["T"]) & (frame["estimator"] == row["estimator"])
+                      & (frame["metric"] == deep_frames.STD_RATIO)].iloc[0]
+        assert point["value"] == row["std_ratio"]
+        assert point["upper"] == pytest.approx(row["std_ratio"] + 2 * row["std_ratio_se"], rel=1e-12)
     monte_carlo = frame[frame["monte_carlo"]]
     assert len(monte_carlo) and (monte_carlo["upper"] > monte_carlo["value"]).all()
     assert (frame.loc[~frame["monte_carlo"], "upper"] == frame.loc[~frame["monte_carlo"], "value"]).all()
@@ -122,7 +123,8 @@ def test_length_chart_builds(length):
     population, estimators = length
     chart = deep_charts.length_chart(deep_frames.length_divergence_frame(population),
                                      deep_frames.length_probability_frame(population),
-                                     deep_frames.length_estimator_frame(estimators, SETTINGS.N))
+                                     deep_frames.length_estimator_frame(estimators))
     spec, text = _serialised(chart)
     assert len(spec["vconcat"]) == 4 and "Monte Carlo" in text
+    assert spec["vconcat"][3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")
     _check_style(spec, text)

@@ -58,7 +58,8 @@ def test_length_tab_labels_exact_and_monte_carlo_points():
     (chart,) = _charts(app)
     methods = {method for data in _chart_data(app) if "method" in data for method in data["method"]}
     assert methods == {"exact (enumeration)", "exact (recursion)", "Monte Carlo"}
-    assert "Monte Carlo" in app.caption[0].value
+    assert "Monte Carlo" in app.caption[0].value and "first T positions of one 256-position toy" in app.caption[0].value
+    assert "std ÷ on-policy std" in json.dumps(chart, ensure_ascii=False)
 
 
 def test_views_ask_for_an_exact_estimator():

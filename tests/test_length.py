@@ -11,15 +11,18 @@ from toylab.length import (
     EXACT,
     MONTE_CARLO,
     RECURSION,
+    _estimators_beyond_enumeration,
     _population_by_enumeration,
     _population_by_sampling,
     chi2_sequence,
     length_point,
+    length_toy,
     lengths_for,
 )
 from toylab.recursion import RECURSIVE_IDS, exact_by_recursion, objective_by_recursion
 from toylab.settings import Settings
 from toylab.stratified import count_distribution, draw_given_counts, stratified_moments
+from toylab.toy import Toy
 
 TOYS = [(6, 4, 0.3, 0), (5, 3, 1.0, 7), (8, 3, 0.6, 2), (3, 4, 2.0, 21), (1, 3, 0.5, 2), (7, 2, 1.5, 4)]
 BASELINES = ["none", "logged", "true"]
@@ -109,25 +112,93 @@ def test_stratified_monte_carlo_agrees_with_exact(estimator, params, baseline):
     assert abs(found.var - expected.var) < Z * found.var_se
 
 
-def test_length_points_are_enumeration_then_recursion_and_monte_carlo():
-    settings = Settings(V=4, estimators=("naive", "seq_is", "seq_tis", "trm"), baseline="logged")
-    assert 11 in lengths_for(4) and max(lengths_for(4)) == 256
-    population, estimators = length_point(settings, 6)
-    toy = make_toy(6, 4, settings.mismatch, settings.seed)
+def _prefix_toy(T, V, mismatch, seed):
+    """The first T positions of the 256-position toy, built here from make_toy and Toy."""
+    long = make_toy(256, V, mismatch, seed, max_sequences=None)
+    return Toy(long.theta[:T], long.b[:T], long.mismatch, long.seed)
+
+
+def test_length_toys_share_one_long_toy():
+    toy6, toy64 = length_toy(6, 4, 0.3, 0), length_toy(64, 4, 0.3, 0)
+    np.testing.assert_array_equal(toy64.theta[:6], toy6.theta)
+    np.testing.assert_array_equal(toy64.b[:6], toy6.b)
+    np.testing.assert_array_equal(toy6.theta, make_toy(6, 4, 0.3, 0).theta)   # θ comes first in the stream
+    assert not np.allclose(toy6.b, make_toy(6, 4, 0.3, 0).b)                   # b does not
+    assert (toy64.T, toy64.mismatch, toy64.seed) == (64, 0.3, 0)
+
+
+@pytest.mark.parametrize("T", [1, 6, 8])
+def test_length_points_by_enumeration_equal_exact_moments_on_the_prefix_toy(T):
+    settings = Settings(V=4, estimators=("naive", "tok_tis", "seq_is", "seq_tis", "trm"), baseline="logged")
+    population, estimators = length_point(settings, T)
+    toy = _prefix_toy(T, 4, settings.mismatch, settings.seed)
+    on_policy = exact_moments(toy, "on_policy", {}, "logged")
     assert {row["method"] for row in population + estimators} == {EXACT}
+    assert [row["estimator"] for row in estimators] == list(settings.estimators)
     for row in estimators:
         expected = exact_moments(toy, row["estimator"], settings.params(row["estimator"]), "logged")
-        assert row["rel_bias"] == pytest.approx(expected.rel_bias, rel=1e-12)
-        assert row["rel_spread"] == pytest.approx(np.sqrt(expected.var) / expected.grad_norm, rel=1e-12)
+        assert row["rel_bias"] == pytest.approx(expected.rel_bias, rel=1e-12, abs=1e-15)
+        assert row["std_ratio"] == pytest.approx(np.sqrt(expected.var / on_policy.var), rel=1e-12)
+        assert row["rel_bias_se"] == row["std_ratio_se"] == 0.0
     values = {row["quantity"]: row["value"] for row in population}
     assert values["χ²_seq"] == pytest.approx(diagnostics(toy).chi2_seq, rel=1e-12)
     assert values["ESS fraction"] == pytest.approx(1 / (1 + values["χ²_seq"]), rel=1e-12)
     assert values["P(W > C)"] == pytest.approx(toy.p_sampler @ (toy.log_W > np.log(2)), abs=1e-15)
 
+
+@pytest.mark.parametrize("baseline", BASELINES)
+def test_std_ratio_against_dense_sums(baseline):
+    """seq_is: ratio² = (E_μ[W²(r − b)²‖s‖²] − ‖∇J‖²)/(E_π[(r − b)²‖s‖²] − ‖∇J‖²), both unbiased; the others
+    against the dense oracle's variances."""
+    settings = Settings(V=3, mismatch=1.0, seed=4, estimators=("naive", "tok_is", "prefix_is", "seq_is", "geo_rs"),
+                        baseline=baseline)
+    T = 7
+    rows = {row["estimator"]: row for row in length_point(settings, T)[1]}
+    dense = DenseToy(_prefix_toy(T, 3, 1.0, 4))
+    advantage2_score2 = (dense.R - dense.baseline(baseline)) ** 2 * (dense.score**2).sum(axis=(1, 2))
+    grad2 = np.sum(dense.true_grad**2)
+    on_policy_var = dense.p_train @ advantage2_score2 - grad2
+    seq_is_var = dense.p_sampler @ (dense.W**2 * advantage2_score2) - grad2
+    assert rows["seq_is"]["std_ratio"] ** 2 == pytest.approx(seq_is_var / on_policy_var, rel=1e-9)
+    for estimator, row in rows.items():
+        var = dense.moments(estimator, settings.params(estimator), baseline)[2]
+        assert row["std_ratio"] ** 2 == pytest.approx(var / on_policy_var, rel=1e-9)
+
+
+def test_length_points_beyond_enumeration_use_recursion_and_monte_carlo():
+    settings = Settings(V=4, estimators=("on_policy", "naive", "seq_is", "seq_tis", "trm"), baseline="logged")
+    assert 11 in lengths_for(4) and max(lengths_for(4)) == 256
     population, estimators = length_point(settings, 64)
     methods = {row["estimator"]: row["method"] for row in estimators}
-    assert methods == {"naive": RECURSION, "seq_is": RECURSION, "seq_tis": MONTE_CARLO, "trm": RECURSION}
+    assert methods == {"on_policy": RECURSION, "naive": RECURSION, "seq_is": RECURSION, "seq_tis": MONTE_CARLO,
+                       "trm": RECURSION}
     assert {row["quantity"]: row["method"] for row in population}["P(W > C)"] == MONTE_CARLO
+    toy = _prefix_toy(64, 4, settings.mismatch, settings.seed)
+    on_policy = exact_by_recursion(toy, "on_policy", {}, "logged")
+    for row in estimators:
+        if row["method"] == RECURSION:
+            expected = exact_by_recursion(toy, row["estimator"], settings.params(row["estimator"]), "logged")
+            assert row["std_ratio"] == pytest.approx(np.sqrt(expected.var / on_policy.var), rel=1e-12)
+    assert {row["estimator"]: row["std_ratio"] for row in estimators}["on_policy"] == 1.0
+
+
+def test_monte_carlo_std_ratio_agrees_with_enumeration():
+    """The beyond-enumeration path run on an enumerable toy: its Monte Carlo ratios and biases sit within Z
+    standard errors of the exact ones, its recursion rows on them."""
+    toy = make_toy(6, 4, 1.0, 0)
+    selection = {"seq_is": {}, "seq_tis": {"C": 1.5}, "geo_rs": {"lo": 0.8}, "k3_rs": {"delta": 0.3}}
+    rows = _estimators_beyond_enumeration(toy, selection, "logged", 20_000, np.random.default_rng(1))
+    on_policy_var = exact_moments(toy, "on_policy", {}, "logged").var
+    for row in rows:
+        expected = exact_moments(toy, row["estimator"], selection[row["estimator"]], "logged")
+        ratio = np.sqrt(expected.var / on_policy_var)
+        if row["method"] == RECURSION:
+            assert row["std_ratio"] == pytest.approx(ratio, rel=1e-10)
+        else:
+            assert 0 < row["std_ratio_se"] < 0.1 * ratio
+            assert abs(row["std_ratio"] - ratio) < Z * row["std_ratio_se"]
+            assert abs(row["rel_bias"] - expected.rel_bias) < Z * row["rel_bias_se"]
+    assert [row["method"] for row in rows] == [RECURSION, MONTE_CARLO, MONTE_CARLO, MONTE_CARLO]
 
 
 def test_population_sampling_agrees_with_enumeration():
@@ -142,6 +213,7 @@ def test_population_sampling_agrees_with_enumeration():
 @pytest.mark.parametrize("call, message", [
     (lambda: length_point(Settings(), 0), "between 1 and 256"),
     (lambda: length_point(Settings(), 257), "between 1 and 256"),
+    (lambda: length_toy(0, 4, 0.3, 0), "between 1 and 256"),
     (lambda: exact_by_recursion(make_toy(), "seq_tis"), "does not factorise"),
     (lambda: exact_by_recursion(make_toy(), "tok_tis", {"C": 0}), "outside"),
 ])

@@ -8,6 +8,7 @@ vertically over a shared x.
 import altair as alt
 
 from toylab.charts import DISTRIBUTION_COLOUR, FADED, colour_scale, legend_highlight, readable
+from toylab.deep_frames import METRICS, STD_RATIO
 
 PANEL_HEIGHT, PANEL_WIDTH = 230, 540
 QUANTITY_COLOURS = alt.Scale(scheme="dark2")
@@ -100,8 +101,8 @@ def _method_points(data, x, y, colour, opacity, tooltip):
 
 def length_chart(divergences, probabilities, estimators):
     """Against T (log x): χ²_seq and the ESS fraction (log y); P(W > C) and P(ρ_geo outside band) (linear);
-    each estimator's relative bias and relative std at N (log y). Point shape says how each value was
-    computed; Monte Carlo points carry ±2 s.e. bars."""
+    each estimator's relative bias and its std ÷ on-policy std at the same T (log y). Point shape says how
+    each value was computed; Monte Carlo points carry ±2 s.e. bars."""
     x = alt.X("T:Q", title="T (tokens per sequence)", scale=alt.Scale(type="log", base=2))
     quantity = alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy"))
     tooltip = ["quantity:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"]
@@ -116,9 +117,10 @@ def length_chart(divergences, probabilities, estimators):
     opacity = alt.condition(highlight, alt.value(1.0), alt.value(FADED))
     panels = [divergence.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH),
               probability.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)]
-    for index, metric in enumerate(("relative bias", "relative std at N")):
+    for index, (metric, title) in enumerate(((METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
+                                             (STD_RATIO, "std ÷ on-policy std (same T)"))):
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
-        y = _y(metric, log=True)
+        y = _y(title, log=True)
         lines = data.mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, legend=index == 0),
                                                      detail="estimator:N", opacity=opacity)
         lines = lines.add_params(highlight) if index == 0 else lines

@@ -1,5 +1,5 @@
 """DataFrames for the deeper views' charts: long format (one row per point and metric), nothing computed
-but the reshaping, the batch-size scaling of the length view's spread, and the ±2 s.e. error bars.
+but the reshaping and the ±2 s.e. error bars.
 
 Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped
 from log-scale panels.
@@ -12,6 +12,7 @@ from toylab.length import MONTE_CARLO
 
 UNBIASED = 1e-9
 METRICS = {"rel_bias": "relative bias", "rel_std": "relative std at N", "rel_rmse": "relative RMSE at N"}
+STD_RATIO = "std ÷ on-policy std"
 
 
 def _positive(frame, floor=0.0):
@@ -64,15 +65,16 @@ def length_probability_frame(rows):
                         monte_carlo=frame["method"] == MONTE_CARLO).drop(columns="se")
 
 
-def length_estimator_frame(rows, N):
-    """(T, estimator, metric, value, lower, upper, method): rel bias and rel std at N = rel_spread/sqrt(N),
-    with ±2 s.e. bands for Monte Carlo points; points a log axis cannot show are dropped."""
+def length_estimator_frame(rows):
+    """(T, estimator, metric, value, lower, upper, method, monte_carlo): relative bias and the std relative to
+    on-policy sqrt(var_e/var_on_policy), with ±2 s.e. bands for Monte Carlo points; points a log axis cannot
+    show are dropped."""
     frame = pd.DataFrame(rows)
     parts = []
-    for metric, value, se in (("rel_bias", frame["rel_bias"], frame["rel_bias_se"]),
-                              ("rel_std", frame["rel_spread"] / np.sqrt(N), frame["rel_spread_se"] / np.sqrt(N))):
+    for metric, value, se in ((METRICS["rel_bias"], frame["rel_bias"], frame["rel_bias_se"]),
+                              (STD_RATIO, frame["std_ratio"], frame["std_ratio_se"])):
         parts.append(pd.DataFrame({
-            "T": frame["T"], "estimator": frame["estimator"], "metric": METRICS[metric], "value": value,
+            "T": frame["T"], "estimator": frame["estimator"], "metric": metric, "value": value,
             "lower": np.maximum(value - 2 * se, UNBIASED), "upper": value + 2 * se, "method": frame["method"],
             "monte_carlo": frame["method"] == MONTE_CARLO}))
     long = pd.concat(parts, ignore_index=True)

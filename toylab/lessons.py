@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toylab.diagnostics import diagnostics
-from toylab.length import chi2_sequence
+from toylab.length import chi2_sequence, length_toy
 from toylab.moments import baseline_value, exact_moments
 from toylab.query import make_settings
 from toylab.recursion import exact_by_recursion, objective_by_recursion
@@ -73,11 +73,12 @@ LENGTH_EVIDENCE = (16, 32, 64)
 
 
 def sequence_is_variance_explodes(settings):
-    """At T = 16, 32, 64 (exact by recursion): seq_is unbiased, and var(seq_is)/var(on_policy) grows like
-    (1 + χ²_seq)^κ with κ = log ratio / log(1 + χ²_seq) between ½ and 3/2."""
+    """At T = 16, 32, 64 on the Sequence length tab's toys (``length_toy``, exact by recursion): seq_is
+    unbiased, and var(seq_is)/var(on_policy) grows like (1 + χ²_seq)^κ with κ = log ratio / log(1 + χ²_seq)
+    between ½ and 3/2."""
     numbers, holds = {}, True
     for T in LENGTH_EVIDENCE:
-        toy = make_toy(T, settings.V, settings.mismatch, settings.seed, max_sequences=None)
+        toy = length_toy(T, settings.V, settings.mismatch, settings.seed)
         objective = objective_by_recursion(toy)
         seq_is, on_policy = (exact_by_recursion(toy, id, {}, settings.baseline, objective)
                              for id in ("seq_is", "on_policy"))

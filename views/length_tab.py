@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab import deep_charts, deep_frames
-from toylab.length import lengths_for
+from toylab.length import MAX_LENGTH, SAMPLES, lengths_for
 from views import deep_cache
 
 LABEL = "Sequence length"
@@ -29,14 +29,19 @@ def render(settings):
     progress.empty()
     chart = deep_charts.length_chart(deep_frames.length_divergence_frame(population),
                                      deep_frames.length_probability_frame(population),
-                                     deep_frames.length_estimator_frame(estimators, settings.N))
+                                     deep_frames.length_estimator_frame(estimators))
     st.altair_chart(chart, width="content")
     seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
     st.caption(
-        f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}; each T is its own toy "
-        f"make_toy(T, V, mismatch, seed); N = {settings.N:,}; C = {seq_tis['C']:g} (seq_tis), band "
+        f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}; only T changes: the toy at "
+        f"length T is the first T positions of one {MAX_LENGTH}-position toy make_toy({MAX_LENGTH}, V, mismatch, "
+        "seed), so its b differs from the Estimators tab's (drawn for T positions) and the numbers at the "
+        f"sidebar's T differ from that tab's. C = {seq_tis['C']:g} (seq_tis), band "
         f"[{geo_rs['lo']:g}, {geo_rs['hi']:g}] (geo_rs). Circles: exact by enumeration (while V**T fits); squares: "
         "exact by the recursion over the count of token 0 (the estimators whose weight factorises over "
-        "positions, and ∇J, J, E_μ[r]); triangles: Monte Carlo (stratified by that count, 20,000 sequences) "
-        "with ±2 s.e. bars. χ²_seq = ∏(1 + χ²_t) − 1 and the ESS fraction are exact at every T. Relative "
-        "numbers divide by ‖∇J‖, which shrinks as the reward gets rare at large T.")
+        f"positions, and ∇J, J, E_μ[r]); triangles: Monte Carlo (stratified by that count, {SAMPLES:,} sequences) "
+        "with ±2 s.e. bars. χ²_seq = ∏(1 + χ²_t) − 1 and the ESS fraction are exact at every T. Relative bias "
+        "divides by ‖∇J‖, which shrinks as the reward gets rare at large T. The bottom panel divides each "
+        "estimator's std by on-policy's (exact at every T, flat at 1 when on_policy is selected) at the same T: "
+        "the rarity cancels and the ratio holds at any batch size N; seq_is's variance ratio grows roughly like "
+        "∏(1 + χ²_t) = 1 + χ²_seq.")
