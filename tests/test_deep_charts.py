@@ -24,7 +24,7 @@ def threshold():
 def mismatch():
     rows, divergences = sweeps.mismatch_sweep(SETTINGS.T, SETTINGS.V, SETTINGS.seed, SETTINGS.mismatch,
                                               SETTINGS.selection(), SETTINGS.baseline, SETTINGS.N)
-    return deep_frames.mismatch_frame(rows, SETTINGS.mismatch), deep_frames.divergence_frame(divergences)
+    return deep_frames.mismatch_frame(rows), deep_frames.divergence_frame(divergences)
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ from dense import DenseToy
 from toylab import EXACT_IDS, exact_table, make_toy
 from toylab.settings import Settings
 from toylab.sweeps import (
-    MISMATCHES,
     SWEPT_PARAMETER,
-    THRESHOLD_POINTS,
     best_thresholds,
+    grid_points,
+    mismatch_grid,
     mismatch_sweep,
     rule_of_thumb,
     threshold_sweep,
@@ -40,7 +40,7 @@ def test_threshold_sweep_equals_the_table_at_every_threshold(settings):
         chosen = [row for row in rows if row["estimator"] == estimator and row["chosen"]]
         assert len(chosen) == 1
         assert chosen[0]["threshold"] == settings.params(estimator)[SWEPT_PARAMETER[estimator]]
-        assert THRESHOLD_POINTS <= sum(row["estimator"] == estimator for row in rows) <= THRESHOLD_POINTS + 1
+        assert 41 <= sum(row["estimator"] == estimator for row in rows) <= 42
 
 
 def test_best_threshold_is_the_lowest_rmse_and_rmse_adds_up():
@@ -78,7 +78,7 @@ def test_mismatch_sweep_equals_the_table_and_dense_divergences():
     rows, divergences = mismatch_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
                                        settings.selection(), settings.baseline, settings.N)
     mismatches = sorted({row["mismatch"] for row in divergences})
-    assert mismatches == sorted(set(MISMATCHES) | {0.73})
+    assert mismatches == sorted(set(np.linspace(0, 2, 41)) | {0.73})
     assert {row["estimator"] for row in rows} == {"naive", "tok_tis", "seq_mis"}      # seq_snis is batch-coupled
     for row in rows[::7]:
         toy = make_toy(settings.T, settings.V, row["mismatch"], settings.seed)
@@ -95,3 +95,8 @@ def test_the_trainer_stays_fixed_along_the_mismatch():
     low, high = make_toy(6, 4, 0.0, 3), make_toy(6, 4, 2.0, 3)
     np.testing.assert_array_equal(low.pi, high.pi)
     assert not np.allclose(low.mu, high.mu)
+
+
+def test_large_toys_get_coarser_grids():
+    assert [grid_points(M) for M in (4**6, 2**16, 2**16 + 1, 4**10, 4**11)] == [41, 41, 21, 21, 11]
+    assert mismatch_grid(4**11)[[0, -1]].tolist() == [0.0, 2.0] and len(mismatch_grid(4**11)) == 11

@@ -36,10 +36,9 @@ def threshold_frame(rows, best):
     return pd.concat([long[bias], _positive(long[~bias])], ignore_index=True)
 
 
-def mismatch_frame(estimator_rows, chosen_mismatch):
-    """(mismatch, estimator, chosen, metric, value) for relative bias (zeros kept: linear axis) and RMSE."""
-    frame = _long(estimator_rows, ["mismatch", "estimator"], ["rel_bias", "rel_rmse"])
-    return frame.assign(chosen=frame["mismatch"] == chosen_mismatch)
+def mismatch_frame(estimator_rows):
+    """(mismatch, estimator, metric, value) for relative bias (zeros kept: linear axis) and RMSE."""
+    return _long(estimator_rows, ["mismatch", "estimator"], ["rel_bias", "rel_rmse"])
 
 
 def divergence_frame(divergence_rows):

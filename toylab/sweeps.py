@@ -5,6 +5,7 @@ Threshold sweep: for each thresholded estimator, its relative bias, std and RMSE
     rel_bias = ‖E ĝ − ∇J‖/‖∇J‖,   rel_std = sqrt(var/N)/‖∇J‖,   rel_rmse = sqrt(rel_bias² + rel_std²),
 
 on a log-spaced grid of one threshold (the others held at their chosen values), plus the chosen value.
+Every point is a full exact pass over the M sequences, so large toys get a coarser grid (``grid_points``).
 The rule of thumb of Li et al. (2025) for sequence truncation is C* = sqrt(2(1 + χ²_seq)).
 
 Mismatch sweep: the same numbers for every selected exact estimator on the toys with mismatch in [0, 2];
@@ -20,15 +21,23 @@ from toylab.toy import make_toy
 
 SWEPT_PARAMETER = {"tok_tis": "C", "tok_mis": "hi", "seq_tis": "C", "seq_mis": "C", "geo_rs": "hi",
                    "k3_rs": "delta", "trm": "eps"}
-THRESHOLD_POINTS = 41
-MISMATCHES = np.linspace(0.0, 2.0, 41)
 
 
-def threshold_grid(estimator_id, chosen):
-    """THRESHOLD_POINTS log-spaced values over the parameter's allowed range, plus the chosen value."""
+def grid_points(M):
+    """Points per sweep: 41 up to M = 65,536 sequences, 21 up to 1,048,576, 11 beyond (seconds, not minutes)."""
+    return 41 if M <= 2**16 else 21 if M <= 2**20 else 11
+
+
+def threshold_grid(estimator_id, chosen, points):
+    """``points`` log-spaced values over the parameter's allowed range, plus the chosen value."""
     param = ESTIMATORS[estimator_id].params[SWEPT_PARAMETER[estimator_id]]
-    grid = np.geomspace(param.low, param.high, THRESHOLD_POINTS)
+    grid = np.geomspace(param.low, param.high, points)
     return np.unique(np.append(grid, chosen))
+
+
+def mismatch_grid(M):
+    """Evenly spaced mismatches from 0 to 2."""
+    return np.linspace(0.0, 2.0, grid_points(M))
 
 
 def moments_row(moments, N):
@@ -44,7 +53,7 @@ def threshold_sweep(toy, selection, baseline, N):
         if estimator_id not in SWEPT_PARAMETER:
             continue
         name = SWEPT_PARAMETER[estimator_id]
-        for value in threshold_grid(estimator_id, params[name]):
+        for value in threshold_grid(estimator_id, params[name], grid_points(toy.M)):
             moments = exact_moments(toy, estimator_id, params | {name: float(value)}, baseline)
             rows.append({"estimator": estimator_id, "parameter": name, "threshold": float(value),
                          "chosen": bool(value == params[name])} | moments_row(moments, N))
@@ -69,7 +78,7 @@ def mismatch_sweep(T, V, seed, chosen_mismatch, selection, baseline, N):
     """(estimator rows, divergence rows) for mismatch in [0, 2] and the chosen one: per toy, each selected
     exact estimator's rel_bias/rel_std/rel_rmse at N, and the toy's KL(μ‖π) and χ²_seq."""
     estimator_rows, divergence_rows = [], []
-    for mismatch in np.unique(np.append(MISMATCHES, chosen_mismatch)):
+    for mismatch in np.unique(np.append(mismatch_grid(V**T), chosen_mismatch)):
         toy = make_toy(T, V, float(mismatch), seed)
         for estimator_id, params in selection.items():
             if ESTIMATORS[estimator_id].exact:

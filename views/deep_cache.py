@@ -14,7 +14,7 @@ from toylab.query import DEFAULTS
 from views import cache
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_data(max_entries=16, show_spinner="Sweeping the thresholds: one exact pass per point …")
 def threshold_sweep(settings):
     """(rows, best rows by estimator, C*) of the threshold sweep on the Settings' toy."""
     toy = cache.settings_toy(settings)
@@ -22,9 +22,14 @@ def threshold_sweep(settings):
     return rows, sweeps.best_thresholds(rows), sweeps.rule_of_thumb(toy)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
 def mismatch_sweep(settings):
-    """(estimator rows, divergence rows) of the mismatch sweep; the Settings' mismatch is one of its points."""
+    """(estimator rows, divergence rows) of the mismatch sweep over its grid alone: the chosen mismatch is
+    only marked, so moving the mismatch slider recomputes nothing here."""
+    return _mismatch_grid_sweep(replace(settings, mismatch=0.0))
+
+
+@st.cache_data(max_entries=16, show_spinner="Sweeping the mismatch: one toy per point …")
+def _mismatch_grid_sweep(settings):
     return sweeps.mismatch_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
                                  settings.selection(exact_only=True), settings.baseline, settings.N)
 

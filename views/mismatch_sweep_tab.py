@@ -13,7 +13,7 @@ def render(settings):
         st.info("Select at least one exact estimator in the sidebar.")
         return
     estimator_rows, divergence_rows = deep_cache.mismatch_sweep(settings)
-    chart = deep_charts.mismatch_chart(deep_frames.mismatch_frame(estimator_rows, settings.mismatch),
+    chart = deep_charts.mismatch_chart(deep_frames.mismatch_frame(estimator_rows),
                                        deep_frames.divergence_frame(divergence_rows), settings.mismatch)
     st.altair_chart(chart, width="content")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}). "
