@@ -11,6 +11,7 @@ import pandas as pd
 from toylab.length import MONTE_CARLO
 
 UNBIASED = 1e-9
+ROUNDING = 1e-12
 METRICS = {"rel_bias": "relative bias", "rel_std": "relative std at N", "rel_rmse": "relative RMSE at N"}
 STD_RATIO = "std ÷ on-policy std"
 
@@ -42,10 +43,11 @@ def mismatch_frame(estimator_rows):
 
 
 def divergence_frame(divergence_rows):
-    """(mismatch, quantity, value) for KL(μ‖π) and χ²_seq; zeros (at mismatch 0) dropped for the log axis."""
+    """(mismatch, quantity, value) for KL(μ‖π) and χ²_seq; the zeros at mismatch 0 (rounding error, ~1e-17)
+    dropped for the log axis."""
     frame = pd.DataFrame(divergence_rows).rename(columns={"kl_mu_pi": "KL(μ‖π)", "chi2_seq": "χ²_seq"})
     long = frame.melt(id_vars=["mismatch"], var_name="quantity", value_name="value")
-    return _positive(long)
+    return _positive(long, floor=ROUNDING)
 
 
 def length_divergence_frame(rows):
