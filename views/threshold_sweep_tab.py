@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from toylab import deep_charts, deep_frames
-from toylab.sweeps import SWEPT_PARAMETER
+from toylab.sweeps import SWEPT_PARAMETER, grid_points
 from views import deep_cache
 
 LABEL = "Threshold sweep"
@@ -20,7 +20,8 @@ def render(settings):
     st.altair_chart(deep_charts.threshold_chart(frame, rule_of_thumb), width="content")
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
-               "over its allowed range (41 log-spaced values plus the chosen one).")
+               f"over its allowed range ({grid_points(settings.V**settings.T)} log-spaced values plus the chosen one; "
+               "fewer on large toys, where each point is a full pass over the M sequences).")
     chosen_rows = {row["estimator"]: row for row in rows if row["chosen"]}
     summary = pd.DataFrame([{
         "estimator": id, "parameter": best[id]["parameter"], "lowest-RMSE threshold": best[id]["threshold"],
