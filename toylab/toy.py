@@ -58,7 +58,7 @@ def make_toy(T=6, V=4, mismatch=0.3, seed=0, max_sequences=EXACT_SIZE_LIMIT):
     """
     check_toy_arguments(T, V, mismatch, seed, max_sequences)
     rng = np.random.default_rng(seed)
-    theta = rng.normal(0.0, 0.7, size=(T, V))
+    theta = rng.normal(loc=0.0, scale=0.7, size=(T, V))
     b = rng.standard_t(3, size=(T, V))
     return Toy(theta=theta, b=b, mismatch=float(mismatch), seed=int(seed))
 
@@ -161,8 +161,8 @@ class Toy(Mapping):
 
 def sample_from_sampler(toy, n, rng):
     """n sequence indices drawn from μ with ``rng.choice``: the reference sampler, draw for draw."""
-    p = toy["p_sampler"] / toy["p_sampler"].sum()
-    return rng.choice(len(p), size=n, p=p)
+    probabilities = toy["p_sampler"] / toy["p_sampler"].sum()
+    return rng.choice(len(probabilities), size=n, p=probabilities)
 
 
 def estimator_moments(toy, per_seq_estimate):
@@ -174,7 +174,7 @@ def estimator_moments(toy, per_seq_estimate):
     weights = toy["p_sampler"]
     mean = np.tensordot(weights, per_seq_estimate, axes=1)
     grad_norm = float(np.linalg.norm(toy["true_grad"]))
-    bias = float(np.linalg.norm(mean - toy["true_grad"]))
+    bias = float(np.linalg.norm(toy["true_grad"] - mean))
     spread = ((per_seq_estimate - mean) ** 2).reshape(len(weights), -1).sum(axis=1)
     var = float(weights @ spread)
     return {"mean": mean, "bias": bias, "var": var, "rel_bias": bias / grad_norm,
