@@ -16,7 +16,6 @@ pytestmark = pytest.mark.browser
 SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot.png"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
         "Sequence length": 1, "Lessons": 0}
-RERENDER_LIMIT_S = 5.0          # generous for a loaded CI machine; the measured times are reported
 
 _DONE_JS = """before => {
     const status = document.querySelector('[data-testid="stStatusWidget"]');
@@ -119,14 +118,13 @@ def test_a_lesson_button_opens_its_setting_and_tab(app):
 
 
 @pytest.mark.parametrize("query, name", [("", "default toy"), ("T=10", "T=10, V=4")])
-def test_slider_updates_url_and_table_quickly(app, query, name, record_property):
+def test_slider_updates_url_and_table(app, query, name, record_property):
     page = open_page(app, query)
     seconds = [step_mismatch(page) for _ in range(3)]
     assert "mismatch=0.33" in page.url
     assert_no_exception(page)
     print(f"\nre-render after a mismatch step, {name}: " + ", ".join(f"{s * 1000:.0f} ms" for s in seconds))
     record_property(f"rerender_ms {name}", [round(s * 1000) for s in seconds])
-    assert min(seconds) < RERENDER_LIMIT_S
     page.close()
 
 
