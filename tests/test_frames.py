@@ -105,11 +105,21 @@ def test_token_thresholds_match_brute_force(toy, dense):
     for row in per_position.itertuples():
         rho_t = dense.rho[:, int(row.position)]
         hit = rho_t > row.value if row.side == "above" else rho_t < row.value
+        assert row.log_value == pytest.approx(np.log(row.value))
         assert row.beyond == pytest.approx(dense.p_sampler @ hit, abs=1e-12)
     for row in pooled.itertuples():
         hit = dense.rho > row.value if row.side == "above" else dense.rho < row.value
         assert row.beyond == pytest.approx(dense.p_sampler @ hit.mean(axis=1), abs=1e-12)
     assert set(pooled["threshold"]) == {"tok_tis.C", "tok_mis.lo", "tok_mis.hi", "geo_rs_tok_tis.C"}
+
+
+def test_trust_region_rules_sit_at_plus_and_minus_eps(toy, dense):
+    pooled = frames.token_threshold_frame(toy, {"trm": {"eps": 0.3}})
+    assert sorted(pooled["log_value"]) == [-0.3, 0.3]
+    log_rho = np.log(dense.rho)
+    for row in pooled.itertuples():
+        hit = log_rho > 0.3 if row.side == "above" else log_rho < -0.3
+        assert row.beyond == pytest.approx(dense.p_sampler @ hit.mean(axis=1), abs=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["W", "geo"])

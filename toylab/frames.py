@@ -6,6 +6,7 @@ against an independent computation in tests/test_frames.py.
 """
 
 import math
+import operator
 
 import numpy as np
 import pandas as pd
@@ -14,9 +15,11 @@ from toylab.diagnostics import probability_beyond, sequence_log_ratio, weighted_
 from toylab.estimators import ESTIMATORS
 from toylab.montecarlo import draw_tokens
 
-# Which ratio a threshold bounds, and on which side a value is masked or clipped.
-TOKEN_THRESHOLDS = {("tok_tis", "C"): "above", ("tok_mis", "lo"): "below", ("tok_mis", "hi"): "above",
-                    ("geo_rs_tok_tis", "C"): "above"}
+# Per-token thresholds: where each rule sits on the log ρ_t axis, and on which side a token is masked or
+# clipped (trm masks the sequence when any |log ρ_t| > ε: two rules, at ±ε).
+TOKEN_THRESHOLDS = {("tok_tis", "C"): (("above", math.log),), ("tok_mis", "lo"): (("below", math.log),),
+                    ("tok_mis", "hi"): (("above", math.log),), ("geo_rs_tok_tis", "C"): (("above", math.log),),
+                    ("trm", "eps"): (("above", float), ("below", operator.neg))}
 SEQUENCE_THRESHOLDS = {("seq_tis", "C"): ("W", "above"), ("seq_mis", "C"): ("W", "above"),
                        ("geo_rs", "lo"): ("geo", "below"), ("geo_rs", "hi"): ("geo", "above"),
                        ("geo_rs_tok_tis", "lo"): ("geo", "below"), ("geo_rs_tok_tis", "hi"): ("geo", "above")}
@@ -81,16 +84,17 @@ def token_threshold_frame(toy, selection, per_position=False):
     """The selected estimators' per-token ratio thresholds (as log ρ) and the μ-probability beyond each:
     per position, or pooled over positions (a uniformly chosen position: the mean over t)."""
     rows = []
-    for (id, name), side in TOKEN_THRESHOLDS.items():
+    for (id, name), rules in TOKEN_THRESHOLDS.items():
         if id not in selection:
             continue
         value = selection[id][name]
-        beyond = [probability_beyond(toy.log_rho[t], toy.mu[t], math.log(value), side) for t in range(toy.T)]
-        where = list(enumerate(beyond)) if per_position else [(None, float(np.mean(beyond)))]
-        for position, probability in where:
-            rows.append({"estimator": id, "threshold": f"{id}.{name}", "value": value,
-                         "log_value": math.log(value), "side": side, "position": position,
-                         "beyond": probability})
+        for side, to_log_rho in rules:
+            log_value = to_log_rho(value)
+            beyond = [probability_beyond(toy.log_rho[t], toy.mu[t], log_value, side) for t in range(toy.T)]
+            where = list(enumerate(beyond)) if per_position else [(None, float(np.mean(beyond)))]
+            for position, probability in where:
+                rows.append({"estimator": id, "threshold": f"{id}.{name}", "value": value,
+                             "log_value": log_value, "side": side, "position": position, "beyond": probability})
     return pd.DataFrame(rows, columns=["estimator", "threshold", "value", "log_value", "side", "position",
                                        "beyond"])
 
