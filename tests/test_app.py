@@ -145,6 +145,7 @@ def test_ratio_tab_controls():
     at = run(tab="Ratios")
     at.toggle(key="ratio_panels").set_value(True).run()
     assert not at.exception and tab_content(at, "Ratios").count("vega_lite_chart") == 3
+    assert not at.warning
     draw = at.markdown[0].value
     at.button[0].click().run()
     assert not at.exception and at.markdown[0].value != draw and "draw 1" in at.markdown[0].value
@@ -189,3 +190,9 @@ def test_sliding_over_the_size_limit_is_refused_and_recoverable():
     assert not at.metric and not at.dataframe
     at.slider(key="T").set_value(11).run()
     assert not at.exception and not at.error and at.metric[0].value == f"{4**11:,}"
+
+
+def test_per_position_toggle_lives_in_the_url():
+    at = run({"tab": "Ratios", "ratio_panels": "true"})
+    assert not at.exception and not at.warning
+    assert at.toggle(key="ratio_panels").value is True

@@ -145,6 +145,15 @@ def test_shared_link_opens_that_view(app):
     page.close()
 
 
+def test_per_position_toggle_is_in_the_link(app):
+    page = open_page(app, "tab=Ratios&ratio_panels=true", table=False)
+    assert_no_exception(page)
+    assert page.locator('[data-testid="stAlert"]').count() == 0
+    assert page.get_by_role("switch", name="one panel per position").is_checked()
+    page.get_by_role("tabpanel", name="Ratios").locator("canvas, svg.marks").first.wait_for(timeout=30_000)
+    page.close()
+
+
 def test_bad_link_shows_notices_and_no_exception(app):
     page = open_page(app, "T=banana&mismatch=9&est=naive,bogus")
     assert_no_exception(page)

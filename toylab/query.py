@@ -18,6 +18,7 @@ PAGE_SIZE_LIMIT = EXACT_SIZE_LIMIT          # the largest M = V**T the page enum
 INTEGER_RANGES = {"T": (1, 16), "V": (2, 8), "seed": (0, 10_000), "N": (1, 100_000)}
 MISMATCH_RANGE = (0.0, 2.0)
 CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est")
+WIDGET_BOUND_NAMES = ("tab", "ratio_panels")     # kept in the URL by Streamlit itself (bind="query-params")
 
 
 def clean_float(value):
@@ -73,7 +74,7 @@ def parse_query(params, limit=PAGE_SIZE_LIMIT):
         notices.append(f"{problem} Showing the default toy T = {DEFAULTS.T}, V = {DEFAULTS.V} instead.")
         values["T"], values["V"] = DEFAULTS.T, DEFAULTS.V
     for name in params:
-        if name not in CONTROL_NAMES and "." not in name and name != "tab":
+        if name not in CONTROL_NAMES and "." not in name and name not in WIDGET_BOUND_NAMES:
             notices.append(f"Unknown URL parameter {name!r} ignored.")
     return make_settings(**values), notices
 

@@ -25,7 +25,7 @@ def render(settings):
     tokens, _ = cache.sampled_batch(settings.toy_key, settings.N, draw)
 
     st.subheader("Per-token ratio ρ_t = π_t(y_t) / μ_t(y_t)")
-    per_position = st.toggle("one panel per position", key=PANELS_KEY)
+    per_position = st.toggle("one panel per position", key=PANELS_KEY, bind="query-params")
     token_frame = frames.token_ratio_frame(toy, tokens)
     thresholds = frames.token_threshold_frame(toy, selection, per_position=per_position)
     if per_position:

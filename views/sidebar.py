@@ -22,7 +22,14 @@ import math
 import streamlit as st
 
 from toylab.estimators import BASELINES, ESTIMATORS, EXACT_IDS
-from toylab.query import INTEGER_RANGES, MISMATCH_RANGE, make_settings, parse_query, to_query
+from toylab.query import (
+    INTEGER_RANGES,
+    MISMATCH_RANGE,
+    WIDGET_BOUND_NAMES,
+    make_settings,
+    parse_query,
+    to_query,
+)
 
 TAB_KEY = "tab"
 PRESET_KEY = "preset"
@@ -112,9 +119,9 @@ def _apply_preset():
 
 
 def _write_url(settings):
-    """Make the URL's control parameters equal ``to_query(settings)``, leaving the tab's parameter alone."""
+    """Make the URL's control parameters equal ``to_query(settings)``, leaving Streamlit's bound ones alone."""
     wanted = to_query(settings)
-    current = {name: st.query_params.get_all(name) for name in st.query_params if name != TAB_KEY}
+    current = {name: st.query_params.get_all(name) for name in st.query_params if name not in WIDGET_BOUND_NAMES}
     for name in current.keys() - wanted.keys():
         del st.query_params[name]
     changed = {name: value for name, value in wanted.items() if current.get(name) != [value]}
