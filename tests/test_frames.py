@@ -49,7 +49,8 @@ def test_iso_rmse_circles_have_the_level_as_radius(moments):
 
 
 def test_nice_levels():
-    assert frames.nice_levels(0.15, 2.1) == [0.2, 0.5, 1.0, 2.0]
+    assert frames.nice_levels(0.15, 2.1) == [0.15, 0.2, 0.5, 0.7, 1.5, 2.0]     # 8 candidates, 6 spread evenly
+    assert frames.nice_levels(0.68, 2.09) == [0.7, 1.0, 1.5, 2.0]
     assert len(frames.nice_levels(1e-3, 1e3)) == 6
     assert frames.nice_levels(0, 0) == []
 

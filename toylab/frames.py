@@ -45,12 +45,12 @@ def table_frame(moments, N):
 
 
 def nice_levels(low, high, most=6):
-    """Values 1, 2, 5 × 10^k in [low, high] (at most ``most``, spread evenly), for iso-RMSE curves."""
+    """Values 1, 1.5, 2, 3, 5, 7 × 10^k in [low, high] (at most ``most``, spread evenly), for iso-RMSE curves."""
     if not (np.isfinite(low) and np.isfinite(high)) or high <= 0:
         return []
     low = max(low, high * 1e-3)
     exponents = range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
-    levels = [m * 10.0**k for k in exponents for m in (1, 2, 5) if low <= m * 10.0**k <= high]
+    levels = [round(m * 10.0**k, 12) for k in exponents for m in (1, 1.5, 2, 3, 5, 7) if low <= m * 10.0**k <= high]
     if len(levels) > most:
         levels = [levels[round(i)] for i in np.linspace(0, len(levels) - 1, most)]
     return levels
