@@ -5,7 +5,7 @@ import pytest
 from dense import DenseToy
 
 from toylab import baseline_value, exact_moments, make_toy
-from toylab.diagnostics import diagnostics
+from toylab.diagnostics import diagnostics, sequence_chi2
 from toylab.grid import outer_sum
 from toylab.length import (
     EXACT,
@@ -14,7 +14,6 @@ from toylab.length import (
     _estimators_beyond_enumeration,
     _population_by_enumeration,
     _population_by_sampling,
-    chi2_sequence,
     length_point,
     length_toy,
     lengths_for,
@@ -85,7 +84,7 @@ def test_weighted_counts_carry_products_of_any_size():
     """Σ_k of the count distribution under the weights μ·ρ² is E_μ[W²] = ∏_t (1 + χ²_t) = 1 + χ²_seq."""
     toy = make_toy(128, 3, 0.4, 5, max_sequences=None)
     weighted = count_distribution(toy.mu * toy.rho**2)
-    assert weighted.sum() == pytest.approx(1 + chi2_sequence(toy), rel=1e-10)
+    assert weighted.sum() == pytest.approx(1 + sequence_chi2(toy), rel=1e-10)
 
 
 def test_conditional_draws_have_the_count_and_the_conditional_law():

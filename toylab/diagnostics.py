@@ -33,11 +33,22 @@ class Diagnostics:
 
     @property
     def chi2_seq(self):
+        """∏_t (1 + χ²_t) − 1."""
         return float(np.prod(1 + self.chi2_tokens) - 1)
 
     @property
     def ess(self):
         return 1 / (1 + self.chi2_seq)
+
+
+def token_chi2(toy):
+    """χ²_t = Σ_v μ_t ρ_t² − 1 per position, from the (T, V) tables alone (any T)."""
+    return (toy.mu * toy.rho**2).sum(axis=1) - 1
+
+
+def sequence_chi2(toy):
+    """χ²_seq = ∏_t (1 + χ²_t) − 1, from the (T, V) tables alone (any T)."""
+    return float(np.prod(1 + token_chi2(toy)) - 1)
 
 
 def diagnostics(toy):
@@ -47,7 +58,7 @@ def diagnostics(toy):
         grad_norm=float(np.linalg.norm(toy.true_grad)),
         kl_mu_pi_tokens=-(toy.mu * toy.log_rho).sum(axis=1),
         kl_pi_mu_tokens=(toy.pi * toy.log_rho).sum(axis=1),
-        chi2_tokens=(toy.mu * toy.rho**2).sum(axis=1) - 1,
+        chi2_tokens=token_chi2(toy),
         max_tv=float(0.5 * np.abs(toy.pi - toy.mu).sum(axis=1).max()))
 
 

@@ -15,7 +15,7 @@ factorising estimators are exact by ``recursion``, the others are stratified Mon
 
 import numpy as np
 
-from toylab.diagnostics import probability_beyond, sequence_log_ratio
+from toylab.diagnostics import probability_beyond, sequence_chi2, sequence_log_ratio
 from toylab.moments import exact_moments
 from toylab.montecarlo import draw_tokens
 from toylab.recursion import RECURSIVE_IDS, baseline_by_recursion, exact_by_recursion, objective_by_recursion
@@ -66,17 +66,12 @@ def length_point(settings, T, samples=SAMPLES):
             _estimators_beyond_enumeration(toy, selection, settings.baseline, samples, rng))
 
 
-def chi2_sequence(toy):
-    """χ²_seq = ∏_t (1 + χ²_t) − 1 with χ²_t = Σ_v μ_t ρ_t² − 1."""
-    return float(np.prod((toy.mu * toy.rho**2).sum(axis=1)) - 1)
-
-
 def _population_row(T, quantity, value, se, method):
     return {"T": T, "quantity": quantity, "value": value, "se": se, "method": method}
 
 
 def _population_exact_part(toy):
-    chi2 = chi2_sequence(toy)
+    chi2 = sequence_chi2(toy)
     return [_population_row(toy.T, "χ²_seq", chi2, 0.0, EXACT),
             _population_row(toy.T, "ESS fraction", 1 / (1 + chi2), 0.0, EXACT)]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.diagnostics import diagnostics
-from toylab.length import chi2_sequence, length_toy
+from toylab.diagnostics import diagnostics, sequence_chi2
+from toylab.length import length_toy
 from toylab.moments import baseline_value, exact_moments
 from toylab.query import make_settings
 from toylab.recursion import exact_by_recursion, objective_by_recursion
@@ -82,7 +82,7 @@ def sequence_is_variance_explodes(settings):
         objective = objective_by_recursion(toy)
         seq_is, on_policy = (exact_by_recursion(toy, id, {}, settings.baseline, objective)
                              for id in ("seq_is", "on_policy"))
-        ratio, growth = seq_is.var / on_policy.var, 1 + chi2_sequence(toy)
+        ratio, growth = seq_is.var / on_policy.var, 1 + sequence_chi2(toy)
         numbers |= {f"T={T}: rel bias seq_is": seq_is.rel_bias, f"T={T}: var ratio seq_is/on_policy": ratio,
                     f"T={T}: 1 + χ²_seq": growth}
         holds &= seq_is.rel_bias < UNBIASED and 0.5 < np.log(ratio) / np.log(growth) < 1.5

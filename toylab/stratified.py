@@ -46,10 +46,6 @@ class MonteCarloMoments:
         """sqrt(var/N)/‖∇J‖."""
         return float(np.sqrt(self.var / N) / self.grad_norm)
 
-    def rel_std_se(self, N):
-        """Standard error of rel_std(N), by the delta method: se(var)/(2·sqrt(var·N)·‖∇J‖)."""
-        return float(self.var_se / (2 * np.sqrt(max(self.var, 1e-300) * N) * self.grad_norm))
-
 
 def count_distribution(position_probability):
     """P(K = k), k = 0 … T, for independent positions with the given (T, V) probabilities."""
