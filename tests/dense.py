@@ -2,12 +2,17 @@
 
 It shares nothing with toylab's exact engine but the toy's (T, V) tables: sequences come from
 itertools.product, rewards from counting, ratios from indexing, coefficients from each estimator's
-definition written out per sequence.
+definition written out per sequence. A framework preset takes its configuration fields from toylab's
+table (tests/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
+from them is written out here from the frameworks' code, independently of toylab.frameworks.
 """
 
 import itertools
+import math
 
 import numpy as np
+
+from toylab import frameworks, resolve_params
 
 
 class DenseToy:
@@ -30,12 +35,31 @@ class DenseToy:
     def baseline(self, name):
         return {"none": 0.0, "logged": self.p_sampler @ self.R, "true": self.p_train @ self.R}[name]
 
-    def coefficients(self, estimator, params):
-        """c (M, T) for one estimator, straight from its definition."""
+    def coefficients(self, estimator, params, baseline="none"):
+        """c (M, T) for one estimator, straight from its definition (A = r − b for those that read it)."""
         rho, W, T = self.rho, self.W[:, None], self.T
         ones = np.ones_like(rho)
         geo = W ** (1.0 / T)
         p = params
+        advantage = (self.R - self.baseline(baseline))[:, None]
+        if ":" in estimator:
+            return self.preset(estimator, params, advantage)
+        if estimator in ("rs", "opsm"):
+            weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline)
+            if estimator == "rs":
+                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"], np.log(rho))
+            mean_k1 = (-np.log(rho)).mean(axis=1, keepdims=True)
+            return weight * ((advantage >= 0) | (mean_k1 <= p["delta"]))
+        if estimator == "tok_clip":
+            return np.clip(rho, p["C_min"], p["C_max"])
+        if estimator == "seq_clip":
+            return np.clip(W, p["C_min"], p["C_max"]) * ones
+        if estimator == "seq_band":
+            return W * ((W >= p["C_min"]) & (W <= p["C_max"])) * ones
+        if estimator == "ppo_clip":
+            keep_positive = rho <= 1 + p["eps_high"]
+            keep_negative = (rho >= 1 - p["eps_low"]) & (rho <= p["C_dual"])
+            return rho * np.where(advantage < 0, keep_negative, keep_positive)
         if estimator in ("on_policy", "naive"):
             return ones
         if estimator == "tok_is":
@@ -65,9 +89,61 @@ class DenseToy:
             return geo * ones
         raise KeyError(estimator)
 
+    @staticmethod
+    def rejection_kept(statistic, scope, lo, hi, log_rho):
+        """1[lo ≤ statistic ≤ hi] (M, T): per token, or the sequence's sum / mean / max broadcast to its tokens."""
+        value = {"log_ratio": log_rho, "k1": -log_rho, "k2": log_rho**2 / 2,
+                 "k3": np.exp(log_rho) - 1 - log_rho}[statistic]
+        reduce = {"token": lambda x: x, "seq_sum": lambda x: x.sum(axis=1, keepdims=True),
+                  "seq_mean": lambda x: x.mean(axis=1, keepdims=True),
+                  "seq_max": lambda x: x.max(axis=1, keepdims=True)}[scope]
+        value = reduce(value)
+        kept = np.ones(value.shape, bool)
+        if lo is not None:
+            kept &= value >= lo
+        if hi is not None:
+            kept &= value <= hi
+        return np.broadcast_to(kept, log_rho.shape)
+
+    def preset(self, estimator, params, advantage):
+        """A verl or TRL preset, as the framework's code computes it (see the module docstring)."""
+        config = next(p for p in frameworks.PRESETS if p.id == estimator).resolved(params)
+        log_rho = np.log(self.rho)
+        if estimator.startswith("trl:"):
+            ratio = self.rho if config["mode"].startswith("token") else self.W[:, None] * np.ones_like(self.rho)
+            if config["mode"].endswith("truncate"):
+                return np.clip(ratio, config["clip_min"], config["clip_max"])
+            return ratio * ((ratio >= config["clip_min"]) & (ratio <= config["clip_max"]))
+        safe = np.clip(log_rho, -20, 20)                       # verl's SAFETY_BOUND, per token
+        ppo = config["bypass_mode"] and config["loss_type"] == "ppo_clip"
+        coefficient = np.ones_like(log_rho)
+        if config["rollout_is"] == "token" and not ppo:
+            coefficient = np.minimum(np.exp(safe), config["rollout_is_threshold"])
+        if config["rollout_is"] == "sequence" and not ppo:
+            total = np.clip(log_rho.sum(axis=1, keepdims=True), -20, 20)   # the sum is clamped, not the tokens
+            coefficient = np.minimum(np.exp(total), config["rollout_is_threshold"]) * coefficient
+        if config["rollout_rs"]:
+            option = config["rollout_rs"]
+            scope, statistic = option.rsplit("_", 1)
+            threshold = config["rollout_rs_threshold"]
+            if statistic == "k1":
+                bounds = [float(x) for x in str(threshold).split("_")]
+                lower, upper = bounds if len(bounds) == 2 else (1 / bounds[0], bounds[0])
+                kept = self.rejection_kept("k1", scope, math.log(lower), math.log(upper), safe)
+            else:
+                kept = self.rejection_kept(statistic, scope, None, float(threshold), safe)
+            coefficient = coefficient * kept
+        if ppo:
+            ratio = np.exp(safe)
+            live = np.abs(log_rho) <= 20                       # a clamped ratio is a constant: no gradient
+            keep_positive = (ratio <= 1 + config["clip_ratio_high"]) & live
+            keep_negative = (ratio >= 1 - config["clip_ratio_low"]) & (ratio <= config["clip_ratio_c"]) & live
+            coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative, keep_positive)
+        return coefficient
+
     def moments(self, estimator, params, baseline):
         """mean, bias, var of the single-sample estimate, summed over all M sequences."""
-        coefficient = self.coefficients(estimator, params)
+        coefficient = self.coefficients(estimator, params, baseline)
         advantage = self.R - self.baseline(baseline)
         estimate = (advantage[:, None] * coefficient)[:, :, None] * self.score     # (M, T, V)
         probability = self.p_train if estimator == "on_policy" else self.p_sampler

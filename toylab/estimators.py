@@ -9,32 +9,21 @@ which is what makes its exact moments O(M) (see ``moments``). A weight function 
 statistics (``log_W``, ``mean_k3``, ``max_abs_log_rho``: one value per sequence, an M-vector for the toy or
 one per sample in Monte Carlo) and the (T, V) tables ``rho``/``log_rho``, and returns ``Weights``.
 
-Batch-coupled estimators (their weight depends on the whole batch) are Monte Carlo only: their
-function combines the batch sums that ``montecarlo.BatchSums`` provides.
+A weight function receives a view of the sequences (``sequences.AllSequences`` for the exact engine,
+``sequences.GivenSequences`` for the batch interface ``toylab.coefficients``) and returns ``weights.Weights``;
+the same function serves both. Batch-coupled estimators (their weight depends on the whole batch) are Monte
+Carlo only: their function combines the batch sums that ``montecarlo.Batches`` provides.
+
+The registry holds the catalogue, the parametrised families of ``families`` and the framework presets of
+``frameworks`` (ids ``verl:<preset>`` and ``trl:<mode>``, with the framework's parameter names).
 """
 
 from dataclasses import dataclass, field
 
 import numpy as np
 
-
-@dataclass(frozen=True)
-class Weights:
-    """c_t(y) = sequence(y)·token[t, y_t]·∏_{s<t} carry[s, y_s]; None means 1. Affected = masked or clipped."""
-    sequence: object = 1.0
-    token: np.ndarray | None = None
-    carry: np.ndarray | None = None
-    sequence_affected: np.ndarray | None = None
-    token_affected: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class Param:
-    """A threshold: its default and the range a user may choose from."""
-    default: object
-    low: float | None = None
-    high: float | None = None
-    help: str = ""
+from toylab import families, frameworks
+from toylab.weights import Param, Weights
 
 
 @dataclass(frozen=True)
@@ -48,6 +37,8 @@ class Estimator:
     batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
     on_policy: bool = False           # sampled from π instead of μ
     colour: str = "#777777"
+    framework: str | None = None      # "verl" or "trl" for a framework preset
+    batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept)
 
     @property
     def exact(self):
@@ -70,7 +61,7 @@ def token_tis(stats, C):
 
 def token_mis(stats, lo, hi):
     kept = (stats.rho >= lo) & (stats.rho <= hi)
-    return Weights(token=stats.rho * kept, token_affected=~kept)
+    return Weights(token=stats.rho * kept, token_affected=~kept, token_rejected=~kept)
 
 
 def prefix_is(stats):
@@ -88,38 +79,38 @@ def sequence_tis(stats, C):
 
 def sequence_mis(stats, C):
     W = np.exp(stats.log_W)
-    return Weights(sequence=np.where(W <= C, W, 0.0), sequence_affected=W > C)
+    return Weights(sequence=np.where(W <= C, W, 0.0), sequence_affected=W > C, sequence_rejected=W > C)
 
 
 def geometric_kept(stats, lo, hi):
-    """1[lo ≤ ρ_geo ≤ hi] with ρ_geo = W^(1/T)."""
-    log_geo = stats.log_W / stats.T
-    return (log_geo >= np.log(lo)) & (log_geo <= np.log(hi))
+    """1[lo ≤ ρ_geo ≤ hi] with ρ_geo = W^(1/T): log lo ≤ mean_t log ρ_t ≤ log hi."""
+    return families.rejection_kept(stats, "log_ratio", "seq_mean", np.log(lo), np.log(hi))
+
+
+def sequence_kept(kept):
+    return Weights(sequence=kept.astype(float), sequence_affected=~kept, sequence_rejected=~kept)
 
 
 def geometric_rs(stats, lo, hi):
-    kept = geometric_kept(stats, lo, hi)
-    return Weights(sequence=kept.astype(float), sequence_affected=~kept)
+    return sequence_kept(geometric_kept(stats, lo, hi))
 
 
 def geometric_rs_token_tis(stats, lo, hi, C):
     kept = geometric_kept(stats, lo, hi)
     return Weights(sequence=kept.astype(float), token=np.minimum(stats.rho, C),
-                   sequence_affected=~kept, token_affected=stats.rho > C)
+                   sequence_affected=~kept, token_affected=stats.rho > C, sequence_rejected=~kept)
 
 
 def k3_rs(stats, delta):
-    kept = stats.mean_k3 <= delta
-    return Weights(sequence=kept.astype(float), sequence_affected=~kept)
+    return sequence_kept(families.rejection_kept(stats, "k3", "seq_mean", None, delta))
 
 
 def trust_region_mask(stats, eps):
-    kept = stats.max_abs_log_rho <= eps
-    return Weights(sequence=kept.astype(float), sequence_affected=~kept)
+    return sequence_kept(families.rejection_kept(stats, "abs_log_ratio", "seq_max", None, eps))
 
 
 def gspo_geometric(stats):
-    return Weights(sequence=np.exp(stats.log_W / stats.T))
+    return Weights(sequence=np.exp(stats.sequence_statistic("log_ratio", "mean")))
 
 
 # -- batch-coupled estimators (Monte Carlo only) ----------------------------------------------------------
@@ -131,12 +122,15 @@ def self_normalised_is(batch):
 
 
 def group_mean_baseline(batch, weight):
-    """(1/N)·Σ_i c_i·(r_i − r̄)·s_i with r̄ the batch's mean reward and c the named estimator's weight."""
-    coefficient = batch.coefficients(weight)
+    """(1/N)·Σ_i c_i·(r_i − r̄)·s_i with r̄ the batch's mean reward and c the named estimator's weight.
+
+    1/N and c_i are those of the batch's loss aggregation (``aggregation``): 1/N by default.
+    """
+    coefficient, denominator = batch.aggregated(*batch.coefficients_and_kept(weight))
     mean_reward = batch.cumulative(batch.reward) / batch.N
     centred = batch.score_sum(coefficient * batch.reward[..., None]) \
         - mean_reward[..., None, None] * batch.score_sum(coefficient)
-    return centred / batch.N[:, None, None]
+    return batch.divided(centred, denominator)
 
 
 def leave_one_out_baseline(batch, weight):
@@ -154,6 +148,9 @@ def _threshold(default, low, high, help):
 
 C_TOKEN = _threshold(2, 1, 100, "per-token ratio cap C")
 C_SEQUENCE = _threshold(2, 1, 1000, "sequence ratio cap C")
+C_TOKEN_MAX = _threshold(2, 1, 100, "upper ratio bound C_max")
+C_SEQUENCE_MAX = _threshold(2, 1, 1000, "upper bound C_max on W")
+BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"))
 WEIGHT_CHOICE = Param("naive", help="the exact estimator whose weight multiplies the centred reward")
 
 _ENTRIES = [
@@ -165,7 +162,8 @@ _ENTRIES = [
     Estimator("tok_is", "token IS", r"c_t = \rho_t", "per-token ratio, PPO-like", token_is,
               colour="#E69F00"),
     Estimator("tok_tis", "token TIS", r"c_t = \min(\rho_t, C)",
-              "truncated IS (Yao et al. 2025); verl rollout_is=token; TRL token_truncate; slime --tis-clip",
+              "truncated IS (Yao et al. 2025); verl rollout_is=token (up to its ±20 log-ratio clamp); TRL "
+              "token_truncate; slime --tis-clip",
               token_tis, {"C": C_TOKEN}, colour="#56B4E9"),
     Estimator("tok_mis", "token MIS (IcePop)", r"c_t = \rho_t\,\mathbf 1[\mathrm{lo}\le\rho_t\le\mathrm{hi}]",
               "IcePop (Ring-1T, 2025); TRL token_mask", token_mis,
@@ -177,18 +175,21 @@ _ENTRIES = [
     Estimator("seq_is", "sequence IS", r"c_t = W = \prod_t \rho_t", "sequence-level IS: unbiased",
               sequence_is, colour="#0072B2"),
     Estimator("seq_tis", "sequence TIS", r"c_t = \min(W, C)",
-              "verl rollout_is=sequence; TRL sequence_truncate", sequence_tis, {"C": C_SEQUENCE},
+              "verl rollout_is=sequence (up to its ±20 clamp of log W); TRL sequence_truncate", sequence_tis,
+              {"C": C_SEQUENCE},
               colour="#CC79A7"),
     Estimator("seq_mis", "sequence MIS", r"c_t = W\,\mathbf 1[W\le C]",
               "Li et al. 2025 (Seq-MIS); TRL sequence_mask (its default C = 3)", sequence_mis,
               {"C": C_SEQUENCE}, colour="#AA4499"),
     Estimator("geo_rs", "geometric rejection", r"c_t = \mathbf 1[\mathrm{lo}\le\rho_{geo}\le\mathrm{hi}],\ "
-              r"\rho_{geo}=W^{1/T}", "Li et al. 2025 (Geo-RS); verl seq_mean_k1", geometric_rs,
+              r"\rho_{geo}=W^{1/T}", "Li et al. 2025 (Geo-RS), as verl's docs state it; verl's seq_mean_k1 code "
+              "keeps 1/hi ≤ ρ_geo ≤ 1/lo (verl:decoupled_geo_rs)", geometric_rs,
               {"lo": _threshold(0.5, 0.01, 1, "lower bound on ρ_geo"),
                "hi": _threshold(2, 1, 100, "upper bound on ρ_geo")}, colour="#44AA99"),
     Estimator("geo_rs_tok_tis", "geometric rejection + token TIS",
               r"c_t = \mathbf 1[\mathrm{lo}\le\rho_{geo}\le\mathrm{hi}]\,\min(\rho_t, C)",
-              "verl decoupled_geo_rs_token_tis", geometric_rs_token_tis,
+              "verl decoupled_geo_rs_token_tis as documented (its code: verl:decoupled_geo_rs_token_tis)",
+              geometric_rs_token_tis,
               {"lo": _threshold(0.5, 0.01, 1, "lower bound on ρ_geo"),
                "hi": _threshold(2, 1, 100, "upper bound on ρ_geo"), "C": C_TOKEN}, colour="#117733"),
     Estimator("k3_rs", "k3 rejection", r"c_t = \mathbf 1\big[\tfrac1T\sum_t k_3(\rho_t)\le\delta\big],\ "
@@ -199,6 +200,46 @@ _ENTRIES = [
               {"eps": _threshold(0.5, 0.01, 10, "bound on max |log ρ_t|")}, colour="#CC6677"),
     Estimator("gspo_geo", "GSPO geometric ratio", r"c_t = \rho_{geo} = W^{1/T}",
               "GSPO's geometric-mean sequence ratio (unclipped)", gspo_geometric, colour="#6699CC"),
+    Estimator("rs", "rejection by a statistic",
+              r"c_t = w_t\,\mathbf 1[\mathrm{lo}\le \mathrm{stat}\le\mathrm{hi}],\ \mathrm{stat}\in\{k_1=-\log\rho_t,\ "
+              r"k_2=\tfrac12(\log\rho_t)^2,\ k_3=\rho_t-1-\log\rho_t,\ \log\rho_t\}",
+              "verl rollout_rs (token_k*, seq_sum_k*, seq_mean_k*, seq_max_k*): the statistic per token or its "
+              "sum/mean/max over the sequence, between lo and hi (log_ratio: the ratio reading lo = log C_low); "
+              "w = the weight of any exact estimator, so rejections chain", families.rejection,
+              {"statistic": Param("k1", help="k1 = −log ρ, k2 = ½(log ρ)², k3 = ρ − 1 − log ρ, log_ratio = log ρ",
+                                  choices=families.REJECTION_STATISTICS),
+               "scope": Param("token", help="per token, or the sequence's sum / mean / max of the statistic",
+                              choices=families.REJECTION_SCOPES),
+               "lo": _threshold(-0.5, -1000, 1000, "lower bound on the statistic"),
+               "hi": _threshold(0.5, -1000, 1000, "upper bound on the statistic"),
+               "weight": Param("naive", help="the exact estimator whose weight the rejection multiplies")},
+              colour="#332288"),
+    Estimator("tok_clip", "two-sided token truncation", r"c_t = \mathrm{clamp}(\rho_t, C_{\min}, C_{\max})",
+              "TRL token_truncate with vllm_importance_sampling_clip_min", families.token_clip,
+              {"C_min": _threshold(0.5, 0, 1, "lower ratio bound C_min"), "C_max": C_TOKEN_MAX}, colour="#77AADD"),
+    Estimator("seq_clip", "two-sided sequence truncation", r"c_t = \mathrm{clamp}(W, C_{\min}, C_{\max})",
+              "TRL sequence_truncate with vllm_importance_sampling_clip_min", families.sequence_clip,
+              {"C_min": _threshold(0.5, 0, 1, "lower bound C_min on W"), "C_max": C_SEQUENCE_MAX}, colour="#EE8866"),
+    Estimator("seq_band", "two-sided sequence mask", r"c_t = W\,\mathbf 1[C_{\min}\le W\le C_{\max}]",
+              "TRL sequence_mask with vllm_importance_sampling_clip_min; verl decoupled_seq_is_rs at its defaults",
+              families.sequence_band,
+              {"C_min": _threshold(0.5, 0, 1, "lower bound C_min on W"), "C_max": C_SEQUENCE_MAX}, colour="#882255"),
+    Estimator("ppo_clip", "PPO-clip against the sampler",
+              r"c_t = \rho_t\,\mathbf 1[\rho_t\le 1+\varepsilon_{high}]\ (A\ge0),\quad "
+              r"\rho_t\,\mathbf 1[1-\varepsilon_{low}\le\rho_t\le C_{dual}]\ (A<0)",
+              "the gradient of verl's PPO loss with the sampler as old policy (bypass mode, loss_type=ppo_clip), "
+              "dual clip included", families.ppo_clip,
+              {"eps_low": _threshold(0.2, 0, 1, "ε_low: ratios below 1 − ε_low are clipped when A < 0"),
+               "eps_high": _threshold(0.2, 0, 10, "ε_high: ratios above 1 + ε_high are clipped when A ≥ 0"),
+               "C_dual": _threshold(3, 1.01, 100, "dual clip: ratios above it are clipped when A < 0")},
+              colour="#EE7733"),
+    Estimator("opsm", "off-policy sequence mask (DeepSeek-V3.2)",
+              r"c_t = w_t\,\mathbf 1\big[A\ge0\ \text{or}\ \tfrac1T\sum_t(\log\mu_t-\log\pi_t)\le\delta\big]",
+              "DeepSeek-V3.2 (2025); TRL off_policy_mask_threshold (times its IS weight w)",
+              families.off_policy_sequence_mask,
+              {"delta": _threshold(0.05, -10, 10, "δ: drop a sequence with A < 0 whose mean log μ − log π is above it"),
+               "weight": Param("naive", help="the exact estimator whose weight the mask multiplies")},
+              colour="#BBCC33"),
     Estimator("seq_snis", "self-normalised sequence IS",
               r"\hat g_N = \frac{\sum_i W_i A_i \sum_t s_{i,t}}{\sum_i W_i}",
               "self-normalised importance sampling", batch_estimate=self_normalised_is, colour="#88CCEE"),
@@ -210,10 +251,20 @@ _ENTRIES = [
               r"\hat g_N = \tfrac1N\sum_i c_{i}\,\big(r_i-\tfrac{1}{N-1}\sum_{j\ne i}r_j\big)\sum_t s_{i,t}",
               "RLOO (Ahmadian et al. 2024): advantage r_i minus the mean of the others",
               batch_estimate=leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA"),
+    Estimator("tis_bn", "batch-normalised truncated IS",
+              r"\hat g_N = \tfrac1N\sum_i \frac{w_{i,t}}{\bar w}\,A_i\,s_{i,t},\ w = \min(\rho_t, C)\ "
+              r"\text{or}\ \min(W, C)", "verl rollout_is_batch_normalize: truncated IS weights divided by their "
+              "batch mean (over tokens or sequences)", batch_estimate=families.batch_normalised_tis,
+              batch_weights=families.batch_normalised_coefficients,
+              params={"level": Param("token", help="normalise token weights min(ρ_t, C) or sequence weights min(W, C)",
+                                     choices=families.IS_LEVELS), "C": C_TOKEN}, colour="#44BB99"),
 ]
 
 ESTIMATORS = {estimator.id: estimator for estimator in _ENTRIES}
+ESTIMATORS |= {row["id"]: Estimator(**row) for row in
+               frameworks.registry_rows({id: estimator.colour for id, estimator in ESTIMATORS.items()})}
 EXACT_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.exact)
+PRESET_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.framework)
 BASELINES = ("none", "logged", "true")
 
 
@@ -230,12 +281,22 @@ def resolve_params(estimator_id, overrides=None):
     params = {name: param.default for name, param in spec.items()} | overrides
     for name, value in params.items():
         params[name] = _checked(estimator_id, name, spec[name], value)
-    if "lo" in params and "hi" in params and params["lo"] > params["hi"]:
-        raise ValueError(f"{estimator_id}: lo = {params['lo']:g} is above hi = {params['hi']:g}")
+    for low, high in BOUND_PAIRS:
+        if low in params and high in params and params[low] > params[high]:
+            raise ValueError(f"{estimator_id}: {low} = {params[low]:g} is above {high} = {params[high]:g}")
     return params
 
 
 def _checked(estimator_id, name, param, value):
+    if param.choices is not None:
+        if value not in param.choices:
+            raise ValueError(f"{estimator_id}.{name} must be one of {', '.join(param.choices)}, got {value!r}")
+        return value
+    if param.parse is not None:
+        try:
+            return param.parse(value)
+        except ValueError as error:
+            raise ValueError(f"{estimator_id}.{name} = {value!r}: {error}") from None
     if isinstance(param.default, str):
         if value not in EXACT_IDS or ESTIMATORS[value].on_policy:
             raise ValueError(f"{estimator_id}.{name} must name an exact estimator on sampler rollouts, "

@@ -9,6 +9,11 @@ and p the sampling distribution (μ, or π for on_policy):
 
 where S1_t, S2_t are the prefix sums of the M-vectors p·a and p·a² (``grid.prefix_sums``); without a
 carry (every estimator but prefix IS) they reduce to position marginals (``grid.position_marginals``).
+
+A token factor that depends on the sign of the advantage (PPO-clip against the sampler: ``Weights.negative_token``)
+does not factorise this way over all sequences, but it does within each reward class: A = r − b takes one value
+on r = 1 and one on r = 0, so the sums above are taken separately over the sequences with A ≥ 0 and with A < 0,
+each with its own f, and added (two passes, still O(M)).
 """
 
 from dataclasses import dataclass
@@ -17,6 +22,7 @@ import numpy as np
 
 from toylab.estimators import ESTIMATORS, EXACT_IDS, resolve_params
 from toylab.grid import outer_sum, position_marginals, prefix_sums
+from toylab.sequences import AllSequences
 
 UNBIASED_TOLERANCE = 1e-9
 
@@ -65,15 +71,19 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
     if not estimator.exact:
         raise ValueError(f"{estimator_id} is batch-coupled: it has no exact single-sample moments")
     params = resolve_params(estimator_id, params)
-    weights = estimator.weights(toy, **params)
+    b = baseline_value(toy, baseline)
+    weights = estimator.weights(AllSequences(toy, b), **params)
     probability = toy.p_train if estimator.on_policy else toy.p_sampler
     position_probability = toy.pi if estimator.on_policy else toy.mu
-    marginal, marginal_sq = _position_moments(toy, estimator.on_policy, baseline_value(toy, baseline), weights)
-    mean, second_moment = _mean_and_second_moment(toy, marginal, marginal_sq, weights.token)
+    mean, second_moment = np.zeros((toy.T, toy.V)), 0.0
+    for sign_class, token in _sign_classes(toy, b, weights):
+        marginal, marginal_sq = _position_moments(toy, estimator.on_policy, b, weights, sign_class)
+        class_mean, class_second_moment = _mean_and_second_moment(toy, marginal, marginal_sq, token)
+        mean, second_moment = mean + class_mean, second_moment + class_second_moment
     grad = toy.true_grad
     grad_norm = float(np.linalg.norm(grad))
     mean_norm = float(np.linalg.norm(mean))
-    tokens, sequences = _affected(toy, probability, position_probability, weights)
+    tokens, sequences = _affected(toy, probability, position_probability, weights, b)
     return Moments(
         estimator=estimator_id, params=params, mean=mean,
         bias=float(np.linalg.norm(mean - grad)),
@@ -83,19 +93,31 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
         tokens_affected=tokens, sequences_affected=sequences)
 
 
-def _position_moments(toy, on_policy, b, weights):
+def _sign_classes(toy, b, weights):
+    """[(sequences of the class or None for all, token factor)]: one class, or A ≥ 0 and A < 0 (see above)."""
+    if not weights.splits_by_sign:
+        return [(None, weights.token)]
+    negative = toy.R - b < 0
+    return [(~negative, weights.for_sign(False)[0]), (negative, weights.for_sign(True)[0])]
+
+
+def _position_moments(toy, on_policy, b, weights, sign_class=None):
     """E_p[a·H_t·1[y_t = v]] and E_p[a²·H_t²·1[y_t = v]], each (T, V), with a = (r − b)·sequence weight.
 
     Without a carry (H_t = 1) these are position marginals of p·a and p·a²; with one, prefix sums
-    weighted by H_t over the V**t prefixes. Estimators with neither a sequence weight nor a carry
-    (naive, token-level) share the result through ``toy.memo``.
+    weighted by H_t over the V**t prefixes. ``sign_class`` restricts the sums to those sequences.
+    Estimators with neither a sequence weight nor a carry (naive, token-level) share the result
+    through ``toy.memo``.
     """
-    shared = weights.carry is None and np.ndim(weights.sequence) == 0 and weights.sequence == 1
+    shared = weights.carry is None and np.ndim(weights.sequence) == 0 and weights.sequence == 1 \
+        and sign_class is None
     key = ("unweighted position moments", on_policy, b)
     if shared and key in toy.memo:
         return toy.memo[key]
     advantage = toy.R - b
     advantage *= weights.sequence
+    if sign_class is not None:
+        advantage *= sign_class
     first = (toy.p_train if on_policy else toy.p_sampler) * advantage          # p·a
     second = np.multiply(first, advantage, out=advantage)                     # p·a², in a's memory
     if weights.carry is None:
@@ -125,8 +147,10 @@ def _mean_and_second_moment(toy, marginal, marginal_sq, token):
     return m - toy.pi * m.sum(axis=1, keepdims=True), float(np.sum(marginal_sq * token**2 * squared_score))
 
 
-def _affected(toy, probability, position_probability, weights):
+def _affected(toy, probability, position_probability, weights, b):
     """(mean over t of P(token t masked or clipped), P(any token of the sequence masked or clipped))."""
+    if weights.splits_by_sign:
+        return _affected_by_sign(toy, probability, weights, b)
     sequence_hit, token_hit = weights.sequence_affected, weights.token_affected
     if sequence_hit is None and token_hit is None:
         return 0.0, 0.0
@@ -140,6 +164,19 @@ def _affected(toy, probability, position_probability, weights):
     kept_tokens = (position_marginals(kept, toy.T, toy.V) * ~token_hit).sum(axis=1)
     all_tokens_kept = outer_sum(token_hit.astype(np.int32)) == 0
     return float(1 - kept_tokens.mean()), float(1 - kept[all_tokens_kept].sum())
+
+
+def _affected_by_sign(toy, probability, weights, b):
+    """``_affected`` when the token marks depend on the sign of A: summed over the two classes of sequences."""
+    kept = probability if weights.sequence_affected is None else probability * ~weights.sequence_affected
+    kept_tokens, kept_sequences = np.zeros(toy.T), 0.0
+    for sign_class, negative in ((toy.R - b >= 0, False), (toy.R - b < 0, True)):
+        token_hit = weights.for_sign(negative)[1]
+        token_hit = np.zeros((toy.T, toy.V), bool) if token_hit is None else token_hit
+        kept_in_class = kept * sign_class
+        kept_tokens += (position_marginals(kept_in_class, toy.T, toy.V) * ~token_hit).sum(axis=1)
+        kept_sequences += float(kept_in_class[outer_sum(token_hit.astype(np.int32)) == 0].sum())
+    return float(1 - kept_tokens.mean()), 1 - kept_sequences
 
 
 def exact_table(toy, selection=None, baseline="none", N=64):

@@ -4,14 +4,22 @@ Each replicate draws max(N) sequences token by token (μ is a product over posit
 needed and any toy size works); the batch of size N is its first N sequences. For each replicate and N
 the batch estimate ĝ_N is compared with ∇J:  error = ‖ĝ_N − ∇J‖ / ‖∇J‖.
 For an exact estimator  E[error²] = (bias² + var/N)/‖∇J‖²,  which the tests check.
+
+An exact estimator's coefficients come from ``toylab.coefficients`` on the sampled tokens' log-probabilities
+(the one code path that applies an estimator to given sequences); the batch's loss aggregation
+(``aggregation``: seq-mean-token-sum by default) turns them into ĝ_N.
 """
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from toylab import aggregation as loss_aggregation
+from toylab.coefficients import apply
 from toylab.estimators import ESTIMATORS, resolve_params
 from toylab.moments import baseline_value
+from toylab.sequences import GivenSequences
 
 POWERS_OF_TWO = tuple(2**k for k in range(13))      # 1 … 4096
 SAMPLES_PER_CHUNK = 2_000_000                         # tokens held at once, bounds the memory
@@ -33,16 +41,18 @@ class Batches:
 
     ``score_sum(x)`` is, for every replicate and N, Σ_{i<N} x_{i,t}·(onehot(y_{i,t}) − π_t): shape (R, K, T, V).
     ``cumulative(x)`` is Σ_{i<N} x_i: shape (R, K).
+    ``aggregated(c, kept)`` applies the loss aggregation: ĝ_N = score_sum(scaled c·A)[N] / D_N.
     """
     toy: object
     tokens: np.ndarray
     N: np.ndarray
     advantage_baseline: float
+    aggregation: str = loss_aggregation.DEFAULT_AGGREGATION
 
     def __post_init__(self):
         R, n, T = self.tokens.shape
         V, K = self.toy.V, len(self.N)
-        self.T, self.rho = T, self.toy.rho
+        self.T = T
         cell = self.tokens + V * np.arange(T)                                  # index into a flattened (T, V) table
         self._gather = lambda table: np.take(table, cell)
         self.log_W = self._gather(self.toy.log_rho).sum(axis=2)
@@ -52,28 +62,30 @@ class Batches:
         self._block_of_sample = (np.arange(R)[:, None] * K + block).ravel()
         self._flat_index = (self._block_of_sample.reshape(R, n, 1) * (T * V) + cell).ravel()
 
-    @property
-    def mean_k3(self):
-        return self._gather(self.toy.rho - 1 - self.toy.log_rho).mean(axis=2)
+    @cached_property
+    def sequences(self):
+        """The sampled sequences as ``toylab.coefficients`` sees them: their tokens' log-probabilities, (R·n, T)."""
+        R, n, T = self.tokens.shape
+        return GivenSequences(self._gather(self.toy.log_pi).reshape(R * n, T),
+                              self._gather(self.toy.log_mu).reshape(R * n, T), advantages=self.advantage.reshape(R * n))
 
-    @property
-    def max_abs_log_rho(self):
-        return self._gather(np.abs(self.toy.log_rho)).max(axis=2)
+    def coefficients_and_kept(self, estimator_id, params=None):
+        """(c, kept) of an exact estimator for every sampled sequence, shape (R, n, T), by ``toylab.coefficients``."""
+        coefficient, kept = apply(estimator_id, self.sequences, resolve_params(estimator_id, params))
+        return np.broadcast_to(coefficient, kept.shape).reshape(self.tokens.shape), kept.reshape(self.tokens.shape)
 
     def coefficients(self, estimator_id, params=None):
         """c_{i,t} of an exact estimator for every sampled sequence: shape (R, n, T)."""
-        weights = ESTIMATORS[estimator_id].weights(self, **resolve_params(estimator_id, params))
-        coefficient = np.broadcast_to(np.asarray(weights.sequence, dtype=float)[..., None], self.tokens.shape)
-        if weights.token is not None:
-            coefficient = coefficient * self._gather(weights.token)
-        if weights.carry is not None:
-            carried = self._gather(weights.carry)
-            prefix_product = np.ones(self.tokens.shape[:2])
-            coefficient = coefficient.copy()
-            for t in range(self.T):                                        # c_t ∝ ∏_{s<t} carry[s, y_s]
-                coefficient[..., t] *= prefix_product
-                prefix_product *= carried[..., t]
-        return coefficient
+        return self.coefficients_and_kept(estimator_id, params)[0]
+
+    def aggregated(self, coefficient, kept):
+        return loss_aggregation.aggregated(self, coefficient, kept)
+
+    @staticmethod
+    def divided(sums, denominator):
+        """sums (R, K, T, V) / denominator (R, K), 0 where the denominator is 0 (no kept token)."""
+        safe = np.where(denominator > 0, denominator, 1.0)
+        return np.where((denominator > 0)[..., None, None], sums / safe[..., None, None], 0.0)
 
     def score_sum(self, x):
         R, n, T = self.tokens.shape
@@ -95,17 +107,20 @@ def batch_estimates(batches, estimator_id, params=None):
     estimator = ESTIMATORS[estimator_id]
     params = resolve_params(estimator_id, params)
     if estimator.exact:
-        coefficient = batches.coefficients(estimator_id, params) * batches.advantage[..., None]
-        return batches.score_sum(coefficient) / batches.N[:, None, None]
+        coefficient, denominator = batches.aggregated(*batches.coefficients_and_kept(estimator_id, params))
+        return batches.divided(batches.score_sum(coefficient * batches.advantage[..., None]), denominator)
     return estimator.batch_estimate(batches, **params)
 
 
-def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, replicates=200, seed=0):
+def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, replicates=200, seed=0,
+                aggregation=loss_aggregation.DEFAULT_AGGREGATION):
     """{estimator id: relative errors of shape (K, R)} for batch sizes N_1 < … < N_K.
 
-    ``selection`` maps estimator id → parameter overrides. Replicates are processed in chunks so that
-    memory stays bounded; the draws depend only on the seed, the chunking and the toy.
+    ``selection`` maps estimator id → parameter overrides; ``aggregation`` is the loss aggregation.
+    Replicates are processed in chunks so that memory stays bounded; the draws depend only on the seed,
+    the chunking and the toy.
     """
+    loss_aggregation.check_aggregation(aggregation)
     N = np.asarray(sorted(set(int(n) for n in batch_sizes)))
     if N[0] < 1:
         raise ValueError("batch sizes must be ≥ 1")
@@ -118,10 +133,10 @@ def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, repl
     for start in range(0, replicates, chunk):
         shape = (min(chunk, replicates - start), int(N[-1]))
         uniforms_state = rng.bit_generator.state
-        batches = {False: Batches(toy, draw_tokens(rng, toy.mu, shape), N, b)}
+        batches = {False: Batches(toy, draw_tokens(rng, toy.mu, shape), N, b, aggregation)}
         if any(ESTIMATORS[e].on_policy for e in selection):
             rng.bit_generator.state = uniforms_state            # the same uniforms, pushed through π
-            batches[True] = Batches(toy, draw_tokens(rng, toy.pi, shape), N, b)
+            batches[True] = Batches(toy, draw_tokens(rng, toy.pi, shape), N, b, aggregation)
         for estimator_id, overrides in selection.items():
             estimate = batch_estimates(batches[ESTIMATORS[estimator_id].on_policy], estimator_id, overrides)
             error = np.linalg.norm((estimate - grad).reshape(*estimate.shape[:2], -1), axis=2) / grad_norm

@@ -1,0 +1,75 @@
+"""How a batch's per-token losses become one gradient: the loss aggregations of verl and TRL.
+
+A batch of B sequences with coefficients c_{b,t} (``toylab.coefficients``), advantages A_b, response mask m
+(L_b = Σ_t m_{b,t} tokens) and the tokens left in the loss mask after rejection k (K_b = Σ_t k_{b,t})
+gives the gradient estimate ĝ = Σ_b Σ_t g_{b,t}·A_b·s_{b,t} with
+
+    seq-mean-token-sum    g = c / B                                 toylab's 1/N per sequence
+    token-mean            g = c · T / Σ_{b,t} k_{b,t}               verl's default loss_agg_mode
+    seq-mean-token-mean   g = c · T / (K_b · #{b: K_b > 0})         verl's seq-mean-token-mean
+    dapo                  g = c · T / Σ_b L_b                       TRL's default loss_type
+
+Normalisation: the three framework modes are multiplied by T, the batch's padded length (the toy's sequence
+length), so that on a fixed-length batch with nothing rejected all four equal seq-mean-token-sum and every
+error is measured against ∇J on one scale; the frameworks' own losses are these divided by T. A batch with no
+kept token gives ĝ = 0 (verl computes 0/0 there).
+
+Source: verl b178a3c, verl/trainer/ppo/core_algos.py agg_loss, as the default (legacy FSDP) worker calls it —
+no global_batch_info, so token-mean divides by the tokens of the loss mask *after* rejection and the
+seq-mean modes by the sequences with at least one kept token (seq-mean-token-mean divides each sequence by
+K_b + 1e-8; the 1e-8 is left out here). TRL f2cd577, trl/trainer/grpo_trainer.py _compute_loss: dapo divides
+by num_items_in_batch, the completion tokens before any importance-sampling mask; on a fixed-length batch it
+equals seq-mean-token-sum, and so do TRL's grpo, bnpo and dr_grpo up to a constant.
+"""
+
+import numpy as np
+
+AGGREGATIONS = ("seq-mean-token-sum", "token-mean", "seq-mean-token-mean", "dapo")
+DEFAULT_AGGREGATION = "seq-mean-token-sum"
+
+
+def check_aggregation(mode):
+    if mode not in AGGREGATIONS:
+        raise ValueError(f"unknown loss aggregation {mode!r}; choose {', '.join(AGGREGATIONS)}")
+    return mode
+
+
+def gradient_weights(coefficients, kept, mask=None, mode=DEFAULT_AGGREGATION):
+    """g (B, T) with ĝ = Σ_b Σ_t g_{b,t}·A_b·s_{b,t}, for one batch (formulas in the module docstring)."""
+    check_aggregation(mode)
+    c = np.asarray(coefficients, dtype=float)
+    kept = np.asarray(kept, bool)
+    B, T = c.shape
+    mask = np.ones((B, T), bool) if mask is None else np.asarray(mask, bool)
+    per_sequence_kept = kept.sum(axis=1)
+    if mode == "seq-mean-token-sum":
+        return c / B
+    if mode == "token-mean":
+        return _divided(c * T, kept.sum())
+    if mode == "dapo":
+        return _divided(c * T, mask.sum())
+    scaled = np.where(per_sequence_kept[:, None] > 0, c * T / np.maximum(per_sequence_kept, 1)[:, None], 0.0)
+    return _divided(scaled, np.count_nonzero(per_sequence_kept))
+
+
+def aggregated(batches, coefficient, kept):
+    """Monte Carlo: (scaled c, D) with ĝ_N = score_sum(scaled c·A)[N] / D_N for every nested batch size N.
+
+    The same formulas as ``gradient_weights`` for the first N sequences of each replicate, with cumulative
+    sums in place of batch sums: D_N = N, Σk/T, #{i: K_i > 0} or ΣL/T.
+    """
+    mode = check_aggregation(batches.aggregation)
+    T = coefficient.shape[-1]
+    if mode == "seq-mean-token-sum":
+        return coefficient, np.broadcast_to(batches.N.astype(float), (len(coefficient), len(batches.N)))
+    per_sequence_kept = kept.sum(axis=-1)
+    if mode == "token-mean":
+        return coefficient, batches.cumulative(per_sequence_kept) / T
+    if mode == "dapo":
+        return coefficient, batches.cumulative(np.full(per_sequence_kept.shape, T)) / T
+    scale = np.where(per_sequence_kept > 0, T / np.maximum(per_sequence_kept, 1), 0.0)
+    return coefficient * scale[..., None], batches.cumulative(per_sequence_kept > 0)
+
+
+def _divided(x, denominator):
+    return x / denominator if denominator > 0 else np.zeros_like(x)
