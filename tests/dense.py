@@ -90,12 +90,13 @@ class DenseToy:
         raise KeyError(estimator)
 
     @staticmethod
-    def rejection_kept(statistic, scope, lo, hi, log_rho):
-        """1[lo ≤ statistic ≤ hi] (M, T): per token, or the sequence's sum / mean / max broadcast to its tokens."""
+    def rejection_kept(statistic, scope, lo, hi, log_rho, mean_epsilon=0.0):
+        """1[lo ≤ statistic ≤ hi] (M, T): per token, or the sequence's sum / mean / max broadcast to its tokens
+        (verl's mean divides by the token count + 1e-8: ``mean_epsilon``)."""
         value = {"log_ratio": log_rho, "k1": -log_rho, "k2": log_rho**2 / 2,
                  "k3": np.exp(log_rho) - 1 - log_rho}[statistic]
         reduce = {"token": lambda x: x, "seq_sum": lambda x: x.sum(axis=1, keepdims=True),
-                  "seq_mean": lambda x: x.mean(axis=1, keepdims=True),
+                  "seq_mean": lambda x: x.sum(axis=1, keepdims=True) / (x.shape[1] + mean_epsilon),
                   "seq_max": lambda x: x.max(axis=1, keepdims=True)}[scope]
         value = reduce(value)
         kept = np.ones(value.shape, bool)
@@ -129,9 +130,9 @@ class DenseToy:
             if statistic == "k1":
                 bounds = [float(x) for x in str(threshold).split("_")]
                 lower, upper = bounds if len(bounds) == 2 else (1 / bounds[0], bounds[0])
-                kept = self.rejection_kept("k1", scope, math.log(lower), math.log(upper), safe)
+                kept = self.rejection_kept("k1", scope, math.log(lower), math.log(upper), safe, 1e-8)
             else:
-                kept = self.rejection_kept(statistic, scope, None, float(threshold), safe)
+                kept = self.rejection_kept(statistic, scope, None, float(threshold), safe, 1e-8)
             coefficient = coefficient * kept
         if ppo:
             ratio = np.exp(safe)

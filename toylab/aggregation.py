@@ -6,7 +6,7 @@ gives the gradient estimate ĝ = Σ_b Σ_t g_{b,t}·A_b·s_{b,t} with
 
     seq-mean-token-sum    g = c / B                                 toylab's 1/N per sequence
     token-mean            g = c · T / Σ_{b,t} k_{b,t}               verl's default loss_agg_mode
-    seq-mean-token-mean   g = c · T / (K_b · #{b: K_b > 0})         verl's seq-mean-token-mean
+    seq-mean-token-mean   g = c · T / ((K_b + ε) · #{b: K_b > 0})   verl's seq-mean-token-mean, ε = 10⁻⁸
     dapo                  g = c · T / Σ_b L_b                       TRL's default loss_type
 
 Normalisation: the three framework modes are multiplied by T, the batch's padded length (the toy's sequence
@@ -17,7 +17,7 @@ kept token gives ĝ = 0 (verl computes 0/0 there).
 Source: verl b178a3c, verl/trainer/ppo/core_algos.py agg_loss, as the default (legacy FSDP) worker calls it —
 no global_batch_info, so token-mean divides by the tokens of the loss mask *after* rejection and the
 seq-mean modes by the sequences with at least one kept token (seq-mean-token-mean divides each sequence by
-K_b + 1e-8; the 1e-8 is left out here). TRL f2cd577, trl/trainer/grpo_trainer.py _compute_loss: dapo divides
+K_b + 1e-8, and so does toylab). TRL f2cd577, trl/trainer/grpo_trainer.py _compute_loss: dapo divides
 by num_items_in_batch, the completion tokens before any importance-sampling mask; on a fixed-length batch it
 equals seq-mean-token-sum, and so do TRL's grpo, bnpo and dr_grpo up to a constant.
 """
@@ -26,6 +26,7 @@ import numpy as np
 
 AGGREGATIONS = ("seq-mean-token-sum", "token-mean", "seq-mean-token-mean", "dapo")
 DEFAULT_AGGREGATION = "seq-mean-token-sum"
+VERL_EPSILON = 1e-8          # verl's masked_mean and seq-mean-token-mean add it to a token count
 
 
 def check_aggregation(mode):
@@ -48,7 +49,7 @@ def gradient_weights(coefficients, kept, mask=None, mode=DEFAULT_AGGREGATION):
         return _divided(c * T, kept.sum())
     if mode == "dapo":
         return _divided(c * T, mask.sum())
-    scaled = np.where(per_sequence_kept[:, None] > 0, c * T / np.maximum(per_sequence_kept, 1)[:, None], 0.0)
+    scaled = c * T / (per_sequence_kept + VERL_EPSILON)[:, None]
     return _divided(scaled, np.count_nonzero(per_sequence_kept))
 
 
@@ -67,8 +68,7 @@ def aggregated(batches, coefficient, kept):
         return coefficient, batches.cumulative(per_sequence_kept) / T
     if mode == "dapo":
         return coefficient, batches.cumulative(np.full(per_sequence_kept.shape, T)) / T
-    scale = np.where(per_sequence_kept > 0, T / np.maximum(per_sequence_kept, 1), 0.0)
-    return coefficient * scale[..., None], batches.cumulative(per_sequence_kept > 0)
+    return coefficient * (T / (per_sequence_kept + VERL_EPSILON))[..., None], batches.cumulative(per_sequence_kept > 0)
 
 
 def _divided(x, denominator):

@@ -13,8 +13,8 @@
               A ≥ 0 and c_t = ρ_t·1[1 − ε_low ≤ ρ_t ≤ C_dual] when A < 0 (exact given A)
     opsm      the off-policy sequence mask of DeepSeek-V3.2: drop a sequence when A < 0 and
               mean_t(log μ − log π) > δ; times any exact weight
-    tis_bn    batch-normalised truncated IS (verl rollout_is_batch_normalize): min(ρ_t, C) or min(W, C)
-              divided by its mean over the batch — batch-coupled, Monte Carlo and given batches only
+    tis_bn    batch-normalised truncated IS (verl rollout_is_batch_normalize): min(ρ_t, C) or min(W, C), through
+              verl's ±20 clamp, divided by its mean over the batch — batch-coupled, Monte Carlo and given batches
 
 Exact moments: every exact family is a sequence weight times a token table, so the O(M) engine covers it;
 ppo_clip's token table depends on the sign of A, and the engine splits the sequences by reward class
@@ -24,6 +24,7 @@ ppo_clip's token table depends on the sign of A, and the engine splits the seque
 
 import numpy as np
 
+from toylab.aggregation import VERL_EPSILON
 from toylab.weights import Weights, combine
 
 REJECTION_STATISTICS = ("k1", "k2", "k3", "log_ratio")
@@ -96,33 +97,40 @@ def estimator_weights(stats, estimator_id):
 
 # -- batch-normalised truncated IS -------------------------------------------------------------------------
 
-def truncated_weight_id(level):
-    return {"token": "tok_tis", "sequence": "seq_tis"}[level]
+def truncated_weights(sequences, level, C):
+    """(c, kept): min(ρ_t, C) or min(W, C) on given sequences, through verl's ±20 clamp as verl computes them."""
+    from toylab.estimators import ESTIMATORS
+    from toylab.frameworks import VERL_CLAMP
+    view = sequences.clamped(VERL_CLAMP, VERL_EPSILON)
+    weight_id = {"token": "tok_tis", "sequence": "seq_tis"}[level]
+    return sequences.assemble(ESTIMATORS[weight_id].weights(view, C))
 
 
 def batch_normalised_coefficients(sequences, level, C):
     """(c, kept) on a given batch: truncated weights divided by their batch mean (verl rollout_is_batch_normalize).
 
     The mean is over the response tokens (token level) or over the sequences with a response token
-    (sequence level), as in verl's compute_rollout_correction_weights.
+    (sequence level), with verl's masked_mean (a token count + 10⁻⁸ as denominator), as in verl's
+    compute_rollout_correction_weights.
     """
-    from toylab.estimators import ESTIMATORS
-    coefficient, kept = sequences.assemble(ESTIMATORS[truncated_weight_id(level)].weights(sequences, C))
+    coefficient, kept = truncated_weights(sequences, level, C)
     if level == "token":
-        mean = coefficient.sum() / max(sequences.mask.sum(), 1)
+        mean = coefficient.sum() / (sequences.mask.sum() + VERL_EPSILON)
     else:
         present = sequences.length > 0
-        mean = (coefficient.sum(axis=1)[present] / sequences.length[present]).mean() if present.any() else 0.0
+        per_sequence = coefficient.sum(axis=1) / (sequences.length + VERL_EPSILON)
+        mean = per_sequence[present].mean() if present.any() else 0.0
     return (coefficient / mean if mean > BATCH_MEAN_FLOOR else coefficient), kept
 
 
 def batch_normalised_tis(batch, level, C):
     """ĝ_N = Σ_{i<N} (w_i/w̄_N)·A_i·Σ_t s_{i,t} / D_N with w̄_N the mean weight of the first N sequences."""
-    weight = batch.coefficients(truncated_weight_id(level), {"C": C})
+    weight = np.broadcast_to(truncated_weights(batch.sequences, level, C)[0], batch.sequences.mask.shape)
+    weight = weight.reshape(batch.tokens.shape)
     if level == "token":
-        mean = batch.cumulative(weight.sum(axis=2)) / (batch.N * batch.T)
+        mean = batch.cumulative(weight.sum(axis=2)) / (batch.N * batch.T + VERL_EPSILON)
     else:
-        mean = batch.cumulative(weight[..., 0]) / batch.N
+        mean = batch.cumulative(weight.sum(axis=2) / (batch.T + VERL_EPSILON)) / batch.N
     mean = np.where(mean > BATCH_MEAN_FLOOR, mean, 1.0)
     coefficient, denominator = batch.aggregated(weight, np.ones(weight.shape, bool))
     return batch.score_sum(coefficient * batch.advantage[..., None]) / (denominator * mean)[..., None, None]

@@ -16,8 +16,8 @@ frameworks' code (frozen numbers from running it: tests/test_frameworks.py):
 On the toy's single step the trainer's old policy is π. verl's decoupled mode (its PPO ratio π/π_old = 1 is
 never clipped) and bypass mode with loss_type="reinforce" then both give c_t = IS weight × rejection mask;
 bypass mode with loss_type="ppo_clip" gives PPO-clip against the sampler (family ppo_clip) × rejection mask, its
-IS weights computed for metrics only. verl reads log ratios through its ±20 clamp (``sequences``) and its
-rejection removes tokens from the loss mask. TRL's GRPO ratio is against the trainer's own old log-probs, also
+IS weights computed for metrics only. verl reads log ratios through its ±20 clamp and divides sequence means by
+the token count + 10⁻⁸ (``sequences``), and its rejection removes tokens from the loss mask. TRL's GRPO ratio is against the trainer's own old log-probs, also
 1, so a TRL mode is its IS weight alone; TRL does not clamp, and its masks zero a weight but leave the token in
 the loss's denominator.
 """
@@ -25,6 +25,7 @@ the loss's denominator.
 import math
 from dataclasses import dataclass, field
 
+from toylab.aggregation import VERL_EPSILON
 from toylab.weights import Param, combine
 
 VERL_CLAMP = 20.0
@@ -58,7 +59,7 @@ class Preset:
 
     def weights(self, stats, **params):
         factors, clamp, masks_leave_loss = FACTORS[self.framework](self.resolved(params))
-        view = stats.clamped(clamp) if clamp is not None else stats
+        view = stats.clamped(clamp, VERL_EPSILON) if clamp is not None else stats
         from toylab.estimators import ESTIMATORS  # factors are registry entries
         weights = combine(*(ESTIMATORS[id].weights(view, **factor) for id, factor in factors))
         return weights if masks_leave_loss else weights.without_rejection()
@@ -148,8 +149,8 @@ def _k1_threshold(value):
     return str(value)
 
 
-IS_THRESHOLD = Param(2.0, 0.01, 1000, "verl rollout_is_threshold: upper truncation of the IS weight")
-K3_THRESHOLD = Param(0.01, 1e-4, 100, "verl rollout_rs_threshold: upper bound on the mean k3 divergence")
+IS_THRESHOLD = Param(2.0, 0.01, 1000.0, "verl rollout_is_threshold: upper truncation of the IS weight")
+K3_THRESHOLD = Param(0.01, 1e-4, 100.0, "verl rollout_rs_threshold: upper bound on the mean k3 divergence")
 CLIP = {"clip_ratio_low": Param(0.2, 0.0, 1.0, "verl actor clip_ratio_low: PPO clip 1 − ε_low"),
         "clip_ratio_high": Param(0.2, 0.0, 10.0, "verl actor clip_ratio_high: PPO clip 1 + ε_high"),
         "clip_ratio_c": Param(3.0, 1.01, 100.0, "verl actor clip_ratio_c: dual-clip bound for A < 0")}
@@ -239,8 +240,8 @@ PRESETS = [
     _verl("disabled", "metrics only", "naive", "naive", {}),
 ]
 
-TRL_PARAMS = {"clip_min": Param(0.0, 0.0, 1000, "TRL vllm_importance_sampling_clip_min C_min (0: TRL's None)"),
-              "clip_max": Param(3.0, 0.01, 1000, "TRL vllm_importance_sampling_clip_max C_max")}
+TRL_PARAMS = {"clip_min": Param(0.0, 0.0, 1000.0, "TRL vllm_importance_sampling_clip_min C_min (0: TRL's None)"),
+              "clip_max": Param(3.0, 0.01, 1000.0, "TRL vllm_importance_sampling_clip_max C_max")}
 _TRL = [("token_truncate", "token-level TIS", "tok_tis",
          "tok_clip(C_min = clip_min, C_max = clip_max); tok_tis(C = clip_max) when clip_min is unset",
          "the docstring calls token_truncate the default mode; the default is sequence_mask"),
@@ -256,30 +257,37 @@ PRESETS += [Preset(f"trl:{mode}", f'GRPOConfig(vllm_importance_sampling_mode="{m
 
 # -- registry rows -----------------------------------------------------------------------------------------
 
-STATISTIC_LATEX = {"k1": r"-\log\tilde\rho_t", "k2": r"\tfrac12(\log\tilde\rho_t)^2", "k3": r"k_3(\tilde\rho_t)"}
+STATISTIC_LATEX = {"k1": r"(-\log\tilde\rho_t)", "k2": r"\tfrac12(\log\tilde\rho_t)^2", "k3": r"k_3(\tilde\rho_t)"}
 SCOPE_LATEX = {"token": "{}", "seq_sum": r"\textstyle\sum_t {}", "seq_mean": r"\tfrac1T\textstyle\sum_t {}",
                "seq_max": r"\max_t {}"}
+CLAMP_LATEX = r"\tilde\rho_t = e^{\mathrm{clip}(\log\rho_t,\,\pm20)},\ \tilde W = e^{\mathrm{clip}(\sum_t\log\rho_t,\,\pm20)}"
 
 
 def latex(preset):
-    """The preset's coefficient with its framework's symbols (parameters by name; ρ̃: log ratio clamped)."""
+    """The preset's coefficient, its symbols named after the framework's parameters (ρ̃, W̃: verl's clamp)."""
     config = preset.config
     if preset.framework == "trl":
         ratio = r"\rho_t" if config["mode"].startswith("token") else "W"
-        bounded = rf"C_{{\min}}\le {ratio}\le C_{{\max}}"
-        return (rf"c_t = \mathrm{{clamp}}({ratio}, C_{{\min}}, C_{{\max}})" if config["mode"].endswith("truncate")
-                else rf"c_t = {ratio}\,\mathbf 1[{bounded}]")
-    parts = []
-    if config["rollout_is"] and not (config["bypass_mode"] and config["loss_type"] == "ppo_clip"):
+        formula = (rf"\mathrm{{clamp}}({ratio}, C_{{\min}}, C_{{\max}})" if config["mode"].endswith("truncate")
+                   else rf"{ratio}\,\mathbf 1[C_{{\min}}\le {ratio}\le C_{{\max}}]")
+        return rf"c_t = {formula},\quad C_{{\min}}, C_{{\max}}:\ \texttt{{clip\_min, clip\_max}}"
+    parts, symbols = [], []
+    ppo = config["bypass_mode"] and config["loss_type"] == "ppo_clip"
+    if config["rollout_is"] and not ppo:
         parts.append(r"\min(\tilde\rho_t, C)" if config["rollout_is"] == "token" else r"\min(\tilde W, C)")
+        symbols.append(r"C:\ \texttt{" + config["rollout_is_threshold"].name.replace("_", r"\_") + "}")
     if config["rollout_rs"]:
-        option = config["rollout_rs"]
-        scope, _, statistic = option.rpartition("_")
+        scope, _, statistic = config["rollout_rs"].rpartition("_")
         value = SCOPE_LATEX[scope].format(STATISTIC_LATEX[statistic])
         parts.append(rf"\mathbf 1[\log\ell\le {value}\le\log u]" if statistic == "k1" else rf"\mathbf 1[{value}\le\delta]")
-    if config["bypass_mode"] and config["loss_type"] == "ppo_clip":
-        parts.append(r"\mathbf 1_{\mathrm{PPO\text{-}clip}}(\tilde\rho_t, A)\,\tilde\rho_t")
-    return "c_t = " + (r"\,".join(parts) or "1") + r"\quad(\tilde{\ }\text{: log ratio clamped to }\pm 20)"
+        symbols.append((r"\ell\_u" if statistic == "k1" else r"\delta") + r":\ \texttt{rs\_threshold}")
+    if ppo:
+        parts.append(r"\tilde\rho_t\,\mathbf 1[\tilde\rho_t\le 1+\varepsilon_h]\ (A\ge0),\ "
+                     r"\tilde\rho_t\,\mathbf 1[1-\varepsilon_l\le\tilde\rho_t\le c]\ (A<0)")
+        symbols.append(r"\varepsilon_l, \varepsilon_h, c:\ \texttt{clip\_ratio\_low, clip\_ratio\_high, clip\_ratio\_c}")
+    if not parts:
+        return "c_t = 1"
+    return "c_t = " + r"\,".join(parts) + r"\quad " + r",\ ".join(symbols + [CLAMP_LATEX])
 
 
 def shade(colour, step):

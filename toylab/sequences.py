@@ -11,12 +11,13 @@ and the batch interface (``GivenSequences``: (B, T) arrays of the tokens that we
     token_statistic(name)             log_ratio = log ρ, k1 = −log ρ, k2 = ½(log ρ)², k3 = ρ − 1 − log ρ, abs_log_ratio
     sequence_statistic(name, scope)   its sum, mean or max over the sequence's own tokens
     mean_k3, max_abs_log_rho          two of those, by name (the catalogue's k3_rs and trm read them)
-    clamped(bound), clamped_out       verl's safety clamp, below
+    clamped(bound, mean_epsilon), clamped_out    verl's conventions, below
 
 verl clamps log ratios to ±20 before exponentiating (``SAFETY_BOUND`` in verl/trainer/ppo/rollout_corr_helper.py,
 verl b178a3c): each token's log ratio for token weights and for every rejection statistic, but the *sum*
-Σ_t log ρ_t for the sequence weight. ``clamped(bound)`` is the view through exactly that clamp;
-``clamped_out`` marks the tokens it clipped (their PPO ratio is a constant there, so their gradient is 0).
+Σ_t log ρ_t for the sequence weight; and its masked_mean divides by the token count + 10⁻⁸. ``clamped(bound,
+mean_epsilon)`` is the view through exactly those conventions; ``clamped_out`` marks the tokens the clamp clipped
+(their PPO ratio is a constant there, so their gradient is 0).
 """
 
 from functools import cached_property
@@ -38,19 +39,17 @@ SCOPES = ("sum", "mean", "max")
 class AllSequences:
     """Every sequence of a toy, with advantage A = r − b; statistics are M-vectors cached in ``toy.memo``."""
 
-    def __init__(self, toy, baseline_value=0.0, clamp=None):
-        self.toy, self.b, self.clamp = toy, float(baseline_value), clamp
+    def __init__(self, toy, baseline_value=0.0, clamp=None, mean_epsilon=0.0):
+        self.toy, self.b, self.clamp, self.mean_epsilon = toy, float(baseline_value), clamp, mean_epsilon
         self.T = self.length = toy.T
         self.clamped_out = np.zeros(toy.log_rho.shape, bool) if clamp is None else np.abs(toy.log_rho) > clamp
         self.clips_tokens = bool(self.clamped_out.any())
+        self.clips_sums = clamp is not None and np.abs(toy.log_rho).max(axis=1).sum() > clamp
         self.log_rho = np.clip(toy.log_rho, -clamp, clamp) if self.clips_tokens else toy.log_rho
         self.rho = np.exp(self.log_rho) if self.clips_tokens else toy.rho
 
-    def clamped(self, bound):
-        """This view through verl's clamp (the view itself when no sequence can reach the bound)."""
-        if np.abs(self.toy.log_rho).max(axis=1).sum() <= bound:
-            return self
-        return AllSequences(self.toy, self.b, bound)
+    def clamped(self, bound, mean_epsilon=0.0):
+        return AllSequences(self.toy, self.b, bound, mean_epsilon)
 
     @cached_property
     def advantage(self):
@@ -58,7 +57,7 @@ class AllSequences:
 
     @property
     def log_W(self):
-        return self.toy.log_W if self.clamp is None else np.clip(self.toy.log_W, -self.clamp, self.clamp)
+        return np.clip(self.toy.log_W, -self.clamp, self.clamp) if self.clips_sums else self.toy.log_W
 
     @property
     def mean_k3(self):
@@ -72,21 +71,22 @@ class AllSequences:
         return STATISTICS[name](self.log_rho)
 
     def sequence_statistic(self, name, scope):
-        if not self.clips_tokens:
+        if not self.clips_tokens and not (scope == "mean" and self.mean_epsilon):
             shared = {("log_ratio", "sum"): "log_W", ("k3", "mean"): "mean_k3",
                       ("abs_log_ratio", "max"): "max_abs_log_rho"}.get((name, scope))
             if shared:
                 return getattr(self.toy, shared)
             if (name, scope) == ("log_ratio", "mean"):
                 return self.toy.log_W / self.T
-        key = ("sequence statistic", name, scope, self.clamp if self.clips_tokens else None)
+        key = ("sequence statistic", name, scope, self.clamp if self.clips_tokens else None,
+               self.mean_epsilon if scope == "mean" else 0.0)
         if key not in self.toy.memo:
             table = self.token_statistic(name)
             if scope == "max":
                 self.toy.memo[key] = outer_max(table)
             else:
                 total = outer_sum(table)
-                self.toy.memo[key] = total / self.T if scope == "mean" else total
+                self.toy.memo[key] = total / (self.T + self.mean_epsilon) if scope == "mean" else total
         return self.toy.memo[key]
 
 
@@ -97,7 +97,7 @@ class GivenSequences:
     L_b (so ρ_geo = W^(1/L_b)) and its maximum. An empty sequence has statistics 0, as in verl.
     """
 
-    def __init__(self, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, clamp=None):
+    def __init__(self, trainer_logprobs, sampler_logprobs, mask=None, advantages=None):
         trainer = np.asarray(trainer_logprobs, dtype=float)
         sampler = np.asarray(sampler_logprobs, dtype=float)
         if trainer.ndim != 2 or trainer.shape != sampler.shape:
@@ -110,17 +110,17 @@ class GivenSequences:
         if not np.all(np.isfinite(self.raw_log_rho)):
             raise ValueError("log-probabilities must be finite on the response tokens")
         self.advantages = None if advantages is None else _advantages(advantages, trainer.shape[0])
-        self.clamp = clamp
+        self.clamp, self.mean_epsilon = None, 0.0
         self.T = trainer.shape[1]
         self.length = self.mask.sum(axis=1)
-        self.log_rho = self.raw_log_rho if clamp is None else np.clip(self.raw_log_rho, -clamp, clamp)
+        self.log_rho = self.raw_log_rho
         self.rho = np.exp(self.log_rho)
-        self.clamped_out = np.zeros(self.mask.shape, bool) if clamp is None else np.abs(self.raw_log_rho) > clamp
+        self.clamped_out = np.zeros(self.mask.shape, bool)
 
-    def clamped(self, bound):
+    def clamped(self, bound, mean_epsilon=0.0):
         view = GivenSequences.__new__(GivenSequences)
         view.__dict__.update(self.__dict__)
-        view.clamp = bound
+        view.clamp, view.mean_epsilon = bound, mean_epsilon
         view.log_rho = np.clip(self.raw_log_rho, -bound, bound)
         view.rho = np.exp(view.log_rho)
         view.clamped_out = np.abs(self.raw_log_rho) > bound
@@ -156,7 +156,9 @@ class GivenSequences:
             largest = np.where(self.mask, table, -np.inf).max(axis=1)
             return np.where(self.length > 0, largest, 0.0)
         total = np.where(self.mask, table, 0.0).sum(axis=1) if self.ragged else table.sum(axis=1)
-        return total / np.maximum(self.length, 1) if scope == "mean" else total
+        if scope != "mean":
+            return total
+        return total / (self.length + self.mean_epsilon) if self.mean_epsilon else total / np.maximum(self.length, 1)
 
     def assemble(self, weights):
         """(c, kept): the (B, T) coefficients of these Weights, 0 at padding, and the tokens left in the loss mask."""
