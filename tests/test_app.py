@@ -196,3 +196,24 @@ def test_per_position_toggle_lives_in_the_url():
     at = run({"tab": "Ratios", "ratio_panels": "true"})
     assert not at.exception and not at.warning
     assert at.toggle(key="ratio_panels").value is True
+
+
+def test_presets_are_selectable_with_their_framework_thresholds():
+    at = run({"est": "naive,verl:decoupled_geo_rs"})
+    assert not at.exception and not at.warning
+    assert list(table(at)["estimator"]) == ["naive", "verl:decoupled_geo_rs"]
+    at.text_input(key="verl:decoupled_geo_rs.rs_threshold").set_value("0.8_1.1").run()
+    assert not at.exception and at.query_params["verl:decoupled_geo_rs.rs_threshold"] == "0.8_1.1"
+    settings, _ = parse_query(at.query_params)
+    assert_table_is_library(at, settings)
+    at.multiselect(key="est").set_value(["naive", "verl:decoupled_geo_rs", "trl:token_mask"]).run()
+    assert not at.exception and list(table(at)["estimator"])[-1] == "trl:token_mask"
+
+
+def test_aggregation_control_lives_in_the_url_and_reaches_the_error_tab():
+    at = run({"est": "naive,geo_rs", "geo_rs.lo": "0.9", "geo_rs.hi": "1.1", "tab": "Error vs batch size"})
+    assert "seq-mean-token-sum" in " ".join(c.value for c in at.caption)
+    at.selectbox(key="agg").set_value("token-mean").run()
+    assert not at.exception and at.query_params["agg"] == "token-mean"
+    assert "token-mean (verl's default)" in " ".join(c.value for c in at.caption)
+    assert tab_content(at, "Error vs batch size").count("vega_lite_chart") == 1

@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from toylab import EXACT_IDS, exact_moments, make_toy
-from toylab.cli import main
+from toylab import PRESET_IDS, exact_moments, make_toy
+from toylab.cli import DEFAULT_IDS, main
 from toylab.diagnostics import diagnostics
 
 
@@ -26,7 +26,7 @@ def test_json_equals_the_library(capsys):
     assert result["toy"]["M"] == 243 and result["toy"]["seed"] == 2
     for key in ("J", "logged_reward", "grad_norm", "kl_mu_pi", "kl_pi_mu", "chi2_seq", "ess"):
         assert result["toy"][key] == pytest.approx(getattr(population, key), rel=1e-12)
-    assert [row["name"] for row in result["estimators"]] == list(EXACT_IDS)
+    assert [row["name"] for row in result["estimators"]] == list(DEFAULT_IDS)
     rows = {row["name"]: row for row in result["estimators"]}
     assert rows["tok_tis"]["params"] == {"C": 3.0}
     moments = exact_moments(toy, "seq_mis", {"C": 1.5}, "logged")
@@ -35,15 +35,26 @@ def test_json_equals_the_library(capsys):
     assert rows["seq_mis"]["var"] == pytest.approx(moments.var, rel=1e-12)
 
 
-def test_text_table_lists_every_exact_estimator(capsys):
+def test_text_table_lists_every_exact_estimator_but_the_presets(capsys):
     code, out = run(capsys)
     assert code == 0
     lines = out.out.splitlines()
     assert "M=4,096" in lines[0]
-    for estimator in EXACT_IDS:
+    for estimator in DEFAULT_IDS:
         assert any(line.startswith(estimator + " ") for line in lines)
+    assert not any(line.startswith(preset) for line in lines for preset in PRESET_IDS)
     naive = next(line for line in lines if line.startswith("naive "))
     assert f"{exact_moments(make_toy(), 'naive').rel_rmse(64):.4f}" in naive
+
+
+def test_presets_by_name_with_their_own_thresholds(capsys):
+    code, out = run(capsys, "--estimators", "naive,verl:decoupled_geo_rs,trl:sequence_mask",
+                    "--set", "verl:decoupled_geo_rs.rs_threshold=0.8_1.1", "--baseline", "logged", "--json")
+    rows = {row["name"]: row for row in json.loads(out.out)["estimators"]}
+    assert code == 0 and list(rows) == ["naive", "verl:decoupled_geo_rs", "trl:sequence_mask"]
+    moments = exact_moments(make_toy(), "verl:decoupled_geo_rs", {"rs_threshold": "0.8_1.1"}, "logged")
+    assert rows["verl:decoupled_geo_rs"]["params"] == {"rs_threshold": "0.8_1.1"}
+    assert rows["verl:decoupled_geo_rs"]["rel_bias"] == pytest.approx(moments.rel_bias, rel=1e-12)
 
 
 def test_nan_cosine_is_written_as_null(capsys):
@@ -59,6 +70,9 @@ def test_nan_cosine_is_written_as_null(capsys):
     (["--set", "tok_tis.C=big"], "must be a number"), (["--set", "tok_tis.C=0.1"], "outside"),
     (["--set", "tok_tis"], "ID.PARAM=VALUE"), (["--baseline", "mean"], "invalid choice"),
     (["--N", "0"], "N must be"), (["--V", "1"], "V must be"), (["--set", "grpo.weight=naive"], "batch-coupled"),
+    (["--estimators", "naive,grpo"], "not an exact estimator"),
+    (["--set", "verl:decoupled_geo_rs.rs_threshold=0.8_1.1"], "name it with --estimators"),
+    (["--estimators", "verl:decoupled_geo_rs", "--set", "verl:decoupled_geo_rs.rs_threshold=0_1"], "positive"),
 ])
 def test_bad_arguments_print_one_line_and_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:

@@ -101,3 +101,28 @@ def test_make_settings_is_canonical():
                                                                            ("seq_tis", "C"): 5.0})
     b = make_settings(estimators=("naive", "tok_tis", "seq_is"), mismatch=0.30000000000000004)
     assert a == b and a.estimators == ("naive", "tok_tis", "seq_is") and a.thresholds == ()
+
+
+def test_presets_thresholds_and_aggregation_round_trip():
+    settings = make_settings(estimators=("trl:sequence_mask", "naive", "verl:decoupled_geo_rs", "rs"),
+                             thresholds={("verl:decoupled_geo_rs", "rs_threshold"): "0.8_1.1",
+                                         ("trl:sequence_mask", "clip_min"): 0.5, ("rs", "scope"): "seq_max"},
+                             aggregation="token-mean")
+    query = to_query(settings)
+    assert query == {"est": "naive,rs,verl:decoupled_geo_rs,trl:sequence_mask", "agg": "token-mean",
+                     "rs.scope": "seq_max", "verl:decoupled_geo_rs.rs_threshold": "0.8_1.1",
+                     "trl:sequence_mask.clip_min": "0.5"}
+    assert parse_query(query) == (settings, [])
+    assert settings.params("verl:decoupled_geo_rs") == {"rs_threshold": "0.8_1.1"}
+
+
+@pytest.mark.parametrize("query, words", [
+    ({"agg": "mean"}, "agg = 'mean'"),
+    ({"est": "verl:decoupled_geo_rs", "verl:decoupled_geo_rs.rs_threshold": "0.8_x"}, "not a number"),
+    ({"est": "rs", "rs.statistic": "k9"}, "must be one of"),
+    ({"est": "trl:token_mask", "trl:token_mask.clip_min": "0.9", "trl:token_mask.clip_max": "0.5"}, "above"),
+])
+def test_bad_preset_and_aggregation_values_fall_back_with_a_notice(query, words):
+    settings, notices = parse_query(query)
+    assert len(notices) == 1 and words in notices[0]
+    assert settings.aggregation == DEFAULTS.aggregation and settings.thresholds == ()

@@ -30,6 +30,7 @@ def with_new_estimator(monkeypatch):
                                colour="#123456")
     monkeypatch.setitem(estimators.ESTIMATORS, "tok_sqrt", new)
     monkeypatch.setattr(toylab.cli, "EXACT_IDS", (*estimators.EXACT_IDS, "tok_sqrt"))
+    monkeypatch.setattr(toylab.cli, "DEFAULT_IDS", (*toylab.cli.DEFAULT_IDS, "tok_sqrt"))
     yield "tok_sqrt"
 
 

@@ -1,5 +1,7 @@
 """``python -m toylab``: the exact table of every exact estimator on one toy, as text or JSON.
 
+The framework presets (verl:…, trl:…) are left out unless named with ``--estimators``.
+
 A bad argument prints one line, ``toylab: error: ...``, and exits with status 2.
 """
 
@@ -9,10 +11,11 @@ import math
 import sys
 
 from toylab.diagnostics import diagnostics
-from toylab.estimators import BASELINES, ESTIMATORS, EXACT_IDS, resolve_params
+from toylab.estimators import BASELINES, ESTIMATORS, EXACT_IDS, PRESET_IDS, resolve_params
 from toylab.moments import exact_table
 from toylab.toy import make_toy
 
+DEFAULT_IDS = tuple(id for id in EXACT_IDS if id not in PRESET_IDS)
 COLUMNS = [("rel_bias", "rel bias", "{:.4f}"), ("rel_std", "rel std", "{:.4f}"), ("rel_rmse", "rel RMSE", "{:.4f}"),
            ("cosine", "cosine", "{:+.4f}"), ("tokens_affected", "tokens hit", "{:.2%}"),
            ("sequences_affected", "seqs hit", "{:.2%}")]
@@ -33,20 +36,33 @@ def parse_arguments(argv):
     parser.add_argument("--baseline", choices=BASELINES, default="none", help="b: 0, E_μ[r] or J")
     parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
                         help="override a threshold, e.g. --set tok_tis.C=3 (repeatable)")
+    parser.add_argument("--estimators", metavar="ID,...",
+                        help="the exact estimators to show, presets included (default: all but the presets)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     arguments = parser.parse_args(argv)
     try:
         if arguments.N < 1:
             raise ValueError(f"N must be ≥ 1, got {arguments.N}")
-        arguments.selection = selection_from_overrides(arguments.set)
+        arguments.selection = selection_from_overrides(arguments.set, table_ids(arguments.estimators))
     except ValueError as error:
         parser.error(str(error))
     return parser, arguments
 
 
-def selection_from_overrides(assignments):
-    """{id: params} for every exact estimator, with ``ID.PARAM=VALUE`` overrides applied and checked."""
-    overrides = {id: {} for id in EXACT_IDS}
+def table_ids(listed):
+    """The ids of ``--estimators ID,...`` (checked), or the default table."""
+    if listed is None:
+        return DEFAULT_IDS
+    ids = [id.strip() for id in listed.split(",") if id.strip()]
+    for id in ids:
+        if id not in EXACT_IDS:
+            raise ValueError(f"--estimators: {id!r} is not an exact estimator (known: {', '.join(EXACT_IDS)})")
+    return tuple(dict.fromkeys(ids))
+
+
+def selection_from_overrides(assignments, ids=DEFAULT_IDS):
+    """{id: params} for the table's estimators, with ``ID.PARAM=VALUE`` overrides applied and checked."""
+    overrides = {id: {} for id in ids}
     for assignment in assignments:
         target, equals, value = assignment.partition("=")
         estimator_id, dot, name = target.partition(".")
@@ -55,6 +71,8 @@ def selection_from_overrides(assignments):
         if estimator_id in ESTIMATORS and estimator_id not in EXACT_IDS:
             raise ValueError(f"{estimator_id} is batch-coupled (Monte Carlo only); the table shows exact estimators")
         resolve_params(estimator_id, {name: value})
+        if estimator_id not in overrides:
+            raise ValueError(f"--set {target}: {estimator_id} is not in the table (name it with --estimators)")
         overrides[estimator_id][name] = value
     return {id: resolve_params(id, params) for id, params in overrides.items()}
 

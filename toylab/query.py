@@ -1,7 +1,8 @@
 """The page's controls as URL query parameters: parse a (hand-edited) query into Settings, and back.
 
-URL names: T, V, mismatch, seed, N, baseline, est (comma-separated estimator ids) and ID.PARAM for a
-threshold (``tok_tis.C=3``). A malformed or out-of-range value falls back to that control's default and
+URL names: T, V, mismatch, seed, N, baseline, est (comma-separated estimator ids, framework presets
+included: ``est=naive,verl:decoupled_geo_rs``), agg (the loss aggregation) and ID.PARAM for a threshold
+(``tok_tis.C=3``, ``verl:decoupled_geo_rs.rs_threshold=0.8_1.1``). A malformed or out-of-range value falls back to that control's default and
 adds a notice naming the parameter and the bad value; a toy over the exact-size limit (M = V**T) falls
 back to the default T and V with a notice that says how to make it fit. Only non-default values go into
 the URL, so the default view is the bare address.
@@ -9,6 +10,7 @@ the URL, so the default view is the bare address.
 
 import math
 
+from toylab.aggregation import AGGREGATIONS
 from toylab.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.settings import Settings
 from toylab.toy import EXACT_SIZE_LIMIT
@@ -17,7 +19,8 @@ DEFAULTS = Settings()
 PAGE_SIZE_LIMIT = EXACT_SIZE_LIMIT          # the largest M = V**T the page enumerates
 INTEGER_RANGES = {"T": (1, 16), "V": (2, 8), "seed": (0, 10_000), "N": (1, 100_000)}
 MISMATCH_RANGE = (0.0, 2.0)
-CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est")
+CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg")
+FIELDS = {"est": "estimators", "agg": "aggregation"}     # URL name → Settings field, where they differ
 WIDGET_BOUND_NAMES = ("tab", "ratio_panels")     # kept in the URL by Streamlit itself (bind="query-params")
 
 
@@ -27,7 +30,8 @@ def clean_float(value):
 
 
 def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=DEFAULTS.seed,
-                  estimators=DEFAULTS.estimators, thresholds=None, baseline=DEFAULTS.baseline, N=DEFAULTS.N):
+                  estimators=DEFAULTS.estimators, thresholds=None, baseline=DEFAULTS.baseline, N=DEFAULTS.N,
+                  aggregation=DEFAULTS.aggregation):
     """Canonical Settings: estimators in registry order, thresholds only for selected estimators and only
     where they differ from the default. ``thresholds`` maps (estimator id, parameter) → value."""
     chosen = tuple(id for id in ESTIMATORS if id in set(estimators))
@@ -39,7 +43,7 @@ def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=D
             if value != param.default:
                 overrides.append((id, name, value))
     return Settings(T=int(T), V=int(V), mismatch=clean_float(mismatch), seed=int(seed), estimators=chosen,
-                    thresholds=tuple(overrides), baseline=baseline, N=int(N))
+                    thresholds=tuple(overrides), baseline=baseline, N=int(N), aggregation=aggregation)
 
 
 def size_problem(T, V, limit=PAGE_SIZE_LIMIT):
@@ -67,6 +71,7 @@ def parse_query(params, limit=PAGE_SIZE_LIMIT):
         values[name] = _parse_number(params, name, int, low, high, notices)
     values["mismatch"] = _parse_number(params, "mismatch", float, *MISMATCH_RANGE, notices)
     values["baseline"] = _parse_baseline(params, notices)
+    values["aggregation"] = _parse_aggregation(params, notices)
     values["estimators"] = _parse_estimators(params, notices)
     values["thresholds"] = _parse_thresholds(params, values["estimators"], notices)
     problem = size_problem(values["T"], values["V"], limit)
@@ -88,6 +93,8 @@ def to_query(settings):
             query[name] = f"{value:.10g}" if isinstance(value, float) else str(value)
     if settings.estimators != DEFAULTS.estimators:
         query["est"] = ",".join(settings.estimators)
+    if settings.aggregation != DEFAULTS.aggregation:
+        query["agg"] = settings.aggregation
     for id, name, value in settings.thresholds:
         query[f"{id}.{name}"] = value if isinstance(value, str) else f"{value:.10g}"
     return query
@@ -101,7 +108,7 @@ def _last(value):
 
 
 def _fallback(notices, name, raw, why):
-    default = DEFAULTS.estimators if name == "est" else getattr(DEFAULTS, name)
+    default = getattr(DEFAULTS, FIELDS.get(name, name))
     shown = ",".join(default) if name == "est" else default
     notices.append(f"URL parameter {name} = {raw!r} {why}; using the default {name} = {shown}.")
     return default
@@ -127,6 +134,13 @@ def _parse_baseline(params, notices):
     if raw in BASELINES:
         return raw
     return _fallback(notices, "baseline", raw, "is not one of " + ", ".join(BASELINES))
+
+
+def _parse_aggregation(params, notices):
+    raw = params.get("agg", DEFAULTS.aggregation)
+    if raw in AGGREGATIONS:
+        return raw
+    return _fallback(notices, "agg", raw, "is not one of " + ", ".join(AGGREGATIONS))
 
 
 def _parse_estimators(params, notices):

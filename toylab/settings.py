@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass, field
 
+from toylab.aggregation import DEFAULT_AGGREGATION
 from toylab.estimators import ESTIMATORS, resolve_params
 
 DEFAULT_ESTIMATORS = ("on_policy", "naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mis",
@@ -18,6 +19,7 @@ class Settings:
     thresholds: tuple = field(default=())    # ((estimator id, parameter, value), ...) overriding defaults
     baseline: str = "none"
     N: int = 64
+    aggregation: str = DEFAULT_AGGREGATION   # how Monte Carlo batches aggregate token losses (``aggregation``)
 
     @property
     def toy_key(self):

@@ -68,8 +68,9 @@ def sequence_histogram(toy_key, kind, N, draw):
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def monte_carlo_frame(toy_key, selection, baseline):
+def monte_carlo_frame(toy_key, selection, baseline, aggregation):
     """Monte Carlo summary at MONTE_CARLO_SIZES; ``selection`` is ((id, ((name, value), ...)), ...)."""
     chosen = {id: dict(params) for id, params in selection}
-    errors = monte_carlo(toy(*toy_key), chosen, baseline, MONTE_CARLO_SIZES, MONTE_CARLO_REPLICATES, seed=0)
+    errors = monte_carlo(toy(*toy_key), chosen, baseline, MONTE_CARLO_SIZES, MONTE_CARLO_REPLICATES, seed=0,
+                         aggregation=aggregation)
     return frames.monte_carlo_frame(summarise(errors, MONTE_CARLO_SIZES))

@@ -17,7 +17,7 @@ def render(settings):
         return
     with st.spinner(f"Monte Carlo: {cache.MONTE_CARLO_REPLICATES} batches at N = "
                     f"{', '.join(f'{n:,}' for n in cache.MONTE_CARLO_SIZES)}…"):
-        monte_carlo = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline)
+        monte_carlo = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline, settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
     st.altair_chart(charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers),
                     width="stretch")
@@ -25,11 +25,29 @@ def render(settings):
                f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "
                "have dots only). Dashed: each biased estimator's bias floor. Diamonds: where seq_is, unbiased, "
                "overtakes it. Click a legend entry to highlight one estimator.")
+    st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
     if len(crossovers):
         st.subheader("From which N does sequence IS win?")
         st.dataframe(pd.DataFrame({"estimator": crossovers["estimator"],
                                    "seq_is has the lower RMSE for": [_describe(n) for n in crossovers["crossover_N"]]}),
                      hide_index=True)
+
+
+AGGREGATION_CAPTIONS = {
+    "seq-mean-token-sum": "Loss aggregation seq-mean-token-sum: each batch divides its summed token losses by N, "
+                          "the estimate the exact lines describe. Pick verl's token-mean in the sidebar to see what "
+                          "dividing by the kept tokens does to estimators that reject.",
+    "token-mean": "Loss aggregation token-mean (verl's default): each batch divides by the tokens left after "
+                  "rejection, so an estimator that rejects has its kept tokens scaled up by 1/(kept fraction) of "
+                  "that batch — a batch-coupled rescaling that the exact lines (seq-mean-token-sum) do not include. "
+                  "Estimators that reject nothing are unchanged.",
+    "seq-mean-token-mean": "Loss aggregation seq-mean-token-mean (verl): each sequence is divided by its own kept "
+                           "tokens and the batch by the sequences with any kept token, so token-level rejection "
+                           "reweights sequences and sequence rejection rescales the batch; the exact lines do not "
+                           "include either. Estimators that reject nothing are unchanged.",
+    "dapo": "Loss aggregation dapo (TRL's default): each batch divides by all its response tokens, masked or not; "
+            "on this fixed-length toy that is seq-mean-token-sum, so the dots match the exact lines as before.",
+}
 
 
 def _describe(n):

@@ -4,10 +4,11 @@ Session-state keys (a callback may set any of them, e.g. a Lessons button; the p
 the rerun that follows, and the URL follows the page):
 
     "T", "V", "mismatch", "seed"   the toy                          (int, int, float, int)
-    "est"                          the selected estimator ids        (list of str)
-    "<id>.<param>"                 a selected estimator's threshold  (float; str for grpo/rloo .weight)
+    "est"                          the selected estimator ids        (list of str; presets verl:…, trl:…)
+    "<id>.<param>"                 a selected estimator's threshold  (float; str for a choice or text)
     "baseline"                     "none" | "logged" | "true"
     "N"                            the batch size                    (int)
+    "agg"                          the Monte Carlo loss aggregation  (str, toylab.aggregation)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
     "tab"                          the open tab's label (owned by st.tabs; Streamlit keeps it in the URL)
     "draw"                         the ratio tab's resample counter
@@ -21,6 +22,7 @@ import math
 
 import streamlit as st
 
+from toylab.aggregation import AGGREGATIONS
 from toylab.estimators import BASELINES, ESTIMATORS, EXACT_IDS
 from toylab.query import (
     INTEGER_RANGES,
@@ -66,16 +68,21 @@ def render():
         st.header("Estimators")
         st.multiselect("estimators", list(ESTIMATORS), key="est",
                        help="Which gradient estimators to compare (their formulas are in the Estimators "
-                            "tab); batch-coupled ones (seq_snis, grpo, rloo) have Monte Carlo results only.")
+                            "tab); batch-coupled ones (seq_snis, grpo, rloo, tis_bn) have Monte Carlo results only. "
+                            "verl:… and trl:… are the frameworks' own options, as their code computes them.")
         thresholds = _threshold_controls(st.session_state["est"])
         st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
                  help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
                       "shows, E_μ[r]; 'true' is J = E_π[r].")
         st.number_input("batch size N", *INTEGER_RANGES["N"], step=1, key="N",
                         help="Sequences per gradient estimate: the std shrinks as 1/√N, the bias does not.")
+        st.selectbox("loss aggregation", AGGREGATIONS, key="agg",
+                     help="How a Monte Carlo batch's token losses become one gradient (Error vs batch size tab): "
+                          "seq-mean-token-sum divides by N; verl's token-mean by the tokens left after rejection; "
+                          "seq-mean-token-mean by each sequence's kept tokens; TRL's dapo by all response tokens.")
     state = st.session_state
     settings = make_settings(state["T"], state["V"], state["mismatch"], state["seed"], state["est"],
-                             thresholds, state["baseline"], state["N"])
+                             thresholds, state["baseline"], state["N"], state["agg"])
     _write_url(settings)
     return settings, state[NOTICES_KEY] if settings == state[LOADED_KEY] else []
 
@@ -84,6 +91,7 @@ def set_controls(settings):
     """Put a Settings into the controls' session state (call before the widgets, e.g. from a callback)."""
     for name in ("T", "V", "mismatch", "seed", "baseline", "N"):
         st.session_state[name] = getattr(settings, name)
+    st.session_state["agg"] = settings.aggregation
     st.session_state["est"] = list(settings.estimators)
     for id in settings.estimators:
         for name, value in settings.params(id).items():
@@ -91,16 +99,21 @@ def set_controls(settings):
 
 
 def _threshold_controls(estimators):
-    """A number input (or, for grpo/rloo's weight, a select box) per threshold of the selected estimators."""
+    """A number input per threshold of the selected estimators; a select box for a choice (an estimator's
+    weight, a statistic), a text input for a text threshold (verl's "lower_upper" ratio bounds)."""
     values = {}
     for id in estimators:
         for name, param in ESTIMATORS[id].params.items():
             key = f"{id}.{name}"
             st.session_state.setdefault(key, param.default)
-            if isinstance(param.default, str):
+            if param.choices is not None:
+                st.selectbox(key, param.choices, key=key, help=param.help)
+            elif param.parse is not None:
+                st.text_input(key, key=key, help=param.help)
+            elif isinstance(param.default, str):
                 st.selectbox(key, POLICY_ESTIMATORS, key=key, help=param.help)
             else:
-                step = 10.0 ** math.floor(math.log10(param.default)) / 10
+                step = 10.0 ** math.floor(math.log10(abs(param.default))) / 10 if param.default else 0.01
                 st.number_input(key, param.low, param.high, step=step, format="%g", key=key,
                                 help=f"{param.help} ({ESTIMATORS[id].label}); {param.low:g} to {param.high:g}")
             values[(id, name)] = st.session_state[key]
