@@ -11,8 +11,9 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 
-from toylab import frameworks, resolve_params
+from toylab import exact_moments, frameworks, resolve_params
 
 
 class DenseToy:
@@ -151,3 +152,15 @@ class DenseToy:
         mean = np.einsum("m,mtv->tv", probability, estimate)
         var = np.einsum("m,m->", probability, ((estimate - mean) ** 2).sum(axis=(1, 2)))
         return mean, float(np.linalg.norm(mean - self.true_grad)), float(var)
+
+
+def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
+    """The O(M) engine's mean, bias and variance equal the dense sums to 1e-10; returns the engine's Moments."""
+    mean, bias, var = dense.moments(estimator, params, baseline)
+    moments = exact_moments(toy, estimator, params, baseline)
+    scale = np.linalg.norm(dense.true_grad)
+    np.testing.assert_allclose(moments.mean, mean, rtol=0, atol=1e-10 * max(np.abs(mean).max(), scale))
+    assert moments.bias == pytest.approx(bias, rel=1e-10, abs=1e-10 * scale)
+    assert moments.var == pytest.approx(var, rel=1e-10, abs=1e-14)
+    assert moments.grad_norm == pytest.approx(scale, rel=1e-12)
+    return moments

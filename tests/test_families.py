@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from dense import DenseToy
+from dense import DenseToy, assert_exact_equals_dense
 
 from toylab import exact_moments, make_toy, resolve_params
 from toylab.families import REJECTION_SCOPES, REJECTION_STATISTICS
@@ -18,14 +18,7 @@ def toy_pair(request):
 
 
 def assert_matches_dense(toy, dense, estimator, params, baseline):
-    params = resolve_params(estimator, params)
-    mean, bias, var = dense.moments(estimator, params, baseline)
-    moments = exact_moments(toy, estimator, params, baseline)
-    scale = np.linalg.norm(dense.true_grad)
-    np.testing.assert_allclose(moments.mean, mean, rtol=0, atol=1e-10 * max(np.abs(mean).max(), scale))
-    assert moments.bias == pytest.approx(bias, rel=1e-10, abs=1e-10 * scale)
-    assert moments.var == pytest.approx(var, rel=1e-10, abs=1e-14)
-    return moments
+    return assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator, params), baseline)
 
 
 def biting_bounds(dense, statistic, scope):

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from dense import DenseToy
+from dense import DenseToy, assert_exact_equals_dense
 
 from toylab import ESTIMATORS, EXACT_IDS, exact_moments, exact_table, make_toy, resolve_params
 
@@ -20,14 +20,7 @@ def toy_pair(request):
 @pytest.mark.parametrize("estimator", EXACT_IDS)
 def test_exact_moments_equal_dense_brute_force(toy_pair, estimator, baseline):
     toy, dense = toy_pair
-    params = resolve_params(estimator)
-    mean, bias, var = dense.moments(estimator, params, baseline)
-    moments = exact_moments(toy, estimator, params, baseline)
-    scale = np.linalg.norm(dense.true_grad)
-    np.testing.assert_allclose(moments.mean, mean, rtol=0, atol=1e-10 * max(np.abs(mean).max(), scale))
-    assert moments.bias == pytest.approx(bias, rel=1e-10, abs=1e-10 * scale)
-    assert moments.var == pytest.approx(var, rel=1e-10, abs=1e-14)
-    assert moments.grad_norm == pytest.approx(scale, rel=1e-12)
+    assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator), baseline)
 
 
 @pytest.mark.parametrize("estimator, params", [

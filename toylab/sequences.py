@@ -36,7 +36,22 @@ STATISTICS = {
 SCOPES = ("sum", "mean", "max")
 
 
-class AllSequences:
+class _Statistics:
+    """What both views derive the same way from their per-token log ratios and ``sequence_statistic``."""
+
+    @property
+    def mean_k3(self):
+        return self.sequence_statistic("k3", "mean")
+
+    @property
+    def max_abs_log_rho(self):
+        return self.sequence_statistic("abs_log_ratio", "max")
+
+    def token_statistic(self, name):
+        return STATISTICS[name](self.log_rho)
+
+
+class AllSequences(_Statistics):
     """Every sequence of a toy, with advantage A = r − b; statistics are M-vectors cached in ``toy.memo``."""
 
     def __init__(self, toy, baseline_value=0.0, clamp=None, mean_epsilon=0.0):
@@ -59,17 +74,6 @@ class AllSequences:
     def log_W(self):
         return np.clip(self.toy.log_W, -self.clamp, self.clamp) if self.clips_sums else self.toy.log_W
 
-    @property
-    def mean_k3(self):
-        return self.sequence_statistic("k3", "mean")
-
-    @property
-    def max_abs_log_rho(self):
-        return self.sequence_statistic("abs_log_ratio", "max")
-
-    def token_statistic(self, name):
-        return STATISTICS[name](self.log_rho)
-
     def sequence_statistic(self, name, scope):
         if not self.clips_tokens and not (scope == "mean" and self.mean_epsilon):
             shared = {("log_ratio", "sum"): "log_W", ("k3", "mean"): "mean_k3",
@@ -90,7 +94,7 @@ class AllSequences:
         return self.toy.memo[key]
 
 
-class GivenSequences:
+class GivenSequences(_Statistics):
     """B sequences as per-token arrays (B, T); ``mask`` (1 = response token) makes them ragged.
 
     Per-sequence statistics use only each sequence's own tokens: its sum, its mean over its own length
@@ -136,17 +140,6 @@ class GivenSequences:
     def log_W(self):
         total = self.raw_log_rho.sum(axis=1)
         return total if self.clamp is None else np.clip(total, -self.clamp, self.clamp)
-
-    @property
-    def mean_k3(self):
-        return self.sequence_statistic("k3", "mean")
-
-    @property
-    def max_abs_log_rho(self):
-        return self.sequence_statistic("abs_log_ratio", "max")
-
-    def token_statistic(self, name):
-        return STATISTICS[name](self.log_rho)
 
     def sequence_statistic(self, name, scope):
         table = self.token_statistic(name)
