@@ -75,8 +75,7 @@ def _product(a, b):
     if a.splits_by_sign or b.splits_by_sign:
         negative = _times(a.for_sign(True)[0], b.for_sign(True)[0])
     values = {
-        "sequence": a.sequence * b.sequence if _is_array(a.sequence) or _is_array(b.sequence)
-        else float(a.sequence) * float(b.sequence),
+        "sequence": _sequence_product(a.sequence, b.sequence),
         "token": _times(a.token, b.token),
         "carry": _times(a.carry, b.carry),
         "negative_token": negative,
@@ -91,8 +90,12 @@ def _product(a, b):
     return Weights(**values)
 
 
-def _is_array(value):
-    return np.ndim(value) > 0
+def _sequence_product(x, y):
+    if np.ndim(x) == 0 and x == 1:
+        return y
+    if np.ndim(y) == 0 and y == 1:
+        return x
+    return x * y
 
 
 def _times(x, y):
