@@ -244,3 +244,47 @@ def _sampled(toy, selection, baseline, config):
         if k < config.steps:
             theta = theta + step
     return records
+
+
+# -- reading a run ----------------------------------------------------------------------------------------
+
+REACHED = 0.9          # "reaches on_policy's J": 90 % of on_policy's final J
+
+
+def per_step_median(values):
+    """The per-step median over runs of a sampled record (runs, K + 1), ignoring undefined (NaN) values; an
+    expected-mode record (K + 1,) as it is. NaN where every run is undefined."""
+    if values.ndim == 1:
+        return values
+    defined = ~np.isnan(values)
+    medians = np.full(values.shape[1], np.nan)
+    columns = defined.any(axis=0)
+    medians[columns] = [np.median(column[keep]) for column, keep in zip(values.T[columns], defined.T[columns],
+                                                                       strict=True)]
+    return medians
+
+
+def largest_drop(J):
+    """max over k < l of J_k − J_l: how far J fell below an earlier value (0 if it never fell)."""
+    return float(np.max(np.maximum.accumulate(J) - J))
+
+
+def steps_to_reach(J, target):
+    """The first step k with J_k ≥ target, or None if J never gets there."""
+    reached = np.flatnonzero(J >= target)
+    return int(reached[0]) if len(reached) else None
+
+
+def summary(trajectories, reference="on_policy"):
+    """One row per estimator, on the per-step median over runs in sampled mode: final J, the step at which J
+    first reaches REACHED × the reference's final J (None: never; absent without a reference), the largest drop
+    of J, the final E_μ[r] and KL(μ‖π)."""
+    target = REACHED * per_step_median(trajectories[reference].J)[-1] if reference in trajectories else None
+    rows = []
+    for id, trajectory in trajectories.items():
+        J = per_step_median(trajectory.J)
+        rows.append({"estimator": id, "final_J": float(J[-1]), "largest_drop": largest_drop(J),
+                     "final_logged_reward": float(per_step_median(trajectory.logged_reward)[-1]),
+                     "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1])}
+                    | ({"steps_to_reach": steps_to_reach(J, target)} if target is not None else {}))
+    return rows
