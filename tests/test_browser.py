@@ -15,7 +15,7 @@ from tests.browser import browser_available, launch_browser, running_app, skip_o
 pytestmark = pytest.mark.browser
 SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot.png"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-        "Sequence length": 1, "Lessons": 0}
+        "Sequence length": 1, "Training": 6, "Lessons": 0}
 
 _DONE_JS = """before => {
     const status = document.querySelector('[data-testid="stStatusWidget"]');
@@ -117,7 +117,8 @@ def test_a_lesson_button_opens_its_setting_and_tab(app):
     page.close()
 
 
-@pytest.mark.parametrize("query, name", [("", "default toy"), ("T=10", "T=10, V=4")])
+@pytest.mark.parametrize("query, name", [("", "default toy"), ("T=10", "T=10, V=4"),
+                                         ("tab=Training", "Training tab, default toy")])
 def test_slider_updates_url_and_table(app, query, name, record_property):
     page = open_page(app, query)
     seconds = [step_mismatch(page) for _ in range(3)]

@@ -79,3 +79,13 @@ def test_split_grid_equals_the_dense_grid(toy):
     x = np.random.default_rng(3).normal(size=(2, toy.M))
     onehot = np.eye(toy.V)[dense.Y]                                              # (M, T, V)
     np.testing.assert_allclose(grid.marginals(x), np.einsum("rm,mtv->rtv", x, onehot), atol=1e-12)
+
+
+def test_score_quadratic_equals_the_quadratic_form_of_the_estimates(toy):
+    rng = np.random.default_rng(5)
+    c = curvature(toy.pi)
+    tokens = rng.integers(0, toy.V, size=(9, toy.T))
+    weight = rng.normal(size=(9, toy.T))
+    estimates = weight[..., None] * (np.eye(toy.V)[tokens] - toy.pi)
+    np.testing.assert_allclose(c.score_quadratic(weight, tokens, toy.pi), c.quadratic(estimates), rtol=1e-12,
+                               atol=1e-15)

@@ -82,6 +82,21 @@ class Curvature:
         within = np.einsum("...tu,tuv,...tv,t->...", x, self.q_curvature, x, self.slope)
         return between + within
 
+    def score_quadratic(self, weight, tokens, pi):
+        """ĝᵀHĝ for ĝ = Σ_t weight_t·(onehot(y_t) − π_t), one per sequence: weight and tokens of shape (..., T).
+
+        Along g and through ∂²q_t each row of ĝ is a lookup in a (T, V) table by the token, so no (..., T, V)
+        array is built: Σ_{s≠t} cross_st·w_s·w_t·(g_s·e_s)(g_t·e_t) + Σ_t slope_t·w_t²·e_tᵀ(∂²q_t)e_t, e_t = onehot − π_t.
+        """
+        T, V = pi.shape
+        scores = np.eye(V)[None, :, :] - pi[:, None, :]                        # [t, v] = onehot(v) − π_t
+        along = np.einsum("tvu,tu->tv", scores, self.g)
+        within = np.einsum("tvu,tuw,tvw->tv", scores, self.q_curvature, scores)
+        position = np.arange(T)
+        weighted = weight * along[position, tokens]
+        return np.einsum("...s,st,...t->...", weighted, self.cross, weighted) \
+            + (weight**2 * within[position, tokens]) @ self.slope
+
     def matrix(self):
         """H as a (T·V, T·V) matrix, row and column t·V + v."""
         T, V = self.g.shape

@@ -24,7 +24,6 @@ import numpy as np
 
 from toylab.counts import curvature, expected_reward
 from toylab.estimators import ESTIMATORS, resolve_params
-from toylab.grid import token_grid
 from toylab.moments import baseline_value, exact_moments
 from toylab.montecarlo import Batches, batch_estimates, tokens_from_uniforms
 from toylab.toy import log_softmax
@@ -76,13 +75,16 @@ def _expected_quadratic(toy, estimator_id, params, b, hessian):
     probability = toy.p_train if ESTIMATORS[estimator_id].on_policy else toy.p_sampler
     total = 0.0
     for start in range(0, toy.M, SEQUENCES_AT_ONCE):
-        tokens = token_grid(toy.T, toy.V)[start:start + SEQUENCES_AT_ONCE] if toy.M > SEQUENCES_AT_ONCE \
-            else token_grid(toy.T, toy.V)
+        tokens = _sequences(start, min(start + SEQUENCES_AT_ONCE, toy.M), toy.T, toy.V)
         batch = Batches(toy, tokens[None], np.array([len(tokens)]), b)
         weight = (batch.coefficients(estimator_id, params) * batch.advantage[..., None])[0]     # (n, T)
-        estimates = weight[..., None] * (np.eye(toy.V)[tokens] - toy.pi)                    # ĝ(y): (n, T, V)
-        total += float(probability[start:start + len(tokens)] @ hessian.quadratic(estimates))
+        total += float(probability[start:start + len(tokens)] @ hessian.score_quadratic(weight, tokens, toy.pi))
     return total
+
+
+def _sequences(start, stop, T, V):
+    """Tokens (stop − start, T) of sequences start … stop − 1 in the grid's order (``grid.token_grid``'s rows)."""
+    return np.arange(start, stop)[:, None] // V ** np.arange(T - 1, -1, -1) % V
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ ROWS_AT_ONCE = 2**16          # M-vectors of at most this many numbers per array
 @dataclass(frozen=True)
 class TrainingConfig:
     """How to train: K steps of size lr with an optimizer, in a mode; N and runs for sampled mode."""
-    steps: int = 200
+    steps: int = 100
     lr: float = 1.0
     optimizer: str = "sgd"
     mode: str = "expected"
