@@ -91,6 +91,7 @@ def test_a_lesson_button_sets_the_sidebar_the_url_and_the_tab():
         assert parse_query(dict(at.query_params)) == (shown, []), lesson.id
         assert at.slider(key="T").value == shown.T and at.slider(key="mismatch").value == shown.mismatch
         assert tab_content(at, lesson.tab), lesson.id            # the lesson's tab is the open one
+        assert all(at.session_state[name] == value for name, value in lesson.view.items()), lesson.id
         at = run(tab="Lessons")
 
 
