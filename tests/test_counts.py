@@ -75,6 +75,7 @@ def test_split_grid_equals_the_dense_grid(toy):
     grid = split_grid(toy.T, toy.V)
     np.testing.assert_array_equal(grid.reward, dense.R)
     np.testing.assert_allclose(np.exp(grid.outer_sum(toy.log_mu)), dense.p_sampler, rtol=1e-13)
+    np.testing.assert_allclose(grid.outer_product(toy.log_mu), dense.p_sampler, rtol=1e-13)
     np.testing.assert_allclose(grid.outer_max(np.abs(toy.log_rho)), np.abs(np.log(dense.rho)).max(axis=1), rtol=1e-13)
     x = np.random.default_rng(3).normal(size=(2, toy.M))
     onehot = np.eye(toy.V)[dense.Y]                                              # (M, T, V)

@@ -32,6 +32,13 @@ class SplitGrid:
         second = table[..., self.first:, :].reshape(*lead, -1) @ self.onehot_second
         return (first[..., :, None] + second[..., None, :]).reshape(*lead, self.M)
 
+    def outer_product(self, log_table):
+        """x[..., y] = ∏_t exp(log_table[..., t, y_t]) = exp(outer_sum): the exponentials taken on the halves only."""
+        lead = log_table.shape[:-2]
+        first = np.exp(log_table[..., :self.first, :].reshape(*lead, -1) @ self.onehot_first)
+        second = np.exp(log_table[..., self.first:, :].reshape(*lead, -1) @ self.onehot_second)
+        return (first[..., :, None] * second[..., None, :]).reshape(*lead, self.M)
+
     def outer_max(self, table):
         """x[..., y] = max_t table[..., t, y_t]: tables (..., T, V) → (..., M) (one table at a time)."""
         flat = table.reshape(-1, self.T, self.V)

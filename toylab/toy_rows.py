@@ -41,12 +41,12 @@ class ToyRows:
     @cached_property
     def p_train(self):
         """π(y) = ∏_t π_t(y_t) per row."""
-        return np.exp(self.grid.outer_sum(self.log_pi))
+        return self.grid.outer_product(self.log_pi)
 
     @cached_property
     def p_sampler(self):
         """μ(y) per row."""
-        return np.exp(self.grid.outer_sum(self.log_mu))
+        return self.grid.outer_product(self.log_mu)
 
     @cached_property
     def log_W(self):

@@ -154,21 +154,25 @@ def enumerated_means(rows, estimators, b):
         mean_t = m_t − π_t·Σ_v m_t[v],   m_t[v] = token[t, v]·E_p[(r − b)·sequence·∏_{s<t} carry[s, y_s]·1[y_t = v]]
     """
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
-    probability = np.exp(rows.grid.outer_sum(np.where(on_policy[:, None, None], rows.log_pi, rows.log_mu)))
+    probability = rows.grid.outer_product(np.where(on_policy[:, None, None], rows.log_pi, rows.log_mu))
     m, tokens = np.empty(rows.pi.shape), np.ones(rows.pi.shape)
     first = np.empty((len(estimators), rows.M))
     carried = []
     for index, (estimator_id, params) in enumerate(estimators):
         row = rows[index]
         weights = ESTIMATORS[estimator_id].weights(row, **params)
-        np.multiply(probability[index], (row.R - b[index]) * weights.sequence, out=first[index])
+        np.multiply(probability[index], weights.sequence, out=first[index])
+        first[index] *= row.R - b[index] if b[index] else row.R
         if weights.token is not None:
             tokens[index] = weights.token
         if weights.carry is not None:
             carried.append(index)
             m[index] = _carried_marginals(first[index], row, weights.carry, 1)
-    uncarried = np.setdiff1d(np.arange(len(estimators)), carried)
-    m[uncarried] = rows.grid.marginals(first[uncarried])
+    if not carried:
+        m = rows.grid.marginals(first)
+    elif len(carried) < len(estimators):
+        uncarried = np.setdiff1d(np.arange(len(estimators)), carried)
+        m[uncarried] = rows.grid.marginals(first[uncarried])
     m *= tokens
     return m - rows.pi * m.sum(axis=-1, keepdims=True)
 
