@@ -13,8 +13,8 @@ from views import cache
 
 REFERENCE = "on_policy"
 SGA_CURVE_LRS = tuple(float(lr) for lr in np.logspace(-2, 2, 33))          # 0.01 … 100, the second-order lines
-SGA_SAMPLED_LRS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)      # Monte Carlo points (plus the chosen lr)
-SGA_SEQUENCES = 400 * 64        # sequences per estimator for the Monte Carlo points: 400 batches at N = 64
+SGA_SAMPLED_LRS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)     # Monte Carlo points (plus the chosen lr)
+SGA_SEQUENCES = 200 * 64        # sequences per estimator for the Monte Carlo points: 200 batches at N = 64
 SGA_FEWEST_BATCHES = 30
 SECONDS_PER_ENUMERATED_STEP = 2.5e-8        # measured: one enumerated estimator, one step, per sequence of the toy
 SECONDS_PER_SAMPLED_SEQUENCE = 4e-7         # measured: one drawn sequence of one run of one estimator, one step
@@ -46,7 +46,7 @@ def trajectories(toy_key, selection, baseline, config):
 
 def sga_batches(N):
     """Monte Carlo batches for the SGA points at batch size N (0: too few to be worth showing)."""
-    batches = min(400, SGA_SEQUENCES // N)
+    batches = min(200, SGA_SEQUENCES // N)
     return batches if batches >= SGA_FEWEST_BATCHES else 0
 
 
