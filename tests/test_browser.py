@@ -20,7 +20,8 @@ TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep
 _DONE_JS = """before => {
     const status = document.querySelector('[data-testid="stStatusWidget"]');
     const busy = !!status && status.getClientRects().length > 0 && /Running/i.test(status.innerText || "");
-    const cells = [...document.querySelectorAll('[data-testid="stDataFrame"] td[role=gridcell]')];
+    const tables = document.querySelectorAll('[data-testid="stDataFrame"]');   // the last one is drawn last
+    const cells = tables.length ? [...tables[tables.length - 1].querySelectorAll('td[role=gridcell]')] : [];
     const text = cells.map(c => c.textContent).join("|");
     return !busy && text.length > 0 && text !== before;
 }"""
@@ -52,7 +53,8 @@ def open_page(app, query="", table=True):
 
 
 def table_text(page):
-    return "|".join(page.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents())
+    """The text of the last table on the page (the Training tab has two; its last is computed last)."""
+    return "|".join(page.locator('[data-testid="stDataFrame"]').last.locator("td[role=gridcell]").all_text_contents())
 
 
 def rendered_charts(page):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from dense import DenseToy
 
-from toylab import make_toy, resolve_params
+from toylab import make_toy, resolve_params, sga
 from toylab.counts import curvature
 from toylab.montecarlo import Batches, batch_estimates, draw_tokens, tokens_from_uniforms
 from toylab.sga import monte_carlo_improvement, second_order
@@ -91,3 +91,11 @@ def test_best_lr_is_where_the_quadratic_peaks():
 def test_batch_coupled_estimators_have_no_second_order_value():
     with pytest.raises(ValueError, match="Monte Carlo only"):
         second_order(make_toy(), "seq_snis")
+
+
+def test_sequences_in_chunks_give_the_same_second_order(monkeypatch):
+    toy = make_toy(5, 3, 0.7, 2)
+    whole = second_order(toy, "prefix_is", {}, "logged", 8)
+    monkeypatch.setattr(sga, "SEQUENCES_AT_ONCE", 7)                      # 243 sequences in 35 chunks
+    chunked = second_order(toy, "prefix_is", {}, "logged", 8)
+    assert chunked.noise_curvature == pytest.approx(whole.noise_curvature, rel=1e-12)

@@ -50,7 +50,7 @@ def test_expected_mode_leaves_out_batch_coupled_estimators_with_a_note():
     at = run({"tab": "Training", "est": "naive,seq_snis,rloo"})
     assert not at.exception
     assert list(shown_summary(at).index) == ["on_policy", "naive"]
-    assert any("seq_snis, rloo (batch-coupled" in caption.value for caption in at.caption)
+    assert any("Not trained: seq_snis (batch-coupled" in caption.value for caption in at.caption)
 
 
 def test_changing_a_control_reruns_the_training():
@@ -73,3 +73,12 @@ def test_sga_step_follows_a_shorter_run():
     at = run({"tab": "Training", "sga_step": "80"})
     at.slider(key="train_steps").set_value(50).run()
     assert not at.exception and at.slider(key="sga_step").value == 50
+
+
+def test_rloo_at_batch_size_one_is_left_out_with_the_reason():
+    at = run({"tab": "Training", "est": "naive,rloo,grpo", "train_mode": "sampled", "N": "1"})
+    assert not at.exception and not at.error
+    assert list(shown_summary(at).index) == ["on_policy", "naive", "grpo"]
+    assert sum("rloo (needs N ≥ 2" in caption.value for caption in at.caption) == 2        # the run and the SGA view
+    assert not any(frame.value.astype(str).apply(lambda column: column.str.contains("nan")).any().any()
+                   for frame in at.dataframe)

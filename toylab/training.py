@@ -81,21 +81,28 @@ class Trajectory:
 def train(toy, selection, baseline="none", config=TrainingConfig()):
     """{estimator id: Trajectory} from the toy's θ₀ for every estimator in ``selection`` (id → overrides).
 
-    ValueError for an unknown baseline, a batch-coupled estimator in expected mode, or rloo with N < 2.
+    ValueError for an unknown baseline or an estimator that ``cannot_train`` in the config's mode.
     """
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; choose {', '.join(BASELINES)}")
     selection = {id: resolve_params(id, params) for id, params in selection.items()}
-    coupled = [id for id in selection if not ESTIMATORS[id].exact]
-    if config.mode == "expected" and coupled:
-        raise ValueError(f"{', '.join(coupled)}: batch-coupled, no exact mean; train it in sampled mode")
-    if config.mode == "sampled" and config.N < 2 and "rloo" in selection:
-        raise ValueError("rloo needs N ≥ 2 (its baseline is the mean of the other N − 1 rewards)")
+    problems = [f"{id}: {why}" for id in selection if (why := cannot_train(id, config.mode, config.N))]
+    if problems:
+        raise ValueError("; ".join(problems))
     run = _expected if config.mode == "expected" else _sampled
     records = run(toy, selection, baseline, config)
     return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
                                                       for name in RECORDED))
             for index, (id, params) in enumerate(selection.items())}
+
+
+def cannot_train(estimator_id, mode, N):
+    """Why the estimator cannot train in this mode with batches of N, or None if it can."""
+    if mode == "expected" and not ESTIMATORS[estimator_id].exact:
+        return "batch-coupled, no exact mean; train it in sampled mode"
+    if mode == "sampled" and estimator_id == "rloo" and N < 2:
+        return "needs N ≥ 2 (its baseline is the mean of the other N − 1 rewards)"
+    return None
 
 
 # -- the exact quantities of many θ at once -----------------------------------------------------------------

@@ -8,7 +8,7 @@ from toylab.estimators import ESTIMATORS
 from toylab.recursion import FACTORS
 from toylab.sga import monte_carlo_improvement, second_order
 from toylab.toy import Toy
-from toylab.training import TrainingConfig, train
+from toylab.training import TrainingConfig, cannot_train, train
 from views import cache
 
 REFERENCE = "on_policy"
@@ -23,10 +23,16 @@ LIMIT_SECONDS = 10.0
 
 
 def trained(settings, mode):
-    """((id, ((name, value), …)), …): on_policy (the reference) and the selected estimators, in registry order;
-    in expected mode only the exact ones (batch-coupled estimators have no exact mean)."""
-    chosen = {REFERENCE: {}} | settings.selection(exact_only=mode == "expected")
-    return tuple((id, tuple(chosen[id].items())) for id in ESTIMATORS if id in chosen)
+    """((id, ((name, value), …)), …): on_policy (the reference) and the selected estimators that can train in this
+    mode at the sidebar's N (``training.cannot_train``), in registry order."""
+    chosen = {REFERENCE: {}} | settings.selection()
+    return tuple((id, tuple(chosen[id].items())) for id in ESTIMATORS
+                 if id in chosen and not cannot_train(id, mode, settings.N))
+
+
+def left_out(settings, mode):
+    """'id (why)' for each selected estimator that cannot train in this mode at the sidebar's N."""
+    return [f"{id} ({why})" for id in settings.estimators if (why := cannot_train(id, mode, settings.N))]
 
 
 def estimated_seconds(settings, config, selection):

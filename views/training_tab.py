@@ -68,7 +68,7 @@ def controls(settings):
 def render(settings):
     config = controls(settings)
     selection = training_cache.trained(settings, config.mode)
-    left_out = [id for id in settings.estimators if not ESTIMATORS[id].exact] if config.mode == "expected" else []
+    left_out = training_cache.left_out(settings, config.mode)
     seconds = training_cache.estimated_seconds(settings, config, selection)
     if seconds > training_cache.LIMIT_SECONDS:
         st.info(f"This run would take about {seconds:.0f} s (over {training_cache.LIMIT_SECONDS:.0f} s): use fewer "
@@ -100,7 +100,7 @@ def render(settings):
                         width="stretch")
     st.dataframe(training_frames.summary_frame(trajectories), column_config=SUMMARY_COLUMNS, hide_index=True,
                  width="stretch")
-    _sga_view(settings, config, selection)
+    _sga_view(settings, config)
 
 
 def _about_the_run(settings, config, left_out):
@@ -113,22 +113,24 @@ def _about_the_run(settings, config, left_out):
     else:
         text += (f"Sampled mode: {config.runs} runs, each step averaging ĝ over N = {config.N:,} sequences drawn "
                  "from μ_k (run r seeded by (seed, r); every estimator sees the same uniforms); lines are per-step "
-                 "medians, bands 10–90 % of the runs. J itself is exact at every step of every run. The cosine leaves out runs where it is undefined (a zero step, "
-                 "e.g. every sequence of the batch masked, or ∇J within rounding of 0).")
+                 "medians, bands 10–90 % of the runs. J itself is exact at every step of every run. The cosine "
+                 "leaves out runs where it is undefined (a zero step, e.g. every sequence of the batch masked, or "
+                 "∇J within rounding of 0).")
     if left_out:
-        text += f" Not shown: {', '.join(left_out)} (batch-coupled, no exact mean: switch to sampled mode)."
+        text += f" Not trained: {'; '.join(left_out)}."
     return text
 
 
-def _sga_view(settings, config, selection):
+def _sga_view(settings, config):
     st.subheader("One step: bias against variance (the SGA view)")
     sga_selection = training_cache.trained(settings, "sampled")
+    skipped = training_cache.left_out(settings, "sampled")
     key = KEY["sga_step"]
     if st.session_state.get(key, 0) > config.steps:
         st.session_state[key] = config.steps
     step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, min(SGA_STEP, config.steps), key=key,
-                     bind="query-params", help="The θ at which to look one step ahead: the reference run's, under "
-                                               "this tab's optimizer and learning rate.")
+                     bind="query-params", help="The θ at which to look one step ahead: on_policy's expected-mode "
+                                               "run under this tab's optimizer and learning rate.")
     with_second_order = training_cache.sga_has_second_order(settings, sga_selection)
     with st.spinner("Second order and Monte Carlo of one step…"):
         J, exact, sampled = training_cache.sga(settings.toy_key, sga_selection, settings.baseline, settings.N, config,
@@ -143,8 +145,9 @@ def _sga_view(settings, config, selection):
         "M sequences; drawn only where it is possible at all (−J to 1 − J). Dots: Monte Carlo of the same "
         f"expectation, J evaluated exactly after each of {training_cache.sga_batches(settings.N)} sampled steps, "
         "±2 s.e. bars; where they leave the line, the second-order model is not enough at that lr. Dashed: the "
-        "training lr." + ("" if with_second_order else " The second order is skipped on a toy this large (it sums "
-                                                       "over all M sequences per estimator).")
+        "training lr." + (f" Not shown: {'; '.join(skipped)}." if skipped else "")
+        + ("" if with_second_order else " The second order is skipped on a toy this large (it sums over all M "
+                                        "sequences per estimator).")
         + ("" if sampled else " No Monte Carlo at this N (too few batches fit the time budget)."))
     table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
     if table is not None:
