@@ -10,9 +10,7 @@
 Each is the best and the median of a few repeats (the machine is shared: read the ratios).
 """
 
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,22 +18,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from exact_table import best_of  # noqa: E402  (benchmarks/ is the script's directory)
+
 from toylab import EXACT_IDS, exact_moments, make_toy  # noqa: E402
 from toylab.optimizers import make_optimizer  # noqa: E402
 from toylab.settings import DEFAULT_ESTIMATORS  # noqa: E402
 from toylab.sga import monte_carlo_improvement, second_order  # noqa: E402
 from toylab.toy import Toy  # noqa: E402
 from toylab.training import TrainingConfig, train  # noqa: E402
-
-
-def timed(repeats, function):
-    """(best, median) seconds over ``repeats`` calls."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times), statistics.median(times)
 
 
 def slow_obvious(toy, selection, steps, lr):
@@ -54,8 +44,8 @@ def main():
     defaults = {id: {} for id in DEFAULT_ESTIMATORS}
     rows = []
 
-    fast = timed(5, lambda: train(toy, defaults, "none", TrainingConfig(steps=300)))
-    slow = timed(1, lambda: slow_obvious(toy, defaults, 300, 1.0))
+    fast = best_of(5, lambda: train(toy, defaults, "none", TrainingConfig(steps=300)))
+    slow = best_of(1, lambda: slow_obvious(toy, defaults, 300, 1.0))
     reference = slow_obvious(toy, defaults, 300, 1.0)
     trained = train(toy, defaults, "none", TrainingConfig(steps=300))
     agreement = max(abs(trained[id].J[-1] - reference[id]) for id in defaults)
@@ -64,18 +54,18 @@ def main():
 
     sampled = TrainingConfig(steps=300, mode="sampled", N=64, runs=8)
     rows.append(("default toy, sampled N=64, 8 runs, 300 steps, 9 estimators",
-                 timed(3, lambda: train(toy, defaults, "none", sampled)), "aim 1 s"))
+                 best_of(3, lambda: train(toy, defaults, "none", sampled)), "aim 1 s"))
 
     large = make_toy(T=10, V=4)
     every = {id: {} for id in EXACT_IDS}
     rows.append(("T=10 V=4, expected, 100 steps, all 14 exact estimators",
-                 timed(1, lambda: train(large, every, "none", TrainingConfig(steps=100))), "report"))
+                 best_of(1, lambda: train(large, every, "none", TrainingConfig(steps=100))), "report"))
 
     rows.append(("default toy, SGA second order, 9 estimators",
-                 timed(5, lambda: [second_order(toy, id, {}, "none", 64) for id in defaults]), ""))
+                 best_of(5, lambda: [second_order(toy, id, {}, "none", 64) for id in defaults]), ""))
     lrs = np.logspace(-2, 2, 9)
     rows.append(("default toy, SGA Monte Carlo, 400 batches of 64, 9 lrs, 9 estimators",
-                 timed(5, lambda: monte_carlo_improvement(toy, defaults, "none", 64, lrs, 400)), ""))
+                 best_of(5, lambda: monte_carlo_improvement(toy, defaults, "none", 64, lrs, 400)), ""))
 
     width = max(len(name) for name, _, _ in rows) + 2
     print("measured in-process, back to back (2 shared cores: timings vary with load)\n")

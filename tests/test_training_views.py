@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from test_charts import _walk
 
 from toylab import make_toy, training_charts, training_frames
 from toylab.estimators import ESTIMATORS
@@ -109,16 +110,6 @@ def test_sga_frames(sga):
     assert table.loc["grpo", "second_order"] == "—" and table.loc["grpo", "slope"] == "—"
     assert table.loc["seq_tis", "second_order"] == f"{float(exact['seq_tis'].improvement(1.0)):+.4f}"
     assert table.loc["seq_tis", "monte_carlo"] == f"{sampled['seq_tis'].mean[1]:+.4f} ± {sampled['seq_tis'].se[1]:.4f}"
-
-
-def _walk(node):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
 
 
 def test_charts_serialise_with_registry_colours(expected, sampled, sga):
