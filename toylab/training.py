@@ -6,12 +6,12 @@ From the toy's θ₀, with its b and mismatch fixed (the inference engine keeps 
     expected:  θ_{k+1} = θ_k + Δ(E_{μ_k}[ĝ])      the estimator's exact mean: the flow its bias follows
     sampled:   θ_{k+1} = θ_k + Δ(ĝ_N)             ĝ_N averaged over N sequences drawn from μ_k, ``runs`` runs
 
-Δ is SGD's or Adam's update (``optimizers``). At every step k = 0 … K the record holds, exactly: J(θ_k),
-the logged reward E_{μ_k}[r], KL(μ_k‖π_k) = −Σ_t Σ_v μ log ρ and χ²_seq = ∏_t Σ_v π²/μ − 1; in expected
-mode the relative bias ‖E ĝ − ∇J‖/‖∇J‖ and the cosine of E ĝ to ∇J(θ_k); in sampled mode, per run, the
-cosine of the step Δ taken from θ_k (at k = K the step the run would take next). J and ∇J come from the
-count recursion (``counts``); an estimator's exact mean from the O(M) formula of ``moments`` with the
-M-vectors of a ``SplitGrid``. Run r of sampled mode draws its uniforms from default_rng([seed, r]); every
+Δ is SGD's or Adam's update (``optimizers``). At every step k = 0 … K the record holds θ_k and, exactly:
+J(θ_k), the logged reward E_{μ_k}[r], ‖∇J‖, KL(μ_k‖π_k) = −Σ_t Σ_v μ log ρ and χ²_seq = ∏_t Σ_v π²/μ − 1; in
+expected mode the relative bias ‖E ĝ − ∇J‖/‖∇J‖ and the cosine of E ĝ to ∇J(θ_k); in sampled mode, per run,
+the cosine of the step Δ taken from θ_k (at k = K the step the run would take next). J and ∇J come from the
+count recursion (``counts``); an estimator's exact mean from the same recursion when its weight factorises
+over positions (``recursion.FACTORS``), else from the O(M) formula of ``moments`` on a ``SplitGrid``. Run r of sampled mode draws its uniforms from default_rng([seed, r]); every
 estimator in a run pushes the same uniforms through its own μ_k (or π_k), so the runs do not depend on
 which estimators or how many runs are chosen.
 """
