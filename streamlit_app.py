@@ -17,6 +17,7 @@ from views import (
     ratios_tab,
     sidebar,
     threshold_sweep_tab,
+    training_tab,
 )
 
 TABS = [
@@ -26,6 +27,7 @@ TABS = [
     (threshold_sweep_tab.LABEL, threshold_sweep_tab.render),
     (mismatch_sweep_tab.LABEL, mismatch_sweep_tab.render),
     (length_tab.LABEL, length_tab.render),
+    (training_tab.LABEL, training_tab.render),
     (lessons_tab.LABEL, lessons_tab.render),
 ]
 

@@ -15,7 +15,7 @@ from toylab.settings import Settings
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-              "Sequence length": 1, "Lessons": 0}
+              "Sequence length": 1, "Training": 6, "Lessons": 0}
 HEADER = ["M sequences", "J = E_π[r]", "logged reward E_μ[r]", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
 
 
@@ -91,6 +91,7 @@ def test_a_lesson_button_sets_the_sidebar_the_url_and_the_tab():
         assert parse_query(dict(at.query_params)) == (shown, []), lesson.id
         assert at.slider(key="T").value == shown.T and at.slider(key="mismatch").value == shown.mismatch
         assert tab_content(at, lesson.tab), lesson.id            # the lesson's tab is the open one
+        assert all(at.session_state[name] == value for name, value in lesson.view.items()), lesson.id
         at = run(tab="Lessons")
 
 

@@ -15,12 +15,13 @@ from tests.browser import browser_available, launch_browser, running_app, skip_o
 pytestmark = pytest.mark.browser
 SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot.png"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-        "Sequence length": 1, "Lessons": 0}
+        "Sequence length": 1, "Training": 6, "Lessons": 0}
 
 _DONE_JS = """before => {
     const status = document.querySelector('[data-testid="stStatusWidget"]');
     const busy = !!status && status.getClientRects().length > 0 && /Running/i.test(status.innerText || "");
-    const cells = [...document.querySelectorAll('[data-testid="stDataFrame"] td[role=gridcell]')];
+    const tables = document.querySelectorAll('[data-testid="stDataFrame"]');   // the last one is drawn last
+    const cells = tables.length ? [...tables[tables.length - 1].querySelectorAll('td[role=gridcell]')] : [];
     const text = cells.map(c => c.textContent).join("|");
     return !busy && text.length > 0 && text !== before;
 }"""
@@ -52,7 +53,8 @@ def open_page(app, query="", table=True):
 
 
 def table_text(page):
-    return "|".join(page.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents())
+    """The text of the last table on the page (the Training tab has two; its last is computed last)."""
+    return "|".join(page.locator('[data-testid="stDataFrame"]').last.locator("td[role=gridcell]").all_text_contents())
 
 
 def rendered_charts(page):
@@ -117,7 +119,8 @@ def test_a_lesson_button_opens_its_setting_and_tab(app):
     page.close()
 
 
-@pytest.mark.parametrize("query, name", [("", "default toy"), ("T=10", "T=10, V=4")])
+@pytest.mark.parametrize("query, name", [("", "default toy"), ("T=10", "T=10, V=4"),
+                                         ("tab=Training", "Training tab, default toy")])
 def test_slider_updates_url_and_table(app, query, name, record_property):
     page = open_page(app, query)
     seconds = [step_mismatch(page) for _ in range(3)]

@@ -10,9 +10,13 @@ from dense import DenseToy
 from toylab import make_toy
 from toylab.estimators import ESTIMATORS
 from toylab.lessons import LESSONS, settings
-from toylab.query import INTEGER_RANGES, MISMATCH_RANGE, parse_query, to_query
+from toylab.query import INTEGER_RANGES, MISMATCH_RANGE, TRAINING_CONTROLS, parse_query, to_query
+from toylab.toy import Toy
+from toylab.training import TrainingConfig, train
+from views.training_tab import LEARNING_RATES, RUNS, STEPS
 
-TABS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep", "Sequence length")
+TABS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep", "Sequence length",
+        "Training")
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
 
 
@@ -39,7 +43,7 @@ def test_the_setting_is_a_valid_link_and_the_tab_exists(lesson):
 
 def test_required_lessons_are_all_there():
     assert {"weight_below_one", "token_bias", "seq_is_variance", "threshold_depends_on_N", "baseline_shift",
-            "logged_reward", "sequence_ratio_names"} <= set(BY_ID)
+            "logged_reward", "sequence_ratio_names", "token_mask_collapse", "full_mask_stalls"} <= set(BY_ID)
     assert len(BY_ID) == len(LESSONS)
 
 
@@ -102,3 +106,34 @@ def test_the_variance_lesson_fails_without_mismatch():
     chosen = replace(settings(lesson), mismatch=0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         assert not lesson.check(chosen).holds
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if lesson.view], ids=lambda lesson: lesson.id)
+def test_a_training_lesson_opens_values_the_tab_offers(lesson):
+    view = lesson.view
+    assert set(view) <= set(TRAINING_CONTROLS.values())
+    assert view["train_lr"] in LEARNING_RATES and RUNS[0] <= view["train_runs"] <= RUNS[1]
+    assert STEPS[0] <= view["train_steps"] <= STEPS[1] and view["train_steps"] % STEPS[2] == 0
+    assert view["train_pick"] in lesson.controls["est"]
+
+
+def test_the_collapse_lesson_fails_where_a_baseline_rescues_the_mask():
+    """A check that can fail: with b = E_μ[r] tok_mis climbs to J ≈ 0.9 and never falls."""
+    lesson = BY_ID["token_mask_collapse"]
+    assert not lesson.check(replace(settings(lesson), baseline="logged")).holds
+
+
+def test_the_collapse_numbers_against_dense_gradient_ascent():
+    """tok_mis's flow in the lesson, re-run as plain ascent on the dense oracle's mean, reaches the same J."""
+    chosen = settings(BY_ID["token_mask_collapse"])
+    toy = make_toy(*chosen.toy_key)
+    numbers = BY_ID["token_mask_collapse"].check(chosen).numbers
+    theta = toy.theta.copy()
+    params = chosen.params("tok_mis")
+    for _ in range(40):
+        dense = DenseToy(Toy(theta, toy.b, toy.mismatch, 0))
+        theta = theta + 1.0 * dense.moments("tok_mis", params, "none")[0]
+    fast = train(toy, {"tok_mis": params}, "none", TrainingConfig(steps=40))["tok_mis"]
+    final = DenseToy(Toy(theta, toy.b, toy.mismatch, 0))
+    assert final.p_train @ final.R == pytest.approx(fast.J[-1], abs=1e-10)
+    assert numbers["peak J"] == pytest.approx(fast.J[35], abs=1e-12)

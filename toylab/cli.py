@@ -121,7 +121,11 @@ def _json_safe(value):
 
 
 def main(argv=None):
-    parser, arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["train"]:
+        from toylab.train_cli import main as train_main  # here: train_cli imports this module
+        return train_main(argv[1:])
+    parser, arguments = parse_arguments(argv)
     try:
         result = report(arguments)
     except (ValueError, MemoryError) as error:

@@ -27,11 +27,16 @@ SAMPLES_PER_CHUNK = 2_000_000                         # tokens held at once, bou
 
 def draw_tokens(rng, position_probabilities, shape):
     """Tokens of shape (*shape, T), position t drawn from position_probabilities[t] by inverse CDF."""
-    inner_edges = np.cumsum(position_probabilities, axis=1)[:, :-1]          # (T, V − 1)
-    uniforms = rng.random((*shape, len(inner_edges)))
+    return tokens_from_uniforms(rng.random((*shape, len(position_probabilities))), position_probabilities)
+
+
+def tokens_from_uniforms(uniforms, position_probabilities):
+    """token = #{inner CDF edges ≤ u} for uniforms (..., n, T); probabilities (T, V), or (..., T, V): one
+    table per leading index (each training run its own π or μ)."""
+    inner_edges = np.cumsum(position_probabilities, axis=-1)[..., :-1]         # (..., T, V − 1)
     tokens = np.zeros(uniforms.shape, dtype=np.intp)
-    for edge in inner_edges.T:                                                # token = #{edges ≤ u}
-        tokens += uniforms >= edge
+    for j in range(inner_edges.shape[-1]):
+        tokens += uniforms >= inner_edges[..., None, :, j]
     return tokens
 
 
@@ -39,6 +44,8 @@ def draw_tokens(rng, position_probabilities, shape):
 class Batches:
     """R replicate batches of tokens (R, n, T) with their sequence statistics and batch-sum helpers.
 
+    ``toy`` is a Toy, or anything with V and the tables pi, rho, log_rho: of shape (T, V), or (R, T, V) with
+    one toy per replicate (training's runs), and then ``advantage_baseline`` may be one b per replicate.
     ``score_sum(x)`` is, for every replicate and N, Σ_{i<N} x_{i,t}·(onehot(y_{i,t}) − π_t): shape (R, K, T, V).
     ``cumulative(x)`` is Σ_{i<N} x_i: shape (R, K).
     ``aggregated(c, kept)`` applies the loss aggregation: ĝ_N = score_sum(scaled c·A)[N] / D_N.
@@ -46,7 +53,7 @@ class Batches:
     toy: object
     tokens: np.ndarray
     N: np.ndarray
-    advantage_baseline: float
+    advantage_baseline: float | np.ndarray
     aggregation: str = loss_aggregation.DEFAULT_AGGREGATION
 
     def __post_init__(self):
@@ -54,10 +61,11 @@ class Batches:
         V, K = self.toy.V, len(self.N)
         self.T = T
         cell = self.tokens + V * np.arange(T)                                  # index into a flattened (T, V) table
-        self._gather = lambda table: np.take(table, cell)
+        own_cell = cell + T * V * np.arange(R)[:, None, None]                  # … into flattened (R, T, V) tables
+        self._gather = lambda table: np.take(table, cell if np.ndim(table) == 2 else own_cell)
         self.log_W = self._gather(self.toy.log_rho).sum(axis=2)
         self.reward = (2 * (self.tokens == 0).sum(axis=2) >= T).astype(float)
-        self.advantage = self.reward - self.advantage_baseline
+        self.advantage = self.reward - np.reshape(self.advantage_baseline, (-1, 1))
         block = np.searchsorted(self.N, np.arange(n), side="right")        # sample i is in block k if N_{k-1} ≤ i < N_k
         self._block_of_sample = (np.arange(R)[:, None] * K + block).ravel()
         self._flat_index = (self._block_of_sample.reshape(R, n, 1) * (T * V) + cell).ravel()
@@ -93,7 +101,8 @@ class Batches:
         x = np.broadcast_to(x[..., None] if np.ndim(x) == 2 else x, (R, n, T))
         sums = np.bincount(self._flat_index, weights=x.ravel(), minlength=R * K * T * V)
         sums = np.cumsum(sums.reshape(R, K, T, V), axis=1)
-        return sums - self.toy.pi * sums.sum(axis=3, keepdims=True)
+        pi = self.toy.pi if np.ndim(self.toy.pi) == 2 else self.toy.pi[:, None]
+        return sums - pi * sums.sum(axis=3, keepdims=True)
 
     def cumulative(self, x):
         R, K = self.tokens.shape[0], len(self.N)

@@ -21,7 +21,9 @@ INTEGER_RANGES = {"T": (1, 16), "V": (2, 8), "seed": (0, 10_000), "N": (1, 100_0
 MISMATCH_RANGE = (0.0, 2.0)
 CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg")
 FIELDS = {"est": "estimators", "agg": "aggregation"}     # URL name → Settings field, where they differ
-WIDGET_BOUND_NAMES = ("tab", "ratio_panels")     # kept in the URL by Streamlit itself (bind="query-params")
+TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "train_optimizer", "mode": "train_mode",
+                     "runs": "train_runs", "pick": "train_pick", "sga_step": "sga_step"}   # Training tab → URL name
+WIDGET_BOUND_NAMES = ("tab", "ratio_panels", *TRAINING_CONTROLS.values())   # kept in the URL by Streamlit itself
 
 
 def clean_float(value):

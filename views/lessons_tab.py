@@ -10,8 +10,10 @@ LABEL = "Lessons"
 
 
 def show(lesson):
-    """on_click: put the lesson's setting into the sidebar's controls and open its tab (the URL follows)."""
+    """on_click: put the lesson's setting into the sidebar's (and its tab's) controls and open its tab (the URL
+    follows)."""
     sidebar.set_controls(lessons.settings(lesson))
+    st.session_state.update(lesson.view)
     st.session_state[sidebar.TAB_KEY] = lesson.tab
 
 

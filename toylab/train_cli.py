@@ -1,0 +1,154 @@
+"""``python -m toylab train``: gradient ascent with chosen estimators on one toy, as a summary or JSON.
+
+A bad argument prints one line, ``toylab: error: ...``, and exits with status 2.
+"""
+
+import json
+
+import numpy as np
+
+from toylab.cli import OneLineParser, _json_safe
+from toylab.diagnostics import diagnostics
+from toylab.estimators import BASELINES, resolve_params
+from toylab.optimizers import OPTIMIZERS
+from toylab.settings import DEFAULT_ESTIMATORS
+from toylab.toy import make_toy
+from toylab.training import (
+    MODES,
+    REACHED,
+    UNDEFINED_BELOW,
+    TrainingConfig,
+    per_step_median,
+    summary,
+    train,
+)
+
+DEFAULTS = TrainingConfig()
+LISTED = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "rel_bias")     # the per-step lists in JSON
+
+
+def parse_arguments(argv):
+    parser = OneLineParser(prog="python -m toylab train", description=__doc__.splitlines()[0])
+    parser.add_argument("--T", type=int, default=6, help="tokens per sequence")
+    parser.add_argument("--V", type=int, default=4, help="vocabulary size")
+    parser.add_argument("--mismatch", type=float, default=0.3, help="sampler logit error scale")
+    parser.add_argument("--seed", type=int, default=0, help="seed of θ and b (and of the sampled runs)")
+    parser.add_argument("--baseline", choices=BASELINES, default="none", help="b: 0, E_μ[r] or J, at every step")
+    parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
+                        help="override a threshold of a chosen estimator, e.g. --set tok_tis.C=3 (repeatable)")
+    parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
+                        help="estimators to train with (default: the page's default selection)")
+    parser.add_argument("--steps", type=int, default=DEFAULTS.steps, help="number of steps K")
+    parser.add_argument("--lr", type=float, default=DEFAULTS.lr, help="step size")
+    parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULTS.optimizer, help="update rule")
+    parser.add_argument("--mode", choices=MODES, default=DEFAULTS.mode,
+                        help="expected: step along the exact mean; sampled: batches of N from μ")
+    parser.add_argument("--N", type=int, default=DEFAULTS.N, help="batch size (sampled mode)")
+    parser.add_argument("--runs", type=int, default=DEFAULTS.runs, help="independent runs (sampled mode)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    arguments = parser.parse_args(argv)
+    try:
+        arguments.selection = selection(arguments.estimators, arguments.set)
+        arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
+                                          arguments.N, arguments.runs)
+    except ValueError as error:
+        parser.error(str(error))
+    return parser, arguments
+
+
+def selection(estimators, assignments):
+    """{id: params} for the comma-separated estimators, with ``ID.PARAM=VALUE`` overrides applied and checked."""
+    ids = list(dict.fromkeys(id.strip() for id in estimators.split(",") if id.strip()))
+    if not ids:
+        raise ValueError("--estimators names no estimator")
+    overrides = {id: {} for id in ids}
+    for id in ids:
+        resolve_params(id)
+    for assignment in assignments:
+        target, equals, value = assignment.partition("=")
+        estimator_id, dot, name = target.partition(".")
+        if not equals or not dot:
+            raise ValueError(f"--set expects ID.PARAM=VALUE, got {assignment!r}")
+        if estimator_id not in overrides:
+            raise ValueError(f"--set {assignment}: {estimator_id} is not among --estimators")
+        resolve_params(estimator_id, {name: value})
+        overrides[estimator_id][name] = value
+    return {id: resolve_params(id, params) for id, params in overrides.items()}
+
+
+def report(arguments):
+    toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed)
+    config = arguments.config
+    trajectories = train(toy, arguments.selection, arguments.baseline, config)
+    start = diagnostics(toy)
+    return {
+        "toy": {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed, "J": start.J,
+                "logged_reward": start.logged_reward, "kl_mu_pi": start.kl_mu_pi, "chi2_seq": start.chi2_seq},
+        "baseline": arguments.baseline,
+        "trajectories": [_trajectory(trajectory, config) for trajectory in trajectories.values()],
+        "summary": summary(trajectories) if "on_policy" in trajectories else summary(trajectories, reference=None),
+    }
+
+
+def _trajectory(trajectory, config):
+    entry = {"estimator": trajectory.estimator, "params": trajectory.params, "mode": config.mode,
+             "optimizer": config.optimizer, "lr": config.lr}
+    if config.mode == "sampled":
+        entry |= {"N": config.N, "runs": config.runs}
+    entry["steps"] = list(range(config.steps + 1))
+    for name in LISTED:
+        values = getattr(trajectory, name)
+        entry[name] = None if values is None else values.tolist()
+    if config.mode == "sampled":
+        entry["median"] = {name: per_step_median(getattr(trajectory, name)).tolist()
+                           for name in LISTED if getattr(trajectory, name) is not None}
+    entry["notes"] = notes(trajectory)
+    return entry
+
+
+def notes(trajectory):
+    """Why some values are null: undefined cosines (and relative biases), and rel_bias in sampled mode."""
+    found, size = [], trajectory.cosine.size
+    at_maximum = trajectory.grad_norm < UNDEFINED_BELOW
+    zero = np.isnan(trajectory.cosine) & ~at_maximum
+    if zero.any():
+        what = "the estimator's mean" if trajectory.mode == "expected" else "the step taken"
+        found.append(f"cosine null at {int(zero.sum())} of {size} values: {what} is zero (every sequence masked, "
+                     "or no reward signal)")
+    if at_maximum.any():
+        found.append(f"cosine{' and rel_bias' if trajectory.rel_bias is not None else ''} null at "
+                     f"{int(at_maximum.sum())} of {size} values: ‖∇J‖ < {UNDEFINED_BELOW:g}, J at a maximum to "
+                     "within rounding, where a direction is rounding noise")
+    if trajectory.rel_bias is None:
+        found.append("rel_bias is null in sampled mode: it is the exact mean's, an expected-mode quantity")
+    return found
+
+
+def as_text(result, config):
+    toy = result["toy"]
+    lines = [f"T={toy['T']} V={toy['V']} M={toy['M']:,} mismatch={toy['mismatch']:g} seed={toy['seed']}   "
+             f"J0={toy['J']:.5f}  E_mu[r]0={toy['logged_reward']:.5f}  KL(mu||pi)0={toy['kl_mu_pi']:.4f}",
+             f"{config.mode} mode, {config.optimizer}, lr={config.lr:g}, {config.steps} steps, baseline="
+             f"{result['baseline']}" + (f", N={config.N}, {config.runs} runs (per-step medians)"
+                                        if config.mode == "sampled" else ""), ""]
+    reach = f"steps to {REACHED:.0%}"
+    width = max(len(row["estimator"]) for row in result["summary"]) + 2
+    lines.append("estimator".ljust(width) + f"{'final J':>9}{reach:>14}{'largest drop':>14}{'final E_mu[r]':>15}"
+                 f"{'final KL':>10}")
+    for row in result["summary"]:
+        steps = row.get("steps_to_reach", "–")
+        lines.append(row["estimator"].ljust(width) + f"{row['final_J']:9.4f}{'never' if steps is None else steps:>14}"
+                     f"{row['largest_drop']:14.4f}{row['final_logged_reward']:15.4f}{row['final_kl_mu_pi']:10.4f}")
+    if "steps_to_reach" in result["summary"][0]:
+        lines.append(f"\nsteps to {REACHED:.0%}: first step with J ≥ {REACHED:g} × on_policy's final J")
+    return "\n".join(lines)
+
+
+def main(argv):
+    parser, arguments = parse_arguments(argv)
+    try:
+        result = report(arguments)
+    except (ValueError, MemoryError) as error:
+        parser.error(str(error) if isinstance(error, ValueError) else "out of memory: use a smaller toy")
+    print(json.dumps(_json_safe(result)) if arguments.json else as_text(result, arguments.config))
+    return 0

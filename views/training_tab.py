@@ -1,0 +1,154 @@
+"""The Training tab: does a run that uses each correction still learn, and does it learn the right thing?"""
+
+import streamlit as st
+
+from toylab import training_charts, training_frames
+from toylab.estimators import ESTIMATORS
+from toylab.optimizers import OPTIMIZERS
+from toylab.query import TRAINING_CONTROLS
+from toylab.training import MODES, REACHED, TrainingConfig
+from views import training_cache
+
+LABEL = "Training"
+DEFAULTS = TrainingConfig()
+LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
+STEPS = (10, 1000, 10)          # slider: first, last, step
+RUNS = (1, 64)
+SGA_STEP = 30                   # default θ of the SGA view: on_policy's after this many steps
+KEY = TRAINING_CONTROLS
+SUMMARY_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "label": st.column_config.TextColumn("name"),
+    "final_J": st.column_config.NumberColumn("final J", format="%.4f", help="J = E_π[r] after the last step"),
+    "steps_to_reach": st.column_config.TextColumn(
+        f"steps to {REACHED:.0%}", help=f"First step at which J ≥ {REACHED:g} × on_policy's final J ('never': not "
+                                        "within the run)"),
+    "largest_drop": st.column_config.NumberColumn(
+        "largest drop of J", format="%.4f", help="max over k < l of J_k − J_l: a collapse if large"),
+    "final_logged_reward": st.column_config.NumberColumn(
+        "final E_μ[r]", format="%.4f", help="The reward a training log shows after the last step"),
+    "final_kl_mu_pi": st.column_config.NumberColumn("final KL(μ‖π)", format="%.4f"),
+    "final_cosine": st.column_config.TextColumn(
+        "final cosine to ∇J", help="Of the estimator's exact mean (expected) or of the step taken (sampled); '—': "
+                                   "undefined (a zero mean or step, or ∇J within rounding of 0)"),
+}
+SGA_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "label": st.column_config.TextColumn("name"),
+    "slope": st.column_config.TextColumn("⟨∇J, E ĝ⟩", help="The first-order term's slope: the bias tilts it"),
+    "mean_curvature": st.column_config.TextColumn("E ĝᵀ H E ĝ", help="Curvature of J along the mean step"),
+    "noise_curvature": st.column_config.TextColumn("tr(H Σ)/N", help="Curvature along the noise: the variance term"),
+    "best_lr": st.column_config.TextColumn(
+        "best lr (2nd order)", help="Where the quadratic peaks; '—': it never turns down (J curves up along the step)"),
+    "second_order": st.column_config.TextColumn("at the training lr: 2nd order"),
+    "monte_carlo": st.column_config.TextColumn("Monte Carlo ± s.e."),
+}
+
+
+def controls(settings):
+    """The tab's controls (each in the URL) as a TrainingConfig; N is the sidebar's batch size."""
+    mode_column, optimizer_column, lr_column, steps_column, runs_column = st.columns([2, 1.3, 2, 2, 1.5])
+    mode = mode_column.radio("mode", MODES, index=MODES.index(DEFAULTS.mode), key=KEY["mode"], bind="query-params",
+                             horizontal=True, help="expected: step along each estimator's exact mean gradient (what its bias does). "
+                                  "sampled: step along the mean of N sampled sequences (the sidebar's N), several "
+                                  "runs (what its variance does).")
+    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, index=OPTIMIZERS.index(DEFAULTS.optimizer),
+                                       key=KEY["optimizer"], bind="query-params", horizontal=True,
+                                       help="sgd: θ += lr·g. adam: β₁ = 0.9, β₂ = 0.999, ε = 1e-8, bias-corrected; it "
+                                            "rescales each coordinate, so a small or biased gradient still moves θ.")
+    lr = lr_column.select_slider("learning rate", LEARNING_RATES, value=DEFAULTS.lr, key=KEY["lr"],
+                                 bind="query-params", help="Step size (Adam: about the change per step of each θ).")
+    steps = steps_column.slider("steps", *STEPS[:2], DEFAULTS.steps, step=STEPS[2], key=KEY["steps"],
+                                bind="query-params", help="Number of steps K; every curve has K + 1 points.")
+    runs = runs_column.slider("runs", *RUNS, DEFAULTS.runs, key=KEY["runs"], bind="query-params",
+                              disabled=mode == "expected", help="Independent sampled runs (fixed seeds).")
+    return TrainingConfig(steps, lr, optimizer, mode, settings.N, runs)
+
+
+def render(settings):
+    config = controls(settings)
+    selection = training_cache.trained(settings, config.mode)
+    left_out = training_cache.left_out(settings, config.mode)
+    seconds = training_cache.estimated_seconds(settings, config, selection)
+    if seconds > training_cache.LIMIT_SECONDS:
+        st.info(f"This run would take about {seconds:.0f} s (over {training_cache.LIMIT_SECONDS:.0f} s): use fewer "
+                "steps" + (", runs or a smaller batch size N" if config.mode == "sampled" else
+                           " or a smaller toy (the estimators that do not factorise enumerate all M sequences "
+                           "at every step)") + ".", icon=":material/hourglass:")
+        return
+    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
+        trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+    sampled = config.mode == "sampled"
+    curves = training_frames.curve_frame(trajectories)
+    st.altair_chart(training_charts.objective_chart(curves, sampled), width="stretch")
+    st.altair_chart(training_charts.cosine_chart(curves, sampled), width="stretch")
+    st.caption(_about_the_run(settings, config, left_out))
+
+    left, right = st.columns(2)
+    with left:
+        ids = list(trajectories)
+        pick = st.selectbox("estimator whose training log to show", ids, index=min(1, len(ids) - 1), key=KEY["pick"],
+                            bind="query-params", help="Its logged reward E_μ[r] against the true J, step by step.")
+        st.altair_chart(training_charts.logged_chart(training_frames.logged_frame(trajectories[pick]), pick,
+                                                     ESTIMATORS[pick].colour), width="stretch")
+        st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
+                   "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
+    with right:
+        st.markdown("**Does training make the mismatch worse?**")
+        st.altair_chart(training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180), width="stretch")
+        st.altair_chart(training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True),
+                        width="stretch")
+    st.dataframe(training_frames.summary_frame(trajectories), column_config=SUMMARY_COLUMNS, hide_index=True,
+                 width="stretch")
+    _sga_view(settings, config)
+
+
+def _about_the_run(settings, config, left_out):
+    text = (f"From the toy's θ₀ (seed {settings.seed}) with b fixed: each step rebuilds π_k = softmax(θ_k) and "
+            f"μ_k = softmax(θ_k + {settings.mismatch:g}·b); baseline '{settings.baseline}' recomputed every step. ")
+    if config.mode == "expected":
+        text += ("Expected mode: θ moves along each estimator's exact mean gradient, no noise — the flow its bias "
+                 "follows; on_policy's flow is exact gradient ascent on J. Gaps in the cosine: undefined there (a "
+                 "zero mean, e.g. every sequence masked, or ∇J within rounding of 0 at J's maximum).")
+    else:
+        text += (f"Sampled mode: {config.runs} runs, each step averaging ĝ over N = {config.N:,} sequences drawn "
+                 "from μ_k (run r seeded by (seed, r); every estimator sees the same uniforms); lines are per-step "
+                 "medians, bands 10–90 % of the runs. J itself is exact at every step of every run. The cosine "
+                 "leaves out runs where it is undefined (a zero step, e.g. every sequence of the batch masked, or "
+                 "∇J within rounding of 0).")
+    if left_out:
+        text += f" Not trained: {'; '.join(left_out)}."
+    return text
+
+
+def _sga_view(settings, config):
+    st.subheader("One step: bias against variance (the SGA view)")
+    sga_selection = training_cache.trained(settings, "sampled")
+    skipped = training_cache.left_out(settings, "sampled")
+    key = KEY["sga_step"]
+    if st.session_state.get(key, 0) > config.steps:
+        st.session_state[key] = config.steps
+    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, min(SGA_STEP, config.steps), key=key,
+                     bind="query-params", help="The θ at which to look one step ahead: on_policy's expected-mode "
+                                               "run under this tab's optimizer and learning rate.")
+    with_second_order = training_cache.sga_has_second_order(settings, sga_selection)
+    with st.spinner("Second order and Monte Carlo of one step…"):
+        J, exact, sampled = training_cache.sga(settings.toy_key, sga_selection, settings.baseline, settings.N, config,
+                                               step, with_second_order)
+    curves = training_frames.second_order_frame(exact, training_cache.SGA_CURVE_LRS, J)
+    points = training_frames.monte_carlo_frame(sampled, exact)
+    st.altair_chart(training_charts.sga_chart(curves, points, config.lr), width="stretch")
+    st.caption(
+        f"At θ_{step} (J = {J:.4f}), batch size N = {settings.N:,} (the sidebar's). Lines: E[J(θ + lr·ĝ_N)] − J(θ) to "
+        "second order, lr·⟨∇J, E ĝ⟩ + (lr²/2)·(E ĝᵀ H E ĝ + tr(H Σ)/N), every piece exact: E ĝ from the exact engine, "
+        "H the exact Hessian of J (from the count of token 0), tr(H Σ) = E[ĝᵀ H ĝ] − E ĝᵀ H E ĝ summed over all "
+        "M sequences; drawn only where it is possible at all (−J to 1 − J). Dots: Monte Carlo of the same "
+        f"expectation, J evaluated exactly after each of {training_cache.sga_batches(settings.N)} sampled steps, "
+        "±2 s.e. bars; where they leave the line, the second-order model is not enough at that lr. Dashed: the "
+        "training lr." + (f" Not shown: {'; '.join(skipped)}." if skipped else "")
+        + ("" if with_second_order else " The second order is skipped on a toy this large (it sums over all M "
+                                        "sequences per estimator).")
+        + ("" if sampled else " No Monte Carlo at this N (too few batches fit the time budget)."))
+    table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
+    if table is not None:
+        st.dataframe(table, column_config=SGA_COLUMNS, hide_index=True, width="stretch")
