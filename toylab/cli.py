@@ -103,7 +103,11 @@ def _json_safe(value):
 
 
 def main(argv=None):
-    parser, arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["inspect"]:
+        from toylab.inspect_cli import main as inspect  # it imports this module
+        return inspect(argv[1:])
+    parser, arguments = parse_arguments(argv)
     try:
         result = report(arguments)
     except (ValueError, MemoryError) as error:
