@@ -5,8 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from rollout_logs import EXAMPLES, log_bytes
-from test_rollout_log import SEQUENCES, TOKENS
+from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 
 from toylab.cli import main
 from toylab.log_statistics import log_statistics

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from rollout_logs import EXAMPLE_FILES, FORMATS, log_bytes, write_log
+from rollout_logs import EXAMPLE_FILES, FORMATS, SEQUENCES, TOKENS, log_bytes, write_log
 
 from examples.make_example_log import generate
 from toylab import log_files
@@ -15,18 +15,6 @@ from toylab.log_columns import Columns, choose, detect, looks_like_probabilities
 from toylab.log_files import LogError, open_log_file, preview
 from toylab.rollout_log import load_log, read_log
 
-SEQUENCES = [  # a row per sequence: the third token of the first is masked (its values are padding)
-    {"uid": "a", "rollout_log_probs": [-0.5, -1.0, 0.0], "old_log_probs": [-0.7, -0.9, 0.0],
-     "response_mask": [1, 1, 0], "reward": 1.0},
-    {"uid": "b", "rollout_log_probs": [-2.0, -0.1, -0.3], "old_log_probs": [-1.5, -0.2, -0.3],
-     "response_mask": [1, 1, 1], "reward": 0.0},
-    {"uid": "c", "rollout_log_probs": [-0.4, -0.6, -0.8], "old_log_probs": [-0.4, -0.5, -0.9],
-     "response_mask": [0, 1, 1], "reward": 1.0},
-]
-TOKENS = [  # the same log, a row per token (masked tokens included, with mask 0)
-    {"sequence_id": s["uid"], "position": t, "sampler_logprobs": s["rollout_log_probs"][t],
-     "trainer_logprobs": s["old_log_probs"][t], "mask": s["response_mask"][t], "reward": s["reward"]}
-    for s in SEQUENCES for t in range(3)]
 EXPECTED = {"sampler": [-0.5, -1.0, -2.0, -0.1, -0.3, -0.6, -0.8], "trainer": [-0.7, -0.9, -1.5, -0.2, -0.3, -0.5, -0.9],
             "offsets": [0, 2, 5, 7], "rewards": [1.0, 0.0, 1.0]}
 
