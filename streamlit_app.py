@@ -17,6 +17,7 @@ from views import (
     ratios_tab,
     sidebar,
     threshold_sweep_tab,
+    your_run_tab,
 )
 
 TABS = [
@@ -27,6 +28,7 @@ TABS = [
     (mismatch_sweep_tab.LABEL, mismatch_sweep_tab.render),
     (length_tab.LABEL, length_tab.render),
     (lessons_tab.LABEL, lessons_tab.render),
+    (your_run_tab.LABEL, your_run_tab.render),
 ]
 
 st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
