@@ -219,7 +219,7 @@ def _parquet_preview(file, rows):
 def _arrow_kind(type):
     if pa.types.is_list(type) or pa.types.is_large_list(type) or pa.types.is_fixed_size_list(type):
         inner = _arrow_kind(type.value_type)
-        return {"number": "list", "bool": "bools"}.get(inner, "text")
+        return {"number": "list", "bool": "bools", "empty": "list"}.get(inner, "text")
     if pa.types.is_boolean(type):
         return "bool"
     if pa.types.is_integer(type) or pa.types.is_floating(type) or pa.types.is_decimal(type):

@@ -251,7 +251,7 @@ class _SequenceRows:
 
 def _assembled(name, columns, sampler, trainer, lengths, rewards, rows, dropped):
     if len(lengths) == 0:
-        raise LogError(f"{name}: no response tokens (every mask value is 0)")
+        raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
     return RolloutLog(name, columns, sampler, trainer, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                       rewards, rows, dropped)
 
@@ -307,7 +307,7 @@ class _TokenRows:
             raise LogError(f"{name}: the file holds no rows")
         every_id = len(pc.unique(pa.concat_arrays(self.every_id)))
         if not sum(len(rows) for rows in self.parts["rows"]):
-            raise LogError(f"{name}: no response tokens (every mask value is 0)")
+            raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
         ids = pa.concat_arrays(self.parts["sequence_id"]).dictionary_encode()
         codes = ids.indices.to_numpy()                       # sequences numbered in order of first appearance
         rows = np.concatenate(self.parts["rows"])
