@@ -47,8 +47,9 @@ def charts(at):
 
 
 def metrics(at):
-    """The tab's metrics, label → value (the header's seven come first)."""
-    return {metric.label: metric.value for metric in at.metric[HEADER_METRICS:]}
+    """The tab's metrics, label → "value ± se" (or the value alone; the header's seven come first)."""
+    return {metric.label: f"{metric.value} {metric.delta}" if metric.delta else metric.value
+            for metric in at.metric[HEADER_METRICS:]}
 
 
 @pytest.fixture(scope="module")

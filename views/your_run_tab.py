@@ -4,6 +4,7 @@ The file in view (an upload or the example) is kept in session state, so it surv
 tab; the uploader's callback and the example button are the only ways to change it.
 """
 
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def render(settings):
 
 
 def _columns(source):
-    """The Columns: detected, or picked where detection is unsure (the pickers always open on request)."""
+    """The Columns: detected, or picked (the pickers sit in an expander, open when detection is unsure)."""
     preview, detection = cache.detection(source.digest, source.name, source)
     for doubt in detection.doubts:
         st.warning(f"{source.name}: {doubt}. Check the columns below.", icon=":material/help:")
@@ -104,24 +105,26 @@ def _headline(source, statistics):
                 + (f" ({statistics.dropped:,} sequences without response tokens left out)" if statistics.dropped
                    else ""))
     metrics = [
-        ("mean length", _pm(statistics.mean_length, "{:.1f}"), "Response tokens per sequence: mean ± se."),
-        ("k1 = mean(log μ − log π)", _pm(statistics.k1, "{:.4f}"),
+        ("mean length", statistics.mean_length, "{:.1f}", "Response tokens per sequence: mean ± se."),
+        ("k1 = mean(log μ − log π)", statistics.k1, "{:.4f}",
          "Estimates the per-token KL(μ‖π): the mean over response tokens of log μ − log π, ± its standard error."),
-        ("k3 = mean(ρ − 1 − log ρ)", _pm(statistics.k3, "{:.4f}"),
+        ("k3 = mean(ρ − 1 − log ρ)", statistics.k3, "{:.4f}",
          "Another unbiased estimate of the per-token KL(μ‖π) (each term ≥ 0), ± its standard error."),
-        ("token χ² = mean(ρ²) − 1", _pm(statistics.chi2_token, "{:.4g}"),
+        ("token χ² = mean(ρ²) − 1", statistics.chi2_token, "{:.4g}",
          "Estimates E_μ[ρ_t²] − 1, the per-token χ²: how much a per-token weight varies. Heavy-tailed: its "
          "standard error can understate the uncertainty."),
-        ("ESS fraction (this sample)", f"{statistics.ess_fraction:.1%}",
-         "(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch sequence-level IS "
-         "effectively keeps. A property of this sample (no standard error)."),
     ]
     if statistics.mean_reward is not None:
-        metrics.append(("mean reward E_μ[r]", _pm(statistics.mean_reward, "{:.4f}"),
+        metrics.append(("mean reward E_μ[r]", statistics.mean_reward, "{:.4f}",
                         "The logged mean reward: rewards of sampler rollouts, E_μ[r], not the trainer's J = E_π[r]."))
-    for column, (label, value, help) in zip(st.columns(len(metrics)), metrics, strict=True):
-        column.metric(label, value, help=help)
-    st.caption("Sample estimates ± standard error.")
+    columns = st.columns(len(metrics) + 1)
+    for column, (label, estimate, style, help) in zip(columns, metrics, strict=False):
+        column.metric(label, style.format(estimate.value), delta=f"± {_number(estimate.se, style)}", delta_color="off",
+                      delta_arrow="off", delta_description="standard error", help=help)
+    columns[-1].metric("ESS fraction (this sample)", f"{statistics.ess_fraction:.1%}",
+                       help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
+                            "sequence-level IS effectively keeps. A property of this sample (no standard error).")
+    st.caption("Sample estimates, each with its standard error below it.")
 
 
 def _token_charts(results):
@@ -174,6 +177,5 @@ def _matched_toy(settings, statistics):
                                           "rounded to the slider's step of 0.01, and opens the Estimators tab.")
 
 
-def _pm(estimate, style):
-    se = "—" if estimate.se != estimate.se else style.format(estimate.se)
-    return f"{style.format(estimate.value)} ± {se}"
+def _number(value, style):
+    return "—" if math.isnan(value) else style.format(value)
