@@ -18,6 +18,7 @@ from views import (
     sidebar,
     threshold_sweep_tab,
     training_tab,
+    your_run_tab,
 )
 
 TABS = [
@@ -28,6 +29,7 @@ TABS = [
     (mismatch_sweep_tab.LABEL, mismatch_sweep_tab.render),
     (length_tab.LABEL, length_tab.render),
     (training_tab.LABEL, training_tab.render),
+    (your_run_tab.LABEL, your_run_tab.render),
     (lessons_tab.LABEL, lessons_tab.render),
 ]
 

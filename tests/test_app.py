@@ -15,7 +15,7 @@ from toylab.settings import Settings
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-              "Sequence length": 1, "Training": 6, "Lessons": 0}
+              "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
 HEADER = ["M sequences", "J = E_π[r]", "logged reward E_μ[r]", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
 
 

@@ -1,6 +1,7 @@
 """The page in headless Chromium: renders, every tab opens, the URL follows the controls and opens views.
 
-Uses the harness in tests/browser.py. Set TOYLAB_SCREENSHOT=1 to save docs/screenshot.png; the re-render
+Uses the harness in tests/browser.py. Set TOYLAB_SCREENSHOT=1 to save docs/screenshot.png and
+docs/your_run.png; the re-render
 times of a slider step (default toy, and T=10 V=4) are printed (pytest -s) and kept as test properties.
 """
 
@@ -14,8 +15,10 @@ from tests.browser import browser_available, launch_browser, running_app, skip_o
 
 pytestmark = pytest.mark.browser
 SCREENSHOT = Path(__file__).resolve().parent.parent / "docs" / "screenshot.png"
+YOUR_RUN_SCREENSHOT = SCREENSHOT.parent / "your_run.png"
+EXAMPLE_LOG = Path(__file__).resolve().parent.parent / "examples" / "rollouts_per_token.csv.gz"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-        "Sequence length": 1, "Training": 6, "Lessons": 0}
+        "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
 
 _DONE_JS = """before => {
     const status = document.querySelector('[data-testid="stStatusWidget"]');
@@ -172,4 +175,23 @@ def test_link_over_the_limit_is_refused_with_a_suggestion(app):
     assert_no_exception(page)
     alerts = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
     assert "fewer tokens" in alerts and "smaller vocabulary" in alerts
+    page.close()
+
+
+def test_your_run_upload_shows_the_statistics_and_charts(app):
+    page = open_page(app, "tab=Your%20run", table=False)
+    panel = page.get_by_role("tabpanel", name="Your run")
+    panel.locator('input[type="file"]').set_input_files(str(EXAMPLE_LOG))
+    panel.locator('[data-testid="stVegaLiteChart"]').nth(4).locator("canvas, svg.marks").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+    assert panel.locator('[data-testid="stVegaLiteChart"]').count() == 5
+    assert rendered_charts(page) == 5
+    metrics = [text.split() for text in panel.locator('[data-testid="stMetric"]').all_inner_texts()]
+    assert ["k1", "=", "mean(log", "μ", "−", "log", "π)", "0.1720", "±", "0.0046", "standard", "error"] in metrics
+    assert "At mismatch 0.508 ± 0.008" in panel.inner_text()
+    if os.environ.get("TOYLAB_SCREENSHOT") == "1":
+        page.set_viewport_size({"width": 1600, "height": 2400})
+        wait_for_app(page)
+        page.screenshot(path=str(YOUR_RUN_SCREENSHOT))
     page.close()

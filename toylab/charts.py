@@ -79,7 +79,7 @@ def bias_std_chart(table, iso, N):
 
 # -- ratios -------------------------------------------------------------------------------------------
 
-def _threshold_layers(thresholds, y_top):
+def threshold_layers(thresholds, y_top):
     """Rules at each threshold (log scale) in the estimator's colour, labelled with P(beyond)."""
     rules = alt.Chart(thresholds).mark_rule(strokeWidth=2.5, strokeDash=[6, 3]).encode(
         alt.X("log_value:Q"), estimator_colour(thresholds["estimator"]),
@@ -106,7 +106,7 @@ def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", he
         layers.append(alt.Chart(frame).mark_point(size=90, strokeWidth=2, color="#E69F00").encode(
             alt.X("log_rho:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
-        layers += _threshold_layers(thresholds, y_top)
+        layers += threshold_layers(thresholds, y_top)
     return alt.layer(*layers).properties(title=title, height=height)
 
 
@@ -132,7 +132,7 @@ def sequence_ratio_chart(histogram, thresholds, kind="W"):
         layers.append(alt.Chart(histogram).mark_line(interpolate="step", color="#E69F00", strokeWidth=2.5).encode(
             alt.X("bin_start:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
-        layers += _threshold_layers(thresholds, y_top)
+        layers += threshold_layers(thresholds, y_top)
     return readable(alt.layer(*layers).properties(height=320))
 
 

@@ -125,6 +125,9 @@ def main(argv=None):
     if argv[:1] == ["train"]:
         from toylab.train_cli import main as train_main  # here: train_cli imports this module
         return train_main(argv[1:])
+    if argv[:1] == ["inspect"]:
+        from toylab.inspect_cli import main as inspect  # it imports this module
+        return inspect(argv[1:])
     parser, arguments = parse_arguments(argv)
     try:
         result = report(arguments)

@@ -41,6 +41,11 @@ class Diagnostics:
         return 1 / (1 + self.chi2_seq)
 
 
+def token_kl(toy):
+    """KL_t(μ_t‖π_t) = −Σ_v μ_t log ρ_t per position, from the (T, V) tables alone (any T)."""
+    return -(toy.mu * toy.log_rho).sum(axis=1)
+
+
 def token_chi2(toy):
     """χ²_t = Σ_v μ_t ρ_t² − 1 per position, from the (T, V) tables alone (any T)."""
     return (toy.mu * toy.rho**2).sum(axis=1) - 1
@@ -56,7 +61,7 @@ def diagnostics(toy):
     return Diagnostics(
         M=toy.M, J=toy.J, logged_reward=toy.logged_reward,
         grad_norm=float(np.linalg.norm(toy.true_grad)),
-        kl_mu_pi_tokens=-(toy.mu * toy.log_rho).sum(axis=1),
+        kl_mu_pi_tokens=token_kl(toy),
         kl_pi_mu_tokens=(toy.pi * toy.log_rho).sum(axis=1),
         chi2_tokens=token_chi2(toy),
         max_tv=float(0.5 * np.abs(toy.pi - toy.mu).sum(axis=1).max()))

@@ -1,0 +1,136 @@
+"""Sample statistics of a rollout log, each an estimate with its standard error (never an exact number).
+
+Per response token, with ρ_t = π(y_t)/μ(y_t) and y_t drawn by the sampler μ:
+
+    k1 = mean_t (log μ − log π) = −mean_t log ρ_t      estimates the per-token KL(μ‖π)
+    k3 = mean_t (ρ_t − 1 − log ρ_t)                     also unbiased for it (E_μ[ρ_t − 1] = 0), and ≥ 0 term by term
+    χ²_token = mean_t ρ_t² − 1                          estimates E_μ[ρ²] − 1 = χ²(π‖μ) per token
+    share of tokens with |log ρ_t| > c, c = 0.1, 0.5, 1
+
+A token mean is Σ_b S_b / Σ_b L_b over sequences b (S_b the sum over its L_b tokens). Its standard error
+treats the B sequences as independent draws and allows any correlation between the tokens of one
+sequence (cluster-robust, clustered by sequence, the ratio estimator's linearisation):
+
+    se² = B/(B − 1) · Σ_b (S_b − k·L_b)² / (Σ_b L_b)²,   k the token mean
+
+which is the usual s/√n when every sequence has one token. Per sequence: log W = Σ_t log ρ_t and
+log ρ_geo = log W / L (mean ± s/√B, spread, quantiles), the mean length and, with rewards, the logged mean
+reward E_μ[r] (mean ± s/√B). The sample ESS fraction (Σ_b W_b)² / (B·Σ_b W_b²) describes these B weights
+(what sequence-level IS keeps of this batch); it has no standard error here: its population value
+1/(1 + χ²_seq) is dominated by rare huge weights, which a sample rarely shows.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+TAIL_THRESHOLDS = (0.1, 0.5, 1.0)
+QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+STANDARD_ERRORS = ("standard errors clustered by sequence: sequences are independent draws, the tokens of "
+                   "one sequence may be correlated")
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A sample estimate and its standard error (NaN when undefined: a single sequence)."""
+    value: float
+    se: float
+
+    def as_dict(self):
+        return {"value": self.value, "se": self.se}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A per-sequence quantity's distribution over the log's sequences."""
+    mean: Estimate
+    sd: float
+    quantiles: dict          # q → value
+    low: float
+    high: float
+
+    def as_dict(self):
+        return {"mean": self.mean.as_dict(), "sd": self.sd,
+                "quantiles": {f"{q:g}": value for q, value in self.quantiles.items()}, "min": self.low,
+                "max": self.high}
+
+
+@dataclass(frozen=True)
+class LogStatistics:
+    sequences: int
+    tokens: int
+    dropped: int                     # sequences without a response token, left out
+    mean_length: Estimate
+    k1: Estimate
+    k3: Estimate
+    chi2_token: Estimate
+    tail_shares: dict                # c → Estimate of the share of tokens with |log ρ_t| > c
+    log_W: Spread
+    log_rho_geo: Spread
+    ess_fraction: float
+    mean_reward: Estimate | None     # E_μ[r], when the log has rewards
+
+
+def token_mean(log, per_token):
+    """The mean over the log's response tokens with its standard error, clustered by sequence."""
+    sums = log.sequence_sums(per_token)
+    lengths = log.lengths
+    mean = float(sums.sum() / lengths.sum())
+    B = log.sequences
+    if B < 2:
+        return Estimate(mean, math.nan)
+    residual = sums - mean * lengths
+    return Estimate(mean, float(math.sqrt(B / (B - 1) * np.sum(residual**2)) / lengths.sum()))
+
+
+def sequence_mean(values):
+    """The mean over sequences with its standard error s/√B."""
+    values = np.asarray(values, dtype=float)
+    if len(values) < 2:
+        return Estimate(float(values.mean()), math.nan)
+    return Estimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values))))
+
+
+def spread(values):
+    values = np.asarray(values, dtype=float)
+    return Spread(sequence_mean(values), float(values.std(ddof=1)) if len(values) > 1 else math.nan,
+                  dict(zip(QUANTILES, map(float, np.quantile(values, QUANTILES)), strict=True)),
+                  float(values.min()), float(values.max()))
+
+
+def ess_fraction(log_weights):
+    """(Σ w)² / (B·Σ w²) from log w, without overflow: exp(2·lse(log w) − lse(2·log w) − log B)."""
+    return float(np.exp(2 * _log_sum_exp(log_weights) - _log_sum_exp(2 * log_weights) - math.log(len(log_weights))))
+
+
+def _log_sum_exp(values):
+    top = values.max()
+    return top + math.log(np.exp(values - top).sum())
+
+
+def sequence_log_ratios(log):
+    """(log W, log ρ_geo) per sequence: Σ_t log ρ_t and its mean over the sequence's tokens."""
+    log_W = log.sequence_sums(log.log_ratio)
+    return log_W, log_W / log.lengths
+
+
+def log_statistics(log):
+    """The LogStatistics of a RolloutLog."""
+    log_rho = log.log_ratio
+    rho = np.exp(log_rho)
+    log_W, log_rho_geo = sequence_log_ratios(log)
+    return LogStatistics(
+        sequences=log.sequences, tokens=log.tokens, dropped=log.dropped,
+        mean_length=sequence_mean(log.lengths),
+        k1=token_mean(log, -log_rho),
+        k3=token_mean(log, rho - 1 - log_rho),
+        chi2_token=_shifted(token_mean(log, rho**2), -1.0),
+        tail_shares={c: token_mean(log, (np.abs(log_rho) > c).astype(float)) for c in TAIL_THRESHOLDS},
+        log_W=spread(log_W), log_rho_geo=spread(log_rho_geo),
+        ess_fraction=ess_fraction(log_W),
+        mean_reward=None if log.rewards is None else sequence_mean(log.rewards))
+
+
+def _shifted(estimate, offset):
+    return Estimate(estimate.value + offset, estimate.se)

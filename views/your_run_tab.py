@@ -1,0 +1,181 @@
+"""The Your run tab: a user's own rollout log, its sample statistics and charts, and the toy that matches it.
+
+The file in view (an upload or the example) is kept in session state, so it survives a visit to another
+tab; the uploader's callback and the example button are the only ways to change it.
+"""
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import streamlit as st
+
+from toylab import log_charts
+from toylab.log_columns import NAMES, TITLES, choose
+from toylab.log_files import EXTENSIONS, PAGE_SIZE_LIMIT_MB, LogError
+from toylab.log_frames import spread_frame, tail_share_frame
+from toylab.log_statistics import STANDARD_ERRORS
+from toylab.matching import comparison, comparison_frame, matched_length
+from views import sidebar
+from views import your_run_cache as cache
+from views.your_run_cache import Source
+
+LABEL = "Your run"
+UPLOAD_KEY = "your_run_upload"
+SOURCE_KEY = "_your_run_source"
+LENGTH_KEY = "your_run_match_length"
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rollouts_per_sequence.parquet"
+NOT_SET = "—"
+FORMATS = (
+    f"**Accepted:** Parquet, JSON Lines or CSV (the text ones may be gzip-compressed), at most "
+    f"{PAGE_SIZE_LIMIT_MB} MB, log-probabilities in nats. Either a row per sequence with list columns "
+    f"(sampler and trainer log-probs, optionally a 0/1 mask, and a reward) or a row per token with a sequence "
+    f"id (and optionally a position). Recognised names: sampler {', '.join(NAMES['sampler'][::2])}; trainer "
+    f"{', '.join(NAMES['trainer'][::2])}; mask {', '.join(NAMES['mask'])}; reward {', '.join(NAMES['reward'][::2])}; "
+    f"sequence id {', '.join(NAMES['sequence_id'])}; position {', '.join(NAMES['position'])}. In a CSV a list "
+    "cell is a quoted JSON list, \"[-0.1, -2.3]\".")
+
+
+def _uploaded():
+    file = st.session_state[UPLOAD_KEY]
+    st.session_state[SOURCE_KEY] = None if file is None else Source.of(file.name, file.getvalue())
+
+
+def _use_example():
+    st.session_state[SOURCE_KEY] = Source.of(f"examples/{EXAMPLE.name}", EXAMPLE.read_bytes())
+
+
+def _open_match(settings, match):
+    """on_click: the sidebar (and so the URL) to the matched toy, and the Estimators tab open."""
+    sidebar.set_controls(replace(settings, T=match.T, V=match.V, seed=match.seed,
+                                 mismatch=round(match.mismatch, 2)))
+    st.session_state[sidebar.TAB_KEY] = "Estimators"
+
+
+def render(settings):
+    st.caption("Your own rollout log: the sampler's and the trainer's log-probabilities of the same sampled "
+               "tokens. Every number from the file is a **sample estimate ± its standard error** "
+               f"({STANDARD_ERRORS}), unlike the toy's exact numbers on the other tabs.")
+    upload, example = st.columns([3, 1], vertical_alignment="center")
+    upload.file_uploader(f"Rollout log (at most {PAGE_SIZE_LIMIT_MB} MB)", key=UPLOAD_KEY, on_change=_uploaded,
+                         type=[extension.lstrip(".") for extension in EXTENSIONS] + ["gz"],
+                         max_upload_size=PAGE_SIZE_LIMIT_MB, help=FORMATS)
+    example.button("Use the example log", on_click=_use_example, icon=":material/science:", width="stretch",
+                   help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not from a real "
+                        "model): the matched toy should come back near mismatch 0.5.")
+    source = st.session_state.get(SOURCE_KEY)
+    if source is None:
+        st.info("Upload a rollout log, or use the example log.", icon=":material/upload_file:")
+        st.markdown(FORMATS)
+        return
+    try:
+        columns = _columns(source)
+        results = cache.summary(source.digest, columns, source)
+    except LogError as error:
+        st.error(str(error), icon=":material/error:")
+        return
+    statistics = results["statistics"]
+    _headline(source, statistics)
+    _token_charts(results)
+    _sequence_charts(results, statistics)
+    _matched_toy(settings, statistics)
+
+
+def _columns(source):
+    """The Columns: detected, or picked (the pickers sit in an expander, open when detection is unsure)."""
+    preview, detection = cache.detection(source.digest, source.name, source)
+    for doubt in detection.doubts:
+        st.warning(f"{source.name}: {doubt}. Check the columns below.", icon=":material/help:")
+    explicit = {}
+    with st.expander("Columns", expanded=detection.unsure):
+        pickers = st.columns(len(NAMES))
+        for picker, role in zip(pickers, NAMES, strict=True):
+            required = role in ("sampler", "trainer")
+            options = list(detection.numeric if required else (NOT_SET, *preview.columns))
+            guess = detection.guess[role] if detection.guess[role] in options else (None if required else NOT_SET)
+            chosen = picker.selectbox(role.replace("_", " "), options, index=options.index(guess) if guess else None,
+                                      key=f"your_run_column.{role}.{source.digest[:12]}", help=TITLES[role],
+                                      placeholder="choose a column")
+            explicit[role] = None if chosen == NOT_SET else chosen
+    return choose(preview, source.name, **explicit)
+
+
+def _headline(source, statistics):
+    st.markdown(f"**{source.name}** · {statistics.sequences:,} sequences, {statistics.tokens:,} response tokens"
+                + (f" ({statistics.dropped:,} sequences without response tokens left out)" if statistics.dropped
+                   else ""))
+    metrics = [
+        ("mean length", statistics.mean_length, "{:.1f}", "Response tokens per sequence: mean ± se."),
+        ("k1 = mean(log μ − log π)", statistics.k1, "{:.4f}",
+         "Estimates the per-token KL(μ‖π): the mean over response tokens of log μ − log π, ± its standard error."),
+        ("k3 = mean(ρ − 1 − log ρ)", statistics.k3, "{:.4f}",
+         "Another unbiased estimate of the per-token KL(μ‖π) (each term ≥ 0), ± its standard error."),
+        ("token χ² = mean(ρ²) − 1", statistics.chi2_token, "{:.4g}",
+         "Estimates E_μ[ρ_t²] − 1, the per-token χ²: how much a per-token weight varies. Heavy-tailed: its "
+         "standard error can understate the uncertainty."),
+    ]
+    if statistics.mean_reward is not None:
+        metrics.append(("mean reward E_μ[r]", statistics.mean_reward, "{:.4f}",
+                        "The logged mean reward: rewards of sampler rollouts, E_μ[r], not the trainer's J = E_π[r]."))
+    columns = st.columns(len(metrics) + 1)
+    for column, (label, estimate, style, help) in zip(columns, metrics, strict=False):
+        column.metric(label, style.format(estimate.value), delta=f"± {_number(estimate.se, style)}", delta_color="off",
+                      delta_arrow="off", delta_description="standard error", help=help)
+    columns[-1].metric("ESS fraction (this sample)", f"{statistics.ess_fraction:.1%}",
+                       help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
+                            "sequence-level IS effectively keeps. A property of this sample (no standard error).")
+    st.caption("Sample estimates, each with its standard error below it.")
+
+
+def _token_charts(results):
+    st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
+    histogram, shares = st.columns([3, 1])
+    histogram.altair_chart(log_charts.token_histogram_chart(results["tokens"]), width="stretch")
+    shares.dataframe(tail_share_frame(results["statistics"]), hide_index=True, width="stretch", column_config={
+        "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
+        "share": st.column_config.NumberColumn("share of tokens", format="percent"),
+        "se": st.column_config.NumberColumn("± se", format="percent")})
+    along, probability = st.columns(2)
+    along.altair_chart(log_charts.position_chart(results["position"]), width="stretch")
+    probability.altair_chart(log_charts.probability_chart(results["probability"]), width="stretch")
+    st.caption("Line: mean log ρ_t per bin; band: its 10–90 % range; dot size: tokens in the bin. Below 0 the "
+               "trainer gives the sampled token less probability than the sampler did.")
+
+
+def _sequence_charts(results, statistics):
+    st.subheader("Sequence ratios")
+    W, geo = st.columns(2)
+    W.altair_chart(log_charts.sequence_histogram_chart(results["W"], kind="W"), width="stretch")
+    geo.altair_chart(log_charts.sequence_histogram_chart(results["geo"], kind="geo"), width="stretch")
+    spread = spread_frame(statistics)
+    st.dataframe(spread, hide_index=True, width="stretch",
+                 column_config={name: st.column_config.NumberColumn(format="%.4g") for name in spread.columns[1:]})
+    st.caption("Over the log's sequences: mean ± se, spread and quantiles. E_μ[log W] = −KL(μ‖π) of a whole "
+               "sequence, so log W is mostly below 0, with rare large weights.")
+
+
+def _matched_toy(settings, statistics):
+    st.subheader("The toy that matches")
+    data_T = matched_length(statistics.mean_length.value, settings.V)
+    choice = st.radio("match at", ("sidebar", "data"), key=LENGTH_KEY, horizontal=True, format_func={
+        "sidebar": f"the sidebar's T = {settings.T}",
+        "data": f"the data's mean length (T = {data_T}, capped at the page's limit for V = {settings.V})"}.get)
+    T = settings.T if choice == "sidebar" else data_T
+    match = cache.matched(statistics.k1, T, settings.V, settings.seed)
+    st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics)))
+    table = comparison_frame(match, statistics)
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "quantity": st.column_config.TextColumn("quantity"),
+        "data": st.column_config.NumberColumn("data (sample estimate)", format="%.4g"),
+        "se": st.column_config.NumberColumn("± se", format="%.2g"),
+        "toy": st.column_config.NumberColumn("toy (exact)", format="%.4g"),
+        "toy_low": st.column_config.NumberColumn("toy, lowest within 2 se", format="%.4g"),
+        "toy_high": st.column_config.NumberColumn("toy, highest within 2 se", format="%.4g")})
+    st.button(f"Open the Estimators tab at this toy (T = {T}, V = {settings.V}, mismatch "
+              f"{round(match.mismatch, 2):g}) →", key="your_run_open_match", on_click=_open_match,
+              args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, its mismatch "
+                                          "rounded to the slider's step of 0.01, and opens the Estimators tab.")
+
+
+def _number(value, style):
+    return "—" if math.isnan(value) else style.format(value)
