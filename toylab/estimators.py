@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from toylab.text import quoted
+
 
 @dataclass(frozen=True)
 class Weights:
@@ -48,6 +50,7 @@ class Estimator:
     batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
     on_policy: bool = False           # sampled from π instead of μ
     colour: str = "#777777"
+    undefined: str = ""               # batch-coupled: where its estimate is undefined (NaN in Monte Carlo), and why
 
     @property
     def exact(self):
@@ -209,7 +212,8 @@ _ENTRIES = [
     Estimator("rloo", "leave-one-out baseline (RLOO)",
               r"\hat g_N = \tfrac1N\sum_i c_{i}\,\big(r_i-\tfrac{1}{N-1}\sum_{j\ne i}r_j\big)\sum_t s_{i,t}",
               "RLOO (Ahmadian et al. 2024): advantage r_i minus the mean of the others",
-              batch_estimate=leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA"),
+              batch_estimate=leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA",
+              undefined="at N = 1: its baseline is the mean of the other N − 1 rewards, and there are none"),
 ]
 
 ESTIMATORS = {estimator.id: estimator for estimator in _ENTRIES}
@@ -220,13 +224,13 @@ BASELINES = ("none", "logged", "true")
 def resolve_params(estimator_id, overrides=None):
     """The estimator's parameters: defaults updated by ``overrides``; ValueError names what is wrong."""
     if estimator_id not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {estimator_id!r}; known: {', '.join(ESTIMATORS)}")
+        raise ValueError(f"unknown estimator {quoted(estimator_id)}; known: {', '.join(ESTIMATORS)}")
     spec = ESTIMATORS[estimator_id].params
     overrides = dict(overrides or {})
     unknown = set(overrides) - set(spec)
     if unknown:
         known = ", ".join(spec) or "none"
-        raise ValueError(f"{estimator_id} has no parameter {sorted(unknown)[0]!r} (its parameters: {known})")
+        raise ValueError(f"{estimator_id} has no parameter {quoted(sorted(unknown)[0])} (its parameters: {known})")
     params = {name: param.default for name, param in spec.items()} | overrides
     for name, value in params.items():
         params[name] = _checked(estimator_id, name, spec[name], value)
@@ -239,12 +243,12 @@ def _checked(estimator_id, name, param, value):
     if isinstance(param.default, str):
         if value not in EXACT_IDS or ESTIMATORS[value].on_policy:
             raise ValueError(f"{estimator_id}.{name} must name an exact estimator on sampler rollouts, "
-                             f"got {value!r}")
+                             f"got {quoted(value)}")
         return value
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{estimator_id}.{name} must be a number, got {value!r}") from None
+        raise ValueError(f"{estimator_id}.{name} must be a number, got {quoted(value)}") from None
     if not param.low <= number <= param.high:
         raise ValueError(f"{estimator_id}.{name} = {number:g} is outside [{param.low:g}, {param.high:g}]")
     return number

@@ -17,22 +17,28 @@ import numpy as np
 
 from toylab.estimators import ESTIMATORS, EXACT_IDS, resolve_params
 from toylab.grid import outer_sum, position_marginals, prefix_sums
+from toylab.toy import share
 
 UNBIASED_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
 class Moments:
-    """Exact first and second moments of one estimator's single-sample gradient estimate."""
+    """Exact first and second moments of one estimator's single-sample gradient estimate.
+
+    ``cosine`` is None when E[ĝ] = 0: a zero vector has no direction. ``note`` then says why E[ĝ] = 0
+    (every sequence masked, or every kept one with A = 0); it is "" when every field is defined.
+    """
     estimator: str
     params: dict
     mean: np.ndarray
     bias: float
     var: float
     grad_norm: float
-    cosine: float
+    cosine: float | None
     tokens_affected: float
     sequences_affected: float
+    note: str = ""
 
     @property
     def rel_bias(self):
@@ -49,6 +55,19 @@ class Moments:
     @property
     def unbiased(self):
         return self.rel_bias < UNBIASED_TOLERANCE
+
+
+def direction(mean, grad, b, masked_entirely):
+    """(cosine, note): cos(E[ĝ], ∇J) = ⟨E[ĝ], ∇J⟩/(‖E[ĝ]‖·‖∇J‖), clipped to [−1, 1] against rounding, and "";
+    or (None, why) when E[ĝ] = 0 exactly. ``masked_entirely()`` (called only then) is "sequence" or "token"
+    if the estimator's coefficient is 0 on every one, else "" (then every kept sequence has A = r − b = 0)."""
+    mean_norm = float(np.linalg.norm(mean))
+    if mean_norm > 0:
+        cosine = float(np.sum(mean * grad) / (mean_norm * np.linalg.norm(grad)))
+        return min(max(cosine, -1.0), 1.0), ""
+    masked = masked_entirely()
+    why = f"every {masked} is masked" if masked else f"every sequence it keeps has advantage A = r − b = 0 (b = {b:.4g})"
+    return None, f"{why}, so its mean gradient E[ĝ] is 0 and its direction (the cosine to ∇J) is undefined"
 
 
 def baseline_value(toy, baseline):
@@ -68,19 +87,25 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
     weights = estimator.weights(toy, **params)
     probability = toy.p_train if estimator.on_policy else toy.p_sampler
     position_probability = toy.pi if estimator.on_policy else toy.mu
-    marginal, marginal_sq = _position_moments(toy, estimator.on_policy, baseline_value(toy, baseline), weights)
+    b = baseline_value(toy, baseline)
+    marginal, marginal_sq = _position_moments(toy, estimator.on_policy, b, weights)
     mean, second_moment = _mean_and_second_moment(toy, marginal, marginal_sq, weights.token)
     grad = toy.true_grad
-    grad_norm = float(np.linalg.norm(grad))
-    mean_norm = float(np.linalg.norm(mean))
+    cosine, note = direction(mean, grad, b, lambda: _masked_entirely(weights))
     tokens, sequences = _affected(toy, probability, position_probability, weights)
     return Moments(
         estimator=estimator_id, params=params, mean=mean,
         bias=float(np.linalg.norm(mean - grad)),
-        var=max(second_moment - mean_norm**2, 0.0),
-        grad_norm=grad_norm,
-        cosine=float(np.sum(mean * grad) / (mean_norm * grad_norm)) if mean_norm > 0 else float("nan"),
-        tokens_affected=tokens, sequences_affected=sequences)
+        var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0),
+        grad_norm=float(np.linalg.norm(grad)), cosine=cosine,
+        tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+
+
+def _masked_entirely(weights):
+    """"sequence" if the sequence weight is 0 everywhere, "token" if the token weight is, else ""."""
+    if not np.any(weights.sequence):
+        return "sequence"
+    return "token" if weights.token is not None and not np.any(weights.token) else ""
 
 
 def _position_moments(toy, on_policy, b, weights):
@@ -143,7 +168,8 @@ def _affected(toy, probability, position_probability, weights):
 
 
 def exact_table(toy, selection=None, baseline="none", N=64):
-    """One row per exact estimator: its Moments summarised at batch size N.
+    """One row per exact estimator: its Moments summarised at batch size N (cosine None with a ``note`` when
+    it is undefined).
 
     ``selection`` maps estimator id → parameter overrides (default: every exact estimator, defaults).
     """
@@ -156,5 +182,5 @@ def exact_table(toy, selection=None, baseline="none", N=64):
             "bias": moments.bias, "var": moments.var, "rel_bias": moments.rel_bias,
             "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
             "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
-            "unbiased": moments.unbiased})
+            "unbiased": moments.unbiased, "note": moments.note})
     return rows

@@ -141,3 +141,12 @@ def summarise(errors, batch_sizes):
                 rows.append({"estimator": estimator_id, "N": n, "rms": float(np.sqrt(np.mean(error**2))),
                              "q10": float(q10), "median": float(median), "q90": float(q90)})
     return rows
+
+
+def undefined_sizes(errors, batch_sizes):
+    """{estimator id: [N, …]} for the batch sizes at which no replicate's error is finite (``summarise`` has no
+    row there): rloo at N = 1, see the registry's ``undefined``."""
+    N = sorted(set(int(n) for n in batch_sizes))
+    undefined = {estimator_id: [n for n, error in zip(N, per_size, strict=True) if not np.isfinite(error).any()]
+                 for estimator_id, per_size in errors.items()}
+    return {estimator_id: sizes for estimator_id, sizes in undefined.items() if sizes}

@@ -10,7 +10,7 @@ import streamlit as st
 import toylab
 from toylab import frames
 from toylab.diagnostics import diagnostics
-from toylab.montecarlo import monte_carlo, summarise
+from toylab.montecarlo import monte_carlo, summarise, undefined_sizes
 from toylab.query import PAGE_SIZE_LIMIT
 
 MONTE_CARLO_SIZES = (1, 10, 100, 1_000)        # 10,000 would cost ~0.7 s per change for little insight
@@ -69,7 +69,8 @@ def sequence_histogram(toy_key, kind, N, draw):
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def monte_carlo_frame(toy_key, selection, baseline):
-    """Monte Carlo summary at MONTE_CARLO_SIZES; ``selection`` is ((id, ((name, value), ...)), ...)."""
+    """(Monte Carlo summary at MONTE_CARLO_SIZES, {id: batch sizes where it is undefined}); ``selection`` is
+    ((id, ((name, value), ...)), ...)."""
     chosen = {id: dict(params) for id, params in selection}
     errors = monte_carlo(toy(*toy_key), chosen, baseline, MONTE_CARLO_SIZES, MONTE_CARLO_REPLICATES, seed=0)
-    return frames.monte_carlo_frame(summarise(errors, MONTE_CARLO_SIZES))
+    return frames.monte_carlo_frame(summarise(errors, MONTE_CARLO_SIZES)), undefined_sizes(errors, MONTE_CARLO_SIZES)
