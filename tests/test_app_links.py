@@ -1,7 +1,7 @@
 """Hand-edited links on the page (AppTest): undefined numbers shown as "—" with the reason, every bad view
 parameter explained and removed from the address, repeated parameters, huge values quoted short.
 
-RuntimeWarnings are errors here: the page runs in this process, so a warning in any computation fails it.
+The page runs in this process, so a RuntimeWarning in any computation fails these tests (pyproject.toml).
 """
 
 import json
@@ -15,7 +15,6 @@ from toylab import exact_table, make_toy
 from toylab.query import TAB_LABELS, VIEW_PARAMETERS, parse_query
 from toylab.text import QUOTE_LIMIT, UNDEFINED
 
-pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 NOTICE_LIMIT = 600
 

@@ -20,7 +20,6 @@ from toylab.query import make_settings
 from toylab.recursion import RECURSIVE_IDS, exact_by_recursion
 from toylab.text import UNDEFINED
 
-pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 EXTREME_TOYS = [(T, V, mismatch, seed) for T, V in ((1, 2), (1, 8), (2, 8), (3, 4)) for mismatch in (0.0, 2.0)
                 for seed in (0, 1, 2)]

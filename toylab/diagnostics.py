@@ -78,7 +78,8 @@ def sequence_log_ratio(toy, kind="W"):
     """(values, μ-probabilities) of log W (kind "W") or log ρ_geo = log W / T (kind "geo"), over all M sequences."""
     if kind not in ("W", "geo"):
         raise ValueError(f"kind must be 'W' or 'geo', got {kind!r}")
-    return (toy.log_W if kind == "W" else toy.log_W / toy.T), toy.p_sampler
+    log_W = toy.log_W
+    return (log_W if kind == "W" else np.divide(log_W, toy.T, out=log_W)), toy.p_sampler
 
 
 def probability_beyond(values, probabilities, threshold, side="above"):
@@ -91,7 +92,7 @@ def weighted_quantile(values, probabilities, q):
     """The smallest value v with P(value ≤ v) ≥ q."""
     order = np.argsort(values)
     cumulative = np.cumsum(probabilities[order])
-    return float(values[order][np.searchsorted(cumulative, q * cumulative[-1])])
+    return float(values[order[np.searchsorted(cumulative, q * cumulative[-1])]])
 
 
 def weighted_histogram(values, probabilities, bins):

@@ -86,12 +86,15 @@ def sequence_is(stats):
 
 def sequence_tis(stats, C):
     W = np.exp(stats.log_W)
-    return Weights(sequence=np.minimum(W, C), sequence_affected=W > C)
+    clipped = W > C
+    return Weights(sequence=np.minimum(W, C, out=W), sequence_affected=clipped)
 
 
 def sequence_mis(stats, C):
     W = np.exp(stats.log_W)
-    return Weights(sequence=np.where(W <= C, W, 0.0), sequence_affected=W > C)
+    masked = W > C
+    W[masked] = 0.0
+    return Weights(sequence=W, sequence_affected=masked)
 
 
 def geometric_kept(stats, lo, hi):
@@ -122,7 +125,8 @@ def trust_region_mask(stats, eps):
 
 
 def gspo_geometric(stats):
-    return Weights(sequence=np.exp(stats.log_W / stats.T))
+    log_geo = stats.log_W / stats.T
+    return Weights(sequence=np.exp(log_geo, out=log_geo))
 
 
 # -- batch-coupled estimators (Monte Carlo only) ----------------------------------------------------------

@@ -119,7 +119,7 @@ def _position_moments(toy, on_policy, b, weights):
     key = ("unweighted position moments", on_policy, b)
     if shared and key in toy.memo:
         return toy.memo[key]
-    advantage = toy.R - b
+    advantage = np.subtract(toy.rewarded, b, dtype=float)
     advantage *= weights.sequence
     first = (toy.p_train if on_policy else toy.p_sampler) * advantage          # p·a
     second = np.multiply(first, advantage, out=advantage)                     # p·a², in a's memory
@@ -163,7 +163,7 @@ def _affected(toy, probability, position_probability, weights):
         dropped = 1 - float(kept.sum())
         return dropped, dropped
     kept_tokens = (position_marginals(kept, toy.T, toy.V) * ~token_hit).sum(axis=1)
-    all_tokens_kept = outer_sum(token_hit.astype(np.int32)) == 0
+    all_tokens_kept = outer_sum(token_hit.astype(np.int8)) == 0             # int8: at most T < 128 hits
     return float(1 - kept_tokens.mean()), float(1 - kept[all_tokens_kept].sum())
 
 

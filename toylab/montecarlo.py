@@ -14,7 +14,7 @@ from toylab.estimators import ESTIMATORS, resolve_params
 from toylab.moments import baseline_value
 
 POWERS_OF_TWO = tuple(2**k for k in range(13))      # 1 … 4096
-SAMPLES_PER_CHUNK = 2_000_000                         # tokens held at once, bounds the memory
+SAMPLES_PER_CHUNK = 500_000                           # tokens held at once: bounds the memory (about 40 MB)
 
 
 def draw_tokens(rng, position_probabilities, shape):
@@ -104,7 +104,8 @@ def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, repl
     """{estimator id: relative errors of shape (K, R)} for batch sizes N_1 < … < N_K.
 
     ``selection`` maps estimator id → parameter overrides. Replicates are processed in chunks so that
-    memory stays bounded; the draws depend only on the seed, the chunking and the toy.
+    memory stays bounded; each chunk continues the same random stream, so the draws depend only on the seed
+    and the toy, not on the chunk size.
     """
     N = np.asarray(sorted(set(int(n) for n in batch_sizes)))
     if N[0] < 1:

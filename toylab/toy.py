@@ -103,45 +103,55 @@ class Toy(Mapping):
         self.rho = np.exp(self.log_rho)
         self.memo = {}                                         # arrays several estimators share (see moments)
 
-    # -- per-sequence M-vectors -------------------------------------------------------------------
-    @cached_property
-    def p_train(self):
-        """π(y) = ∏_t π_t(y_t)."""
-        return np.exp(outer_sum(self.log_pi))
-
+    # -- per-sequence M-vectors ---------------------------------------------------------------------------
+    # A toy keeps two: μ(y) (every estimator on sampler rollouts sums against it) and r(y) as booleans, 9 bytes
+    # per sequence (36 MB at the largest toy). The others are rebuilt from the (T, V) tables on each use
+    # (an outer sum: a few tens of ms at M = 4,194,304), so several users' toys fit in memory together.
     @cached_property
     def p_sampler(self):
         """μ(y) = ∏_t μ_t(y_t)."""
-        return np.exp(outer_sum(self.log_mu))
+        log_mu = outer_sum(self.log_mu)
+        return np.exp(log_mu, out=log_mu)
 
     @cached_property
-    def R(self):
-        """r(y) = 1 if at least half of the tokens are token 0, else 0 (#zeros from an outer sum of 1[v = 0])."""
+    def rewarded(self):
+        """r(y) = 1 as a boolean: at least half of the tokens are token 0 (#zeros from an outer sum of 1[v = 0])."""
         is_zero = np.zeros((self.T, self.V), dtype=np.int8)       # int8 counts: T < 128 for any M that fits in memory
         is_zero[:, 0] = 1
-        return (outer_sum(is_zero) >= self.T / 2).astype(float)
+        return outer_sum(is_zero) >= self.T / 2
+
+    @property
+    def R(self):
+        """r(y) ∈ {0, 1} as floats (the reference dict's array)."""
+        return self.rewarded.astype(float)
+
+    @property
+    def p_train(self):
+        """π(y) = ∏_t π_t(y_t)."""
+        log_pi = outer_sum(self.log_pi)
+        return np.exp(log_pi, out=log_pi)
 
     @cached_property
     def J(self):
         """J = E_π[r], the objective the trainer climbs (a probability: clipped to [0, 1] against rounding)."""
-        return share(self.p_train @ self.R)
+        return share(self.p_train @ self.rewarded)
 
     @cached_property
     def logged_reward(self):
         """E_μ[r], the mean reward a rollout log shows (clipped to [0, 1] against rounding)."""
-        return share(self.p_sampler @ self.R)
+        return share(self.p_sampler @ self.rewarded)
 
-    @cached_property
+    @property
     def log_W(self):
         """log W(y) = Σ_t log ρ_t(y_t), the log sequence ratio log π(y)/μ(y)."""
         return outer_sum(self.log_rho)
 
-    @cached_property
+    @property
     def mean_k3(self):
         """(1/T) Σ_t k3_t(y_t) with k3 = ρ − 1 − log ρ ≥ 0."""
         return outer_sum(self.rho - 1 - self.log_rho) / self.T
 
-    @cached_property
+    @property
     def max_abs_log_rho(self):
         """max_t |log ρ_t(y_t)|."""
         return outer_max(np.abs(self.log_rho))
@@ -149,8 +159,16 @@ class Toy(Mapping):
     @cached_property
     def true_grad(self):
         """∇J with J = E_π[r]: row t is E_π[r·(onehot(y_t) − π_t)] = m_t − π_t·Σ_v m_t[v], m = marginals of π·r."""
-        m = position_marginals(self.p_train * self.R, self.T, self.V)
+        rewarded_probability = self.p_train
+        rewarded_probability *= self.rewarded
+        m = position_marginals(rewarded_probability, self.T, self.V)
         return m - self.pi * m.sum(axis=1, keepdims=True)
+
+    def nbytes(self):
+        """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), for byte-bounded caches."""
+        arrays = [value for value in vars(self).values() if isinstance(value, np.ndarray)]
+        arrays += [array for value in self.memo.values() for array in (value if isinstance(value, tuple) else (value,))]
+        return sum(array.nbytes for array in arrays)
 
     # -- the reference dict's dense arrays, only on request -------------------------------------------
     @cached_property
