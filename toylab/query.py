@@ -7,8 +7,11 @@ Two kinds of URL parameter:
   non-default values, so the default view is the bare address.
 - View parameters (``VIEW_PARAMETERS``): which tab is open and the controls inside a tab. Streamlit keeps
   them in the URL itself (widgets with ``bind="query-params"`` and the parameter's name as key); this
-  module only checks a link's values. A tab adds a URL-bound control with one ``ViewParameter`` entry
-  (and its label to ``TAB_LABELS``).
+  module only checks a link's values. A new tab adds its label to ``TAB_LABELS`` (the page's tab order),
+  and each URL-bound control one entry, e.g. ``"steps": ViewParameter(200, low=1, high=2000,
+  tab="Training")``. Its widget takes no ``value=``: where the widget's own default differs from the
+  entry's, call ``st.session_state.setdefault(name, VIEW_PARAMETERS[name].default)`` before it (the page
+  puts a closed tab's linked value into session state, and Streamlit warns when both set a value).
 
 A malformed, out-of-range or unknown value gets a notice and falls back to that parameter's default; a
 toy over the exact-size limit (M = V**T) falls back to the default T and V with a notice that says how to
