@@ -195,3 +195,34 @@ def test_your_run_upload_shows_the_statistics_and_charts(app):
         wait_for_app(page)
         page.screenshot(path=str(YOUR_RUN_SCREENSHOT))
     page.close()
+
+
+def test_bad_view_parameters_are_explained_and_leave_the_address(app):
+    page = open_page(app, "tab=Nonexistent&ratio_panels=maybe&T=4&T=5")
+    assert_no_exception(page)
+    alerts = " ".join(page.locator('[data-testid="stAlert"]').all_inner_texts())
+    assert "'Nonexistent'" in alerts and "'maybe'" in alerts and "given more than once" in alerts
+    page.wait_for_function("() => !location.search.includes('tab') && !location.search.includes('ratio_panels')")
+    assert page.url.endswith("/?T=5")
+    assert page.get_by_role("tab", name="Estimators").get_attribute("aria-selected") == "true"
+    page.close()
+
+
+def test_a_closed_tabs_toggle_comes_back_with_its_tab(app):
+    page = open_page(app, "ratio_panels=true")
+    assert "ratio_panels" not in page.url                      # the Ratios tab is not open: not in the address
+    page.get_by_role("tab", name="Ratios").click()
+    wait_for_app(page)
+    assert page.get_by_role("switch", name="one panel per position").is_checked()
+    page.wait_for_function("() => location.search.includes('ratio_panels=true')")
+    assert "tab=Ratios" in page.url
+    page.close()
+
+
+def test_an_undefined_cosine_is_a_dash_not_none(app):
+    page = open_page(app, "est=trm&trm.eps=0.01")
+    assert_no_exception(page)
+    cells = page.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents()
+    assert "—" in cells and "None" not in cells and "nan" not in " ".join(cells).lower()
+    assert page.get_by_text("every sequence is masked").count() == 1
+    page.close()

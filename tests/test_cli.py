@@ -57,22 +57,26 @@ def test_presets_by_name_with_their_own_thresholds(capsys):
     assert rows["verl:decoupled_geo_rs"]["rel_bias"] == pytest.approx(moments.rel_bias, rel=1e-12)
 
 
-def test_nan_cosine_is_written_as_null(capsys):
+def test_undefined_cosine_is_null_with_a_note_in_json(capsys):
     code, out = run(capsys, "--set", "k3_rs.delta=0.0001", "--json")
-    rows = {row["name"]: row for row in json.loads(out.out)["estimators"]}
+    result = json.loads(out.out)
+    rows = {row["name"]: row for row in result["estimators"]}
     assert rows["k3_rs"]["sequences_affected"] == pytest.approx(1.0)
     assert rows["k3_rs"]["cosine"] is None
+    assert [note.split(":")[0] for note in result["notes"]] == ["k3_rs"]
+    assert result["notes"][0].startswith("k3_rs: every sequence is masked") and "undefined" in result["notes"][0]
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--T", "12"], "exact-size limit"), (["--mismatch", "abc"], "invalid float"),
+    (["--T", "12"], "exact-size limit"), (["--mismatch", "abc"], "--mismatch: 'abc' is not a number"),
     (["--set", "nope.C=2"], "unknown estimator"), (["--set", "tok_tis.D=2"], "no parameter 'D'"),
     (["--set", "tok_tis.C=big"], "must be a number"), (["--set", "tok_tis.C=0.1"], "outside"),
     (["--set", "tok_tis"], "ID.PARAM=VALUE"), (["--baseline", "mean"], "invalid choice"),
-    (["--N", "0"], "N must be"), (["--V", "1"], "V must be"), (["--set", "grpo.weight=naive"], "batch-coupled"),
     (["--estimators", "naive,grpo"], "not an exact estimator"),
     (["--set", "verl:decoupled_geo_rs.rs_threshold=0.8_1.1"], "name it with --estimators"),
     (["--estimators", "verl:decoupled_geo_rs", "--set", "verl:decoupled_geo_rs.rs_threshold=0_1"], "positive"),
+    (["--N", "0"], "--N: '0' is outside 1 to 100000"), (["--V", "1"], "--V: '1' is outside 2 to 8"),
+    (["--set", "grpo.weight=naive"], "batch-coupled"),
 ])
 def test_bad_arguments_print_one_line_and_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:

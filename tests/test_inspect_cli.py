@@ -107,9 +107,9 @@ def _bad_file(tmp_path, name, content):
     (lambda d: str(d / "missing.jsonl"), [], "missing.jsonl: cannot read the file"),
     (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--sampler", "nope"], "no column 'nope'"),
     (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--T", "12"], "exact-size limit"),
-    (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--T", "many"], "--T must be an integer or 'data'"),
-    (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--V", "9"], "--V must be between 2 and 8"),
-    (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--seed", "x"], "invalid int value"),
+    (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--T", "many"], "--T: 'many' is not a number (or 'data')"),
+    (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--V", "9"], "--V: '9' is outside 2 to 8"),
+    (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--seed", "x"], "--seed: 'x' is not a number"),
 ])
 def test_bad_input_prints_one_line_and_exits_2(capsys, tmp_path, make, extra, message):
     with pytest.raises(SystemExit) as exit_info:

@@ -10,10 +10,16 @@ from dense import DenseToy
 from toylab import make_toy
 from toylab.estimators import ESTIMATORS
 from toylab.lessons import LESSONS, settings
-from toylab.query import INTEGER_RANGES, MISMATCH_RANGE, TRAINING_CONTROLS, parse_query, to_query
+from toylab.query import (
+    INTEGER_RANGES,
+    MISMATCH_RANGE,
+    TRAINING_CONTROLS,
+    VIEW_PARAMETERS,
+    parse_query,
+    to_query,
+)
 from toylab.toy import Toy
 from toylab.training import TrainingConfig, train
-from views.training_tab import LEARNING_RATES, RUNS, STEPS
 
 TABS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep", "Sequence length",
         "Training")
@@ -112,8 +118,9 @@ def test_the_variance_lesson_fails_without_mismatch():
 def test_a_training_lesson_opens_values_the_tab_offers(lesson):
     view = lesson.view
     assert set(view) <= set(TRAINING_CONTROLS.values())
-    assert view["train_lr"] in LEARNING_RATES and RUNS[0] <= view["train_runs"] <= RUNS[1]
-    assert STEPS[0] <= view["train_steps"] <= STEPS[1] and view["train_steps"] % STEPS[2] == 0
+    for name, value in view.items():                  # each value is one the link parser accepts
+        assert VIEW_PARAMETERS[name].parse(VIEW_PARAMETERS[name].to_url(value)) == value, name
+    assert view["train_steps"] % 10 == 0               # the steps slider moves by 10
     assert view["train_pick"] in lesson.controls["est"]
 
 

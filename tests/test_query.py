@@ -21,9 +21,15 @@ def test_shared_link_round_trips():
     assert parse_query(query) == (settings, [])
 
 
-def test_list_values_use_the_last_and_est_accepts_spaces():
-    settings, notices = parse_query({"T": ["3", "5"], "est": " naive , seq_is "})
-    assert (settings.T, settings.estimators, notices) == (5, ("naive", "seq_is"), [])
+def test_repeated_parameters_use_the_last_with_a_notice():
+    settings, notices = parse_query({"T": ["3", "5"], "N": ["10"]})
+    assert (settings.T, settings.N) == (5, 10)
+    assert notices == ["URL parameter 'T' given more than once: using the last value."]
+
+
+def test_est_accepts_spaces():
+    settings, notices = parse_query({"est": " naive , seq_is "})
+    assert (settings.estimators, notices) == (("naive", "seq_is"), [])
 
 
 @pytest.mark.parametrize("name, raw", [

@@ -72,12 +72,12 @@ def test_text_summary_lists_every_estimator(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--estimators", "bogus"], "unknown estimator"), (["--estimators", ","], "names no estimator"),
-    (["--estimators", "grpo"], "batch-coupled"), (["--set", "seq_snis.C=2"], "not among --estimators"),
+    (["--estimators", "grpo"], "batch-coupled"), (["--set", "seq_snis.C=2"], "not among the estimators"),
     (["--set", "tok_tis.C=0.1"], "outside"), (["--set", "tok_tis"], "ID.PARAM=VALUE"),
-    (["--steps", "0"], "steps must be"), (["--lr", "-1"], "lr must be"), (["--lr", "nan"], "lr must be"),
+    (["--steps", "0"], "--steps: '0' is outside"), (["--lr", "-1"], "--lr: '-1' is outside"), (["--lr", "nan"], "--lr: 'nan' is not a finite number"),
     (["--optimizer", "rmsprop"], "invalid choice"), (["--mode", "exact"], "invalid choice"),
-    (["--runs", "0"], "runs must be"), (["--mode", "sampled", "--estimators", "rloo", "--N", "1"], "N ≥ 2"),
-    (["--T", "12"], "exact-size limit"), (["--steps", "ten"], "invalid int"),
+    (["--runs", "0"], "--runs: '0' is outside"), (["--mode", "sampled", "--estimators", "rloo", "--N", "1"], "N ≥ 2"),
+    (["--T", "12"], "exact-size limit"), (["--steps", "ten"], "is not a number"),
 ])
 def test_bad_arguments_print_one_line_and_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:

@@ -56,7 +56,9 @@ def readable(chart):
 # -- estimators ---------------------------------------------------------------------------------------
 
 def bias_std_chart(table, iso, N):
-    """Each estimator at (rel bias, rel std at N); grey quarter circles are constant relative RMSE."""
+    """Each estimator at (rel bias, rel std at N); grey quarter circles are constant relative RMSE. Only the
+    columns drawn go into the chart (not the cosine, which may be undefined)."""
+    table = table[["estimator", "label", "rel_bias", "rel_std", "rel_rmse"]]
     highlight = legend_highlight()
     opacity = highlighted_opacity()
     circles = alt.Chart(iso).mark_line(color=DISTRIBUTION_COLOUR, strokeDash=[4, 4], opacity=0.7).encode(

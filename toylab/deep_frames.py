@@ -2,7 +2,8 @@
 but the reshaping and the ±2 s.e. error bars.
 
 Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped
-from log-scale panels.
+from log-scale panels; ``length_overflow_notes`` names the overflowed ones, so the view can say what is
+not drawn.
 """
 
 import numpy as np
@@ -80,3 +81,17 @@ def length_estimator_frame(rows):
             "monte_carlo": frame["method"] == MONTE_CARLO}))
     long = pd.concat(parts, ignore_index=True)
     return _positive(long, floor=np.where(long["metric"] == METRICS["rel_bias"], UNBIASED, 0.0))
+
+
+def length_overflow_notes(population_rows, estimator_rows):
+    """'χ²_seq at T = 192, 256' for every quantity (and estimator metric) beyond float64's range at some T:
+    those points are not drawn."""
+    overflowed = {}
+    for row in population_rows:
+        if not np.isfinite(row["value"]):
+            overflowed.setdefault(row["quantity"], []).append(row["T"])
+    for row in estimator_rows:
+        for metric, title in (("rel_bias", METRICS["rel_bias"]), ("std_ratio", STD_RATIO)):
+            if not np.isfinite(row[metric]):
+                overflowed.setdefault(f"{row['estimator']}'s {title}", []).append(row["T"])
+    return [f"{name} at T = {', '.join(map(str, lengths))}" for name, lengths in overflowed.items()]

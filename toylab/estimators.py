@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from toylab import families, frameworks
+from toylab.text import quoted
 from toylab.weights import Param, Weights
 
 
@@ -39,6 +40,7 @@ class Estimator:
     colour: str = "#777777"
     framework: str | None = None      # "verl" or "trl" for a framework preset
     batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept)
+    undefined: str = ""               # batch-coupled: where its estimate is undefined (NaN in Monte Carlo), and why
 
     @property
     def exact(self):
@@ -74,7 +76,8 @@ def sequence_is(stats):
 
 def sequence_tis(stats, C):
     W = np.exp(stats.log_W)
-    return Weights(sequence=np.minimum(W, C), sequence_affected=W > C)
+    clipped = W > C
+    return Weights(sequence=np.minimum(W, C, out=W), sequence_affected=clipped)
 
 
 def sequence_mis(stats, C):
@@ -250,7 +253,8 @@ _ENTRIES = [
     Estimator("rloo", "leave-one-out baseline (RLOO)",
               r"\hat g_N = \tfrac1N\sum_i c_{i}\,\big(r_i-\tfrac{1}{N-1}\sum_{j\ne i}r_j\big)\sum_t s_{i,t}",
               "RLOO (Ahmadian et al. 2024): advantage r_i minus the mean of the others",
-              batch_estimate=leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA"),
+              batch_estimate=leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA",
+              undefined="at N = 1: its baseline is the mean of the other N − 1 rewards, and there are none"),
     Estimator("tis_bn", "batch-normalised truncated IS",
               r"\hat g_N = \tfrac1N\sum_i \frac{w_{i,t}}{\bar w}\,A_i\,s_{i,t},\ w = \min(\rho_t, C)\ "
               r"\text{or}\ \min(W, C)", "verl rollout_is_batch_normalize: truncated IS weights divided by their "
@@ -271,13 +275,13 @@ BASELINES = ("none", "logged", "true")
 def resolve_params(estimator_id, overrides=None):
     """The estimator's parameters: defaults updated by ``overrides``; ValueError names what is wrong."""
     if estimator_id not in ESTIMATORS:
-        raise ValueError(f"unknown estimator {estimator_id!r}; known: {', '.join(ESTIMATORS)}")
+        raise ValueError(f"unknown estimator {quoted(estimator_id)}; known: {', '.join(ESTIMATORS)}")
     spec = ESTIMATORS[estimator_id].params
     overrides = dict(overrides or {})
     unknown = set(overrides) - set(spec)
     if unknown:
         known = ", ".join(spec) or "none"
-        raise ValueError(f"{estimator_id} has no parameter {sorted(unknown)[0]!r} (its parameters: {known})")
+        raise ValueError(f"{estimator_id} has no parameter {quoted(sorted(unknown)[0])} (its parameters: {known})")
     params = {name: param.default for name, param in spec.items()} | overrides
     for name, value in params.items():
         params[name] = _checked(estimator_id, name, spec[name], value)
@@ -300,12 +304,12 @@ def _checked(estimator_id, name, param, value):
     if isinstance(param.default, str):
         if value not in EXACT_IDS or ESTIMATORS[value].on_policy:
             raise ValueError(f"{estimator_id}.{name} must name an exact estimator on sampler rollouts, "
-                             f"got {value!r}")
+                             f"got {quoted(value)}")
         return value
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{estimator_id}.{name} must be a number, got {value!r}") from None
+        raise ValueError(f"{estimator_id}.{name} must be a number, got {quoted(value)}") from None
     if not param.low <= number <= param.high:
         raise ValueError(f"{estimator_id}.{name} = {number:g} is outside [{param.low:g}, {param.high:g}]")
     return number

@@ -14,6 +14,7 @@ import pandas as pd
 from toylab.diagnostics import probability_beyond, sequence_log_ratio, weighted_histogram, weighted_quantile
 from toylab.estimators import ESTIMATORS
 from toylab.montecarlo import draw_tokens
+from toylab.text import UNDEFINED
 
 # Per-token thresholds: where each rule sits on the log ρ_t axis, and on which side a token is masked or
 # clipped (trm masks the sequence when any |log ρ_t| > ε: two rules, at ±ε).
@@ -35,13 +36,30 @@ def params_text(params):
 # -- the estimator table and the bias-versus-std scatter ---------------------------------------------------
 
 def table_frame(moments, N):
-    """One row per estimator from {id: Moments}: the fields of ``toylab.exact_table`` at batch size N."""
+    """One row per estimator from {id: Moments}: the fields of ``toylab.exact_table`` at batch size N. An
+    undefined cosine is missing (NaN, pandas' missing value) and its row's ``note`` says why."""
     rows = [{"estimator": id, "label": ESTIMATORS[id].label, "params": params_text(m.params),
-             "rel_bias": m.rel_bias, "rel_std": m.rel_std(N), "rel_rmse": m.rel_rmse(N), "cosine": m.cosine,
+             "rel_bias": m.rel_bias, "rel_std": m.rel_std(N), "rel_rmse": m.rel_rmse(N),
+             "cosine": math.nan if m.cosine is None else m.cosine,
              "tokens_affected": m.tokens_affected, "sequences_affected": m.sequences_affected,
-             "unbiased": m.unbiased} for id, m in moments.items()]
+             "unbiased": m.unbiased, "note": m.note} for id, m in moments.items()]
     return pd.DataFrame(rows, columns=["estimator", "label", "params", "rel_bias", "rel_std", "rel_rmse",
-                                       "cosine", "tokens_affected", "sequences_affected", "unbiased"])
+                                       "cosine", "tokens_affected", "sequences_affected", "unbiased", "note"])
+
+
+def cosine_text(cosine):
+    """'+0.9046', or UNDEFINED ('—') for a missing cosine."""
+    return UNDEFINED if math.isnan(cosine) else f"{cosine:+.4f}"
+
+
+def table_csv(table):
+    """The table as CSV at full precision; an undefined number is written UNDEFINED, its reason in ``note``."""
+    return table.to_csv(index=False, na_rep=UNDEFINED)
+
+
+def table_notes(table):
+    """'id: why' for every row with an undefined number."""
+    return [f"{row.estimator}: {row.note}" for row in table.itertuples() if row.note]
 
 
 def nice_levels(low, high, most=6):

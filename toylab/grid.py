@@ -20,8 +20,9 @@ def outer_max(table):
 
 
 def _outer(combine, table):
+    """A new array always (a copy of row 0 when T = 1), so callers may work in place on it."""
     table = np.asarray(table)
-    accumulated = table[0]
+    accumulated = table[0].copy()
     for row in table[1:]:
         accumulated = combine.outer(accumulated, row).ravel()
     return accumulated

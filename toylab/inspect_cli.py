@@ -4,22 +4,22 @@ Every number from the file is a sample estimate printed with its standard error;
 are exact. A bad file or argument prints one line, ``toylab: error: ...``, and exits with status 2.
 """
 
-import json
 import math
 import sys
 
-from toylab.cli import OneLineParser, _json_safe
+from toylab.cli import ToylabParser, json_text, number_in
 from toylab.log_files import CLI_SIZE_LIMIT_MB
 from toylab.log_statistics import STANDARD_ERRORS, TAIL_THRESHOLDS, log_statistics
 from toylab.matching import comparison, match_toy, matched_length
-from toylab.query import INTEGER_RANGES, size_problem
+from toylab.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.rollout_log import load_log
+from toylab.text import quoted
 
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
 
 
 def parse_arguments(argv):
-    parser = OneLineParser(prog="python -m toylab inspect", description=__doc__.splitlines()[0])
+    parser = ToylabParser(prog="python -m toylab inspect", description=__doc__.splitlines()[0])
     parser.add_argument("file", metavar="FILE",
                         help=f"Parquet, JSONL or CSV (text ones may be .gz), at most {CLI_SIZE_LIMIT_MB} MB")
     for role in ROLES:
@@ -27,8 +27,10 @@ def parse_arguments(argv):
                             "(default: recognised by name)")
     parser.add_argument("--T", default="6", help="tokens of the matched toy, or 'data' for the log's mean length "
                                                  "capped at the page's limit (default 6)")
-    parser.add_argument("--V", type=int, default=4, help="vocabulary size of the matched toy")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the matched toy")
+    parser.add_argument("--V", type=number_in(int, *INTEGER_RANGES["V"]), default=4,
+                        help="vocabulary size of the matched toy")
+    parser.add_argument("--seed", type=number_in(int, *INTEGER_RANGES["seed"]), default=0,
+                        help="seed of the matched toy")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     arguments = parser.parse_args(argv)
     try:
@@ -39,18 +41,11 @@ def parse_arguments(argv):
 
 
 def _check_toy_arguments(arguments):
-    for name in ("V", "seed"):
-        low, high = INTEGER_RANGES[name]
-        if not low <= getattr(arguments, name) <= high:
-            raise ValueError(f"--{name} must be between {low} and {high}, got {getattr(arguments, name)}")
     if arguments.T != "data":
         try:
-            arguments.T = int(arguments.T)
-        except ValueError:
-            raise ValueError(f"--T must be an integer or 'data', got {arguments.T!r}") from None
-        low, high = INTEGER_RANGES["T"]
-        if not low <= arguments.T <= high:
-            raise ValueError(f"--T must be between {low} and {high}, got {arguments.T}")
+            arguments.T = parse_number(arguments.T, int, *INTEGER_RANGES["T"])
+        except ValueError as why:
+            raise ValueError(f"--T: {quoted(arguments.T)} {why} (or 'data')") from None
         problem = size_problem(arguments.T, arguments.V)
         if problem:
             raise ValueError(problem)
@@ -137,5 +132,5 @@ def main(argv=None):
         result = report(arguments)
     except (ValueError, MemoryError) as error:
         parser.error(str(error) if isinstance(error, ValueError) else "out of memory: the log is too large")
-    print(json.dumps(_json_safe(result)) if arguments.json else as_text(result))
+    print(json_text(result) if arguments.json else as_text(result))
     return 0

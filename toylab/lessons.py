@@ -54,8 +54,9 @@ def _toy(settings):
 def weight_mostly_below_one(settings):
     """E_μ[W] = 1 and E_μ[log W] = −KL(μ‖π) < 0, so P_μ(W < 1) > ½."""
     toy = _toy(settings)
-    W = np.exp(toy.log_W)
-    numbers = {"E_μ[W]": float(toy.p_sampler @ W), "E_μ[log W]": float(toy.p_sampler @ toy.log_W),
+    log_W = toy.log_W
+    W = np.exp(log_W)
+    numbers = {"E_μ[W]": float(toy.p_sampler @ W), "E_μ[log W]": float(toy.p_sampler @ log_W),
                "−KL(μ‖π)": -diagnostics(toy).kl_mu_pi, "P_μ(W < 1)": float(toy.p_sampler @ (W < 1)),
                "largest W": float(W.max())}
     holds = abs(numbers["E_μ[W]"] - 1) < 1e-9 and abs(numbers["E_μ[log W]"] - numbers["−KL(μ‖π)"]) < 1e-9 \

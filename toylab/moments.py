@@ -23,22 +23,28 @@ import numpy as np
 from toylab.estimators import ESTIMATORS, EXACT_IDS, resolve_params
 from toylab.grid import outer_sum, position_marginals, prefix_sums
 from toylab.sequences import AllSequences
+from toylab.toy import share
 
 UNBIASED_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
 class Moments:
-    """Exact first and second moments of one estimator's single-sample gradient estimate."""
+    """Exact first and second moments of one estimator's single-sample gradient estimate.
+
+    ``cosine`` is None when E[ĝ] = 0: a zero vector has no direction. ``note`` then says why E[ĝ] = 0
+    (every sequence masked, or every kept one with A = 0); it is "" when every field is defined.
+    """
     estimator: str
     params: dict
     mean: np.ndarray
     bias: float
     var: float
     grad_norm: float
-    cosine: float
+    cosine: float | None
     tokens_affected: float
     sequences_affected: float
+    note: str = ""
 
     @property
     def rel_bias(self):
@@ -55,6 +61,19 @@ class Moments:
     @property
     def unbiased(self):
         return self.rel_bias < UNBIASED_TOLERANCE
+
+
+def direction(mean, grad, b, masked_entirely):
+    """(cosine, note): cos(E[ĝ], ∇J) = ⟨E[ĝ], ∇J⟩/(‖E[ĝ]‖·‖∇J‖), clipped to [−1, 1] against rounding, and "";
+    or (None, why) when E[ĝ] = 0 exactly. ``masked_entirely()`` (called only then) is "sequence" or "token"
+    if the estimator's coefficient is 0 on every one, else "" (then every kept sequence has A = r − b = 0)."""
+    mean_norm = float(np.linalg.norm(mean))
+    if mean_norm > 0:
+        cosine = float(np.sum(mean * grad) / (mean_norm * np.linalg.norm(grad)))
+        return min(max(cosine, -1.0), 1.0), ""
+    masked = masked_entirely()
+    why = f"every {masked} is masked" if masked else f"every sequence it keeps has advantage A = r − b = 0 (b = {b:.4g})"
+    return None, f"{why}, so its mean gradient E[ĝ] is 0 and its direction (the cosine to ∇J) is undefined"
 
 
 def baseline_value(toy, baseline):
@@ -81,23 +100,29 @@ def exact_moments(toy, estimator_id, params=None, baseline="none"):
         class_mean, class_second_moment = _mean_and_second_moment(toy, marginal, marginal_sq, token)
         mean, second_moment = mean + class_mean, second_moment + class_second_moment
     grad = toy.true_grad
-    grad_norm = float(np.linalg.norm(grad))
-    mean_norm = float(np.linalg.norm(mean))
+    cosine, note = direction(mean, grad, b, lambda: _masked_entirely(weights))
     tokens, sequences = _affected(toy, probability, position_probability, weights, b)
     return Moments(
         estimator=estimator_id, params=params, mean=mean,
         bias=float(np.linalg.norm(mean - grad)),
-        var=max(second_moment - mean_norm**2, 0.0),
-        grad_norm=grad_norm,
-        cosine=float(np.sum(mean * grad) / (mean_norm * grad_norm)) if mean_norm > 0 else float("nan"),
-        tokens_affected=tokens, sequences_affected=sequences)
+        var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0),
+        grad_norm=float(np.linalg.norm(grad)), cosine=cosine,
+        tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+
+
+def _masked_entirely(weights):
+    """"sequence" if the sequence weight is 0 everywhere, "token" if the token weight is, else ""."""
+    if not np.any(weights.sequence):
+        return "sequence"
+    token_factors = [weights.for_sign(negative)[0] for negative in ((False, True) if weights.splits_by_sign else (False,))]
+    return "token" if all(token is not None and not np.any(token) for token in token_factors) else ""
 
 
 def _sign_classes(toy, b, weights):
     """[(sequences of the class or None for all, token factor)]: one class, or A ≥ 0 and A < 0 (see above)."""
     if not weights.splits_by_sign:
         return [(None, weights.token)]
-    negative = toy.R - b < 0
+    negative = np.subtract(toy.rewarded, b, dtype=float) < 0
     return [(~negative, weights.for_sign(False)[0]), (negative, weights.for_sign(True)[0])]
 
 
@@ -114,7 +139,7 @@ def _position_moments(toy, on_policy, b, weights, sign_class=None):
     key = ("unweighted position moments", on_policy, b)
     if shared and key in toy.memo:
         return toy.memo[key]
-    advantage = toy.R - b
+    advantage = np.subtract(toy.rewarded, b, dtype=float)
     advantage *= weights.sequence
     if sign_class is not None:
         advantage *= sign_class
@@ -162,7 +187,7 @@ def _affected(toy, probability, position_probability, weights, b):
         dropped = 1 - float(kept.sum())
         return dropped, dropped
     kept_tokens = (position_marginals(kept, toy.T, toy.V) * ~token_hit).sum(axis=1)
-    all_tokens_kept = outer_sum(token_hit.astype(np.int32)) == 0
+    all_tokens_kept = outer_sum(token_hit.astype(np.int8)) == 0             # int8: at most T < 128 hits
     return float(1 - kept_tokens.mean()), float(1 - kept[all_tokens_kept].sum())
 
 
@@ -170,7 +195,8 @@ def _affected_by_sign(toy, probability, weights, b):
     """``_affected`` when the token marks depend on the sign of A: summed over the two classes of sequences."""
     kept = probability if weights.sequence_affected is None else probability * ~weights.sequence_affected
     kept_tokens, kept_sequences = np.zeros(toy.T), 0.0
-    for sign_class, negative in ((toy.R - b >= 0, False), (toy.R - b < 0, True)):
+    negative_class = np.subtract(toy.rewarded, b, dtype=float) < 0
+    for sign_class, negative in ((~negative_class, False), (negative_class, True)):
         token_hit = weights.for_sign(negative)[1]
         token_hit = np.zeros((toy.T, toy.V), bool) if token_hit is None else token_hit
         kept_in_class = kept * sign_class
@@ -180,7 +206,8 @@ def _affected_by_sign(toy, probability, weights, b):
 
 
 def exact_table(toy, selection=None, baseline="none", N=64):
-    """One row per exact estimator: its Moments summarised at batch size N.
+    """One row per exact estimator: its Moments summarised at batch size N (cosine None with a ``note`` when
+    it is undefined).
 
     ``selection`` maps estimator id → parameter overrides (default: every exact estimator, defaults).
     """
@@ -193,5 +220,5 @@ def exact_table(toy, selection=None, baseline="none", N=64):
             "bias": moments.bias, "var": moments.var, "rel_bias": moments.rel_bias,
             "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
             "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
-            "unbiased": moments.unbiased})
+            "unbiased": moments.unbiased, "note": moments.note})
     return rows

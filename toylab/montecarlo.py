@@ -22,7 +22,7 @@ from toylab.moments import baseline_value
 from toylab.sequences import GivenSequences
 
 POWERS_OF_TWO = tuple(2**k for k in range(13))      # 1 … 4096
-SAMPLES_PER_CHUNK = 2_000_000                         # tokens held at once, bounds the memory
+SAMPLES_PER_CHUNK = 500_000                           # tokens held at once: bounds the memory (about 40 MB)
 
 
 def draw_tokens(rng, position_probabilities, shape):
@@ -126,8 +126,8 @@ def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, repl
     """{estimator id: relative errors of shape (K, R)} for batch sizes N_1 < … < N_K.
 
     ``selection`` maps estimator id → parameter overrides; ``aggregation`` is the loss aggregation.
-    Replicates are processed in chunks so that memory stays bounded; the draws depend only on the seed,
-    the chunking and the toy.
+    Replicates are processed in chunks so that memory stays bounded; each chunk continues the same random
+    stream, so the draws depend only on the seed and the toy, not on the chunk size.
     """
     loss_aggregation.check_aggregation(aggregation)
     N = np.asarray(sorted(set(int(n) for n in batch_sizes)))
@@ -165,3 +165,12 @@ def summarise(errors, batch_sizes):
                 rows.append({"estimator": estimator_id, "N": n, "rms": float(np.sqrt(np.mean(error**2))),
                              "q10": float(q10), "median": float(median), "q90": float(q90)})
     return rows
+
+
+def undefined_sizes(errors, batch_sizes):
+    """{estimator id: [N, …]} for the batch sizes at which no replicate's error is finite (``summarise`` has no
+    row there): rloo at N = 1, see the registry's ``undefined``."""
+    N = sorted(set(int(n) for n in batch_sizes))
+    undefined = {estimator_id: [n for n, error in zip(N, per_size, strict=True) if not np.isfinite(error).any()]
+                 for estimator_id, per_size in errors.items()}
+    return {estimator_id: sizes for estimator_id, sizes in undefined.items() if sizes}

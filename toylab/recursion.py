@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from toylab.estimators import ESTIMATORS, resolve_params
-from toylab.moments import Moments
+from toylab.moments import Moments, direction
+from toylab.toy import share
 
 
 @dataclass(frozen=True)
@@ -161,15 +162,22 @@ def exact_by_recursion(toy, estimator_id, params=None, baseline="none", objectiv
     grad_norm = float(np.linalg.norm(grad))
     factors = FACTORS[estimator_id](toy, **params)
     position_probability = toy.pi if ESTIMATORS[estimator_id].on_policy else toy.mu
-    phi = reward_by_count(toy.T) - baseline_by_recursion(toy, baseline, objective)
-    mean, second_moment = _mean_and_second_moment(toy, position_probability, factors, phi)
-    mean_norm = float(np.linalg.norm(mean))
+    b = baseline_by_recursion(toy, baseline, objective)
+    mean, second_moment = _mean_and_second_moment(toy, position_probability, factors, reward_by_count(toy.T) - b)
+    cosine, note = direction(mean, grad, b, lambda: _masked_entirely(factors))
     tokens, sequences = _affected(position_probability, factors)
     return Moments(
         estimator=estimator_id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
-        var=max(second_moment - mean_norm**2, 0.0), grad_norm=grad_norm,
-        cosine=float(np.sum(mean * grad) / (mean_norm * grad_norm)) if mean_norm > 0 else float("nan"),
-        tokens_affected=tokens, sequences_affected=sequences)
+        var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0), grad_norm=grad_norm, cosine=cosine,
+        tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+
+
+def _masked_entirely(factors):
+    """"sequence" if some position keeps no token (so no sequence survives), "token" if every token weight is 0,
+    else ""."""
+    if factors.sequence_kept is not None and not factors.sequence_kept.any(axis=1).all():
+        return "sequence"
+    return "token" if not np.any(factors.token) else ""
 
 
 def _affected(position_probability, factors):

@@ -52,10 +52,12 @@ class _Statistics:
 
 
 class AllSequences(_Statistics):
-    """Every sequence of a toy, with advantage A = r − b; statistics are M-vectors cached in ``toy.memo``."""
+    """Every sequence of a toy, with advantage A = r − b; statistics are M-vectors, kept for
+    this view's lifetime only (one exact pass), so a cached toy holds none of them."""
 
     def __init__(self, toy, baseline_value=0.0, clamp=None, mean_epsilon=0.0):
         self.toy, self.b, self.clamp, self.mean_epsilon = toy, float(baseline_value), clamp, mean_epsilon
+        self.memo = {}
         self.T = self.length = toy.T
         self.clamped_out = np.zeros(toy.log_rho.shape, bool) if clamp is None else np.abs(toy.log_rho) > clamp
         self.clips_tokens = bool(self.clamped_out.any())
@@ -84,14 +86,14 @@ class AllSequences(_Statistics):
                 return self.toy.log_W / self.T
         key = ("sequence statistic", name, scope, self.clamp if self.clips_tokens else None,
                self.mean_epsilon if scope == "mean" else 0.0)
-        if key not in self.toy.memo:
+        if key not in self.memo:
             table = self.token_statistic(name)
             if scope == "max":
-                self.toy.memo[key] = outer_max(table)
+                self.memo[key] = outer_max(table)
             else:
                 total = outer_sum(table)
-                self.toy.memo[key] = total / (self.T + self.mean_epsilon) if scope == "mean" else total
-        return self.toy.memo[key]
+                self.memo[key] = total / (self.T + self.mean_epsilon) if scope == "mean" else total
+        return self.memo[key]
 
 
 class GivenSequences(_Statistics):

@@ -16,8 +16,10 @@ from functools import cached_property
 import numpy as np
 
 from toylab.grid import outer_max, outer_sum, position_marginals, token_grid
+from toylab.text import quoted
 
 EXACT_SIZE_LIMIT = 2**22
+TABLE_LIMIT = 2**22          # entries of each (T, V) table: T·V at most this, even with the size limit lifted
 
 DICT_KEYS = ("Y", "logp_train", "logp_sampler", "p_train", "p_sampler", "R", "score", "true_grad",
              "theta", "b", "mismatch", "T", "V")
@@ -30,20 +32,44 @@ def log_softmax(logits):
 
 
 def check_toy_arguments(T, V, mismatch, seed, max_sequences=EXACT_SIZE_LIMIT):
-    """Raise ValueError, naming the rule broken, unless the arguments describe a toy we can enumerate."""
+    """Raise ValueError, naming the rule broken, unless the arguments describe a toy we can enumerate.
+
+    Costs O(1) whatever the arguments: the size is checked in logarithms, never by building V**T.
+    """
     if not _is_int(T) or T < 1:
-        raise ValueError(f"T must be an integer ≥ 1 (number of tokens), got {T!r}")
+        raise ValueError(f"T must be an integer ≥ 1 (number of tokens), got {quoted(T)}")
     if not _is_int(V) or V < 2:
-        raise ValueError(f"V must be an integer ≥ 2 (vocabulary size), got {V!r}")
+        raise ValueError(f"V must be an integer ≥ 2 (vocabulary size), got {quoted(V)}")
     if isinstance(mismatch, bool) or not isinstance(mismatch, numbers.Real) or not math.isfinite(mismatch) \
             or mismatch < 0:
-        raise ValueError(f"mismatch must be a finite number ≥ 0, got {mismatch!r}")
+        raise ValueError(f"mismatch must be a finite number ≥ 0, got {quoted(mismatch)}")
     if not _is_int(seed) or seed < 0:
-        raise ValueError(f"seed must be an integer ≥ 0, got {seed!r}")
-    if max_sequences is not None and V**T > max_sequences:
+        raise ValueError(f"seed must be an integer ≥ 0, got {quoted(seed)}")
+    if max_sequences is not None and more_sequences_than(T, V, max_sequences):
         raise ValueError(
-            f"T={T}, V={V} has M = V**T = {V**T:,} sequences, over the exact-size limit of "
-            f"{max_sequences:,}; use fewer tokens or a smaller vocabulary (or raise max_sequences)")
+            f"T={quoted(T)}, V={quoted(V)} has M = V**T = {sequence_count(T, V)} sequences, over the exact-size "
+            f"limit of {max_sequences:,}; use fewer tokens or a smaller vocabulary (or raise max_sequences)")
+    if int(T) * int(V) > TABLE_LIMIT:
+        raise ValueError(f"T={quoted(T)}, V={quoted(V)} needs (T, V) tables of T·V entries, over the limit of "
+                         f"{TABLE_LIMIT:,}; use fewer tokens or a smaller vocabulary")
+
+
+def more_sequences_than(T, V, limit):
+    """True if M = V**T > limit (T ≥ 1, V ≥ 2), decided in logarithms first: V**T is built only when it is
+    at most about twice the limit."""
+    if T > (math.log2(limit) + 1) / math.log2(V):
+        return True
+    return V**T > limit
+
+
+def sequence_count(T, V):
+    """M = V**T written out ("4,096") when it has at most 20 digits, else as the power ("4**1000")."""
+    return f"{V**T:,}" if not more_sequences_than(T, V, 10**20) else f"{V}**{quoted(T)}"
+
+
+def share(probability):
+    """A probability clipped to [0, 1]: a sum of probabilities can round a hair outside (1.0000000000000002)."""
+    return min(max(float(probability), 0.0), 1.0)
 
 
 def _is_int(value):
@@ -77,44 +103,55 @@ class Toy(Mapping):
         self.rho = np.exp(self.log_rho)
         self.memo = {}                                         # arrays several estimators share (see moments)
 
-    # -- per-sequence M-vectors -------------------------------------------------------------------
-    @cached_property
-    def p_train(self):
-        """π(y) = ∏_t π_t(y_t)."""
-        return np.exp(outer_sum(self.log_pi))
-
+    # -- per-sequence M-vectors ---------------------------------------------------------------------------
+    # A toy keeps two: μ(y) (every estimator on sampler rollouts sums against it) and r(y) as booleans, 9 bytes
+    # per sequence (36 MB at the largest toy). The others are rebuilt from the (T, V) tables on each use
+    # (an outer sum: a few tens of ms at M = 4,194,304), so several users' toys fit in memory together.
     @cached_property
     def p_sampler(self):
         """μ(y) = ∏_t μ_t(y_t)."""
-        return np.exp(outer_sum(self.log_mu))
+        log_mu = outer_sum(self.log_mu)
+        return np.exp(log_mu, out=log_mu)
 
     @cached_property
+    def rewarded(self):
+        """r(y) = 1 as a boolean: at least half of the tokens are token 0 (#zeros from an outer sum of 1[v = 0])."""
+        is_zero = np.zeros((self.T, self.V), dtype=np.int8)       # int8 counts: T < 128 for any M that fits in memory
+        is_zero[:, 0] = 1
+        return outer_sum(is_zero) >= self.T / 2
+
+    @property
     def R(self):
-        """r(y) = 1 if at least half of the tokens are token 0, else 0 (#zeros from an outer sum of 1[v = 0])."""
-        zero_count = outer_sum(np.eye(self.V, dtype=np.int8)[[0] * self.T])
-        return (2 * zero_count >= self.T).astype(float)
+        """r(y) ∈ {0, 1} as floats (the reference dict's array)."""
+        return self.rewarded.astype(float)
+
+    @property
+    def p_train(self):
+        """π(y) = ∏_t π_t(y_t)."""
+        log_pi = outer_sum(self.log_pi)
+        return np.exp(log_pi, out=log_pi)
 
     @cached_property
     def J(self):
-        """J = E_π[r], the objective the trainer climbs."""
-        return float(self.p_train @ self.R)
+        """J = E_π[r], the objective the trainer climbs (a probability: clipped to [0, 1] against rounding)."""
+        return share(self.p_train @ self.rewarded)
 
     @cached_property
     def logged_reward(self):
-        """E_μ[r], the mean reward a rollout log shows."""
-        return float(self.p_sampler @ self.R)
+        """E_μ[r], the mean reward a rollout log shows (clipped to [0, 1] against rounding)."""
+        return share(self.p_sampler @ self.rewarded)
 
-    @cached_property
+    @property
     def log_W(self):
         """log W(y) = Σ_t log ρ_t(y_t), the log sequence ratio log π(y)/μ(y)."""
         return outer_sum(self.log_rho)
 
-    @cached_property
+    @property
     def mean_k3(self):
         """(1/T) Σ_t k3_t(y_t) with k3 = ρ − 1 − log ρ ≥ 0."""
         return outer_sum(self.rho - 1 - self.log_rho) / self.T
 
-    @cached_property
+    @property
     def max_abs_log_rho(self):
         """max_t |log ρ_t(y_t)|."""
         return outer_max(np.abs(self.log_rho))
@@ -122,8 +159,16 @@ class Toy(Mapping):
     @cached_property
     def true_grad(self):
         """∇J with J = E_π[r]: row t is E_π[r·(onehot(y_t) − π_t)] = m_t − π_t·Σ_v m_t[v], m = marginals of π·r."""
-        m = position_marginals(self.p_train * self.R, self.T, self.V)
+        rewarded_probability = self.p_train
+        rewarded_probability *= self.rewarded
+        m = position_marginals(rewarded_probability, self.T, self.V)
         return m - self.pi * m.sum(axis=1, keepdims=True)
+
+    def nbytes(self):
+        """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), for byte-bounded caches."""
+        arrays = [value for value in vars(self).values() if isinstance(value, np.ndarray)]
+        arrays += [array for value in self.memo.values() for array in (value if isinstance(value, tuple) else (value,))]
+        return sum(array.nbytes for array in arrays)
 
     # -- the reference dict's dense arrays, only on request -------------------------------------------
     @cached_property

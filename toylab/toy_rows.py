@@ -12,7 +12,7 @@ import numpy as np
 
 from toylab.toy import log_softmax
 
-SHARED = ("T", "V", "M", "grid", "R", "b", "mismatch")       # the same for every row: a view passes them through unindexed
+SHARED = ("T", "V", "M", "grid", "R", "rewarded", "b", "mismatch")       # the same for every row: a view passes them through unindexed
 
 
 class ToyRows:
@@ -37,6 +37,11 @@ class ToyRows:
     def R(self):
         """r(y) for every sequence (the same for every row)."""
         return self.grid.reward
+
+    @property
+    def rewarded(self):
+        """r(y) = 1 as a boolean, as ``Toy.rewarded``."""
+        return self.grid.reward > 0
 
     @cached_property
     def p_train(self):
@@ -69,7 +74,6 @@ class RowView:
 
     def __init__(self, parent, index):
         self._parent, self._index = parent, index
-        self.memo = {}                       # this row's derived M-vectors (see ``sequences.AllSequences``)
 
     def __getattr__(self, name):
         if name.startswith("_"):

@@ -3,17 +3,25 @@
 A bad argument prints one line, ``toylab: error: ...``, and exits with status 2.
 """
 
-import json
 
 import numpy as np
 
-from toylab.cli import OneLineParser, _json_safe
+from toylab.cli import (
+    ToylabParser,
+    add_toy_arguments,
+    json_text,
+    number_in,
+    one_of,
+    validate_toy_arguments,
+)
 from toylab.diagnostics import diagnostics
-from toylab.estimators import BASELINES, resolve_params
+from toylab.estimators import resolve_params
 from toylab.optimizers import OPTIMIZERS
+from toylab.query import INTEGER_RANGES
 from toylab.settings import DEFAULT_ESTIMATORS
 from toylab.toy import make_toy
 from toylab.training import (
+    LIMITS,
     MODES,
     REACHED,
     UNDEFINED_BELOW,
@@ -28,27 +36,29 @@ LISTED = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "rel_bias")   
 
 
 def parse_arguments(argv):
-    parser = OneLineParser(prog="python -m toylab train", description=__doc__.splitlines()[0])
-    parser.add_argument("--T", type=int, default=6, help="tokens per sequence")
-    parser.add_argument("--V", type=int, default=4, help="vocabulary size")
-    parser.add_argument("--mismatch", type=float, default=0.3, help="sampler logit error scale")
-    parser.add_argument("--seed", type=int, default=0, help="seed of θ and b (and of the sampled runs)")
-    parser.add_argument("--baseline", choices=BASELINES, default="none", help="b: 0, E_μ[r] or J, at every step")
-    parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
-                        help="override a threshold of a chosen estimator, e.g. --set tok_tis.C=3 (repeatable)")
+    parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0])
+    add_toy_arguments(parser)
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
                         help="estimators to train with (default: the page's default selection)")
-    parser.add_argument("--steps", type=int, default=DEFAULTS.steps, help="number of steps K")
-    parser.add_argument("--lr", type=float, default=DEFAULTS.lr, help="step size")
-    parser.add_argument("--optimizer", choices=OPTIMIZERS, default=DEFAULTS.optimizer, help="update rule")
-    parser.add_argument("--mode", choices=MODES, default=DEFAULTS.mode,
+    parser.add_argument("--steps", type=number_in(int, *LIMITS["steps"]), default=DEFAULTS.steps,
+                        help="number of steps K")
+    parser.add_argument("--lr", type=number_in(float, *LIMITS["lr"]), default=DEFAULTS.lr, help="step size")
+    parser.add_argument("--optimizer", type=one_of(tuple(OPTIMIZERS)), default=DEFAULTS.optimizer,
+                        help="update rule: " + ", ".join(OPTIMIZERS))
+    parser.add_argument("--mode", type=one_of(MODES), default=DEFAULTS.mode,
                         help="expected: step along the exact mean; sampled: batches of N from μ")
-    parser.add_argument("--N", type=int, default=DEFAULTS.N, help="batch size (sampled mode)")
-    parser.add_argument("--runs", type=int, default=DEFAULTS.runs, help="independent runs (sampled mode)")
+    parser.add_argument("--N", type=number_in(int, *INTEGER_RANGES["N"]), default=DEFAULTS.N,
+                        help="batch size (sampled mode)")
+    parser.add_argument("--runs", type=number_in(int, *LIMITS["runs"]), default=DEFAULTS.runs,
+                        help="independent runs (sampled mode)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     arguments = parser.parse_args(argv)
     try:
-        arguments.selection = selection(arguments.estimators, arguments.set)
+        ids = chosen_ids(arguments.estimators)
+    except ValueError as error:
+        parser.error(str(error))
+    arguments = validate_toy_arguments(parser, arguments, ids)
+    try:
         arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
                                           arguments.N, arguments.runs)
     except ValueError as error:
@@ -56,24 +66,14 @@ def parse_arguments(argv):
     return parser, arguments
 
 
-def selection(estimators, assignments):
-    """{id: params} for the comma-separated estimators, with ``ID.PARAM=VALUE`` overrides applied and checked."""
-    ids = list(dict.fromkeys(id.strip() for id in estimators.split(",") if id.strip()))
+def chosen_ids(estimators):
+    """The comma-separated estimator ids, each checked against the registry (batch-coupled ones included)."""
+    ids = tuple(dict.fromkeys(id.strip() for id in estimators.split(",") if id.strip()))
     if not ids:
         raise ValueError("--estimators names no estimator")
-    overrides = {id: {} for id in ids}
     for id in ids:
         resolve_params(id)
-    for assignment in assignments:
-        target, equals, value = assignment.partition("=")
-        estimator_id, dot, name = target.partition(".")
-        if not equals or not dot:
-            raise ValueError(f"--set expects ID.PARAM=VALUE, got {assignment!r}")
-        if estimator_id not in overrides:
-            raise ValueError(f"--set {assignment}: {estimator_id} is not among --estimators")
-        resolve_params(estimator_id, {name: value})
-        overrides[estimator_id][name] = value
-    return {id: resolve_params(id, params) for id, params in overrides.items()}
+    return ids
 
 
 def report(arguments):
@@ -150,5 +150,5 @@ def main(argv):
         result = report(arguments)
     except (ValueError, MemoryError) as error:
         parser.error(str(error) if isinstance(error, ValueError) else "out of memory: use a smaller toy")
-    print(json.dumps(_json_safe(result)) if arguments.json else as_text(result, arguments.config))
+    print(json_text(result) if arguments.json else as_text(result, arguments.config))
     return 0

@@ -1,8 +1,10 @@
 """The page's cached computations, keyed on scalars and Settings; bounded so memory stays bounded.
 
-The toy is a resource (one shared object per four numbers; its M-vectors are built lazily and kept);
-everything else is data keyed on the Settings fields it depends on, so changing N does not recompute
-moments, and changing an estimator's threshold recomputes that estimator only.
+The toy is shared by every session (one object per four numbers, which keeps μ(y) and r(y) once built) in a
+cache bounded by bytes (``ByteBoundedCache``): toys differ in size a thousandfold. Everything else is small
+data (a few kB per entry: (T, V) means, frames of at most a few thousand rows), bounded by entry count and
+keyed on the Settings fields it depends on, so changing N does not recompute moments, and changing an
+estimator's threshold recomputes that estimator only.
 """
 
 import streamlit as st
@@ -10,28 +12,41 @@ import streamlit as st
 import toylab
 from toylab import frames
 from toylab.diagnostics import diagnostics
-from toylab.montecarlo import monte_carlo, summarise
+from toylab.montecarlo import monte_carlo, summarise, undefined_sizes
 from toylab.query import PAGE_SIZE_LIMIT
+from views.bounded_cache import ByteBoundedCache
+from views.work_slots import large_work
 
 MONTE_CARLO_SIZES = (1, 10, 100, 1_000)        # 10,000 would cost ~0.7 s per change for little insight
 MONTE_CARLO_REPLICATES = 200
 HISTOGRAM_BINS = 60
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
+TOY_CACHE_BYTES = 160 * 2**20      # four toys at the largest size (36 MB each: μ(y) and r(y), see toylab.toy)
+TOYS = ByteBoundedCache(TOY_CACHE_BYTES, lambda toy: toy.nbytes())
+
+
 def toy(T, V, mismatch, seed):
-    """The toy; ValueError (with the reason) if it is invalid or over the page's size limit."""
-    return toylab.make_toy(T, V, mismatch, seed, max_sequences=PAGE_SIZE_LIMIT)
+    """The toy, shared by every session while the toy cache's byte budget allows; ValueError (with the reason) if
+    it is invalid or over the page's size limit."""
+    return TOYS.get((T, V, mismatch, seed),
+                    lambda: toylab.make_toy(T, V, mismatch, seed, max_sequences=PAGE_SIZE_LIMIT))
 
 
 def settings_toy(settings):
     return toy(*settings.toy_key)
 
 
+def sequences(toy_key):
+    """M = V**T of a toy key (T, V, mismatch, seed)."""
+    return toy_key[1] ** toy_key[0]
+
+
 @st.cache_resource(max_entries=512, show_spinner=False)
 def moments(toy_key, estimator_id, params, baseline):
     """Exact Moments of one estimator; ``params`` is a tuple of (name, value) pairs."""
-    return toylab.exact_moments(toy(*toy_key), estimator_id, dict(params), baseline)
+    with large_work(sequences(toy_key)):
+        return toylab.exact_moments(toy(*toy_key), estimator_id, dict(params), baseline)
 
 
 def selected_moments(settings):
@@ -47,12 +62,14 @@ def reference_moments(settings):
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def toy_diagnostics(toy_key):
-    return diagnostics(toy(*toy_key))
+    with large_work(sequences(toy_key)):
+        return diagnostics(toy(*toy_key))
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def sequence_facts(toy_key):
-    return frames.sequence_facts(toy(*toy_key))
+    with large_work(sequences(toy_key)):
+        return frames.sequence_facts(toy(*toy_key))
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
@@ -64,13 +81,15 @@ def sampled_batch(toy_key, N, draw):
 @st.cache_data(max_entries=16, show_spinner=False)
 def sequence_histogram(toy_key, kind, N, draw):
     _, log_W = sampled_batch(toy_key, N, draw)
-    return frames.sequence_histogram_frame(toy(*toy_key), kind, HISTOGRAM_BINS, log_W)
+    with large_work(sequences(toy_key)):
+        return frames.sequence_histogram_frame(toy(*toy_key), kind, HISTOGRAM_BINS, log_W)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def monte_carlo_frame(toy_key, selection, baseline, aggregation):
-    """Monte Carlo summary at MONTE_CARLO_SIZES; ``selection`` is ((id, ((name, value), ...)), ...)."""
+    """(Monte Carlo summary at MONTE_CARLO_SIZES, {id: batch sizes where it is undefined}); ``selection`` is
+    ((id, ((name, value), ...)), ...)."""
     chosen = {id: dict(params) for id, params in selection}
     errors = monte_carlo(toy(*toy_key), chosen, baseline, MONTE_CARLO_SIZES, MONTE_CARLO_REPLICATES, seed=0,
                          aggregation=aggregation)
-    return frames.monte_carlo_frame(summarise(errors, MONTE_CARLO_SIZES))
+    return frames.monte_carlo_frame(summarise(errors, MONTE_CARLO_SIZES)), undefined_sizes(errors, MONTE_CARLO_SIZES)

@@ -9,16 +9,18 @@ from dataclasses import replace
 import streamlit as st
 
 from toylab import lessons, sweeps
-from toylab.length import length_point
+from toylab.length import SAMPLES, enumerable, length_point
 from toylab.query import DEFAULTS
 from views import cache
+from views.work_slots import large_work
 
 
 @st.cache_data(max_entries=16, show_spinner="Sweeping the thresholds: one exact pass per point …")
 def threshold_sweep(settings):
     """(rows, best rows by estimator, C*) of the threshold sweep on the Settings' toy."""
     toy = cache.settings_toy(settings)
-    rows = sweeps.threshold_sweep(toy, settings.selection(exact_only=True), settings.baseline, settings.N)
+    with large_work(toy.M):
+        rows = sweeps.threshold_sweep(toy, settings.selection(exact_only=True), settings.baseline, settings.N)
     return rows, sweeps.best_thresholds(rows), sweeps.rule_of_thumb(toy)
 
 
@@ -30,8 +32,9 @@ def mismatch_sweep(settings):
 
 @st.cache_data(max_entries=16, show_spinner="Sweeping the mismatch: one toy per point …")
 def _mismatch_grid_sweep(settings):
-    return sweeps.mismatch_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
-                                 settings.selection(exact_only=True), settings.baseline, settings.N)
+    with large_work(settings.V**settings.T):
+        return sweeps.mismatch_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
+                                     settings.selection(exact_only=True), settings.baseline, settings.N)
 
 
 def length_key(settings):
@@ -41,8 +44,10 @@ def length_key(settings):
 
 @st.cache_data(max_entries=256, show_spinner=False)
 def length_point_at(settings, T):
-    """(population rows, estimator rows) at T; call with ``length_key(settings)``."""
-    return length_point(settings, T)
+    """(population rows, estimator rows) at T; call with ``length_key(settings)``. Beyond enumeration a point
+    draws SAMPLES sequences of T tokens (about 200 MB at T = 256), so it counts as large work too."""
+    with large_work(settings.V**T if enumerable(T, settings.V) else SAMPLES * T):
+        return length_point(settings, T)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

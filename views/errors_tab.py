@@ -6,6 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from toylab import charts, frames
+from toylab.estimators import ESTIMATORS
 from views import cache
 
 
@@ -17,7 +18,8 @@ def render(settings):
         return
     with st.spinner(f"Monte Carlo: {cache.MONTE_CARLO_REPLICATES} batches at N = "
                     f"{', '.join(f'{n:,}' for n in cache.MONTE_CARLO_SIZES)}…"):
-        monte_carlo = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline, settings.aggregation)
+        monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
+                                                         settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
     st.altair_chart(charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers),
                     width="stretch")
@@ -26,6 +28,9 @@ def render(settings):
                "have dots only). Dashed: each biased estimator's bias floor. Diamonds: where seq_is, unbiased, "
                "overtakes it. Click a legend entry to highlight one estimator.")
     st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
+    for id, sizes in undefined.items():
+        st.caption(f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "
+                   f"{ESTIMATORS[id].undefined}.")
     if len(crossovers):
         st.subheader("From which N does sequence IS win?")
         st.dataframe(pd.DataFrame({"estimator": crossovers["estimator"],

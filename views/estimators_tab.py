@@ -6,6 +6,7 @@ import streamlit as st
 
 from toylab import charts, frames
 from toylab.estimators import ESTIMATORS
+from toylab.text import UNDEFINED
 from views import cache
 
 COLUMNS = {
@@ -19,8 +20,10 @@ COLUMNS = {
         "rel std at N", format="%.4f", help="sqrt(var/N) / ‖∇J‖, exact, for a batch of N sequences"),
     "rel_rmse": st.column_config.NumberColumn(
         "rel RMSE at N", format="%.4f", help="sqrt(bias² + var/N) / ‖∇J‖: the typical relative error"),
-    "cosine": st.column_config.NumberColumn(
-        "cosine to ∇J", format="%.4f", help="cos(E[ĝ], ∇J): 1 means the mean points the right way"),
+    "cosine": st.column_config.TextColumn(
+        "cosine to ∇J", help="cos(E[ĝ], ∇J): 1 means the mean points the right way. — where E[ĝ] = 0: a zero "
+                             "mean has no direction (every sequence masked, or every kept one with A = r − b = 0; "
+                             "the reason is under the table)"),
     "tokens_affected": st.column_config.NumberColumn(
         "tokens masked/clipped", format="percent", help="Mean over positions of P(the token's weight is "
                                                         "masked or clipped)"),
@@ -47,10 +50,14 @@ def render(settings):
         st.info("Select at least one exact estimator in the sidebar to see the table.")
         return
     table = frames.table_frame(moments, settings.N)
-    shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]])
+    shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
+                         cosine=[frames.cosine_text(cosine) for cosine in table["cosine"]])
     st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch")
-    st.download_button("Download CSV", table.to_csv(index=False), file_name="toylab_estimators.csv",
-                       mime="text/csv", help="The table's numbers at full precision, with the settings' N")
+    for note in frames.table_notes(table):
+        st.caption(f"{UNDEFINED} {note}.")
+    st.download_button("Download CSV", frames.table_csv(table), file_name="toylab_estimators.csv",
+                       mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
+                                             f"{UNDEFINED} marks an undefined number, its reason in the note column")
     st.altair_chart(charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N), width="stretch")
     st.subheader("Formulas")
     for id in settings.estimators:

@@ -31,6 +31,11 @@ def render(settings):
                                      deep_frames.length_probability_frame(population),
                                      deep_frames.length_estimator_frame(estimators))
     st.altair_chart(chart, width="content")
+    overflowed = deep_frames.length_overflow_notes(population, estimators)
+    if overflowed:
+        st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)
+                   + (" (where χ²_seq overflows, the ESS fraction 1/(1 + χ²_seq) is below 1e-308 and is not drawn "
+                      "either)" if any(note.startswith("χ²_seq") for note in overflowed) else "") + ".")
     seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
     st.caption(
         f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}; only T changes: the toy at "

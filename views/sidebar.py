@@ -10,12 +10,15 @@ the rerun that follows, and the URL follows the page):
     "N"                            the batch size                    (int)
     "agg"                          the Monte Carlo loss aggregation  (str, toylab.aggregation)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
-    "tab"                          the open tab's label (owned by st.tabs; Streamlit keeps it in the URL)
+    "tab", "ratio_panels", …       view parameters (``toylab.query.VIEW_PARAMETERS``): widgets bound to the
+                                   URL by Streamlit (bind="query-params"), e.g. the open tab's label
     "draw"                         the ratio tab's resample counter
 
 The URL names are the keys. On a session's first run the query is parsed by ``toylab.query`` (bad values
-fall back to defaults with notices) and written into session state; every run then writes the non-default
-values back to the URL, so the address is always a link to the current view.
+fall back to defaults with notices) and written into session state, and the view parameters in the address
+are cleaned (bad, default or hidden values removed, repeated ones made single) before their widgets bind to
+it; every run then writes the non-default control values back to the URL, so the address is always a link
+to the current view.
 """
 
 import math
@@ -27,10 +30,11 @@ from toylab.estimators import BASELINES, ESTIMATORS, EXACT_IDS
 from toylab.query import (
     INTEGER_RANGES,
     MISMATCH_RANGE,
-    WIDGET_BOUND_NAMES,
+    VIEW_PARAMETERS,
     make_settings,
-    parse_query,
+    parse_link,
     to_query,
+    view_query,
 )
 
 TAB_KEY = "tab"
@@ -52,9 +56,10 @@ POLICY_ESTIMATORS = [id for id in EXACT_IDS if not ESTIMATORS[id].on_policy]
 def render():
     """(Settings, notices): the notices about the URL stay until the user changes a control."""
     if LOADED_KEY not in st.session_state:
-        settings, notices = parse_query(st.query_params.to_dict())
+        settings, view, notices = parse_link({name: st.query_params.get_all(name) for name in st.query_params})
         st.session_state[LOADED_KEY], st.session_state[NOTICES_KEY] = settings, notices
         set_controls(settings)
+        _open_view(view)
     with st.sidebar:
         st.header("Toy")
         _preset_picker()
@@ -98,6 +103,25 @@ def set_controls(settings):
             st.session_state[f"{id}.{name}"] = value
 
 
+def _open_view(view):
+    """Make the address show exactly the view the link opens; keep a closed tab's values for when it opens.
+
+    Runs before the view widgets bind to the URL (their parameters can still be edited): a bad, default or
+    repeated value, or one of a tab that is not open, is rewritten or removed. Streamlit seeds the widgets
+    from the values left in the URL; a closed tab's value goes into session state instead, so the tab shows
+    it (and Streamlit puts it back in the URL) when it opens.
+    """
+    shown = view_query(view)
+    for name, parameter in VIEW_PARAMETERS.items():
+        if view[name] != parameter.default and name not in shown:
+            st.session_state[name] = view[name]
+    for name in VIEW_PARAMETERS:
+        if name in st.query_params and name not in shown:
+            del st.query_params[name]
+        elif name in shown and st.query_params.get_all(name) != [shown[name]]:
+            st.query_params[name] = shown[name]
+
+
 def _threshold_controls(estimators):
     """A number input per threshold of the selected estimators; a select box for a choice (an estimator's
     weight, a statistic), a text input for a text threshold (verl's "lower_upper" ratio bounds)."""
@@ -134,7 +158,7 @@ def _apply_preset():
 def _write_url(settings):
     """Make the URL's control parameters equal ``to_query(settings)``, leaving Streamlit's bound ones alone."""
     wanted = to_query(settings)
-    current = {name: st.query_params.get_all(name) for name in st.query_params if name not in WIDGET_BOUND_NAMES}
+    current = {name: st.query_params.get_all(name) for name in st.query_params if name not in VIEW_PARAMETERS}
     for name in current.keys() - wanted.keys():
         del st.query_params[name]
     changed = {name: value for name, value in wanted.items() if current.get(name) != [value]}

@@ -5,17 +5,12 @@ import streamlit as st
 from toylab import training_charts, training_frames
 from toylab.estimators import ESTIMATORS
 from toylab.optimizers import OPTIMIZERS
-from toylab.query import TRAINING_CONTROLS
+from toylab.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training import MODES, REACHED, TrainingConfig
 from views import training_cache
 
 LABEL = "Training"
-DEFAULTS = TrainingConfig()
-LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)
-STEPS = (10, 1000, 10)          # slider: first, last, step
-RUNS = (1, 64)
-SGA_STEP = 30                   # default θ of the SGA view: on_policy's after this many steps
-KEY = TRAINING_CONTROLS
+KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
 SUMMARY_COLUMNS = {
     "estimator": st.column_config.TextColumn("estimator"),
     "label": st.column_config.TextColumn("name"),
@@ -47,21 +42,26 @@ SGA_COLUMNS = {
 
 def controls(settings):
     """The tab's controls (each in the URL) as a TrainingConfig; N is the sidebar's batch size."""
+    for name in ("mode", "optimizer", "lr", "steps", "runs"):
+        st.session_state.setdefault(KEY[name], VIEW_PARAMETERS[KEY[name]].default)
     mode_column, optimizer_column, lr_column, steps_column, runs_column = st.columns([2, 1.3, 2, 2, 1.5])
-    mode = mode_column.radio("mode", MODES, index=MODES.index(DEFAULTS.mode), key=KEY["mode"], bind="query-params",
-                             horizontal=True, help="expected: step along each estimator's exact mean gradient (what its bias does). "
+    mode = mode_column.radio("mode", MODES, key=KEY["mode"], bind="query-params", horizontal=True,
+                             help="expected: step along each estimator's exact mean gradient (what its bias does). "
                                   "sampled: step along the mean of N sampled sequences (the sidebar's N), several "
                                   "runs (what its variance does).")
-    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, index=OPTIMIZERS.index(DEFAULTS.optimizer),
-                                       key=KEY["optimizer"], bind="query-params", horizontal=True,
+    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, key=KEY["optimizer"], bind="query-params",
+                                       horizontal=True,
                                        help="sgd: θ += lr·g. adam: β₁ = 0.9, β₂ = 0.999, ε = 1e-8, bias-corrected; it "
                                             "rescales each coordinate, so a small or biased gradient still moves θ.")
-    lr = lr_column.select_slider("learning rate", LEARNING_RATES, value=DEFAULTS.lr, key=KEY["lr"],
-                                 bind="query-params", help="Step size (Adam: about the change per step of each θ).")
-    steps = steps_column.slider("steps", *STEPS[:2], DEFAULTS.steps, step=STEPS[2], key=KEY["steps"],
+    lr = lr_column.select_slider("learning rate", LEARNING_RATES, key=KEY["lr"], bind="query-params",
+                                 help="Step size (Adam: about the change per step of each θ).")
+    steps_range = VIEW_PARAMETERS[KEY["steps"]]
+    steps = steps_column.slider("steps", int(steps_range.low), int(steps_range.high), step=10, key=KEY["steps"],
                                 bind="query-params", help="Number of steps K; every curve has K + 1 points.")
-    runs = runs_column.slider("runs", *RUNS, DEFAULTS.runs, key=KEY["runs"], bind="query-params",
-                              disabled=mode == "expected", help="Independent sampled runs (fixed seeds).")
+    runs_range = VIEW_PARAMETERS[KEY["runs"]]
+    runs = runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"],
+                              bind="query-params", disabled=mode == "expected",
+                              help="Independent sampled runs (fixed seeds).")
     return TrainingConfig(steps, lr, optimizer, mode, settings.N, runs)
 
 
@@ -87,8 +87,9 @@ def render(settings):
     left, right = st.columns(2)
     with left:
         ids = list(trajectories)
-        pick = st.selectbox("estimator whose training log to show", ids, index=min(1, len(ids) - 1), key=KEY["pick"],
-                            bind="query-params", help="Its logged reward E_μ[r] against the true J, step by step.")
+        if st.session_state.get(KEY["pick"]) not in ids:
+            st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
+        pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], bind="query-params", help="Its logged reward E_μ[r] against the true J, step by step.")
         st.altair_chart(training_charts.logged_chart(training_frames.logged_frame(trajectories[pick]), pick,
                                                      ESTIMATORS[pick].colour), width="stretch")
         st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
@@ -126,10 +127,8 @@ def _sga_view(settings, config):
     sga_selection = training_cache.trained(settings, "sampled")
     skipped = training_cache.left_out(settings, "sampled")
     key = KEY["sga_step"]
-    if st.session_state.get(key, 0) > config.steps:
-        st.session_state[key] = config.steps
-    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, min(SGA_STEP, config.steps), key=key,
-                     bind="query-params", help="The θ at which to look one step ahead: on_policy's expected-mode "
+    st.session_state[key] = min(st.session_state.get(key, VIEW_PARAMETERS[key].default), config.steps)
+    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, key=key, bind="query-params", help="The θ at which to look one step ahead: on_policy's expected-mode "
                                                "run under this tab's optimizer and learning rate.")
     with_second_order = training_cache.sga_has_second_order(settings, sga_selection)
     with st.spinner("Second order and Monte Carlo of one step…"):

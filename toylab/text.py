@@ -1,0 +1,27 @@
+"""How numbers and user input are written in text, the same on the page, in the CSV and on the command line.
+
+A number that is undefined (the cosine of a zero mean gradient) is written UNDEFINED, never "nan", and
+comes with the reason. User input inside a message is quoted and cut to its first 40 characters, so no
+value can flood a notice or an error line.
+"""
+
+UNDEFINED = "—"
+QUOTE_LIMIT = 40
+
+
+def quoted(value, limit=QUOTE_LIMIT):
+    """repr of a string (other values: their repr), cut to ``limit`` characters: 'abc…' (10,000 characters)."""
+    try:
+        text = value if isinstance(value, str) else repr(value)
+    except ValueError:                                   # an int too long to print (Python's 4,300-digit limit)
+        return "an integer of over 4,300 digits"
+    shown = text[:limit]
+    shown = repr(shown) if isinstance(value, str) else shown
+    return shown if len(text) <= limit else f"{shown}… ({len(text):,} characters)"
+
+
+def listed(values, most=3):
+    """'a', 'b', 'c' and 2 more: at most ``most`` values, each quoted."""
+    values = list(values)
+    shown = ", ".join(quoted(value) for value in values[:most])
+    return shown + (f" and {len(values) - most} more" if len(values) > most else "")

@@ -1,0 +1,31 @@
+"""At most a few large computations at once, over all sessions: the server's memory then grows with the
+slots, not with the number of users.
+
+A computation over M sequences holds a few M-vectors of temporaries (about 150 MB at M = 4,194,304); four
+users opening tabs of the largest toy together would hold four such sets. With LARGE_WORK_SLOTS = 2 (the
+cores of a small server, so no throughput is lost) the others wait their turn, behind a spinner. Small
+computations never wait.
+"""
+
+import contextlib
+import threading
+
+LARGE_WORK = 2**18                 # sequences (or samples) from which a computation takes a slot: 8 MB a vector
+LARGE_WORK_SLOTS = 2
+_slots = threading.BoundedSemaphore(LARGE_WORK_SLOTS)
+_held = threading.local()
+
+
+@contextlib.contextmanager
+def large_work(size):
+    """Hold one of LARGE_WORK_SLOTS while the block runs, if ``size`` (sequences enumerated, or samples drawn)
+    is at least LARGE_WORK. A thread that already holds a slot does not take a second (no nested waits)."""
+    if size < LARGE_WORK or getattr(_held, "slot", False):
+        yield
+        return
+    with _slots:
+        _held.slot = True
+        try:
+            yield
+        finally:
+            _held.slot = False
