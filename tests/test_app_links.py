@@ -84,6 +84,11 @@ def test_the_cosine_column_says_what_a_dash_means():
     ({"tab": "Ratios", "ratio_panels": "maybe"}, "ratio_panels = 'maybe'", {"tab": "Ratios"}),
     ({"tab": ["Ratios", "Lessons"]}, "'tab' given more than once", {"tab": "Lessons"}),
     ({"T": ["4", "5"]}, "'T' given more than once: using the last value", {"T": "5"}),
+    ({"tab": "Training", "train_lr": "0.5"}, "train_lr = '0.5' is not one of 0.01, 0.03", {"tab": "Training"}),
+    ({"tab": "Training", "train_steps": "5"}, "train_steps = '5' is outside 10 to 1000", {"tab": "Training"}),
+    ({"tab": "Training", "train_mode": "greedy"}, "train_mode = 'greedy' is not one of expected, sampled",
+     {"tab": "Training"}),
+    ({"tab": "Training", "train_pick": "bogus"}, "train_pick = 'bogus' is not one of the", {"tab": "Training"}),
 ])
 def test_bad_view_parameters_get_a_notice_and_leave_the_address(query, words, address):
     at = run(query)
@@ -100,6 +105,9 @@ def test_bad_view_parameters_get_a_notice_and_leave_the_address(query, words, ad
     ({"ratio_panels": "false"}, {}),
     ({"tab": "Ratios", "ratio_panels": "TRUE"}, {"tab": "Ratios", "ratio_panels": "true"}),
     ({"ratio_panels": "true"}, {}),                                  # the Ratios tab is not open
+    ({"tab": "Training", "train_optimizer": "adam", "train_lr": "0.1", "train_steps": "300"},
+     {"tab": "Training", "train_optimizer": "adam", "train_lr": "0.1", "train_steps": "300"}),
+    ({"train_optimizer": "adam"}, {}),                               # the Training tab is not open
 ])
 def test_the_address_is_cleaned_to_the_view_shown(query, address):
     at = run(query)
