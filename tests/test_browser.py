@@ -190,6 +190,9 @@ def test_your_run_upload_shows_the_statistics_and_charts(app):
     metrics = [text.split() for text in panel.locator('[data-testid="stMetric"]').all_inner_texts()]
     assert ["k1", "=", "mean(log", "μ", "−", "log", "π)", "0.1720", "±", "0.0046", "standard", "error"] in metrics
     assert "At mismatch 0.508 ± 0.008" in panel.inner_text()
+    assert "What each estimator would do to these sequences" in panel.inner_text()
+    cells = "|".join(panel.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents())
+    assert "tok_tis" in cells and "seq_mis" in cells                      # the estimator table has drawn
     if os.environ.get("TOYLAB_SCREENSHOT") == "1":
         page.set_viewport_size({"width": 1600, "height": 2400})
         wait_for_app(page)

@@ -7,10 +7,12 @@ import pytest
 from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 from streamlit.testing.v1 import AppTest
 
+from toylab.log_estimators import on_log, reward_estimates
 from toylab.log_statistics import log_statistics
 from toylab.matching import match_toy, matched_length
 from toylab.query import parse_query
 from toylab.rollout_log import load_log
+from toylab.settings import Settings
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 LABEL = "Your run"
@@ -166,3 +168,17 @@ def test_probability_columns_and_unknown_names_open_the_column_pickers():
 def test_closed_the_tab_computes_nothing(example):
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert charts(at) == 0 and not tab_elements(at)
+
+
+def test_the_example_shows_what_each_selected_estimator_does_to_it(example):
+    log = load_log(str(EXAMPLES / "rollouts_per_sequence.parquet"))
+    selection = Settings().selection()
+    expected = [row for row in on_log(log, selection) if not row.note]
+    table = next(frame.value for frame in example.dataframe if "tokens_affected" in frame.value.columns)
+    assert list(table["name"]) == [row.name for row in expected]
+    assert list(table["tokens_affected"]) == [row.tokens_affected for row in expected]
+    assert list(table["ess_fraction"]) == [row.ess_fraction for row in expected]
+    assert any("on_policy** is not applied" in markdown.value for markdown in example.markdown)
+    estimates = reward_estimates(log)
+    assert metrics(example)["J by self-normalised IS"] == f"{estimates.snis.value:.4f} ± {estimates.snis.se:.4f}"
+    assert any("sample ESS fraction is 2.3%" in warning.value for warning in example.warning)

@@ -81,14 +81,15 @@ def bias_std_chart(table, iso, N):
 
 # -- ratios -------------------------------------------------------------------------------------------
 
-def threshold_layers(thresholds, y_top):
-    """Rules at each threshold (log scale) in the estimator's colour, labelled with P(beyond)."""
+def threshold_layers(thresholds, y_top, measure="P"):
+    """Rules at each threshold (log scale) in the estimator's colour, labelled with the probability beyond it
+    (``measure`` "P") or, for a sample, the share beyond it ("share")."""
     rules = alt.Chart(thresholds).mark_rule(strokeWidth=2.5, strokeDash=[6, 3]).encode(
         alt.X("log_value:Q"), estimator_colour(thresholds["estimator"]),
         tips("threshold:N", alt.Tooltip("value:Q", format=".4g"), "side:N",
-             alt.Tooltip("beyond:Q", format=".4f", title="P(beyond)")))
+             alt.Tooltip("beyond:Q", format=".4f", title=f"{measure}(beyond)")))
     labels = alt.Chart(thresholds).transform_calculate(
-        text=alt.datum.threshold + " · P(" + alt.datum.side + ") = " + alt.expr.format(alt.datum.beyond, ".3f")
+        text=alt.datum.threshold + f" · {measure}(" + alt.datum.side + ") = " + alt.expr.format(alt.datum.beyond, ".3f")
     ).mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-3, fontSize=12).encode(
         alt.X("log_value:Q"), alt.YDatum(y_top), alt.Text("text:N"), estimator_colour([], legend=False))
     return [rules, labels]

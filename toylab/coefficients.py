@@ -12,7 +12,8 @@ statistics (log W, means, ρ_geo = W^(1/L_b), maxima) use only each sequence's o
 
 Monte Carlo (``montecarlo.Batches``) and stratified Monte Carlo go through here; the exact engine evaluates the
 same weight functions on every sequence of the toy, and the tests check the two agree sequence by sequence.
-``kept_tokens`` gives the tokens left in the loss mask (what verl's token-mean divides by), and
+``kept_tokens`` gives the tokens left in the loss mask (what verl's token-mean divides by), ``affected_tokens``
+the tokens whose weight the estimator masks or clips (what the exact table's shares count), and
 ``aggregation.gradient_weights`` turns both into a batch's gradient weights under any loss aggregation.
 """
 
@@ -30,6 +31,22 @@ def kept_tokens(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=
     """(B, T) bool: response tokens the estimator leaves in the loss mask (its rejections removed)."""
     sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
     return apply(name, sequences, resolve_params(name, params))[1]
+
+
+def affected_tokens(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+    """(B, T) bool: response tokens whose weight the estimator masks or clips (its own mark or its sequence's)."""
+    sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
+    return marks(name, sequences, resolve_params(name, params))[2]
+
+
+def marks(estimator_id, sequences, params):
+    """(c, kept, affected) of an exact estimator on a ``GivenSequences`` view: its coefficients, the tokens left
+    in the loss mask, and the tokens whose weight it masks or clips — from one evaluation of its weights."""
+    estimator = ESTIMATORS[estimator_id]
+    if not estimator.exact:
+        raise ValueError(f"{estimator_id} is batch-coupled: its weight depends on the whole batch it is averaged in")
+    weights = estimator.weights(sequences, **params)
+    return (*sequences.assemble(weights), sequences.affected(weights))
 
 
 def apply(estimator_id, sequences, params):

@@ -25,6 +25,7 @@ SEQUENCE_THRESHOLDS = {("seq_tis", "C"): ("W", "above"), ("seq_mis", "C"): ("W",
                        ("geo_rs", "lo"): ("geo", "below"), ("geo_rs", "hi"): ("geo", "above"),
                        ("geo_rs_tok_tis", "lo"): ("geo", "below"), ("geo_rs_tok_tis", "hi"): ("geo", "above")}
 ERROR_GRID = np.logspace(0, 5, 81)          # N from 1 to 100,000
+THRESHOLD_COLUMNS = ["estimator", "threshold", "value", "log_value", "side", "beyond"]
 
 
 def params_text(params):
@@ -98,21 +99,24 @@ def token_ratio_frame(toy, sampled_tokens=None):
     return frame
 
 
+def token_rules(selection):
+    """(estimator, threshold name, value, log ρ_t of the rule, side) for each selected per-token threshold."""
+    for (id, name), rules in TOKEN_THRESHOLDS.items():
+        if id in selection:
+            for side, to_log_rho in rules:
+                yield id, f"{id}.{name}", selection[id][name], to_log_rho(selection[id][name]), side
+
+
 def token_threshold_frame(toy, selection, per_position=False):
     """The selected estimators' per-token ratio thresholds (as log ρ) and the μ-probability beyond each:
     per position, or pooled over positions (a uniformly chosen position: the mean over t)."""
     rows = []
-    for (id, name), rules in TOKEN_THRESHOLDS.items():
-        if id not in selection:
-            continue
-        value = selection[id][name]
-        for side, to_log_rho in rules:
-            log_value = to_log_rho(value)
-            beyond = [probability_beyond(toy.log_rho[t], toy.mu[t], log_value, side) for t in range(toy.T)]
-            where = list(enumerate(beyond)) if per_position else [(None, float(np.mean(beyond)))]
-            for position, probability in where:
-                rows.append({"estimator": id, "threshold": f"{id}.{name}", "value": value,
-                             "log_value": log_value, "side": side, "position": position, "beyond": probability})
+    for id, threshold, value, log_value, side in token_rules(selection):
+        beyond = [probability_beyond(toy.log_rho[t], toy.mu[t], log_value, side) for t in range(toy.T)]
+        where = list(enumerate(beyond)) if per_position else [(None, float(np.mean(beyond)))]
+        for position, probability in where:
+            rows.append({"estimator": id, "threshold": threshold, "value": value, "log_value": log_value,
+                         "side": side, "position": position, "beyond": probability})
     return pd.DataFrame(rows, columns=["estimator", "threshold", "value", "log_value", "side", "position",
                                        "beyond"])
 
@@ -148,15 +152,21 @@ def sequence_histogram_frame(toy, kind="W", bins=60, sampled_log_W=None):
     return frame
 
 
+def sequence_rules(selection, kind="W"):
+    """(estimator, threshold name, value, its log, side) for each selected threshold on W (kind "W") or ρ_geo."""
+    for (id, name), (target, side) in SEQUENCE_THRESHOLDS.items():
+        if id in selection and target == kind:
+            yield id, f"{id}.{name}", selection[id][name], math.log(selection[id][name]), side
+
+
 def sequence_threshold_frame(toy, selection, kind="W"):
     """The selected sequence-level thresholds on W (kind "W") or ρ_geo (kind "geo"), as logs, with the
     μ-probability beyond each."""
     values, probabilities = sequence_log_ratio(toy, kind)
-    rows = [{"estimator": id, "threshold": f"{id}.{name}", "value": selection[id][name],
-             "log_value": math.log(selection[id][name]), "side": side,
-             "beyond": probability_beyond(values, probabilities, math.log(selection[id][name]), side)}
-            for (id, name), (target, side) in SEQUENCE_THRESHOLDS.items() if id in selection and target == kind]
-    return pd.DataFrame(rows, columns=["estimator", "threshold", "value", "log_value", "side", "beyond"])
+    rows = [{"estimator": id, "threshold": threshold, "value": value, "log_value": log_value, "side": side,
+             "beyond": probability_beyond(values, probabilities, log_value, side)}
+            for id, threshold, value, log_value, side in sequence_rules(selection, kind)]
+    return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)
 
 
 def sequence_facts(toy):

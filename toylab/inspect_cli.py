@@ -7,13 +7,16 @@ are exact. A bad file or argument prints one line, ``toylab: error: ...``, and e
 import math
 import sys
 
-from toylab.cli import ToylabParser, json_text, number_in
+from toylab.cli import ToylabParser, json_text, number_in, selection_from_overrides
+from toylab.log_estimators import FEW_WEIGHTS, UNRELIABLE, on_log, reward_estimates
 from toylab.log_files import CLI_SIZE_LIMIT_MB
 from toylab.log_statistics import STANDARD_ERRORS, TAIL_THRESHOLDS, log_statistics
 from toylab.matching import comparison, match_toy, matched_length
 from toylab.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.rollout_log import load_log
+from toylab.settings import DEFAULT_ESTIMATORS
 from toylab.text import quoted
+from toylab.train_cli import chosen_ids
 
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
 
@@ -31,10 +34,15 @@ def parse_arguments(argv):
                         help="vocabulary size of the matched toy")
     parser.add_argument("--seed", type=number_in(int, *INTEGER_RANGES["seed"]), default=0,
                         help="seed of the matched toy")
+    parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
+                        help="the estimators to apply to the log (default: the page's default selection)")
+    parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
+                        help="override a threshold of a chosen estimator, e.g. --set tok_tis.C=3 (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     arguments = parser.parse_args(argv)
     try:
         _check_toy_arguments(arguments)
+        arguments.selection = selection_from_overrides(arguments.set, chosen_ids(arguments.estimators))
     except ValueError as error:
         parser.error(str(error))
     return parser, arguments
@@ -70,6 +78,8 @@ def report(arguments):
         "mean_reward": None if statistics.mean_reward is None else statistics.mean_reward.as_dict(),
         "standard_errors": STANDARD_ERRORS,
         "matched_toy": {**match.as_dict(), "summary": comparison(match, statistics)},
+        "estimators": [row.as_dict() for row in on_log(log, arguments.selection)],
+        "reward_estimates": None if log.rewards is None else reward_estimates(log).as_dict(),
     }
     result["notes"] = _notes(result)
     return result
@@ -82,6 +92,14 @@ def _notes(result):
         notes.append("standard errors are null: they need at least two sequences")
     if result["mean_reward"] is None:
         notes.append("mean_reward is null: the log has no reward column")
+    notes += [f"{row['name']}: its shares and weights are null: {row['note']}" for row in result["estimators"]
+              if row["note"]]
+    if result["reward_estimates"] is None:
+        notes.append("reward_estimates is null: the log has no reward column")
+    elif result["reward_estimates"]["seq_is"] is None:
+        notes.append("reward_estimates.seq_is is null: a sequence weight W overflows float64")
+    if result["ess_fraction"] < FEW_WEIGHTS:
+        notes.append(UNRELIABLE.format(result["ess_fraction"]))
     clamped = result["matched_toy"]["clamped"]
     if clamped:
         notes.append(f"matched_toy.mismatch_se is null: the match is clamped at the range's "
@@ -110,6 +128,20 @@ def as_text(result):
     lines.append(f"  ESS fraction of these {result['sequences']:,} sequence weights: {result['ess_fraction']:.2%}")
     if result["mean_reward"] is not None:
         lines.append(f"  mean reward E_μ[r]: {_pm(result['mean_reward'], '{:.4f}')}")
+    rewards = result["reward_estimates"]
+    if rewards is not None:
+        lines.append(f"  J = E_π[r] by seq_is: {_pm(rewards['seq_is'], '{:.4f}') if rewards['seq_is'] else '—'},  "
+                     f"by self-normalised IS: {_pm(rewards['snis'], '{:.4f}')}")
+        if result["ess_fraction"] < FEW_WEIGHTS:
+            lines.append("  " + UNRELIABLE.format(result["ess_fraction"]))
+    lines += ["", "What each estimator does to these sequences (shares of this log, not probabilities):",
+              f"  {'estimator':<28}{'tokens hit':>11}{'seqs hit':>10}{'weight mean':>13}{'sd':>9}{'ESS':>8}"]
+    for row in result["estimators"]:
+        if row["note"]:
+            lines.append(f"  {row['name']:<28}— {row['note']}")
+        else:
+            lines.append(f"  {row['name']:<28}{row['tokens_affected']:>11.2%}{row['sequences_affected']:>10.2%}"
+                         f"{row['weight_mean']:>13.4g}{row['weight_sd']:>9.3g}{row['ess_fraction']:>8.1%}")
     match = result["matched_toy"]
     lines += ["", f"Matched toy (exact): T={match['T']} V={match['V']} seed={match['seed']} "
                   f"mismatch={match['mismatch']:.4f}" + ("" if math.isnan(match["mismatch_se"]) else

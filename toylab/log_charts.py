@@ -23,11 +23,14 @@ def _count_bars(frame, count, x_title):
              alt.Tooltip(f"{count}:Q", format=",")))
 
 
-def token_histogram_chart(frame):
-    """How many response tokens have each log ρ_t (log count axis: the tails are few)."""
-    zero = alt.Chart().mark_rule(strokeDash=[4, 4]).encode(alt.XDatum(0.0))
-    return readable(alt.layer(_count_bars(frame, "tokens", LOG_RHO), zero, data=frame).properties(
-        height=HEIGHT, title="log ρ_t of every response token"))
+def token_histogram_chart(frame, thresholds=None):
+    """How many response tokens have each log ρ_t (log count axis: the tails are few), with the selected
+    per-token thresholds if given (``log_frames.token_threshold_frame``)."""
+    zero = alt.Chart(frame).mark_rule(strokeDash=[4, 4]).encode(alt.XDatum(0.0))
+    layers = [_count_bars(frame, "tokens", LOG_RHO), zero]
+    if thresholds is not None and len(thresholds):
+        layers += threshold_layers(thresholds, float(frame["tokens"].max()), measure="share")
+    return readable(alt.layer(*layers).properties(height=HEIGHT, title="log ρ_t of every response token"))
 
 
 def _binned_chart(frame, x, title):
@@ -57,11 +60,11 @@ def probability_chart(frame):
 
 
 def sequence_histogram_chart(frame, thresholds=None, kind="W"):
-    """Sequences per bin of log W (kind "W") or log ρ_geo (kind "geo"), with thresholds if given (the
-    columns of ``frames.sequence_threshold_frame``: estimator, threshold, value, log_value, side, beyond)."""
+    """Sequences per bin of log W (kind "W") or log ρ_geo (kind "geo"), with thresholds if given
+    (``log_frames.sequence_threshold_frame``: estimator, threshold, value, log_value, side, beyond)."""
     name = "log W = Σ_t log ρ_t  (verl/TRL 'sequence' ratio)" if kind == "W" else \
         "log ρ_geo = log W / L  (GSPO's sequence ratio)"
     layers = [_count_bars(frame, "sequences", name)]
     if thresholds is not None and len(thresholds):
-        layers += threshold_layers(thresholds, float(frame["sequences"].max()))
+        layers += threshold_layers(thresholds, float(frame["sequences"].max()), measure="share")
     return readable(alt.layer(*layers).properties(height=HEIGHT))

@@ -5,12 +5,15 @@ Every count, mean and quantile is of the log's own tokens or sequences (a sample
     position_frame             log ρ_t against the token's position in its response, positions binned
     probability_frame          log ρ_t against the sampler's probability μ(y_t) of the token, log10-binned
     sequence_histogram_frame   log W = Σ_t log ρ_t or log ρ_geo = log W / L per sequence, in bins
+    *_threshold_frame          the selected estimators' thresholds on those axes and the share of the log's
+                               tokens or sequences beyond each (the same rules the Ratios tab draws)
 A binned frame has per bin the token count, the mean of log ρ_t and its 10 % and 90 % quantiles.
 """
 
 import numpy as np
 import pandas as pd
 
+from toylab.frames import THRESHOLD_COLUMNS, sequence_rules, token_rules
 from toylab.log_statistics import sequence_log_ratios
 
 BAND = (0.1, 0.9)
@@ -85,3 +88,25 @@ def spread_frame(statistics):
                      **{f"{q:.0%}": value for q, value in spread.quantiles.items()},
                      "min": spread.low, "max": spread.high})
     return pd.DataFrame(rows)
+
+
+def _beyond(values, log_value, side):
+    return float(np.mean(values > log_value if side == "above" else values < log_value))
+
+
+def token_threshold_frame(log, selection):
+    """The selected per-token thresholds (as log ρ) and the share of the log's response tokens beyond each."""
+    log_rho = log.log_ratio
+    rows = [{"estimator": id, "threshold": threshold, "value": value, "log_value": log_value, "side": side,
+             "beyond": _beyond(log_rho, log_value, side)}
+            for id, threshold, value, log_value, side in token_rules(selection)]
+    return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)
+
+
+def sequence_threshold_frame(log, selection, kind="W"):
+    """The selected thresholds on W (kind "W") or ρ_geo (kind "geo") and the share of the log's sequences beyond."""
+    values = sequence_log_ratios(log)[0 if kind == "W" else 1]
+    rows = [{"estimator": id, "threshold": threshold, "value": value, "log_value": log_value, "side": side,
+             "beyond": _beyond(values, log_value, side)}
+            for id, threshold, value, log_value, side in sequence_rules(selection, kind)]
+    return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)

@@ -178,6 +178,27 @@ class GivenSequences(_Statistics):
         return (np.where(self.mask, coefficient, 0.0) if self.ragged else coefficient), kept
 
 
+    def affected(self, weights):
+        """(B, T) bool: the response tokens whose weight these Weights mask or clip — the token's own mark
+        (for A < 0 the negative-advantage one) or its sequence's. The exact engine's ``tokens_affected`` and
+        ``sequences_affected`` are the μ-means of these marks' token share and of "any token"."""
+        B, T = self.mask.shape
+        affected = np.zeros((B, T), bool)
+        token_hit = weights.token_affected
+        if weights.splits_by_sign:
+            negative = (self.advantage < 0)[:, None]
+            token_hit = np.where(negative, _marks(weights.negative_token_affected, (B, T)), _marks(token_hit, (B, T)))
+        if token_hit is not None:
+            affected |= np.broadcast_to(token_hit, (B, T))
+        if weights.sequence_affected is not None:
+            affected |= np.asarray(weights.sequence_affected, bool).reshape(-1, 1)
+        return affected & self.mask
+
+
+def _marks(value, shape):
+    return np.zeros(shape, bool) if value is None else value
+
+
 def _per_token(value):
     return 1.0 if value is None else value
 

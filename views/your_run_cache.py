@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
-from toylab import log_frames
+from toylab import log_estimators, log_frames
 from toylab.log_columns import detect
 from toylab.log_files import PAGE_SIZE_LIMIT_MB, open_log_file, preview
 from toylab.log_statistics import log_statistics
@@ -62,3 +62,15 @@ def summary(digest, columns, _source):
 def matched(k1, T, V, seed):
     """The Match for the data's k1 Estimate at T, V, seed."""
     return match_toy(k1, T, V, seed)
+
+
+@st.cache_data(max_entries=16, show_spinner="Applying the estimators to the log …")
+def estimators(digest, columns, selection, _source):
+    """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold frames
+    on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value), ...)), ...)."""
+    log = rollout_log(digest, columns, _source)
+    chosen = {id: dict(params) for id, params in selection}
+    return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log),
+            {"tokens": log_frames.token_threshold_frame(log, chosen),
+             "W": log_frames.sequence_threshold_frame(log, chosen, "W"),
+             "geo": log_frames.sequence_threshold_frame(log, chosen, "geo")})

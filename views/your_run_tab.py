@@ -8,16 +8,20 @@ import math
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import streamlit as st
 
 from toylab import log_charts
+from toylab.estimators import ESTIMATORS
 from toylab.log_columns import NAMES, TITLES, choose
+from toylab.log_estimators import FEW_WEIGHTS, UNRELIABLE
 from toylab.log_files import EXTENSIONS, PAGE_SIZE_LIMIT_MB, LogError
 from toylab.log_frames import spread_frame, tail_share_frame
 from toylab.log_statistics import STANDARD_ERRORS
 from toylab.matching import comparison, comparison_frame, matched_length
 from views import sidebar
 from views import your_run_cache as cache
+from views.estimators_tab import swatch
 from views.your_run_cache import Source
 
 LABEL = "Your run"
@@ -75,9 +79,12 @@ def render(settings):
         st.error(str(error), icon=":material/error:")
         return
     statistics = results["statistics"]
+    selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
+    rows, rewards, thresholds = cache.estimators(source.digest, columns, selection, source)
     _headline(source, statistics)
-    _token_charts(results)
-    _sequence_charts(results, statistics)
+    _token_charts(results, thresholds["tokens"])
+    _sequence_charts(results, statistics, thresholds)
+    _estimator_table(rows, rewards, statistics)
     _matched_toy(settings, statistics)
 
 
@@ -127,10 +134,10 @@ def _headline(source, statistics):
     st.caption("Sample estimates, each with its standard error below it.")
 
 
-def _token_charts(results):
+def _token_charts(results, thresholds):
     st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
     histogram, shares = st.columns([3, 1])
-    histogram.altair_chart(log_charts.token_histogram_chart(results["tokens"]), width="stretch")
+    histogram.altair_chart(log_charts.token_histogram_chart(results["tokens"], thresholds), width="stretch")
     shares.dataframe(tail_share_frame(results["statistics"]), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
         "share": st.column_config.NumberColumn("share of tokens", format="percent"),
@@ -142,16 +149,72 @@ def _token_charts(results):
                "trainer gives the sampled token less probability than the sampler did.")
 
 
-def _sequence_charts(results, statistics):
+def _sequence_charts(results, statistics, thresholds):
     st.subheader("Sequence ratios")
     W, geo = st.columns(2)
-    W.altair_chart(log_charts.sequence_histogram_chart(results["W"], kind="W"), width="stretch")
-    geo.altair_chart(log_charts.sequence_histogram_chart(results["geo"], kind="geo"), width="stretch")
+    W.altair_chart(log_charts.sequence_histogram_chart(results["W"], thresholds["W"], kind="W"), width="stretch")
+    geo.altair_chart(log_charts.sequence_histogram_chart(results["geo"], thresholds["geo"], kind="geo"),
+                     width="stretch")
     spread = spread_frame(statistics)
     st.dataframe(spread, hide_index=True, width="stretch",
                  column_config={name: st.column_config.NumberColumn(format="%.4g") for name in spread.columns[1:]})
     st.caption("Over the log's sequences: mean ± se, spread and quantiles. E_μ[log W] = −KL(μ‖π) of a whole "
                "sequence, so log W is mostly below 0, with rare large weights.")
+
+
+ESTIMATOR_COLUMNS = {
+    "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
+    "name": st.column_config.TextColumn("estimator", help="Registry id; verl:… and trl:… are the frameworks' "
+                                                          "options as their code computes them"),
+    "tokens_affected": st.column_config.NumberColumn(
+        "tokens masked/clipped", format="percent", help="Share of this log's response tokens whose weight the "
+                                                       "estimator masks or clips (a count on the data, not a "
+                                                       "probability)"),
+    "sequences_affected": st.column_config.NumberColumn(
+        "sequences masked/clipped", format="percent", help="Share of this log's sequences with any masked or "
+                                                          "clipped token"),
+    "weight_mean": st.column_config.NumberColumn("weight mean", format="%.4g", help="Mean of the per-token "
+                                                                                  "coefficient c_t over the tokens"),
+    "weight_sd": st.column_config.NumberColumn("weight sd", format="%.3g"),
+    "weight_max": st.column_config.NumberColumn("largest weight", format="%.4g"),
+    "ess_fraction": st.column_config.NumberColumn(
+        "ESS of its weights", format="percent", help="(Σ c)² / (n·Σ c²) over the n response tokens: the share of "
+                                                     "the tokens its weights effectively keep"),
+}
+
+
+def _estimator_table(rows, rewards, statistics):
+    st.subheader("What each estimator would do to these sequences")
+    if not rows:
+        st.info("Select estimators in the sidebar to apply them to the log.")
+        return
+    applied = [row for row in rows if not row.note]
+    if applied:
+        table = pd.DataFrame([row.as_dict() for row in applied]).assign(
+            swatch=[swatch(ESTIMATORS[row.name].colour) for row in applied])
+        st.dataframe(table[list(ESTIMATOR_COLUMNS)], column_config=ESTIMATOR_COLUMNS, hide_index=True,
+                     width="stretch")
+    for row in rows:
+        if row.note:
+            st.markdown(f"- **{row.name}** is not applied: {row.note}.")
+    st.caption("Computed by the same weight functions as the toy's exact table (``toylab.coefficients``), on this "
+               "log's sequences: shares of its tokens and sequences, not probabilities. Estimators that read the "
+               "advantage (PPO-clip, the off-policy mask) use A = r − mean(r) of the log. Dashed rules on the "
+               "histograms above: the selected thresholds, with the share of the log beyond each.")
+    if rewards is None:
+        return
+    metrics = [("logged E_μ[r]", rewards.logged, "The mean reward of the log's sampler rollouts."),
+               ("J by sequence IS", rewards.seq_is, "mean of W·r: unbiased for J = E_π[r], heavy-tailed"),
+               ("J by self-normalised IS", rewards.snis, "Σ W·r / Σ W: biased, steadier; delta-method se")]
+    for column, (label, estimate, help) in zip(st.columns(len(metrics)), metrics, strict=True):
+        if estimate is None:
+            column.metric(label, NOT_SET, help=help + " — undefined: a weight W overflows float64")
+        else:
+            column.metric(label, f"{estimate.value:.4f}", delta=f"± {_number(estimate.se, '{:.4f}')}",
+                          delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
+    if statistics.ess_fraction < FEW_WEIGHTS:
+        text = UNRELIABLE.format(statistics.ess_fraction)
+        st.warning(text[0].upper() + text[1:] + ".", icon=":material/warning:")
 
 
 def _matched_toy(settings, statistics):
