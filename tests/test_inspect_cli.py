@@ -11,6 +11,7 @@ from toylab.cli import main
 from toylab.log_statistics import log_statistics
 from toylab.matching import match_toy, matched_length
 from toylab.rollout_log import load_log
+from toylab.settings import Settings
 
 EXAMPLE = str(EXAMPLES / "rollouts_per_token.jsonl.gz")
 
@@ -42,8 +43,9 @@ def test_json_equals_the_library(capsys, library):
         {"T": 6, "V": 4, "seed": 0, "mismatch": match.mismatch, "mismatch_se": match.mismatch_se}
     assert result["columns"] == {"sampler": "sampler_logprobs", "trainer": "trainer_logprobs", "reward": "reward",
                                  "sequence_id": "sequence_id", "position": "position"}
-    assert result["notes"] == [] and "clustered by sequence" in result["standard_errors"]
-    assert "estimators" not in result          # comes with the batch interface
+    assert "clustered by sequence" in result["standard_errors"]
+    assert [note.split(":")[0] for note in result["notes"]] == ["on_policy", "the sequence weights' sample ESS fraction is 2.3%"]
+    assert [row["name"] for row in result["estimators"]] == list(Settings().estimators)
 
 
 def test_match_at_the_data_length_and_other_toys(capsys, library):

@@ -16,14 +16,18 @@ from views.bounded_cache import ByteBoundedCache
 from views.work_slots import LARGE_WORK, LARGE_WORK_SLOTS, large_work
 
 
+def kept_vectors(toy):
+    return {name for name, value in vars(toy).items() if isinstance(value, np.ndarray) and value.size == toy.M}
+
+
 def test_a_toy_keeps_only_the_sampler_probabilities_and_the_reward():
     toy = make_toy(T=8, V=4)
-    exact_table(toy, None, "logged")
-    diagnostics(toy)
-    frames.sequence_facts(toy)
-    kept = {name for name, value in vars(toy).items() if isinstance(value, np.ndarray) and value.size == toy.M}
-    assert kept == {"p_sampler", "rewarded"}
+    exact_table(toy, None, "logged")                # the exact pass works in chunks: the toy keeps no M-vector
+    diagnostics(toy)                                # J, E_μ[r], ∇J from the count of token 0
+    assert kept_vectors(toy) == set()
+    frames.sequence_facts(toy)                      # the Ratios tab's exact distribution of W needs μ(y)
     assert toy.rewarded.dtype == bool and toy.R.dtype == float and np.array_equal(toy.R, toy.rewarded)
+    assert kept_vectors(toy) == {"p_sampler", "rewarded"}
     tables = sum(array.nbytes for array in (toy.theta, toy.b, toy.log_pi, toy.log_mu, toy.pi, toy.mu, toy.log_rho,
                                             toy.rho, toy.true_grad))
     memo = sum(array.nbytes for pair in toy.memo.values() for array in pair)

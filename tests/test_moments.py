@@ -5,6 +5,7 @@ import pytest
 from dense import DenseToy, assert_exact_equals_dense
 
 from toylab import ESTIMATORS, EXACT_IDS, exact_moments, exact_table, make_toy, resolve_params
+from toylab import moments as moments_module
 
 TOYS = [(6, 4, 0.3, 0), (5, 3, 1.0, 7), (4, 5, 0.05, 3), (3, 4, 2.0, 21)]
 BASELINES = ["none", "logged", "true"]
@@ -21,6 +22,24 @@ def toy_pair(request):
 def test_exact_moments_equal_dense_brute_force(toy_pair, estimator, baseline):
     toy, dense = toy_pair
     assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator), baseline)
+
+
+@pytest.mark.parametrize("chunk", [4, 16])
+@pytest.mark.parametrize("estimator", EXACT_IDS)
+def test_the_pass_in_chunks_equals_dense_brute_force(toy_pair, estimator, chunk, monkeypatch):
+    """The exact pass goes through the sequences in prefix chunks (moments.CHUNK); with tiny chunks every
+    prefix path (fixed tokens, carried products, token marks in the prefix) is taken, and still equals the
+    dense oracle, every baseline."""
+    monkeypatch.setattr(moments_module, "CHUNK", chunk)
+    toy, dense = toy_pair
+    for baseline in BASELINES:
+        assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator), baseline)
+    moments = exact_moments(toy, estimator)
+    monkeypatch.setattr(moments_module, "CHUNK", 2**16)
+    whole = exact_moments(toy, estimator)
+    assert (moments.tokens_affected, moments.sequences_affected) == pytest.approx(
+        (whole.tokens_affected, whole.sequences_affected), abs=1e-12)
+    assert moments.note == whole.note
 
 
 @pytest.mark.parametrize("estimator, params", [

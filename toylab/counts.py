@@ -20,7 +20,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.recursion import reward_by_count
+
+def reward_by_count(T):
+    """r(K) = 1[2K ≥ T] for K = 0 … T."""
+    return (2 * np.arange(T + 1) >= T).astype(float)
 
 
 def zero_count_distribution(q):

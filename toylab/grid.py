@@ -19,6 +19,11 @@ def outer_max(table):
     return _outer(np.maximum, table)
 
 
+def outer_any(table):
+    """x[y] = True if table[t, y_t] for some position t (a boolean (T, V) table), as an M-vector."""
+    return _outer(np.logical_or, np.asarray(table, bool))
+
+
 def _outer(combine, table):
     """A new array always (a copy of row 0 when T = 1), so callers may work in place on it."""
     table = np.asarray(table)
@@ -43,17 +48,31 @@ def prefix_sums(x, T, V):
 
 
 def position_marginals(x, T, V):
-    """marginals[t, v] = Σ_y x[y]·1[y_t = v]: the (T, V) marginals of an M-vector.
+    """marginals[..., t, v] = Σ_y x[..., y]·1[y_t = v]: the (T, V) marginals of M-vectors x (..., M).
 
-    Position t is the leading axis once positions < t are summed away, so every step adds V contiguous
-    blocks (fast in numpy, unlike a reduction over a trailing axis of length V).
+    Seen as a (V**h, V**(T−h)) matrix (rows: the first h tokens, columns: the rest), x's row sums hold every
+    marginal of positions < h and its column sums every marginal of positions ≥ h: two matrix-vector
+    products read x once each, and the two short vectors are reduced by ``leading_marginals``.
     """
-    marginals = np.empty((T, V))
+    x = np.asarray(x, dtype=float)
+    lead, head = x.shape[:-1], T // 2
+    blocks = x.reshape(-1, V**head, V**(T - head))                   # one matrix per leading index
+    row_sums = (blocks.reshape(-1, blocks.shape[-1]) @ np.ones(blocks.shape[-1])).reshape(*lead, -1)
+    column_sums = np.stack([np.ones(blocks.shape[1]) @ block for block in blocks]).reshape(*lead, -1)
+    return np.concatenate([leading_marginals(row_sums, head, V), leading_marginals(column_sums, T - head, V)],
+                          axis=-2)
+
+
+def leading_marginals(x, T, V):
+    """``position_marginals`` the slow, obvious way: position t is the leading axis once positions < t are
+    summed away, so each step adds V contiguous blocks."""
+    lead = np.shape(x)[:-1]
+    marginals = np.empty((*lead, T, V))
     rest = np.asarray(x, dtype=float)
     for t in range(T):
-        blocks = rest.reshape(V, -1)
-        marginals[t] = blocks.sum(axis=1)
-        rest = blocks.sum(axis=0)
+        blocks = rest.reshape(*lead, V, -1)
+        marginals[..., t, :] = blocks.sum(axis=-1)
+        rest = blocks.sum(axis=-2)
     return marginals
 
 

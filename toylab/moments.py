@@ -16,16 +16,18 @@ on r = 1 and one on r = 0, so the sums above are taken separately over the seque
 each with its own f, and added (two passes, still O(M)).
 """
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from toylab.estimators import ESTIMATORS, EXACT_IDS, resolve_params
-from toylab.grid import outer_sum, position_marginals, prefix_sums
+from toylab.grid import outer_any, position_marginals, prefix_sums
 from toylab.sequences import AllSequences
 from toylab.toy import share
 
 UNBIASED_TOLERANCE = 1e-9
+CHUNK = 2**18                 # sequences per chunk of the exact pass: their M-vectors stay small
 
 
 @dataclass(frozen=True)
@@ -86,36 +88,111 @@ def baseline_value(toy, baseline):
 
 def exact_moments(toy, estimator_id, params=None, baseline="none"):
     """The exact Moments of an exact estimator on the toy, with the given thresholds and baseline."""
-    estimator = ESTIMATORS[estimator_id]
-    if not estimator.exact:
-        raise ValueError(f"{estimator_id} is batch-coupled: it has no exact single-sample moments")
-    params = resolve_params(estimator_id, params)
+    return exact_moments_many(toy, {estimator_id: params}, baseline)[estimator_id]
+
+
+def exact_moments_many(toy, selection, baseline="none"):
+    """{id: Moments} for ``selection`` ({id: parameter overrides}) in one pass over the sequences.
+
+    The pass goes through the sequences in chunks of at most CHUNK sequences that share a prefix
+    (``AllSequences`` with that prefix): every estimator's weights are evaluated on the chunk and its sums
+    accumulated, so the M-vectors held at once are chunk-sized, and those every estimator reads (A = r − b,
+    p·A, log W) are built once per chunk.
+    """
     b = baseline_value(toy, baseline)
-    weights = estimator.weights(AllSequences(toy, b), **params)
-    probability = toy.p_train if estimator.on_policy else toy.p_sampler
-    position_probability = toy.pi if estimator.on_policy else toy.mu
-    mean, second_moment = np.zeros((toy.T, toy.V)), 0.0
-    for sign_class, token in _sign_classes(toy, b, weights):
-        marginal, marginal_sq = _position_moments(toy, estimator.on_policy, b, weights, sign_class)
-        class_mean, class_second_moment = _mean_and_second_moment(toy, marginal, marginal_sq, token)
-        mean, second_moment = mean + class_mean, second_moment + class_second_moment
-    grad = toy.true_grad
-    cosine, note = direction(mean, grad, b, lambda: _masked_entirely(weights))
-    tokens, sequences = _affected(toy, probability, position_probability, weights, b)
-    return Moments(
-        estimator=estimator_id, params=params, mean=mean,
-        bias=float(np.linalg.norm(mean - grad)),
-        var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0),
-        grad_norm=float(np.linalg.norm(grad)), cosine=cosine,
-        tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+    chosen = {}
+    for estimator_id, overrides in selection.items():
+        if not ESTIMATORS[estimator_id].exact:
+            raise ValueError(f"{estimator_id} is batch-coupled: it has no exact single-sample moments")
+        chosen[estimator_id] = resolve_params(estimator_id, overrides)
+    sums = {estimator_id: _Sums(toy) for estimator_id in chosen}
+    for view in chunks(toy, b):
+        for estimator_id, params in chosen.items():
+            on_policy = ESTIMATORS[estimator_id].on_policy
+            sums[estimator_id].add(view, on_policy, ESTIMATORS[estimator_id].weights(view, **params))
+    return {estimator_id: sums[estimator_id].moments(estimator_id, params, b, ESTIMATORS[estimator_id].on_policy)
+            for estimator_id, params in chosen.items()}
 
 
-def _masked_entirely(weights):
-    """"sequence" if the sequence weight is 0 everywhere, "token" if the token weight is, else ""."""
-    if not np.any(weights.sequence):
-        return "sequence"
-    token_factors = [weights.for_sign(negative)[0] for negative in ((False, True) if weights.splits_by_sign else (False,))]
-    return "token" if all(token is not None and not np.any(token) for token in token_factors) else ""
+def chunks(toy, b):
+    """``AllSequences`` views of the toy's sequences, one per prefix: each holds V**c ≤ CHUNK sequences (c ≥ 1
+    free positions), in grid order; together they are every sequence once."""
+    free = max(1, min(toy.T, int(np.log(CHUNK) / np.log(toy.V) + 1e-9)))
+    suffixes = {}
+    for prefix in itertools.product(range(toy.V), repeat=toy.T - free):
+        yield AllSequences(toy, b, prefix=prefix, suffixes=suffixes)
+
+
+class _Sums:
+    """One estimator's sums over the chunks: the factorised first and second moments and the kept mass."""
+
+    def __init__(self, toy):
+        self.toy = toy
+        self.first = np.zeros((toy.T, toy.V))           # m_t[v] = E_p[c_t·1[y_t = v]], summed over the chunks
+        self.second = np.zeros((toy.T, toy.V))          # E_p[c_t²·1[y_t = v]]
+        self.kept_tokens = np.zeros(toy.T)              # Σ over sequences of p·1[token t kept]
+        self.kept_sequences = 0.0                       # Σ p·1[no token of the sequence masked or clipped]
+        self.hits = "nothing"                           # or "tokens" (only token marks: closed form) or "any"
+        self.token_hits = None
+        self.any_sequence_weight = self.any_token_weight = False
+
+    def add(self, view, on_policy, weights):
+        self.any_sequence_weight = self.any_sequence_weight or bool(np.any(weights.sequence))
+        for sign_class, token in _sign_classes(view, view.b, weights):
+            first, second = _position_moments(view, on_policy, weights, sign_class)
+            token = 1.0 if token is None else token
+            self.first += first * token
+            self.second += second * token**2
+            self.any_token_weight = self.any_token_weight or bool(np.any(token))
+        if weights.sequence_affected is None and not weights.splits_by_sign:
+            if weights.token_affected is not None:      # the same table in every chunk: closed form in _affected
+                self.hits, self.token_hits = "tokens", weights.token_affected
+            return
+        self.hits = "any"
+        probability = view.probability(on_policy)
+        kept = probability if weights.sequence_affected is None else np.where(weights.sequence_affected, 0.0,
+                                                                               probability)
+        for sign_class, negative in _sign_masks(view, weights):
+            in_class = kept if sign_class is None else np.where(sign_class, kept, 0.0)
+            token_hit = weights.for_sign(negative)[1]
+            if token_hit is None:
+                self.kept_tokens += in_class.sum()
+                self.kept_sequences += float(in_class.sum())
+                continue
+            self.kept_tokens += (chunk_marginals(view, in_class) * ~token_hit).sum(axis=1)
+            if not token_hit[np.arange(view.head), view.prefix].any():
+                self.kept_sequences += float(np.sum(in_class, where=~outer_any(token_hit[view.head:])))
+
+    def moments(self, estimator_id, params, b, on_policy):
+        toy = self.toy
+        squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
+        mean = self.first - toy.pi * self.first.sum(axis=1, keepdims=True)
+        second_moment = float(np.sum(self.second * squared_score))
+        grad = toy.true_grad
+        masked = "sequence" if not self.any_sequence_weight else "token" if not self.any_token_weight else ""
+        cosine, note = direction(mean, grad, b, lambda: masked)
+        tokens, sequences = self._affected(toy.pi if on_policy else toy.mu)
+        return Moments(
+            estimator=estimator_id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
+            var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0), grad_norm=float(np.linalg.norm(grad)),
+            cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+
+    def _affected(self, position_probability):
+        """(mean over t of P(token t masked or clipped), P(any token of the sequence masked or clipped))."""
+        if self.hits == "nothing":
+            return 0.0, 0.0
+        if self.hits == "tokens":
+            per_position = (position_probability * self.token_hits).sum(axis=1)
+            return float(per_position.mean()), float(1 - np.prod(1 - per_position))
+        return float(1 - self.kept_tokens.mean()), float(1 - self.kept_sequences)
+
+
+def _sign_masks(view, weights):
+    """[(class of sequences or None for all, negative)]: the advantage classes whose token marks differ."""
+    if not weights.splits_by_sign:
+        return [(None, False)]
+    negative = view.advantage < 0
+    return [(~negative, False), (negative, True)]
 
 
 def _sign_classes(toy, b, weights):
@@ -126,83 +203,74 @@ def _sign_classes(toy, b, weights):
     return [(~negative, weights.for_sign(False)[0]), (negative, weights.for_sign(True)[0])]
 
 
-def _position_moments(toy, on_policy, b, weights, sign_class=None):
-    """E_p[a·H_t·1[y_t = v]] and E_p[a²·H_t²·1[y_t = v]], each (T, V), with a = (r − b)·sequence weight.
-
-    Without a carry (H_t = 1) these are position marginals of p·a and p·a²; with one, prefix sums
-    weighted by H_t over the V**t prefixes. ``sign_class`` restricts the sums to those sequences.
-    Estimators with neither a sequence weight nor a carry (naive, token-level) share the result
-    through ``toy.memo``.
-    """
-    shared = weights.carry is None and np.ndim(weights.sequence) == 0 and weights.sequence == 1 \
-        and sign_class is None
-    key = ("unweighted position moments", on_policy, b)
-    if shared and key in toy.memo:
-        return toy.memo[key]
-    advantage = np.subtract(toy.rewarded, b, dtype=float)
-    advantage *= weights.sequence
-    if sign_class is not None:
-        advantage *= sign_class
-    first = (toy.p_train if on_policy else toy.p_sampler) * advantage          # p·a
-    second = np.multiply(first, advantage, out=advantage)                     # p·a², in a's memory
-    if weights.carry is None:
-        moments = position_marginals(first, toy.T, toy.V), position_marginals(second, toy.T, toy.V)
-    else:
-        moments = _carried_marginals(first, toy, weights.carry, 1), _carried_marginals(second, toy, weights.carry, 2)
-    if shared:
-        toy.memo[key] = moments
-    return moments
-
-
-def _carried_marginals(x, toy, carry, power):
-    """m[t, v] = Σ_y x[y]·H_t(y_{<t})**power·1[y_t = v], H_t = ∏_{s<t} carry[s, y_s]."""
-    marginals = np.empty((toy.T, toy.V))
-    prefix_weight = np.ones(1)
-    for t, sums in enumerate(prefix_sums(x, toy.T, toy.V)):
-        marginals[t] = prefix_weight**power @ sums
-        prefix_weight = np.multiply.outer(prefix_weight, carry[t]).ravel()
+def chunk_marginals(view, x):
+    """m[..., t, v] = Σ over the view's sequences of x·1[y_t = v] for vectors x (..., n): the prefix's tokens
+    carry all of x's sum."""
+    toy = view.toy
+    free = position_marginals(x, toy.T - view.head, toy.V)
+    marginals = np.zeros((*free.shape[:-2], toy.T, toy.V))
+    marginals[..., view.head:, :] = free
+    marginals[..., np.arange(view.head), view.prefix] = free[..., :1, :].sum(axis=-1)
     return marginals
 
 
-def _mean_and_second_moment(toy, marginal, marginal_sq, token):
-    """mean_t = m_t − π_t·Σ_v m_t[v] with m = marginal·f;  E‖ĝ‖² = Σ_{t,v} marginal_sq·f²·‖onehot(v) − π_t‖²."""
-    token = np.ones_like(marginal) if token is None else token
-    squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
-    m = marginal * token
-    return m - toy.pi * m.sum(axis=1, keepdims=True), float(np.sum(marginal_sq * token**2 * squared_score))
+def _position_moments(view, on_policy, weights, sign_class=None):
+    """E_p[a·H_t·1[y_t = v]] and E_p[a²·H_t²·1[y_t = v]] over the view's sequences, each (T, V), with
+    a = (r − b)·sequence weight.
+
+    Without a carry (H_t = 1) these are position marginals of p·a and p·a²; with one, prefix sums
+    weighted by H_t over the V**t prefixes. ``sign_class`` restricts the sums to those sequences.
+    p·A comes from the view (shared); p·a = p·A·w and p·a² = p·a·A·w are written into one (2, n) array,
+    whose marginals are taken together. Estimators with neither a sequence weight nor a carry (naive,
+    token-level) share the result through the view's memo.
+    """
+    sequence = weights.sequence
+    unit = np.ndim(sequence) == 0 and sequence == 1
+    shared = weights.carry is None and unit and sign_class is None
+    key = ("unweighted position moments", on_policy)
+    if shared and key in view.memo:
+        return view.memo[key]
+    weighted = view.weighted_probability(on_policy)                             # p·A: the view's, never written
+    powers = np.empty((2, weighted.size))
+    first, second = powers
+    if unit:
+        first[:] = weighted
+    else:
+        np.multiply(weighted, sequence, out=first)                               # p·a
+    if sign_class is not None:
+        first *= sign_class
+    np.multiply(first, view.advantage, out=second)                               # p·a·A
+    if not unit:
+        second *= sequence                                                       # p·a²
+    if weights.carry is None:
+        moments = tuple(chunk_marginals(view, powers))
+    else:
+        moments = _carried_chunk_marginals(view, first, weights.carry, 1), \
+            _carried_chunk_marginals(view, second, weights.carry, 2)
+    if shared:
+        view.memo[key] = moments
+    return moments
 
 
-def _affected(toy, probability, position_probability, weights, b):
-    """(mean over t of P(token t masked or clipped), P(any token of the sequence masked or clipped))."""
-    if weights.splits_by_sign:
-        return _affected_by_sign(toy, probability, weights, b)
-    sequence_hit, token_hit = weights.sequence_affected, weights.token_affected
-    if sequence_hit is None and token_hit is None:
-        return 0.0, 0.0
-    if sequence_hit is None:
-        per_position = (position_probability * token_hit).sum(axis=1)
-        return float(per_position.mean()), float(1 - np.prod(1 - per_position))
-    kept = probability * ~sequence_hit
-    if token_hit is None:
-        dropped = 1 - float(kept.sum())
-        return dropped, dropped
-    kept_tokens = (position_marginals(kept, toy.T, toy.V) * ~token_hit).sum(axis=1)
-    all_tokens_kept = outer_sum(token_hit.astype(np.int8)) == 0             # int8: at most T < 128 hits
-    return float(1 - kept_tokens.mean()), float(1 - kept[all_tokens_kept].sum())
+def _carried_chunk_marginals(view, x, carry, power):
+    """``chunk_marginals`` with H_t = ∏_{s<t} carry[s, y_s]: over the prefix H_t is one number per t."""
+    toy, head = view.toy, view.head
+    carried = np.concatenate([[1.0], np.cumprod(carry[np.arange(head), view.prefix])])    # H_t, t = 0 … head
+    marginals = np.zeros((toy.T, toy.V))
+    marginals[head:] = carried[head]**power * _carried_marginals(x, toy.T - head, toy.V, carry[head:], power)
+    total = x.sum()
+    marginals[np.arange(head), view.prefix] = carried[:head]**power * total
+    return marginals
 
 
-def _affected_by_sign(toy, probability, weights, b):
-    """``_affected`` when the token marks depend on the sign of A: summed over the two classes of sequences."""
-    kept = probability if weights.sequence_affected is None else probability * ~weights.sequence_affected
-    kept_tokens, kept_sequences = np.zeros(toy.T), 0.0
-    negative_class = np.subtract(toy.rewarded, b, dtype=float) < 0
-    for sign_class, negative in ((~negative_class, False), (negative_class, True)):
-        token_hit = weights.for_sign(negative)[1]
-        token_hit = np.zeros((toy.T, toy.V), bool) if token_hit is None else token_hit
-        kept_in_class = kept * sign_class
-        kept_tokens += (position_marginals(kept_in_class, toy.T, toy.V) * ~token_hit).sum(axis=1)
-        kept_sequences += float(kept_in_class[outer_sum(token_hit.astype(np.int32)) == 0].sum())
-    return float(1 - kept_tokens.mean()), 1 - kept_sequences
+def _carried_marginals(x, T, V, carry, power):
+    """m[t, v] = Σ_y x[y]·H_t(y_{<t})**power·1[y_t = v], H_t = ∏_{s<t} carry[s, y_s], over the V**T sequences."""
+    marginals = np.empty((T, V))
+    prefix_weight = np.ones(1)
+    for t, sums in enumerate(prefix_sums(x, T, V)):
+        marginals[t] = prefix_weight**power @ sums
+        prefix_weight = np.multiply.outer(prefix_weight, carry[t]).ravel()
+    return marginals
 
 
 def exact_table(toy, selection=None, baseline="none", N=64):
@@ -213,8 +281,7 @@ def exact_table(toy, selection=None, baseline="none", N=64):
     """
     selection = {id: {} for id in EXACT_IDS} if selection is None else selection
     rows = []
-    for estimator_id, overrides in selection.items():
-        moments = exact_moments(toy, estimator_id, overrides, baseline)
+    for estimator_id, moments in exact_moments_many(toy, selection, baseline).items():
         rows.append({
             "estimator": estimator_id, "label": ESTIMATORS[estimator_id].label, "params": moments.params,
             "bias": moments.bias, "var": moments.var, "rel_bias": moments.rel_bias,

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toylab.counts import reward_by_count
 from toylab.estimators import ESTIMATORS, resolve_params
 from toylab.moments import Moments, direction
 from toylab.toy import share
@@ -64,11 +65,6 @@ FACTORS = {
     "gspo_geo": lambda toy: _whole_sequence(toy.rho ** (1 / toy.T)),
 }
 RECURSIVE_IDS = tuple(FACTORS)
-
-
-def reward_by_count(T):
-    """r(K) = 1[2K ≥ T] for K = 0 … T."""
-    return (2 * np.arange(T + 1) >= T).astype(float)
 
 
 def _normalised(weights):

@@ -52,11 +52,19 @@ class _Statistics:
 
 
 class AllSequences(_Statistics):
-    """Every sequence of a toy, with advantage A = r − b; statistics are M-vectors, kept for
-    this view's lifetime only (one exact pass), so a cached toy holds none of them."""
+    """The toy's sequences that start with ``prefix`` (by default all of them), with advantage A = r − b.
 
-    def __init__(self, toy, baseline_value=0.0, clamp=None, mean_epsilon=0.0):
+    Its per-sequence values are vectors over those V**c sequences (c = T − len(prefix), grid order): a sum
+    (or maximum) of per-position tables is the prefix's fixed part plus (or max'd with) an outer sum over the
+    c free positions. The outer parts depend only on the tables, so the views of one pass over the prefixes
+    share them through ``suffixes`` (a dict); everything else lives for the view's lifetime (one chunk).
+    """
+
+    def __init__(self, toy, baseline_value=0.0, clamp=None, mean_epsilon=0.0, prefix=(), suffixes=None):
         self.toy, self.b, self.clamp, self.mean_epsilon = toy, float(baseline_value), clamp, mean_epsilon
+        self.prefix = np.asarray(prefix, dtype=np.intp)
+        self.head = len(self.prefix)                           # positions fixed by the prefix
+        self.suffixes = {} if suffixes is None else suffixes
         self.memo = {}
         self.T = self.length = toy.T
         self.clamped_out = np.zeros(toy.log_rho.shape, bool) if clamp is None else np.abs(toy.log_rho) > clamp
@@ -66,33 +74,65 @@ class AllSequences(_Statistics):
         self.rho = np.exp(self.log_rho) if self.clips_tokens else toy.rho
 
     def clamped(self, bound, mean_epsilon=0.0):
-        return AllSequences(self.toy, self.b, bound, mean_epsilon)
+        return AllSequences(self.toy, self.b, bound, mean_epsilon, self.prefix, self.suffixes)
+
+    def over_positions(self, key, table, kind="sum"):
+        """x[y] = Σ_t table[t, y_t] (kind "sum") or max_t (kind "max") for each of the view's sequences;
+        ``key`` names the table, so that its outer part over the free positions is built once per pass."""
+        if (key, kind) not in self.suffixes:
+            free = table[self.head:]
+            self.suffixes[(key, kind)] = outer_sum(free) if kind == "sum" else outer_max(free)
+        outer = self.suffixes[(key, kind)]
+        fixed = table[np.arange(self.head), self.prefix]
+        if not self.head:
+            return outer
+        return outer + fixed.sum() if kind == "sum" else np.maximum(outer, fixed.max())
+
+    @property
+    def rewarded(self):
+        """r(y) = 1 as a boolean: at least half of the tokens are token 0."""
+        is_zero = np.zeros((self.T, self.toy.V), dtype=np.int8)       # int8 counts: T < 128 for any M in memory
+        is_zero[:, 0] = 1
+        return self.over_positions("zeros", is_zero) >= self.T / 2
 
     @cached_property
     def advantage(self):
-        return self.toy.R - self.b
+        """A = r − b for every sequence."""
+        return np.where(self.rewarded, 1.0 - self.b, -self.b)
 
-    @property
+    @cached_property
     def log_W(self):
-        return np.clip(self.toy.log_W, -self.clamp, self.clamp) if self.clips_sums else self.toy.log_W
+        raw = self.over_positions("log ρ", self.toy.log_rho)
+        return np.clip(raw, -self.clamp, self.clamp) if self.clips_sums else raw
+
+    def probability(self, on_policy):
+        """π(y) (on_policy) or μ(y) for every sequence: exp of the prefix's part times the free positions'."""
+        key = "π(y)" if on_policy else "μ(y)"
+        if key not in self.memo:
+            table = self.toy.log_pi if on_policy else self.toy.log_mu
+            if (key, "exp") not in self.suffixes:
+                self.suffixes[(key, "exp")] = np.exp(outer_sum(table[self.head:]))
+            fixed = table[np.arange(self.head), self.prefix].sum()
+            self.memo[key] = self.suffixes[(key, "exp")] * np.exp(fixed) if self.head else self.suffixes[(key, "exp")]
+        return self.memo[key]
+
+    def weighted_probability(self, on_policy):
+        """p(y)·A(y), p = π (on_policy) or μ: what every estimator's first moment starts from."""
+        key = ("p·A", on_policy)
+        if key not in self.memo:
+            self.memo[key] = self.probability(on_policy) * self.advantage
+        return self.memo[key]
 
     def sequence_statistic(self, name, scope):
-        if not self.clips_tokens and not (scope == "mean" and self.mean_epsilon):
-            shared = {("log_ratio", "sum"): "log_W", ("k3", "mean"): "mean_k3",
-                      ("abs_log_ratio", "max"): "max_abs_log_rho"}.get((name, scope))
-            if shared:
-                return getattr(self.toy, shared)
-            if (name, scope) == ("log_ratio", "mean"):
-                return self.toy.log_W / self.T
+        if (name, scope) == ("log_ratio", "sum") and not self.clips_tokens:
+            return self.log_W
         key = ("sequence statistic", name, scope, self.clamp if self.clips_tokens else None,
                self.mean_epsilon if scope == "mean" else 0.0)
         if key not in self.memo:
-            table = self.token_statistic(name)
-            if scope == "max":
-                self.memo[key] = outer_max(table)
-            else:
-                total = outer_sum(table)
-                self.memo[key] = total / (self.T + self.mean_epsilon) if scope == "mean" else total
+            kind = "max" if scope == "max" else "sum"
+            total = self.over_positions((name, self.clamp if self.clips_tokens else None),
+                                        self.token_statistic(name), kind)
+            self.memo[key] = total / (self.T + self.mean_epsilon) if scope == "mean" else total
         return self.memo[key]
 
 

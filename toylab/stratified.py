@@ -15,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toylab.counts import reward_by_count
 from toylab.estimators import ESTIMATORS, resolve_params
 from toylab.montecarlo import Batches, draw_tokens
-from toylab.recursion import prefix_counts, reward_by_count
+from toylab.recursion import prefix_counts
 
 NEGLIGIBLE_STRATUM = 1e-12
 

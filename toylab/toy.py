@@ -15,7 +15,8 @@ from functools import cached_property
 
 import numpy as np
 
-from toylab.grid import outer_max, outer_sum, position_marginals, token_grid
+from toylab.counts import expected_reward, objective_and_gradient
+from toylab.grid import outer_max, outer_sum, token_grid
 from toylab.text import quoted
 
 EXACT_SIZE_LIMIT = 2**22
@@ -133,13 +134,14 @@ class Toy(Mapping):
 
     @cached_property
     def J(self):
-        """J = E_π[r], the objective the trainer climbs (a probability: clipped to [0, 1] against rounding)."""
-        return share(self.p_train @ self.rewarded)
+        """J = E_π[r], the objective the trainer climbs: from the distribution of the count of token 0 under π
+        (``counts``, O(T²)), a probability clipped to [0, 1] against rounding."""
+        return share(expected_reward(self.pi))
 
     @cached_property
     def logged_reward(self):
-        """E_μ[r], the mean reward a rollout log shows (clipped to [0, 1] against rounding)."""
-        return share(self.p_sampler @ self.rewarded)
+        """E_μ[r], the mean reward a rollout log shows, from the count of token 0 under μ (clipped to [0, 1])."""
+        return share(expected_reward(self.mu))
 
     @property
     def log_W(self):
@@ -158,11 +160,9 @@ class Toy(Mapping):
 
     @cached_property
     def true_grad(self):
-        """∇J with J = E_π[r]: row t is E_π[r·(onehot(y_t) − π_t)] = m_t − π_t·Σ_v m_t[v], m = marginals of π·r."""
-        rewarded_probability = self.p_train
-        rewarded_probability *= self.rewarded
-        m = position_marginals(rewarded_probability, self.T, self.V)
-        return m - self.pi * m.sum(axis=1, keepdims=True)
+        """∇J with J = E_π[r]: J depends on θ only through q_t = π_t(0), so ∇J = Σ_t ∂J/∂q_t·∇q_t with ∂J/∂q_t
+        from the count of token 0 without position t (``counts.objective_and_gradient``, O(T³))."""
+        return objective_and_gradient(self.pi)[1]
 
     def nbytes(self):
         """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), for byte-bounded caches."""

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.counts import expected_reward, factorised_means, objective_and_gradient
+from toylab.counts import expected_reward, factorised_means, objective_and_gradient, reward_by_count
 from toylab.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.moments import _carried_marginals, _sign_classes
 from toylab.montecarlo import Batches, batch_estimates, tokens_from_uniforms
 from toylab.optimizers import OPTIMIZERS, make_optimizer
-from toylab.recursion import FACTORS, PositionFactors, reward_by_count
+from toylab.recursion import FACTORS, PositionFactors
 from toylab.sequences import AllSequences
 from toylab.split_grid import split_grid
 from toylab.toy_rows import ToyRows
@@ -180,7 +180,7 @@ def enumerated_means(rows, estimators, b):
             tokens[index] = weights.token
         if weights.carry is not None:
             carried.append(index)
-            m[index] = _carried_marginals(first[index], row, weights.carry, 1)
+            m[index] = _carried_marginals(first[index], row.T, row.V, weights.carry, 1)
     if not carried:
         m = rows.grid.marginals(first)
     elif len(carried) < len(estimators):
