@@ -9,18 +9,22 @@ from toylab.diagnostics import diagnostics, sequence_chi2
 from toylab.grid import outer_sum
 from toylab.length import (
     EXACT,
+    LENGTHS,
     MONTE_CARLO,
     RECURSION,
+    TOKEN_BUDGET,
     _estimators_beyond_enumeration,
     _population_by_enumeration,
     _population_by_sampling,
+    enumerable,
     length_point,
     length_toy,
     lengths_for,
+    samples_at,
 )
 from toylab.recursion import RECURSIVE_IDS, exact_by_recursion, objective_by_recursion
 from toylab.settings import Settings
-from toylab.stratified import count_distribution, draw_given_counts, stratified_moments
+from toylab.stratified import count_distribution, draw_given_counts, stratified_moments, stratified_moments_many
 from toylab.toy import Toy
 
 TOYS = [(6, 4, 0.3, 0), (5, 3, 1.0, 7), (8, 3, 0.6, 2), (3, 4, 2.0, 21), (1, 3, 0.5, 2), (7, 2, 1.5, 4)]
@@ -166,7 +170,8 @@ def test_std_ratio_against_dense_sums(baseline):
 
 def test_length_points_beyond_enumeration_use_recursion_and_monte_carlo():
     settings = Settings(V=4, estimators=("on_policy", "naive", "seq_is", "seq_tis", "trm"), baseline="logged")
-    assert 11 in lengths_for(4) and max(lengths_for(4)) == 256
+    assert lengths_for(4) == LENGTHS and lengths_for(3) == tuple(sorted(LENGTHS + (10,)))   # 3**10 ≤ 2**16 < 3**11
+    assert max(T for T in lengths_for(4) if enumerable(T, 4)) == 8
     population, estimators = length_point(settings, 64)
     methods = {row["estimator"]: row["method"] for row in estimators}
     assert methods == {"on_policy": RECURSION, "naive": RECURSION, "seq_is": RECURSION, "seq_tis": MONTE_CARLO,
@@ -219,3 +224,28 @@ def test_population_sampling_agrees_with_enumeration():
 def test_bad_input_gets_a_clear_message(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_one_stratified_draw_serves_every_estimator():
+    """Each estimator's moments from the shared draw equal its own run on the same random stream."""
+    toy = make_toy(6, 4, 1.0, 0)
+    selection = {"seq_tis": {"C": 1.5}, "geo_rs": {}, "k3_rs": {"delta": 0.3}}
+    together = stratified_moments_many(toy, selection, 0.2, toy.true_grad, 5_000, np.random.default_rng(7))
+    for estimator, params in selection.items():
+        alone = stratified_moments(toy, estimator, params, 0.2, toy.true_grad, 5_000, np.random.default_rng(7))
+        np.testing.assert_allclose(together[estimator].mean, alone.mean, rtol=1e-12, atol=1e-15)
+        assert (together[estimator].var, together[estimator].var_se) == pytest.approx((alone.var, alone.var_se), rel=1e-12)
+
+
+def test_monte_carlo_points_draw_a_fixed_token_budget():
+    assert samples_at(12) == 20_000 and samples_at(256) * 256 == TOKEN_BUDGET
+    assert all(samples_at(T) * T <= max(TOKEN_BUDGET, 20_000 * T) for T in range(1, 257))
+    settings = Settings(V=4, estimators=("seq_tis",), baseline="logged")
+    population, estimators = length_point(settings, 256)
+    toy = _prefix_toy(256, 4, settings.mismatch, settings.seed)
+    rng = np.random.default_rng([settings.seed, 256])        # the population's draws come first from the stream
+    sampled = _population_by_sampling(toy, 2.0, settings.params("geo_rs"), samples_at(256), rng)
+    assert [row["value"] for row in sampled] == [row["value"] for row in population]
+    expected = stratified_moments(toy, "seq_tis", settings.params("seq_tis"), baseline_value(toy, "logged"),
+                                  toy.true_grad, samples_at(256), rng)
+    assert estimators[0]["rel_bias"] == pytest.approx(expected.rel_bias, rel=1e-12)

@@ -8,33 +8,42 @@ tables at any T), P(W > C) and P(ρ_geo outside [lo, hi]). Estimators: relative 
 the std relative to on-policy sqrt(var_e/var_on_policy) at the same T, in which the reward's rarity at
 large T (‖∇J‖ → 0) cancels; it holds for any batch size N, both stds scaling as 1/sqrt(N).
 
-Up to the enumeration limit (V**T ≤ EXACT_SIZE_LIMIT) everything is exact by enumeration. Beyond it the
-factorising estimators are exact by ``recursion``, the others are stratified Monte Carlo
-(``stratified``) and the two probabilities plain Monte Carlo, each with its standard error.
+While V**T ≤ ENUMERATION_LIMIT everything is exact by enumeration (one pass for every estimator). Beyond
+it the factorising estimators are exact by ``recursion``, the others are stratified Monte Carlo
+(``stratified``, one draw shared by all of them) and the two probabilities plain Monte Carlo, each with its
+standard error. A Monte Carlo point draws ``samples_at(T)`` sequences: SAMPLES, fewer once they would hold
+more than TOKEN_BUDGET tokens, so a point costs about the same at every T (its error bars widen instead).
 """
 
 import numpy as np
 
 from toylab.diagnostics import probability_beyond, sequence_chi2, sequence_log_ratio
-from toylab.moments import exact_moments
+from toylab.moments import exact_moments_many
 from toylab.montecarlo import draw_tokens
 from toylab.recursion import RECURSIVE_IDS, baseline_by_recursion, exact_by_recursion, objective_by_recursion
-from toylab.stratified import stratified_moments
-from toylab.toy import EXACT_SIZE_LIMIT, Toy, make_toy
+from toylab.stratified import stratified_moments_many
+from toylab.toy import Toy, make_toy
 
 LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MAX_LENGTH = 256
 SAMPLES = 20_000
+TOKEN_BUDGET = 2**18          # tokens a Monte Carlo point draws at most (beyond SAMPLES·T ≤ this: fewer sequences)
+ENUMERATION_LIMIT = 2**16     # sequences the view enumerates; beyond, recursion and Monte Carlo
 EXACT, RECURSION, MONTE_CARLO = "exact (enumeration)", "exact (recursion)", "Monte Carlo"
 
 
 def enumerable(T, V):
-    """True if the V**T sequences can be enumerated."""
-    return V**T <= EXACT_SIZE_LIMIT
+    """True if the view enumerates the V**T sequences (V**T ≤ ENUMERATION_LIMIT)."""
+    return V**T <= ENUMERATION_LIMIT
+
+
+def samples_at(T):
+    """Sequences a Monte Carlo point at length T draws: SAMPLES, or TOKEN_BUDGET // T once that is fewer."""
+    return min(SAMPLES, TOKEN_BUDGET // T)
 
 
 def lengths_for(V):
-    """The T values of the length view: LENGTHS plus the largest enumerable T, sorted."""
+    """The T values of the length view: LENGTHS plus the largest T it enumerates, sorted."""
     largest = max(T for T in range(1, MAX_LENGTH + 1) if enumerable(T, V))
     return tuple(sorted(set(LENGTHS) | {largest}))
 
@@ -47,13 +56,13 @@ def length_toy(T, V, mismatch, seed):
     return Toy(long.theta[:T], long.b[:T], long.mismatch, long.seed)
 
 
-def length_point(settings, T, samples=SAMPLES):
+def length_point(settings, T, samples=None):
     """(population rows, estimator rows) at T for the Settings' V, mismatch, seed, selection and baseline.
 
     Population rows: (T, quantity, value, se, method). Estimator rows: (T, estimator, rel_bias, rel_bias_se,
     std_ratio, std_ratio_se, method) with std_ratio = sqrt(var/var_on_policy); se = 0 when exact.
     on_policy is exact at every T, so a Monte Carlo ratio's se is se(sqrt(var))/sqrt(var_on_policy).
-    Monte Carlo draws come from ``default_rng([seed, T])``.
+    Monte Carlo draws come from ``default_rng([seed, T])``, ``samples`` sequences (default ``samples_at(T)``).
     """
     toy = length_toy(T, settings.V, settings.mismatch, settings.seed)
     selection = settings.selection(exact_only=True)
@@ -62,6 +71,7 @@ def length_point(settings, T, samples=SAMPLES):
     if enumerable(T, settings.V):
         return _population_by_enumeration(toy, C, band), _estimators_by_enumeration(toy, selection, settings.baseline)
     rng = np.random.default_rng([settings.seed, T])
+    samples = samples_at(T) if samples is None else samples
     return (_population_by_sampling(toy, C, band, samples, rng),
             _estimators_beyond_enumeration(toy, selection, settings.baseline, samples, rng))
 
@@ -108,22 +118,23 @@ def _estimator_row(T, estimator_id, moments, on_policy_var, method, bias_se=0.0,
 
 
 def _estimators_by_enumeration(toy, selection, baseline):
-    on_policy_var = exact_moments(toy, "on_policy", {}, baseline).var
-    return [_estimator_row(toy.T, id, exact_moments(toy, id, params, baseline), on_policy_var, EXACT)
-            for id, params in selection.items()]
+    moments = exact_moments_many(toy, {"on_policy": {}} | selection, baseline)
+    return [_estimator_row(toy.T, id, moments[id], moments["on_policy"].var, EXACT) for id in selection]
 
 
 def _estimators_beyond_enumeration(toy, selection, baseline, samples, rng):
     objective = objective_by_recursion(toy)
     b = baseline_by_recursion(toy, baseline, objective)
     on_policy_var = exact_by_recursion(toy, "on_policy", {}, baseline, objective).var
+    sampled = stratified_moments_many(toy, {id: params for id, params in selection.items() if id not in RECURSIVE_IDS},
+                                      b, objective[2], samples, rng)
     rows = []
     for estimator_id, params in selection.items():
         if estimator_id in RECURSIVE_IDS:
             moments = exact_by_recursion(toy, estimator_id, params, baseline, objective)
             rows.append(_estimator_row(toy.T, estimator_id, moments, on_policy_var, RECURSION))
         else:
-            moments = stratified_moments(toy, estimator_id, params, b, objective[2], samples, rng)
+            moments = sampled[estimator_id]
             rows.append(_estimator_row(toy.T, estimator_id, moments, on_policy_var, MONTE_CARLO,
                                        moments.bias_se, moments.var_se))
     return rows

@@ -78,9 +78,18 @@ def draw_given_counts(rng, position_probability, counts):
 
 def stratified_moments(toy, estimator_id, params, baseline_value, grad, samples, rng):
     """MonteCarloMoments of an exact estimator on sampler rollouts, stratified by the count of token 0."""
-    if ESTIMATORS[estimator_id].on_policy or not ESTIMATORS[estimator_id].exact:
-        raise ValueError(f"{estimator_id}: stratified Monte Carlo covers single-sample estimators on μ")
-    params = resolve_params(estimator_id, params)
+    return stratified_moments_many(toy, {estimator_id: params}, baseline_value, grad, samples, rng)[estimator_id]
+
+
+def stratified_moments_many(toy, selection, baseline_value, grad, samples, rng):
+    """{id: MonteCarloMoments} for ``selection`` ({id: parameter overrides}) from one stratified draw.
+
+    The strata and their sizes depend on P_μ(K = k) and φ_k only, not on the estimator, so every estimator
+    is evaluated on the same sequences (its standard errors are each its own; the estimates are correlated).
+    """
+    for estimator_id in selection:
+        if ESTIMATORS[estimator_id].on_policy or not ESTIMATORS[estimator_id].exact:
+            raise ValueError(f"{estimator_id}: stratified Monte Carlo covers single-sample estimators on μ")
     probability = count_distribution(toy.mu)
     phi = reward_by_count(toy.T) - baseline_value
     weight = probability * np.abs(phi)
@@ -88,33 +97,43 @@ def stratified_moments(toy, estimator_id, params, baseline_value, grad, samples,
     per_stratum = np.maximum(2, np.round(samples * weight[used] / weight[used].sum())).astype(int)
     strata = np.repeat(np.arange(len(used)), per_stratum)
     tokens = draw_given_counts(rng, toy.mu, used[strata])
-    coefficient = Batches(toy, tokens[None], np.array([len(tokens)]), baseline_value) \
-        .coefficients(estimator_id, params)[0]                                         # (n, T)
-    X_sum, X_norm2 = _stratum_sums(toy, tokens, coefficient, strata, len(used))
-    X_mean = X_sum / per_stratum[:, None, None]
-    norm2_mean = np.bincount(strata, X_norm2) / per_stratum
-    norm2_var = np.bincount(strata, (X_norm2 - norm2_mean[strata]) ** 2) / (per_stratum - 1)
-    trace_cov = (norm2_mean - (X_mean**2).sum(axis=(1, 2))) * per_stratum / (per_stratum - 1)
+    batches = Batches(toy, tokens[None], np.array([len(tokens)]), baseline_value)
     first, second = probability[used] * phi[used], probability[used] * phi[used] ** 2
-    mean = np.tensordot(first, X_mean, axes=1)
-    mean_se2 = float(np.sum(first**2 * np.maximum(trace_cov, 0) / per_stratum))
-    second_moment = float(second @ norm2_mean)
-    second_se2 = float(np.sum(second**2 * norm2_var / per_stratum))
-    mean_norm = float(np.linalg.norm(mean))
-    return MonteCarloMoments(
-        estimator=estimator_id, mean=mean, bias=float(np.linalg.norm(mean - grad)), bias_se=np.sqrt(mean_se2),
-        var=max(second_moment - mean_norm**2 + mean_se2, 0.0),
-        var_se=float(np.sqrt(second_se2 + 4 * mean_norm**2 * mean_se2)),
-        grad_norm=float(np.linalg.norm(grad)), samples=len(tokens))
+    stratum_sums = _StratumSums(toy, tokens, strata, len(used))
+    moments = {}
+    for estimator_id, params in selection.items():
+        coefficient = batches.coefficients(estimator_id, resolve_params(estimator_id, params))[0]      # (n, T)
+        X_sum, X_norm2 = stratum_sums(coefficient)
+        X_mean = X_sum / per_stratum[:, None, None]
+        norm2_mean = np.bincount(strata, X_norm2) / per_stratum
+        norm2_var = np.bincount(strata, (X_norm2 - norm2_mean[strata]) ** 2) / (per_stratum - 1)
+        trace_cov = (norm2_mean - (X_mean**2).sum(axis=(1, 2))) * per_stratum / (per_stratum - 1)
+        mean = np.tensordot(first, X_mean, axes=1)
+        mean_se2 = float(np.sum(first**2 * np.maximum(trace_cov, 0) / per_stratum))
+        second_moment = float(second @ norm2_mean)
+        second_se2 = float(np.sum(second**2 * norm2_var / per_stratum))
+        mean_norm = float(np.linalg.norm(mean))
+        moments[estimator_id] = MonteCarloMoments(
+            estimator=estimator_id, mean=mean, bias=float(np.linalg.norm(mean - grad)), bias_se=np.sqrt(mean_se2),
+            var=max(second_moment - mean_norm**2 + mean_se2, 0.0),
+            var_se=float(np.sqrt(second_se2 + 4 * mean_norm**2 * mean_se2)),
+            grad_norm=float(np.linalg.norm(grad)), samples=len(tokens))
+    return moments
 
 
-def _stratum_sums(toy, tokens, coefficient, strata, n_strata):
-    """Per stratum Σ_i X_i (S, T, V) with X_i = Σ_t c_{i,t}·(onehot(y_{i,t}) − π_t); per sample ‖X_i‖²."""
-    T, V = toy.T, toy.V
-    cell = tokens + V * np.arange(T)
-    onehot_sums = np.bincount((strata[:, None] * T * V + cell).ravel(), coefficient.ravel(),
-                              minlength=n_strata * T * V).reshape(n_strata, T, V)
-    X_sum = onehot_sums - toy.pi * onehot_sums.sum(axis=2, keepdims=True)
-    squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
-    X_norm2 = (coefficient**2 * np.take(squared_score, cell)).sum(axis=1)
-    return X_sum, X_norm2
+class _StratumSums:
+    """Per stratum Σ_i X_i (S, T, V) with X_i = Σ_t c_{i,t}·(onehot(y_{i,t}) − π_t), and per sample ‖X_i‖²
+    = Σ_t c_{i,t}²·‖onehot(y_{i,t}) − π_t‖², for any coefficients c on one draw: the indices are built once."""
+
+    def __init__(self, toy, tokens, strata, n_strata):
+        T, V = toy.T, toy.V
+        cell = tokens + V * np.arange(T)
+        self.pi, self.shape = toy.pi, (n_strata, T, V)
+        self.stratum_cell = (strata[:, None] * T * V + cell).ravel()
+        self.squared_score = np.take(1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True), cell)
+
+    def __call__(self, coefficient):
+        onehot_sums = np.bincount(self.stratum_cell, coefficient.ravel(),
+                                  minlength=int(np.prod(self.shape))).reshape(self.shape)
+        X_sum = onehot_sums - self.pi * onehot_sums.sum(axis=2, keepdims=True)
+        return X_sum, np.einsum("it,it,it->i", coefficient, coefficient, self.squared_score)

@@ -9,7 +9,7 @@ from dataclasses import replace
 import streamlit as st
 
 from toylab import lessons, sweeps
-from toylab.length import SAMPLES, enumerable, length_point
+from toylab.length import enumerable, length_point, samples_at
 from toylab.query import DEFAULTS
 from views import cache
 from views.work_slots import large_work
@@ -45,8 +45,8 @@ def length_key(settings):
 @st.cache_data(max_entries=256, show_spinner=False)
 def length_point_at(settings, T):
     """(population rows, estimator rows) at T; call with ``length_key(settings)``. Beyond enumeration a point
-    draws SAMPLES sequences of T tokens (about 200 MB at T = 256), so it counts as large work too."""
-    with large_work(settings.V**T if enumerable(T, settings.V) else SAMPLES * T):
+    draws samples_at(T) sequences of T tokens."""
+    with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T):
         return length_point(settings, T)
 
 

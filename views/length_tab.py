@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab import deep_charts, deep_frames
-from toylab.length import MAX_LENGTH, SAMPLES, lengths_for
+from toylab.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
 from views import deep_cache
 
 LABEL = "Sequence length"
@@ -42,9 +42,11 @@ def render(settings):
         f"length T is the first T positions of one {MAX_LENGTH}-position toy make_toy({MAX_LENGTH}, V, mismatch, "
         "seed), so its b differs from the Estimators tab's (drawn for T positions) and the numbers at the "
         f"sidebar's T differ from that tab's. C = {seq_tis['C']:g} (seq_tis), band "
-        f"[{geo_rs['lo']:g}, {geo_rs['hi']:g}] (geo_rs). Circles: exact by enumeration (while V**T fits); squares: "
+        f"[{geo_rs['lo']:g}, {geo_rs['hi']:g}] (geo_rs). Circles: exact by enumeration (while V**T ≤ "
+        f"{ENUMERATION_LIMIT:,}); squares: "
         "exact by the recursion over the count of token 0 (the estimators whose weight factorises over "
-        f"positions, and ∇J, J, E_μ[r]); triangles: Monte Carlo (stratified by that count, {SAMPLES:,} sequences) "
+        f"positions, and ∇J, J, E_μ[r]); triangles: Monte Carlo (stratified by that count, {SAMPLES:,} "
+        f"sequences, fewer beyond {TOKEN_BUDGET // SAMPLES} tokens so as to draw at most {TOKEN_BUDGET:,} tokens) "
         "with ±2 s.e. bars. χ²_seq = ∏(1 + χ²_t) − 1 and the ESS fraction are exact at every T. Relative bias "
         "divides by ‖∇J‖, which shrinks as the reward gets rare at large T. The bottom panel divides each "
         "estimator's std by on-policy's (exact at every T, flat at 1 when on_policy is selected) at the same T: "
