@@ -24,7 +24,12 @@ from toylab.length import (
 )
 from toylab.recursion import RECURSIVE_IDS, exact_by_recursion, objective_by_recursion
 from toylab.settings import Settings
-from toylab.stratified import count_distribution, draw_given_counts, stratified_moments, stratified_moments_many
+from toylab.stratified import (
+    count_distribution,
+    draw_given_counts,
+    stratified_moments,
+    stratified_moments_many,
+)
 from toylab.toy import Toy
 
 TOYS = [(6, 4, 0.3, 0), (5, 3, 1.0, 7), (8, 3, 0.6, 2), (3, 4, 2.0, 21), (1, 3, 0.5, 2), (7, 2, 1.5, 4)]

@@ -7,7 +7,7 @@ import streamlit as st
 
 from toylab import charts, frames
 from toylab.estimators import ESTIMATORS
-from views import cache
+from views import cache, chart_element
 
 
 def render(settings):
@@ -21,7 +21,7 @@ def render(settings):
         monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
                                                          settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
-    st.altair_chart(charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers),
+    chart_element.draw(st, charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers),
                     width="stretch")
     st.caption(f"Lines: exact sqrt(bias² + var/N)/‖∇J‖. Dots: Monte Carlo rms over "
                f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "

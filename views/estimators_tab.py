@@ -7,7 +7,7 @@ import streamlit as st
 from toylab import charts, frames
 from toylab.estimators import ESTIMATORS
 from toylab.text import UNDEFINED
-from views import cache
+from views import cache, chart_element
 
 COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
@@ -58,7 +58,7 @@ def render(settings):
     st.download_button("Download CSV", frames.table_csv(table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
-    st.altair_chart(charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N), width="stretch")
+    chart_element.draw(st, charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N), width="stretch")
     st.subheader("Formulas")
     for id in settings.estimators:
         estimator = ESTIMATORS[id]

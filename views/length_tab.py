@@ -4,7 +4,7 @@ import streamlit as st
 
 from toylab import deep_charts, deep_frames
 from toylab.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
-from views import deep_cache
+from views import chart_element, deep_cache
 
 LABEL = "Sequence length"
 
@@ -30,7 +30,7 @@ def render(settings):
     chart = deep_charts.length_chart(deep_frames.length_divergence_frame(population),
                                      deep_frames.length_probability_frame(population),
                                      deep_frames.length_estimator_frame(estimators))
-    st.altair_chart(chart, width="content")
+    chart_element.draw(st, chart, width="content")
     overflowed = deep_frames.length_overflow_notes(population, estimators)
     if overflowed:
         st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab import deep_charts, deep_frames
-from views import deep_cache
+from views import chart_element, deep_cache
 
 LABEL = "Mismatch sweep"
 
@@ -15,7 +15,7 @@ def render(settings):
     estimator_rows, divergence_rows = deep_cache.mismatch_sweep(settings)
     chart = deep_charts.mismatch_chart(deep_frames.mismatch_frame(estimator_rows),
                                        deep_frames.divergence_frame(divergence_rows), settings.mismatch)
-    st.altair_chart(chart, width="content")
+    chart_element.draw(st, chart, width="content")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}). "
                "θ and b come from the seed alone, so only μ = softmax(θ + mismatch·b) moves. At mismatch 0 every "
                "weight is 1 and every estimator coincides with naive (and on_policy). Batch-coupled estimators "

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab import charts, frames
-from views import cache
+from views import cache, chart_element
 
 DRAW_KEY = "draw"
 PANELS_KEY = "ratio_panels"
@@ -32,14 +32,14 @@ def render(settings):
         chart = charts.token_ratio_panels(token_frame, thresholds)
     else:
         chart = charts.readable(charts.token_ratio_chart(frames.pooled_token_frame(token_frame), thresholds))
-    st.altair_chart(chart, width="stretch")
+    chart_element.draw(st, chart, width="stretch")
 
     st.subheader("Sequence ratio")
     facts = cache.sequence_facts(settings.toy_key)
     columns = st.columns([2, 2, 1])
     for column, kind in zip(columns, ("W", "geo"), strict=False):
         histogram = cache.sequence_histogram(settings.toy_key, kind, settings.N, draw)
-        column.altair_chart(charts.sequence_ratio_chart(
+        chart_element.draw(column, charts.sequence_ratio_chart(
             histogram, frames.sequence_threshold_frame(toy, selection, kind), kind), width="stretch")
     with columns[2]:
         st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", help="Exactly 1: IS reweights μ to π on average.")

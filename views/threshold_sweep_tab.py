@@ -5,7 +5,7 @@ import streamlit as st
 
 from toylab import deep_charts, deep_frames
 from toylab.sweeps import SWEPT_PARAMETER, grid_points
-from views import deep_cache
+from views import chart_element, deep_cache
 
 LABEL = "Threshold sweep"
 
@@ -17,7 +17,7 @@ def render(settings):
         return
     rows, best, rule_of_thumb = deep_cache.threshold_sweep(settings)
     frame = deep_frames.threshold_frame(rows, best)
-    st.altair_chart(deep_charts.threshold_chart(frame, rule_of_thumb), width="content")
+    chart_element.draw(st, deep_charts.threshold_chart(frame, rule_of_thumb), width="content")
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
                f"over its allowed range ({grid_points(settings.V**settings.T)} log-spaced values plus the chosen one; "

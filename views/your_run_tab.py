@@ -19,7 +19,7 @@ from toylab.log_files import EXTENSIONS, PAGE_SIZE_LIMIT_MB, LogError
 from toylab.log_frames import spread_frame, tail_share_frame
 from toylab.log_statistics import STANDARD_ERRORS
 from toylab.matching import comparison, comparison_frame, matched_length
-from views import sidebar
+from views import chart_element, sidebar
 from views import your_run_cache as cache
 from views.estimators_tab import swatch
 from views.your_run_cache import Source
@@ -137,14 +137,14 @@ def _headline(source, statistics):
 def _token_charts(results, thresholds):
     st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
     histogram, shares = st.columns([3, 1])
-    histogram.altair_chart(log_charts.token_histogram_chart(results["tokens"], thresholds), width="stretch")
+    chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], thresholds), width="stretch")
     shares.dataframe(tail_share_frame(results["statistics"]), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
         "share": st.column_config.NumberColumn("share of tokens", format="percent"),
         "se": st.column_config.NumberColumn("± se", format="percent")})
     along, probability = st.columns(2)
-    along.altair_chart(log_charts.position_chart(results["position"]), width="stretch")
-    probability.altair_chart(log_charts.probability_chart(results["probability"]), width="stretch")
+    chart_element.draw(along, log_charts.position_chart(results["position"]), width="stretch")
+    chart_element.draw(probability, log_charts.probability_chart(results["probability"]), width="stretch")
     st.caption("Line: mean log ρ_t per bin; band: its 10–90 % range; dot size: tokens in the bin. Below 0 the "
                "trainer gives the sampled token less probability than the sampler did.")
 
@@ -152,8 +152,8 @@ def _token_charts(results, thresholds):
 def _sequence_charts(results, statistics, thresholds):
     st.subheader("Sequence ratios")
     W, geo = st.columns(2)
-    W.altair_chart(log_charts.sequence_histogram_chart(results["W"], thresholds["W"], kind="W"), width="stretch")
-    geo.altair_chart(log_charts.sequence_histogram_chart(results["geo"], thresholds["geo"], kind="geo"),
+    chart_element.draw(W, log_charts.sequence_histogram_chart(results["W"], thresholds["W"], kind="W"), width="stretch")
+    chart_element.draw(geo, log_charts.sequence_histogram_chart(results["geo"], thresholds["geo"], kind="geo"),
                      width="stretch")
     spread = spread_frame(statistics)
     st.dataframe(spread, hide_index=True, width="stretch",

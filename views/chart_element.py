@@ -1,0 +1,42 @@
+"""Altair charts onto the page without re-validating them against the Vega-Lite schema on every run.
+
+``st.altair_chart`` calls ``chart.to_dict()``, which checks the whole spec against Vega-Lite's JSON schema:
+half of a chart's server time here (0.1–0.3 s a tab). The chart builders are validated once, by the tests
+(tests/test_charts.py and friends call ``to_dict()``), so the page serialises with ``validate=False`` and
+hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the theme "none" (no
+default width and height) and each data frame sent once as Arrow, named by a hash of its bytes (so a frame
+that did not change keeps its name and two layers showing one frame share it).
+"""
+
+import hashlib
+import threading
+
+import altair as alt
+from streamlit.dataframe_util import convert_anything_to_arrow_bytes
+
+_altair_globals = threading.Lock()     # the theme and data transformer are process-wide: one session at a time
+
+
+def _by_reference(data, datasets):
+    arrow = convert_anything_to_arrow_bytes(data)
+    name = hashlib.md5(arrow, usedforsecurity=False).hexdigest()
+    datasets[name] = arrow
+    return {"name": name}
+
+
+alt.data_transformers.register("toylab_by_reference", _by_reference)
+
+
+def vega_lite_spec(chart):
+    """The chart's Vega-Lite dict, unvalidated, its data frames as Arrow bytes under ``datasets``."""
+    datasets = {}
+    with _altair_globals, alt.theme.enable("none"), alt.data_transformers.enable("toylab_by_reference",
+                                                                                 datasets=datasets):
+        spec = chart.to_dict(validate=False)
+    spec["datasets"] = {**spec.get("datasets", {}), **datasets}
+    return spec
+
+
+def draw(where, chart, width="stretch"):
+    """Draw an Altair chart in ``where``: ``st``, a column or a placeholder (what ``where.altair_chart`` would)."""
+    where.vega_lite_chart(vega_lite_spec(chart), width=width)
