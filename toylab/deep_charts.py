@@ -7,7 +7,14 @@ vertically over a shared x.
 
 import altair as alt
 
-from toylab.charts import DISTRIBUTION_COLOUR, FADED, colour_scale, legend_highlight, readable
+from toylab.charts import (
+    DISTRIBUTION_COLOUR,
+    colour_scale,
+    highlighted_opacity,
+    legend_highlight,
+    readable,
+    tips,
+)
 from toylab.deep_frames import METRICS, STD_RATIO
 
 PANEL_HEIGHT, PANEL_WIDTH = 230, 540
@@ -26,10 +33,10 @@ def _y(title, log):
 
 def _estimator_lines(data, x, y, ids, highlight, first):
     """One line per estimator in its registry colour, faded unless highlighted in the legend."""
-    opacity = alt.condition(highlight, alt.value(1.0), alt.value(FADED))
+    opacity = highlighted_opacity()
     lines = data.mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=30)).encode(
         x=x, y=y, color=estimator_colour(ids, legend=first), opacity=opacity,
-        tooltip=["estimator:N", alt.Tooltip(x.shorthand, format=".4g"), alt.Tooltip("value:Q", format=".4g")])
+        tooltip=tips("estimator:N", alt.Tooltip(x.shorthand, format=".4g"), alt.Tooltip("value:Q", format=".4g")))
     return lines.add_params(highlight) if first else lines
 
 
@@ -46,7 +53,7 @@ def threshold_chart(frame, rule_of_thumb):
     thumb C* = sqrt(2(1 + χ²_seq)) for seq_tis."""
     ids = list(dict.fromkeys(frame["estimator"]))
     highlight = legend_highlight()
-    opacity = alt.condition(highlight, alt.value(1.0), alt.value(FADED))
+    opacity = highlighted_opacity()
     x = alt.X("threshold:Q", title="threshold (C; hi for bands; δ for k3_rs; ε for trm)",
               scale=alt.Scale(type="log"))
     panels = []
@@ -57,7 +64,7 @@ def threshold_chart(frame, rule_of_thumb):
         lines = _estimator_lines(data, x, y, ids, highlight, first=index == 0)
         marks = [data.transform_filter(getattr(alt.datum, field)).mark_point(**style).encode(
             x=x, y=y, color=estimator_colour(ids, legend=False), opacity=opacity,
-            tooltip=["estimator:N", alt.Tooltip("threshold:Q", format=".4g", title=title)])
+            tooltip=tips("estimator:N", alt.Tooltip("threshold:Q", format=".4g", title=title)))
             for field, title, style in (("best", "lowest RMSE at N", {"shape": "diamond", "size": 170, "filled": True}),
                                         ("chosen", "chosen", {"size": 150, "strokeWidth": 2.5}))]
         rule = _vertical_rule(rule_of_thumb, "C*", "C* = sqrt(2(1 + χ²_seq))", log_x=True)
@@ -81,7 +88,7 @@ def mismatch_chart(estimators, divergences, chosen_mismatch):
     divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, strokeDash=[2, 2]).encode(
         x=x, y=_y("divergence of μ from π", log=True),
         color=alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy")),
-        tooltip=["quantity:N", alt.Tooltip("mismatch:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")])
+        tooltip=tips("quantity:N", alt.Tooltip("mismatch:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")))
     panels.append(alt.layer(divergence, rule).properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH))
     return readable(alt.vconcat(*panels).resolve_scale(x="shared", color="independent").properties(
         title="exact, θ and b fixed (same seed), only the sampler moves"))
@@ -95,7 +102,7 @@ def _method_points(data, x, y, colour, opacity, tooltip):
     points = data.mark_point(size=60, filled=True).encode(x=x, y=y, color=colour, shape=shape, opacity=opacity,
                                                           tooltip=tooltip)
     bars = data.transform_filter(alt.datum.monte_carlo).mark_rule(strokeWidth=2).encode(
-        x=x, y="lower:Q", y2="upper:Q", color=colour, opacity=opacity)
+        x=x, y=alt.Y("lower:Q"), y2=alt.Y2("upper:Q"), color=colour, opacity=opacity)
     return [points, bars]
 
 
@@ -105,16 +112,16 @@ def length_chart(divergences, probabilities, estimators):
     each value was computed; Monte Carlo points carry ±2 s.e. bars."""
     x = alt.X("T:Q", title="T (tokens per sequence)", scale=alt.Scale(type="log", base=2))
     quantity = alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy"))
-    tooltip = ["quantity:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"]
+    tooltip = tips("quantity:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N")
     divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, point=True).encode(
         x=x, y=_y("χ²_seq and ESS fraction", log=True), color=quantity, tooltip=tooltip)
     probability_data = alt.Chart(probabilities)
     probability = alt.layer(
         probability_data.mark_line(strokeWidth=2).encode(x=x, y=_y("probability under μ", log=False), color=quantity),
-        *_method_points(probability_data, x, "value:Q", quantity, alt.value(1.0), tooltip))
+        *_method_points(probability_data, x, alt.Y("value:Q"), quantity, alt.OpacityValue(1.0), tooltip))
     ids = list(dict.fromkeys(estimators["estimator"]))
     highlight = legend_highlight()
-    opacity = alt.condition(highlight, alt.value(1.0), alt.value(FADED))
+    opacity = highlighted_opacity()
     panels = [divergence.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH),
               probability.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)]
     for index, (metric, title) in enumerate(((METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
@@ -122,9 +129,9 @@ def length_chart(divergences, probabilities, estimators):
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         y = _y(title, log=True)
         lines = data.mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, legend=index == 0),
-                                                     detail="estimator:N", opacity=opacity)
+                                                     detail=alt.Detail("estimator:N"), opacity=opacity)
         lines = lines.add_params(highlight) if index == 0 else lines
-        tooltip = ["estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"]
+        tooltip = tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N")
         panels.append(alt.layer(lines, *_method_points(data, x, y, estimator_colour(ids, legend=False), opacity,
                                                         tooltip)).properties(height=PANEL_HEIGHT, width=PANEL_WIDTH))
     return readable(alt.vconcat(*panels).resolve_scale(x="shared", color="independent", shape="shared").properties(

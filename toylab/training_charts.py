@@ -57,7 +57,7 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
                      sampled, log=log, legend=legend)
     if quantity == "cosine":
         layers.append(alt.Chart(alt.Data(values=[{"zero": 0}])).mark_rule(color=DISTRIBUTION_COLOUR).encode(
-            y="zero:Q"))
+            y=alt.Y("zero:Q")))
     chart = alt.layer(*layers).properties(height=height)
     return readable(chart.properties(title=title) if title else chart)
 
