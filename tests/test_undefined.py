@@ -12,12 +12,12 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from toylab import ESTIMATORS, EXACT_IDS, exact_moments, frames, make_toy
-from toylab.deep_frames import length_divergence_frame, length_estimator_frame, length_overflow_notes
 from toylab.diagnostics import diagnostics, sequence_chi2
 from toylab.length import length_point, length_toy
 from toylab.montecarlo import monte_carlo, summarise, undefined_sizes
 from toylab.query import make_settings
 from toylab.recursion import RECURSIVE_IDS, exact_by_recursion
+from toylab.sweep_frames import length_divergence_frame, length_estimator_frame, length_overflow_notes
 from toylab.text import UNDEFINED
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"

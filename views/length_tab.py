@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from toylab import deep_charts, deep_frames
+from toylab import sweep_charts, sweep_frames
 from toylab.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
-from views import chart_element, deep_cache
+from views import chart_element, sweep_cache
 
 LABEL = "Sequence length"
 
@@ -13,13 +13,13 @@ def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
-    key = deep_cache.length_key(settings)
+    key = sweep_cache.length_key(settings)
     population, estimators = [], []
     progress = st.progress(0.0, text="computing the lengths …")
     lengths = lengths_for(settings.V)
     for done, T in enumerate(lengths):
         try:
-            point_population, point_estimators = deep_cache.length_point_at(key, T)
+            point_population, point_estimators = sweep_cache.length_point_at(key, T)
         except ValueError as error:
             st.warning(f"Stopped at T = {T}: {error}")
             break
@@ -27,11 +27,11 @@ def render(settings):
         estimators += point_estimators
         progress.progress((done + 1) / len(lengths), text=f"T = {T} done")
     progress.empty()
-    chart = deep_charts.length_chart(deep_frames.length_divergence_frame(population),
-                                     deep_frames.length_probability_frame(population),
-                                     deep_frames.length_estimator_frame(estimators))
+    chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
+                                     sweep_frames.length_probability_frame(population),
+                                     sweep_frames.length_estimator_frame(estimators))
     chart_element.draw(st, chart, width="content")
-    overflowed = deep_frames.length_overflow_notes(population, estimators)
+    overflowed = sweep_frames.length_overflow_notes(population, estimators)
     if overflowed:
         st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)
                    + (" (where χ²_seq overflows, the ESS fraction 1/(1 + χ²_seq) is below 1e-308 and is not drawn "

@@ -4,9 +4,16 @@ import pandas as pd
 import streamlit as st
 
 from toylab import lessons
-from views import deep_cache, sidebar
+from views import sidebar
 
 LABEL = "Lessons"
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def lesson_evidence(lesson_id):
+    """The Evidence of one lesson on the setting its button opens."""
+    lesson = next(lesson for lesson in lessons.LESSONS if lesson.id == lesson_id)
+    return lesson.check(lessons.settings(lesson))
 
 
 def show(lesson):
@@ -24,7 +31,7 @@ def render(settings):
         with st.container(border=True):
             st.markdown(f"**{number}.** {lesson.text}")
             st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=show, args=(lesson,))
-            evidence = deep_cache.lesson_evidence(lesson.id)
+            evidence = lesson_evidence(lesson.id)
             with st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold")):
                 st.dataframe(pd.DataFrame({"quantity": list(evidence.numbers),
                                            "value": [f"{value:.6g}" for value in evidence.numbers.values()]}),

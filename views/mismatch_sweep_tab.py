@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from toylab import deep_charts, deep_frames
-from views import chart_element, deep_cache
+from toylab import sweep_charts, sweep_frames
+from views import chart_element, sweep_cache
 
 LABEL = "Mismatch sweep"
 
@@ -12,9 +12,9 @@ def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
-    estimator_rows, divergence_rows = deep_cache.mismatch_sweep(settings)
-    chart = deep_charts.mismatch_chart(deep_frames.mismatch_frame(estimator_rows),
-                                       deep_frames.divergence_frame(divergence_rows), settings.mismatch)
+    estimator_rows, divergence_rows = sweep_cache.mismatch_sweep(settings)
+    chart = sweep_charts.mismatch_chart(sweep_frames.mismatch_frame(estimator_rows),
+                                       sweep_frames.divergence_frame(divergence_rows), settings.mismatch)
     chart_element.draw(st, chart, width="content")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}). "
                "θ and b come from the seed alone, so only μ = softmax(θ + mismatch·b) moves. At mismatch 0 every "

@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from toylab import deep_charts, deep_frames
+from toylab import sweep_charts, sweep_frames
 from toylab.sweeps import SWEPT_PARAMETER, grid_points
-from views import chart_element, deep_cache
+from views import chart_element, sweep_cache
 
 LABEL = "Threshold sweep"
 
@@ -15,9 +15,9 @@ def render(settings):
     if not chosen:
         st.info(f"Select an estimator with a threshold ({', '.join(SWEPT_PARAMETER)}) in the sidebar.")
         return
-    rows, best, rule_of_thumb = deep_cache.threshold_sweep(settings)
-    frame = deep_frames.threshold_frame(rows, best)
-    chart_element.draw(st, deep_charts.threshold_chart(frame, rule_of_thumb), width="content")
+    rows, best, rule_of_thumb = sweep_cache.threshold_sweep(settings)
+    frame = sweep_frames.threshold_frame(rows, best)
+    chart_element.draw(st, sweep_charts.threshold_chart(frame, rule_of_thumb), width="content")
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
                f"over its allowed range ({grid_points(settings.V**settings.T)} log-spaced values plus the chosen one; "

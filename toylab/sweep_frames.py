@@ -1,5 +1,5 @@
-"""DataFrames for the deeper views' charts: long format (one row per point and metric), nothing computed
-but the reshaping and the ±2 s.e. error bars.
+"""DataFrames for the sweep views' charts (a threshold, the mismatch, the length T): long format (one row
+per point and metric), nothing computed but the reshaping and the ±2 s.e. error bars.
 
 Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped
 from log-scale panels; ``length_overflow_notes`` names the overflowed ones, so the view can say what is

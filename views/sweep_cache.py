@@ -1,4 +1,4 @@
-"""Cached computations of the deeper views (sweeps, length, lessons), keyed on Settings and scalars.
+"""Cached computations of the sweep views (a threshold, the mismatch, the length T), keyed on Settings and scalars.
 
 Each key holds only what its result depends on: the threshold sweep ignores unselected estimators, the
 length points ignore T and N (the view scales the spread by 1/sqrt(N) itself).
@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from toylab import lessons, sweeps
+from toylab import sweeps
 from toylab.length import enumerable, length_point, samples_at
 from toylab.query import DEFAULTS
 from views import cache
@@ -48,10 +48,3 @@ def length_point_at(settings, T):
     draws samples_at(T) sequences of T tokens."""
     with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T):
         return length_point(settings, T)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def lesson_evidence(lesson_id):
-    """The Evidence of one lesson on the setting its button opens."""
-    lesson = next(lesson for lesson in lessons.LESSONS if lesson.id == lesson_id)
-    return lesson.check(lessons.settings(lesson))

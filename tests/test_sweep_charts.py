@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from toylab import ESTIMATORS, deep_charts, deep_frames, make_toy, sweeps
+from toylab import ESTIMATORS, make_toy, sweep_charts, sweep_frames, sweeps
 from toylab.length import MONTE_CARLO, length_point
 from toylab.settings import Settings
 
@@ -17,14 +17,14 @@ SETTINGS = Settings(estimators=("naive", "tok_tis", "seq_is", "seq_tis", "geo_rs
 def threshold():
     toy = make_toy(*SETTINGS.toy_key)
     rows = sweeps.threshold_sweep(toy, SETTINGS.selection(), SETTINGS.baseline, SETTINGS.N)
-    return rows, deep_frames.threshold_frame(rows, sweeps.best_thresholds(rows)), sweeps.rule_of_thumb(toy)
+    return rows, sweep_frames.threshold_frame(rows, sweeps.best_thresholds(rows)), sweeps.rule_of_thumb(toy)
 
 
 @pytest.fixture(scope="module")
 def mismatch():
     rows, divergences = sweeps.mismatch_sweep(SETTINGS.T, SETTINGS.V, SETTINGS.seed, SETTINGS.mismatch,
                                               SETTINGS.selection(), SETTINGS.baseline, SETTINGS.N)
-    return deep_frames.mismatch_frame(rows), deep_frames.divergence_frame(divergences)
+    return sweep_frames.mismatch_frame(rows), sweep_frames.divergence_frame(divergences)
 
 
 @pytest.fixture(scope="module")
@@ -75,13 +75,13 @@ def test_threshold_frame_marks_best_and_chosen(threshold):
     chosen = frame[frame["chosen"] & (frame["metric"] == "relative bias")]
     assert set(chosen["estimator"]) == {"tok_tis", "seq_tis", "geo_rs"}
     spread = frame[frame["metric"] != "relative bias"]
-    assert (spread["value"] > deep_frames.UNBIASED).all()
+    assert (spread["value"] > sweep_frames.UNBIASED).all()
     assert len(frame[frame["metric"] == "relative bias"]) == len(rows)
 
 
 def test_threshold_chart_builds(threshold):
     _, frame, rule = threshold
-    spec, text = _serialised(deep_charts.threshold_chart(frame, rule))
+    spec, text = _serialised(sweep_charts.threshold_chart(frame, rule))
     assert len(spec["vconcat"]) == 3 and f"{rule:.3g}" in text
     _check_style(spec, text)
 
@@ -96,33 +96,33 @@ def test_mismatch_frame_keeps_zero_bias_and_equal_rmse_at_zero(mismatch):
 
 
 def test_mismatch_chart_builds(mismatch):
-    spec, text = _serialised(deep_charts.mismatch_chart(*mismatch, SETTINGS.mismatch))
+    spec, text = _serialised(sweep_charts.mismatch_chart(*mismatch, SETTINGS.mismatch))
     assert len(spec["vconcat"]) == 3
     _check_style(spec, text)
 
 
 def test_length_frames_carry_the_std_ratio_and_error_bars(length):
     population, estimators = length
-    frame = deep_frames.length_estimator_frame(estimators)
+    frame = sweep_frames.length_estimator_frame(estimators)
     for row in estimators:
         point = frame[(frame["T"] == row["T"]) & (frame["estimator"] == row["estimator"])
-                      & (frame["metric"] == deep_frames.STD_RATIO)].iloc[0]
+                      & (frame["metric"] == sweep_frames.STD_RATIO)].iloc[0]
         assert point["value"] == row["std_ratio"]
         assert point["upper"] == pytest.approx(row["std_ratio"] + 2 * row["std_ratio_se"], rel=1e-12)
     monte_carlo = frame[frame["monte_carlo"]]
     assert len(monte_carlo) and (monte_carlo["upper"] > monte_carlo["value"]).all()
     assert (frame.loc[~frame["monte_carlo"], "upper"] == frame.loc[~frame["monte_carlo"], "value"]).all()
-    probabilities = deep_frames.length_probability_frame(population)
+    probabilities = sweep_frames.length_probability_frame(population)
     assert (probabilities["lower"] >= 0).all() and (probabilities["upper"] <= 1).all()
     assert set(probabilities.loc[probabilities["monte_carlo"], "method"]) == {MONTE_CARLO}
-    assert set(deep_frames.length_divergence_frame(population)["quantity"]) == {"χ²_seq", "ESS fraction"}
+    assert set(sweep_frames.length_divergence_frame(population)["quantity"]) == {"χ²_seq", "ESS fraction"}
 
 
 def test_length_chart_builds(length):
     population, estimators = length
-    chart = deep_charts.length_chart(deep_frames.length_divergence_frame(population),
-                                     deep_frames.length_probability_frame(population),
-                                     deep_frames.length_estimator_frame(estimators))
+    chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
+                                     sweep_frames.length_probability_frame(population),
+                                     sweep_frames.length_estimator_frame(estimators))
     spec, text = _serialised(chart)
     assert len(spec["vconcat"]) == 4 and "Monte Carlo" in text
     assert spec["vconcat"][3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")

@@ -1,4 +1,5 @@
-"""Altair charts of the deeper views: pure functions of ``deep_frames`` frames, no computation.
+"""Altair charts of the sweep views (a threshold, the mismatch, the length T): pure functions of
+``sweep_frames`` frames, no computation.
 
 Estimator colours come from the registry (``charts.colour_scale``); clicking a legend entry highlights an
 estimator in every panel (the legend selection lives in the first panel, the others read it); panels stack
@@ -15,7 +16,7 @@ from toylab.charts import (
     readable,
     tips,
 )
-from toylab.deep_frames import METRICS, STD_RATIO
+from toylab.sweep_frames import METRICS, STD_RATIO
 
 PANEL_HEIGHT, PANEL_WIDTH = 230, 540
 QUANTITY_COLOURS = alt.Scale(scheme="dark2")
