@@ -1,11 +1,13 @@
 """Altair charts onto the page without re-validating them against the Vega-Lite schema on every run.
 
-``st.altair_chart`` calls ``chart.to_dict()``, which checks the whole spec against Vega-Lite's JSON schema:
-half of a chart's server time here (0.1–0.3 s a tab). The chart builders are validated once, by the tests
-(tests/test_charts.py and friends call ``to_dict()``), so the page serialises with ``validate=False`` and
-hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the theme "none" (no
-default width and height) and each data frame sent once as Arrow, named by a hash of its bytes (so a frame
-that did not change keeps its name and two layers showing one frame share it).
+Altair validates twice: every schema object it constructs (a Scale, a Legend, …) while "debug mode" is on,
+its default, and the whole spec in ``chart.to_dict()``, which ``st.altair_chart`` calls. Together that was
+most of a chart's server time here (0.1–0.35 s a tab). The chart builders are validated by the tests
+(tests/test_charts.py and friends call ``to_dict()``, which validates whatever the mode), so the page
+turns debug mode off once, process-wide (a per-run switch would race between sessions), serialises with
+``validate=False`` and hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the
+theme "none" (no default width and height) and each data frame sent once as Arrow, named by a hash of its
+bytes (so a frame that did not change keeps its name and two layers showing one frame share it).
 """
 
 import hashlib
@@ -14,6 +16,7 @@ import threading
 import altair as alt
 from streamlit.dataframe_util import convert_anything_to_arrow_bytes
 
+alt.utils.schemapi.disable_debug_mode()
 _altair_globals = threading.Lock()     # the theme and data transformer are process-wide: one session at a time
 
 
