@@ -8,9 +8,11 @@ from streamlit.testing.v1 import AppTest
 
 from toylab import exact_table, lessons, make_toy
 from toylab.diagnostics import diagnostics
+from toylab.estimators import ESTIMATORS
 from toylab.lessons import LESSONS
 from toylab.query import parse_query
 from toylab.settings import Settings
+from views.estimators_tab import plain
 
 APP = Path(__file__).resolve().parent.parent / "streamlit_app.py"
 TIMEOUT = 60
@@ -66,6 +68,15 @@ def test_default_run_shows_header_table_and_chart(default):
     assert "vega_lite_chart" in tab_content(default, "Estimators")
     assert_table_is_library(default, Settings())
     assert default.query_params == {}
+
+
+def test_formulas_give_every_selected_estimator_its_latex_and_source(default):
+    expander = next(expander for expander in default.expander if expander.label.startswith("Formulas"))
+    text = expander.markdown[0].value
+    for id in Settings().estimators:
+        assert f"**{id} · {ESTIMATORS[id].label}**" in text and f"$$\n{ESTIMATORS[id].latex}\n$$" in text
+        assert plain(ESTIMATORS[id].source) in text
+    assert plain("rollout_rs (token_k*, [x]) $y$") == r"rollout\_rs \(token\_k\*, \[x\]\) \$y\$"
 
 
 def test_closed_tabs_do_not_render(default):

@@ -16,7 +16,7 @@ from toylab.charts import (
     readable,
     tips,
 )
-from toylab.training_frames import QUANTITIES
+from toylab.training_frames import QUANTITIES, quantity_curves
 
 PANEL_HEIGHT = 200
 BAND_OPACITY = 0.18
@@ -51,7 +51,7 @@ def _curves(data, x, y_title, ids, highlight, sampled, log=False, legend=True):
 def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title=None, legend=False):
     """One quantity of the record (a ``training_frames.QUANTITIES`` key) against step for every estimator; the
     legend only where asked (the tab's charts share the J chart's colours)."""
-    data = curves[curves["quantity"] == QUANTITIES[quantity]]
+    data = quantity_curves(curves, quantity, sampled)
     ids = list(dict.fromkeys(data["estimator"]))
     layers = _curves(alt.Chart(data), alt.X("step:Q", title="step k"), QUANTITIES[quantity], ids, legend_highlight(),
                      sampled, log=log, legend=legend)

@@ -46,6 +46,13 @@ def curve_frame(trajectories, quantities=tuple(QUANTITIES)):
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
 
 
+def quantity_curves(curves, quantity, sampled):
+    """One quantity's rows of a ``curve_frame`` with only the columns its chart draws: estimator, step, median,
+    and the band's q10 and q90 in sampled mode (in expected mode they repeat the median)."""
+    columns = ["estimator", "step", "median"] + (["q10", "q90"] if sampled else [])
+    return curves.loc[curves["quantity"] == QUANTITIES[quantity], columns]
+
+
 def logged_frame(trajectory):
     """J and the logged reward E_μ[r] of one estimator's run, per step (medians in sampled mode), wide and long:
     columns step, J, logged_reward, gap = E_μ[r] − J."""
