@@ -12,6 +12,7 @@ from toylab.length import (
     LENGTHS,
     MONTE_CARLO,
     RECURSION,
+    SAMPLES,
     TOKEN_BUDGET,
     _estimators_beyond_enumeration,
     _population_by_enumeration,
@@ -22,7 +23,12 @@ from toylab.length import (
     lengths_for,
     samples_at,
 )
-from toylab.recursion import RECURSIVE_IDS, exact_by_recursion, objective_by_recursion
+from toylab.recursion import (
+    RECURSIVE_IDS,
+    exact_by_recursion,
+    exact_many_by_recursion,
+    objective_by_recursion,
+)
 from toylab.settings import Settings
 from toylab.stratified import (
     count_distribution,
@@ -243,8 +249,8 @@ def test_one_stratified_draw_serves_every_estimator():
 
 
 def test_monte_carlo_points_draw_a_fixed_token_budget():
-    assert samples_at(12) == 20_000 and samples_at(256) * 256 == TOKEN_BUDGET
-    assert all(samples_at(T) * T <= max(TOKEN_BUDGET, 20_000 * T) for T in range(1, 257))
+    assert samples_at(12) == SAMPLES and samples_at(256) * 256 == TOKEN_BUDGET
+    assert all(samples_at(T) * T <= TOKEN_BUDGET or samples_at(T) == SAMPLES for T in range(1, 257))
     settings = Settings(V=4, estimators=("seq_tis",), baseline="logged")
     population, estimators = length_point(settings, 256)
     toy = _prefix_toy(256, 4, settings.mismatch, settings.seed)
@@ -254,3 +260,17 @@ def test_monte_carlo_points_draw_a_fixed_token_budget():
     expected = stratified_moments(toy, "seq_tis", settings.params("seq_tis"), baseline_value(toy, "logged"),
                                   toy.true_grad, samples_at(256), rng)
     assert estimators[0]["rel_bias"] == pytest.approx(expected.rel_bias, rel=1e-12)
+
+
+@pytest.mark.parametrize("baseline", BASELINES)
+def test_one_stacked_recursion_equals_enumeration_for_every_factorising_estimator(baseline):
+    toy = make_toy(5, 3, 1.2, 9)
+    selection = {id: {} for id in RECURSIVE_IDS} | {"tok_tis": {"C": 1.3}, "trm": {"eps": 0.4}}
+    together = exact_many_by_recursion(toy, selection, baseline)
+    assert list(together) == list(selection)
+    for id, params in selection.items():
+        expected = exact_moments(toy, id, params, baseline)
+        np.testing.assert_allclose(together[id].mean, expected.mean, rtol=1e-9, atol=1e-13)
+        assert together[id].var == pytest.approx(expected.var, rel=1e-9, abs=1e-13)
+        assert (together[id].tokens_affected, together[id].sequences_affected) == \
+            pytest.approx((expected.tokens_affected, expected.sequences_affected), rel=1e-9, abs=1e-12)

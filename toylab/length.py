@@ -20,14 +20,19 @@ import numpy as np
 from toylab.diagnostics import probability_beyond, sequence_chi2, sequence_log_ratio
 from toylab.moments import exact_moments_many
 from toylab.montecarlo import draw_tokens
-from toylab.recursion import RECURSIVE_IDS, baseline_by_recursion, exact_by_recursion, objective_by_recursion
+from toylab.recursion import (
+    RECURSIVE_IDS,
+    baseline_by_recursion,
+    exact_many_by_recursion,
+    objective_by_recursion,
+)
 from toylab.stratified import stratified_moments_many
 from toylab.toy import Toy, make_toy
 
 LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MAX_LENGTH = 256
-SAMPLES = 20_000
-TOKEN_BUDGET = 2**18          # tokens a Monte Carlo point draws at most (beyond SAMPLES·T ≤ this: fewer sequences)
+SAMPLES = 10_000
+TOKEN_BUDGET = 2**17          # tokens a Monte Carlo point draws at most (beyond SAMPLES·T ≤ this: fewer sequences)
 ENUMERATION_LIMIT = 2**16     # sequences the view enumerates; beyond, recursion and Monte Carlo
 EXACT, RECURSION, MONTE_CARLO = "exact (enumeration)", "exact (recursion)", "Monte Carlo"
 
@@ -125,14 +130,16 @@ def _estimators_by_enumeration(toy, selection, baseline):
 def _estimators_beyond_enumeration(toy, selection, baseline, samples, rng):
     objective = objective_by_recursion(toy)
     b = baseline_by_recursion(toy, baseline, objective)
-    on_policy_var = exact_by_recursion(toy, "on_policy", {}, baseline, objective).var
+    factorising = exact_many_by_recursion(
+        toy, {"on_policy": {}} | {id: params for id, params in selection.items() if id in RECURSIVE_IDS}, baseline,
+        objective)
+    on_policy_var = factorising["on_policy"].var
     sampled = stratified_moments_many(toy, {id: params for id, params in selection.items() if id not in RECURSIVE_IDS},
                                       b, objective[2], samples, rng)
     rows = []
-    for estimator_id, params in selection.items():
+    for estimator_id in selection:
         if estimator_id in RECURSIVE_IDS:
-            moments = exact_by_recursion(toy, estimator_id, params, baseline, objective)
-            rows.append(_estimator_row(toy.T, estimator_id, moments, on_policy_var, RECURSION))
+            rows.append(_estimator_row(toy.T, estimator_id, factorising[estimator_id], on_policy_var, RECURSION))
         else:
             moments = sampled[estimator_id]
             rows.append(_estimator_row(toy.T, estimator_id, moments, on_policy_var, MONTE_CARLO,

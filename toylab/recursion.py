@@ -68,57 +68,72 @@ RECURSIVE_IDS = tuple(FACTORS)
 
 
 def _normalised(weights):
-    """Per position: (weight of token 0, weight of the others) divided by their sum, and log of the sum."""
-    total = weights.sum(axis=1)
+    """Per position: (weight of token 0, weight of the others) divided by their sum, and log of the sum.
+    ``weights`` is (..., T, V): any leading axes are separate tables."""
+    total = weights.sum(axis=-1)
     safe = np.where(total > 0, total, 1.0)
     with np.errstate(divide="ignore"):
-        return weights[:, 0] / safe, (total - weights[:, 0]) / safe, np.log(total)
+        return weights[..., 0] / safe, (total - weights[..., 0]) / safe, np.log(total)
+
+
+def _cumulative_log_scale(log_total, reverse=False):
+    """[0, c_0, c_0 + c_1, …] (or the suffix sums followed by 0, reversed) along the last axis."""
+    zero = np.zeros((*log_total.shape[:-1], 1))
+    if reverse:
+        return np.concatenate([np.cumsum(log_total[..., ::-1], axis=-1)[..., ::-1], zero], axis=-1)
+    return np.concatenate([zero, np.cumsum(log_total, axis=-1)], axis=-1)
 
 
 def prefix_counts(weights):
-    """(Prefix, log scale): Prefix[t, i] ∝ Σ over y_{<t} with i zeros of ∏_{s<t} weights[s, y_s], t = 0 … T."""
+    """(Prefix, log scale): Prefix[t, i] ∝ Σ over y_{<t} with i zeros of ∏_{s<t} weights[s, y_s], t = 0 … T.
+    Leading axes of ``weights`` (..., T, V) are separate tables, run together."""
     zero, other, log_total = _normalised(weights)
-    T = len(weights)
-    prefix = np.zeros((T + 1, T + 1))
-    prefix[0, 0] = 1.0
+    T = weights.shape[-2]
+    prefix = np.zeros((*weights.shape[:-2], T + 1, T + 1))
+    prefix[..., 0, 0] = 1.0
     for t in range(T):
-        prefix[t + 1] = prefix[t] * other[t]
-        prefix[t + 1, 1:] += prefix[t, :-1] * zero[t]
-    return prefix, np.concatenate([[0.0], np.cumsum(log_total)])
+        prefix[..., t + 1, :] = prefix[..., t, :] * other[..., t, None]
+        prefix[..., t + 1, 1:] += prefix[..., t, :-1] * zero[..., t, None]
+    return prefix, _cumulative_log_scale(log_total)
 
 
 def suffix_values(weights, phi):
-    """(Value, log scale): Value[t, j] ∝ Σ over y_{≥t} of ∏_{s≥t} weights[s, y_s]·φ(j + zeros in y_{≥t})."""
+    """(Value, log scale): Value[t, j] ∝ Σ over y_{≥t} of ∏_{s≥t} weights[s, y_s]·φ(j + zeros in y_{≥t}).
+    Leading axes of ``weights`` (..., T, V) and of φ (..., T + 1) are separate tables, run together."""
     zero, other, log_total = _normalised(weights)
-    T = len(weights)
-    value = np.zeros((T + 1, T + 2))
-    value[T, :-1] = phi                           # j = T + 1 is never reached with nonzero weight
+    T = weights.shape[-2]
+    value = np.zeros((*weights.shape[:-2], T + 1, T + 2))
+    value[..., T, :-1] = phi                      # j = T + 1 is never reached with nonzero weight
     for t in range(T - 1, -1, -1):
-        value[t, :-1] = other[t] * value[t + 1, :-1] + zero[t] * value[t + 1, 1:]
-    return value, np.concatenate([np.cumsum(log_total[::-1])[::-1], [0.0]])
+        value[..., t, :-1] = other[..., t, None] * value[..., t + 1, :-1] + zero[..., t, None] * value[..., t + 1, 1:]
+    return value, _cumulative_log_scale(log_total, reverse=True)
 
 
 def leave_one_out(position_probability, before, after, phi):
-    """h[t, v] = Σ over y with y_t = v of ∏_{s<t} p_s·before_s · ∏_{s>t} p_s·after_s · φ(K): shape (T, V)."""
-    T, V = before.shape
+    """h[t, v] = Σ over y with y_t = v of ∏_{s<t} p_s·before_s · ∏_{s>t} p_s·after_s · φ(K): shape (..., T, V),
+    one table per leading index of the arguments (broadcast together)."""
+    T, V = before.shape[-2:]
     prefix, prefix_scale = prefix_counts(position_probability * before)
     value, suffix_scale = suffix_values(position_probability * after, phi)
-    zero = np.einsum("ti,ti->t", prefix[:T], value[1:, 1:])
-    other = np.einsum("ti,ti->t", prefix[:T], value[1:, :-1])
+    zero = np.einsum("...ti,...ti->...t", prefix[..., :T, :], value[..., 1:, 1:])
+    other = np.einsum("...ti,...ti->...t", prefix[..., :T, :], value[..., 1:, :-1])
     with np.errstate(over="ignore"):
-        scale = np.exp(prefix_scale[:T] + suffix_scale[1:])
-    h = np.repeat(other[:, None], V, axis=1)
-    h[:, 0] = zero
-    return h * scale[:, None]
+        scale = np.exp(prefix_scale[..., :T] + suffix_scale[..., 1:])
+    h = np.repeat(other[..., None], V, axis=-1)
+    h[..., 0] = zero
+    return h * scale[..., None]
 
 
-def _mean_and_second_moment(toy, position_probability, factors, phi):
-    h = leave_one_out(position_probability, factors.before, factors.after, phi)
-    h2 = leave_one_out(position_probability, factors.before**2, factors.after**2, phi**2)
-    m = position_probability * factors.token * h
+def _means_and_second_moments(toy, position_probability, token, before, after, phi):
+    """For K estimators at once — (K, T, V) tables and φ (K, T + 1) — their mean gradients (K, T, V) and second
+    moments E‖ĝ‖² (K,): one stacked run of the two recursions for the first and the second moments."""
+    stack = np.stack
+    h, h2 = leave_one_out(stack([position_probability] * 2), stack([before, before**2]), stack([after, after**2]),
+                          stack([phi, phi**2]))
+    m = position_probability * token * h
     squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)      # ‖onehot(v) − π_t‖²
-    second_moment = float(np.sum(position_probability * factors.token**2 * squared_score * h2))
-    return m - toy.pi * m.sum(axis=1, keepdims=True), second_moment
+    second_moments = np.sum(position_probability * token**2 * squared_score * h2, axis=(-2, -1))
+    return m - toy.pi * m.sum(axis=-1, keepdims=True), second_moments
 
 
 def objective_by_recursion(toy):
@@ -130,7 +145,7 @@ def objective_by_recursion(toy):
     ones = np.ones_like(toy.pi)
     J = float(suffix_values(toy.pi, phi)[0][0, 0])
     logged_reward = float(suffix_values(toy.mu, phi)[0][0, 0])
-    grad, _ = _mean_and_second_moment(toy, toy.pi, PositionFactors(ones, ones, ones), phi)
+    grad = _means_and_second_moments(toy, toy.pi[None], ones[None], ones[None], ones[None], phi[None])[0][0]
     if not np.linalg.norm(grad) > 0:
         raise ValueError(f"‖∇J‖ underflows to 0 at T={toy.T}, V={toy.V}: the reward is too rare for float64")
     return J, logged_reward, grad
@@ -149,23 +164,39 @@ def exact_by_recursion(toy, estimator_id, params=None, baseline="none", objectiv
 
     ``objective`` is ``objective_by_recursion(toy)``, passed in to reuse it across estimators.
     """
-    if estimator_id not in FACTORS:
-        raise ValueError(f"{estimator_id} does not factorise over positions; "
-                         f"the recursion covers {', '.join(RECURSIVE_IDS)}")
-    params = resolve_params(estimator_id, params)
+    return exact_many_by_recursion(toy, {estimator_id: params}, baseline, objective)[estimator_id]
+
+
+def exact_many_by_recursion(toy, selection, baseline="none", objective=None):
+    """{id: Moments} for ``selection`` ({id: parameter overrides}) of factorising estimators, all in one stacked
+    run of the recursions."""
+    for estimator_id in selection:
+        if estimator_id not in FACTORS:
+            raise ValueError(f"{estimator_id} does not factorise over positions; "
+                             f"the recursion covers {', '.join(RECURSIVE_IDS)}")
+    chosen = {id: resolve_params(id, params) for id, params in selection.items()}
+    if not chosen:
+        return {}
     objective = objective or objective_by_recursion(toy)
     grad = objective[2]
     grad_norm = float(np.linalg.norm(grad))
-    factors = FACTORS[estimator_id](toy, **params)
-    position_probability = toy.pi if ESTIMATORS[estimator_id].on_policy else toy.mu
     b = baseline_by_recursion(toy, baseline, objective)
-    mean, second_moment = _mean_and_second_moment(toy, position_probability, factors, reward_by_count(toy.T) - b)
-    cosine, note = direction(mean, grad, b, lambda: _masked_entirely(factors))
-    tokens, sequences = _affected(position_probability, factors)
-    return Moments(
-        estimator=estimator_id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
-        var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0), grad_norm=grad_norm, cosine=cosine,
-        tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+    factors = {id: FACTORS[id](toy, **params) for id, params in chosen.items()}
+    probability = {id: toy.pi if ESTIMATORS[id].on_policy else toy.mu for id in chosen}
+    phi = reward_by_count(toy.T) - b
+    means, second_moments = _means_and_second_moments(
+        toy, np.stack(list(probability.values())), *(np.stack([getattr(f, name) for f in factors.values()])
+                                                      for name in ("token", "before", "after")),
+        np.stack([phi] * len(chosen)))
+    moments = {}
+    for (id, params), mean, second_moment in zip(chosen.items(), means, second_moments, strict=True):
+        cosine, note = direction(mean, grad, b, lambda f=factors[id]: _masked_entirely(f))
+        tokens, sequences = _affected(probability[id], factors[id])
+        moments[id] = Moments(
+            estimator=id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
+            var=max(float(second_moment) - float(np.linalg.norm(mean))**2, 0.0), grad_norm=grad_norm,
+            cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+    return moments
 
 
 def _masked_entirely(factors):

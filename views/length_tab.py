@@ -15,9 +15,7 @@ def render(settings):
         return
     key = sweep_cache.length_key(settings)
     population, estimators = [], []
-    progress = st.progress(0.0, text="computing the lengths …")
-    lengths = lengths_for(settings.V)
-    for done, T in enumerate(lengths):
+    for T in lengths_for(settings.V):
         try:
             point_population, point_estimators = sweep_cache.length_point_at(key, T)
         except ValueError as error:
@@ -25,8 +23,6 @@ def render(settings):
             break
         population += point_population
         estimators += point_estimators
-        progress.progress((done + 1) / len(lengths), text=f"T = {T} done")
-    progress.empty()
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
                                      sweep_frames.length_probability_frame(population),
                                      sweep_frames.length_estimator_frame(estimators))
