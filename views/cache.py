@@ -1,10 +1,11 @@
 """The page's cached computations, keyed on scalars and Settings; bounded so memory stays bounded.
 
-The toy is shared by every session (one object per four numbers, which keeps μ(y) and r(y) once built) in a
-cache bounded by bytes (``ByteBoundedCache``): toys differ in size a thousandfold. Everything else is small
-data (a few kB per entry: (T, V) means, frames of at most a few thousand rows), bounded by entry count and
-keyed on the Settings fields it depends on, so changing N does not recompute moments, and changing an
-estimator's threshold recomputes that estimator only.
+The toy is shared by every session (one object per four numbers, which keeps μ(y) once the Ratios tab has
+built it) in a cache bounded by bytes (``ByteBoundedCache``): toys differ in size a thousandfold. Everything
+else is small data (a few kB per entry: (T, V) means, frames of at most a few thousand rows), bounded by
+entry count and keyed on the Settings fields it depends on, so changing N does not recompute moments. The
+selected estimators' moments come from one exact pass together (at T = 10 it costs 0.09 s for nine, where a
+pass per estimator cost 0.2 s).
 """
 
 import streamlit as st
@@ -12,6 +13,7 @@ import streamlit as st
 import toylab
 from toylab import frames
 from toylab.diagnostics import diagnostics
+from toylab.moments import exact_moments_many
 from toylab.montecarlo import monte_carlo, summarise, undefined_sizes
 from toylab.query import PAGE_SIZE_LIMIT
 from views.bounded_cache import ByteBoundedCache
@@ -42,22 +44,24 @@ def sequences(toy_key):
     return toy_key[1] ** toy_key[0]
 
 
-@st.cache_resource(max_entries=512, show_spinner=False)
-def moments(toy_key, estimator_id, params, baseline):
-    """Exact Moments of one estimator; ``params`` is a tuple of (name, value) pairs."""
+@st.cache_resource(max_entries=256, show_spinner=False)
+def selection_moments(toy_key, selection, baseline):
+    """{id: Moments} of ``selection`` ((id, ((name, value), …)), …) from one exact pass."""
     with large_work(sequences(toy_key)):
-        return toylab.exact_moments(toy(*toy_key), estimator_id, dict(params), baseline)
+        return exact_moments_many(toy(*toy_key), {id: dict(params) for id, params in selection}, baseline)
 
 
 def selected_moments(settings):
     """{id: Moments} for the selected exact estimators, in registry order."""
-    return {id: moments(settings.toy_key, id, tuple(params.items()), settings.baseline)
-            for id, params in settings.selection(exact_only=True).items()}
+    selection = tuple((id, tuple(params.items())) for id, params in settings.selection(exact_only=True).items())
+    return selection_moments(settings.toy_key, selection, settings.baseline)
 
 
 def reference_moments(settings):
     """seq_is's Moments (it has no thresholds): the unbiased reference of the crossover."""
-    return moments(settings.toy_key, "seq_is", (), settings.baseline)
+    if "seq_is" in settings.estimators:
+        return selected_moments(settings)["seq_is"]
+    return selection_moments(settings.toy_key, (("seq_is", ()),), settings.baseline)["seq_is"]
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
