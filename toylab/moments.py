@@ -99,19 +99,25 @@ def exact_moments_many(toy, selection, baseline="none"):
     accumulated, so the M-vectors held at once are chunk-sized, and those every estimator reads (A = r − b,
     p·A, log W) are built once per chunk.
     """
+    return dict(zip(selection, exact_moments_of(toy, list(selection.items()), baseline), strict=True))
+
+
+def exact_moments_of(toy, entries, baseline="none"):
+    """[Moments] for ``entries``, a list of (id, parameter overrides) in which an id may repeat with other
+    parameters (a threshold sweep), all in the one pass of ``exact_moments_many``."""
     b = baseline_value(toy, baseline)
-    chosen = {}
-    for estimator_id, overrides in selection.items():
+    chosen = []
+    for estimator_id, overrides in entries:
         if not ESTIMATORS[estimator_id].exact:
             raise ValueError(f"{estimator_id} is batch-coupled: it has no exact single-sample moments")
-        chosen[estimator_id] = resolve_params(estimator_id, overrides)
-    sums = {estimator_id: _Sums(toy) for estimator_id in chosen}
+        chosen.append((estimator_id, resolve_params(estimator_id, overrides)))
+    sums = [_Sums(toy) for _ in chosen]
     for view in chunks(toy, b):
-        for estimator_id, params in chosen.items():
-            on_policy = ESTIMATORS[estimator_id].on_policy
-            sums[estimator_id].add(view, on_policy, ESTIMATORS[estimator_id].weights(view, **params))
-    return {estimator_id: sums[estimator_id].moments(estimator_id, params, b, ESTIMATORS[estimator_id].on_policy)
-            for estimator_id, params in chosen.items()}
+        for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True):
+            estimator = ESTIMATORS[estimator_id]
+            estimator_sums.add(view, estimator.on_policy, estimator.weights(view, **params))
+    return [estimator_sums.moments(estimator_id, params, b, ESTIMATORS[estimator_id].on_policy)
+            for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True)]
 
 
 def chunks(toy, b):

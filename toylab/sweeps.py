@@ -16,7 +16,7 @@ import numpy as np
 
 from toylab.diagnostics import diagnostics
 from toylab.estimators import ESTIMATORS
-from toylab.moments import exact_moments
+from toylab.moments import exact_moments_many, exact_moments_of
 from toylab.toy import make_toy
 
 SWEPT_PARAMETER = {"tok_tis": "C", "tok_mis": "hi", "seq_tis": "C", "seq_mis": "C", "geo_rs": "hi",
@@ -48,16 +48,13 @@ def moments_row(moments, N):
 def threshold_sweep(toy, selection, baseline, N):
     """Rows (estimator, parameter, threshold, chosen, rel_bias, rel_std, rel_rmse) for each thresholded
     estimator in ``selection`` ({id: chosen parameters}); the other parameters of a band stay as chosen."""
-    rows = []
-    for estimator_id, params in selection.items():
-        if estimator_id not in SWEPT_PARAMETER:
-            continue
-        name = SWEPT_PARAMETER[estimator_id]
-        for value in threshold_grid(estimator_id, params[name], grid_points(toy.M)):
-            moments = exact_moments(toy, estimator_id, params | {name: float(value)}, baseline)
-            rows.append({"estimator": estimator_id, "parameter": name, "threshold": float(value),
-                         "chosen": bool(value == params[name])} | moments_row(moments, N))
-    return rows
+    points = [(estimator_id, params | {SWEPT_PARAMETER[estimator_id]: float(value)}, bool(value == params[name]))
+              for estimator_id, params in selection.items() if (name := SWEPT_PARAMETER.get(estimator_id))
+              for value in threshold_grid(estimator_id, params[name], grid_points(toy.M))]
+    moments = exact_moments_of(toy, [(estimator_id, params) for estimator_id, params, _ in points], baseline)
+    return [{"estimator": estimator_id, "parameter": SWEPT_PARAMETER[estimator_id],
+             "threshold": params[SWEPT_PARAMETER[estimator_id]], "chosen": chosen} | moments_row(point, N)
+            for (estimator_id, params, chosen), point in zip(points, moments, strict=True)]
 
 
 def best_thresholds(rows):
@@ -80,11 +77,9 @@ def mismatch_sweep(T, V, seed, chosen_mismatch, selection, baseline, N):
     estimator_rows, divergence_rows = [], []
     for mismatch in np.unique(np.append(mismatch_grid(V**T), chosen_mismatch)):
         toy = make_toy(T, V, float(mismatch), seed)
-        for estimator_id, params in selection.items():
-            if ESTIMATORS[estimator_id].exact:
-                moments = exact_moments(toy, estimator_id, params, baseline)
-                estimator_rows.append({"mismatch": float(mismatch), "estimator": estimator_id}
-                                      | moments_row(moments, N))
+        exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
+        for estimator_id, moments in exact_moments_many(toy, exact, baseline).items():
+            estimator_rows.append({"mismatch": float(mismatch), "estimator": estimator_id} | moments_row(moments, N))
         population = diagnostics(toy)
         divergence_rows.append({"mismatch": float(mismatch), "kl_mu_pi": population.kl_mu_pi,
                                 "chi2_seq": population.chi2_seq})
