@@ -75,8 +75,8 @@ def bias_std_chart(table, iso, N):
     names = alt.Chart(table).mark_text(align="left", dx=9, fontSize=13).encode(
         alt.X("rel_bias:Q"), alt.Y("rel_std:Q"), alt.Text("estimator:N"), estimator_colour([], legend=False),
         opacity=opacity)
-    return readable(alt.layer(circles, circle_labels, points, names).properties(
-        height=420, title="bias versus spread (dashed: equal relative RMSE)"))
+    return readable(alt.layer(circles, circle_labels, points, names, height=420,
+                              title="bias versus spread (dashed: equal relative RMSE)"))
 
 
 # -- ratios -------------------------------------------------------------------------------------------
@@ -95,7 +95,7 @@ def threshold_layers(thresholds, y_top, measure="P"):
     return [rules, labels]
 
 
-def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", height=320):
+def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", height=320, width=alt.Undefined):
     """Exact μ-probability of each log ρ_t value (sticks), a sampled batch's frequencies (circles, if any),
     and the thresholds."""
     y_top = float(frame[["probability"] + (["batch"] if "batch" in frame else [])].max().max())
@@ -110,13 +110,13 @@ def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", he
             alt.X("log_rho:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
         layers += threshold_layers(thresholds, y_top)
-    return alt.layer(*layers).properties(title=title, height=height)
+    return alt.layer(*layers, title=title, height=height, width=width)
 
 
 def token_ratio_panels(frame, thresholds, columns=4):
     """One small ``token_ratio_chart`` per position."""
     panels = [token_ratio_chart(frame[frame["position"] == t], thresholds[thresholds["position"] == t],
-                                title=f"position {t}", height=170).properties(width=230)
+                                title=f"position {t}", height=170, width=230)
               for t in sorted(frame["position"].unique())]
     return readable(alt.concat(*panels, columns=columns))
 
@@ -136,7 +136,7 @@ def sequence_ratio_chart(histogram, thresholds, kind="W"):
             alt.X("bin_start:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
         layers += threshold_layers(thresholds, y_top)
-    return readable(alt.layer(*layers).properties(height=320))
+    return readable(alt.layer(*layers, height=320))
 
 
 # -- error versus batch size ----------------------------------------------------------------------------
@@ -168,4 +168,4 @@ def error_chart(curves, monte_carlo, crossovers):
     crossings = alt.Chart(shown).mark_point(shape="diamond", size=260, strokeWidth=2.5).encode(
         alt.X("crossover_N:Q"), alt.Y("rel_rmse:Q"), colour, opacity,
         tips("estimator:N", alt.Tooltip("crossover_N:Q", format=",.0f", title="seq_is wins beyond N")))
-    return readable(alt.layer(lines, floors, spread, points, crossings).properties(height=480))
+    return readable(alt.layer(lines, floors, spread, points, crossings, height=480))

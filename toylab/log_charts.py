@@ -30,7 +30,7 @@ def token_histogram_chart(frame, thresholds=None):
     layers = [_count_bars(frame, "tokens", LOG_RHO), zero]
     if thresholds is not None and len(thresholds):
         layers += threshold_layers(thresholds, float(frame["tokens"].max()), measure="share")
-    return readable(alt.layer(*layers).properties(height=HEIGHT, title="log ρ_t of every response token"))
+    return readable(alt.layer(*layers, height=HEIGHT, title="log ρ_t of every response token"))
 
 
 def _binned_chart(frame, x, title):
@@ -44,7 +44,7 @@ def _binned_chart(frame, x, title):
              alt.Tooltip("mean_log_rho:Q", format=".3f", title="mean log ρ"), alt.Tooltip("low:Q", format=".3f"),
              alt.Tooltip("high:Q", format=".3f")))
     zero = alt.Chart(frame).mark_rule(strokeDash=[4, 4]).encode(alt.YDatum(0.0))
-    return readable(alt.layer(band, line, points, zero).properties(height=HEIGHT, title=title))
+    return readable(alt.layer(band, line, points, zero, height=HEIGHT, title=title))
 
 
 def position_chart(frame):
@@ -67,4 +67,4 @@ def sequence_histogram_chart(frame, thresholds=None, kind="W"):
     layers = [_count_bars(frame, "sequences", name)]
     if thresholds is not None and len(thresholds):
         layers += threshold_layers(thresholds, float(frame["sequences"].max()), measure="share")
-    return readable(alt.layer(*layers).properties(height=HEIGHT))
+    return readable(alt.layer(*layers, height=HEIGHT))

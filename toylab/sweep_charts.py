@@ -28,6 +28,12 @@ def estimator_colour(ids, legend=True):
                      legend=alt.Legend(title="estimator", values=list(ids), orient="right") if legend else None)
 
 
+def _resolve(**scales):
+    """A compound chart's scale resolution, given when it is built: ``resolve_scale``, like every method that
+    changes a layered or concatenated chart, copies all of it (Altair deep-copies the subcharts)."""
+    return alt.Resolve(scale=alt.ScaleResolveMap(**scales))
+
+
 def _y(title, log):
     return alt.Y("value:Q", title=title, scale=alt.Scale(type="log" if log else "linear"))
 
@@ -69,8 +75,9 @@ def threshold_chart(frame, rule_of_thumb):
             for field, title, style in (("best", "lowest RMSE at N", {"shape": "diamond", "size": 170, "filled": True}),
                                         ("chosen", "chosen", {"size": 150, "strokeWidth": 2.5}))]
         rule = _vertical_rule(rule_of_thumb, "C*", "C* = sqrt(2(1 + χ²_seq))", log_x=True)
-        panels.append(alt.layer(lines, *marks, rule).properties(height=PANEL_HEIGHT, width=PANEL_WIDTH))
-    return readable(alt.vconcat(*panels).resolve_scale(x="shared").properties(
+        panels.append(alt.layer(lines, *marks, rule, height=PANEL_HEIGHT, width=PANEL_WIDTH))
+    return readable(alt.vconcat(
+        *panels, resolve=_resolve(x="shared"),
         title=f"exact, against the threshold · dashed: C* = sqrt(2(1 + χ²_seq)) = {rule_of_thumb:.3g}"))
 
 
@@ -85,14 +92,14 @@ def mismatch_chart(estimators, divergences, chosen_mismatch):
     for index, (metric, log_y) in enumerate((("relative bias", False), ("relative RMSE at N", True))):
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         panels.append(alt.layer(_estimator_lines(data, x, _y(metric, log_y), ids, highlight, first=index == 0),
-                                rule).properties(height=PANEL_HEIGHT, width=PANEL_WIDTH))
+                                rule, height=PANEL_HEIGHT, width=PANEL_WIDTH))
     divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, strokeDash=[2, 2]).encode(
         x=x, y=_y("divergence of μ from π", log=True),
         color=alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy")),
         tooltip=tips("quantity:N", alt.Tooltip("mismatch:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")))
-    panels.append(alt.layer(divergence, rule).properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH))
-    return readable(alt.vconcat(*panels).resolve_scale(x="shared", color="independent").properties(
-        title="exact, θ and b fixed (same seed), only the sampler moves"))
+    panels.append(alt.layer(divergence, rule, height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH))
+    return readable(alt.vconcat(*panels, resolve=_resolve(x="shared", color="independent"),
+                                title="exact, θ and b fixed (same seed), only the sampler moves"))
 
 
 def _method_points(data, x, y, colour, opacity, tooltip):
@@ -119,12 +126,13 @@ def length_chart(divergences, probabilities, estimators):
     probability_data = alt.Chart(probabilities)
     probability = alt.layer(
         probability_data.mark_line(strokeWidth=2).encode(x=x, y=_y("probability under μ", log=False), color=quantity),
-        *_method_points(probability_data, x, alt.Y("value:Q"), quantity, alt.OpacityValue(1.0), tooltip))
+        *_method_points(probability_data, x, alt.Y("value:Q"), quantity, alt.OpacityValue(1.0), tooltip),
+        height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
     ids = list(dict.fromkeys(estimators["estimator"]))
     highlight = legend_highlight()
     opacity = highlighted_opacity()
     panels = [divergence.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH),
-              probability.properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)]
+              probability]
     for index, (metric, title) in enumerate(((METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
                                              (STD_RATIO, "std ÷ on-policy std (same T)"))):
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
@@ -134,6 +142,6 @@ def length_chart(divergences, probabilities, estimators):
         lines = lines.add_params(highlight) if index == 0 else lines
         tooltip = tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N")
         panels.append(alt.layer(lines, *_method_points(data, x, y, estimator_colour(ids, legend=False), opacity,
-                                                        tooltip)).properties(height=PANEL_HEIGHT, width=PANEL_WIDTH))
-    return readable(alt.vconcat(*panels).resolve_scale(x="shared", color="independent", shape="shared").properties(
-        title="against the sequence length T (V fixed)"))
+                                                        tooltip), height=PANEL_HEIGHT, width=PANEL_WIDTH))
+    return readable(alt.vconcat(*panels, resolve=_resolve(x="shared", color="independent", shape="shared"),
+                                title="against the sequence length T (V fixed)"))

@@ -58,8 +58,7 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
     if quantity == "cosine":
         layers.append(alt.Chart(alt.Data(values=[{"zero": 0}])).mark_rule(color=DISTRIBUTION_COLOUR).encode(
             y=alt.Y("zero:Q")))
-    chart = alt.layer(*layers).properties(height=height)
-    return readable(chart.properties(title=title) if title else chart)
+    return readable(alt.layer(*layers, height=height, title=title or alt.Undefined))
 
 
 def objective_chart(curves, sampled):
@@ -88,7 +87,7 @@ def logged_chart(frame, estimator, colour):
         alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="bottom"),
                        scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
         tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
-    return readable(alt.layer(gap, lines).properties(height=300, title=f"{estimator}: the training log against J"))
+    return readable(alt.layer(gap, lines, height=300, title=f"{estimator}: the training log against J"))
 
 
 def sga_chart(curves, monte_carlo, chosen_lr):
@@ -114,5 +113,6 @@ def sga_chart(curves, monte_carlo, chosen_lr):
     rule = alt.Chart(alt.Data(values=[{"lr": chosen_lr}])).mark_rule(
         color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
         x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr")])
-    return readable(alt.layer(lines, bars, points, rule).properties(
-        height=380, title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo)"))
+    return readable(alt.layer(
+        lines, bars, points, rule, height=380,
+        title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo)"))

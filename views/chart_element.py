@@ -20,11 +20,14 @@ alt.utils.schemapi.disable_debug_mode()
 _altair_globals = threading.Lock()     # the theme and data transformer are process-wide: one session at a time
 
 
-def _by_reference(data, datasets):
-    arrow = convert_anything_to_arrow_bytes(data)
-    name = hashlib.md5(arrow, usedforsecurity=False).hexdigest()
-    datasets[name] = arrow
-    return {"name": name}
+def _by_reference(data, datasets, names):
+    """Altair data transformer: the frame's Arrow bytes into ``datasets``, converted once per frame object
+    (``names``: the name given to each frame seen in this chart, by id) however many layers show it."""
+    if id(data) not in names:
+        arrow = convert_anything_to_arrow_bytes(data)
+        names[id(data)] = name = hashlib.md5(arrow, usedforsecurity=False).hexdigest()
+        datasets[name] = arrow
+    return {"name": names[id(data)]}
 
 
 alt.data_transformers.register("toylab_by_reference", _by_reference)
@@ -34,7 +37,7 @@ def vega_lite_spec(chart):
     """The chart's Vega-Lite dict, unvalidated, its data frames as Arrow bytes under ``datasets``."""
     datasets = {}
     with _altair_globals, alt.theme.enable("none"), alt.data_transformers.enable("toylab_by_reference",
-                                                                                 datasets=datasets):
+                                                                                 datasets=datasets, names={}):
         spec = chart.to_dict(validate=False)
     spec["datasets"] = {**spec.get("datasets", {}), **datasets}
     return spec
