@@ -71,17 +71,16 @@ def prefix_is(stats):
 
 
 def sequence_is(stats):
-    return Weights(sequence=np.exp(stats.log_W))
+    return Weights(sequence=stats.W)
 
 
 def sequence_tis(stats, C):
-    W = np.exp(stats.log_W)
-    clipped = W > C
-    return Weights(sequence=np.minimum(W, C, out=W), sequence_affected=clipped)
+    W = stats.W
+    return Weights(sequence=np.minimum(W, C), sequence_affected=W > C)
 
 
 def sequence_mis(stats, C):
-    W = np.exp(stats.log_W)
+    W = stats.W
     return Weights(sequence=np.where(W <= C, W, 0.0), sequence_affected=W > C, sequence_rejected=W > C)
 
 

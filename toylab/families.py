@@ -62,12 +62,12 @@ def token_clip(stats, C_min, C_max):
 
 
 def sequence_clip(stats, C_min, C_max):
-    W = np.exp(stats.log_W)
+    W = stats.W
     return Weights(sequence=np.clip(W, C_min, C_max), sequence_affected=(W < C_min) | (W > C_max))
 
 
 def sequence_band(stats, C_min, C_max):
-    W = np.exp(stats.log_W)
+    W = stats.W
     kept = (W >= C_min) & (W <= C_max)
     return Weights(sequence=np.where(kept, W, 0.0), sequence_affected=~kept, sequence_rejected=~kept)
 

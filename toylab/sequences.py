@@ -6,7 +6,7 @@ and the batch interface (``GivenSequences``: (B, T) arrays of the tokens that we
 
     log_rho, rho                      per-token log ratio log π − log μ, and ratio
     advantage                         A = r − b, per sequence
-    log_W                             Σ_t log ρ_t, per sequence
+    log_W, W                          Σ_t log ρ_t and its exp, per sequence
     length                            tokens per sequence (T, or each row's count in the mask)
     token_statistic(name)             log_ratio = log ρ, k1 = −log ρ, k2 = ½(log ρ)², k3 = ρ − 1 − log ρ, abs_log_ratio
     sequence_statistic(name, scope)   its sum, mean or max over the sequence's own tokens
@@ -38,6 +38,11 @@ SCOPES = ("sum", "mean", "max")
 
 class _Statistics:
     """What both views derive the same way from their per-token log ratios and ``sequence_statistic``."""
+
+    @property
+    def W(self):
+        """W = exp(Σ_t log ρ_t), the sequence ratio, per sequence (a weight function must not write into it)."""
+        return np.exp(self.log_W)
 
     @property
     def mean_k3(self):
@@ -104,6 +109,11 @@ class AllSequences(_Statistics):
     def log_W(self):
         raw = self.over_positions("log ρ", self.toy.log_rho)
         return np.clip(raw, -self.clamp, self.clamp) if self.clips_sums else raw
+
+    @cached_property
+    def W(self):
+        """exp(log W), once per chunk for every sequence-level weight (read-only for them)."""
+        return np.exp(self.log_W)
 
     def probability(self, on_policy):
         """π(y) (on_policy) or μ(y) for every sequence: exp of the prefix's part times the free positions'."""
