@@ -42,7 +42,7 @@ def render(settings):
         f"{ENUMERATION_LIMIT:,}); squares: "
         "exact by the recursion over the count of token 0 (the estimators whose weight factorises over "
         f"positions, and ∇J, J, E_μ[r]); triangles: Monte Carlo (stratified by that count, {SAMPLES:,} "
-        f"sequences, fewer beyond {TOKEN_BUDGET // SAMPLES} tokens so as to draw at most {TOKEN_BUDGET:,} tokens) "
+        f"sequences, fewer for T > {TOKEN_BUDGET // SAMPLES} so that a point draws at most {TOKEN_BUDGET:,} tokens) "
         "with ±2 s.e. bars. χ²_seq = ∏(1 + χ²_t) − 1 and the ESS fraction are exact at every T. Relative bias "
         "divides by ‖∇J‖, which shrinks as the reward gets rare at large T. The bottom panel divides each "
         "estimator's std by on-policy's (exact at every T, flat at 1 when on_policy is selected) at the same T: "
