@@ -1,28 +1,28 @@
-"""Numbers frozen from running verl"s and TRL"s own code on one hand-made batch (never re-derived here).
+"""Numbers frozen from running verl's and TRL's own code on one hand-made batch (never re-derived here).
 
-How they were made: the frameworks" files were copied to a scratch directory outside the repository and run
+How they were made: the frameworks' files were copied to a scratch directory outside the repository and run
 with torch 2.13.0 (CPU, float64) on the batch below, with stubbed imports:
 
   verl b178a3cd56f58b2d502255daba591e92833930a7 — each preset classmethod of RolloutCorrectionConfig
   (verl/trainer/config/algorithm.py) at its defaults and at the "alternative" arguments; decoupled mode through
   compute_rollout_correction_and_rejection_mask (verl/trainer/ppo/rollout_corr_helper.py) and
   compute_policy_loss_vanilla, bypass mode through compute_policy_loss_bypass_mode (verl/trainer/ppo/core_algos.py),
-  with old_log_prob = the trainer"s log-probs (the toy"s single step) and an ActorConfig with clip_ratio 0.2,
+  with old_log_prob = the trainer's log-probs (the toy's single step) and an ActorConfig with clip_ratio 0.2,
   clip_ratio_c 3.0 unless the alternative sets clip_ratio_low/high/c. The loss used seq-mean-token-sum with
   global_batch_size = 4, and each number is c[b, t] = −∂loss/∂log π(y_{b,t}) · 4 / A_b.
-  VERL_AGGREGATION: the same with agg_loss"s modes as the legacy worker calls them (no global_batch_info),
+  VERL_AGGREGATION: the same with agg_loss's modes as the legacy worker calls them (no global_batch_info),
   c[b, t] = −∂loss/∂log π(y_{b,t}) / A_b, unscaled.
 
   TRL f2cd57710ae345ea6428ae95363267fcf38a3dc8 — trl/trainer/grpo_trainer.py: the vLLM importance-sampling block
   of _generate_and_score_completions (vllm_importance_sampling_mode, clip_min/clip_max), get_off_policy_mask, and
   the loss-aggregation block of _compute_loss (loss_type, num_items_in_batch = 17 response tokens,
-  max_completion_length = 5), executed from the file"s own text; c = −∂loss/∂log π / A_b, unscaled.
+  max_completion_length = 5), executed from the file's own text; c = −∂loss/∂log π / A_b, unscaled.
 """
 
 # log π − log μ per token (row b is sequence b; MASK marks its response tokens, the rest is padding whose
-# values must not matter): row 1"s mean is log 1.18, inside verl"s k1 band "0.8_1.1" (which keeps
+# values must not matter): row 1's mean is log 1.18, inside verl's k1 band "0.8_1.1" (which keeps
 # 1/1.1 ≤ ρ_geo ≤ 1/0.8) and outside the documented 0.8 ≤ ρ_geo ≤ 1.1; row 2 has log ratios −22 and 20, where
-# verl"s ±20 clamp turns a kept sum (Σ log ρ = −0.4) into a rejected one (1.6).
+# verl's ±20 clamp turns a kept sum (Σ log ρ = −0.4) into a rejected one (1.6).
 LOG_RATIO = [[0.1, -0.05, 0.2, -0.3, 0.02],
              [0.4, 1.2, -1.1, 5.0, -7.0],
              [-22.0, 20.0, 1.5, 0.0, 0.1],
