@@ -57,23 +57,23 @@ def count_distribution(position_probability):
 def draw_given_counts(rng, position_probability, counts):
     """Tokens (n, T): row i drawn from the product distribution conditioned on exactly counts[i] zeros.
 
-    Position by position, P(y_t = 0 | j zeros still needed) = p_t[0]·P(K_{>t} = j − 1)/P(K_{≥t} = j);
-    a nonzero token is then drawn from p_t restricted to 1 … V − 1.
+    Position by position, P(y_t = 0 | j zeros still needed) = p_t[0]·P(K_{>t} = j − 1)/P(K_{≥t} = j). Given
+    which positions are nonzero, their tokens are independent draws from p_t restricted to 1 … V − 1, made
+    all at once after the loop.
     """
     T, V = position_probability.shape
     reversed_prefix, log_scale = prefix_counts(position_probability[::-1])
     suffix = (reversed_prefix * np.exp(log_scale)[:, None])[::-1]       # suffix[t, j] = P(K_{≥t} = j)
     needed = np.array(counts)
-    tokens = np.empty((len(needed), T), dtype=np.intp)
+    zeros = np.empty((len(needed), T), dtype=bool)
     for t in range(T):
         later = np.append(0.0, suffix[t + 1, :-1])                      # later[j] = P(K_{>t} = j − 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             zero = position_probability[t, 0] * later[needed] / suffix[t][needed]
-        is_zero = rng.random(len(needed)) < zero
-        others = position_probability[t:t + 1, 1:] / position_probability[t, 1:].sum()
-        tokens[:, t] = np.where(is_zero, 0, 1 + draw_tokens(rng, others, (len(needed),))[:, 0])
-        needed = needed - is_zero
-    return tokens
+        zeros[:, t] = rng.random(len(needed)) < zero
+        needed = needed - zeros[:, t]
+    others = position_probability[:, 1:] / position_probability[:, 1:].sum(axis=1, keepdims=True)
+    return np.where(zeros, 0, 1 + draw_tokens(rng, others, (len(needed),)))
 
 
 def stratified_moments(toy, estimator_id, params, baseline_value, grad, samples, rng):
