@@ -111,12 +111,11 @@ def exact_moments_of(toy, entries, baseline="none"):
         if not ESTIMATORS[estimator_id].exact:
             raise ValueError(f"{estimator_id} is batch-coupled: it has no exact single-sample moments")
         chosen.append((estimator_id, resolve_params(estimator_id, overrides)))
-    sums = [_Sums(toy) for _ in chosen]
+    sums = [_Sums(toy, ESTIMATORS[estimator_id].on_policy) for estimator_id, _ in chosen]
     for view in chunks(toy, b):
         for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True):
-            estimator = ESTIMATORS[estimator_id]
-            estimator_sums.add(view, estimator.on_policy, estimator.weights(view, **params))
-    return [estimator_sums.moments(estimator_id, params, b, ESTIMATORS[estimator_id].on_policy)
+            estimator_sums.add(view, ESTIMATORS[estimator_id].weights(view, **params))
+    return [estimator_sums.moments(estimator_id, params, b)
             for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True)]
 
 
@@ -132,8 +131,8 @@ def chunks(toy, b):
 class _Sums:
     """One estimator's sums over the chunks: the factorised first and second moments and the kept mass."""
 
-    def __init__(self, toy):
-        self.toy = toy
+    def __init__(self, toy, on_policy):
+        self.toy, self.on_policy = toy, on_policy
         self.first = np.zeros((toy.T, toy.V))           # m_t[v] = E_p[c_t·1[y_t = v]], summed over the chunks
         self.second = np.zeros((toy.T, toy.V))          # E_p[c_t²·1[y_t = v]]
         self.kept_tokens = np.zeros(toy.T)              # Σ over sequences of p·1[token t kept]
@@ -142,10 +141,12 @@ class _Sums:
         self.token_hits = None
         self.any_sequence_weight = self.any_token_weight = False
 
-    def add(self, view, on_policy, weights):
+    def add(self, view, weights):
         self.any_sequence_weight = self.any_sequence_weight or bool(np.any(weights.sequence))
-        for sign_class, token in _sign_classes(view, view.b, weights):
-            first, second = _position_moments(view, on_policy, weights, sign_class)
+        classes = _sign_classes(view, weights)
+        for sign_class, negative in classes:
+            first, second = _position_moments(view, self.on_policy, weights, sign_class)
+            token = weights.for_sign(negative)[0]
             token = 1.0 if token is None else token
             self.first += first * token
             self.second += second * token**2
@@ -155,10 +156,10 @@ class _Sums:
                 self.hits, self.token_hits = "tokens", weights.token_affected
             return
         self.hits = "any"
-        probability = view.probability(on_policy)
+        probability = view.probability(self.on_policy)
         kept = probability if weights.sequence_affected is None else np.where(weights.sequence_affected, 0.0,
                                                                                probability)
-        for sign_class, negative in _sign_masks(view, weights):
+        for sign_class, negative in classes:
             in_class = kept if sign_class is None else np.where(sign_class, kept, 0.0)
             token_hit = weights.for_sign(negative)[1]
             if token_hit is None:
@@ -169,7 +170,7 @@ class _Sums:
             if not token_hit[np.arange(view.head), view.prefix].any():
                 self.kept_sequences += float(np.sum(in_class, where=~outer_any(token_hit[view.head:])))
 
-    def moments(self, estimator_id, params, b, on_policy):
+    def moments(self, estimator_id, params, b):
         toy = self.toy
         squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
         mean = self.first - toy.pi * self.first.sum(axis=1, keepdims=True)
@@ -177,7 +178,7 @@ class _Sums:
         grad = toy.true_grad
         masked = "sequence" if not self.any_sequence_weight else "token" if not self.any_token_weight else ""
         cosine, note = direction(mean, grad, b, lambda: masked)
-        tokens, sequences = self._affected(toy.pi if on_policy else toy.mu)
+        tokens, sequences = self._affected(toy.pi if self.on_policy else toy.mu)
         return Moments(
             estimator=estimator_id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
             var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0), grad_norm=float(np.linalg.norm(grad)),
@@ -193,20 +194,13 @@ class _Sums:
         return float(1 - self.kept_tokens.mean()), float(1 - self.kept_sequences)
 
 
-def _sign_masks(view, weights):
-    """[(class of sequences or None for all, negative)]: the advantage classes whose token marks differ."""
+def _sign_classes(view, weights):
+    """[(sequences of the class or None for all, negative)]: one class, or A ≥ 0 and A < 0 (see above), whose
+    token factor and marks are ``weights.for_sign(negative)``."""
     if not weights.splits_by_sign:
         return [(None, False)]
     negative = view.advantage < 0
     return [(~negative, False), (negative, True)]
-
-
-def _sign_classes(toy, b, weights):
-    """[(sequences of the class or None for all, token factor)]: one class, or A ≥ 0 and A < 0 (see above)."""
-    if not weights.splits_by_sign:
-        return [(None, weights.token)]
-    negative = np.subtract(toy.rewarded, b, dtype=float) < 0
-    return [(~negative, weights.for_sign(False)[0]), (negative, weights.for_sign(True)[0])]
 
 
 def chunk_marginals(view, x):

@@ -1,18 +1,17 @@
 """Many toys at once: one θ per row, sharing b and the mismatch — the training loop's toys at one step.
 
-The tables (log π, log μ, π, μ, log ρ, ρ) have θ's leading axes; given a SplitGrid, the M-vectors a weight
-function reads (log W, mean k3, max |log ρ_t|, μ(y), π(y)) are built for every row in one pass when first
-asked for. ``rows[i]`` is a view of row i (or of a slice of rows): its tables and M-vectors are the
-parent's, indexed — a Toy-like object for the estimators' weight functions and for ``montecarlo.Batches``.
+The tables (log π, log μ, π, μ, log ρ, ρ) have θ's leading axes; the reward r(y) is the SplitGrid's, the same
+for every row. ``rows[i]`` is a view of row i (or of a slice of rows): its tables are the parent's, indexed —
+a Toy-like object for the estimators' weight functions (through ``sequences.AllSequences``, which builds the
+M-vectors they read) and for ``montecarlo.Batches``.
 """
 
-from functools import cached_property
 
 import numpy as np
 
 from toylab.toy import log_softmax
 
-SHARED = ("T", "V", "M", "grid", "R", "rewarded", "b", "mismatch")       # the same for every row: a view passes them through unindexed
+SHARED = ("T", "V", "M", "grid", "R", "b", "mismatch")       # the same for every row: a view passes them through unindexed
 
 
 class ToyRows:
@@ -30,43 +29,13 @@ class ToyRows:
         return RowView(self, index)
 
     def subset(self, rows):
-        """A ToyRows of the given rows (a list of indices) with the same grid: its M-vectors only for those."""
+        """A ToyRows of the given rows (a list of indices) with the same grid."""
         return ToyRows(self.theta[rows], self.b, self.mismatch, self.grid)
 
     @property
     def R(self):
         """r(y) for every sequence (the same for every row)."""
         return self.grid.reward
-
-    @property
-    def rewarded(self):
-        """r(y) = 1 as a boolean, as ``Toy.rewarded``."""
-        return self.grid.reward > 0
-
-    @cached_property
-    def p_train(self):
-        """π(y) = ∏_t π_t(y_t) per row."""
-        return self.grid.outer_product(self.log_pi)
-
-    @cached_property
-    def p_sampler(self):
-        """μ(y) per row."""
-        return self.grid.outer_product(self.log_mu)
-
-    @cached_property
-    def log_W(self):
-        """log W(y) = Σ_t log ρ_t(y_t) per row."""
-        return self.grid.outer_sum(self.log_rho)
-
-    @cached_property
-    def mean_k3(self):
-        """(1/T) Σ_t (ρ_t − 1 − log ρ_t) per row."""
-        return self.grid.outer_sum(self.rho - 1 - self.log_rho) / self.T
-
-    @cached_property
-    def max_abs_log_rho(self):
-        """max_t |log ρ_t(y_t)| per row."""
-        return self.grid.outer_max(np.abs(self.log_rho))
 
 
 class RowView:

@@ -168,13 +168,15 @@ def enumerated_means(rows, estimators, b):
     carried = []
     for index, (estimator_id, params) in enumerate(estimators):
         row = rows[index]
-        weights = ESTIMATORS[estimator_id].weights(AllSequences(row, b[index]), **params)
+        view = AllSequences(row, b[index])
+        weights = ESTIMATORS[estimator_id].weights(view, **params)
         np.multiply(probability[index], weights.sequence, out=first[index])
         first[index] *= row.R - b[index] if b[index] else row.R
         if weights.splits_by_sign:                       # the token factor differs by the sign of A = r − b
             carried.append(index)
-            m[index] = sum(rows.grid.marginals((first[index] * in_class)[None])[0] * (1.0 if token is None else token)
-                           for in_class, token in _sign_classes(row, b[index], weights))
+            m[index] = sum(rows.grid.marginals((first[index] * in_class)[None])[0]
+                           * (1.0 if (token := weights.for_sign(negative)[0]) is None else token)
+                           for in_class, negative in _sign_classes(view, weights))
             continue
         if weights.token is not None:
             tokens[index] = weights.token
