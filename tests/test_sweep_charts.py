@@ -1,4 +1,4 @@
-"""The deeper views' frames reshape the library's numbers faithfully; their charts build and serialise."""
+"""The sweep views' frames reshape the library's numbers faithfully; their charts build and serialise."""
 
 import json
 import warnings

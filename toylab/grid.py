@@ -58,7 +58,7 @@ def position_marginals(x, T, V):
     lead, head = x.shape[:-1], T // 2
     blocks = x.reshape(-1, V**head, V**(T - head))                   # one matrix per leading index
     row_sums = (blocks.reshape(-1, blocks.shape[-1]) @ np.ones(blocks.shape[-1])).reshape(*lead, -1)
-    column_sums = np.stack([np.ones(blocks.shape[1]) @ block for block in blocks]).reshape(*lead, -1)
+    column_sums = (np.ones(blocks.shape[1]) @ blocks).reshape(*lead, -1)
     return np.concatenate([leading_marginals(row_sums, head, V), leading_marginals(column_sums, T - head, V)],
                           axis=-2)
 

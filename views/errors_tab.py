@@ -21,8 +21,7 @@ def render(settings):
         monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
                                                          settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
-    chart_element.draw(st, charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers),
-                    width="stretch")
+    chart_element.draw(st, charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers))
     st.caption(f"Lines: exact sqrt(bias² + var/N)/‖∇J‖. Dots: Monte Carlo rms over "
                f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "
                "have dots only). Dashed: each biased estimator's bias floor. Diamonds: where seq_is, unbiased, "

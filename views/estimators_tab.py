@@ -64,7 +64,7 @@ def render(settings):
     st.download_button("Download CSV", frames.table_csv(table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
-    chart_element.draw(st, charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N), width="stretch")
+    chart_element.draw(st, charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N))
     with st.expander(f"Formulas of the {len(settings.estimators)} selected estimators"):
         st.markdown("\n\n".join(                       # one element, not three per estimator: a lighter re-render
             f"**{id} · {ESTIMATORS[id].label}**\n\n$$\n{ESTIMATORS[id].latex}\n$$\n\n"

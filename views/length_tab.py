@@ -24,8 +24,8 @@ def render(settings):
         population += point_population
         estimators += point_estimators
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
-                                     sweep_frames.length_probability_frame(population),
-                                     sweep_frames.length_estimator_frame(estimators))
+                                      sweep_frames.length_probability_frame(population),
+                                      sweep_frames.length_estimator_frame(estimators))
     chart_element.draw(st, chart, width="content")
     overflowed = sweep_frames.length_overflow_notes(population, estimators)
     if overflowed:

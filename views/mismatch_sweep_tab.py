@@ -14,7 +14,7 @@ def render(settings):
         return
     estimator_rows, divergence_rows = sweep_cache.mismatch_sweep(settings)
     chart = sweep_charts.mismatch_chart(sweep_frames.mismatch_frame(estimator_rows),
-                                       sweep_frames.divergence_frame(divergence_rows), settings.mismatch)
+                                        sweep_frames.divergence_frame(divergence_rows), settings.mismatch)
     chart_element.draw(st, chart, width="content")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}). "
                "θ and b come from the seed alone, so only μ = softmax(θ + mismatch·b) moves. At mismatch 0 every "

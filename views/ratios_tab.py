@@ -32,7 +32,7 @@ def render(settings):
         chart = charts.token_ratio_panels(token_frame, thresholds)
     else:
         chart = charts.readable(charts.token_ratio_chart(frames.pooled_token_frame(token_frame), thresholds))
-    chart_element.draw(st, chart, width="stretch")
+    chart_element.draw(st, chart)
 
     st.subheader("Sequence ratio")
     facts = cache.sequence_facts(settings.toy_key)
@@ -40,7 +40,7 @@ def render(settings):
     for column, kind in zip(columns, ("W", "geo"), strict=False):
         histogram = cache.sequence_histogram(settings.toy_key, kind, settings.N, draw)
         chart_element.draw(column, charts.sequence_ratio_chart(
-            histogram, frames.sequence_threshold_frame(toy, selection, kind), kind), width="stretch")
+            histogram, frames.sequence_threshold_frame(toy, selection, kind), kind))
     with columns[2]:
         st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", help="Exactly 1: IS reweights μ to π on average.")
         st.metric("median W", f"{facts['median_W']:.4f}",

@@ -15,7 +15,7 @@ from views import cache
 from views.work_slots import large_work
 
 
-@st.cache_data(max_entries=16, show_spinner="Sweeping the thresholds: one exact pass per point …")
+@st.cache_data(max_entries=16, show_spinner="Sweeping the thresholds: every point in one exact pass …")
 def threshold_sweep(settings):
     """(rows, best rows by estimator, C*) of the threshold sweep on the Settings' toy."""
     toy = cache.settings_toy(settings)

@@ -80,8 +80,8 @@ def render(settings):
         trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
     sampled = config.mode == "sampled"
     curves = training_frames.curve_frame(trajectories)
-    chart_element.draw(st, training_charts.objective_chart(curves, sampled), width="stretch")
-    chart_element.draw(st, training_charts.cosine_chart(curves, sampled), width="stretch")
+    chart_element.draw(st, training_charts.objective_chart(curves, sampled))
+    chart_element.draw(st, training_charts.cosine_chart(curves, sampled))
     st.caption(_about_the_run(settings, config, left_out))
 
     left, right = st.columns(2)
@@ -90,15 +90,14 @@ def render(settings):
         if st.session_state.get(KEY["pick"]) not in ids:
             st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
         pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], bind="query-params", help="Its logged reward E_μ[r] against the true J, step by step.")
-        chart_element.draw(st, training_charts.logged_chart(training_frames.logged_frame(trajectories[pick]), pick,
-                                                     ESTIMATORS[pick].colour), width="stretch")
+        logged = training_frames.logged_frame(trajectories[pick])
+        chart_element.draw(st, training_charts.logged_chart(logged, pick, ESTIMATORS[pick].colour))
         st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
                    "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
         st.markdown("**Does training make the mismatch worse?**")
-        chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180), width="stretch")
-        chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True),
-                        width="stretch")
+        chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
+        chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
     st.dataframe(training_frames.summary_frame(trajectories), column_config=SUMMARY_COLUMNS, hide_index=True,
                  width="stretch")
     _sga_view(settings, config)
@@ -136,7 +135,7 @@ def _sga_view(settings, config):
                                                step, with_second_order)
     curves = training_frames.second_order_frame(exact, training_cache.SGA_CURVE_LRS, J)
     points = training_frames.monte_carlo_frame(sampled, exact)
-    chart_element.draw(st, training_charts.sga_chart(curves, points, config.lr), width="stretch")
+    chart_element.draw(st, training_charts.sga_chart(curves, points, config.lr))
     st.caption(
         f"At θ_{step} (J = {J:.4f}), batch size N = {settings.N:,} (the sidebar's). Lines: E[J(θ + lr·ĝ_N)] − J(θ) to "
         "second order, lr·⟨∇J, E ĝ⟩ + (lr²/2)·(E ĝᵀ H E ĝ + tr(H Σ)/N), every piece exact: E ĝ from the exact engine, "

@@ -137,14 +137,14 @@ def _headline(source, statistics):
 def _token_charts(results, thresholds):
     st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
     histogram, shares = st.columns([3, 1])
-    chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], thresholds), width="stretch")
+    chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], thresholds))
     shares.dataframe(tail_share_frame(results["statistics"]), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
         "share": st.column_config.NumberColumn("share of tokens", format="percent"),
         "se": st.column_config.NumberColumn("± se", format="percent")})
     along, probability = st.columns(2)
-    chart_element.draw(along, log_charts.position_chart(results["position"]), width="stretch")
-    chart_element.draw(probability, log_charts.probability_chart(results["probability"]), width="stretch")
+    chart_element.draw(along, log_charts.position_chart(results["position"]))
+    chart_element.draw(probability, log_charts.probability_chart(results["probability"]))
     st.caption("Line: mean log ρ_t per bin; band: its 10–90 % range; dot size: tokens in the bin. Below 0 the "
                "trainer gives the sampled token less probability than the sampler did.")
 
@@ -152,9 +152,8 @@ def _token_charts(results, thresholds):
 def _sequence_charts(results, statistics, thresholds):
     st.subheader("Sequence ratios")
     W, geo = st.columns(2)
-    chart_element.draw(W, log_charts.sequence_histogram_chart(results["W"], thresholds["W"], kind="W"), width="stretch")
-    chart_element.draw(geo, log_charts.sequence_histogram_chart(results["geo"], thresholds["geo"], kind="geo"),
-                     width="stretch")
+    chart_element.draw(W, log_charts.sequence_histogram_chart(results["W"], thresholds["W"], kind="W"))
+    chart_element.draw(geo, log_charts.sequence_histogram_chart(results["geo"], thresholds["geo"], kind="geo"))
     spread = spread_frame(statistics)
     st.dataframe(spread, hide_index=True, width="stretch",
                  column_config={name: st.column_config.NumberColumn(format="%.4g") for name in spread.columns[1:]})
