@@ -1,4 +1,4 @@
-"""AppTest runs of the sweep views' and lessons' render functions: no exception, the expected charts and elements."""
+"""AppTest runs of the sweep and lessons tabs: no exception, the expected charts and elements."""
 
 import json
 
