@@ -6,7 +6,7 @@ runs only while that tab is open. Append ``(label, render)`` to TABS to add a ta
 
 import streamlit as st
 
-from toylab.query import size_problem
+from toylab.state.query import size_problem
 from views import (
     errors_tab,
     estimators_tab,

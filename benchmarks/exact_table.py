@@ -5,7 +5,7 @@
 1. Whole processes on T=10, V=4 (M = 1,048,576), imports included: ``python -m toylab --T 10 --V 4 --json``
    against the dense approach (enumerate every sequence, materialise each estimator's (M, T, V)
    estimate and reduce it), wall time and peak resident memory of each.
-   Both compute the same estimators (the CLI's default set, ``toylab.cli.DEFAULT_IDS``).
+   Both compute the same estimators (the CLI's default set, ``toylab.cli.arguments.DEFAULT_IDS``).
 2. In-process: the default toy's full table; Monte Carlo for every estimator (N = 1 … 4096, 200 replicates).
 3. T=12, V=4 (M = 16,777,216) in-process: time and peak memory of the full table, which the exact pass
    walks in prefix chunks (the dense approach would need (M, T, V) float64 arrays of 6.4 GB each).
@@ -23,16 +23,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from toylab import ESTIMATORS, exact_table, make_toy  # noqa: E402
-from toylab.cli import DEFAULT_IDS  # noqa: E402
-from toylab.diagnostics import diagnostics  # noqa: E402
-from toylab.montecarlo import monte_carlo  # noqa: E402
+from toylab.analysis.diagnostics import diagnostics  # noqa: E402
+from toylab.analysis.montecarlo import monte_carlo  # noqa: E402
+from toylab.cli.arguments import DEFAULT_IDS  # noqa: E402
 
 DENSE_SCRIPT = """
 import sys
 sys.path.insert(0, {tests!r})
 from dense import DenseToy
 from toylab import make_toy, resolve_params
-from toylab.cli import DEFAULT_IDS
+from toylab.cli.arguments import DEFAULT_IDS
 dense = DenseToy(make_toy(T=10, V=4))
 for estimator in DEFAULT_IDS:
     dense.moments(estimator, resolve_params(estimator), "none")

@@ -33,7 +33,7 @@ REPEATS = (2, 330)
 CHILD = """
 import sys, time
 start = time.perf_counter()
-from toylab.cli import main
+from toylab.cli.main import main
 import toylab.inspect_cli  # every module an inspection imports: the floor
 if len(sys.argv) > 1:
     main(["inspect", sys.argv[1], "--json"])

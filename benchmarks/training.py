@@ -22,12 +22,12 @@ sys.path.insert(0, str(ROOT))
 from exact_table import best_of  # noqa: E402  (benchmarks/ is the script's directory)
 
 from toylab import exact_moments, make_toy  # noqa: E402
-from toylab.cli import DEFAULT_IDS  # noqa: E402
-from toylab.optimizers import make_optimizer  # noqa: E402
-from toylab.settings import DEFAULT_ESTIMATORS  # noqa: E402
-from toylab.sga import monte_carlo_improvement, second_order  # noqa: E402
-from toylab.toy import Toy  # noqa: E402
-from toylab.training import TrainingConfig, train  # noqa: E402
+from toylab.cli.arguments import DEFAULT_IDS  # noqa: E402
+from toylab.engine.toy import Toy  # noqa: E402
+from toylab.state.settings import DEFAULT_ESTIMATORS  # noqa: E402
+from toylab.training.loop import TrainingConfig, train  # noqa: E402
+from toylab.training.optimizers import make_optimizer  # noqa: E402
+from toylab.training.sga import monte_carlo_improvement, second_order  # noqa: E402
 
 
 def slow_obvious(toy, selection, steps, lr):

@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from toylab import make_toy  # noqa: E402
-from toylab.montecarlo import draw_tokens  # noqa: E402
+from toylab.analysis.montecarlo import draw_tokens  # noqa: E402
 
 TOY = {"T": 6, "V": 4, "mismatch": 0.5, "seed": 0}     # the generating toy: matching should find mismatch 0.5
 SEQUENCES = 240

@@ -3,7 +3,7 @@
 It shares nothing with toylab's exact engine but the toy's (T, V) tables: sequences come from
 itertools.product, rewards from counting, ratios from indexing, coefficients from each estimator's
 definition written out per sequence. A framework preset takes its configuration fields from toylab's
-table (tests/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
+table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
 from them is written out here from the frameworks' code, independently of toylab.frameworks.
 """
 
@@ -13,7 +13,8 @@ import math
 import numpy as np
 import pytest
 
-from toylab import exact_moments, frameworks, resolve_params
+from toylab import exact_moments, resolve_params
+from toylab.catalogue import presets as frameworks
 
 
 class DenseToy:

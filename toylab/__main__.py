@@ -1,5 +1,5 @@
 import sys
 
-from toylab.cli import main
+from toylab.cli.main import main
 
 sys.exit(main())

@@ -3,7 +3,7 @@
 Altair validates twice: every schema object it constructs (a Scale, a Legend, …) while "debug mode" is on,
 its default, and the whole spec in ``chart.to_dict()``, which ``st.altair_chart`` calls. Together that was
 most of a chart's server time here (0.1–0.35 s a tab). The chart builders are validated by the tests
-(tests/test_charts.py and friends call ``to_dict()``, which validates whatever the mode), so the page
+(tests/presentation/test_charts.py and friends call ``to_dict()``, which validates whatever the mode), so the page
 turns debug mode off once, process-wide (a per-run switch would race between sessions), serialises with
 ``validate=False`` and hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the
 theme "none" (no default width and height) and each data frame sent once as Arrow, named by a hash of its

@@ -5,9 +5,10 @@ import math
 import pandas as pd
 import streamlit as st
 
-from toylab import charts, frames
-from toylab.estimators import ESTIMATORS
-from views import cache, chart_element
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation import charts, frames
+from views import chart_element
+from views.caches import cache
 
 
 def render(settings):

@@ -5,10 +5,11 @@ import re
 
 import streamlit as st
 
-from toylab import charts, frames
-from toylab.estimators import ESTIMATORS
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation import charts, frames
 from toylab.text import UNDEFINED
-from views import cache, chart_element
+from views import chart_element
+from views.caches import cache
 
 COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),

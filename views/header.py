@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from views import cache
+from views.caches import cache
 
 
 def render(settings):

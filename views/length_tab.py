@@ -2,9 +2,10 @@
 
 import streamlit as st
 
-from toylab import sweep_charts, sweep_frames
-from toylab.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
-from views import chart_element, sweep_cache
+from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
+from toylab.presentation import sweep_charts, sweep_frames
+from views import chart_element
+from views.caches import sweep_cache
 
 LABEL = "Sequence length"
 

@@ -3,7 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from toylab import lessons
+from toylab.lessons.lesson import settings as lesson_settings
+from toylab.lessons.tour import LESSONS
 from views import sidebar
 
 LABEL = "Lessons"
@@ -12,14 +13,14 @@ LABEL = "Lessons"
 @st.cache_data(max_entries=16, show_spinner=False)
 def lesson_evidence(lesson_id):
     """The Evidence of one lesson on the setting its button opens."""
-    lesson = next(lesson for lesson in lessons.LESSONS if lesson.id == lesson_id)
-    return lesson.check(lessons.settings(lesson))
+    lesson = next(lesson for lesson in LESSONS if lesson.id == lesson_id)
+    return lesson.check(lesson_settings(lesson))
 
 
 def show(lesson):
     """on_click: put the lesson's setting into the sidebar's (and its tab's) controls and open its tab (the URL
     follows)."""
-    sidebar.set_controls(lessons.settings(lesson))
+    sidebar.set_controls(lesson_settings(lesson))
     st.session_state.update(lesson.view)
     st.session_state[sidebar.TAB_KEY] = lesson.tab
 
@@ -27,7 +28,7 @@ def show(lesson):
 def render(settings):
     st.caption("Each button sets the sidebar (and so the link) to a setting that shows the lesson, and opens "
                "the tab where it shows. The numbers below each lesson are computed on that setting.")
-    for number, lesson in enumerate(lessons.LESSONS, start=1):
+    for number, lesson in enumerate(LESSONS, start=1):
         with st.container(border=True):
             st.markdown(f"**{number}.** {lesson.text}")
             st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=show, args=(lesson,))

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from toylab import sweep_charts, sweep_frames
-from views import chart_element, sweep_cache
+from toylab.presentation import sweep_charts, sweep_frames
+from views import chart_element
+from views.caches import sweep_cache
 
 LABEL = "Mismatch sweep"
 

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from toylab import charts, frames
-from views import cache, chart_element
+from toylab.presentation import charts, frames
+from views import chart_element
+from views.caches import cache
 
 DRAW_KEY = "draw"
 PANELS_KEY = "ratio_panels"

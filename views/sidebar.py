@@ -8,9 +8,9 @@ the rerun that follows, and the URL follows the page):
     "<id>.<param>"                 a selected estimator's threshold  (float; str for a choice or text)
     "baseline"                     "none" | "logged" | "true"
     "N"                            the batch size                    (int)
-    "agg"                          the Monte Carlo loss aggregation  (str, toylab.aggregation)
+    "agg"                          the Monte Carlo loss aggregation  (str, toylab.catalogue.aggregation)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
-    "tab", "ratio_panels", …       view parameters (``toylab.query.VIEW_PARAMETERS``): widgets bound to the
+    "tab", "ratio_panels", …       view parameters (``toylab.state.query.VIEW_PARAMETERS``): widgets bound to the
                                    URL by Streamlit (bind="query-params"), e.g. the open tab's label
     "draw"                         the ratio tab's resample counter
 
@@ -25,9 +25,9 @@ import math
 
 import streamlit as st
 
-from toylab.aggregation import AGGREGATIONS
-from toylab.estimators import BASELINES, ESTIMATORS, EXACT_IDS
-from toylab.query import (
+from toylab.catalogue.aggregation import AGGREGATIONS
+from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS
+from toylab.state.query import (
     INTEGER_RANGES,
     MISMATCH_RANGE,
     VIEW_PARAMETERS,

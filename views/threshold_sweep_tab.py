@@ -3,9 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from toylab import sweep_charts, sweep_frames
-from toylab.sweeps import SWEPT_PARAMETER, grid_points
-from views import chart_element, sweep_cache
+from toylab.analysis.sweeps import SWEPT_PARAMETER, grid_points
+from toylab.presentation import sweep_charts, sweep_frames
+from views import chart_element
+from views.caches import sweep_cache
 
 LABEL = "Threshold sweep"
 

@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from toylab import training_charts, training_frames
-from toylab.estimators import ESTIMATORS
-from toylab.optimizers import OPTIMIZERS
-from toylab.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
-from toylab.training import MODES, REACHED, TrainingConfig
-from views import chart_element, training_cache
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation import training_charts, training_frames
+from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
+from toylab.training.loop import MODES, REACHED, TrainingConfig
+from toylab.training.optimizers import OPTIMIZERS
+from views import chart_element
+from views.caches import training_cache
 
 LABEL = "Training"
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)

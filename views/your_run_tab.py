@@ -11,18 +11,18 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from toylab import log_charts
-from toylab.estimators import ESTIMATORS
-from toylab.log_columns import NAMES, TITLES, choose
-from toylab.log_estimators import FEW_WEIGHTS, UNRELIABLE
-from toylab.log_files import EXTENSIONS, PAGE_SIZE_LIMIT_MB, LogError
-from toylab.log_frames import spread_frame, tail_share_frame
-from toylab.log_statistics import STANDARD_ERRORS
-from toylab.matching import comparison, comparison_frame, matched_length
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation import run_charts as log_charts
+from toylab.presentation.run_frames import spread_frame, tail_share_frame
+from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
+from toylab.your_run.columns import NAMES, TITLES, choose
+from toylab.your_run.files import EXTENSIONS, PAGE_SIZE_LIMIT_MB, LogError
+from toylab.your_run.matching import comparison, comparison_frame, matched_length
+from toylab.your_run.statistics import STANDARD_ERRORS
 from views import chart_element, sidebar
-from views import your_run_cache as cache
+from views.caches import your_run_cache as cache
+from views.caches.your_run_cache import Source
 from views.estimators_tab import swatch
-from views.your_run_cache import Source
 
 LABEL = "Your run"
 UPLOAD_KEY = "your_run_upload"

@@ -1,0 +1,95 @@
+"""``python -m toylab train``: JSON equal to the library, K + 1 values per list, runs and medians, one-line errors."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from toylab import make_toy
+from toylab.cli.main import main
+from toylab.training.loop import TrainingConfig, train
+
+
+def run_json(capsys, *argv):
+    assert main(["train", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_expected_json_equals_the_library(capsys):
+    result = run_json(capsys, "--T", "5", "--V", "3", "--mismatch", "0.7", "--seed", "2", "--baseline", "logged",
+                      "--estimators", "on_policy,tok_tis,seq_mis", "--set", "tok_tis.C=3", "--steps", "12",
+                      "--lr", "0.5", "--optimizer", "adam")
+    toy = make_toy(5, 3, 0.7, 2)
+    expected = train(toy, {"on_policy": {}, "tok_tis": {"C": 3}, "seq_mis": {}}, "logged",
+                     TrainingConfig(12, 0.5, "adam"))
+    assert result["toy"]["M"] == 243 and result["toy"]["J"] == pytest.approx(toy.J, abs=1e-14)
+    assert [t["estimator"] for t in result["trajectories"]] == ["on_policy", "tok_tis", "seq_mis"]
+    for entry in result["trajectories"]:
+        trajectory = expected[entry["estimator"]]
+        assert entry["mode"] == "expected" and entry["optimizer"] == "adam" and entry["lr"] == 0.5
+        assert entry["steps"] == list(range(13))
+        for name in ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "rel_bias"):
+            assert len(entry[name]) == 13
+            np.testing.assert_array_equal(entry[name], getattr(trajectory, name), err_msg=name)
+    assert result["trajectories"][1]["params"] == {"C": 3.0}
+    assert {row["estimator"] for row in result["summary"]} == {"on_policy", "tok_tis", "seq_mis"}
+
+
+def test_sampled_json_has_a_list_per_run_and_the_medians(capsys):
+    result = run_json(capsys, "--estimators", "naive,grpo", "--set", "grpo.weight=seq_tis", "--mode", "sampled",
+                      "--N", "16", "--runs", "3", "--steps", "4")
+    expected = train(make_toy(), {"naive": {}, "grpo": {"weight": "seq_tis"}}, "none",
+                     TrainingConfig(4, mode="sampled", N=16, runs=3))
+    for entry in result["trajectories"]:
+        trajectory = expected[entry["estimator"]]
+        assert entry["N"] == 16 and entry["runs"] == 3
+        assert len(entry["J"]) == 3 and all(len(run) == 5 for run in entry["J"])
+        np.testing.assert_array_equal(entry["J"], trajectory.J)
+        np.testing.assert_array_equal(entry["median"]["J"], np.median(trajectory.J, axis=0))
+        np.testing.assert_array_equal(entry["median"]["cosine"], np.nanmedian(trajectory.cosine, axis=0))
+        assert entry["rel_bias"] is None and any("sampled mode" in note for note in entry["notes"])
+    grpo = result["trajectories"][1]            # a batch whose rewards are all equal has a zero centred step
+    assert None in sum(grpo["cosine"], []) and any("step taken is zero" in note for note in grpo["notes"])
+
+
+def test_undefined_cosines_are_null_with_a_note(capsys):
+    result = run_json(capsys, "--mismatch", "1", "--estimators", "trm,on_policy", "--steps", "3")
+    trm, on_policy = result["trajectories"]
+    assert trm["cosine"] == [None] * 4 and trm["rel_bias"] == [1.0] * 4          # mean 0: ‖0 − ∇J‖/‖∇J‖ = 1
+    assert len(trm["notes"]) == 1 and "mean is zero" in trm["notes"][0]
+    assert on_policy["notes"] == [] and None not in on_policy["cosine"]
+
+
+def test_text_summary_lists_every_estimator(capsys):
+    assert main(["train", "--mismatch", "1", "--steps", "300", "--estimators", "on_policy,naive,tok_mis"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split() for line in lines[4:7]}
+    assert set(rows) == {"on_policy", "naive", "tok_mis"} and rows["tok_mis"][2] == "never"
+    assert rows["on_policy"][3] == "0.0000"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--estimators", "bogus"], "unknown estimator"), (["--estimators", ","], "names no estimator"),
+    (["--estimators", "grpo"], "batch-coupled"), (["--set", "seq_snis.C=2"], "not among the estimators"),
+    (["--set", "tok_tis.C=0.1"], "outside"), (["--set", "tok_tis"], "ID.PARAM=VALUE"),
+    (["--steps", "0"], "--steps: '0' is outside"), (["--lr", "-1"], "--lr: '-1' is outside"), (["--lr", "nan"], "--lr: 'nan' is not a finite number"),
+    (["--optimizer", "rmsprop"], "invalid choice"), (["--mode", "exact"], "invalid choice"),
+    (["--runs", "0"], "--runs: '0' is outside"), (["--mode", "sampled", "--estimators", "rloo", "--N", "1"], "N ≥ 2"),
+    (["--T", "12"], "exact-size limit"), (["--steps", "ten"], "is not a number"),
+])
+def test_bad_arguments_print_one_line_and_exit_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.count("\n") == 1 and err.startswith("toylab: error:") and message in err
+
+
+def test_module_entry_point():
+    done = subprocess.run([sys.executable, "-m", "toylab", "train", "--steps", "3", "--json"], capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and len(json.loads(done.stdout)["trajectories"][0]["J"]) == 4
+    done = subprocess.run([sys.executable, "-m", "toylab", "train", "--lr", "0"], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1

@@ -1,0 +1,93 @@
+"""AppTest runs of the sweep and lessons tabs: no exception, the expected charts and elements."""
+
+import json
+
+import pyarrow.ipc
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from toylab.lessons.lesson import settings
+from toylab.lessons.tour import LESSONS
+
+
+def _render(module, **settings_fields):
+    def script(module, settings_fields):
+        import importlib
+
+        from toylab.state.settings import Settings
+        importlib.import_module(f"views.{module}").render(Settings(**settings_fields))
+
+    return AppTest.from_function(script, args=(module, settings_fields), default_timeout=120).run()
+
+
+def _charts(app):
+    return [json.loads(chart.proto.spec) for chart in app.get("vega_lite_chart")]
+
+
+def _chart_data(app):
+    """Every dataset of every chart, as DataFrames (Streamlit ships them as Arrow beside the spec)."""
+    return [pyarrow.ipc.open_stream(dataset.data.data).read_pandas()
+            for chart in app.get("vega_lite_chart") for dataset in chart.proto.datasets]
+
+
+def test_threshold_sweep_tab_shows_the_chart_and_the_rule_of_thumb():
+    app = _render("threshold_sweep_tab", estimators=("naive", "tok_tis", "seq_tis", "seq_mis", "trm"))
+    assert not app.exception
+    (chart,) = _charts(app)
+    assert len(chart["vconcat"]) == 3
+    assert "C* = sqrt(2(1 + χ²_seq))" in app.markdown[0].value
+    assert list(app.dataframe[0].value["estimator"]) == ["tok_tis", "seq_tis", "seq_mis", "trm"]
+
+
+def test_threshold_sweep_tab_asks_for_a_thresholded_estimator():
+    app = _render("threshold_sweep_tab", estimators=("naive", "seq_is"))
+    assert not app.exception and not _charts(app)
+    assert "Select an estimator with a threshold" in app.info[0].value
+
+
+def test_mismatch_sweep_tab_shows_estimators_and_divergences():
+    app = _render("mismatch_sweep_tab", estimators=("naive", "tok_tis", "seq_is", "grpo"), baseline="logged")
+    assert not app.exception
+    (chart,) = _charts(app)
+    assert len(chart["vconcat"]) == 3
+    assert "coincides with naive" in app.caption[0].value
+
+
+def test_length_tab_labels_exact_and_monte_carlo_points():
+    app = _render("length_tab", V=3, estimators=("naive", "seq_is", "seq_tis"))
+    assert not app.exception and not app.warning
+    (chart,) = _charts(app)
+    methods = {method for data in _chart_data(app) if "method" in data for method in data["method"]}
+    assert methods == {"exact (enumeration)", "exact (recursion)", "Monte Carlo"}
+    assert "Monte Carlo" in app.caption[0].value and "first T positions of one 256-position toy" in app.caption[0].value
+    assert "std ÷ on-policy std" in json.dumps(chart, ensure_ascii=False)
+
+
+def test_views_ask_for_an_exact_estimator():
+    for module in ("mismatch_sweep_tab", "length_tab"):
+        app = _render(module, estimators=("grpo",))
+        assert not app.exception and "Select at least one exact estimator" in app.info[0].value
+
+
+def test_lessons_tab_lists_every_lesson_with_a_button():
+    app = _render("lessons_tab")
+    assert not app.exception
+    assert len(app.button) == len(LESSONS)
+    assert all(lesson.text in "".join(m.value for m in app.markdown) for lesson in LESSONS)
+    assert all("holds" in expander.label and "NOT" not in expander.label for expander in app.expander)
+
+
+@pytest.mark.parametrize("index", [0, 2, 4])
+def test_show_me_sets_the_sidebar_controls_and_the_tab(index):
+    lesson = LESSONS[index]
+    app = _render("lessons_tab")
+    app.button(key=f"lesson.{lesson.id}").click().run()
+    assert not app.exception
+    chosen = settings(lesson)
+    state = app.session_state
+    assert state["tab"] == lesson.tab
+    assert (state["T"], state["V"], state["mismatch"], state["seed"]) == chosen.toy_key
+    assert (state["baseline"], state["N"], tuple(state["est"])) == (chosen.baseline, chosen.N, chosen.estimators)
+    for id in chosen.estimators:
+        for name, value in chosen.params(id).items():
+            assert state[f"{id}.{name}"] == value

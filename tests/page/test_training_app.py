@@ -1,0 +1,84 @@
+"""The Training tab under streamlit.testing: its controls live in the URL, its numbers are the library's."""
+
+import numpy as np
+from test_app import run, tab_content
+
+from toylab import make_toy
+from toylab.state.query import parse_query
+from toylab.state.settings import Settings
+from toylab.training.loop import TrainingConfig, train
+
+
+def shown_summary(at):
+    return at.dataframe[0].value.set_index("estimator")
+
+
+def test_default_training_tab_shows_the_library_run():
+    at = run(tab="Training")
+    assert not at.exception and not at.error and not at.warning
+    assert tab_content(at, "Training").count("vega_lite_chart") == 6
+    settings = Settings()
+    expected = train(make_toy(*settings.toy_key), {"on_policy": {}} | settings.selection(True), "none",
+                     TrainingConfig())
+    table = shown_summary(at)
+    assert list(table.index) == list(expected)
+    for id, trajectory in expected.items():
+        assert table.loc[id, "final_J"] == trajectory.J[-1]
+        assert table.loc[id, "final_kl_mu_pi"] == trajectory.kl_mu_pi[-1]
+    assert at.query_params == {"tab": "Training"}            # defaults stay out of the link
+
+
+def test_a_link_sets_every_training_control():
+    query = {"tab": "Training", "train_mode": "sampled", "train_lr": "0.3", "train_optimizer": "adam",
+             "train_steps": "40", "train_runs": "3", "train_pick": "tok_mis", "sga_step": "10", "mismatch": "1",
+             "est": "naive,tok_mis,grpo"}
+    at = run(query)
+    assert not at.exception and not at.error and not at.warning
+    assert (at.radio(key="train_mode").value, at.radio(key="train_optimizer").value) == ("sampled", "adam")
+    assert at.select_slider(key="train_lr").value == 0.3 and at.slider(key="train_steps").value == 40
+    assert at.slider(key="train_runs").value == 3 and at.selectbox(key="train_pick").value == "tok_mis"
+    assert at.slider(key="sga_step").value == 10
+    assert parse_query(query)[1] == []                      # the tab's names are known to the URL parser
+    expected = train(make_toy(mismatch=1.0), {"on_policy": {}, "naive": {}, "tok_mis": {}, "grpo": {}}, "none",
+                     TrainingConfig(40, 0.3, "adam", "sampled", 64, 3))
+    table = shown_summary(at)
+    assert list(table.index) == ["on_policy", "naive", "tok_mis", "grpo"]
+    assert table.loc["grpo", "final_J"] == np.median(expected["grpo"].J[:, -1])
+
+
+def test_expected_mode_leaves_out_batch_coupled_estimators_with_a_note():
+    at = run({"tab": "Training", "est": "naive,seq_snis,rloo"})
+    assert not at.exception
+    assert list(shown_summary(at).index) == ["on_policy", "naive"]
+    assert any("Not trained: seq_snis (batch-coupled" in caption.value for caption in at.caption)
+
+
+def test_changing_a_control_reruns_the_training():
+    at = run(tab="Training")
+    before = shown_summary(at)["final_J"].copy()
+    at.select_slider(key="train_lr").set_value(0.1).run()
+    assert not at.exception and not shown_summary(at)["final_J"].equals(before)
+    at.radio(key="train_optimizer").set_value("adam").run()
+    assert not at.exception and shown_summary(at).loc["on_policy", "final_J"] > before["on_policy"]
+
+
+def test_too_much_work_is_refused_with_the_reason():
+    at = run({"tab": "Training", "train_mode": "sampled", "train_runs": "64", "train_steps": "1000", "N": "10000"})
+    assert not at.exception and not at.error
+    assert any("would take about" in info.value for info in at.info)
+    assert tab_content(at, "Training").count("vega_lite_chart") == 0
+
+
+def test_sga_step_follows_a_shorter_run():
+    at = run({"tab": "Training", "sga_step": "80"})
+    at.slider(key="train_steps").set_value(50).run()
+    assert not at.exception and at.slider(key="sga_step").value == 50
+
+
+def test_rloo_at_batch_size_one_is_left_out_with_the_reason():
+    at = run({"tab": "Training", "est": "naive,rloo,grpo", "train_mode": "sampled", "N": "1"})
+    assert not at.exception and not at.error
+    assert list(shown_summary(at).index) == ["on_policy", "naive", "grpo"]
+    assert sum("rloo (needs N ≥ 2" in caption.value for caption in at.caption) == 2        # the run and the SGA view
+    assert not any(frame.value.astype(str).apply(lambda column: column.str.contains("nan")).any().any()
+                   for frame in at.dataframe)

@@ -1,0 +1,184 @@
+"""The Your run tab under streamlit.testing: uploads, the example, the library's numbers on the page, every bad
+input as an error that leaves the rest of the page working, and the matched toy's button."""
+
+from pathlib import Path
+
+import pytest
+from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
+from streamlit.testing.v1 import AppTest
+
+from toylab.state.query import parse_query
+from toylab.state.settings import Settings
+from toylab.your_run.applied import on_log, reward_estimates
+from toylab.your_run.log import load_log
+from toylab.your_run.matching import match_toy, matched_length
+from toylab.your_run.statistics import log_statistics
+
+APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+LABEL = "Your run"
+UPLOAD = "your_run_upload"
+HEADER_METRICS = 7
+
+
+def run(**state):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state["tab"] = LABEL
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at.run()
+
+
+def upload(at, name, content):
+    at.file_uploader(key=UPLOAD).set_value((name, content, "application/octet-stream")).run()
+    return at
+
+
+def tab_elements(at):
+    tab = next(tab for tab in at.tabs if tab.label == LABEL)
+    return list(_descendants(tab))
+
+
+def _descendants(node):
+    for child in getattr(node, "children", {}).values():
+        yield child
+        yield from _descendants(child)
+
+
+def charts(at):
+    return sum(node.type == "vega_lite_chart" for node in tab_elements(at))
+
+
+def metrics(at):
+    """The tab's metrics, label → "value ± se" (or the value alone; the header's seven come first)."""
+    return {metric.label: f"{metric.value} {metric.delta}" if metric.delta else metric.value
+            for metric in at.metric[HEADER_METRICS:]}
+
+
+@pytest.fixture(scope="module")
+def example():
+    at = run()
+    next(button for button in at.button if button.label == "Use the example log").click().run()
+    return at
+
+
+def test_without_a_file_the_tab_explains_what_to_upload():
+    at = run()
+    assert not at.exception and not at.error and charts(at) == 0
+    assert at.file_uploader(key=UPLOAD).label.startswith("Rollout log (at most 50 MB)")
+    assert "Upload a rollout log" in at.info[0].value and "Recognised names" in at.markdown[0].value
+
+
+def test_the_example_shows_the_library_numbers(example):
+    assert not example.exception and not example.error
+    statistics = log_statistics(load_log(str(EXAMPLES / "rollouts_per_sequence.parquet")))
+    shown = metrics(example)
+    assert shown["k1 = mean(log μ − log π)"] == f"{statistics.k1.value:.4f} ± {statistics.k1.se:.4f}"
+    assert shown["k3 = mean(ρ − 1 − log ρ)"] == f"{statistics.k3.value:.4f} ± {statistics.k3.se:.4f}"
+    assert shown["token χ² = mean(ρ²) − 1"] == f"{statistics.chi2_token.value:.4g} ± {statistics.chi2_token.se:.4g}"
+    assert shown["ESS fraction (this sample)"] == f"{statistics.ess_fraction:.1%}"
+    assert shown["mean length"] == "55.1 ± 1.7"
+    assert charts(example) == 5
+    tails = example.dataframe[0].value
+    assert list(tails["share"]) == [estimate.value for estimate in statistics.tail_shares.values()]
+    match = match_toy(statistics.k1, 6, 4, 0)
+    assert f"At mismatch {match.mismatch:.3f} ± {match.mismatch_se:.3f}" in example.markdown[-1].value
+    comparison = example.dataframe[-1].value
+    assert comparison["toy"][1] == match.toy_chi2_token and comparison["data"][1] == statistics.chi2_token.value
+
+
+@pytest.mark.parametrize("path", [EXAMPLES / "rollouts_per_token.csv.gz", EXAMPLES / "rollouts_per_sequence.jsonl"],
+                         ids=lambda path: path.name)
+def test_an_upload_shows_the_same_numbers(example, path):
+    at = upload(run(), path.name, path.read_bytes())
+    assert not at.exception and not at.error
+    assert metrics(at) == metrics(example) and charts(at) == 5
+
+
+def test_matching_at_the_data_length():
+    at = upload(run(), "log.parquet", (EXAMPLES / "rollouts_per_token.parquet").read_bytes())
+    at.radio(key="your_run_match_length").set_value("data").run()
+    statistics = log_statistics(load_log(str(EXAMPLES / "rollouts_per_token.parquet")))
+    match = match_toy(statistics.k1, matched_length(statistics.mean_length.value, 4), 4, 0)
+    assert match.T == 11 and "the toy (T = 11, V = 4, seed 0)" in at.markdown[-1].value
+    assert f"At mismatch {match.mismatch:.3f}" in at.markdown[-1].value
+
+
+def test_the_match_button_opens_the_estimators_tab_at_the_matched_toy():
+    at = upload(run(), "log.parquet", (EXAMPLES / "rollouts_per_token.parquet").read_bytes())
+    at.button(key="your_run_open_match").click().run()
+    assert not at.exception and not at.error
+    assert at.session_state["tab"] == "Estimators"
+    assert at.slider(key="mismatch").value == 0.51 and at.slider(key="T").value == 6
+    settings, notices = parse_query(dict(at.query_params))
+    assert notices == [] and settings.mismatch == 0.51 and dict(at.query_params)["mismatch"] == "0.51"
+    assert at.dataframe[0].value["estimator"].iloc[0] == "on_policy"           # the Estimators table is shown
+    at.session_state["tab"] = LABEL                                             # back: the file is still there
+    at.run()
+    assert not at.exception and charts(at) == 5 and "log.parquet" in at.markdown[0].value
+
+
+BAD_UPLOADS = [
+    ("log.csv", log_bytes([{**TOKENS[0], "sampler_logprobs": "abc"}, TOKENS[1]], "csv"),
+     "log.csv: row 1, column 'sampler_logprobs': 'abc' is not a log-probability"),
+    ("log.csv", log_bytes([TOKENS[0], {**TOKENS[1], "sampler_logprobs": "abc"}], "csv"),
+     "log.csv: row 2, column 'sampler_logprobs': 'abc' is not a number"),
+    ("log.jsonl", log_bytes([{**SEQUENCES[0], "rollout_log_probs": [-0.1, float("nan"), 0]}], "jsonl"),
+     "log.jsonl: row 1, column 'rollout_log_probs', element 2: NaN or missing"),
+    ("log.parquet", log_bytes([SEQUENCES[0], {**SEQUENCES[1], "old_log_probs": [-1.0, 0.2, -0.3]}], "parquet"),
+     "log.parquet: row 2, column 'old_log_probs', element 2: 0.2 is positive"),
+    ("log.parquet", log_bytes([{**SEQUENCES[0], "old_log_probs": [-0.1]}], "parquet"),
+     "log.parquet: row 1: 'rollout_log_probs' has 3 values but 'old_log_probs' has 1"),
+    ("log.jsonl.gz", log_bytes([{**SEQUENCES[0], "response_mask": [1, 1]}], "jsonl.gz"),
+     "log.jsonl.gz: row 1, column 'response_mask': 2 values for 3 tokens"),
+    ("log.csv", b"", "log.csv: the file is empty"),
+    ("log.parquet", log_bytes(TOKENS, "csv"), "log.parquet: not a Parquet file"),
+    ("log.csv", log_bytes(TOKENS, "parquet"), "log.csv: not CSV text: the content is a Parquet file"),
+    ("log.csv", b"x" * (50 * 2**20 + 1), "log.csv: 50.0 MB, over the size limit of 50 MB"),
+]
+
+
+@pytest.mark.parametrize("name, content, message", BAD_UPLOADS, ids=[message.split(": ", 1)[1][:40]
+                                                                   for _, _, message in BAD_UPLOADS])
+def test_a_bad_upload_is_an_error_and_the_page_keeps_working(name, content, message):
+    at = upload(run(), name, content)
+    assert not at.exception
+    assert len(at.error) == 1 and at.error[0].value.startswith(message), at.error[0].value
+    assert len(at.metric) == HEADER_METRICS and charts(at) == 0          # the header is still there
+    kl = at.metric[4].value
+    at.slider(key="mismatch").set_value(0.8).run()                        # and the controls still work
+    assert not at.exception and at.metric[4].value != kl and at.query_params["mismatch"] == "0.8"
+    assert len(at.error) == 1 and at.error[0].value.startswith(message)
+
+
+def test_probability_columns_and_unknown_names_open_the_column_pickers():
+    records = [{"p_mu": [0.5, 0.9], "lp_mu": [-0.6, -0.1], "lp_pi": [-0.7, -0.2]} for _ in range(3)]
+    at = upload(run(), "mine.jsonl", log_bytes(records, "jsonl"))
+    assert not at.exception and len(at.error) == 1 and "which column holds the sampler" in at.error[0].value
+    assert any("no column is named like the sampler" in warning.value for warning in at.warning)
+    pickers = {box.label: box for box in at.selectbox if box.key.startswith("your_run_column.")}
+    assert pickers["sampler"].options == ["p_mu", "lp_mu", "lp_pi"] and pickers["sampler"].value is None
+    pickers["sampler"].set_value("lp_mu").run()
+    next(box for box in at.selectbox if box.label == "trainer").set_value("lp_pi").run()
+    assert not at.exception and not at.error and charts(at) == 5
+    assert metrics(at)["k1 = mean(log μ − log π)"] == "0.1000 ± 0.0000"        # every log μ − log π is 0.1
+    next(box for box in at.selectbox if box.label == "sampler").set_value("p_mu").run()
+    assert "looks like probabilities, not log-probabilities" in at.error[0].value
+
+
+def test_closed_the_tab_computes_nothing(example):
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert charts(at) == 0 and not tab_elements(at)
+
+
+def test_the_example_shows_what_each_selected_estimator_does_to_it(example):
+    log = load_log(str(EXAMPLES / "rollouts_per_sequence.parquet"))
+    selection = Settings().selection()
+    expected = [row for row in on_log(log, selection) if not row.note]
+    table = next(frame.value for frame in example.dataframe if "tokens_affected" in frame.value.columns)
+    assert list(table["name"]) == [row.name for row in expected]
+    assert list(table["tokens_affected"]) == [row.tokens_affected for row in expected]
+    assert list(table["ess_fraction"]) == [row.ess_fraction for row in expected]
+    assert any("on_policy** is not applied" in markdown.value for markdown in example.markdown)
+    estimates = reward_estimates(log)
+    assert metrics(example)["J by self-normalised IS"] == f"{estimates.snis.value:.4f} ± {estimates.snis.se:.4f}"
+    assert any("sample ESS fraction is 2.3%" in warning.value for warning in example.warning)

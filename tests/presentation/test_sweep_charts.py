@@ -1,0 +1,131 @@
+"""The sweep views' frames reshape the library's numbers faithfully; their charts build and serialise."""
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from toylab import ESTIMATORS, make_toy
+from toylab.analysis import sweeps
+from toylab.analysis.length import MONTE_CARLO, length_point
+from toylab.presentation import sweep_charts, sweep_frames
+from toylab.state.settings import Settings
+
+SETTINGS = Settings(estimators=("naive", "tok_tis", "seq_is", "seq_tis", "geo_rs"), baseline="logged", N=16)
+
+
+@pytest.fixture(scope="module")
+def threshold():
+    toy = make_toy(*SETTINGS.toy_key)
+    rows = sweeps.threshold_sweep(toy, SETTINGS.selection(), SETTINGS.baseline, SETTINGS.N)
+    return rows, sweep_frames.threshold_frame(rows, sweeps.best_thresholds(rows)), sweeps.rule_of_thumb(toy)
+
+
+@pytest.fixture(scope="module")
+def mismatch():
+    rows, divergences = sweeps.mismatch_sweep(SETTINGS.T, SETTINGS.V, SETTINGS.seed, SETTINGS.mismatch,
+                                              SETTINGS.selection(), SETTINGS.baseline, SETTINGS.N)
+    return sweep_frames.mismatch_frame(rows), sweep_frames.divergence_frame(divergences)
+
+
+@pytest.fixture(scope="module")
+def length():
+    population, estimators = [], []
+    for T in (4, 12, 32):
+        point_population, point_estimators = length_point(SETTINGS, T, samples=2000)
+        population += point_population
+        estimators += point_estimators
+    return population, estimators
+
+
+def _serialised(chart):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        spec = chart.to_dict()
+    return spec, json.dumps(spec)
+
+
+def _estimator_colour_scales(node):
+    """Every colour scale of an encoding on the ``estimator`` field, anywhere in a spec."""
+    if isinstance(node, dict):
+        colour = node.get("color")
+        if isinstance(colour, dict) and colour.get("field") == "estimator" and "scale" in colour:
+            yield colour["scale"]
+        for value in node.values():
+            yield from _estimator_colour_scales(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _estimator_colour_scales(value)
+
+
+def _check_style(spec, text):
+    assert spec["config"]["axis"]["labelFontSize"] >= 13 and spec["config"]["legend"]["labelFontSize"] >= 13
+    assert '"type": "log"' in text
+    assert '"bind": "legend"' in text and '"fields": ["estimator"]' in text
+    scales = list(_estimator_colour_scales(spec))
+    assert scales and all(scale == {"domain": list(ESTIMATORS), "range": [e.colour for e in ESTIMATORS.values()]}
+                          for scale in scales)
+
+
+def test_threshold_frame_marks_best_and_chosen(threshold):
+    rows, frame, _ = threshold
+    best = sweeps.best_thresholds(rows)
+    marked = frame[frame["best"] & (frame["metric"] == "relative RMSE at N")]
+    assert dict(zip(marked["estimator"], marked["threshold"], strict=True)) == \
+        {id: row["threshold"] for id, row in best.items()}
+    chosen = frame[frame["chosen"] & (frame["metric"] == "relative bias")]
+    assert set(chosen["estimator"]) == {"tok_tis", "seq_tis", "geo_rs"}
+    spread = frame[frame["metric"] != "relative bias"]
+    assert (spread["value"] > sweep_frames.UNBIASED).all()
+    assert len(frame[frame["metric"] == "relative bias"]) == len(rows)
+
+
+def test_threshold_chart_builds(threshold):
+    _, frame, rule = threshold
+    spec, text = _serialised(sweep_charts.threshold_chart(frame, rule))
+    assert len(spec["vconcat"]) == 3 and f"{rule:.3g}" in text
+    _check_style(spec, text)
+
+
+def test_mismatch_frame_keeps_zero_bias_and_equal_rmse_at_zero(mismatch):
+    frame, divergences = mismatch
+    at_zero = frame[frame["mismatch"] == 0.0]
+    assert np.allclose(at_zero[at_zero["metric"] == "relative bias"]["value"], 0.0, atol=1e-12)
+    rmse = at_zero[at_zero["metric"] == "relative RMSE at N"]["value"]
+    assert np.allclose(rmse, rmse.iloc[0], rtol=1e-12)
+    assert set(divergences["quantity"]) == {"KL(μ‖π)", "χ²_seq"} and (divergences["value"] > 0).all()
+
+
+def test_mismatch_chart_builds(mismatch):
+    spec, text = _serialised(sweep_charts.mismatch_chart(*mismatch, SETTINGS.mismatch))
+    assert len(spec["vconcat"]) == 3
+    _check_style(spec, text)
+
+
+def test_length_frames_carry_the_std_ratio_and_error_bars(length):
+    population, estimators = length
+    frame = sweep_frames.length_estimator_frame(estimators)
+    for row in estimators:
+        point = frame[(frame["T"] == row["T"]) & (frame["estimator"] == row["estimator"])
+                      & (frame["metric"] == sweep_frames.STD_RATIO)].iloc[0]
+        assert point["value"] == row["std_ratio"]
+        assert point["upper"] == pytest.approx(row["std_ratio"] + 2 * row["std_ratio_se"], rel=1e-12)
+    monte_carlo = frame[frame["monte_carlo"]]
+    assert len(monte_carlo) and (monte_carlo["upper"] > monte_carlo["value"]).all()
+    assert (frame.loc[~frame["monte_carlo"], "upper"] == frame.loc[~frame["monte_carlo"], "value"]).all()
+    probabilities = sweep_frames.length_probability_frame(population)
+    assert (probabilities["lower"] >= 0).all() and (probabilities["upper"] <= 1).all()
+    assert set(probabilities.loc[probabilities["monte_carlo"], "method"]) == {MONTE_CARLO}
+    assert set(sweep_frames.length_divergence_frame(population)["quantity"]) == {"χ²_seq", "ESS fraction"}
+
+
+def test_length_chart_builds(length):
+    population, estimators = length
+    chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
+                                     sweep_frames.length_probability_frame(population),
+                                     sweep_frames.length_estimator_frame(estimators))
+    spec, text = _serialised(chart)
+    assert len(spec["vconcat"]) == 4 and "Monte Carlo" in text
+    assert spec["vconcat"][3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")
+    _check_style(spec, text)

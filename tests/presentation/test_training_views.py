@@ -1,0 +1,153 @@
+"""The Training tab's frames equal the library's numbers; its charts build, serialise and use the registry colours."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_charts import _walk
+
+from toylab import make_toy
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation import training_charts, training_frames
+from toylab.training.loop import (
+    TrainingConfig,
+    largest_drop,
+    per_step_median,
+    steps_to_reach,
+    summary,
+    train,
+)
+from toylab.training.sga import monte_carlo_improvement, second_order
+
+SELECTION = {"on_policy": {}, "naive": {}, "tok_mis": {}, "trm": {}}
+
+
+@pytest.fixture(scope="module")
+def expected():
+    return train(make_toy(mismatch=1.0), SELECTION, "none", TrainingConfig(steps=60))
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    return train(make_toy(mismatch=1.0), SELECTION | {"grpo": {}}, "none",
+                 TrainingConfig(steps=20, mode="sampled", N=16, runs=7))
+
+
+def test_expected_curves_are_the_trajectories_and_undefined_cosines_are_left_out(expected):
+    curves = training_frames.curve_frame(expected)
+    for id, trajectory in expected.items():
+        J = curves[(curves["estimator"] == id) & (curves["quantity"] == training_frames.QUANTITIES["J"])]
+        np.testing.assert_array_equal(J["median"], trajectory.J)
+        np.testing.assert_array_equal(J["q10"], trajectory.J)
+        np.testing.assert_array_equal(J["step"], np.arange(61))
+    cosine = curves[curves["quantity"] == training_frames.QUANTITIES["cosine"]]
+    assert "trm" not in set(cosine["estimator"])            # masks every sequence at mismatch 1: undefined throughout
+    assert not curves[["median", "q10", "q90"]].isna().any().any()
+
+
+def test_sampled_curves_are_medians_and_quantiles_over_runs(sampled):
+    curves = training_frames.curve_frame(sampled)
+    naive = curves[(curves["estimator"] == "naive") & (curves["quantity"] == training_frames.QUANTITIES["J"])]
+    J = sampled["naive"].J
+    np.testing.assert_allclose(naive["median"], np.median(J, axis=0), rtol=1e-15)
+    np.testing.assert_allclose(naive["q10"], np.quantile(J, 0.1, axis=0), rtol=1e-15)
+    np.testing.assert_allclose(naive["q90"], np.quantile(J, 0.9, axis=0), rtol=1e-15)
+    grpo = sampled["grpo"].cosine                                           # some runs have a zero step
+    assert np.isnan(grpo).any()
+    shown = curves[(curves["estimator"] == "grpo") & (curves["quantity"] == training_frames.QUANTITIES["cosine"])]
+    for k, row in zip(shown["step"], shown["median"], strict=True):
+        assert row == pytest.approx(np.median(grpo[~np.isnan(grpo[:, k]), k]))
+
+
+def test_summary_rows_follow_their_definitions(expected, sampled):
+    frame = training_frames.summary_frame(expected)
+    target = 0.9 * expected["on_policy"].J[-1]
+    for row in frame.itertuples():
+        J = expected[row.estimator].J
+        reached = [k for k, value in enumerate(J) if value >= target]
+        assert row.steps_to_reach == (str(reached[0]) if reached else "never")
+        assert row.largest_drop == pytest.approx(max(max(J[:k + 1]) - J[k] for k in range(len(J))), abs=1e-15)
+        assert row.final_J == J[-1] and row.final_kl_mu_pi == expected[row.estimator].kl_mu_pi[-1]
+    rows = frame.set_index("estimator")
+    assert rows.loc["tok_mis", "steps_to_reach"] == "never" and rows.loc["tok_mis", "largest_drop"] > 0.05
+    assert rows.loc["trm", "final_cosine"] == "—" and rows.loc["on_policy", "final_cosine"] == "+1.000"
+    medians = summary(sampled)
+    naive = next(row for row in medians if row["estimator"] == "naive")
+    assert naive["final_J"] == np.median(sampled["naive"].J[:, -1])
+
+
+def test_the_small_helpers():
+    J = np.array([0.1, 0.5, 0.3, 0.6, 0.2])
+    assert largest_drop(J) == pytest.approx(0.4) and largest_drop(np.sort(J)) == 0
+    assert steps_to_reach(J, 0.55) == 3 and steps_to_reach(J, 0.7) is None
+    runs = np.array([[1.0, np.nan], [3.0, np.nan], [2.0, 5.0]])
+    np.testing.assert_array_equal(per_step_median(runs), [2.0, 5.0])
+    assert np.isnan(per_step_median(np.full((2, 3), np.nan))).all()
+
+
+def test_logged_frame_is_the_two_rewards(expected):
+    frame = training_frames.logged_frame(expected["tok_mis"])
+    np.testing.assert_array_equal(frame["J"], expected["tok_mis"].J)
+    np.testing.assert_array_equal(frame["gap"], expected["tok_mis"].logged_reward - expected["tok_mis"].J)
+
+
+@pytest.fixture(scope="module")
+def sga():
+    toy = make_toy(4, 3, 0.6, 1)
+    selection = {"on_policy": {}, "seq_tis": {}, "grpo": {}}
+    exact = {id: second_order(toy, id, {}, "none", 16) for id in ("on_policy", "seq_tis")}
+    lrs = [0.1, 1.0, 10.0]
+    return toy, exact, monte_carlo_improvement(toy, selection, "none", 16, lrs, batches=50)
+
+
+def test_sga_frames(sga):
+    toy, exact, sampled = sga
+    grid = np.logspace(-2, 2, 9)
+    curves = training_frames.second_order_frame(exact, grid, toy.J)
+    for id, result in exact.items():
+        mine = curves[curves["estimator"] == id]
+        np.testing.assert_allclose(mine["improvement"], result.improvement(mine["lr"].to_numpy()), rtol=1e-14)
+        assert ((mine["improvement"] >= -toy.J) & (mine["improvement"] <= 1 - toy.J)).all()
+    points = training_frames.monte_carlo_frame(sampled, exact)
+    grpo = points[points["estimator"] == "grpo"]
+    assert (grpo["agrees"] == "—").all()
+    row = points[(points["estimator"] == "seq_tis") & (points["lr"] == 0.1)].iloc[0]
+    assert row["agrees"] == ("yes" if abs(exact["seq_tis"].improvement(0.1) - row["mean"]) <= 2 * row["se"] else "no")
+    table = training_frames.sga_table(["on_policy", "seq_tis", "grpo"], exact, sampled, 1.0).set_index("estimator")
+    assert table.loc["grpo", "second_order"] == "—" and table.loc["grpo", "slope"] == "—"
+    assert table.loc["seq_tis", "second_order"] == f"{float(exact['seq_tis'].improvement(1.0)):+.4f}"
+    assert table.loc["seq_tis", "monte_carlo"] == f"{sampled['seq_tis'].mean[1]:+.4f} ± {sampled['seq_tis'].se[1]:.4f}"
+
+
+def test_charts_serialise_with_registry_colours(expected, sampled, sga):
+    toy, exact, monte = sga
+    built = []
+    for trajectories, is_sampled in ((expected, False), (sampled, True)):
+        curves = training_frames.curve_frame(trajectories)
+        built += [training_charts.objective_chart(curves, is_sampled), training_charts.cosine_chart(curves, is_sampled),
+                  training_charts.curve_chart(curves, "chi2_seq", is_sampled, log=True),
+                  training_charts.logged_chart(training_frames.logged_frame(trajectories["naive"]), "naive",
+                                               ESTIMATORS["naive"].colour)]
+    built.append(training_charts.sga_chart(training_frames.second_order_frame(exact, np.logspace(-2, 2, 9), toy.J),
+                                           training_frames.monte_carlo_frame(monte, exact), 1.0))
+    for chart in built:
+        spec = chart.to_dict()
+        json.dumps(spec)
+        assert spec["config"]["axis"]["labelFontSize"] >= 13
+        for node in _walk(spec):
+            if node.get("field") == "estimator" and "scale" in node:
+                assert node["scale"] == {"domain": list(ESTIMATORS), "range": [e.colour for e in ESTIMATORS.values()]}
+
+
+def test_sampled_chart_has_bands_and_expected_does_not(expected, sampled):
+    def marks(chart):
+        return {node["mark"]["type"] if isinstance(node["mark"], dict) else node["mark"]
+                for node in _walk(chart.to_dict()) if "mark" in node}
+    assert "area" in marks(training_charts.objective_chart(training_frames.curve_frame(sampled), True))
+    assert "area" not in marks(training_charts.objective_chart(training_frames.curve_frame(expected), False))
+
+
+def test_empty_selection_gives_empty_frames():
+    assert training_frames.curve_frame({}).empty
+    assert isinstance(training_frames.monte_carlo_frame({}, {}), pd.DataFrame)

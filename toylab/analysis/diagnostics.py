@@ -1,0 +1,107 @@
+"""Population diagnostics of a toy: how far apart μ and π are, and the exact ratio distributions.
+
+Per position (ρ_t = π_t/μ_t):
+    KL_t(μ‖π) = −Σ_v μ_t log ρ_t,   KL_t(π‖μ) = Σ_v π_t log ρ_t,   χ²_t = Σ_v μ_t (ρ_t − 1)²,
+    TV_t = ½ Σ_v |π_t − μ_t|.
+Positions are independent, so KL adds over t, χ²_seq = ∏_t (1 + χ²_t) − 1 = E_μ[W²] − 1, and the
+population effective-sample-size fraction is 1/(1 + χ²_seq).
+
+Divergences are ≥ 0 and probabilities in [0, 1]: rounding that lands a hair outside is clipped back.
+χ²_seq beyond float64's range (long sequences at large mismatch) is inf, and its ESS fraction 0.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toylab.engine.toy import share
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    M: int
+    J: float                     # E_π[r]
+    logged_reward: float         # E_μ[r]
+    grad_norm: float             # ‖∇J‖
+    kl_mu_pi_tokens: np.ndarray  # (T,)
+    kl_pi_mu_tokens: np.ndarray  # (T,)
+    chi2_tokens: np.ndarray      # (T,)
+    max_tv: float
+
+    @property
+    def kl_mu_pi(self):
+        return float(self.kl_mu_pi_tokens.sum())
+
+    @property
+    def kl_pi_mu(self):
+        return float(self.kl_pi_mu_tokens.sum())
+
+    @property
+    def chi2_seq(self):
+        """∏_t (1 + χ²_t) − 1."""
+        return product_minus_one(self.chi2_tokens)
+
+    @property
+    def ess(self):
+        return 1 / (1 + self.chi2_seq)
+
+
+def token_kl(toy):
+    """KL_t(μ_t‖π_t) = −Σ_v μ_t log ρ_t per position, from the (T, V) tables alone (any T); ≥ 0, so rounding
+    below 0 is clipped."""
+    return np.maximum(-(toy.mu * toy.log_rho).sum(axis=1), 0.0)
+
+
+def token_chi2(toy):
+    """χ²_t = Σ_v μ_t (ρ_t − 1)² (= Σ_v μ_t ρ_t² − 1, as Σ_v μ_t ρ_t = 1) per position, from the (T, V) tables
+    alone (any T): a sum of squares, so ≥ 0 and exactly 0 when μ_t = π_t, whatever the rounding."""
+    return (toy.mu * (toy.rho - 1) ** 2).sum(axis=1)
+
+
+def product_minus_one(chi2_tokens):
+    """∏_t (1 + χ²_t) − 1; inf (without a warning) when it overflows float64."""
+    with np.errstate(over="ignore"):
+        return float(np.prod(1 + chi2_tokens) - 1)
+
+
+def sequence_chi2(toy):
+    """χ²_seq = ∏_t (1 + χ²_t) − 1, from the (T, V) tables alone (any T)."""
+    return product_minus_one(token_chi2(toy))
+
+
+def diagnostics(toy):
+    """The toy's population numbers; J, E_μ[r] and ∇J come from the toy's M-vectors."""
+    return Diagnostics(
+        M=toy.M, J=toy.J, logged_reward=toy.logged_reward,
+        grad_norm=float(np.linalg.norm(toy.true_grad)),
+        kl_mu_pi_tokens=token_kl(toy),
+        kl_pi_mu_tokens=np.maximum((toy.pi * toy.log_rho).sum(axis=1), 0.0),
+        chi2_tokens=token_chi2(toy),
+        max_tv=float(0.5 * np.abs(toy.pi - toy.mu).sum(axis=1).max()))
+
+
+def sequence_log_ratio(toy, kind="W"):
+    """(values, μ-probabilities) of log W (kind "W") or log ρ_geo = log W / T (kind "geo"), over all M sequences."""
+    if kind not in ("W", "geo"):
+        raise ValueError(f"kind must be 'W' or 'geo', got {kind!r}")
+    log_W = toy.log_W
+    return (log_W if kind == "W" else np.divide(log_W, toy.T, out=log_W)), toy.p_sampler
+
+
+def probability_beyond(values, probabilities, threshold, side="above"):
+    """P(value > threshold) (side "above") or P(value < threshold) (side "below")."""
+    beyond = values > threshold if side == "above" else values < threshold
+    return share(np.sum(probabilities * beyond))
+
+
+def weighted_quantile(values, probabilities, q):
+    """The smallest value v with P(value ≤ v) ≥ q."""
+    order = np.argsort(values)
+    cumulative = np.cumsum(probabilities[order])
+    return float(values[order[np.searchsorted(cumulative, q * cumulative[-1])]])
+
+
+def weighted_histogram(values, probabilities, bins):
+    """(bin edges, probability in each bin) of an exact distribution."""
+    mass, edges = np.histogram(values, bins=bins, weights=probabilities)
+    return edges, mass

@@ -1,0 +1,147 @@
+"""How the problem scales with the number of tokens T, V held fixed: one point per T.
+
+Only T changes: the toy at length T is the first T positions of one MAX_LENGTH-position toy
+``make_toy(MAX_LENGTH, V, mismatch, seed)`` (``length_toy``), so θ and b are drawn once. Its θ equals
+``make_toy(T, …)``'s θ (the same normal stream, row-major) but its b does not (b is drawn after θ).
+Population numbers: χ²_seq = ∏_t (1 + χ²_t) − 1 and the ESS fraction 1/(1 + χ²_seq) (exact from the (T, V)
+tables at any T), P(W > C) and P(ρ_geo outside [lo, hi]). Estimators: relative bias ‖E[ĝ] − ∇J‖/‖∇J‖, and
+the std relative to on-policy sqrt(var_e/var_on_policy) at the same T, in which the reward's rarity at
+large T (‖∇J‖ → 0) cancels; it holds for any batch size N, both stds scaling as 1/sqrt(N).
+
+While V**T ≤ ENUMERATION_LIMIT everything is exact by enumeration (one pass for every estimator). Beyond
+it the factorising estimators are exact by ``recursion``, the others are stratified Monte Carlo
+(``stratified``, one draw shared by all of them) and the two probabilities plain Monte Carlo, each with its
+standard error. A Monte Carlo point draws ``samples_at(T)`` sequences: SAMPLES, fewer once they would hold
+more than TOKEN_BUDGET tokens, so a point costs about the same at every T (its error bars widen instead).
+"""
+
+import numpy as np
+
+from toylab.analysis.diagnostics import probability_beyond, sequence_chi2, sequence_log_ratio
+from toylab.analysis.montecarlo import draw_tokens
+from toylab.analysis.stratified import stratified_moments_many
+from toylab.engine.moments import exact_moments_many
+from toylab.engine.recursion import (
+    RECURSIVE_IDS,
+    baseline_by_recursion,
+    exact_many_by_recursion,
+    objective_by_recursion,
+)
+from toylab.engine.toy import Toy, make_toy
+
+LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+MAX_LENGTH = 256
+SAMPLES = 10_000
+TOKEN_BUDGET = 2**17          # tokens a Monte Carlo point draws at most (beyond SAMPLES·T ≤ this: fewer sequences)
+ENUMERATION_LIMIT = 2**16     # sequences the view enumerates; beyond, recursion and Monte Carlo
+EXACT, RECURSION, MONTE_CARLO = "exact (enumeration)", "exact (recursion)", "Monte Carlo"
+
+
+def enumerable(T, V):
+    """True if the view enumerates the V**T sequences (V**T ≤ ENUMERATION_LIMIT)."""
+    return V**T <= ENUMERATION_LIMIT
+
+
+def samples_at(T):
+    """Sequences a Monte Carlo point at length T draws: SAMPLES, or TOKEN_BUDGET // T once that is fewer."""
+    return min(SAMPLES, TOKEN_BUDGET // T)
+
+
+def lengths_for(V):
+    """The T values of the length view: LENGTHS plus the largest T it enumerates, sorted."""
+    largest = max(T for T in range(1, MAX_LENGTH + 1) if enumerable(T, V))
+    return tuple(sorted(set(LENGTHS) | {largest}))
+
+
+def length_toy(T, V, mismatch, seed):
+    """The first T positions of ``make_toy(MAX_LENGTH, V, mismatch, seed)``: θ[:T], b[:T]."""
+    if not 1 <= T <= MAX_LENGTH:
+        raise ValueError(f"T must be between 1 and {MAX_LENGTH}, got {T}")
+    long = make_toy(MAX_LENGTH, V, mismatch, seed, max_sequences=None)
+    return Toy(long.theta[:T], long.b[:T], long.mismatch, long.seed)
+
+
+def length_point(settings, T, samples=None):
+    """(population rows, estimator rows) at T for the Settings' V, mismatch, seed, selection and baseline.
+
+    Population rows: (T, quantity, value, se, method). Estimator rows: (T, estimator, rel_bias, rel_bias_se,
+    std_ratio, std_ratio_se, method) with std_ratio = sqrt(var/var_on_policy); se = 0 when exact.
+    on_policy is exact at every T, so a Monte Carlo ratio's se is se(sqrt(var))/sqrt(var_on_policy).
+    Monte Carlo draws come from ``default_rng([seed, T])``, ``samples`` sequences (default ``samples_at(T)``).
+    """
+    toy = length_toy(T, settings.V, settings.mismatch, settings.seed)
+    selection = settings.selection(exact_only=True)
+    C = settings.params("seq_tis")["C"]
+    band = settings.params("geo_rs")
+    if enumerable(T, settings.V):
+        return _population_by_enumeration(toy, C, band), _estimators_by_enumeration(toy, selection, settings.baseline)
+    rng = np.random.default_rng([settings.seed, T])
+    samples = samples_at(T) if samples is None else samples
+    return (_population_by_sampling(toy, C, band, samples, rng),
+            _estimators_beyond_enumeration(toy, selection, settings.baseline, samples, rng))
+
+
+def _population_row(T, quantity, value, se, method):
+    return {"T": T, "quantity": quantity, "value": value, "se": se, "method": method}
+
+
+def _population_exact_part(toy):
+    chi2 = sequence_chi2(toy)
+    return [_population_row(toy.T, "χ²_seq", chi2, 0.0, EXACT),
+            _population_row(toy.T, "ESS fraction", 1 / (1 + chi2), 0.0, EXACT)]
+
+
+def _population_by_enumeration(toy, C, band):
+    log_W, probability = sequence_log_ratio(toy, "W")
+    log_geo = log_W / toy.T
+    outside = probability_beyond(log_geo, probability, np.log(band["lo"]), "below") \
+        + probability_beyond(log_geo, probability, np.log(band["hi"]), "above")
+    return _population_exact_part(toy) + [
+        _population_row(toy.T, "P(W > C)", probability_beyond(log_W, probability, np.log(C)), 0.0, EXACT),
+        _population_row(toy.T, "P(ρ_geo outside band)", outside, 0.0, EXACT)]
+
+
+def _population_by_sampling(toy, C, band, samples, rng):
+    """P(W > C) and P(ρ_geo ∉ [lo, hi]) from ``samples`` sequences drawn from μ; se = sqrt(p(1 − p)/n)."""
+    tokens = draw_tokens(rng, toy.mu, (samples,))
+    log_W = toy.log_rho[np.arange(toy.T), tokens].sum(axis=1)
+    log_geo = log_W / toy.T
+    rows = _population_exact_part(toy)
+    for quantity, hit in (("P(W > C)", log_W > np.log(C)),
+                          ("P(ρ_geo outside band)", (log_geo < np.log(band["lo"])) | (log_geo > np.log(band["hi"])))):
+        p = float(hit.mean())
+        rows.append(_population_row(toy.T, quantity, p, float(np.sqrt(p * (1 - p) / samples)), MONTE_CARLO))
+    return rows
+
+
+def _estimator_row(T, estimator_id, moments, on_policy_var, method, bias_se=0.0, var_se=0.0):
+    """rel_bias = bias/‖∇J‖ and std_ratio = sqrt(var/var_on), with se(sqrt(var)) = se(var)/(2·sqrt(var))."""
+    spread, on_policy_spread = np.sqrt(moments.var), np.sqrt(on_policy_var)
+    return {"T": T, "estimator": estimator_id, "rel_bias": moments.rel_bias,
+            "rel_bias_se": bias_se / moments.grad_norm, "std_ratio": spread / on_policy_spread,
+            "std_ratio_se": var_se / (2 * max(spread, 1e-300)) / on_policy_spread, "method": method}
+
+
+def _estimators_by_enumeration(toy, selection, baseline):
+    moments = exact_moments_many(toy, {"on_policy": {}} | selection, baseline)
+    return [_estimator_row(toy.T, id, moments[id], moments["on_policy"].var, EXACT) for id in selection]
+
+
+def _estimators_beyond_enumeration(toy, selection, baseline, samples, rng):
+    objective = objective_by_recursion(toy)
+    b = baseline_by_recursion(toy, baseline, objective)
+    factorising = exact_many_by_recursion(
+        toy, {"on_policy": {}} | {id: params for id, params in selection.items() if id in RECURSIVE_IDS}, baseline,
+        objective)
+    on_policy_var = factorising["on_policy"].var
+    sampled = stratified_moments_many(toy, {id: params for id, params in selection.items() if id not in RECURSIVE_IDS},
+                                      b, objective[2], samples, rng)
+    rows = []
+    for estimator_id in selection:
+        if estimator_id in RECURSIVE_IDS:
+            rows.append(_estimator_row(toy.T, estimator_id, factorising[estimator_id], on_policy_var, RECURSION))
+        else:
+            moments = sampled[estimator_id]
+            rows.append(_estimator_row(toy.T, estimator_id, moments, on_policy_var, MONTE_CARLO,
+                                       moments.bias_se, moments.var_se))
+    return rows

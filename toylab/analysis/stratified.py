@@ -1,0 +1,139 @@
+"""Monte Carlo moments for estimators that do not factorise, at any T, stratified by K = #{t: y_t = 0}.
+
+r depends on K alone, so with φ_k = r(k) − b and X(y) = Σ_t c_t(y)·s_t,
+
+    E_μ[ĝ]   = Σ_k P_μ(K = k)·φ_k·E_μ[X | K = k],     E_μ‖ĝ‖² = Σ_k P_μ(K = k)·φ_k²·E_μ[‖X‖² | K = k].
+
+P_μ(K = k) is exact (``recursion.prefix_counts``); each stratum's expectation is a sample mean over
+sequences drawn from μ conditioned on K = k. Stratum k gets n·w_k/Σw samples (at least 2), w_k = P_μ(K = k)·|φ_k|,
+so rare rewarded sequences are sampled as often as they matter; strata with w_k < 1e-12·Σw are skipped.
+Standard errors: se(mean)² = Σ_k (P_k φ_k)²·tr Cov_k(X)/n_k, se(E‖ĝ‖²)² = Σ_k (P_k φ_k²)²·Var_k(‖X‖²)/n_k.
+Since |‖m̂ − ∇J‖ − ‖m − ∇J‖| ≤ ‖m̂ − m‖, se(mean) bounds the error of the bias in RMS.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from toylab.analysis.montecarlo import Batches, draw_tokens
+from toylab.catalogue.estimators import ESTIMATORS, resolve_params
+from toylab.engine.counts import reward_by_count
+from toylab.engine.recursion import prefix_counts
+
+NEGLIGIBLE_STRATUM = 1e-12
+
+
+@dataclass(frozen=True)
+class MonteCarloMoments:
+    """Estimated moments of one estimator's single-sample gradient estimate, with standard errors."""
+    estimator: str
+    mean: np.ndarray
+    bias: float
+    bias_se: float
+    var: float
+    var_se: float
+    grad_norm: float
+    samples: int
+
+    @property
+    def rel_bias(self):
+        return self.bias / self.grad_norm
+
+    @property
+    def rel_bias_se(self):
+        return self.bias_se / self.grad_norm
+
+    def rel_std(self, N):
+        """sqrt(var/N)/‖∇J‖."""
+        return float(np.sqrt(self.var / N) / self.grad_norm)
+
+
+def count_distribution(position_probability):
+    """P(K = k), k = 0 … T, for independent positions with the given (T, V) probabilities."""
+    prefix, log_scale = prefix_counts(position_probability)
+    return prefix[-1] * np.exp(log_scale[-1])
+
+
+def draw_given_counts(rng, position_probability, counts):
+    """Tokens (n, T): row i drawn from the product distribution conditioned on exactly counts[i] zeros.
+
+    Position by position, P(y_t = 0 | j zeros still needed) = p_t[0]·P(K_{>t} = j − 1)/P(K_{≥t} = j). Given
+    which positions are nonzero, their tokens are independent draws from p_t restricted to 1 … V − 1, made
+    all at once after the loop.
+    """
+    T, V = position_probability.shape
+    reversed_prefix, log_scale = prefix_counts(position_probability[::-1])
+    suffix = (reversed_prefix * np.exp(log_scale)[:, None])[::-1]       # suffix[t, j] = P(K_{≥t} = j)
+    needed = np.array(counts)
+    zeros = np.empty((len(needed), T), dtype=bool)
+    for t in range(T):
+        later = np.append(0.0, suffix[t + 1, :-1])                      # later[j] = P(K_{>t} = j − 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zero = position_probability[t, 0] * later[needed] / suffix[t][needed]
+        zeros[:, t] = rng.random(len(needed)) < zero
+        needed = needed - zeros[:, t]
+    others = position_probability[:, 1:] / position_probability[:, 1:].sum(axis=1, keepdims=True)
+    return np.where(zeros, 0, 1 + draw_tokens(rng, others, (len(needed),)))
+
+
+def stratified_moments(toy, estimator_id, params, baseline_value, grad, samples, rng):
+    """MonteCarloMoments of an exact estimator on sampler rollouts, stratified by the count of token 0."""
+    return stratified_moments_many(toy, {estimator_id: params}, baseline_value, grad, samples, rng)[estimator_id]
+
+
+def stratified_moments_many(toy, selection, baseline_value, grad, samples, rng):
+    """{id: MonteCarloMoments} for ``selection`` ({id: parameter overrides}) from one stratified draw.
+
+    The strata and their sizes depend on P_μ(K = k) and φ_k only, not on the estimator, so every estimator
+    is evaluated on the same sequences (its standard errors are each its own; the estimates are correlated).
+    """
+    for estimator_id in selection:
+        if ESTIMATORS[estimator_id].on_policy or not ESTIMATORS[estimator_id].exact:
+            raise ValueError(f"{estimator_id}: stratified Monte Carlo covers single-sample estimators on μ")
+    probability = count_distribution(toy.mu)
+    phi = reward_by_count(toy.T) - baseline_value
+    weight = probability * np.abs(phi)
+    used = np.flatnonzero(weight >= NEGLIGIBLE_STRATUM * weight.sum())
+    per_stratum = np.maximum(2, np.round(samples * weight[used] / weight[used].sum())).astype(int)
+    strata = np.repeat(np.arange(len(used)), per_stratum)
+    tokens = draw_given_counts(rng, toy.mu, used[strata])
+    batches = Batches(toy, tokens[None], np.array([len(tokens)]), baseline_value)
+    first, second = probability[used] * phi[used], probability[used] * phi[used] ** 2
+    stratum_sums = _StratumSums(toy, tokens, strata, len(used))
+    moments = {}
+    for estimator_id, params in selection.items():
+        coefficient = batches.coefficients(estimator_id, resolve_params(estimator_id, params))[0]      # (n, T)
+        X_sum, X_norm2 = stratum_sums(coefficient)
+        X_mean = X_sum / per_stratum[:, None, None]
+        norm2_mean = np.bincount(strata, X_norm2) / per_stratum
+        norm2_var = np.bincount(strata, (X_norm2 - norm2_mean[strata]) ** 2) / (per_stratum - 1)
+        trace_cov = (norm2_mean - (X_mean**2).sum(axis=(1, 2))) * per_stratum / (per_stratum - 1)
+        mean = np.tensordot(first, X_mean, axes=1)
+        mean_se2 = float(np.sum(first**2 * np.maximum(trace_cov, 0) / per_stratum))
+        second_moment = float(second @ norm2_mean)
+        second_se2 = float(np.sum(second**2 * norm2_var / per_stratum))
+        mean_norm = float(np.linalg.norm(mean))
+        moments[estimator_id] = MonteCarloMoments(
+            estimator=estimator_id, mean=mean, bias=float(np.linalg.norm(mean - grad)), bias_se=np.sqrt(mean_se2),
+            var=max(second_moment - mean_norm**2 + mean_se2, 0.0),
+            var_se=float(np.sqrt(second_se2 + 4 * mean_norm**2 * mean_se2)),
+            grad_norm=float(np.linalg.norm(grad)), samples=len(tokens))
+    return moments
+
+
+class _StratumSums:
+    """Per stratum Σ_i X_i (S, T, V) with X_i = Σ_t c_{i,t}·(onehot(y_{i,t}) − π_t), and per sample ‖X_i‖²
+    = Σ_t c_{i,t}²·‖onehot(y_{i,t}) − π_t‖², for any coefficients c on one draw: the indices are built once."""
+
+    def __init__(self, toy, tokens, strata, n_strata):
+        T, V = toy.T, toy.V
+        cell = tokens + V * np.arange(T)
+        self.pi, self.shape = toy.pi, (n_strata, T, V)
+        self.stratum_cell = (strata[:, None] * T * V + cell).ravel()
+        self.squared_score = np.take(1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True), cell)
+
+    def __call__(self, coefficient):
+        onehot_sums = np.bincount(self.stratum_cell, coefficient.ravel(),
+                                  minlength=int(np.prod(self.shape))).reshape(self.shape)
+        X_sum = onehot_sums - self.pi * onehot_sums.sum(axis=2, keepdims=True)
+        return X_sum, np.einsum("it,it,it->i", coefficient, coefficient, self.squared_score)

@@ -1,0 +1,240 @@
+"""The registry: every estimator id, its formula, source, thresholds and colour, and the weight function it runs.
+
+A single sampled sequence y gives the gradient estimate ĝ(y) = Σ_t c_t(y)·A(y)·s_t with A = r(y) − b and
+s_t = onehot(y_t) − π_t. Every exact estimator's coefficient factorises as
+
+    c_t(y) = sequence(y) · token[t, y_t] · ∏_{s<t} carry[s, y_s]
+
+which is what makes its exact moments O(M) (``engine.moments``). The weight functions live below the registry:
+the core catalogue in ``corrections``, the parametrised families in ``families``, the framework presets as data
+in ``frameworks/`` (ids ``verl:<preset>``, ``trl:<mode>``, with the framework's parameter names). The registry
+is the one place that looks an id up, so a family that multiplies another estimator's weight (``weight``) and a
+preset that combines several are evaluated here.
+"""
+
+from dataclasses import dataclass, field
+from functools import partial
+
+from toylab.catalogue import corrections, families, presets
+from toylab.catalogue.aggregation import VERL_EPSILON
+from toylab.catalogue.weights import Param, Weights, combine
+from toylab.text import quoted
+
+
+@dataclass(frozen=True)
+class Estimator:
+    id: str
+    label: str
+    latex: str
+    source: str
+    weights: object = None            # exact: f(stats, **params) -> Weights
+    params: dict = field(default_factory=dict)
+    batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
+    on_policy: bool = False           # sampled from π instead of μ
+    colour: str = "#777777"
+    framework: str | None = None      # "verl" or "trl" for a framework preset
+    batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept)
+    undefined: str = ""               # batch-coupled: where its estimate is undefined (NaN in Monte Carlo), and why
+
+    @property
+    def exact(self):
+        return self.weights is not None
+
+
+# -- what only the registry can evaluate: weights that name other ids ---------------------------------------
+
+def estimator_weights(stats, estimator_id):
+    """The named exact estimator's Weights at its default thresholds."""
+    if estimator_id == "naive":
+        return Weights()
+    return ESTIMATORS[estimator_id].weights(stats, **resolve_params(estimator_id))
+
+
+def chained(mask):
+    """A mask family times the weight of the exact estimator its ``weight`` parameter names, so masks chain."""
+    def weights(stats, weight="naive", **params):
+        return combine(mask(stats, **params), estimator_weights(stats, weight))
+    weights.__doc__ = mask.__doc__
+    return weights
+
+
+def preset_weights(preset, stats, **params):
+    """A framework preset's Weights: its configuration turned into factors (registry ids with parameters) by the
+    framework's own rules, each evaluated through the framework's log-ratio clamp; a framework whose masks only
+    zero a weight keeps the masked tokens in the loss mask."""
+    factors, clamp, masks_leave_loss = presets.factors(preset, params)
+    view = stats.clamped(clamp, VERL_EPSILON) if clamp is not None else stats
+    weights = combine(*(ESTIMATORS[id].weights(view, **factor) for id, factor in factors))
+    return weights if masks_leave_loss else weights.without_rejection()
+
+
+# -- the registry ---------------------------------------------------------------------------------------
+
+def _threshold(default, low, high, help):
+    return Param(float(default), float(low), float(high), help)
+
+
+C_TOKEN = _threshold(2, 1, 100, "per-token ratio cap C")
+C_SEQUENCE = _threshold(2, 1, 1000, "sequence ratio cap C")
+C_TOKEN_MAX = _threshold(2, 1, 100, "upper ratio bound C_max")
+C_SEQUENCE_MAX = _threshold(2, 1, 1000, "upper bound C_max on W")
+BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"))
+WEIGHT_CHOICE = Param("naive", help="the exact estimator whose weight multiplies the centred reward")
+
+_ENTRIES = [
+    Estimator("on_policy", "on-policy (y ~ π)", r"\hat g = (r(y)-b)\sum_t s_t,\quad y\sim\pi",
+              "the reference: a sampler that equals the trainer", corrections.no_correction, on_policy=True,
+              colour="#7F7F7F"),
+    Estimator("naive", "naive (no correction)", r"\hat g = (r(y)-b)\sum_t s_t,\quad y\sim\mu",
+              "REINFORCE on sampler rollouts, no correction", corrections.no_correction, colour="#D55E00"),
+    Estimator("tok_is", "token IS", r"c_t = \rho_t", "per-token ratio, PPO-like", corrections.token_is,
+              colour="#E69F00"),
+    Estimator("tok_tis", "token TIS", r"c_t = \min(\rho_t, C)",
+              "truncated IS (Yao et al. 2025); verl rollout_is=token (up to its ±20 log-ratio clamp); TRL "
+              "token_truncate; slime --tis-clip",
+              corrections.token_tis, {"C": C_TOKEN}, colour="#56B4E9"),
+    Estimator("tok_mis", "token MIS (IcePop)", r"c_t = \rho_t\,\mathbf 1[\mathrm{lo}\le\rho_t\le\mathrm{hi}]",
+              "IcePop (Ring-1T, 2025); TRL token_mask", corrections.token_mis,
+              {"lo": _threshold(0.5, 0.01, 1, "lower ratio bound"),
+               "hi": _threshold(5, 1, 100, "upper ratio bound")}, colour="#009E73"),
+    Estimator("prefix_is", "prefix IS (per-decision)", r"c_t = \prod_{s\le t}\rho_s",
+              "per-decision IS (Precup et al. 2000): the causal weight of an autoregressive model",
+              corrections.prefix_is, colour="#999933"),
+    Estimator("seq_is", "sequence IS", r"c_t = W = \prod_t \rho_t", "sequence-level IS: unbiased",
+              corrections.sequence_is, colour="#0072B2"),
+    Estimator("seq_tis", "sequence TIS", r"c_t = \min(W, C)",
+              "verl rollout_is=sequence (up to its ±20 clamp of log W); TRL sequence_truncate", corrections.sequence_tis,
+              {"C": C_SEQUENCE},
+              colour="#CC79A7"),
+    Estimator("seq_mis", "sequence MIS", r"c_t = W\,\mathbf 1[W\le C]",
+              "Li et al. 2025 (Seq-MIS); TRL sequence_mask (its default C = 3)", corrections.sequence_mis,
+              {"C": C_SEQUENCE}, colour="#AA4499"),
+    Estimator("geo_rs", "geometric rejection", r"c_t = \mathbf 1[\mathrm{lo}\le\rho_{geo}\le\mathrm{hi}],\ "
+              r"\rho_{geo}=W^{1/T}", "Li et al. 2025 (Geo-RS), as verl's docs state it; verl's seq_mean_k1 code "
+              "keeps 1/hi ≤ ρ_geo ≤ 1/lo (verl:decoupled_geo_rs)", corrections.geometric_rs,
+              {"lo": _threshold(0.5, 0.01, 1, "lower bound on ρ_geo"),
+               "hi": _threshold(2, 1, 100, "upper bound on ρ_geo")}, colour="#44AA99"),
+    Estimator("geo_rs_tok_tis", "geometric rejection + token TIS",
+              r"c_t = \mathbf 1[\mathrm{lo}\le\rho_{geo}\le\mathrm{hi}]\,\min(\rho_t, C)",
+              "verl decoupled_geo_rs_token_tis as documented (its code: verl:decoupled_geo_rs_token_tis)",
+              corrections.geometric_rs_token_tis,
+              {"lo": _threshold(0.5, 0.01, 1, "lower bound on ρ_geo"),
+               "hi": _threshold(2, 1, 100, "upper bound on ρ_geo"), "C": C_TOKEN}, colour="#117733"),
+    Estimator("k3_rs", "k3 rejection", r"c_t = \mathbf 1\big[\tfrac1T\sum_t k_3(\rho_t)\le\delta\big],\ "
+              r"k_3(\rho)=\rho-1-\log\rho", "verl seq_mean_k3 rejection", corrections.k3_rs,
+              {"delta": _threshold(0.01, 1e-4, 10, "bound on the mean k3 divergence")}, colour="#DDCC77"),
+    Estimator("trm", "trust-region mask", r"c_t = \mathbf 1[\max_t|\log\rho_t|\le\varepsilon]",
+              "Trust Region Masking (2025)", corrections.trust_region_mask,
+              {"eps": _threshold(0.5, 0.01, 10, "bound on max |log ρ_t|")}, colour="#CC6677"),
+    Estimator("gspo_geo", "GSPO geometric ratio", r"c_t = \rho_{geo} = W^{1/T}",
+              "GSPO's geometric-mean sequence ratio (unclipped)", corrections.gspo_geometric, colour="#6699CC"),
+    Estimator("rs", "rejection by a statistic",
+              r"c_t = w_t\,\mathbf 1[\mathrm{lo}\le \mathrm{stat}\le\mathrm{hi}],\ \mathrm{stat}\in\{k_1=-\log\rho_t,\ "
+              r"k_2=\tfrac12(\log\rho_t)^2,\ k_3=\rho_t-1-\log\rho_t,\ \log\rho_t\}",
+              "verl rollout_rs (token_k*, seq_sum_k*, seq_mean_k*, seq_max_k*): the statistic per token or its "
+              "sum/mean/max over the sequence, between lo and hi (log_ratio: the ratio reading lo = log C_low); "
+              "w = the weight of any exact estimator, so rejections chain", chained(families.rejection_mask),
+              {"statistic": Param("k1", help="k1 = −log ρ, k2 = ½(log ρ)², k3 = ρ − 1 − log ρ, log_ratio = log ρ",
+                                  choices=families.REJECTION_STATISTICS),
+               "scope": Param("token", help="per token, or the sequence's sum / mean / max of the statistic",
+                              choices=families.REJECTION_SCOPES),
+               "lo": _threshold(-0.5, -1000, 1000, "lower bound on the statistic"),
+               "hi": _threshold(0.5, -1000, 1000, "upper bound on the statistic"),
+               "weight": Param("naive", help="the exact estimator whose weight the rejection multiplies")},
+              colour="#332288"),
+    Estimator("tok_clip", "two-sided token truncation", r"c_t = \mathrm{clamp}(\rho_t, C_{\min}, C_{\max})",
+              "TRL token_truncate with vllm_importance_sampling_clip_min", families.token_clip,
+              {"C_min": _threshold(0.5, 0, 1, "lower ratio bound C_min"), "C_max": C_TOKEN_MAX}, colour="#77AADD"),
+    Estimator("seq_clip", "two-sided sequence truncation", r"c_t = \mathrm{clamp}(W, C_{\min}, C_{\max})",
+              "TRL sequence_truncate with vllm_importance_sampling_clip_min", families.sequence_clip,
+              {"C_min": _threshold(0.5, 0, 1, "lower bound C_min on W"), "C_max": C_SEQUENCE_MAX}, colour="#EE8866"),
+    Estimator("seq_band", "two-sided sequence mask", r"c_t = W\,\mathbf 1[C_{\min}\le W\le C_{\max}]",
+              "TRL sequence_mask with vllm_importance_sampling_clip_min; verl decoupled_seq_is_rs at its defaults",
+              families.sequence_band,
+              {"C_min": _threshold(0.5, 0, 1, "lower bound C_min on W"), "C_max": C_SEQUENCE_MAX}, colour="#882255"),
+    Estimator("ppo_clip", "PPO-clip against the sampler",
+              r"c_t = \rho_t\,\mathbf 1[\rho_t\le 1+\varepsilon_{high}]\ (A\ge0),\quad "
+              r"\rho_t\,\mathbf 1[1-\varepsilon_{low}\le\rho_t\le C_{dual}]\ (A<0)",
+              "the gradient of verl's PPO loss with the sampler as old policy (bypass mode, loss_type=ppo_clip), "
+              "dual clip included", families.ppo_clip,
+              {"eps_low": _threshold(0.2, 0, 1, "ε_low: ratios below 1 − ε_low are clipped when A < 0"),
+               "eps_high": _threshold(0.2, 0, 10, "ε_high: ratios above 1 + ε_high are clipped when A ≥ 0"),
+               "C_dual": _threshold(3, 1.01, 100, "dual clip: ratios above it are clipped when A < 0")},
+              colour="#EE7733"),
+    Estimator("opsm", "off-policy sequence mask (DeepSeek-V3.2)",
+              r"c_t = w_t\,\mathbf 1\big[A\ge0\ \text{or}\ \tfrac1T\sum_t(\log\mu_t-\log\pi_t)\le\delta\big]",
+              "DeepSeek-V3.2 (2025); TRL off_policy_mask_threshold (times its IS weight w)",
+              chained(families.off_policy_mask),
+              {"delta": _threshold(0.05, -10, 10, "δ: drop a sequence with A < 0 whose mean log μ − log π is above it"),
+               "weight": Param("naive", help="the exact estimator whose weight the mask multiplies")},
+              colour="#BBCC33"),
+    Estimator("seq_snis", "self-normalised sequence IS",
+              r"\hat g_N = \frac{\sum_i W_i A_i \sum_t s_{i,t}}{\sum_i W_i}",
+              "self-normalised importance sampling", batch_estimate=corrections.self_normalised_is, colour="#88CCEE"),
+    Estimator("grpo", "group-mean baseline (GRPO)",
+              r"\hat g_N = \tfrac1N\sum_i c_{i}\,(r_i-\bar r)\,\sum_t s_{i,t}",
+              "GRPO (Shao et al. 2024): advantage r_i minus the batch mean, times any weight above",
+              batch_estimate=corrections.group_mean_baseline, params={"weight": WEIGHT_CHOICE}, colour="#997700"),
+    Estimator("rloo", "leave-one-out baseline (RLOO)",
+              r"\hat g_N = \tfrac1N\sum_i c_{i}\,\big(r_i-\tfrac{1}{N-1}\sum_{j\ne i}r_j\big)\sum_t s_{i,t}",
+              "RLOO (Ahmadian et al. 2024): advantage r_i minus the mean of the others",
+              batch_estimate=corrections.leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA",
+              undefined="at N = 1: its baseline is the mean of the other N − 1 rewards, and there are none"),
+    Estimator("tis_bn", "batch-normalised truncated IS",
+              r"\hat g_N = \tfrac1N\sum_i \frac{w_{i,t}}{\bar w}\,A_i\,s_{i,t},\ w = \min(\rho_t, C)\ "
+              r"\text{or}\ \min(W, C)", "verl rollout_is_batch_normalize: truncated IS weights divided by their "
+              "batch mean (over tokens or sequences)", batch_estimate=families.batch_normalised_tis,
+              batch_weights=families.batch_normalised_coefficients,
+              params={"level": Param("token", help="normalise token weights min(ρ_t, C) or sequence weights min(W, C)",
+                                     choices=families.IS_LEVELS), "C": C_TOKEN}, colour="#44BB99"),
+]
+
+ESTIMATORS = {estimator.id: estimator for estimator in _ENTRIES}
+ESTIMATORS |= {row["id"]: Estimator(**row, weights=partial(preset_weights, preset)) for preset, row in
+               presets.registry_rows({id: estimator.colour for id, estimator in ESTIMATORS.items()})}
+EXACT_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.exact)
+PRESET_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.framework)
+BASELINES = ("none", "logged", "true")
+
+
+def resolve_params(estimator_id, overrides=None):
+    """The estimator's parameters: defaults updated by ``overrides``; ValueError names what is wrong."""
+    if estimator_id not in ESTIMATORS:
+        raise ValueError(f"unknown estimator {quoted(estimator_id)}; known: {', '.join(ESTIMATORS)}")
+    spec = ESTIMATORS[estimator_id].params
+    overrides = dict(overrides or {})
+    unknown = set(overrides) - set(spec)
+    if unknown:
+        known = ", ".join(spec) or "none"
+        raise ValueError(f"{estimator_id} has no parameter {quoted(sorted(unknown)[0])} (its parameters: {known})")
+    params = {name: param.default for name, param in spec.items()} | overrides
+    for name, value in params.items():
+        params[name] = _checked(estimator_id, name, spec[name], value)
+    for low, high in BOUND_PAIRS:
+        if low in params and high in params and params[low] > params[high]:
+            raise ValueError(f"{estimator_id}: {low} = {params[low]:g} is above {high} = {params[high]:g}")
+    return params
+
+
+def _checked(estimator_id, name, param, value):
+    if param.choices is not None:
+        if value not in param.choices:
+            raise ValueError(f"{estimator_id}.{name} must be one of {', '.join(param.choices)}, got {value!r}")
+        return value
+    if param.parse is not None:
+        try:
+            return param.parse(value)
+        except ValueError as error:
+            raise ValueError(f"{estimator_id}.{name} = {value!r}: {error}") from None
+    if isinstance(param.default, str):
+        if value not in EXACT_IDS or ESTIMATORS[value].on_policy:
+            raise ValueError(f"{estimator_id}.{name} must name an exact estimator on sampler rollouts, "
+                             f"got {quoted(value)}")
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{estimator_id}.{name} must be a number, got {quoted(value)}") from None
+    if not param.low <= number <= param.high:
+        raise ValueError(f"{estimator_id}.{name} = {number:g} is outside [{param.low:g}, {param.high:g}]")
+    return number

@@ -1,0 +1,8 @@
+"""The command line, ``python -m toylab [train | inspect]``.
+
+    main           which command the first argument names
+    arguments      what every command shares: one-line errors, the page's ranges, the toy's options
+    table          ``python -m toylab``: the exact table
+    train          ``python -m toylab train``: gradient ascent with chosen estimators
+    inspect        ``python -m toylab inspect FILE``: a rollout log's statistics and matched toy
+"""

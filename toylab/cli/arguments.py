@@ -1,0 +1,134 @@
+"""What every command line shares: one-line errors, the page's ranges as argument types, the toy's options.
+
+A command builds its parser from these pieces::
+
+    parser = ToylabParser(prog="python -m toylab train", description="…")
+    add_toy_arguments(parser)          # --T --V --mismatch --seed --baseline --set, with the page's ranges
+    add_batch_size_argument(parser)    # --N
+    arguments = validate_toy_arguments(parser, parser.parse_args(argv))   # size limit; .selection from --set
+
+Every error is one line on stderr, ``toylab: error: …``, with exit status 2, before any work.
+"""
+
+import argparse
+import json
+import math
+
+from toylab.catalogue.estimators import BASELINES, EXACT_IDS, PRESET_IDS, resolve_params
+from toylab.state.query import DEFAULTS, INTEGER_RANGES, MISMATCH_RANGE, parse_number, size_problem
+from toylab.text import listed, quoted
+
+DEFAULT_IDS = tuple(id for id in EXACT_IDS if id not in PRESET_IDS)
+MESSAGE_LIMIT = 400                 # characters of an error line
+
+
+class ToylabParser(argparse.ArgumentParser):
+    """argparse whose every error is one line on stderr, ``toylab: error: …``, with exit status 2."""
+
+    def error(self, message):
+        text = " ".join(message.split())
+        self.exit(2, f"toylab: error: {text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + '…'}\n")
+
+    def parse_args(self, args=None, namespace=None):
+        arguments, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self.error(f"unrecognized argument{'s' if len(extra) > 1 else ''} {listed(extra)}")
+        return arguments
+
+
+def number_in(kind, low, high):
+    """An argparse ``type``: the ``kind`` (int or float) number in [low, high], read as the page reads the URL
+    (``query.parse_number``: "1e1" is 10, "1e9" is out of range, "nan" is refused) in O(1)."""
+    def parse(raw):
+        try:
+            return parse_number(raw, kind, low, high)
+        except ValueError as why:
+            raise argparse.ArgumentTypeError(f"{quoted(raw)} {why}") from None
+    return parse
+
+
+def one_of(choices):
+    """An argparse ``type``: one of ``choices``, the refused value quoted."""
+    def parse(raw):
+        if raw not in choices:
+            raise argparse.ArgumentTypeError(f"invalid choice {quoted(raw)} (choose from {', '.join(choices)})")
+        return raw
+    return parse
+
+
+def add_toy_arguments(parser):
+    """--T, --V, --mismatch, --seed, --baseline and --set (repeatable), with the page's ranges and defaults."""
+    for name, help in (("T", "tokens per sequence"), ("V", "vocabulary size"), ("seed", "seed of θ and b")):
+        low, high = INTEGER_RANGES[name]
+        parser.add_argument(f"--{name}", type=number_in(int, low, high), default=getattr(DEFAULTS, name),
+                            help=f"{help}, {low} to {high:,} (default {getattr(DEFAULTS, name)})")
+    parser.add_argument("--mismatch", type=number_in(float, *MISMATCH_RANGE), default=DEFAULTS.mismatch,
+                        help="sampler logit error scale, {:g} to {:g} (default {:g})".format(*MISMATCH_RANGE,
+                                                                                           DEFAULTS.mismatch))
+    parser.add_argument("--baseline", type=one_of(BASELINES), default=DEFAULTS.baseline,
+                        metavar="{" + ",".join(BASELINES) + "}", help="b: 0, E_μ[r] or J")
+    parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
+                        help="override a threshold, e.g. --set tok_tis.C=3 (repeatable; the page's ranges)")
+
+
+def add_batch_size_argument(parser):
+    """--N, the batch size, with the page's range."""
+    low, high = INTEGER_RANGES["N"]
+    parser.add_argument("--N", type=number_in(int, low, high), default=DEFAULTS.N,
+                        help=f"batch size for rel std and rel RMSE, {low} to {high:,} (default {DEFAULTS.N})")
+
+
+def validate_toy_arguments(parser, arguments, ids=DEFAULT_IDS):
+    """The checks that need several options, as one-line errors: the toy's size (M = V**T within the page's
+    limit, decided in logarithms) and every --set. Adds ``arguments.selection``: {id: params} for the
+    estimators ``ids``, --set applied."""
+    problem = size_problem(arguments.T, arguments.V)
+    if problem:
+        parser.error(problem)
+    try:
+        arguments.selection = selection_from_overrides(arguments.set, ids)
+    except ValueError as error:
+        parser.error(str(error))
+    return arguments
+
+
+def selection_from_overrides(assignments, ids=DEFAULT_IDS):
+    """{id: params} for the estimators ``ids``, with ``ID.PARAM=VALUE`` overrides applied and checked."""
+    overrides = {id: {} for id in ids}
+    for assignment in assignments:
+        target, equals, value = assignment.partition("=")
+        estimator_id, dot, name = target.partition(".")
+        if not equals or not dot:
+            raise ValueError(f"--set expects ID.PARAM=VALUE, got {quoted(assignment)}")
+        if estimator_id not in overrides:
+            resolve_params(estimator_id)                           # an unknown id: the registry says so
+            kind = "" if estimator_id in EXACT_IDS else " (it is batch-coupled: Monte Carlo only)"
+            raise ValueError(f"--set {target}: {estimator_id} is not among the estimators{kind}; name it with "
+                             "--estimators")
+        overrides[estimator_id][name] = value
+    return {id: resolve_params(id, params) for id, params in overrides.items()}
+
+
+def chosen_ids(estimators):
+    """The comma-separated estimator ids, each checked against the registry (batch-coupled ones included)."""
+    ids = tuple(dict.fromkeys(id.strip() for id in estimators.split(",") if id.strip()))
+    if not ids:
+        raise ValueError("--estimators names no estimator")
+    for id in ids:
+        resolve_params(id)
+    return ids
+
+
+def json_text(result):
+    """One JSON object; a non-finite float (an undefined value, explained in the result's "notes") is null."""
+    return json.dumps(_finite_or_null(result), allow_nan=False)
+
+
+def _finite_or_null(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_null(item) for item in value]
+    return value

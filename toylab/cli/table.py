@@ -1,0 +1,96 @@
+"""``python -m toylab``: the exact table of every exact estimator on one toy, as text or JSON.
+
+The framework presets (verl:…, trl:…) are left out unless named with ``--estimators``. The command line accepts
+exactly the page's ranges (``state.query``: T, V, mismatch, seed, N, the size limit, each threshold's range) and
+refuses anything else before any work (``arguments``). An undefined number (the cosine of a zero mean gradient)
+is "—" in the text and null in the JSON, with its reason (a note line under the table; the JSON's "notes").
+"""
+
+
+from toylab.analysis.diagnostics import diagnostics
+from toylab.catalogue.estimators import EXACT_IDS
+from toylab.cli.arguments import (
+    DEFAULT_IDS,
+    ToylabParser,
+    add_batch_size_argument,
+    add_toy_arguments,
+    json_text,
+    validate_toy_arguments,
+)
+from toylab.engine.moments import exact_table
+from toylab.engine.toy import make_toy
+from toylab.text import UNDEFINED, quoted
+
+COLUMNS = [("rel_bias", "rel bias", "{:.4f}"), ("rel_std", "rel std", "{:.4f}"), ("rel_rmse", "rel RMSE", "{:.4f}"),
+           ("cosine", "cosine", "{:+.4f}"), ("tokens_affected", "tokens hit", "{:.2%}"),
+           ("sequences_affected", "seqs hit", "{:.2%}")]
+
+
+def table_ids(listed):
+    """The ids of ``--estimators ID,...`` (checked), or the default table."""
+    if listed is None:
+        return DEFAULT_IDS
+    ids = [id.strip() for id in listed.split(",") if id.strip()]
+    for id in ids:
+        if id not in EXACT_IDS:
+            raise ValueError(f"--estimators: {quoted(id)} is not an exact estimator (known: {', '.join(EXACT_IDS)})")
+    return tuple(dict.fromkeys(ids))
+
+
+def table_parser():
+    parser = ToylabParser(prog="python -m toylab", description=__doc__.splitlines()[0])
+    add_toy_arguments(parser)
+    add_batch_size_argument(parser)
+    parser.add_argument("--estimators", metavar="ID,...",
+                        help="the exact estimators to show, presets included (default: all but the presets)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def report(arguments):
+    """The result as plain data: the toy's numbers, one row per estimator (cosine None when undefined), and
+    "notes": 'id: why' for each undefined number."""
+    toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed)
+    population = diagnostics(toy)
+    rows = exact_table(toy, arguments.selection, arguments.baseline, arguments.N)
+    notes = [f"{row['estimator']}: {row['note']}" for row in rows if row["note"]]
+    return {
+        "toy": {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed,
+                "J": population.J, "logged_reward": population.logged_reward,
+                "grad_norm": population.grad_norm, "kl_mu_pi": population.kl_mu_pi,
+                "kl_pi_mu": population.kl_pi_mu, "chi2_seq": population.chi2_seq, "ess": population.ess},
+        "N": arguments.N, "baseline": arguments.baseline,
+        "estimators": [{"name": row.pop("estimator"), **{key: value for key, value in row.items() if key != "note"}}
+                       for row in rows],
+        "notes": notes,
+    }
+
+
+def as_text(result):
+    toy = result["toy"]
+    lines = [f"T={toy['T']} V={toy['V']} M={toy['M']:,} mismatch={toy['mismatch']:g} seed={toy['seed']}   "
+             f"J={toy['J']:.5f}  E_mu[r]={toy['logged_reward']:.5f}  |grad J|={toy['grad_norm']:.5f}  "
+             f"KL(mu||pi)={toy['kl_mu_pi']:.4f}  chi2_seq={toy['chi2_seq']:.4f}  ESS={toy['ess']:.3f}",
+             f"batch size N={result['N']}, baseline={result['baseline']}", ""]
+    name_width = max(len(row["name"]) for row in result["estimators"]) + 2
+    lines.append("estimator".ljust(name_width) + "".join(f"{title:>11}" for _, title, _ in COLUMNS) + "  unbiased")
+    for row in result["estimators"]:
+        cells = "".join(f"{UNDEFINED if row[key] is None else style.format(row[key]):>11}" for key, _, style in COLUMNS)
+        lines.append(row["name"].ljust(name_width) + cells + ("  yes" if row["unbiased"] else "  no"))
+    return "\n".join(lines + [""] * bool(result["notes"]) + [f"{UNDEFINED} {note}" for note in result["notes"]])
+
+
+def main(argv):
+    parser = table_parser()
+    arguments = parser.parse_args(argv)
+    try:
+        ids = table_ids(arguments.estimators)
+    except ValueError as error:
+        parser.error(str(error))
+    arguments = validate_toy_arguments(parser, arguments, ids)
+    try:
+        result = report(arguments)
+    except (ValueError, MemoryError) as error:
+        parser.error(str(error) if isinstance(error, ValueError) else "out of memory: use a smaller toy")
+    print(json_text(result) if arguments.json else as_text(result))
+    return 0

@@ -1,0 +1,144 @@
+"""``python -m toylab train``: gradient ascent with chosen estimators on one toy, as a summary or JSON.
+
+A bad argument prints one line, ``toylab: error: ...``, and exits with status 2.
+"""
+
+
+import numpy as np
+
+from toylab.analysis.diagnostics import diagnostics
+from toylab.cli.arguments import (
+    ToylabParser,
+    add_toy_arguments,
+    chosen_ids,
+    json_text,
+    number_in,
+    one_of,
+    validate_toy_arguments,
+)
+from toylab.engine.toy import make_toy
+from toylab.state.query import INTEGER_RANGES
+from toylab.state.settings import DEFAULT_ESTIMATORS
+from toylab.training.loop import (
+    LIMITS,
+    MODES,
+    REACHED,
+    UNDEFINED_BELOW,
+    TrainingConfig,
+    per_step_median,
+    summary,
+    train,
+)
+from toylab.training.optimizers import OPTIMIZERS
+
+DEFAULTS = TrainingConfig()
+LISTED = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "rel_bias")     # the per-step lists in JSON
+
+
+def parse_arguments(argv):
+    parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0])
+    add_toy_arguments(parser)
+    parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
+                        help="estimators to train with (default: the page's default selection)")
+    parser.add_argument("--steps", type=number_in(int, *LIMITS["steps"]), default=DEFAULTS.steps,
+                        help="number of steps K")
+    parser.add_argument("--lr", type=number_in(float, *LIMITS["lr"]), default=DEFAULTS.lr, help="step size")
+    parser.add_argument("--optimizer", type=one_of(tuple(OPTIMIZERS)), default=DEFAULTS.optimizer,
+                        help="update rule: " + ", ".join(OPTIMIZERS))
+    parser.add_argument("--mode", type=one_of(MODES), default=DEFAULTS.mode,
+                        help="expected: step along the exact mean; sampled: batches of N from μ")
+    parser.add_argument("--N", type=number_in(int, *INTEGER_RANGES["N"]), default=DEFAULTS.N,
+                        help="batch size (sampled mode)")
+    parser.add_argument("--runs", type=number_in(int, *LIMITS["runs"]), default=DEFAULTS.runs,
+                        help="independent runs (sampled mode)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    arguments = parser.parse_args(argv)
+    try:
+        ids = chosen_ids(arguments.estimators)
+    except ValueError as error:
+        parser.error(str(error))
+    arguments = validate_toy_arguments(parser, arguments, ids)
+    try:
+        arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
+                                          arguments.N, arguments.runs)
+    except ValueError as error:
+        parser.error(str(error))
+    return parser, arguments
+
+
+def report(arguments):
+    toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed)
+    config = arguments.config
+    trajectories = train(toy, arguments.selection, arguments.baseline, config)
+    start = diagnostics(toy)
+    return {
+        "toy": {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed, "J": start.J,
+                "logged_reward": start.logged_reward, "kl_mu_pi": start.kl_mu_pi, "chi2_seq": start.chi2_seq},
+        "baseline": arguments.baseline,
+        "trajectories": [_trajectory(trajectory, config) for trajectory in trajectories.values()],
+        "summary": summary(trajectories) if "on_policy" in trajectories else summary(trajectories, reference=None),
+    }
+
+
+def _trajectory(trajectory, config):
+    entry = {"estimator": trajectory.estimator, "params": trajectory.params, "mode": config.mode,
+             "optimizer": config.optimizer, "lr": config.lr}
+    if config.mode == "sampled":
+        entry |= {"N": config.N, "runs": config.runs}
+    entry["steps"] = list(range(config.steps + 1))
+    for name in LISTED:
+        values = getattr(trajectory, name)
+        entry[name] = None if values is None else values.tolist()
+    if config.mode == "sampled":
+        entry["median"] = {name: per_step_median(getattr(trajectory, name)).tolist()
+                           for name in LISTED if getattr(trajectory, name) is not None}
+    entry["notes"] = notes(trajectory)
+    return entry
+
+
+def notes(trajectory):
+    """Why some values are null: undefined cosines (and relative biases), and rel_bias in sampled mode."""
+    found, size = [], trajectory.cosine.size
+    at_maximum = trajectory.grad_norm < UNDEFINED_BELOW
+    zero = np.isnan(trajectory.cosine) & ~at_maximum
+    if zero.any():
+        what = "the estimator's mean" if trajectory.mode == "expected" else "the step taken"
+        found.append(f"cosine null at {int(zero.sum())} of {size} values: {what} is zero (every sequence masked, "
+                     "or no reward signal)")
+    if at_maximum.any():
+        found.append(f"cosine{' and rel_bias' if trajectory.rel_bias is not None else ''} null at "
+                     f"{int(at_maximum.sum())} of {size} values: ‖∇J‖ < {UNDEFINED_BELOW:g}, J at a maximum to "
+                     "within rounding, where a direction is rounding noise")
+    if trajectory.rel_bias is None:
+        found.append("rel_bias is null in sampled mode: it is the exact mean's, an expected-mode quantity")
+    return found
+
+
+def as_text(result, config):
+    toy = result["toy"]
+    lines = [f"T={toy['T']} V={toy['V']} M={toy['M']:,} mismatch={toy['mismatch']:g} seed={toy['seed']}   "
+             f"J0={toy['J']:.5f}  E_mu[r]0={toy['logged_reward']:.5f}  KL(mu||pi)0={toy['kl_mu_pi']:.4f}",
+             f"{config.mode} mode, {config.optimizer}, lr={config.lr:g}, {config.steps} steps, baseline="
+             f"{result['baseline']}" + (f", N={config.N}, {config.runs} runs (per-step medians)"
+                                        if config.mode == "sampled" else ""), ""]
+    reach = f"steps to {REACHED:.0%}"
+    width = max(len(row["estimator"]) for row in result["summary"]) + 2
+    lines.append("estimator".ljust(width) + f"{'final J':>9}{reach:>14}{'largest drop':>14}{'final E_mu[r]':>15}"
+                 f"{'final KL':>10}")
+    for row in result["summary"]:
+        steps = row.get("steps_to_reach", "–")
+        lines.append(row["estimator"].ljust(width) + f"{row['final_J']:9.4f}{'never' if steps is None else steps:>14}"
+                     f"{row['largest_drop']:14.4f}{row['final_logged_reward']:15.4f}{row['final_kl_mu_pi']:10.4f}")
+    if "steps_to_reach" in result["summary"][0]:
+        lines.append(f"\nsteps to {REACHED:.0%}: first step with J ≥ {REACHED:g} × on_policy's final J")
+    return "\n".join(lines)
+
+
+def main(argv):
+    parser, arguments = parse_arguments(argv)
+    try:
+        result = report(arguments)
+    except (ValueError, MemoryError) as error:
+        parser.error(str(error) if isinstance(error, ValueError) else "out of memory: use a smaller toy")
+    print(json_text(result) if arguments.json else as_text(result, arguments.config))
+    return 0

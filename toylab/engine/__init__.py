@@ -1,0 +1,11 @@
+"""The exact engine: the toy, its V**T sequences as a grid, and every estimator's exact moments.
+
+    toy            T positions over V tokens, trainer π and sampler μ; J, E_μ[r] and ∇J
+    grid           the sequences as a grid: outer sums, position marginals, prefix sums
+    split_grid     the grid as (first half) × (second half), for many tables at once
+    counts         J, ∇J and the Hessian through the count of token 0 (O(T²))
+    sequences      the two views a weight function reads: every sequence of the toy, or given sequences
+    coefficients   the batch interface: any estimator's per-token coefficients on given sequences
+    moments        exact mean and variance of every estimator in one O(M) pass
+    recursion      factorising estimators' moments at any T, by dynamic programming over the count
+"""

@@ -1,0 +1,60 @@
+"""One batch interface: the per-token coefficients of any estimator or framework preset on given sequences.
+
+    c = toylab.coefficients(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params)
+
+``trainer_logprobs`` and ``sampler_logprobs`` are (B, T) arrays of log π(y_t) and log μ(y_t) for the sampled
+tokens; ``mask`` (B, T) is 1 on response tokens (default: all); ``advantages`` (B,) are A_b, needed only by
+estimators that read them (ppo_clip, opsm and the verl bypass_ppo_clip presets). The result c (B, T) is 0 at
+padding, and sequence b's gradient contribution is Σ_t c[b, t]·A_b·∇log π(y_t). ``name`` is any registry id
+(``toylab.ESTIMATORS``), including the presets ``verl:<classmethod>`` and ``trl:<mode>``, and ``params`` its
+thresholds under their registry names (a preset's are the framework's: ``rs_threshold="0.8_1.1"``). Per-sequence
+statistics (log W, means, ρ_geo = W^(1/L_b), maxima) use only each sequence's own tokens.
+
+Monte Carlo (``montecarlo.Batches``) and stratified Monte Carlo go through here; the exact engine evaluates the
+same weight functions on every sequence of the toy, and the tests check the two agree sequence by sequence.
+``kept_tokens`` gives the tokens left in the loss mask (what verl's token-mean divides by), ``affected_tokens``
+the tokens whose weight the estimator masks or clips (what the exact table's shares count), and
+``aggregation.gradient_weights`` turns both into a batch's gradient weights under any loss aggregation.
+"""
+
+from toylab.catalogue.estimators import ESTIMATORS, resolve_params
+from toylab.engine.sequences import GivenSequences
+
+
+def coefficients(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+    """c (B, T): Σ_t c[b, t]·A_b·∇log π(y_t) is sequence b's gradient contribution (see the module docstring)."""
+    sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
+    return apply(name, sequences, resolve_params(name, params))[0]
+
+
+def kept_tokens(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+    """(B, T) bool: response tokens the estimator leaves in the loss mask (its rejections removed)."""
+    sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
+    return apply(name, sequences, resolve_params(name, params))[1]
+
+
+def affected_tokens(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+    """(B, T) bool: response tokens whose weight the estimator masks or clips (its own mark or its sequence's)."""
+    sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
+    return marks(name, sequences, resolve_params(name, params))[2]
+
+
+def marks(estimator_id, sequences, params):
+    """(c, kept, affected) of an exact estimator on a ``GivenSequences`` view: its coefficients, the tokens left
+    in the loss mask, and the tokens whose weight it masks or clips — from one evaluation of its weights."""
+    estimator = ESTIMATORS[estimator_id]
+    if not estimator.exact:
+        raise ValueError(f"{estimator_id} is batch-coupled: its weight depends on the whole batch it is averaged in")
+    weights = estimator.weights(sequences, **params)
+    return (*sequences.assemble(weights), sequences.affected(weights))
+
+
+def apply(estimator_id, sequences, params):
+    """(c, kept) of an estimator with resolved ``params`` on a ``GivenSequences`` view."""
+    estimator = ESTIMATORS[estimator_id]
+    if estimator.exact:
+        return sequences.assemble(estimator.weights(sequences, **params))
+    if estimator.batch_weights is not None:
+        return estimator.batch_weights(sequences, **params)
+    raise ValueError(f"{estimator_id} is batch-coupled through the batch's rewards, not a weight: compute the "
+                     f"advantages your way and use its weight estimator instead")

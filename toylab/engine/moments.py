@@ -1,0 +1,291 @@
+"""Exact moments of every exact estimator, in O(M) from the factorised coefficient.
+
+With c_t(y) = a(y)·f[t, y_t]·H_t(y_{<t}), a = (r − b)·sequence weight and H_t = ∏_{s<t} carry[s, y_s],
+and p the sampling distribution (μ, or π for on_policy):
+
+    m_t[v]   = E_p[c_t·1[y_t = v]]   = f[t, v]·Σ_prefix H_t(prefix)·S1_t[prefix, v]
+    mean_t   = m_t − π_t·Σ_v m_t[v]                              (since s_t = onehot(y_t) − π_t)
+    E‖ĝ‖²    = Σ_t Σ_v E_p[c_t²·1[y_t = v]]·‖onehot(v) − π_t‖²   (rows of ĝ are separate positions)
+
+where S1_t, S2_t are the prefix sums of the M-vectors p·a and p·a² (``grid.prefix_sums``); without a
+carry (every estimator but prefix IS) they reduce to position marginals (``grid.position_marginals``).
+
+A token factor that depends on the sign of the advantage (PPO-clip against the sampler: ``Weights.negative_token``)
+does not factorise this way over all sequences, but it does within each reward class: A = r − b takes one value
+on r = 1 and one on r = 0, so the sums above are taken separately over the sequences with A ≥ 0 and with A < 0,
+each with its own f, and added (two passes, still O(M)).
+"""
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+from toylab.catalogue.estimators import ESTIMATORS, EXACT_IDS, resolve_params
+from toylab.engine.grid import outer_any, position_marginals, prefix_sums
+from toylab.engine.sequences import AllSequences
+from toylab.engine.toy import share
+
+UNBIASED_TOLERANCE = 1e-9
+CHUNK = 2**18                 # sequences per chunk of the exact pass: their M-vectors stay small
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Exact first and second moments of one estimator's single-sample gradient estimate.
+
+    ``cosine`` is None when E[ĝ] = 0: a zero vector has no direction. ``note`` then says why E[ĝ] = 0
+    (every sequence masked, or every kept one with A = 0); it is "" when every field is defined.
+    """
+    estimator: str
+    params: dict
+    mean: np.ndarray
+    bias: float
+    var: float
+    grad_norm: float
+    cosine: float | None
+    tokens_affected: float
+    sequences_affected: float
+    note: str = ""
+
+    @property
+    def rel_bias(self):
+        return self.bias / self.grad_norm
+
+    def rel_std(self, N):
+        """sqrt(var/N)/‖∇J‖: the spread of a batch mean of N samples."""
+        return float(np.sqrt(self.var / N) / self.grad_norm)
+
+    def rel_rmse(self, N):
+        """sqrt(bias² + var/N)/‖∇J‖."""
+        return float(np.sqrt(self.bias**2 + self.var / N) / self.grad_norm)
+
+    @property
+    def unbiased(self):
+        return self.rel_bias < UNBIASED_TOLERANCE
+
+
+def direction(mean, grad, b, masked_entirely):
+    """(cosine, note): cos(E[ĝ], ∇J) = ⟨E[ĝ], ∇J⟩/(‖E[ĝ]‖·‖∇J‖), clipped to [−1, 1] against rounding, and "";
+    or (None, why) when E[ĝ] = 0 exactly. ``masked_entirely()`` (called only then) is "sequence" or "token"
+    if the estimator's coefficient is 0 on every one, else "" (then every kept sequence has A = r − b = 0)."""
+    mean_norm = float(np.linalg.norm(mean))
+    if mean_norm > 0:
+        cosine = float(np.sum(mean * grad) / (mean_norm * np.linalg.norm(grad)))
+        return min(max(cosine, -1.0), 1.0), ""
+    masked = masked_entirely()
+    why = f"every {masked} is masked" if masked else f"every sequence it keeps has advantage A = r − b = 0 (b = {b:.4g})"
+    return None, f"{why}, so its mean gradient E[ĝ] is 0 and its direction (the cosine to ∇J) is undefined"
+
+
+def baseline_value(toy, baseline):
+    """b for a baseline name: none → 0, logged → E_μ[r], true → J."""
+    values = {"none": lambda: 0.0, "logged": lambda: toy.logged_reward, "true": lambda: toy.J}
+    if baseline not in values:
+        raise ValueError(f"unknown baseline {baseline!r}; choose none, logged or true")
+    return values[baseline]()
+
+
+def exact_moments(toy, estimator_id, params=None, baseline="none"):
+    """The exact Moments of an exact estimator on the toy, with the given thresholds and baseline."""
+    return exact_moments_many(toy, {estimator_id: params}, baseline)[estimator_id]
+
+
+def exact_moments_many(toy, selection, baseline="none"):
+    """{id: Moments} for ``selection`` ({id: parameter overrides}) in one pass over the sequences.
+
+    The pass goes through the sequences in chunks of at most CHUNK sequences that share a prefix
+    (``AllSequences`` with that prefix): every estimator's weights are evaluated on the chunk and its sums
+    accumulated, so the M-vectors held at once are chunk-sized, and those every estimator reads (A = r − b,
+    p·A, log W) are built once per chunk.
+    """
+    return dict(zip(selection, exact_moments_of(toy, list(selection.items()), baseline), strict=True))
+
+
+def exact_moments_of(toy, entries, baseline="none"):
+    """[Moments] for ``entries``, a list of (id, parameter overrides) in which an id may repeat with other
+    parameters (a threshold sweep), all in the one pass of ``exact_moments_many``."""
+    b = baseline_value(toy, baseline)
+    chosen = []
+    for estimator_id, overrides in entries:
+        if not ESTIMATORS[estimator_id].exact:
+            raise ValueError(f"{estimator_id} is batch-coupled: it has no exact single-sample moments")
+        chosen.append((estimator_id, resolve_params(estimator_id, overrides)))
+    sums = [_Sums(toy, ESTIMATORS[estimator_id].on_policy) for estimator_id, _ in chosen]
+    for view in chunks(toy, b):
+        for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True):
+            estimator_sums.add(view, ESTIMATORS[estimator_id].weights(view, **params))
+    return [estimator_sums.moments(estimator_id, params, b)
+            for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True)]
+
+
+def chunks(toy, b):
+    """``AllSequences`` views of the toy's sequences, one per prefix: each holds V**c ≤ CHUNK sequences (c ≥ 1
+    free positions), in grid order; together they are every sequence once."""
+    free = max(1, min(toy.T, int(np.log(CHUNK) / np.log(toy.V) + 1e-9)))
+    suffixes = {}
+    for prefix in itertools.product(range(toy.V), repeat=toy.T - free):
+        yield AllSequences(toy, b, prefix=prefix, suffixes=suffixes)
+
+
+class _Sums:
+    """One estimator's sums over the chunks: the factorised first and second moments and the kept mass."""
+
+    def __init__(self, toy, on_policy):
+        self.toy, self.on_policy = toy, on_policy
+        self.first = np.zeros((toy.T, toy.V))           # m_t[v] = E_p[c_t·1[y_t = v]], summed over the chunks
+        self.second = np.zeros((toy.T, toy.V))          # E_p[c_t²·1[y_t = v]]
+        self.kept_tokens = np.zeros(toy.T)              # Σ over sequences of p·1[token t kept]
+        self.kept_sequences = 0.0                       # Σ p·1[no token of the sequence masked or clipped]
+        self.hits = "nothing"                           # or "tokens" (only token marks: closed form) or "any"
+        self.token_hits = None
+        self.any_sequence_weight = self.any_token_weight = False
+
+    def add(self, view, weights):
+        self.any_sequence_weight = self.any_sequence_weight or bool(np.any(weights.sequence))
+        classes = _sign_classes(view, weights)
+        for sign_class, negative in classes:
+            first, second = _position_moments(view, self.on_policy, weights, sign_class)
+            token = weights.for_sign(negative)[0]
+            token = 1.0 if token is None else token
+            self.first += first * token
+            self.second += second * token**2
+            self.any_token_weight = self.any_token_weight or bool(np.any(token))
+        if weights.sequence_affected is None and not weights.splits_by_sign:
+            if weights.token_affected is not None:      # the same table in every chunk: closed form in _affected
+                self.hits, self.token_hits = "tokens", weights.token_affected
+            return
+        self.hits = "any"
+        probability = view.probability(self.on_policy)
+        kept = probability if weights.sequence_affected is None else np.where(weights.sequence_affected, 0.0,
+                                                                               probability)
+        for sign_class, negative in classes:
+            in_class = kept if sign_class is None else np.where(sign_class, kept, 0.0)
+            token_hit = weights.for_sign(negative)[1]
+            if token_hit is None:
+                self.kept_tokens += in_class.sum()
+                self.kept_sequences += float(in_class.sum())
+                continue
+            self.kept_tokens += (chunk_marginals(view, in_class) * ~token_hit).sum(axis=1)
+            if not token_hit[np.arange(view.head), view.prefix].any():
+                self.kept_sequences += float(np.sum(in_class, where=~outer_any(token_hit[view.head:])))
+
+    def moments(self, estimator_id, params, b):
+        toy = self.toy
+        squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
+        mean = self.first - toy.pi * self.first.sum(axis=1, keepdims=True)
+        second_moment = float(np.sum(self.second * squared_score))
+        grad = toy.true_grad
+        masked = "sequence" if not self.any_sequence_weight else "token" if not self.any_token_weight else ""
+        cosine, note = direction(mean, grad, b, lambda: masked)
+        tokens, sequences = self._affected(toy.pi if self.on_policy else toy.mu)
+        return Moments(
+            estimator=estimator_id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
+            var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0), grad_norm=float(np.linalg.norm(grad)),
+            cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+
+    def _affected(self, position_probability):
+        """(mean over t of P(token t masked or clipped), P(any token of the sequence masked or clipped))."""
+        if self.hits == "nothing":
+            return 0.0, 0.0
+        if self.hits == "tokens":
+            per_position = (position_probability * self.token_hits).sum(axis=1)
+            return float(per_position.mean()), float(1 - np.prod(1 - per_position))
+        return float(1 - self.kept_tokens.mean()), float(1 - self.kept_sequences)
+
+
+def _sign_classes(view, weights):
+    """[(sequences of the class or None for all, negative)]: one class, or A ≥ 0 and A < 0 (see above), whose
+    token factor and marks are ``weights.for_sign(negative)``."""
+    if not weights.splits_by_sign:
+        return [(None, False)]
+    negative = view.advantage < 0
+    return [(~negative, False), (negative, True)]
+
+
+def chunk_marginals(view, x):
+    """m[..., t, v] = Σ over the view's sequences of x·1[y_t = v] for vectors x (..., n): the prefix's tokens
+    carry all of x's sum."""
+    toy = view.toy
+    free = position_marginals(x, toy.T - view.head, toy.V)
+    marginals = np.zeros((*free.shape[:-2], toy.T, toy.V))
+    marginals[..., view.head:, :] = free
+    marginals[..., np.arange(view.head), view.prefix] = free[..., :1, :].sum(axis=-1)
+    return marginals
+
+
+def _position_moments(view, on_policy, weights, sign_class=None):
+    """E_p[a·H_t·1[y_t = v]] and E_p[a²·H_t²·1[y_t = v]] over the view's sequences, each (T, V), with
+    a = (r − b)·sequence weight.
+
+    Without a carry (H_t = 1) these are position marginals of p·a and p·a²; with one, prefix sums
+    weighted by H_t over the V**t prefixes. ``sign_class`` restricts the sums to those sequences.
+    p·A comes from the view (shared); p·a = p·A·w and p·a² = p·a·A·w are written into one (2, n) array,
+    whose marginals are taken together. Estimators with neither a sequence weight nor a carry (naive,
+    token-level) share the result through the view's memo.
+    """
+    sequence = weights.sequence
+    unit = np.ndim(sequence) == 0 and sequence == 1
+    shared = weights.carry is None and unit and sign_class is None
+    key = ("unweighted position moments", on_policy)
+    if shared and key in view.memo:
+        return view.memo[key]
+    weighted = view.weighted_probability(on_policy)                             # p·A: the view's, never written
+    powers = np.empty((2, weighted.size))
+    first, second = powers
+    if unit:
+        first[:] = weighted
+    else:
+        np.multiply(weighted, sequence, out=first)                               # p·a
+    if sign_class is not None:
+        first *= sign_class
+    np.multiply(first, view.advantage, out=second)                               # p·a·A
+    if not unit:
+        second *= sequence                                                       # p·a²
+    if weights.carry is None:
+        moments = tuple(chunk_marginals(view, powers))
+    else:
+        moments = _carried_chunk_marginals(view, first, weights.carry, 1), \
+            _carried_chunk_marginals(view, second, weights.carry, 2)
+    if shared:
+        view.memo[key] = moments
+    return moments
+
+
+def _carried_chunk_marginals(view, x, carry, power):
+    """``chunk_marginals`` with H_t = ∏_{s<t} carry[s, y_s]: over the prefix H_t is one number per t."""
+    toy, head = view.toy, view.head
+    carried = np.concatenate([[1.0], np.cumprod(carry[np.arange(head), view.prefix])])    # H_t, t = 0 … head
+    marginals = np.zeros((toy.T, toy.V))
+    marginals[head:] = carried[head]**power * _carried_marginals(x, toy.T - head, toy.V, carry[head:], power)
+    total = x.sum()
+    marginals[np.arange(head), view.prefix] = carried[:head]**power * total
+    return marginals
+
+
+def _carried_marginals(x, T, V, carry, power):
+    """m[t, v] = Σ_y x[y]·H_t(y_{<t})**power·1[y_t = v], H_t = ∏_{s<t} carry[s, y_s], over the V**T sequences."""
+    marginals = np.empty((T, V))
+    prefix_weight = np.ones(1)
+    for t, sums in enumerate(prefix_sums(x, T, V)):
+        marginals[t] = prefix_weight**power @ sums
+        prefix_weight = np.multiply.outer(prefix_weight, carry[t]).ravel()
+    return marginals
+
+
+def exact_table(toy, selection=None, baseline="none", N=64):
+    """One row per exact estimator: its Moments summarised at batch size N (cosine None with a ``note`` when
+    it is undefined).
+
+    ``selection`` maps estimator id → parameter overrides (default: every exact estimator, defaults).
+    """
+    selection = {id: {} for id in EXACT_IDS} if selection is None else selection
+    rows = []
+    for estimator_id, moments in exact_moments_many(toy, selection, baseline).items():
+        rows.append({
+            "estimator": estimator_id, "label": ESTIMATORS[estimator_id].label, "params": moments.params,
+            "bias": moments.bias, "var": moments.var, "rel_bias": moments.rel_bias,
+            "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
+            "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
+            "unbiased": moments.unbiased, "note": moments.note})
+    return rows

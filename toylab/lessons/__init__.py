@@ -1,0 +1,7 @@
+"""The lessons: plain statements for a reading group, each with the setting that shows it and its evidence.
+
+    lesson         what a lesson is: statement, controls, tab, and the check that computes its evidence
+    estimators     lessons about the estimators on one toy
+    training       lessons about training with a correction
+    tour           the lessons in the order a reading group meets them
+"""

@@ -1,0 +1,149 @@
+"""Lessons about the estimators on one toy: what W looks like, which corrections stay biased, how the variance
+and the best threshold behave, and what a rollout log's reward means.
+"""
+
+import numpy as np
+
+from toylab.analysis.diagnostics import diagnostics, sequence_chi2
+from toylab.analysis.length import length_toy
+from toylab.analysis.sweeps import best_thresholds, threshold_sweep
+from toylab.engine.moments import baseline_value, exact_moments
+from toylab.engine.recursion import exact_by_recursion, objective_by_recursion
+from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, controls, toy_of
+
+
+def weight_mostly_below_one(settings):
+    """E_μ[W] = 1 and E_μ[log W] = −KL(μ‖π) < 0, so P_μ(W < 1) > ½."""
+    toy = toy_of(settings)
+    log_W = toy.log_W
+    W = np.exp(log_W)
+    numbers = {"E_μ[W]": float(toy.p_sampler @ W), "E_μ[log W]": float(toy.p_sampler @ log_W),
+               "−KL(μ‖π)": -diagnostics(toy).kl_mu_pi, "P_μ(W < 1)": float(toy.p_sampler @ (W < 1)),
+               "largest W": float(W.max())}
+    holds = abs(numbers["E_μ[W]"] - 1) < 1e-9 and abs(numbers["E_μ[log W]"] - numbers["−KL(μ‖π)"]) < 1e-9 \
+        and numbers["P_μ(W < 1)"] > 0.5
+    return Evidence(numbers, holds)
+
+
+def token_corrections_stay_biased(settings):
+    """tok_is and tok_tis are biased at T ≥ 2 although positions are independent; seq_is is not."""
+    toy = toy_of(settings)
+    bias = {id: exact_moments(toy, id, settings.params(id), settings.baseline).rel_bias
+            for id in ("tok_is", "tok_tis", "seq_is")}
+    numbers = {f"rel bias {id}": value for id, value in bias.items()}
+    return Evidence(numbers, bias["tok_is"] > 0.05 and bias["tok_tis"] > 0.05 and bias["seq_is"] < UNBIASED)
+
+
+LENGTH_EVIDENCE = (16, 32, 64)
+
+
+def sequence_is_variance_explodes(settings):
+    """At T = 16, 32, 64 on the Sequence length tab's toys (``length_toy``, exact by recursion): seq_is
+    unbiased, and var(seq_is)/var(on_policy) grows like (1 + χ²_seq)^κ with κ = log ratio / log(1 + χ²_seq)
+    between ½ and 3/2."""
+    numbers, holds = {}, True
+    for T in LENGTH_EVIDENCE:
+        toy = length_toy(T, settings.V, settings.mismatch, settings.seed)
+        objective = objective_by_recursion(toy)
+        seq_is, on_policy = (exact_by_recursion(toy, id, {}, settings.baseline, objective)
+                             for id in ("seq_is", "on_policy"))
+        ratio, growth = seq_is.var / on_policy.var, 1 + sequence_chi2(toy)
+        numbers |= {f"T={T}: rel bias seq_is": seq_is.rel_bias, f"T={T}: var ratio seq_is/on_policy": ratio,
+                    f"T={T}: 1 + χ²_seq": growth}
+        holds &= seq_is.rel_bias < UNBIASED and 0.5 < np.log(ratio) / np.log(growth) < 1.5
+    first, last = (numbers[f"T={T}: var ratio seq_is/on_policy"] for T in (LENGTH_EVIDENCE[0], LENGTH_EVIDENCE[-1]))
+    return Evidence(numbers, holds and last > 100 * first)
+
+
+SMALL_N, LARGE_N = 4, 4096
+
+
+def best_threshold_depends_on_N(settings):
+    """seq_tis's sweep: the lowest C has more bias and less spread than the highest, and the C with the lowest
+    RMSE at N = 4 is smaller than at N = 4096."""
+    toy = toy_of(settings)
+    selection = {"seq_tis": settings.params("seq_tis")}
+    small, large = (threshold_sweep(toy, selection, settings.baseline, N) for N in (SMALL_N, LARGE_N))
+    lowest, highest = small[0], small[-1]
+    best_small, best_large = (best_thresholds(rows)["seq_tis"]["threshold"] for rows in (small, large))
+    numbers = {f"best C at N={SMALL_N}": best_small, f"best C at N={LARGE_N}": best_large,
+               f"rel bias at C={lowest['threshold']:g}": lowest["rel_bias"],
+               f"rel bias at C={highest['threshold']:g}": highest["rel_bias"],
+               f"rel std at N={SMALL_N}, C={lowest['threshold']:g}": lowest["rel_std"],
+               f"rel std at N={SMALL_N}, C={highest['threshold']:g}": highest["rel_std"]}
+    holds = best_small < best_large and lowest["rel_bias"] > highest["rel_bias"] \
+        and lowest["rel_std"] < highest["rel_std"]
+    return Evidence(numbers, holds)
+
+
+def baseline_shifts_uncorrected_means(settings):
+    """mean(b = 0) − mean(b) = b·E_μ[Σ_t c_t s_t]: for naive exactly b·(μ_t − π_t) per row, nonzero under
+    mismatch; also for tok_tis (clipped ρ); zero for tok_is and seq_is, since E_μ[ρ_t s_t] = E_π[s_t] = 0."""
+    toy = toy_of(settings)
+    b = baseline_value(toy, settings.baseline)
+    shift = {id: exact_moments(toy, id, settings.params(id), "none").mean
+             - exact_moments(toy, id, settings.params(id), settings.baseline).mean
+             for id in ("naive", "tok_tis", "tok_is", "seq_is")}
+    numbers = {"b": b} | {f"‖mean shift‖ {id}": float(np.linalg.norm(value)) for id, value in shift.items()}
+    naive_identity = float(np.abs(shift["naive"] - b * (toy.mu - toy.pi)).max())
+    numbers["max |naive shift − b(μ − π)|"] = naive_identity
+    scale = float(np.linalg.norm(shift["naive"]))
+    holds = naive_identity < 1e-12 and scale > 1e-3 and numbers["‖mean shift‖ tok_tis"] > 1e-3 * scale \
+        and max(numbers["‖mean shift‖ tok_is"], numbers["‖mean shift‖ seq_is"]) < 1e-12
+    return Evidence(numbers, holds)
+
+
+def logged_reward_is_not_J(settings):
+    """E_μ[r] (what a rollout log averages) differs from J = E_π[r] under mismatch."""
+    toy = toy_of(settings)
+    numbers = {"J = E_π[r]": toy.J, "E_μ[r] (logged)": toy.logged_reward}
+    return Evidence(numbers, abs(toy.J - toy.logged_reward) > 0.1 * toy.J)
+
+
+def two_sequence_ratios(settings):
+    """W and ρ_geo = W^(1/T) differ: E_μ[W] = 1 but E_μ[ρ_geo] < 1 (Jensen), and log W spreads T times wider."""
+    toy = toy_of(settings)
+    p, log_W = toy.p_sampler, toy.log_W
+    spread = float(np.sqrt(p @ (log_W - p @ log_W) ** 2))
+    numbers = {"E_μ[W]": float(p @ np.exp(log_W)), "E_μ[ρ_geo]": float(p @ np.exp(log_W / toy.T)),
+               "P_μ(W > 2)": float(p @ (log_W > np.log(2))), "P_μ(ρ_geo > 2)": float(p @ (log_W / toy.T > np.log(2))),
+               "sd of log W": spread, "sd of log ρ_geo": spread / toy.T}
+    holds = abs(numbers["E_μ[W]"] - 1) < 1e-9 and numbers["E_μ[ρ_geo]"] < 1 - 1e-3 \
+        and numbers["P_μ(W > 2)"] > 10 * numbers["P_μ(ρ_geo > 2)"]
+    return Evidence(numbers, holds)
+
+
+LESSONS = (
+    Lesson("weight_below_one",
+           "The sequence weight W = π(y)/μ(y) averages exactly 1 over the sampler, yet most sequences get "
+           "W < 1: E_μ[log W] = −KL(μ‖π) < 0, and a few rare sequences carry huge weights.",
+           controls(("seq_is", "seq_tis")), "Ratios", weight_mostly_below_one),
+    Lesson("token_bias",
+           "Token-level corrections (tok_is, tok_tis) stay biased even though the positions are independent: "
+           "the reward couples the positions, so reweighting each token by its own ρ_t (rather than the "
+           "sequence by W) misses the other tokens' mismatch.",
+           controls(("naive", "tok_is", "tok_tis", "seq_is")), "Estimators", token_corrections_stay_biased),
+    Lesson("seq_is_variance",
+           "Sequence-level IS is unbiased at every length, but its variance grows like "
+           "(1 + χ²_t)^T = 1 + χ²_seq: exponentially in T.",
+           controls(("on_policy", "tok_is", "tok_tis", "seq_is"), mismatch=0.5), "Sequence length",
+           sequence_is_variance_explodes),
+    Lesson("threshold_depends_on_N",
+           "Truncation and masking trade bias for variance: a lower threshold adds bias and removes spread. "
+           "So the best threshold depends on the batch size N: small batches want aggressive truncation, large "
+           "ones a much higher threshold.",
+           controls(("seq_tis", "seq_mis", "tok_tis"), N=SMALL_N), "Threshold sweep", best_threshold_depends_on_N),
+    Lesson("baseline_shift",
+           "Under mismatch a baseline changes the mean of naive and truncated token-level estimators, because "
+           "E_μ[s_t] = μ_t − π_t ≠ 0; it leaves tok_is and seq_is alone, whose weights make E[ρ_t s_t] = 0.",
+           controls(("naive", "tok_is", "tok_tis", "seq_is"), baseline="logged"), "Estimators",
+           baseline_shifts_uncorrected_means),
+    Lesson("logged_reward",
+           "The mean reward a rollout log shows is E_μ[r], the sampler's, not the objective J = E_π[r] "
+           "the trainer climbs; under mismatch they differ.",
+           controls(("naive", "seq_is")), "Estimators", logged_reward_is_not_J),
+    Lesson("sequence_ratio_names",
+           "\"Sequence ratio\" means W = ∏_t ρ_t in verl's and TRL's sequence modes but ρ_geo = W^(1/T) in "
+           "GSPO: the same words, very different numbers (E_μ[W] = 1, E_μ[ρ_geo] < 1).",
+           controls(("seq_tis", "geo_rs", "gspo_geo")), "Ratios", two_sequence_ratios),
+)

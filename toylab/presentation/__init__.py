@@ -1,0 +1,10 @@
+"""The data behind every chart and table, and the charts: arranging library numbers, never computing them.
+
+Each view has a pair: ``*_frames`` turns library results into DataFrames, ``*_charts`` turns those frames into
+Altair charts (pure functions, no computation).
+
+    frames, charts                    the estimator table, bias versus spread, ratios, error versus batch size
+    sweep_frames, sweep_charts        the threshold, mismatch and length sweeps
+    training_frames, training_charts  the Training tab
+    run_frames, run_charts            the Your run tab
+"""

@@ -1,0 +1,70 @@
+"""Altair charts of a rollout log: each a pure function of a ``toylab.log_frames`` frame.
+
+The data are samples, so they are drawn in the colour the Ratios tab gives a sampled batch, never in the
+grey of an exact distribution; thresholds (when given) are drawn as on the Ratios tab, in each
+estimator's registry colour.
+"""
+
+import altair as alt
+
+from toylab.presentation.charts import readable, threshold_layers, tips
+
+DATA_COLOUR = "#E69F00"          # the Ratios tab's sampled-batch colour
+LOG_RHO = "log ρ_t = log π(y_t) − log μ(y_t)"
+HEIGHT = 300
+
+
+def _count_bars(frame, count, x_title):
+    """Bars from bin_start to bin_end on a log count axis (bars start below 1, so a single count shows)."""
+    return alt.Chart(frame).mark_bar(color=DATA_COLOUR, opacity=0.85).encode(
+        alt.X("bin_start:Q", title=x_title), alt.X2("bin_end:Q"),
+        alt.Y(f"{count}:Q", scale=alt.Scale(type="log"), title=f"{count} (log scale)"), alt.Y2Datum(0.5),
+        tips(alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
+             alt.Tooltip(f"{count}:Q", format=",")))
+
+
+def token_histogram_chart(frame, thresholds=None):
+    """How many response tokens have each log ρ_t (log count axis: the tails are few), with the selected
+    per-token thresholds if given (``log_frames.token_threshold_frame``)."""
+    zero = alt.Chart(frame).mark_rule(strokeDash=[4, 4]).encode(alt.XDatum(0.0))
+    layers = [_count_bars(frame, "tokens", LOG_RHO), zero]
+    if thresholds is not None and len(thresholds):
+        layers += threshold_layers(thresholds, float(frame["tokens"].max()), measure="share")
+    return readable(alt.layer(*layers, height=HEIGHT, title="log ρ_t of every response token"))
+
+
+def _binned_chart(frame, x, title):
+    """Mean log ρ_t per bin (line and points sized by tokens) and its 10–90 % band; ``x`` is an alt.X."""
+    band = alt.Chart(frame).mark_area(color=DATA_COLOUR, opacity=0.25).encode(
+        x, alt.Y("low:Q", title="log ρ_t (mean, 10–90 % band)"), alt.Y2("high:Q"))
+    line = alt.Chart(frame).mark_line(color=DATA_COLOUR, strokeWidth=2.5).encode(x, alt.Y("mean_log_rho:Q"))
+    points = alt.Chart(frame).mark_circle(color=DATA_COLOUR, opacity=0.9).encode(
+        x, alt.Y("mean_log_rho:Q"), alt.Size("tokens:Q", legend=None, scale=alt.Scale(range=[15, 150])),
+        tips(alt.Tooltip(x.shorthand, format=".3g"), alt.Tooltip("tokens:Q", format=","),
+             alt.Tooltip("mean_log_rho:Q", format=".3f", title="mean log ρ"), alt.Tooltip("low:Q", format=".3f"),
+             alt.Tooltip("high:Q", format=".3f")))
+    zero = alt.Chart(frame).mark_rule(strokeDash=[4, 4]).encode(alt.YDatum(0.0))
+    return readable(alt.layer(band, line, points, zero, height=HEIGHT, title=title))
+
+
+def position_chart(frame):
+    """Does the mismatch grow along the response? log ρ_t against the token's position."""
+    return _binned_chart(frame, alt.X("position:Q", title="position in the response (0 = first token)"),
+                         "log ρ_t along the response")
+
+
+def probability_chart(frame):
+    """Where the mismatch lives: log ρ_t against the sampler's own probability of the token."""
+    return _binned_chart(frame, alt.X("log10_mu:Q", title="log10 μ(y_t), the sampler's probability of the token"),
+                         "log ρ_t against the sampler's probability")
+
+
+def sequence_histogram_chart(frame, thresholds=None, kind="W"):
+    """Sequences per bin of log W (kind "W") or log ρ_geo (kind "geo"), with thresholds if given
+    (``log_frames.sequence_threshold_frame``: estimator, threshold, value, log_value, side, beyond)."""
+    name = "log W = Σ_t log ρ_t  (verl/TRL 'sequence' ratio)" if kind == "W" else \
+        "log ρ_geo = log W / L  (GSPO's sequence ratio)"
+    layers = [_count_bars(frame, "sequences", name)]
+    if thresholds is not None and len(thresholds):
+        layers += threshold_layers(thresholds, float(frame["sequences"].max()), measure="share")
+    return readable(alt.layer(*layers, height=HEIGHT))

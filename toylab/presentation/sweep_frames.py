@@ -1,0 +1,97 @@
+"""DataFrames for the sweep views' charts (a threshold, the mismatch, the length T): long format (one row
+per point and metric), nothing computed but the reshaping and the ±2 s.e. error bars.
+
+Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped
+from log-scale panels; ``length_overflow_notes`` names the overflowed ones, so the view can say what is
+not drawn.
+"""
+
+import numpy as np
+import pandas as pd
+
+from toylab.analysis.length import MONTE_CARLO
+
+UNBIASED = 1e-9
+ROUNDING = 1e-12
+METRICS = {"rel_bias": "relative bias", "rel_std": "relative std at N", "rel_rmse": "relative RMSE at N"}
+STD_RATIO = "std ÷ on-policy std"
+
+
+def _positive(frame, floor=0.0):
+    """The rows a log axis can show: finite values above ``floor``."""
+    return frame[np.isfinite(frame["value"]) & (frame["value"] > floor)].reset_index(drop=True)
+
+
+def _long(rows, keys, metrics):
+    frame = pd.DataFrame(rows)
+    return frame.melt(id_vars=keys, value_vars=list(metrics), var_name="metric", value_name="value") \
+        .assign(metric=lambda f: f["metric"].map(METRICS))
+
+
+def threshold_frame(rows, best):
+    """(estimator, parameter, threshold, chosen, best, metric, value); ``best`` = sweeps.best_thresholds(rows).
+    Relative bias keeps its zeros (a linear axis); std and RMSE drop what a log axis cannot show."""
+    frame = pd.DataFrame(rows)
+    frame["best"] = [row["threshold"] == best[row["estimator"]]["threshold"] for row in rows]
+    long = _long(frame, ["estimator", "parameter", "threshold", "chosen", "best"], METRICS)
+    bias = long["metric"] == METRICS["rel_bias"]
+    return pd.concat([long[bias], _positive(long[~bias])], ignore_index=True)
+
+
+def mismatch_frame(estimator_rows):
+    """(mismatch, estimator, metric, value) for relative bias (zeros kept: linear axis) and RMSE."""
+    return _long(estimator_rows, ["mismatch", "estimator"], ["rel_bias", "rel_rmse"])
+
+
+def divergence_frame(divergence_rows):
+    """(mismatch, quantity, value) for KL(μ‖π) and χ²_seq; the zeros at mismatch 0 (rounding error, ~1e-17)
+    dropped for the log axis."""
+    frame = pd.DataFrame(divergence_rows).rename(columns={"kl_mu_pi": "KL(μ‖π)", "chi2_seq": "χ²_seq"})
+    long = frame.melt(id_vars=["mismatch"], var_name="quantity", value_name="value")
+    return _positive(long, floor=ROUNDING)
+
+
+def length_divergence_frame(rows):
+    """(T, quantity, value) for χ²_seq and the ESS fraction (exact at every T); zeros dropped for the log axis."""
+    frame = pd.DataFrame(rows)
+    return _positive(frame[frame["quantity"].isin(["χ²_seq", "ESS fraction"])][["T", "quantity", "value"]])
+
+
+def length_probability_frame(rows):
+    """(T, quantity, value, lower, upper, method, monte_carlo) for P(W > C) and P(ρ_geo outside band), with
+    ±2 s.e. bands clipped to [0, 1] (zero width when exact)."""
+    frame = pd.DataFrame(rows)
+    frame = frame[frame["quantity"].str.startswith("P(")].reset_index(drop=True)
+    band = 2 * frame["se"]
+    return frame.assign(lower=(frame["value"] - band).clip(lower=0.0), upper=(frame["value"] + band).clip(upper=1.0),
+                        monte_carlo=frame["method"] == MONTE_CARLO).drop(columns="se")
+
+
+def length_estimator_frame(rows):
+    """(T, estimator, metric, value, lower, upper, method, monte_carlo): relative bias and the std relative to
+    on-policy sqrt(var_e/var_on_policy), with ±2 s.e. bands for Monte Carlo points; points a log axis cannot
+    show are dropped."""
+    frame = pd.DataFrame(rows)
+    parts = []
+    for metric, value, se in ((METRICS["rel_bias"], frame["rel_bias"], frame["rel_bias_se"]),
+                              (STD_RATIO, frame["std_ratio"], frame["std_ratio_se"])):
+        parts.append(pd.DataFrame({
+            "T": frame["T"], "estimator": frame["estimator"], "metric": metric, "value": value,
+            "lower": np.maximum(value - 2 * se, UNBIASED), "upper": value + 2 * se, "method": frame["method"],
+            "monte_carlo": frame["method"] == MONTE_CARLO}))
+    long = pd.concat(parts, ignore_index=True)
+    return _positive(long, floor=np.where(long["metric"] == METRICS["rel_bias"], UNBIASED, 0.0))
+
+
+def length_overflow_notes(population_rows, estimator_rows):
+    """'χ²_seq at T = 192, 256' for every quantity (and estimator metric) beyond float64's range at some T:
+    those points are not drawn."""
+    overflowed = {}
+    for row in population_rows:
+        if not np.isfinite(row["value"]):
+            overflowed.setdefault(row["quantity"], []).append(row["T"])
+    for row in estimator_rows:
+        for metric, title in (("rel_bias", METRICS["rel_bias"]), ("std_ratio", STD_RATIO)):
+            if not np.isfinite(row[metric]):
+                overflowed.setdefault(f"{row['estimator']}'s {title}", []).append(row["T"])
+    return [f"{name} at T = {', '.join(map(str, lengths))}" for name, lengths in overflowed.items()]

@@ -1,0 +1,118 @@
+"""Altair charts of the Training tab: pure functions of ``training_frames`` frames, no computation.
+
+Registry colours (``charts.estimator_colour``) on every chart; on_policy, the reference, is dashed;
+clicking a legend entry highlights an estimator; sampled runs are a median line over a 10–90 % band.
+"""
+
+import altair as alt
+
+from toylab.presentation.charts import (
+    DISTRIBUTION_COLOUR,
+    FADED,
+    HIGHLIGHT,
+    estimator_colour,
+    highlighted_opacity,
+    legend_highlight,
+    readable,
+    tips,
+)
+from toylab.presentation.training_frames import QUANTITIES, quantity_curves
+
+PANEL_HEIGHT = 200
+BAND_OPACITY = 0.18
+SYMLOG_CONSTANT = 1e-3     # the SGA axis is linear within ±0.001 of zero, logarithmic beyond
+REFERENCE = "on_policy"
+
+
+def _dash():
+    """on_policy dashed (the reference), every other estimator solid."""
+    return alt.StrokeDash("reference:N", legend=None,
+                          scale=alt.Scale(domain=[True, False], range=[[7, 4], [1, 0]]))
+
+
+def _curves(data, x, y_title, ids, highlight, sampled, log=False, legend=True):
+    """Median lines (and, for sampled runs, 10–90 % bands) per estimator."""
+    y = alt.Y("median:Q", title=y_title, scale=alt.Scale(type="log") if log else alt.Undefined)
+    colour = estimator_colour(ids, legend=legend)
+    lines = data.transform_calculate(reference=alt.datum.estimator == REFERENCE).mark_line(strokeWidth=2.5).encode(
+        x, y, colour, _dash(), highlighted_opacity(),
+        tips("estimator:N", "step:Q", alt.Tooltip("median:Q", format=".4g", title="median" if sampled else "value"),
+             *([alt.Tooltip("q10:Q", format=".4g"), alt.Tooltip("q90:Q", format=".4g")] if sampled else [])))
+    lines = lines.add_params(highlight) if highlight is not None else lines
+    if not sampled:
+        return [lines]
+    band_opacity = alt.OpacityValue(BAND_OPACITY * FADED, condition={"param": HIGHLIGHT, "value": BAND_OPACITY,
+                                                                     "empty": True})
+    area = data.mark_area().encode(x, alt.Y("q10:Q"), alt.Y2("q90:Q"), estimator_colour(ids, legend=False),
+                                   band_opacity)
+    return [area, lines]
+
+
+def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title=None, legend=False):
+    """One quantity of the record (a ``training_frames.QUANTITIES`` key) against step for every estimator; the
+    legend only where asked (the tab's charts share the J chart's colours)."""
+    data = quantity_curves(curves, quantity, sampled)
+    ids = list(dict.fromkeys(data["estimator"]))
+    layers = _curves(alt.Chart(data), alt.X("step:Q", title="step k"), QUANTITIES[quantity], ids, legend_highlight(),
+                     sampled, log=log, legend=legend)
+    if quantity == "cosine":
+        layers.append(alt.Chart(alt.Data(values=[{"zero": 0}])).mark_rule(color=DISTRIBUTION_COLOUR).encode(
+            y=alt.Y("zero:Q")))
+    return readable(alt.layer(*layers, height=height, title=title or alt.Undefined))
+
+
+def objective_chart(curves, sampled):
+    """J = E_π[r] against step for every estimator; on_policy dashed; sampled runs as median and 10–90 % band."""
+    return curve_chart(curves, "J", sampled, height=360, legend=True,
+                       title="does it train? J against step (dashed: on_policy, the reference"
+                             + ("; lines: per-step median of the runs, bands: 10–90 %)" if sampled else ")"))
+
+
+def cosine_chart(curves, sampled):
+    """The cosine to ∇J against step: of the exact mean (expected), of the step taken (sampled); 0 marked."""
+    return curve_chart(curves, "cosine", sampled, height=260,
+                       title="cosine to ∇J of " + ("the step taken" if sampled else "the estimator's mean")
+                             + ": below 0, the step lowers J")
+
+
+def logged_chart(frame, estimator, colour):
+    """One estimator's J (solid) and the logged reward E_μ[r] (dotted), with the gap between them shaded."""
+    names = {"J": "J = E_π[r] (true)", "logged_reward": "E_μ[r] (what the log shows)"}
+    long = frame.melt(id_vars=["step"], value_vars=list(names), var_name="series", value_name="value")
+    long["series"] = long["series"].map(names)
+    gap = alt.Chart(frame).mark_area(opacity=0.18, color=colour).encode(
+        alt.X("step:Q"), alt.Y("J:Q"), alt.Y2("logged_reward:Q"))
+    lines = alt.Chart(long).mark_line(strokeWidth=2.5, color=colour).encode(
+        alt.X("step:Q", title="step k"), alt.Y("value:Q", title="reward"),
+        alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="bottom"),
+                       scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
+        tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
+    return readable(alt.layer(gap, lines, height=300, title=f"{estimator}: the training log against J"))
+
+
+def sga_chart(curves, monte_carlo, chosen_lr):
+    """Expected one-step improvement against lr (log x): second-order lines, Monte Carlo points with ±2 s.e.
+    bars; the dashed rule is the training lr."""
+    ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
+    highlight = legend_highlight()
+    x = alt.X("lr:Q", title="step size lr", scale=alt.Scale(type="log"))
+    colour = estimator_colour(ids)
+    scale = alt.Scale(type="symlog", constant=SYMLOG_CONSTANT)
+    y = alt.Y("improvement:Q", title="E[J(θ + lr·ĝ_N)] − J(θ)  (symlog)", scale=scale)
+    lines = alt.Chart(curves).mark_line(strokeWidth=2.5).encode(
+        x, y, colour, highlighted_opacity(),
+        tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"),
+             alt.Tooltip("improvement:Q", format=".4f", title="second order"))).add_params(highlight)
+    points = alt.Chart(monte_carlo).mark_point(size=70, filled=True).encode(
+        x, alt.Y("mean:Q", scale=scale), estimator_colour(ids, legend=False), highlighted_opacity(),
+        tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"), alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo"),
+             alt.Tooltip("se:Q", format=".4f", title="s.e."), alt.Tooltip("agrees:N", title="second order within 2 s.e.")))
+    bars = alt.Chart(monte_carlo).mark_rule(strokeWidth=2).encode(
+        x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), estimator_colour(ids, legend=False),
+        highlighted_opacity())
+    rule = alt.Chart(alt.Data(values=[{"lr": chosen_lr}])).mark_rule(
+        color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
+        x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr")])
+    return readable(alt.layer(
+        lines, bars, points, rule, height=380,
+        title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo)"))

@@ -1,0 +1,7 @@
+"""Training: gradient ascent on θ with each estimator's gradient, and the one-step SGA view.
+
+    loop           the training loop, expected (exact) or sampled (Monte Carlo), and its summaries
+    toy_rows       many toys at once, one θ per row: the loop's toys at one step
+    optimizers     SGD and Adam on arrays of any shape
+    sga            how much one step θ + lr·ĝ_N is expected to improve J
+"""

@@ -1,0 +1,53 @@
+"""Many toys at once: one θ per row, sharing b and the mismatch — the training loop's toys at one step.
+
+The tables (log π, log μ, π, μ, log ρ, ρ) have θ's leading axes; the reward r(y) is the SplitGrid's, the same
+for every row. ``rows[i]`` is a view of row i (or of a slice of rows): its tables are the parent's, indexed —
+a Toy-like object for the estimators' weight functions (through ``sequences.AllSequences``, which builds the
+M-vectors they read) and for ``montecarlo.Batches``.
+"""
+
+
+import numpy as np
+
+from toylab.engine.toy import log_softmax
+
+SHARED = ("T", "V", "M", "grid", "R", "b", "mismatch")       # the same for every row: a view passes them through unindexed
+
+
+class ToyRows:
+    def __init__(self, theta, b, mismatch, grid=None):
+        self.theta, self.b, self.mismatch = theta, b, mismatch
+        self.T, self.V = theta.shape[-2:]
+        self.M, self.grid = self.V**self.T, grid
+        self.log_pi = log_softmax(theta)
+        self.log_mu = log_softmax(theta + mismatch * b)
+        self.pi, self.mu = np.exp(self.log_pi), np.exp(self.log_mu)
+        self.log_rho = self.log_pi - self.log_mu
+        self.rho = np.exp(self.log_rho)
+
+    def __getitem__(self, index):
+        return RowView(self, index)
+
+    def subset(self, rows):
+        """A ToyRows of the given rows (a list of indices) with the same grid."""
+        return ToyRows(self.theta[rows], self.b, self.mismatch, self.grid)
+
+    @property
+    def R(self):
+        """r(y) for every sequence (the same for every row)."""
+        return self.grid.reward
+
+
+class RowView:
+    """Row ``index`` of a ToyRows: every attribute is the parent's, indexed (the shared ones as they are)."""
+
+    def __init__(self, parent, index):
+        self._parent, self._index = parent, index
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        value = getattr(self._parent, name)
+        value = value if name in SHARED else value[self._index]
+        setattr(self, name, value)
+        return value

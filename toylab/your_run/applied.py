@@ -1,0 +1,147 @@
+"""What each estimator would do to a rollout log's sequences, through the one batch interface.
+
+For every selected exact estimator (catalogue id or framework preset), ``coefficients.marks`` gives, batch by
+batch, its per-token coefficients c_{b,t} and which response tokens it masks or clips (a token's own mark or
+its sequence's), from the same weight functions the exact engine uses. Summed over the log:
+
+    tokens_affected     = (masked or clipped response tokens) / (response tokens)
+    sequences_affected  = (sequences with any masked or clipped token) / B
+    weight mean, sd, min, max   of c_{b,t} over the response tokens
+    ess_fraction        = (Σ c)² / (n·Σ c²) over the n response tokens: the share of the tokens the weights
+                          effectively keep (1 when every weight is equal; 0 when every weight is 0)
+
+These are counts on this sample, not probabilities under μ. Estimators that read the advantage (PPO-clip
+against the sampler, the off-policy sequence mask, verl's bypass_ppo_clip presets) get A_b = r_b − mean(r),
+the log's own centred reward, when the log has rewards, and are left out (with the reason) when it has none.
+Batch-coupled estimators have no weight of their own on a sequence: they are left out with the reason.
+
+With rewards, the log also estimates the trainer's expected reward J = E_π[r] by importance sampling,
+W_b = exp(Σ_t log ρ_{b,t}):
+
+    seq_is:  mean_b W_b·r_b,            se = sd_b(W_b·r_b)/√B
+    SNIS:    Σ_b W_b·r_b / Σ_b W_b,     se² = Σ_b W_b²·(r_b − SNIS)² / (Σ_b W_b)²   (delta method)
+
+next to the logged mean reward E_μ[r] = mean_b r_b (se = sd_b(r_b)/√B).
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from toylab.catalogue.estimators import ESTIMATORS, resolve_params
+from toylab.engine.coefficients import marks
+from toylab.engine.sequences import GivenSequences
+from toylab.your_run.statistics import Estimate, sequence_log_ratios, sequence_mean
+
+OVERFLOW = 700.0                     # exp(log W) overflows float64 beyond about 709
+FEW_WEIGHTS = 0.1                    # a sample ESS fraction below this: IS standard errors are not to be trusted
+UNRELIABLE = ("the sequence weights' sample ESS fraction is {:.1%}: a few sequences carry almost all the weight, "
+              "so the IS estimates of J and their standard errors understate the uncertainty (both can be far off)")
+
+
+@dataclass(frozen=True)
+class EstimatorOnLog:
+    """One estimator on a log: its shares and weight summary, or (values None) the reason it is left out."""
+    name: str
+    tokens_affected: float | None = None
+    sequences_affected: float | None = None
+    weight_mean: float | None = None
+    weight_sd: float | None = None
+    weight_min: float | None = None
+    weight_max: float | None = None
+    ess_fraction: float | None = None
+    note: str = ""
+
+    def as_dict(self):
+        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+
+
+def on_log(log, selection):
+    """[EstimatorOnLog] for ``selection`` ({id: parameter overrides}), in its order; one streaming pass."""
+    exact = {id: resolve_params(id, params) for id, params in selection.items()
+             if ESTIMATORS[id].exact and not ESTIMATORS[id].on_policy}
+    totals = {id: _Totals() for id in exact}
+    left_out = {}
+    advantage_of = None if log.rewards is None else log.rewards - log.rewards.mean()
+    for batch in log.batches():
+        advantages = None if advantage_of is None else advantage_of[batch.start:batch.start + len(batch.mask)]
+        sequences = GivenSequences(batch.trainer_logprobs, batch.sampler_logprobs, batch.mask, advantages)
+        for id, params in exact.items():
+            if id in left_out:
+                continue
+            try:
+                coefficient, _, affected = marks(id, sequences, params)
+            except ValueError as error:            # the advantage is needed and the log has no rewards
+                left_out[id] = f"needs rewards: {error}"
+                continue
+            totals[id].add(coefficient[batch.mask], affected)
+    return [_row(id, totals.get(id), left_out.get(id) or _why_not(id)) for id in selection]
+
+
+def _why_not(id):
+    estimator = ESTIMATORS[id]
+    if estimator.on_policy:
+        return "samples from π, not from the sampler: a log of sampler rollouts has nothing to weight"
+    if not estimator.exact:
+        return "batch-coupled: its weight (or advantage) depends on the whole batch it is averaged in"
+    return ""
+
+
+def _row(id, totals, note):
+    if note or totals is None or totals.tokens == 0:
+        return EstimatorOnLog(id, note=note or "no response tokens")
+    mean = totals.weight_sum / totals.tokens
+    variance = max(totals.weight_square_sum / totals.tokens - mean**2, 0.0)
+    ess = totals.weight_sum**2 / (totals.tokens * totals.weight_square_sum) if totals.weight_square_sum > 0 else 0.0
+    return EstimatorOnLog(id, tokens_affected=totals.affected_tokens / totals.tokens,
+                          sequences_affected=totals.affected_sequences / totals.sequences,
+                          weight_mean=mean, weight_sd=math.sqrt(variance), weight_min=totals.low,
+                          weight_max=totals.high, ess_fraction=min(ess, 1.0))
+
+
+class _Totals:
+    """Running sums of one estimator over the log's batches."""
+
+    def __init__(self):
+        self.tokens = self.sequences = self.affected_tokens = self.affected_sequences = 0
+        self.weight_sum = self.weight_square_sum = 0.0
+        self.low, self.high = math.inf, -math.inf
+
+    def add(self, response_weights, affected):
+        self.tokens += response_weights.size
+        self.sequences += len(affected)
+        self.affected_tokens += int(affected.sum())
+        self.affected_sequences += int(affected.any(axis=1).sum())
+        self.weight_sum += float(response_weights.sum())
+        self.weight_square_sum += float(np.square(response_weights).sum())
+        if response_weights.size:
+            self.low = min(self.low, float(response_weights.min()))
+            self.high = max(self.high, float(response_weights.max()))
+
+
+@dataclass(frozen=True)
+class RewardEstimates:
+    """Sample estimates from a log with rewards: the logged E_μ[r] and two IS estimates of J = E_π[r]."""
+    logged: Estimate
+    seq_is: Estimate | None          # None: a weight W overflows float64
+    snis: Estimate
+
+    def as_dict(self):
+        return {"logged_mean_reward": self.logged.as_dict(),
+                "seq_is": None if self.seq_is is None else self.seq_is.as_dict(), "snis": self.snis.as_dict()}
+
+
+def reward_estimates(log):
+    """RewardEstimates of a log with rewards (None without). SNIS is computed with W scaled by exp(−max log W),
+    so it never overflows; seq_is is None when some W·r overflows float64 (log W > 700)."""
+    if log.rewards is None:
+        return None
+    rewards = log.rewards
+    log_W, _ = sequence_log_ratios(log)
+    top = float(log_W.max())
+    scaled = np.exp(log_W - top)                          # W / exp(top), in (0, 1]
+    snis = float((scaled * rewards).sum() / scaled.sum())
+    snis_se = float(np.sqrt(np.sum(scaled**2 * (rewards - snis) ** 2)) / scaled.sum())
+    seq_is = sequence_mean(np.exp(log_W) * rewards) if top <= OVERFLOW else None
+    return RewardEstimates(sequence_mean(rewards), seq_is, Estimate(snis, snis_se))

@@ -1,0 +1,360 @@
+"""A rollout log, read and checked: the response tokens of B sampled sequences with both log-probabilities.
+
+    log = load_log("run.parquet")              # or load_log(name, data=uploaded_bytes)
+    log.sampler_logprobs, log.trainer_logprobs  # (n,) log μ(y_t) and log π(y_t) of every response token
+    log.offsets                                 # (B + 1,): sequence b is tokens offsets[b]:offsets[b + 1]
+    log.rewards                                 # (B,) or None
+    for batch in log.batches():                 # padded (b, L) arrays, a bounded number of cells each
+        batch.sampler_logprobs, batch.trainer_logprobs, batch.mask, batch.rewards
+
+Only response tokens are kept (mask 1, or every token when there is no mask), in sequence order; a
+sequence's tokens keep their order (file order, or the position column's). A token's position is its index
+among its sequence's response tokens. Sequences without a response token are left out and counted.
+
+Checked while reading, chunk by chunk (the first problem found is raised as a one-line ``LogError`` naming
+the file, row, column and element): missing or non-numeric values, NaN or ±inf log-probabilities of
+response tokens, positive log-probabilities (or, when every value so far is in [0, 1], probabilities given
+instead of log-probabilities), log-prob lists of unequal length, a mask of the wrong length or with values
+other than 0/1, a missing or non-finite reward, and in a row-per-token log missing ids, repeated positions
+and a reward that changes within a sequence. Values at masked tokens are not checked: padding is often 0 or NaN.
+"""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from toylab.your_run.columns import choose
+from toylab.your_run.files import LogError, open_log_file, preview, read_batches
+
+CELLS_PER_BATCH = 1 << 20
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Sequences start … start + b − 1 of a log, padded to the longest of them: (b, L) arrays with
+    ``mask`` False (and both log-probs 0) at padding; ``rewards`` (b,) or None."""
+    start: int
+    sampler_logprobs: np.ndarray
+    trainer_logprobs: np.ndarray
+    mask: np.ndarray
+    rewards: np.ndarray | None
+
+
+@dataclass(frozen=True, eq=False)
+class RolloutLog:
+    """The response tokens of B sequences, concatenated in sequence order (see the module docstring)."""
+    name: str
+    columns: object                   # log_columns.Columns: which column held what, and the shape
+    sampler_logprobs: np.ndarray      # (n,) log μ(y_t)
+    trainer_logprobs: np.ndarray      # (n,) log π(y_t)
+    offsets: np.ndarray               # (B + 1,) int64
+    rewards: np.ndarray | None        # (B,)
+    rows: np.ndarray                  # (B,) each sequence's row in the file, from 1 (row per token: its first response token's)
+    dropped: int                      # sequences without a response token, left out
+
+    @property
+    def sequences(self):
+        return len(self.offsets) - 1
+
+    @property
+    def tokens(self):
+        return int(self.offsets[-1])
+
+    @property
+    def lengths(self):
+        """(B,) response tokens per sequence."""
+        return np.diff(self.offsets)
+
+    @property
+    def log_ratio(self):
+        """(n,) log ρ_t = log π(y_t) − log μ(y_t)."""
+        return self.trainer_logprobs - self.sampler_logprobs
+
+    @property
+    def positions(self):
+        """(n,) each token's index among its sequence's response tokens."""
+        return np.arange(self.tokens) - np.repeat(self.offsets[:-1], self.lengths)
+
+    def sequence_sums(self, per_token):
+        """(B,) Σ_t x_t within each sequence, for an (n,) array."""
+        return np.add.reduceat(per_token, self.offsets[:-1])
+
+    def batches(self, max_cells=CELLS_PER_BATCH) -> Iterator[Batch]:
+        """Consecutive sequences padded into (b, L) Batches of at most ``max_cells`` cells (a longer
+        sequence gets a Batch of its own)."""
+        lengths = self.lengths
+        start = 0
+        while start < self.sequences:
+            stop, longest = start + 1, lengths[start]
+            while stop < self.sequences and (stop - start + 1) * max(longest, lengths[stop]) <= max_cells:
+                longest = max(longest, lengths[stop])
+                stop += 1
+            yield self._padded(start, stop)
+            start = stop
+
+    def padded(self):
+        """The whole log as one Batch."""
+        return self._padded(0, self.sequences)
+
+    def _padded(self, start, stop):
+        lengths = self.lengths[start:stop]
+        width = np.arange(lengths.max())
+        mask = width < lengths[:, None]
+        index = np.minimum(self.offsets[start:stop, None] + width, self.tokens - 1)
+        return Batch(start, np.where(mask, self.sampler_logprobs[index], 0.0),
+                     np.where(mask, self.trainer_logprobs[index], 0.0), mask,
+                     None if self.rewards is None else self.rewards[start:stop])
+
+
+def load_log(name, data=None, path=None, max_bytes=None, **explicit):
+    """The RolloutLog of a file on disk (``path``, default ``name``) or in memory (``data``), columns
+    detected or given by role (sampler=, trainer=, mask=, reward=, sequence_id=, position=); LogError if
+    anything is wrong with it."""
+    file = open_log_file(name, data=data, path=path, max_bytes=max_bytes)
+    first_rows = preview(file)
+    return read_log(file, first_rows, choose(first_rows, file.name, **explicit))
+
+
+def read_log(file, first_rows, columns):
+    """The RolloutLog of an opened LogFile with its Preview and chosen Columns."""
+    reader = _SequenceRows(file.name, columns) if columns.shape == "sequence" else _TokenRows(file.name, columns)
+    for first_row, batch in read_batches(file, columns.kinds(), first_rows):
+        reader.add(first_row, batch)
+    return reader.finish()
+
+
+# -- checks shared by both shapes ----------------------------------------------------------------------------
+
+class _Range:
+    """The smallest and largest response value of a log-prob column so far, for the probability check."""
+
+    def __init__(self):
+        self.low, self.high = np.inf, -np.inf
+
+    def update(self, values):
+        if values.size:
+            self.low, self.high = min(self.low, values.min()), max(self.high, values.max())
+
+    def looks_like_probabilities(self):
+        return self.low >= 0 and self.high <= 1
+
+
+def _check_logprobs(name, column, values, value_range, where):
+    """LogError at the first non-finite or positive response value; ``where(i)`` describes value i."""
+    finite = np.isfinite(values)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        what = "NaN or missing" if np.isnan(values[i]) else f"{values[i]:+g}"
+        raise LogError(f"{name}: {where(i)}: {what} (a response token needs a finite log-probability)")
+    value_range.update(values)
+    positive = values > 0
+    if positive.any():
+        i = int(np.argmax(positive))
+        if value_range.looks_like_probabilities():
+            raise LogError(f"{name}: column {column!r} looks like probabilities, not log-probabilities: every "
+                           f"value so far is in [0, 1] ({where(i)}: {values[i]:g}); give log-probabilities in "
+                           "nats (the log of these)")
+        raise LogError(f"{name}: {where(i)}: {values[i]:g} is positive (a log-probability is ≤ 0)")
+
+
+def _check_mask(name, values, where):
+    good = (values == 0) | (values == 1)
+    if not good.all():
+        i = int(np.argmin(good))
+        what = "missing" if np.isnan(values[i]) else f"{values[i]:g}"
+        raise LogError(f"{name}: {where(i)}: {what} (a mask value is 0 or 1)")
+
+
+def _check_rewards(name, column, rewards, rows):
+    finite = np.isfinite(rewards)
+    if not finite.all():
+        i = int(np.argmin(finite))
+        what = "missing or NaN" if np.isnan(rewards[i]) else f"{rewards[i]:+g}"
+        raise LogError(f"{name}: row {rows[i]}, column {column!r}: {what} (a reward must be a finite number)")
+
+
+def _numpy(array):
+    return array.to_numpy(zero_copy_only=False).astype(float, copy=False)
+
+
+# -- a row per sequence ---------------------------------------------------------------------------------------
+
+class _SequenceRows:
+    def __init__(self, name, columns):
+        self.name, self.columns = name, columns
+        self.ranges = {"sampler": _Range(), "trainer": _Range()}
+        self.parts = {"sampler": [], "trainer": [], "lengths": [], "rewards": [], "rows": []}
+
+    def add(self, first_row, batch):
+        name, columns = self.name, self.columns
+        rows = first_row + 1 + np.arange(batch.num_rows)
+        lists = {role: batch.column(column) for role, column in columns.roles().items()
+                 if role in ("sampler", "trainer", "mask")}
+        for role, array in lists.items():
+            missing = array.is_null().to_numpy(zero_copy_only=False)
+            if missing.any():
+                raise LogError(f"{name}: row {rows[np.argmax(missing)]}, column {getattr(columns, role)!r}: missing")
+        lengths = {role: pc.list_value_length(array).to_numpy(zero_copy_only=False) for role, array in lists.items()}
+        unequal = lengths["sampler"] != lengths["trainer"]
+        if unequal.any():
+            i = int(np.argmax(unequal))
+            raise LogError(f"{name}: row {rows[i]}: {columns.sampler!r} has {lengths['sampler'][i]} values but "
+                           f"{columns.trainer!r} has {lengths['trainer'][i]} (one per token in both)")
+        if "mask" in lists:
+            wrong = lengths["mask"] != lengths["sampler"]
+            if wrong.any():
+                i = int(np.argmax(wrong))
+                raise LogError(f"{name}: row {rows[i]}, column {columns.mask!r}: {lengths['mask'][i]} values for "
+                               f"{lengths['sampler'][i]} tokens (a mask needs one value per token)")
+        offsets = np.concatenate([[0], np.cumsum(lengths["sampler"])])
+
+        def where(column, response_index):
+            def describe(i):
+                element = response_index[i]
+                row = int(np.searchsorted(offsets, element, side="right")) - 1
+                return f"row {rows[row]}, column {column!r}, element {element - offsets[row] + 1}"
+            return describe
+
+        every = np.arange(offsets[-1])
+        if "mask" in lists:
+            mask = _numpy(lists["mask"].flatten())
+            _check_mask(name, mask, where(columns.mask, every))
+            response = mask == 1
+        else:
+            response = np.ones(offsets[-1], dtype=bool)
+        index = np.flatnonzero(response)
+        for role in ("sampler", "trainer"):
+            values = _numpy(lists[role].flatten())[response]
+            _check_logprobs(name, getattr(columns, role), values, self.ranges[role], where(getattr(columns, role), index))
+            self.parts[role].append(values)
+        row_of_token = np.repeat(np.arange(batch.num_rows), lengths["sampler"])
+        self.parts["lengths"].append(np.bincount(row_of_token[response], minlength=batch.num_rows))
+        self.parts["rows"].append(rows)
+        if columns.reward is not None:
+            rewards = _numpy(batch.column(columns.reward))
+            _check_rewards(name, columns.reward, rewards, rows)
+            self.parts["rewards"].append(rewards)
+
+    def finish(self):
+        if not self.parts["rows"]:
+            raise LogError(f"{self.name}: the file holds no rows")
+        lengths = np.concatenate(self.parts["lengths"])
+        kept = lengths > 0
+        rewards = np.concatenate(self.parts["rewards"])[kept] if self.columns.reward is not None else None
+        return _assembled(self.name, self.columns, np.concatenate(self.parts["sampler"]),
+                          np.concatenate(self.parts["trainer"]), lengths[kept], rewards,
+                          np.concatenate(self.parts["rows"])[kept], int((~kept).sum()))
+
+
+def _assembled(name, columns, sampler, trainer, lengths, rewards, rows, dropped):
+    if len(lengths) == 0:
+        raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
+    return RolloutLog(name, columns, sampler, trainer, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                      rewards, rows, dropped)
+
+
+# -- a row per token ------------------------------------------------------------------------------------------
+
+class _TokenRows:
+    def __init__(self, name, columns):
+        self.name, self.columns = name, columns
+        self.ranges = {"sampler": _Range(), "trainer": _Range()}
+        self.parts = {role: [] for role in ("sampler", "trainer", "sequence_id", "position", "reward", "rows")}
+        self.every_id = []
+
+    def add(self, first_row, batch):
+        name, columns = self.name, self.columns
+        rows = first_row + 1 + np.arange(batch.num_rows)
+        ids = batch.column(columns.sequence_id)
+        missing = ids.is_null().to_numpy(zero_copy_only=False)
+        if missing.any():
+            raise LogError(f"{name}: row {rows[np.argmax(missing)]}, column {columns.sequence_id!r}: missing "
+                           "sequence id")
+        self.every_id.append(pc.unique(ids))
+        if columns.mask is not None:
+            mask = _numpy(batch.column(columns.mask))
+            _check_mask(name, mask, lambda i: f"row {rows[i]}, column {columns.mask!r}")
+            response = mask == 1
+        else:
+            response = np.ones(batch.num_rows, dtype=bool)
+        kept_rows = rows[response]
+        for role in ("sampler", "trainer"):
+            column = getattr(columns, role)
+            values = _numpy(batch.column(column))[response]
+            _check_logprobs(name, column, values, self.ranges[role],
+                            lambda i, column=column: f"row {kept_rows[i]}, column {column!r}")
+            self.parts[role].append(values)
+        if columns.position is not None:
+            positions = _numpy(batch.column(columns.position))[response]
+            whole = np.isfinite(positions) & (positions == np.round(positions))
+            if not whole.all():
+                i = int(np.argmin(whole))
+                what = "missing" if np.isnan(positions[i]) else f"{positions[i]:g}"
+                raise LogError(f"{name}: row {kept_rows[i]}, column {columns.position!r}: {what} (a position is "
+                               "a whole number)")
+            self.parts["position"].append(positions)
+        if columns.reward is not None:
+            self.parts["reward"].append(_numpy(batch.column(columns.reward))[response])
+        self.parts["sequence_id"].append(ids.filter(pa.array(response)))
+        self.parts["rows"].append(kept_rows)
+
+    def finish(self):
+        name, columns = self.name, self.columns
+        if not self.parts["rows"]:
+            raise LogError(f"{name}: the file holds no rows")
+        every_id = len(pc.unique(pa.concat_arrays(self.every_id)))
+        if not sum(len(rows) for rows in self.parts["rows"]):
+            raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
+        ids = pa.concat_arrays(self.parts["sequence_id"]).dictionary_encode()
+        codes = ids.indices.to_numpy()                       # sequences numbered in order of first appearance
+        rows = np.concatenate(self.parts["rows"])
+        if columns.position is not None:
+            positions = np.concatenate(self.parts["position"])
+            order = np.lexsort((positions, codes))
+            self._check_positions(codes[order], positions[order], rows[order], ids.dictionary)
+        else:
+            order = np.argsort(codes, kind="stable")
+        codes, rows = codes[order], rows[order]
+        lengths = np.bincount(codes)
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        rewards = None
+        if columns.reward is not None:
+            rewards = self._sequence_rewards(np.concatenate(self.parts["reward"])[order], starts, rows, lengths,
+                                             ids.dictionary)
+        return _assembled(name, columns, np.concatenate(self.parts["sampler"])[order],
+                          np.concatenate(self.parts["trainer"])[order], lengths, rewards,
+                          np.minimum.reduceat(rows, starts), every_id - len(lengths))
+
+    def _check_positions(self, codes, positions, rows, names):
+        repeated = (codes[1:] == codes[:-1]) & (positions[1:] == positions[:-1])
+        if repeated.any():
+            i = int(np.argmax(repeated))
+            first, second = sorted((rows[i], rows[i + 1]))
+            raise LogError(f"{self.name}: rows {first} and {second}: sequence {names[codes[i]].as_py()!r} has "
+                           f"position {positions[i]:g} twice (column {self.columns.position!r})")
+
+    def _sequence_rewards(self, rewards, starts, rows, lengths, names):
+        """One reward per sequence: equal on all its rows that give one (others may be empty)."""
+        column = self.columns.reward
+        infinite = np.isinf(rewards)
+        if infinite.any():
+            i = int(np.argmax(infinite))
+            raise LogError(f"{self.name}: row {rows[i]}, column {column!r}: {rewards[i]:+g} (a reward must be a "
+                           "finite number)")
+        low, high = np.fmin.reduceat(rewards, starts), np.fmax.reduceat(rewards, starts)
+        if np.isnan(low).any():
+            sequence = int(np.argmax(np.isnan(low)))
+            raise LogError(f"{self.name}: row {rows[starts[sequence]]}, column {column!r}: sequence "
+                           f"{names[sequence].as_py()!r} has no reward on any of its rows")
+        if (low != high).any():
+            sequence = int(np.argmax(low != high))
+            stop = starts[sequence] + lengths[sequence]
+            own, own_rows = rewards[starts[sequence]:stop], rows[starts[sequence]:stop]
+            first_low, first_high = own_rows[np.argmax(own == low[sequence])], own_rows[np.argmax(own == high[sequence])]
+            raise LogError(f"{self.name}: rows {min(first_low, first_high)} and {max(first_low, first_high)}, column "
+                           f"{column!r}: sequence {names[sequence].as_py()!r} has two rewards ({low[sequence]:g} and "
+                           f"{high[sequence]:g}); give its reward on every row, or on some rows with the others empty")
+        return low

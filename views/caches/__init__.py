@@ -1,0 +1,9 @@
+"""The page's cached computations, one module per tab group, and the bounds that keep the server's memory in check.
+
+    cache            the toy, its exact moments, diagnostics and Monte Carlo (the first tabs)
+    sweep_cache      the threshold, mismatch and length sweeps
+    training_cache   the Training tab's runs and SGA view, and their time estimate
+    your_run_cache   a user's rollout log, keyed on its content hash
+    bounded_cache    a cache bounded by bytes, not entries
+    work_slots       at most a few large computations at once, over all sessions
+"""

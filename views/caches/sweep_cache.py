@@ -1,0 +1,50 @@
+"""Cached computations of the sweep views (a threshold, the mismatch, the length T), keyed on Settings and scalars.
+
+Each key holds only what its result depends on: the threshold sweep ignores unselected estimators, the
+length points ignore T and N (the view scales the spread by 1/sqrt(N) itself).
+"""
+
+from dataclasses import replace
+
+import streamlit as st
+
+from toylab.analysis import sweeps
+from toylab.analysis.length import enumerable, length_point, samples_at
+from toylab.state.query import DEFAULTS
+from views.caches import cache
+from views.caches.work_slots import large_work
+
+
+@st.cache_data(max_entries=16, show_spinner="Sweeping the thresholds: every point in one exact pass …")
+def threshold_sweep(settings):
+    """(rows, best rows by estimator, C*) of the threshold sweep on the Settings' toy."""
+    toy = cache.settings_toy(settings)
+    with large_work(toy.M):
+        rows = sweeps.threshold_sweep(toy, settings.selection(exact_only=True), settings.baseline, settings.N)
+    return rows, sweeps.best_thresholds(rows), sweeps.rule_of_thumb(toy)
+
+
+def mismatch_sweep(settings):
+    """(estimator rows, divergence rows) of the mismatch sweep over its grid alone: the chosen mismatch is
+    only marked, so moving the mismatch slider recomputes nothing here."""
+    return _mismatch_grid_sweep(replace(settings, mismatch=0.0))
+
+
+@st.cache_data(max_entries=16, show_spinner="Sweeping the mismatch: one toy per point …")
+def _mismatch_grid_sweep(settings):
+    with large_work(settings.V**settings.T):
+        return sweeps.mismatch_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
+                                     settings.selection(exact_only=True), settings.baseline, settings.N)
+
+
+def length_key(settings):
+    """The Settings with the fields a length point ignores (T, N) set to their defaults."""
+    return replace(settings, T=DEFAULTS.T, N=DEFAULTS.N)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def length_point_at(settings, T):
+    """(population rows, estimator rows) at T; call with ``length_key(settings)``. Beyond enumeration a point
+    draws samples_at(T) sequences of T tokens."""
+    with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T):
+        return length_point(settings, T)
