@@ -8,6 +8,7 @@ import streamlit as st
 
 from toylab.state.query import size_problem
 from views import (
+    address,
     errors_tab,
     estimators_tab,
     header,
@@ -33,6 +34,7 @@ TABS = [
     (lessons_tab.LABEL, lessons_tab.render),
 ]
 
+sidebar.open_link()
 st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
 settings, notices = sidebar.render()
 st.title("toylab · when the sampler μ and the trainer π disagree")
@@ -41,11 +43,13 @@ for notice in notices:
 problem = size_problem(settings.T, settings.V)
 if problem:
     st.error(f"This toy is too large to enumerate. {problem}", icon=":material/block:")
+    address.write(settings)
     st.stop()
 with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
     header.render(settings)
-for tab, (_, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, bind="query-params"),
+for tab, (_, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
                             TABS, strict=True):
     if tab.open:
         with tab, st.spinner("Computing…"):
             render(settings)
+address.write(settings)

@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from toylab.lessons.lesson import settings as lesson_settings
+from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import LESSONS
 from views import sidebar
 
@@ -21,8 +22,7 @@ def show(lesson):
     """on_click: put the lesson's setting into the sidebar's (and its tab's) controls and open its tab (the URL
     follows)."""
     sidebar.set_controls(lesson_settings(lesson))
-    st.session_state.update(lesson.view)
-    st.session_state[sidebar.TAB_KEY] = lesson.tab
+    st.session_state.update(view_of(lesson))
 
 
 def render(settings):

@@ -3,6 +3,7 @@
 import streamlit as st
 
 from toylab.presentation import charts, frames
+from toylab.state.query import DRAWS
 from views import chart_element
 from views.caches import cache
 
@@ -11,7 +12,7 @@ PANELS_KEY = "ratio_panels"
 
 
 def _resample():
-    st.session_state[DRAW_KEY] = st.session_state.get(DRAW_KEY, 0) + 1
+    st.session_state[DRAW_KEY] = (st.session_state.get(DRAW_KEY, 0) + 1) % (DRAWS + 1)
 
 
 def render(settings):
@@ -26,7 +27,7 @@ def render(settings):
     tokens, _ = cache.sampled_batch(settings.toy_key, settings.N, draw)
 
     st.subheader("Per-token ratio ρ_t = π_t(y_t) / μ_t(y_t)")
-    per_position = st.toggle("one panel per position", key=PANELS_KEY, bind="query-params")
+    per_position = st.toggle("one panel per position", key=PANELS_KEY, persist_state="session")
     token_frame = frames.token_ratio_frame(toy, tokens)
     thresholds = frames.token_threshold_frame(toy, selection, per_position=per_position)
     if per_position:

@@ -43,25 +43,24 @@ SGA_COLUMNS = {
 
 def controls(settings):
     """The tab's controls (each in the URL) as a TrainingConfig; N is the sidebar's batch size."""
-    for name in ("mode", "optimizer", "lr", "steps", "runs"):
-        st.session_state.setdefault(KEY[name], VIEW_PARAMETERS[KEY[name]].default)
     mode_column, optimizer_column, lr_column, steps_column, runs_column = st.columns([2, 1.3, 2, 2, 1.5])
-    mode = mode_column.radio("mode", MODES, key=KEY["mode"], bind="query-params", horizontal=True,
+    mode = mode_column.radio("mode", MODES, key=KEY["mode"], persist_state="session", horizontal=True,
                              help="expected: step along each estimator's exact mean gradient (what its bias does). "
                                   "sampled: step along the mean of N sampled sequences (the sidebar's N), several "
                                   "runs (what its variance does).")
-    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, key=KEY["optimizer"], bind="query-params",
+    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, key=KEY["optimizer"], persist_state="session",
                                        horizontal=True,
                                        help="sgd: θ += lr·g. adam: β₁ = 0.9, β₂ = 0.999, ε = 1e-8, bias-corrected; it "
                                             "rescales each coordinate, so a small or biased gradient still moves θ.")
-    lr = lr_column.select_slider("learning rate", LEARNING_RATES, key=KEY["lr"], bind="query-params",
+    lr = lr_column.select_slider("learning rate", LEARNING_RATES, key=KEY["lr"], persist_state="session",
+                                 format_func=VIEW_PARAMETERS[KEY["lr"]].to_url,
                                  help="Step size (Adam: about the change per step of each θ).")
     steps_range = VIEW_PARAMETERS[KEY["steps"]]
     steps = steps_column.slider("steps", int(steps_range.low), int(steps_range.high), step=10, key=KEY["steps"],
-                                bind="query-params", help="Number of steps K; every curve has K + 1 points.")
+                                persist_state="session", help="Number of steps K; every curve has K + 1 points.")
     runs_range = VIEW_PARAMETERS[KEY["runs"]]
     runs = runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"],
-                              bind="query-params", disabled=mode == "expected",
+                              persist_state="session", disabled=mode == "expected",
                               help="Independent sampled runs (fixed seeds).")
     return TrainingConfig(steps, lr, optimizer, mode, settings.N, runs)
 
@@ -90,7 +89,7 @@ def render(settings):
         ids = list(trajectories)
         if st.session_state.get(KEY["pick"]) not in ids:
             st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
-        pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], bind="query-params", help="Its logged reward E_μ[r] against the true J, step by step.")
+        pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], persist_state="session", help="Its logged reward E_μ[r] against the true J, step by step.")
         logged = training_frames.logged_frame(trajectories[pick])
         chart_element.draw(st, training_charts.logged_chart(logged, pick, ESTIMATORS[pick].colour))
         st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
@@ -128,7 +127,7 @@ def _sga_view(settings, config):
     skipped = training_cache.left_out(settings, "sampled")
     key = KEY["sga_step"]
     st.session_state[key] = min(st.session_state.get(key, VIEW_PARAMETERS[key].default), config.steps)
-    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, key=key, bind="query-params", help="The θ at which to look one step ahead: on_policy's expected-mode "
+    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, key=key, persist_state="session", help="The θ at which to look one step ahead: on_policy's expected-mode "
                                                "run under this tab's optimizer and learning rate.")
     with_second_order = training_cache.sga_has_second_order(settings, sga_selection)
     with st.spinner("Second order and Monte Carlo of one step…"):

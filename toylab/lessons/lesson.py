@@ -2,15 +2,16 @@
 
 A lesson's ``controls`` are sidebar values under their session-state keys (T, V, mismatch, seed, est,
 baseline, N and "id.param" thresholds); ``settings(lesson)`` is the Settings they make. ``view`` holds the
-values of its tab's own controls, under their URL names (the Training tab's). ``check(settings)`` computes
-the evidence from the library on that setting: named numbers and whether the statement holds.
+values of its tab's own controls that differ from their defaults, under their URL names (the Training tab's);
+``view_of(lesson)`` is the whole view it opens. ``check(settings)`` computes the evidence from the library on
+that setting: named numbers and whether the statement holds.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toylab.engine.toy import make_toy
-from toylab.state.query import make_settings
+from toylab.state.query import VIEW_PARAMETERS, make_settings
 
 UNBIASED = 1e-9
 
@@ -37,6 +38,13 @@ def settings(lesson):
     thresholds = {tuple(key.split(".")): value for key, value in controls.items() if "." in key}
     return make_settings(controls["T"], controls["V"], controls["mismatch"], controls["seed"], controls["est"],
                          thresholds, controls["baseline"], controls["N"])
+
+
+def view_of(lesson):
+    """The view parameters a lesson sets (URL name → value): its tab, and every control of that tab at the lesson's
+    value or the default. Presentation mode, and other tabs' controls, stay as the user has them."""
+    return {"tab": lesson.tab} | {name: lesson.view.get(name, parameter.default)
+                                  for name, parameter in VIEW_PARAMETERS.items() if parameter.tab == lesson.tab}
 
 
 def toy_of(settings):
