@@ -1,7 +1,9 @@
 """toylab: what happens to policy-gradient estimates when the sampler μ and the trainer π disagree.
 
 Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; each tab's ``render(settings)``
-runs only while that tab is open. Append ``(label, render)`` to TABS to add a tab.
+runs only while that tab is open, under the lesson on show (if it opens that tab). Append ``(label, render)`` to
+TABS to add a tab. The link the session opened is read first (it may ask for presentation mode, which collapses
+the sidebar), and the address is written last, once, with the link of what the page shows.
 """
 
 import streamlit as st
@@ -15,9 +17,11 @@ from views import (
     length_tab,
     lessons_tab,
     mismatch_sweep_tab,
+    presentation,
     ratios_tab,
     sidebar,
     threshold_sweep_tab,
+    tour,
     training_tab,
     your_run_tab,
 )
@@ -35,9 +39,10 @@ TABS = [
 ]
 
 sidebar.open_link()
-st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
+st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide",
+                   initial_sidebar_state="collapsed" if presentation.on() else "auto", menu_items=header.MENU)
+presentation.style()
 settings, notices = sidebar.render()
-st.title("toylab · when the sampler μ and the trainer π disagree")
 for notice in notices:
     st.warning(notice, icon=":material/link_off:")
 problem = size_problem(settings.T, settings.V)
@@ -47,9 +52,10 @@ if problem:
     st.stop()
 with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
     header.render(settings)
-for tab, (_, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
-                            TABS, strict=True):
+for tab, (label, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
+                                TABS, strict=True):
     if tab.open:
         with tab, st.spinner("Computing…"):
+            tour.banner(label, settings)
             render(settings)
 address.write(settings)

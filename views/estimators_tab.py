@@ -8,7 +8,7 @@ import streamlit as st
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
 from toylab.text import UNDEFINED
-from views import chart_element
+from views import chart_element, presentation, tour
 from views.caches import cache
 
 COLUMNS = {
@@ -42,9 +42,23 @@ def swatch(colour):
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
 
 
+def _notes(where, table, same):
+    """Under the table: why a number is undefined, and which estimators are one estimator on this toy."""
+    for note in frames.table_notes(table):
+        where.caption(f"{UNDEFINED} {note}.")
+    if same:
+        where.caption(f"Identical on this toy (same exact mean and variance): {frames.same_note(same)} here. The "
+                      "chart draws each as a ring round the point it shares; the lines of other tabs, dashed over "
+                      "each other.")
+
+
 def plain(text):
     """Text shown as written inside Markdown: its emphasis, code, link and math characters escaped."""
     return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", text)
+
+
+PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
+PRESENT_HEIGHT = 350
 
 
 def render(settings):
@@ -57,15 +71,25 @@ def render(settings):
         st.info("Select at least one exact estimator in the sidebar to see the table.")
         return
     table = frames.table_frame(moments, settings.N)
+    same = frames.duplicates(moments)
     shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
                          cosine=[frames.cosine_text(cosine) for cosine in table["cosine"]])
-    st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch")
-    for note in frames.table_notes(table):
-        st.caption(f"{UNDEFINED} {note}.")
+    marks = tour.marks(settings, "bias_std")
+    height = PRESENT_HEIGHT if presentation.on() else frames.SCATTER_HEIGHT
+    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height), settings.N, height, marks)
+    if presentation.on():                    # side by side, the table's main columns: both in view at 1280×720
+        left, right = st.columns([1.15, 1], gap="medium")
+        chart_element.draw(left, chart)
+        right.dataframe(shown[PRESENT_COLUMNS], column_config=COLUMNS, hide_index=True, width="stretch")
+        _notes(right, table, same)
+    else:
+        st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch")
+        _notes(st, table, same)
     st.download_button("Download CSV", frames.table_csv(table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
-    chart_element.draw(st, charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N))
+    if not presentation.on():
+        chart_element.draw(st, chart)
     with st.expander(f"Formulas of the {len(settings.estimators)} selected estimators"):
         st.markdown("\n\n".join(                       # one element, not three per estimator: a lighter re-render
             f"**{id} · {ESTIMATORS[id].label}**\n\n$$\n{ESTIMATORS[id].latex}\n$$\n\n"

@@ -7,7 +7,7 @@ from toylab.presentation import training_charts, training_frames
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, REACHED, TrainingConfig
 from toylab.training.optimizers import OPTIMIZERS
-from views import chart_element
+from views import chart_element, presentation, tour
 from views.caches import training_cache
 
 LABEL = "Training"
@@ -39,6 +39,12 @@ SGA_COLUMNS = {
     "second_order": st.column_config.TextColumn("at the training lr: 2nd order"),
     "monte_carlo": st.column_config.TextColumn("Monte Carlo ± s.e."),
 }
+
+
+def _shown(columns):
+    """A table's columns for the mode: in presentation mode without the long names (the ids say it, and the table
+    then fits 1280 px without scrolling sideways)."""
+    return {name: column for name, column in columns.items() if name != "label" or not presentation.on()}
 
 
 def controls(settings):
@@ -80,9 +86,13 @@ def render(settings):
         trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
     sampled = config.mode == "sampled"
     curves = training_frames.curve_frame(trajectories)
-    chart_element.draw(st, training_charts.objective_chart(curves, sampled))
-    chart_element.draw(st, training_charts.cosine_chart(curves, sampled))
-    st.caption(_about_the_run(settings, config, left_out))
+    same = training_frames.duplicates(trajectories)
+    chart_element.draw(st, training_charts.objective_chart(curves, sampled, same, tour.marks(settings, "training_J"),
+                                                           height=300 if presentation.on() else 360))
+    chart_element.draw(st, training_charts.cosine_chart(curves, sampled, same, tour.marks(settings, "training_cosine")))
+    st.caption(_about_the_run(settings, config, left_out)
+               + (f" Identical runs, drawn in short dashes over each other: {training_frames.same_note(same)}." if same
+                  else ""))
 
     left, right = st.columns(2)
     with left:
@@ -91,14 +101,16 @@ def render(settings):
             st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
         pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], persist_state="session", help="Its logged reward E_μ[r] against the true J, step by step.")
         logged = training_frames.logged_frame(trajectories[pick])
-        chart_element.draw(st, training_charts.logged_chart(logged, pick, ESTIMATORS[pick].colour))
+        chart_element.draw(st, training_charts.logged_chart(logged, pick, ESTIMATORS[pick].colour,
+                                                            tour.marks(settings, "training_logged")))
         st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
                    "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
         st.markdown("**Does training make the mismatch worse?**")
         chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
         chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
-    st.dataframe(training_frames.summary_frame(trajectories), column_config=SUMMARY_COLUMNS, hide_index=True,
+    summary = training_frames.summary_frame(trajectories)
+    st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
     _sga_view(settings, config)
 
@@ -149,4 +161,5 @@ def _sga_view(settings, config):
         + ("" if sampled else " No Monte Carlo at this N (too few batches fit the time budget)."))
     table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
     if table is not None:
-        st.dataframe(table, column_config=SGA_COLUMNS, hide_index=True, width="stretch")
+        st.dataframe(table[list(_shown(SGA_COLUMNS))], column_config=_shown(SGA_COLUMNS), hide_index=True,
+                     width="stretch")

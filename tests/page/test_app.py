@@ -19,7 +19,7 @@ APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
               "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
-HEADER = ["M sequences", "J = E_π[r]", "logged reward E_μ[r]", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
+HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
 
 
 def run(query=None, **state):
@@ -161,8 +161,9 @@ def test_ratio_tab_controls():
     assert not at.exception and tab_content(at, "Ratios").count("vega_lite_chart") == 3
     assert not at.warning
     draw = at.markdown[0].value
-    at.button[0].click().run()
+    next(button for button in at.button if button.label == "Resample the batch").click().run()
     assert not at.exception and at.markdown[0].value != draw and "draw 1" in at.markdown[0].value
+    assert at.query_params == {"tab": "Ratios", "ratio_panels": "1", "draw": "1"}
 
 
 def test_shared_link_opens_that_view():

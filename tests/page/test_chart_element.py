@@ -29,7 +29,7 @@ def _comparable(spec):
 def _charts():
     toy = make_toy()
     table = pd.DataFrame(exact_table(toy))
-    yield charts.bias_std_chart(table, frames.iso_rmse_frame(table), 64)
+    yield charts.bias_std_chart(frames.bias_std_frames(table, {}), 64)
     trajectories = train(toy, {"on_policy": {}, "seq_tis": {}}, "none", TrainingConfig(steps=5))
     yield objective_chart(curve_frame(trajectories), False)
 

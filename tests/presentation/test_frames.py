@@ -82,10 +82,37 @@ def test_crossover_is_where_the_rmse_curves_cross(moments):
             crossed += 1
             assert reference.rel_rmse(n * 0.99) > m.rel_rmse(n * 0.99)
             assert reference.rel_rmse(n * 1.01) < m.rel_rmse(n * 1.01)
-            assert row.rel_rmse == pytest.approx(m.rel_rmse(n), rel=1e-9)
         elif n == 1:
             assert reference.rel_rmse(1) <= m.rel_rmse(1)
     assert crossed >= 3
+
+
+def test_the_first_winning_batch_size_is_a_whole_number_found_by_counting(moments):
+    """seq_is wins from first_N on and not at first_N − 1: checked batch size by batch size, up to 100,000."""
+    reference = moments["seq_is"]
+    sizes = np.arange(1, 100_001)
+    for row in frames.crossover_frame(moments, reference).itertuples():
+        m = moments[row.estimator]
+        wins = reference.bias**2 + reference.var / sizes < m.bias**2 + m.var / sizes
+        first = int(sizes[wins][0]) if wins.any() else math.nan
+        if math.isnan(first):
+            assert math.isnan(row.first_N) or row.first_N > 100_000
+        else:
+            assert row.first_N == first and float(row.first_N).is_integer()
+            assert wins[first - 1:].all()                 # and at every larger batch size
+            assert row.rel_rmse == pytest.approx(reference.rel_rmse(first), rel=1e-12)
+
+
+@pytest.mark.parametrize("reference_bias, reference_var, bias, var, first", [
+    (0.0, 2.0, 1.0, 1.0, 2),           # wins when N > 1: from 2
+    (0.0, 307.1, 1.0, 1.0, 307),       # N > 306.1
+    (0.0, 1.5, 1.0, 1.0, 1),           # N > 0.5: every N
+    (0.0, 0.5, 1.0, 1.0, 1),           # less variance and less bias: every N
+    (1.0, 1.0, 1.0, 2.0, None),        # same bias: it never wins outright
+    (2.0, 1.0, 1.0, 2.0, None),        # more bias: never from some N on
+])
+def test_first_winning_n_by_hand(reference_bias, reference_var, bias, var, first):
+    assert frames.first_winning_n(reference_bias, reference_var, bias, var) == first
 
 
 def test_token_ratio_frame_and_batch_fractions(toy):

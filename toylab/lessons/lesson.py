@@ -4,7 +4,8 @@ A lesson's ``controls`` are sidebar values under their session-state keys (T, V,
 baseline, N and "id.param" thresholds); ``settings(lesson)`` is the Settings they make. ``view`` holds the
 values of its tab's own controls that differ from their defaults, under their URL names (the Training tab's);
 ``view_of(lesson)`` is the whole view it opens. ``check(settings)`` computes the evidence from the library on
-that setting: named numbers and whether the statement holds.
+that setting: named numbers, whether the statement holds, and the marks it refers to on the page's charts
+(``Mark``: a point, or an x alone, on one of CHARTS, in that chart's own units, with what it shows in words).
 """
 
 from collections.abc import Callable
@@ -16,10 +17,24 @@ from toylab.state.query import VIEW_PARAMETERS, make_settings
 UNBIASED = 1e-9
 
 
+CHARTS = {"bias_std": "Estimators", "sequence_W": "Ratios", "sequence_geo": "Ratios",
+          "threshold_rmse": "Threshold sweep", "length_std_ratio": "Sequence length", "training_J": "Training",
+          "training_cosine": "Training", "training_logged": "Training"}     # chart name → the tab that draws it
+
+
+@dataclass(frozen=True)
+class Mark:
+    chart: str                   # a key of CHARTS
+    text: str                    # what the mark shows, in a sentence
+    x: float                     # on the chart's x axis (a sweep's threshold, a step, log W, …)
+    y: float | None = None       # on its y axis; None: a mark at x alone (a rule across the plot)
+
+
 @dataclass(frozen=True)
 class Evidence:
     numbers: dict        # name → value, as shown under the lesson
     holds: bool
+    marks: tuple = ()    # Marks on the charts of the lesson's tab
 
 
 @dataclass(frozen=True)

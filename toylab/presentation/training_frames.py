@@ -19,6 +19,7 @@ QUANTITIES = {"J": "J = E_π[r]", "logged_reward": "logged reward E_μ[r]", "kl_
               "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J"}
 BAND = (0.1, 0.9)
 UNDEFINED = "—"
+SAME = 1e-12
 
 
 def band(values):
@@ -44,6 +45,25 @@ def curve_frame(trajectories, quantities=tuple(QUANTITIES)):
             parts.append(pd.DataFrame({"estimator": id, "quantity": QUANTITIES[name], "step": steps[keep],
                                        "median": median[keep], "q10": low[keep], "q90": high[keep]}))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
+
+
+def duplicates(trajectories):
+    """{id: the first earlier id whose run is the same, step for step}: J, the logged reward and the cosine equal to
+    rounding (1e-12 relative), so one line hides the other unless the chart shows both."""
+    same = {}
+    items = list(trajectories.items())
+    for index, (id, run) in enumerate(items):
+        for first, earlier in items[:index]:
+            if first not in same and all(np.allclose(getattr(run, name), getattr(earlier, name), rtol=SAME, atol=SAME,
+                                                     equal_nan=True) for name in ("J", "logged_reward", "cosine")):
+                same[id] = first
+                break
+    return same
+
+
+def same_note(same):
+    """'k3_rs = trm' for each run identical to an earlier one."""
+    return ", ".join(f"{id} = {first}" for id, first in same.items())
 
 
 def quantity_curves(curves, quantity, sampled):
