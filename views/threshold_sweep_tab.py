@@ -25,7 +25,7 @@ def render(settings):
     at_edge = [f"{id} at its {row['edge']} edge ({row['parameter']} = {row['threshold']:.3g})"
                for id, row in best.items() if row["edge"]]
     if at_edge:
-        st.warning("The lowest RMSE lies at the edge of the range swept for " + "; ".join(at_edge) + ": the best "
+        st.info("The lowest RMSE lies at the edge of the range swept for " + "; ".join(at_edge) + ": the best "
                    "threshold may lie beyond it, outside what the estimator allows.", icon=":material/first_page:")
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "

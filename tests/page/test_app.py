@@ -11,7 +11,7 @@ from toylab.analysis.diagnostics import diagnostics
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
-from toylab.state.query import parse_query
+from toylab.state.query import VIEW_DEFAULTS, parse_query
 from toylab.state.settings import Settings
 from views.estimators_tab import plain
 
@@ -106,6 +106,40 @@ def test_a_lesson_button_sets_the_sidebar_the_url_and_the_tab():
         assert tab_content(at, lesson.tab), lesson.id            # the lesson's tab is the open one
         assert all(at.session_state[name] == value for name, value in lesson.view.items()), lesson.id
         at = run(tab="Lessons")
+
+
+def shown_lesson(at):
+    """(the banner's first line, the view parameters' values) of a page."""
+    banner = [block for block in at.markdown if block.value.startswith("**Lesson ")]
+    return (banner[0].value.split(".**")[0] if banner else None), {name: at.session_state[name] for name in VIEW_DEFAULTS}
+
+
+@pytest.mark.parametrize("number, lesson", list(enumerate(LESSONS, start=1)), ids=[lesson.id for lesson in LESSONS])
+def test_a_lessons_button_leaves_a_link_that_reopens_exactly_its_view(number, lesson):
+    at = run(tab="Lessons")
+    at.button(key=f"lesson.{lesson.id}").click().run()
+    link = dict(at.query_params)
+    reopened = run(link)
+    assert not reopened.exception and not reopened.warning
+    assert shown_lesson(reopened) == shown_lesson(at) and shown_lesson(at)[0] == f"**Lesson {number} of {len(LESSONS)}"
+    assert dict(reopened.query_params) == link
+    captions = " ".join(caption.value for caption in reopened.caption)
+    assert all(mark.text in captions for mark in lesson.check(lesson_settings(lesson)).marks)
+
+
+def test_next_and_previous_step_through_the_lessons_and_a_change_leaves_the_lesson():
+    at = run(tab="Lessons")
+    at.button(key="lesson_start").click().run()
+    assert shown_lesson(at)[0] == f"**Lesson 1 of {len(LESSONS)}"
+    at.button(key="lesson_next").click().run()
+    assert shown_lesson(at)[0] == f"**Lesson 2 of {len(LESSONS)}" and at.session_state["tab"] == LESSONS[1].tab
+    at.button(key="lesson_previous").click().run()
+    assert shown_lesson(at)[0] == f"**Lesson 1 of {len(LESSONS)}"
+    at.button(key="lesson_all").click().run()
+    assert at.session_state["tab"] == "Lessons"
+    at.button(key="lesson_start").click().run()
+    at.slider(key="mismatch").set_value(0.7).run()
+    assert shown_lesson(at)[0] is None                     # another setting: the page shows it, not the lesson
 
 
 def test_tab_opens_from_the_url():

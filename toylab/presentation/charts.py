@@ -26,7 +26,6 @@ SAMPLE_COLOUR = "#E69F00"            # a sampled batch
 ROW = 22                             # pixels per row of threshold labels above a plot
 LEGEND_LABEL_LIMIT = 360
 FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
-MARKED_POINT, MARKED_X = "isValid(datum.y)", "!isValid(datum.y)"     # a lesson's mark at a point, or at an x
 LINE_DASHES = alt.Scale(domain=["own", "reference", "same"], range=[[1, 0], [7, 4], [3, 3]])
 
 
@@ -119,24 +118,33 @@ def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None):
         alt.Size("ring:Q", scale=alt.Scale(domain=[1, 4], range=[600, 1800]), legend=None))
     leaders = alt.Chart(labels).transform_filter(alt.datum.leader).mark_rule(color=DISTRIBUTION_COLOUR).encode(
         alt.X("anchor_x:Q"), alt.Y("anchor_y:Q"), alt.X2("x:Q"), alt.Y2("y:Q"))
-    names = alt.Chart(labels).mark_text(align="left", baseline="middle").encode(
+    names = [alt.Chart(part).mark_text(align="left", baseline="middle", fontWeight=weight).encode(
         alt.X("x:Q"), alt.Y("y:Q"), alt.Text("text:N"))
-    layers = [circles, dots, rings, leaders, names] + (mark_layers(marks, numbers=False) if marks is not None else [])
-    return readable(alt.layer(*layers, height=height, title="bias versus spread (dashed: equal relative RMSE)"))
+        for weight, part in (("normal", labels[labels["kind"] != "mark"]), ("bold", labels[labels["kind"] == "mark"]))
+        if len(part)]                       # an empty layer makes Vega-Lite warn of an infinite extent
+    layers = [circles, dots, rings, leaders, *names] + (mark_layers(marks, numbers=False) if marks is not None else [])
+    levels = ", ".join(f"{level:g}" for level in dict.fromkeys(iso["level"]))
+    return readable(alt.layer(*layers, height=height, title=alt.Title(
+        "bias versus spread", subtitle=f"dashed: equal relative RMSE at N ({levels})" if levels else alt.Undefined)))
 
 
 def mark_layers(marks, numbers=True):
     """A lesson's annotations, on the x and y scales of the layered chart they join: a ring at each marked point, a
     dotted rule at a marked x alone, each with its number (unless ``numbers`` is False: the chart places them
-    itself); the page lists the numbered sentences with the lesson."""
-    x, y = alt.X("x:Q"), alt.Y("y:Q")
-    rings = alt.Chart(marks).transform_filter(MARKED_POINT).mark_point(size=900, strokeWidth=2.5, color=TEXT).encode(x, y)
-    rules = alt.Chart(marks).transform_filter(MARKED_X).mark_rule(strokeWidth=2, color=TEXT, strokeDash=[2, 2]).encode(x)
-    numbers_at_points = alt.Chart(marks).transform_filter(MARKED_POINT).mark_text(
-        align="left", dx=18, dy=-14, fontWeight="bold").encode(x, y, alt.Text("number:N"))
-    rule_numbers = alt.Chart(marks).transform_filter(MARKED_X).mark_text(
-        align="left", dx=4, baseline="top", y=4, fontWeight="bold").encode(x, alt.Text("number:N"))
-    return [rings, rules, *([numbers_at_points] if numbers else []), rule_numbers]
+    itself); the page lists the numbered sentences with the lesson. Only layers with marks to draw (an empty one
+    makes Vega-Lite warn of an infinite extent)."""
+    x, y, number = alt.X("x:Q"), alt.Y("y:Q"), alt.Text("number:N")
+    points, lines = marks[marks["y"].notna()], marks[marks["y"].isna()]
+    layers = []
+    if len(points):
+        layers.append(alt.Chart(points).mark_point(size=900, strokeWidth=2.5, color=TEXT).encode(x, y))
+        if numbers:
+            layers.append(alt.Chart(points).mark_text(align="left", dx=18, dy=-14, fontWeight="bold").encode(x, y, number))
+    if len(lines):
+        layers.append(alt.Chart(lines).mark_rule(strokeWidth=2, color=TEXT, strokeDash=[2, 2]).encode(x))
+        layers.append(alt.Chart(lines).mark_text(align="left", dx=4, baseline="top", y=4, fontWeight="bold").encode(
+            x, number))
+    return layers
 
 
 # -- ratios -------------------------------------------------------------------------------------------

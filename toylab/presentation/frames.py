@@ -110,33 +110,29 @@ class Scatter:
 
 
 def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTER_WIDTH):
-    """The scatter's points, rings for duplicates, one name per group of equal estimators ("naive = geo_rs") and a
-    level per iso-RMSE circle, all placed by ``labels.place`` so that none overprints another or a dot; a lesson's
-    ``marks`` (``mark_frame``) get their numbers placed the same way."""
+    """The scatter's points, rings for duplicates, and one name per group of equal estimators ("naive = geo_rs"),
+    placed by ``labels.place`` so that none overprints another or a dot; a lesson's ``marks`` (``mark_frame``) get
+    their numbers placed first, beside their rings. The iso-RMSE circles' levels go in the chart's subtitle."""
     points = table[["estimator", "label", "rel_bias", "rel_std", "rel_rmse"]].copy()
     points["ring"] = [_ring(id, same) for id in points["estimator"]]
     top = max(float(points["rel_std"].max()), 1e-3) * 1.15
     right = max(float(points["rel_bias"].max()), 0.25 * top, 1e-3) * 1.25
-    iso = iso_rmse_frame(table)
-    groups = {}
-    for id in points["estimator"]:
-        groups.setdefault(same.get(id, id), []).append(id)
-    anchors = [tuple(points.loc[points["estimator"] == first, ["rel_bias", "rel_std"]].iloc[0]) for first in groups]
-    texts = [" = ".join(ids) for ids in groups.values()]
-    kinds, radii = ["estimator"] * len(texts), [POINT_RADIUS] * len(texts)
-    levels = [level for level in iso["level"].unique() if level < min(right, top)]
-    anchors += [(level, 0.0) for level in levels]
-    texts += [f"{level:g}" for level in levels]
-    kinds, radii = kinds + ["level"] * len(levels), radii + [2] * len(levels)
+    anchors, texts, kinds, radii = [], [], [], []
     if marks is not None:
         anchors += [(row.x, row.y) for row in marks.itertuples()]
         texts += list(marks["number"])
-        kinds, radii = kinds + ["mark"] * len(marks), radii + [MARK_RADIUS] * len(marks)
+        kinds, radii = ["mark"] * len(marks), [MARK_RADIUS] * len(marks)
+    groups = {}
+    for id in points["estimator"]:
+        groups.setdefault(same.get(id, id), []).append(id)
+    anchors += [tuple(points.loc[points["estimator"] == first, ["rel_bias", "rel_std"]].iloc[0]) for first in groups]
+    texts += [" = ".join(ids) for ids in groups.values()]
+    kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
     placed = place(anchors, texts, (0.0, right), (0.0, top), width, height, FONT, radii)
     labels = pd.DataFrame({"text": texts, "x": [p.x for p in placed], "y": [p.y for p in placed],
                            "anchor_x": [a[0] for a in anchors], "anchor_y": [a[1] for a in anchors],
                            "leader": [p.leader for p in placed], "kind": kinds})
-    return Scatter(points, labels, iso, (0.0, right), (0.0, top), same)
+    return Scatter(points, labels, iso_rmse_frame(table), (0.0, right), (0.0, top), same)
 
 
 def _ring(id, same):

@@ -130,7 +130,8 @@ VIEW_PARAMETERS = {
     "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab="Training"),
     "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab="Training"),
     "train_pick": ViewParameter("naive", choices=_trained, tab="Training"),
-    "sga_step": ViewParameter(30, low=0, high=lambda settings, view: view["train_steps"], step=1, tab="Training"),
+    "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
+                              tab="Training"),                                   # the shortest run (10 steps)
 }
 VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}
 CONTROL_PARAMETERS = {
