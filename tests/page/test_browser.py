@@ -1,11 +1,10 @@
 """The page in headless Chromium: renders, every tab opens, the URL follows the controls and opens views.
 
-Uses the harness in tests/browser.py. Set TOYLAB_SCREENSHOT=1 to save docs/screenshot.png and
-docs/your_run.png; the re-render
-times of a slider step (default toy, and T=10 V=4) are printed (pytest -s) and kept as test properties.
+Uses the harness in tests/browser.py. The re-render times of a slider step (default toy, and T=10 V=4) are printed
+(pytest -s) and kept as test properties. Presentation mode, themes, zoom, Back and Forward, and the README's
+screenshots: test_presentation_browser.py.
 """
 
-import os
 import time
 from pathlib import Path
 
@@ -14,8 +13,6 @@ import pytest
 from tests.browser import browser_available, launch_browser, running_app, skip_or_fail, wait_for_app
 
 pytestmark = pytest.mark.browser
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
-YOUR_RUN_SCREENSHOT = SCREENSHOT.parent / "your_run.png"
 EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "rollouts_per_token.csv.gz"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
         "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
@@ -89,9 +86,6 @@ def test_default_view_renders(app):
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "
                            "[data-testid=\"stVegaLiteChart\"] svg.marks').length > 0")
     assert rendered_charts(page) >= 1
-    if os.environ.get("TOYLAB_SCREENSHOT") == "1":
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT))
     page.close()
 
 
@@ -193,10 +187,6 @@ def test_your_run_upload_shows_the_statistics_and_charts(app):
     assert "What each estimator would do to these sequences" in panel.inner_text()
     cells = "|".join(panel.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents())
     assert "tok_tis" in cells and "seq_mis" in cells                      # the estimator table has drawn
-    if os.environ.get("TOYLAB_SCREENSHOT") == "1":
-        page.set_viewport_size({"width": 1600, "height": 2400})
-        wait_for_app(page)
-        page.screenshot(path=str(YOUR_RUN_SCREENSHOT))
     page.close()
 
 
@@ -217,7 +207,7 @@ def test_a_closed_tabs_toggle_comes_back_with_its_tab(app):
     page.get_by_role("tab", name="Ratios").click()
     wait_for_app(page)
     assert page.get_by_role("switch", name="one panel per position").is_checked()
-    page.wait_for_function("() => location.search.includes('ratio_panels=true')")
+    page.wait_for_function("() => location.search.includes('ratio_panels=1')")
     assert "tab=Ratios" in page.url
     page.close()
 

@@ -125,16 +125,18 @@ def mismatch_chart(estimators, divergences, chosen_mismatch, panel=None):
                   title, color="independent")
 
 
-def _method_points(data, x, y, colour, opacity, tooltip, alone=False):
-    """Filled points for exact values, hollow for Monte Carlo, and ±2 s.e. bars for Monte Carlo."""
+def _method_points(frame, x, y, colour, opacity, tooltip):
+    """Filled points whose shape says how each value was computed, and ±2 s.e. bars for the Monte Carlo ones (a
+    layer only when there are any: an empty one makes Vega-Lite warn of an infinite extent)."""
     shape = alt.Shape("method:N", legend=alt.Legend(title="computed by", orient="top"),
                       scale=alt.Scale(domain=["exact (enumeration)", "exact (recursion)", "Monte Carlo"],
                                       range=["circle", "square", "triangle-up"]))
-    points = data.mark_point(size=60, filled=True).encode(x=x, y=y, color=colour, shape=shape, opacity=opacity,
-                                                          tooltip=tooltip)
-    bars = data.transform_filter(alt.datum.monte_carlo).mark_rule(strokeWidth=2).encode(
-        x=x, y=alt.Y("lower:Q"), y2=alt.Y2("upper:Q"), color=colour, opacity=opacity)
-    return [points, bars]
+    points = alt.Chart(frame).mark_point(size=60, filled=True).encode(x=x, y=y, color=colour, shape=shape,
+                                                                      opacity=opacity, tooltip=tooltip)
+    sampled = frame[frame["monte_carlo"]]
+    bars = alt.Chart(sampled).mark_rule(strokeWidth=2).encode(x=x, y=alt.Y("lower:Q"), y2=alt.Y2("upper:Q"),
+                                                              color=colour, opacity=opacity)
+    return [points, bars] if len(sampled) else [points]
 
 
 LENGTH_PANELS = ("divergence", "probability", "bias", "std_ratio")
@@ -158,21 +160,21 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None)
                 x=x, y=_y("χ²_seq and ESS fraction", log=True), color=_quantity_colour(alone), tooltip=tooltip
             ).properties(height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
         if name == "probability":
-            data = alt.Chart(probabilities)
             colour = _quantity_colour(alone)
             return alt.layer(
-                data.mark_line(strokeWidth=2).encode(x=x, y=_y("probability under μ", log=False), color=colour),
-                *_method_points(data, x, alt.Y("value:Q"), colour, alt.OpacityValue(1.0), tooltip, alone),
+                alt.Chart(probabilities).mark_line(strokeWidth=2).encode(
+                    x=x, y=_y("probability under μ", log=False), color=colour),
+                *_method_points(probabilities, x, alt.Y("value:Q"), colour, alt.OpacityValue(1.0), tooltip),
                 height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
         metric, title = {"bias": (METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
                          "std_ratio": (STD_RATIO, "std ÷ on-policy std (same T)")}[name]
-        data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
+        frame = estimators[estimators["metric"] == metric]
         y = _y(title, log=True)
-        lines = data.mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone),
-                                                     detail=alt.Detail("estimator:N"), opacity=opacity)
+        lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone),
+                                                                 detail=alt.Detail("estimator:N"), opacity=opacity)
         lines = lines.add_params(legend_highlight()) if leading else lines
-        points = _method_points(data, x, y, estimator_colour(ids, alone), opacity,
-                                tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"), alone)
+        points = _method_points(frame, x, y, estimator_colour(ids, alone), opacity,
+                                tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"))
         annotations = mark_layers(marks) if marks is not None and name == "std_ratio" else []
         return alt.layer(lines, *points, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
