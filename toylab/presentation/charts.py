@@ -96,8 +96,8 @@ def readable(chart):
 
 def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None):
     """Each estimator at (rel bias, rel std at N) on ``frames.bias_std_frames``' fixed domains; grey quarter circles
-    are constant relative RMSE, labelled by their level; a duplicate is a ring round the point it equals, named with
-    it ("naive = geo_rs"); names sit where ``labels`` put them, joined to their point by a rule when far from it.
+    are constant relative RMSE (their levels in the subtitle); a duplicate is a ring round the point it equals, named
+    with it ("naive = geo_rs"); names sit where ``labels`` put them, joined to their point by a rule when far from it.
     ``marks``: a lesson's annotations (``frames.mark_frame``) on the same axes."""
     points, labels, iso = scatter.points, scatter.labels, scatter.iso
     x = alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖",
@@ -111,18 +111,17 @@ def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None):
     tooltip = tips("estimator:N", "label:N", alt.Tooltip("rel_bias:Q", format=".3f"),
                    alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
     colour = estimator_colour(points["estimator"], same=scatter.same)
-    dots = alt.Chart(points).transform_filter(alt.datum.ring == 0).mark_point(size=220, filled=True).encode(
+    dots = alt.Chart(points[points["ring"] == 0]).mark_point(size=220, filled=True).encode(
         x, y, colour, opacity, tooltip).add_params(highlight)
-    rings = alt.Chart(points).transform_filter(alt.datum.ring > 0).mark_point(filled=False, strokeWidth=3).encode(
-        x, y, colour, opacity, tooltip,
-        alt.Size("ring:Q", scale=alt.Scale(domain=[1, 4], range=[600, 1800]), legend=None))
-    leaders = alt.Chart(labels).transform_filter(alt.datum.leader).mark_rule(color=DISTRIBUTION_COLOUR).encode(
+    rings = alt.Chart(points[points["ring"] > 0]).mark_point(filled=False, strokeWidth=3).encode(
+        x, y, colour, opacity, tooltip, alt.Size("ring:Q", scale=alt.Scale(domain=[1, 4], range=[600, 1800]), legend=None))
+    leaders = alt.Chart(labels[labels["leader"]]).mark_rule(color=DISTRIBUTION_COLOUR).encode(
         alt.X("anchor_x:Q"), alt.Y("anchor_y:Q"), alt.X2("x:Q"), alt.Y2("y:Q"))
     names = [alt.Chart(part).mark_text(align="left", baseline="middle", fontWeight=weight).encode(
         alt.X("x:Q"), alt.Y("y:Q"), alt.Text("text:N"))
-        for weight, part in (("normal", labels[labels["kind"] != "mark"]), ("bold", labels[labels["kind"] == "mark"]))
-        if len(part)]                       # an empty layer makes Vega-Lite warn of an infinite extent
-    layers = [circles, dots, rings, leaders, *names] + (mark_layers(marks, numbers=False) if marks is not None else [])
+        for weight, part in (("normal", labels[labels["kind"] != "mark"]), ("bold", labels[labels["kind"] == "mark"]))]
+    layers = [layer for layer in (circles, dots, rings, leaders, *names) if len(layer.data)]   # an empty layer makes
+    layers += mark_layers(marks, numbers=False) if marks is not None else []                 # Vega-Lite warn
     levels = ", ".join(f"{level:g}" for level in dict.fromkeys(iso["level"]))
     return readable(alt.layer(*layers, height=height, title=alt.Title(
         "bias versus spread", subtitle=f"dashed: equal relative RMSE at N ({levels})" if levels else alt.Undefined)))

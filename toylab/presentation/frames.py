@@ -122,10 +122,11 @@ def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTE
         anchors += [(row.x, row.y) for row in marks.itertuples()]
         texts += list(marks["number"])
         kinds, radii = ["mark"] * len(marks), [MARK_RADIUS] * len(marks)
-    groups = {}
+    groups, where = {}, dict(zip(points["estimator"], zip(points["rel_bias"], points["rel_std"], strict=True),
+                                 strict=True))
     for id in points["estimator"]:
         groups.setdefault(same.get(id, id), []).append(id)
-    anchors += [tuple(points.loc[points["estimator"] == first, ["rel_bias", "rel_std"]].iloc[0]) for first in groups]
+    anchors += [where[first] for first in groups]
     texts += [" = ".join(ids) for ids in groups.values()]
     kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
     placed = place(anchors, texts, (0.0, right), (0.0, top), width, height, FONT, radii)

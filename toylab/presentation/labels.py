@@ -11,6 +11,7 @@ Positions come back in data units (the plot's x and y domains, both linear), for
 centred vertically on them.
 """
 
+import itertools
 from dataclasses import dataclass
 
 CHARACTER_WIDTH = 0.62       # × font size: wider than any character of the page's sans-serif but "W" and "M"
@@ -64,18 +65,17 @@ def place(anchors, texts, x_domain, y_domain, width, height, font_size, radii):
         reach = radius + GAP
         beside = [(px + reach, py), (px - reach - box_width, py), (px - box_width / 2, py - reach - box_height / 2),
                   (px - box_width / 2, py + reach + box_height / 2)]
-        rows = [(left, py + sign * row * (box_height + GAP / 2)) for row in range(1, FARTHEST_ROWS + 1)
-                for sign in (-1, 1) for left in (px + reach, px - reach - box_width)]
-        anywhere = [(left, middle) for middle in _steps(box_height / 2, height - box_height / 2, box_height / 2)
-                    for left in _steps(0, width - box_width, box_width / 4)]
-        candidates = [*beside, *rows, *anywhere]
-        boxes = [Box(left, middle - box_height / 2, left + box_width, middle + box_height / 2)
-                 for left, middle in candidates]
-        index = next((index for index, box in enumerate(boxes)
-                      if box.inside(width, height) and not any(box.overlaps(other) for other in taken)),
-                     len(boxes) - 1)      # no free place at all (more labels than the plot holds): the last one tried
-        taken.append(boxes[index])
-        placed.append(Placed(*to_data(*candidates[index]), leader=index >= len(beside)))
+        rows = ((left, py + sign * row * (box_height + GAP / 2)) for row in range(1, FARTHEST_ROWS + 1)
+                for sign in (-1, 1) for left in (px + reach, px - reach - box_width))
+        anywhere = ((left, middle) for middle in _steps(box_height / 2, height - box_height / 2, box_height / 2)
+                    for left in _steps(0, width - box_width, box_width / 4))
+        candidates = enumerate(itertools.chain(beside, rows, anywhere))
+        for tried, (left, middle) in candidates:  # noqa: B007 (after the loop: the place taken)
+            box = Box(left, middle - box_height / 2, left + box_width, middle + box_height / 2)
+            if box.inside(width, height) and not any(box.overlaps(other) for other in taken):
+                break                    # else, no free place at all (more labels than the plot holds): the last one
+        taken.append(box)
+        placed.append(Placed(*to_data(left, middle), leader=tried >= len(beside)))
     return placed
 
 
