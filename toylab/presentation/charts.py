@@ -167,9 +167,10 @@ def threshold_layers(thresholds, x_domain, measure="P", plot_width=frames.RATIO_
 
 
 def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", height=320, width=alt.Undefined,
-                      plot_width=frames.RATIO_WIDTH):
+                      plot_width=frames.RATIO_WIDTH, legend="right"):
     """Exact μ-probability of each log ρ_t value (sticks), a sampled batch's frequencies (circles, if any),
-    and the thresholds (their labels placed for a plot at least ``plot_width`` pixels wide)."""
+    and the thresholds (their labels placed for a plot at least ``plot_width`` pixels wide; their legend at
+    ``legend``)."""
     domain = frames.ratio_domain(frame["log_rho"], thresholds)
     x = alt.X("log_rho:Q", title="log ρ_t = log π_t(y_t) − log μ_t(y_t)",
               scale=alt.Scale(domain=list(domain), nice=False, zero=False))
@@ -183,14 +184,15 @@ def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", he
             alt.X("log_rho:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
         layers += threshold_layers(thresholds, domain, plot_width=width if isinstance(width, int) else plot_width,
-                                   legend="right")
+                                   legend=legend)
     return alt.layer(*layers, title=title, height=height, width=width)
 
 
 def token_ratio_panels(frame, thresholds, columns=2):
-    """One small ``token_ratio_chart`` per position."""
+    """One small ``token_ratio_chart`` per position, two abreast (their legend below: they fit a column beside the
+    sidebar at 1280 px)."""
     panels = [token_ratio_chart(frame[frame["position"] == t], thresholds[thresholds["position"] == t],
-                                title=f"position {t}", height=170, width=330)
+                                title=f"position {t}", height=170, width=300, legend="bottom")
               for t in sorted(frame["position"].unique())]
     return readable(alt.concat(*panels, columns=columns))
 
