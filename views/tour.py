@@ -15,6 +15,7 @@ from toylab.presentation import frames
 from views import address, sidebar
 
 LESSONS_TAB = "Lessons"
+VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
@@ -38,9 +39,8 @@ def _open_lessons():
 def on_show(settings):
     """(number, lesson) of the lesson whose view the page is at, or None."""
     view = address.view()
-    return next(((number, lesson) for number, lesson in enumerate(LESSONS, start=1)
-                 if lesson_settings(lesson) == settings and all(view[name] == value
-                                                                for name, value in view_of(lesson).items())), None)
+    return next(((number, lesson) for number, lesson, shown, opened in VIEWS
+                 if shown == settings and all(view[name] == value for name, value in opened.items())), None)
 
 
 def marks(settings, chart):
