@@ -229,3 +229,16 @@ def test_statistics_and_new_families_stay_free_of_nan_where_the_sampler_never_dr
                       "vespo"):
         moments = exact_moments(toy, estimator, None, "logged")
         assert np.all(np.isfinite(moments.mean)) and np.isfinite(moments.var), estimator
+
+
+def test_the_additive_table_is_read_off_any_toy_even_where_the_sampler_never_draws():
+    from toylab.engine.coefficients import additive_table
+
+    toy = make_toy(4, 3, 0.6, 5)
+    d = additive_table("k2_penalty", toy.log_pi, toy.log_mu, resolve_params("k2_penalty", {"tau": 0.3}))
+    np.testing.assert_allclose(d, -0.6 * toy.log_rho, rtol=1e-15)
+    with np.errstate(divide="ignore"):
+        log_mu = np.where(np.arange(3) == 2, -np.inf, toy.log_mu)
+    d = additive_table("k2_penalty", toy.log_pi, log_mu, resolve_params("k2_penalty", {"tau": 0.3}))
+    np.testing.assert_allclose(d[:, :2], -0.6 * (toy.log_pi - log_mu)[:, :2], rtol=1e-15)
+    assert np.all(np.isfinite(d))
