@@ -16,7 +16,8 @@ import pytest
 from toylab import exact_moments, resolve_params
 from toylab.catalogue import presets as frameworks
 
-NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv_mask", "k2_penalty", "topr", "vespo")
+NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv_mask", "k2_penalty", "topr", "vespo",
+                "gspo_clip")
 
 
 def bernoulli_kl(p, q):
@@ -209,6 +210,10 @@ class DenseToy:
             k = np.where(advantage >= 0, p["k_pos"], p["k_neg"])
             lam = np.where(advantage >= 0, p["lambda_pos"], p["lambda_neg"])
             return np.exp(lam) * np.exp(log_w) ** k * np.exp(-lam * np.exp(log_w)) * ones
+        if estimator == "gspo_clip":
+            positive = geo <= 1 + p["eps_high"]
+            negative = (geo >= 1 - p["eps_low"]) & (geo <= p["C_dual"])
+            return geo * np.where(advantage < 0, negative, positive) * ones
         raise KeyError(estimator)
 
     def additive(self, estimator, params):

@@ -266,6 +266,15 @@ _ENTRIES = [
                              choices=loss_shapes.VESPO_MODES),
                "clip_min": _threshold(0, 0, 1000, "TRL vllm_importance_sampling_clip_min (0: none)"),
                "clip_max": _threshold(3, 0.01, 1000, "TRL vllm_importance_sampling_clip_max")}, colour="#EE6677"),
+    Estimator("gspo_clip", "GSPO-clip against the sampler",
+              r"c_t = \rho_{geo}\,\mathbf 1[\rho_{geo}\le 1+\varepsilon_{high}]\ (A\ge0),\quad "
+              r"\rho_{geo}\,\mathbf 1[1-\varepsilon_{low}\le\rho_{geo}\le C_{dual}]\ (A<0)",
+              "PPO's clipped surrogate on the geometric sequence ratio ρ_geo against the sampler: OpenRLHF "
+              "policy_loss_type=gspo with its vLLM IS correction (clip_eps_low/high, dual_clip)", loss_shapes.gspo_clip,
+              {"eps_low": _threshold(0.2, 0, 1, "ε_low: ρ_geo below 1 − ε_low is clipped when A < 0"),
+               "eps_high": _threshold(0.2, 0, 10, "ε_high: ρ_geo above 1 + ε_high is clipped when A ≥ 0"),
+               "C_dual": _threshold(100, 1.01, 1000, "dual clip: ρ_geo above it is clipped when A < 0 (100: off)")},
+              colour="#117799"),
     Estimator("seq_snis", "self-normalised sequence IS",
               r"\hat g_N = \frac{\sum_i W_i A_i \sum_t s_{i,t}}{\sum_i W_i}",
               "self-normalised importance sampling", batch_estimate=corrections.self_normalised_is,
