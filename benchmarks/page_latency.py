@@ -3,11 +3,13 @@
     python benchmarks/page_latency.py                             # every tab, 5 presses each, and T=10
     python benchmarks/page_latency.py --tabs Estimators Ratios --presses 9 --json latency.json
     python benchmarks/page_latency.py --query "V=3&mismatch=1" --large-query "" --payload
+    python benchmarks/page_latency.py --viewport 1280x720 --query present=1     # a screen-share, presentation mode
 
 Starts the app and the floor app (benchmarks/floor_app.py: one slider, one metric) with ``streamlit run``,
 each under benchmarks/timed_script.py, which logs when each script run started and how long it took on the
 server. Drives both in headless Debian Chromium. For each tab, as listed by the page itself, it presses the
-mismatch slider's → key N times and times each press in the page's own clock: from the keydown event until
+mismatch slider's → key N times (the sidebar may be collapsed: the key still reaches the slider) and times each
+press in the page's own clock: from the keydown event until
 ``[data-testid="stApp"]`` returns to ``data-test-script-state="notRunning"`` after having been ``running``.
 A MutationObserver, installed before the page loads, timestamps every change of that attribute (and of the
 rest of the DOM), so runs shorter than any polling interval are caught. The floor is pressed the same way

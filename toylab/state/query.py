@@ -7,7 +7,8 @@ link once into session state, and writes the canonical link of what it shows at 
   presets included: ``est=naive,verl:decoupled_geo_rs``), agg (the loss aggregation) and ID.PARAM for a
   threshold (``tok_tis.C=3``, ``verl:decoupled_geo_rs.rs_threshold=0.8_1.1``). The page writes them from
   Settings (``to_query``); only non-default values, so the default view is the bare address.
-- View parameters (``VIEW_PARAMETERS``): which tab is open, presentation mode, and the controls inside a tab,
+- View parameters (``VIEW_PARAMETERS``): which tab is open, presentation mode, the controls inside a tab, and
+  the sidebar's "my framework" (``framework=verl``: that framework's presets first in the estimator picker),
   each a ``ViewParameter`` with its default and allowed values. A new tab adds its label to ``TAB_LABELS`` (the
   page's tab order), and each control in the link one entry, e.g. ``"steps": ViewParameter(200, low=1,
   high=2000, tab="Training")``; its widget's key is the parameter's name (the page puts the link's value into
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 
 from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
+from toylab.catalogue.presets import FRAMEWORKS
 from toylab.engine.toy import EXACT_SIZE_LIMIT, more_sequences_than
 from toylab.state.settings import Settings
 from toylab.text import listed, quoted
@@ -45,6 +47,7 @@ TAB_LABELS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", 
               "Sequence length", "Training", "Your run", "Lessons")
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)       # the Training tab's choices
 TRAINING = TrainingConfig()                                          # its defaults
+ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
 TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "train_optimizer", "mode": "train_mode",
                      "runs": "train_runs", "pick": "train_pick", "sga_step": "sga_step"}   # Training tab → URL name
 
@@ -132,6 +135,7 @@ VIEW_PARAMETERS = {
     "train_pick": ViewParameter("naive", choices=_trained, tab="Training"),
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
                               tab="Training"),                                   # the shortest run (10 steps)
+    "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}
 CONTROL_PARAMETERS = {
