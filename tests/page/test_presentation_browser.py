@@ -224,10 +224,16 @@ def test_screenshots_for_the_readme(app):
     if os.environ.get("TOYLAB_SCREENSHOT") != "1":
         pytest.skip("set TOYLAB_SCREENSHOT=1 to refresh the screenshots in docs/")
     collapse = next(lesson for lesson in LESSONS if lesson.id == "token_mask_collapse")
-    for query, name in (("present=1", "screenshot.png"), (lesson_link(collapse) + "&present=1", "training.png")):
-        page, _ = open_page(app, query)
-        page.screenshot(path=str(DOCS / name))
-        page.context.close()
+    page, _ = open_page(app, "present=1")
+    page.screenshot(path=str(DOCS / "screenshot.png"))
+    page.context.close()
+    page, _ = open_page(app, lesson_link(collapse) + "&present=1")           # the lesson, scrolled to its chart
+    page.get_by_role("tabpanel", name="Training").locator('[data-testid="stVegaLiteChart"]').first.evaluate(
+        """chart => { chart.scrollIntoView({block: 'start'});
+                     document.querySelector('[data-testid="stMain"]').scrollBy(0, -70); }""")
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(DOCS / "training.png"))
+    page.context.close()
     page, _ = open_page(app, "present=1&tab=Your%20run")
     page.get_by_role("tabpanel", name="Your run").locator('input[type="file"]').set_input_files(str(EXAMPLE_LOG))
     page.get_by_role("tabpanel", name="Your run").locator('[data-testid="stVegaLiteChart"]').first.wait_for()
