@@ -3,7 +3,7 @@ pay; the presentation-mode switch; and the menu's About text (the menu also hold
 
 Normally: the title, the three-sentence introduction, and the numbers as metrics in a row that wraps rather than
 cutting a number short. In presentation mode: one line — the toy's setting (the sidebar is collapsed) and the
-same numbers — with the introduction a click away.
+same numbers — with the introduction and what each number is in its tooltip.
 """
 
 import streamlit as st
@@ -52,11 +52,9 @@ def render(settings):
 
 def _one_line(settings, numbers):
     toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}"
+    about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
+                           f"Keyboard: {KEYS_TEXT}."])
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):
         st.markdown(f"**toylab** · {toy} · " + " · ".join(f"{short} **{value}**" for _, short, value, _ in numbers[1:]),
-                    width="stretch")
-        with st.popover("About", icon=":material/info:"):
-            st.markdown(INTRODUCTION)
-            st.markdown("\n".join(f"- **{label}** {help}" for label, _, _, help in numbers))
-            st.caption(f"Keyboard: {KEYS_TEXT}.")
+                    width="stretch", help=about)
         presentation.button(st)

@@ -1,7 +1,9 @@
 """Altair charts: each a pure function of the frames in ``toylab.presentation.frames``; no computation here.
 
 One colour per estimator, fixed by the registry (``colour_scale``), on every chart; clicking a legend entry
-highlights that estimator. Every text is at least FONT pixels and drawn in TEXT, the SVG's ``currentColor``:
+highlights that estimator. A chart's spec holds its structure, never a number a slider moves (a domain is the
+extent of its data, a marked value a row of data): Streamlit then swaps the data of the chart already drawn
+instead of building a new one, the most of a browser's work after a slider step. Every text is at least FONT pixels and drawn in TEXT, the SVG's ``currentColor``:
 the page's own text colour, so it keeps the theme's full contrast on the light and on the dark background, and
 follows a theme switch without a rerun. No label overprints another: the scatter's names are placed by
 ``labels``, each threshold gets its own row above the plot. Estimators whose numbers are identical on the toy
@@ -26,6 +28,8 @@ SAMPLE_COLOUR = "#E69F00"            # a sampled batch
 ROW = 22                             # pixels per row of threshold labels above a plot
 LEGEND_LABEL_LIMIT = 360
 FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
+EXTENT_SCALE = alt.Scale(nice=False, zero=True, padding=0)   # the domain is the data's extent: numbers stay data
+SPAN_SCALE = alt.Scale(nice=False, zero=False, padding=0)
 LINE_DASHES = alt.Scale(domain=["own", "reference", "same"], range=[[1, 0], [7, 4], [3, 3]])
 
 
@@ -42,11 +46,14 @@ def legend_names(same):
     return expression
 
 
+def estimator_legend(ids, same=None, orient=alt.Undefined):
+    """The estimator legend: only ``ids`` (the ones on the chart), duplicates named."""
+    return alt.Legend(title="estimator", values=list(dict.fromkeys(ids)), labelExpr=legend_names(same), orient=orient)
+
+
 def estimator_colour(ids, legend=True, same=None, orient=alt.Undefined):
-    """Colour by the ``estimator`` field; the legend lists only ``ids`` (the ones on the chart), duplicates named."""
-    return alt.Color("estimator:N", scale=colour_scale(),
-                     legend=alt.Legend(title="estimator", values=list(dict.fromkeys(ids)), labelExpr=legend_names(same),
-                                       orient=orient) if legend else None)
+    """Colour by the ``estimator`` field, with ``estimator_legend`` (or none)."""
+    return alt.Color("estimator:N", scale=colour_scale(), legend=estimator_legend(ids, same, orient) if legend else None)
 
 
 def line_dash(same, reference=None):
@@ -82,6 +89,11 @@ READABLE = alt.Config(
     text=alt.MarkConfig(fontSize=FONT, color=TEXT))
 
 
+def x_span(domain):
+    """An invisible layer across ``domain`` (lowest, highest x): with SPAN_SCALE, the x domain is data, not spec."""
+    return alt.Chart(pd.DataFrame({"span": list(domain)})).mark_point(opacity=0).encode(alt.X("span:Q", scale=SPAN_SCALE))
+
+
 def readable(chart):
     """The top-level chart with the page's text sizes and colours (set in place: configure_* copies the chart). A
     single or layered chart fits its width to its column and keeps its plot's height, growing by what is drawn
@@ -100,31 +112,30 @@ def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None):
     with it ("naive = geo_rs"); names sit where ``labels`` put them, joined to their point by a rule when far from it.
     ``marks``: a lesson's annotations (``frames.mark_frame``) on the same axes."""
     points, labels, iso = scatter.points, scatter.labels, scatter.iso
-    x = alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖",
-              scale=alt.Scale(domain=list(scatter.x_domain), nice=False, zero=True))
-    y = alt.Y("rel_std:Q", title=f"relative std at N = {N:,}",
-              scale=alt.Scale(domain=list(scatter.y_domain), nice=False, zero=True))
+    x = alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖", scale=EXTENT_SCALE)
+    y = alt.Y("rel_std:Q", title=f"relative std at N = {N:,}", scale=EXTENT_SCALE)
+    corners = alt.Chart(scatter.extent).mark_point(opacity=0).encode(x, y)
     highlight = legend_highlight()
     opacity = highlighted_opacity()
-    circles = alt.Chart(iso).mark_line(color=DISTRIBUTION_COLOUR, strokeDash=[4, 4], opacity=0.7, clip=True).encode(
-        x, y, alt.Detail("level:Q"), alt.Order("order:Q"))
+    circles = alt.Chart(iso).mark_line(color=DISTRIBUTION_COLOUR, strokeDash=[4, 4], opacity=0.7).encode(
+        x, y, alt.Detail("level:Q"), alt.Order("order:Q"), alt.Tooltip("level:Q", title="relative RMSE"))
     tooltip = tips("estimator:N", "label:N", alt.Tooltip("rel_bias:Q", format=".3f"),
                    alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
-    colour = estimator_colour(points["estimator"], same=scatter.same)
-    dots = alt.Chart(points[points["ring"] == 0]).mark_point(size=220, filled=True).encode(
-        x, y, colour, opacity, tooltip).add_params(highlight)
-    rings = alt.Chart(points[points["ring"] > 0]).mark_point(filled=False, strokeWidth=3).encode(
-        x, y, colour, opacity, tooltip, alt.Size("ring:Q", scale=alt.Scale(domain=[1, 4], range=[600, 1800]), legend=None))
+    legend = estimator_legend(points["estimator"], scatter.same)
+    dots = alt.Chart(points).mark_point(filled=True, strokeWidth=3).encode(    # a ring is a dot with no fill
+        x, y, alt.Color("estimator:N", scale=colour_scale(), legend=legend),
+        alt.Stroke("estimator:N", scale=colour_scale(), legend=legend), opacity, tooltip,
+        alt.Size("ring:Q", scale=alt.Scale(domain=[0, 1, 4], range=[220, 600, 1800]), legend=None),
+        alt.FillOpacityValue(0, condition={"test": "datum.ring === 0", "value": 1})).add_params(highlight)
     leaders = alt.Chart(labels[labels["leader"]]).mark_rule(color=DISTRIBUTION_COLOUR).encode(
         alt.X("anchor_x:Q"), alt.Y("anchor_y:Q"), alt.X2("x:Q"), alt.Y2("y:Q"))
     names = [alt.Chart(part).mark_text(align="left", baseline="middle", fontWeight=weight).encode(
         alt.X("x:Q"), alt.Y("y:Q"), alt.Text("text:N"))
         for weight, part in (("normal", labels[labels["kind"] != "mark"]), ("bold", labels[labels["kind"] == "mark"]))]
-    layers = [layer for layer in (circles, dots, rings, leaders, *names) if len(layer.data)]   # an empty layer makes
+    layers = [layer for layer in (corners, circles, dots, leaders, *names) if len(layer.data)]   # an empty layer makes
     layers += mark_layers(marks, numbers=False) if marks is not None else []                 # Vega-Lite warn
-    levels = ", ".join(f"{level:g}" for level in dict.fromkeys(iso["level"]))
     return readable(alt.layer(*layers, height=height, title=alt.Title(
-        "bias versus spread", subtitle=f"dashed: equal relative RMSE at N ({levels})" if levels else alt.Undefined)))
+        "bias versus spread", subtitle="dashed: equal relative RMSE at N (hover one for its level)")))
 
 
 def mark_layers(marks, numbers=True):
@@ -172,13 +183,12 @@ def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", he
     and the thresholds (their labels placed for a plot at least ``plot_width`` pixels wide; their legend at
     ``legend``)."""
     domain = frames.ratio_domain(frame["log_rho"], thresholds)
-    x = alt.X("log_rho:Q", title="log ρ_t = log π_t(y_t) − log μ_t(y_t)",
-              scale=alt.Scale(domain=list(domain), nice=False, zero=False))
+    x = alt.X("log_rho:Q", title="log ρ_t = log π_t(y_t) − log μ_t(y_t)", scale=SPAN_SCALE)
     sticks = alt.Chart(frame).mark_rule(strokeWidth=5, color=DISTRIBUTION_COLOUR).encode(
         x, alt.Y("probability:Q", title="probability under μ"),
         tips("position:O", "token:O", alt.Tooltip("log_rho:Q", format=".3f"),
              alt.Tooltip("probability:Q", format=".4f")))
-    layers = [sticks]
+    layers = [x_span(domain), sticks]
     if "batch" in frame:
         layers.append(alt.Chart(frame).mark_point(size=90, strokeWidth=2, color=SAMPLE_COLOUR).encode(
             alt.X("log_rho:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
@@ -203,13 +213,13 @@ def sequence_ratio_chart(histogram, thresholds, kind="W", marks=None, height=320
     name = "log W = Σ_t log ρ_t  (verl/TRL 'sequence' ratio)" if kind == "W" else \
         "log ρ_geo = log W / T  (GSPO's sequence ratio)"
     domain = frames.ratio_domain(pd.concat([histogram["bin_start"], histogram["bin_end"]]), thresholds)
-    x = alt.X("bin_start:Q", title=name, scale=alt.Scale(domain=list(domain), nice=False, zero=False))
+    x = alt.X("bin_start:Q", title=name, scale=SPAN_SCALE)
     y = alt.Y("probability:Q", title="probability under μ")
     bars = alt.Chart(histogram).mark_bar(color=DISTRIBUTION_COLOUR, opacity=0.8).encode(
         x, alt.X2("bin_end:Q"), y,
         tips(alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
              alt.Tooltip("probability:Q", format=".4f")))
-    layers = [bars]
+    layers = [x_span(domain), bars]
     if "batch" in histogram:
         layers.append(alt.Chart(histogram).mark_line(interpolate="step", color=SAMPLE_COLOUR, strokeWidth=2.5).encode(
             alt.X("bin_start:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))

@@ -103,10 +103,15 @@ class Scatter:
     """What the bias-versus-spread chart draws, on fixed domains (so its labels' places hold)."""
     points: pd.DataFrame         # estimator, label, rel_bias, rel_std, rel_rmse, ring (0: a dot; k: k-th duplicate)
     labels: pd.DataFrame         # text, x, y (its left edge and middle), anchor_x, anchor_y, leader, kind
-    iso: pd.DataFrame            # level, rel_bias, rel_std, order: the quarter circles of equal relative RMSE
+    iso: pd.DataFrame            # level, rel_bias, rel_std, order: the quarter circles of equal relative RMSE, inside
     x_domain: tuple
     y_domain: tuple
     same: dict
+
+    @property
+    def extent(self):
+        """The plot's corners (rel_bias, rel_std): drawn invisibly, they make its domains (data, not spec)."""
+        return pd.DataFrame({"rel_bias": list(self.x_domain), "rel_std": list(self.y_domain)})
 
 
 def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTER_WIDTH):
@@ -133,7 +138,9 @@ def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTE
     labels = pd.DataFrame({"text": texts, "x": [p.x for p in placed], "y": [p.y for p in placed],
                            "anchor_x": [a[0] for a in anchors], "anchor_y": [a[1] for a in anchors],
                            "leader": [p.leader for p in placed], "kind": kinds})
-    return Scatter(points, labels, iso_rmse_frame(table), (0.0, right), (0.0, top), same)
+    iso = iso_rmse_frame(table)
+    inside = iso[(iso["rel_bias"] <= right) & (iso["rel_std"] <= top)]
+    return Scatter(points, labels, inside.reset_index(drop=True), (0.0, right), (0.0, top), same)
 
 
 def _ring(id, same):
@@ -159,10 +166,10 @@ def iso_rmse_frame(table, points=60):
     """Quarter circles rel_bias² + rel_std² = level² (level = rel RMSE at N) through the table's range."""
     if table.empty:
         return pd.DataFrame(columns=["level", "rel_bias", "rel_std", "order"])
-    levels = nice_levels(table["rel_rmse"].min() * 0.7, table["rel_rmse"].max() * 1.3)
-    angle = np.linspace(0, np.pi / 2, points)
-    return pd.DataFrame([{"level": level, "rel_bias": level * np.cos(a), "rel_std": level * np.sin(a),
-                          "order": i} for level in levels for i, a in enumerate(angle)])
+    levels = np.repeat(nice_levels(table["rel_rmse"].min() * 0.7, table["rel_rmse"].max() * 1.3), points)
+    angle = np.tile(np.linspace(0, np.pi / 2, points), len(levels) // points)
+    return pd.DataFrame({"level": levels, "rel_bias": levels * np.cos(angle), "rel_std": levels * np.sin(angle),
+                         "order": np.tile(np.arange(points), len(levels) // points)})
 
 
 # -- per-token ratios -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ estimator's registry colour.
 import altair as alt
 import pandas as pd
 
-from toylab.presentation.charts import readable, threshold_layers, tips
+from toylab.presentation.charts import SPAN_SCALE, readable, threshold_layers, tips, x_span
 from toylab.presentation.frames import ratio_domain
 
 DATA_COLOUR = "#E69F00"          # the Ratios tab's sampled-batch colour
@@ -23,8 +23,8 @@ def _domain(frame, thresholds):
 
 def _count_bars(frame, count, x_title, domain=None):
     """Bars from bin_start to bin_end on a log count axis (bars start below 1, so a single count shows), over
-    ``domain`` if given."""
-    scale = alt.Scale(domain=list(domain), nice=False, zero=False) if domain else alt.Undefined
+    ``domain`` if given (with ``charts.x_span`` beside them)."""
+    scale = SPAN_SCALE if domain else alt.Undefined
     return alt.Chart(frame).mark_bar(color=DATA_COLOUR, opacity=0.85).encode(
         alt.X("bin_start:Q", title=x_title, scale=scale), alt.X2("bin_end:Q"),
         alt.Y(f"{count}:Q", scale=alt.Scale(type="log"), title=f"{count} (log scale)"), alt.Y2Datum(0.5),
@@ -40,7 +40,7 @@ def token_histogram_chart(frame, thresholds=None):
     domain = _domain(frame, thresholds) if ruled else None
     layers = [_count_bars(frame, "tokens", LOG_RHO, domain), zero]
     if ruled:
-        layers += threshold_layers(thresholds, domain, measure="share")
+        layers += [x_span(domain), *threshold_layers(thresholds, domain, measure="share")]
     return readable(alt.layer(*layers, height=HEIGHT, title="log ρ_t of every response token"))
 
 
@@ -79,5 +79,5 @@ def sequence_histogram_chart(frame, thresholds=None, kind="W"):
     domain = _domain(frame, thresholds) if ruled else None
     layers = [_count_bars(frame, "sequences", name, domain)]
     if ruled:
-        layers += threshold_layers(thresholds, domain, measure="share")
+        layers += [x_span(domain), *threshold_layers(thresholds, domain, measure="share")]
     return readable(alt.layer(*layers, height=HEIGHT))

@@ -8,6 +8,7 @@ vertically over a shared x, legends above them, so the stack is no wider than a 
 """
 
 import altair as alt
+import pandas as pd
 
 from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
@@ -58,7 +59,8 @@ def _estimator_lines(data, x, y, ids, highlight, alone=False):
 
 
 def _vertical_rule(value, field, tooltip_title, log_x):
-    return alt.Chart(alt.Data(values=[{field: value}])).mark_rule(
+    """A dashed grey rule at x = value: a row of data, so the chart's spec does not change with it."""
+    return alt.Chart(pd.DataFrame({field: [float(value)]})).mark_rule(
         color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
         x=alt.X(f"{field}:Q", scale=alt.Scale(type="log" if log_x else "linear")),
         tooltip=[alt.Tooltip(f"{field}:Q", format=".4g", title=tooltip_title)])
@@ -93,7 +95,7 @@ def threshold_chart(frame, rule_of_thumb, panel=None, marks=None):
         return alt.layer(lines, *points, rule, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
     names = list(THRESHOLD_PANELS)
-    title = f"exact, against the threshold · dashed: C* = sqrt(2(1 + χ²_seq)) = {rule_of_thumb:.3g}"
+    title = "exact, against the threshold · dashed: C* = sqrt(2(1 + χ²_seq)) (hover for its value)"
     if panel is not None:
         return _alone(build(panel, leading=True), title)
     return _stack([build(name, leading=index == 0) for index, name in enumerate(names)], title)

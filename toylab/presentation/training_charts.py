@@ -6,6 +6,7 @@ legend entry highlights an estimator; sampled runs are a median line over a 10â€
 """
 
 import altair as alt
+import pandas as pd
 
 from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
@@ -111,7 +112,7 @@ def sga_chart(curves, monte_carlo, chosen_lr):
              alt.Tooltip("se:Q", format=".4f", title="s.e."), alt.Tooltip("agrees:N", title="second order within 2 s.e.")))
     bars = alt.Chart(monte_carlo).mark_rule(strokeWidth=2).encode(
         x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), colour, highlighted_opacity())
-    rule = alt.Chart(alt.Data(values=[{"lr": chosen_lr}])).mark_rule(
+    rule = alt.Chart(pd.DataFrame({"lr": [float(chosen_lr)]})).mark_rule(
         color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
         x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr")])
     return readable(alt.layer(
