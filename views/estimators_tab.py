@@ -2,6 +2,7 @@
 
 import base64
 import re
+from functools import partial
 
 import streamlit as st
 
@@ -85,7 +86,7 @@ def render(settings):
     else:
         st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch")
         _notes(st, table, same)
-    st.download_button("Download CSV", frames.table_csv(table), file_name="toylab_estimators.csv",
+    st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     if not presentation.on():

@@ -239,3 +239,12 @@ def test_my_framework_is_in_the_link_and_orders_the_picker(app):
     assert page.get_by_role("option").all_inner_texts() == [f"Select {len(matches)} matches", *matches]
     assert_no_exception(page)
     page.close()
+
+
+def test_the_csv_download_is_the_table_at_full_precision(app):
+    page = open_page(app)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download CSV").click()
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert lines[0].startswith("estimator,label,params,rel_bias") and lines[1].startswith("on_policy,")
+    page.close()
