@@ -173,7 +173,8 @@ def threshold_layers(thresholds, x_domain, measure="P", plot_width=frames.RATIO_
              alt.Tooltip("beyond:Q", format=".4f", title=f"{measure}(beyond)")))
         for index in sorted(set(thresholds["overlap"]))]
     labels = [alt.Chart(rows[rows["align"] == align]).mark_text(align=align, baseline="middle").encode(
-        alt.X("log_value:Q"), alt.Y("row_y:Q", scale=None), alt.Text("text:N")) for align in ("left", "right")]
+        alt.X("log_value:Q"), alt.Y("row_y:Q", scale=None), alt.Text("text:N")) for align in ("left", "right")
+        if (rows["align"] == align).any()]             # an empty layer makes Vega-Lite warn of an infinite extent
     return [*rules, *labels]
 
 
@@ -261,4 +262,5 @@ def error_chart(curves, monte_carlo, crossovers, same=None, height=480):
     crossings = alt.Chart(shown).mark_point(shape="diamond", size=260, strokeWidth=2.5).encode(
         alt.X("first_N:Q"), alt.Y("rel_rmse:Q"), colour, opacity,
         tips("estimator:N", alt.Tooltip("first_N:Q", format=",", title="seq_is wins from N")))
-    return readable(alt.layer(lines, floors, spread, points, crossings, height=height))
+    drawn = [layer for layer in (floors, spread, points, crossings) if len(layer.data)]   # an empty layer: a warning
+    return readable(alt.layer(lines, *drawn, height=height))
