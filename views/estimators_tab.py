@@ -34,6 +34,8 @@ COLUMNS = {
         "sequences masked/clipped", format="percent", help="P(any weight of the sequence is masked or clipped)"),
     "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
 }
+PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
+PRESENT_HEIGHT = 350                     # the scatter beside the table, both in view at 1280×720
 
 
 def swatch(colour):
@@ -56,10 +58,6 @@ def _notes(where, table, same):
 def plain(text):
     """Text shown as written inside Markdown: its emphasis, code, link and math characters escaped."""
     return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", text)
-
-
-PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
-PRESENT_HEIGHT = 350
 
 
 def render(settings):

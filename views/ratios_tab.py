@@ -45,11 +45,12 @@ def render(settings):
 
     st.subheader("Sequence ratio")
     facts = cache.sequence_facts(settings.toy_key)
+    sequence_thresholds = {kind: frames.sequence_threshold_frame(toy, selection, kind) for kind in ("W", "geo")}
     for column, kind in zip(st.columns(2), ("W", "geo"), strict=True):
         histogram = cache.sequence_histogram(settings.toy_key, kind, settings.N, draw)
         chart_element.draw(column, charts.sequence_ratio_chart(
-            histogram, frames.sequence_threshold_frame(toy, selection, kind), kind,
-            marks=tour.marks(settings, f"sequence_{kind}"), plot_width=PLOT_WIDTH[present][1]))
+            histogram, sequence_thresholds[kind], kind, marks=tour.marks(settings, f"sequence_{kind}"),
+            plot_width=PLOT_WIDTH[present][1]))
     with st.container(horizontal=True, gap="medium"):
         st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", help="Exactly 1: IS reweights μ to π on average.",
                   width="content")
@@ -58,6 +59,6 @@ def render(settings):
         st.metric("P_μ(W > 1)", f"{facts['above_one']:.4f}", help="Share of sampled sequences up-weighted.",
                   width="content")
         st.metric("E_μ[log W]", f"{facts['mean_log_W']:.4f}", help="= −KL(μ‖π).", width="content")
-        for row in frames.sequence_threshold_frame(toy, selection, "W").itertuples():
+        for row in sequence_thresholds["W"].itertuples():
             st.metric(f"P(W > {row.value:g}) · {row.threshold}", f"{row.beyond:.4f}", width="content",
                       help="μ-probability that this sequence-level threshold clips or masks.")

@@ -9,6 +9,7 @@ from dense import DenseToy
 from toylab import exact_moments, exact_table, make_toy
 from toylab.analysis.diagnostics import diagnostics
 from toylab.presentation import frames
+from toylab.presentation.labels import text_size
 from toylab.state.settings import Settings
 
 SETTINGS = Settings(mismatch=0.7, seed=3, estimators=("on_policy", "naive", "tok_tis", "tok_mis", "seq_is",
@@ -190,3 +191,25 @@ def test_sequence_facts_match_brute_force(toy, dense):
 def test_monte_carlo_frame_columns():
     rows = [{"estimator": "naive", "N": 1, "rms": 1.0, "q10": 0.5, "median": 0.9, "q90": 1.5}]
     assert list(frames.monte_carlo_frame(rows).columns) == ["estimator", "N", "rms", "q10", "median", "q90"]
+
+
+def test_equal_thresholds_share_one_label_and_take_turns_in_the_dash(toy):
+    selection = Settings(estimators=("seq_tis", "seq_mis", "geo_rs")).selection()     # seq_tis.C = seq_mis.C = 2
+    thresholds = frames.sequence_threshold_frame(toy, selection, "W")
+    assert list(frames.threshold_rule_frame(thresholds)["overlap"]) == [0, 1]
+    (row,) = frames.threshold_label_frame(thresholds, (-5.0, 3.0)).itertuples()
+    assert row.text.startswith("seq_tis.C = seq_mis.C · P(above) = ") and row.row_y < 0
+
+
+@pytest.mark.parametrize("width", [240, 420, 1000])
+def test_threshold_labels_get_a_row_each_and_stay_inside_the_narrowest_plot(toy, width):
+    selection = Settings(estimators=("tok_tis", "tok_mis", "trm")).selection()
+    thresholds = frames.token_threshold_frame(toy, selection)
+    domain = frames.ratio_domain(toy.log_rho.ravel(), thresholds)
+    labels = frames.threshold_label_frame(thresholds, domain, "P", width)
+    assert len(labels) == len(set(labels["row_y"])) == thresholds["log_value"].round(12).nunique()
+    for row in labels.itertuples():
+        at = (row.log_value - domain[0]) / (domain[1] - domain[0]) * width
+        text_width, _ = text_size(row.text, frames.FONT)
+        left, right = (at, at + text_width) if row.align == "left" else (at - text_width, at)
+        assert left >= -1e-9 and (right <= width + 1e-9 or left <= 1e-9)   # inside, or from the left edge on

@@ -221,8 +221,12 @@ def pooled_token_frame(token_frame):
 def threshold_rule_frame(thresholds):
     """The thresholds with ``overlap``: 0, 1, … among those at the same value (their rules are dashed in turn, so
     that every colour shows)."""
-    key = thresholds["log_value"].round(12)
-    return thresholds.assign(overlap=thresholds.groupby(key).cumcount())
+    counts, overlap = {}, []
+    for value in thresholds["log_value"]:
+        key = round(value, 12)
+        overlap.append(counts.get(key, 0))
+        counts[key] = overlap[-1] + 1
+    return thresholds.assign(overlap=overlap)
 
 
 def ratio_domain(values, thresholds, margin=0.04):
@@ -239,20 +243,21 @@ def threshold_label_frame(thresholds, x_domain, measure="P", width=RATIO_WIDTH):
     sample ("share"). It starts at its rule (``align`` "left") if it fits to the right of it on a plot ``width``
     pixels wide over ``x_domain`` (the narrowest the page draws: wider only leaves more room), ends there ("right")
     if it fits to the left, and starts at the plot's left edge otherwise."""
-    if not len(thresholds):
-        return pd.DataFrame(columns=["log_value", "text", "align", "row_y"])
+    at_value = {}                           # rounded value → {side: ([threshold names], beyond)}, in value order
+    for name, value, side, beyond in zip(thresholds["threshold"], thresholds["log_value"], thresholds["side"],
+                                         thresholds["beyond"], strict=True):
+        sides = at_value.setdefault(round(value, 12), {"value": value, "sides": {}})["sides"]
+        sides.setdefault(side, ([], beyond))[0].append(name)
     rows = []
-    for _, group in thresholds.groupby(thresholds["log_value"].round(12), sort=True):
-        value = float(group["log_value"].iloc[0])
-        text = "; ".join(f"{' = '.join(part['threshold'])} · {measure}({side}) = {part['beyond'].iloc[0]:.3f}"
-                         for side, part in group.groupby("side", sort=False))
+    for row, key in enumerate(sorted(at_value)):
+        value, sides = at_value[key]["value"], at_value[key]["sides"]
+        text = "; ".join(f"{' = '.join(names)} · {measure}({side}) = {beyond:.3f}" for side, (names, beyond) in sides.items())
         at = (value - x_domain[0]) / (x_domain[1] - x_domain[0]) * width
         text_width, _ = text_size(text, FONT)
-        where = (value, "left") if at + text_width <= width else (value, "right") if at >= text_width else \
+        where, align = (value, "left") if at + text_width <= width else (value, "right") if at >= text_width else \
             (x_domain[0], "left")
-        rows.append({"log_value": where[0], "text": text, "align": where[1]})
-    frame = pd.DataFrame(rows)
-    return frame.assign(row_y=[-ROW * (row + 1) + ROW / 2 for row in range(len(frame))])
+        rows.append({"log_value": where, "text": text, "align": align, "row_y": -ROW * (row + 1) + ROW / 2})
+    return pd.DataFrame(rows, columns=["log_value", "text", "align", "row_y"])
 
 
 def mark_frame(marks):
