@@ -32,8 +32,13 @@ def draw_tokens(rng, position_probabilities, shape):
 
 def tokens_from_uniforms(uniforms, position_probabilities):
     """token = #{inner CDF edges ≤ u} for uniforms (..., n, T); probabilities (T, V), or (..., T, V): one
-    table per leading index (each training run its own π or μ)."""
+    table per leading index (each training run its own π or μ). A token of probability 0 is never drawn: its
+    edges coincide, and an edge followed only by such tokens is +∞ (a cumulative sum a hair below 1 would
+    otherwise hand them u ∈ [sum, 1))."""
     inner_edges = np.cumsum(position_probabilities, axis=-1)[..., :-1]         # (..., T, V − 1)
+    nothing_after = np.cumsum(position_probabilities[..., ::-1], axis=-1)[..., ::-1][..., 1:] == 0
+    if nothing_after.any():
+        inner_edges = np.where(nothing_after, np.inf, inner_edges)
     tokens = np.zeros(uniforms.shape, dtype=np.intp)
     for j in range(inner_edges.shape[-1]):
         tokens += uniforms >= inner_edges[..., None, :, j]

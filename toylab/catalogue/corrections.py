@@ -42,7 +42,7 @@ def token_tis(stats, C):
 
 def token_mis(stats, lo, hi):
     kept = (stats.rho >= lo) & (stats.rho <= hi)
-    return Weights(token=stats.rho * kept, token_affected=~kept, token_rejected=~kept)
+    return Weights(token=np.where(kept, stats.rho, 0.0), token_affected=~kept, token_rejected=~kept)
 
 
 def prefix_is(stats):

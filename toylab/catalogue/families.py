@@ -64,8 +64,8 @@ def ppo_clip(stats, eps_low, eps_high, C_dual):
     rho, live = stats.rho, ~stats.clamped_out
     positive = (rho <= 1 + eps_high) & live
     negative = (rho >= 1 - eps_low) & (rho <= C_dual) & live
-    return Weights(token=rho * positive, token_affected=~positive,
-                   negative_token=rho * negative, negative_token_affected=~negative)
+    return Weights(token=np.where(positive, rho, 0.0), token_affected=~positive,
+                   negative_token=np.where(negative, rho, 0.0), negative_token_affected=~negative)
 
 
 def off_policy_mask(stats, delta):

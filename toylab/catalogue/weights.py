@@ -95,7 +95,7 @@ def _sequence_product(x, y):
         return y
     if np.ndim(y) == 0 and y == 1:
         return x
-    return x * y
+    return _multiplied(x, y)
 
 
 def _times(x, y):
@@ -103,7 +103,15 @@ def _times(x, y):
         return y
     if y is None:
         return x
-    return x * y
+    return _multiplied(x, y)
+
+
+def _multiplied(x, y):
+    """x·y, and 0 wherever either is 0: a mask (0) times a ratio that is ∞ outside μ's support
+    (``engine.sequences``) is 0 there, not NaN."""
+    if np.isfinite(x).all() and np.isfinite(y).all():
+        return x * y
+    return np.multiply(x, y, out=np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y))), where=(x != 0) & (y != 0))
 
 
 def _either(x, y):

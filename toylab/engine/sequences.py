@@ -13,6 +13,20 @@ and the batch interface (``GivenSequences``: (B, T) arrays of the tokens that we
     mean_k3, max_abs_log_rho          two of those, by name (the catalogue's k3_rs and trm read them)
     clamped(bound, mean_epsilon), clamped_out    verl's conventions, below
 
+Tokens outside μ's support. A sampler that truncates (top-k, top-p; ``sampler``) never draws some tokens: there
+μ = 0, log μ = −∞ and the view's log ρ = +∞, ρ = +∞ (``AllSequences`` only: given sequences were sampled, so
+their tokens are always inside). Every statistic keeps the sign of that infinity — log W = +∞, W = +∞, k1 sums
+−∞, k2, k3 and |log ρ| +∞ — so a threshold compares as it should (such a sequence is "beyond" every upper
+bound). A sequence holding such a token has μ(y) = 0: it never appears, and the exact engine reads a weight
+function's values only on μ's support (``AllSequences.on_support`` sets every factor outside it to 0 before
+any probability multiplies it). So a weight function, a catalogue family reading π(y_t) and μ(y_t) included:
+
+- may return anything at those tokens and sequences (it is never used), but
+- must not compute ∞·0, ∞ − ∞ or 0/0 on the way there, which warn (and fail the tests): write a mask as
+  ``np.where(kept, rho, 0.0)``, not ``rho * kept``; take a per-token statistic from ``token_statistic``
+  (``k3`` is +∞ there, not NaN); and where it needs μ(y_t) itself, use ``exp(log μ)``, which is 0, not a
+  division by it.
+
 verl clamps log ratios to ±20 before exponentiating (``SAFETY_BOUND`` in verl/trainer/ppo/rollout_corr_helper.py,
 verl b178a3c): each token's log ratio for token weights and for every rejection statistic, but the *sum*
 Σ_t log ρ_t for the sequence weight; and its masked_mean divides by the token count + 10⁻⁸. ``clamped(bound,
@@ -20,17 +34,26 @@ mean_epsilon)`` is the view through exactly those conventions; ``clamped_out`` m
 (their PPO ratio is a constant there, so their gradient is 0).
 """
 
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 
-from toylab.engine.grid import outer_max, outer_sum
+from toylab.engine.grid import outer_any, outer_max, outer_sum
+
+def k3(log_rho):
+    """ρ − 1 − log ρ ≥ 0, and +∞ where log ρ = +∞ (a token outside μ's support), without computing ∞ − ∞."""
+    finite = np.isfinite(log_rho)
+    if finite.all():
+        return np.exp(log_rho) - 1 - log_rho
+    return np.subtract(np.exp(log_rho) - 1, log_rho, out=np.full(np.shape(log_rho), np.inf), where=finite)
+
 
 STATISTICS = {
     "log_ratio": lambda log_rho: log_rho,
     "k1": lambda log_rho: -log_rho,
     "k2": lambda log_rho: 0.5 * log_rho**2,
-    "k3": lambda log_rho: np.exp(log_rho) - 1 - log_rho,
+    "k3": k3,
     "abs_log_ratio": np.abs,
 }
 SCOPES = ("sum", "mean", "max")
@@ -125,6 +148,28 @@ class AllSequences(_Statistics):
             fixed = table[np.arange(self.head), self.prefix].sum()
             self.memo[key] = self.suffixes[(key, "exp")] * np.exp(fixed) if self.head else self.suffixes[(key, "exp")]
         return self.memo[key]
+
+    @cached_property
+    def supported(self):
+        """μ(y) > 0 for each of the view's sequences: every token inside the sampler's support (``toy.kept``)."""
+        outside = ~self.toy.kept
+        if outside[np.arange(self.head), self.prefix].any():
+            return np.zeros(self.toy.V ** (self.T - self.head), bool)
+        return ~outer_any(outside[self.head:])
+
+    def on_support(self, weights):
+        """The Weights with every factor outside μ's support set to 0: a sequence weight where μ(y) = 0, a token
+        table (and carry) at the tokens μ never draws. Exact, since no probability falls there; and what it
+        removes may be ∞ (W = ∞ there), which must never meet the probability 0. As given when nothing is
+        truncated."""
+        if not self.toy.truncates:
+            return weights
+        kept = self.toy.kept
+        sequence = weights.sequence if np.ndim(weights.sequence) == 0 else \
+            np.where(self.supported, weights.sequence, 0.0)
+        tables = {name: np.where(kept, getattr(weights, name), 0.0) for name in ("token", "carry", "negative_token")
+                  if getattr(weights, name) is not None}
+        return replace(weights, sequence=sequence, **tables)
 
     def weighted_probability(self, on_policy):
         """p(y)·A(y), p = π (on_policy) or μ: what every estimator's first moment starts from."""

@@ -26,7 +26,7 @@ from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uni
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.counts import curvature, expected_reward
 from toylab.engine.moments import baseline_value, exact_moments
-from toylab.engine.toy import log_softmax
+from toylab.engine.sampler import log_softmax
 
 SEQUENCES_AT_ONCE = 2**16        # per-sequence estimates (n, T, V) are built in chunks of this many sequences
 
