@@ -9,6 +9,7 @@ the rerun that follows, and the URL follows the page):
     "baseline"                     "none" | "logged" | "true"
     "N"                            the batch size                    (int)
     "agg"                          the Monte Carlo loss aggregation  (str, toylab.catalogue.aggregation)
+    "top_p", "top_k", "temperature", "precision"   the sampler model (views/sampler_controls.py)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
     "tab", "ratio_panels", …       view parameters (``toylab.state.query.VIEW_PARAMETERS``): widgets bound to the
                                    URL by Streamlit (bind="query-params"), e.g. the open tab's label
@@ -30,12 +31,14 @@ from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS
 from toylab.state.query import (
     INTEGER_RANGES,
     MISMATCH_RANGE,
+    SAMPLER_FIELDS,
     VIEW_PARAMETERS,
     make_settings,
     parse_link,
     to_query,
     view_query,
 )
+from views import sampler_controls
 
 TAB_KEY = "tab"
 PRESET_KEY = "preset"
@@ -70,6 +73,7 @@ def render():
                   help="How far the sampler μ is from the trainer π: μ_t = softmax(θ_t + mismatch·b_t).")
         st.number_input("seed", *INTEGER_RANGES["seed"], step=1, key="seed",
                         help="Draws θ and b; the same seed gives the reading group's reference toy.")
+        sampler = sampler_controls.render()
         st.header("Estimators")
         st.multiselect("estimators", list(ESTIMATORS), key="est",
                        help="Which gradient estimators to compare (their formulas are in the Estimators "
@@ -87,14 +91,14 @@ def render():
                           "seq-mean-token-mean by each sequence's kept tokens; TRL's dapo by all response tokens.")
     state = st.session_state
     settings = make_settings(state["T"], state["V"], state["mismatch"], state["seed"], state["est"],
-                             thresholds, state["baseline"], state["N"], state["agg"])
+                             thresholds, state["baseline"], state["N"], state["agg"], **sampler)
     _write_url(settings)
     return settings, state[NOTICES_KEY] if settings == state[LOADED_KEY] else []
 
 
 def set_controls(settings):
     """Put a Settings into the controls' session state (call before the widgets, e.g. from a callback)."""
-    for name in ("T", "V", "mismatch", "seed", "baseline", "N"):
+    for name in ("T", "V", "mismatch", "seed", "baseline", "N", *SAMPLER_FIELDS):
         st.session_state[name] = getattr(settings, name)
     st.session_state["agg"] = settings.aggregation
     st.session_state["est"] = list(settings.estimators)

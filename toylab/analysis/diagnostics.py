@@ -78,12 +78,25 @@ def token_kl(toy):
     return np.maximum(-on_support(toy.mu, toy.log_rho, toy.kept).sum(axis=1), 0.0)
 
 
+SQUARE_SAFE = 1e150          # a ratio below this squares without overflow
+
+
+def chi2_terms(pi, mu, rho, kept):
+    """χ²_t = Σ_v μ_t (ρ'_t − 1)², ρ' = ρ_t/π_t(S_t) (``reachable_ratio``), per position of tables (..., T, V): a sum
+    of squares, so ≥ 0 and exactly 0 when μ_t = π_t, whatever the rounding. A sampler with a low temperature can
+    make ρ' too large to square (μ ~ e^-500); then it is Σ_v (μ_t(ρ'_t − 1))·(ρ'_t − 1), whose first factor is
+    π_t/π_t(S_t) − μ_t, at most 1."""
+    ratio = reachable_ratio(pi, rho, kept)
+    if np.max(ratio, where=kept, initial=0.0) < SQUARE_SAFE:
+        return on_support(mu, (ratio - 1) ** 2, kept).sum(axis=-1)
+    excess = np.where(kept, ratio - 1, 0.0)
+    return (on_support(mu, excess, kept) * excess).sum(axis=-1)
+
+
 def token_chi2(toy):
     """χ²_t = Σ_v μ_t (ρ_t/π_t(S_t) − 1)² per position (ρ_t − 1 without truncation; = Σ_v μ_t ρ_t² − 1, as
-    Σ_v μ_t ρ_t = 1), from the (T, V) tables alone (any T): a sum of squares, so ≥ 0 and exactly 0 when μ_t = π_t,
-    whatever the rounding."""
-    ratio = reachable_ratio(toy.pi, toy.rho, toy.kept)
-    return on_support(toy.mu, (ratio - 1) ** 2, toy.kept).sum(axis=1)
+    Σ_v μ_t ρ_t = 1), from the (T, V) tables alone (any T): ``chi2_terms``."""
+    return chi2_terms(toy.pi, toy.mu, toy.rho, toy.kept)
 
 
 def product_minus_one(chi2_tokens):

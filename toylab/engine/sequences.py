@@ -41,6 +41,7 @@ import numpy as np
 
 from toylab.engine.grid import outer_any, outer_max, outer_sum
 
+
 def k3(log_rho):
     """ρ − 1 − log ρ ≥ 0, and +∞ where log ρ = +∞ (a token outside μ's support), without computing ∞ − ∞."""
     finite = np.isfinite(log_rho)

@@ -178,8 +178,13 @@ def float_range_problem(settings):
 
 
 def toy_problem(settings, limit=PAGE_SIZE_LIMIT):
-    """None if the page can enumerate the Settings' toy, else why not (too many sequences, or W beyond float64)."""
-    return size_problem(settings.T, settings.V, limit) or float_range_problem(settings)
+    """None if the page can enumerate the Settings' toy, else why not, in sentences: too many sequences, or its
+    sampler makes W leave float64."""
+    size = size_problem(settings.T, settings.V, limit)
+    if size:
+        return f"This toy is too large to enumerate. {size}"
+    float_range = float_range_problem(settings)
+    return float_range and f"This sampler cannot be summed exactly: {float_range}."
 
 
 def parse_query(params, limit=PAGE_SIZE_LIMIT):

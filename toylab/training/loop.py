@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.analysis.diagnostics import on_support, reachable_ratio
+from toylab.analysis.diagnostics import chi2_terms, on_support
 from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.engine.counts import expected_reward, factorised_means, objective_and_gradient, reward_by_count
@@ -102,12 +102,12 @@ class Trajectory:
     rel_bias: np.ndarray | None
 
 
-def engine_errors(toy, noise):
-    """b_0, b_1, …: the toy's b at every step (fixed), or the toy's b and then a fresh Student-t(3) draw at every
-    step from default_rng([seed, NOISE_STREAM]) (redrawn)."""
+def engine_errors(toy, noise, steps):
+    """b_0, b_1, …, b_K (K = steps): the toy's b at every step (fixed), or the toy's b and then a fresh Student-t(3)
+    draw at every step from default_rng([seed, NOISE_STREAM]) (redrawn)."""
     yield toy.b
     rng = np.random.default_rng([toy.seed, NOISE_STREAM]) if noise == "redrawn" else None
-    while True:
+    for _ in range(steps):
         yield toy.b if rng is None else rng.standard_t(3, size=toy.b.shape)
 
 
@@ -154,10 +154,14 @@ class Population:
     def of(cls, rows):
         """KL(μ‖π) = −Σ μ log ρ and χ²_seq = ∏_t Σ_v μ (ρ/π_t(S_t))² − 1 over each row's μ-support."""
         J, grad = objective_and_gradient(rows.pi)
-        ratio = reachable_ratio(rows.pi, rows.rho, rows.kept)
+        if rows.sampler.is_default:                        # every token kept, log ρ bounded by mismatch·(max b − min b)
+            second_moments = (rows.mu * rows.rho**2).sum(axis=-1)
+        else:
+            second_moments = 1 + chi2_terms(rows.pi, rows.mu, rows.rho, rows.kept)
+        with np.errstate(over="ignore"):
+            chi2_seq = np.prod(second_moments, axis=-1) - 1
         return cls(J, expected_reward(rows.mu), grad, np.linalg.norm(grad, axis=(-2, -1)),
-                   -on_support(rows.mu, rows.log_rho, rows.kept).sum(axis=(-2, -1)),
-                   np.prod(on_support(rows.mu, ratio**2, rows.kept).sum(axis=-1), axis=-1) - 1)
+                   -on_support(rows.mu, rows.log_rho, rows.kept).sum(axis=(-2, -1)), chi2_seq)
 
     def baseline(self, name):
         """b per row: none → 0, logged → E_μ[r], true → J."""
@@ -279,7 +283,7 @@ def _expected(toy, selection, baseline, config):
     theta = np.repeat(toy.theta[None], len(estimators), axis=0)
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     records = _empty_records(theta, config.steps, expected=True)
-    for k, b in zip(range(config.steps + 1), engine_errors(toy, config.noise)):
+    for k, b in enumerate(engine_errors(toy, config.noise, config.steps)):
         rows = ToyRows(theta, b, toy.mismatch, grid, toy.sampler)
         if enumerated:
             check_range(rows, k)
@@ -299,7 +303,7 @@ def _sampled(toy, selection, baseline, config):
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     generators = [np.random.default_rng([toy.seed, run]) for run in range(runs)]
     records = _empty_records(theta, config.steps, expected=False)
-    for k, b in zip(range(config.steps + 1), engine_errors(toy, config.noise)):
+    for k, b in enumerate(engine_errors(toy, config.noise, config.steps)):
         rows = ToyRows(theta, b, toy.mismatch, sampler=toy.sampler)
         population = Population.of(rows)
         b = population.baseline(baseline)
