@@ -16,10 +16,10 @@ from toylab.cli.arguments import (
     one_of,
     validate_toy_arguments,
 )
+from toylab.cli.table import toy_line, toy_summary
 from toylab.engine.toy import make_toy
 from toylab.state.query import INTEGER_RANGES
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.cli.table import toy_line, toy_summary
 from toylab.training.loop import (
     LIMITS,
     MODES,
