@@ -10,7 +10,6 @@ from views.caches import sweep_cache
 
 LABEL = "Mismatch sweep"
 SWEEP_KEY = "sweep"
-SWEEP_NAMES = {"mismatch": "mismatch (logit error)", "top_p": "top-p", "temperature": "temperature τ"}
 ABOUT = {
     "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
                 "and every estimator coincides with naive (and on_policy).",
@@ -27,8 +26,9 @@ def render(settings):
         st.info("Select at least one exact estimator in the sidebar.")
         return
     parameter = st.radio("sweep over", SWEPT, key=SWEEP_KEY, bind="query-params", horizontal=True,
-                         format_func=SWEEP_NAMES.get, help="Which part of the sampler model moves; the others stay "
-                                                           "at the sidebar's values.")
+                         help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; "
+                              "temperature: the sampler's τ — the others stay at the sidebar's values. (The options "
+                              "are written as the link writes them.)")
     estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
     chosen = settings.mismatch if parameter == "mismatch" else getattr(settings, parameter)
     chart = sweep_charts.sampler_chart(sweep_frames.sampler_frame(estimator_rows, parameter),
