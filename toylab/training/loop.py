@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toylab.analysis.diagnostics import chi2_terms, on_support
-from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms
+from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms, trainer_side
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.engine.counts import expected_reward, factorised_means, objective_and_gradient, reward_by_count
 from toylab.engine.moments import _carried_marginals, _sign_classes
@@ -311,8 +311,10 @@ def _sampled(toy, selection, baseline, config):
         estimates = np.empty_like(theta)
         for index, (id, params) in enumerate(selection.items()):
             mine = rows[index]
-            tokens = tokens_from_uniforms(uniforms, mine.pi if ESTIMATORS[id].on_policy else mine.mu)
-            estimates[index] = batch_estimates(Batches(mine, tokens, np.array([N]), b[index]), id, params)[:, 0]
+            on_policy = ESTIMATORS[id].on_policy
+            tokens = tokens_from_uniforms(uniforms, mine.pi if on_policy else mine.mu)
+            side = trainer_side(mine) if on_policy else mine
+            estimates[index] = batch_estimates(Batches(side, tokens, np.array([N]), b[index]), id, params)[:, 0]
         step = optimizer.step(estimates)
         _record(records, k, theta, population, cosine(step, population.grad))
         if k < config.steps:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms
+from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms, trainer_side
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.counts import curvature, expected_reward
 from toylab.engine.moments import baseline_value, exact_moments
@@ -106,7 +106,8 @@ def _expected_squares(toy, estimator_id, params, b, hessian):
         chunk = probability[start:start + SEQUENCES_AT_ONCE]
         drawn = np.flatnonzero(chunk > 0)                       # a truncating sampler never draws the others
         tokens = _sequences(start + drawn, toy.T, toy.V)
-        batch = Batches(toy, tokens[None], np.array([len(tokens)]), b)
+        side = trainer_side(toy) if ESTIMATORS[estimator_id].on_policy else toy
+        batch = Batches(side, tokens[None], np.array([len(tokens)]), b)
         weight = (batch.coefficients(estimator_id, params) * batch.advantage[..., None])[0]     # (n, T)
         quadratic += float(chunk[drawn] @ hessian.score_quadratic(weight, tokens, toy.pi))
         linear += float(chunk[drawn] @ (weight * along_gradient[np.arange(toy.T), tokens]).sum(axis=1) ** 2)
@@ -155,8 +156,10 @@ def monte_carlo_improvement(toy, selection, baseline="none", N=64, lrs=(1.0,), b
     b = baseline_value(toy, baseline)
     results = {}
     for estimator_id, params in selection.items():
-        sampling = toy.pi if ESTIMATORS[estimator_id].on_policy else toy.mu
-        samples = Batches(toy, tokens_from_uniforms(uniforms, sampling), np.array([N]), b)
+        on_policy = ESTIMATORS[estimator_id].on_policy
+        sampling = toy.pi if on_policy else toy.mu
+        samples = Batches(trainer_side(toy) if on_policy else toy, tokens_from_uniforms(uniforms, sampling),
+                          np.array([N]), b)
         step = batch_estimates(samples, estimator_id, params)[:, 0]                      # (batches, T, V)
         gain = _gains(toy, lrs[:, None, None, None] * step)                              # (lrs, batches)
         actual = {}

@@ -60,8 +60,9 @@ class Match:
 
 def toy_curve(T, V, seed, sampler=DEFAULT_SAMPLER):
     """m ↦ the toy at mismatch m with this sampler model (θ and b drawn once from the seed; only the (T, V) tables
-    are built). With a sampler other than plain softmax KL need not start at 0 nor rise with m: the bisection
-    then finds a crossing, and the slope is a central difference."""
+    are built). With a sampler other than plain softmax KL need not start at 0 nor rise with m, and it jumps where a
+    token leaves top-k/top-p's kept set or a rounded logit changes step: the bisection then finds a crossing (within
+    the jump), and the slope is a central difference."""
     base = make_toy(T, V, 0.0, seed, sampler, max_sequences=None)
     return lambda mismatch: Toy(base.theta, base.b, float(mismatch), seed, sampler)
 
