@@ -21,10 +21,10 @@ from functools import cached_property
 
 import numpy as np
 
+from toylab.catalogue.statistics import STATISTICS
 from toylab.engine.counts import expected_reward, objective_and_gradient, reachable_gradient
 from toylab.engine.grid import outer_max, outer_sum, token_grid
 from toylab.engine.sampler import DEFAULT_SAMPLER, Sampler, log_softmax
-from toylab.engine.sequences import STATISTICS
 from toylab.text import quoted
 
 EXACT_SIZE_LIMIT = 2**22
@@ -193,7 +193,7 @@ class Toy(Mapping):
     @property
     def mean_k3(self):
         """(1/T) Σ_t k3_t(y_t) with k3 = ρ − 1 − log ρ ≥ 0."""
-        return outer_sum(STATISTICS["k3"](self.log_rho)) / self.T
+        return outer_sum(STATISTICS["k3"](self)) / self.T
 
     @property
     def max_abs_log_rho(self):

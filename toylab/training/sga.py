@@ -10,7 +10,7 @@ sample ĝ,
 The first term is what the bias does (E ĝ ≠ ∇J tilts it), the tr(H Σ)/N term what the variance does (J is
 concave along most noise directions near a good θ, so noise costs J). Every piece is exact for an exact
 estimator: E ĝ from the exact engine, and E[ĝᵀ H ĝ] as the sum over all M sequences of p(y)·ĝ(y)ᵀ H ĝ(y),
-ĝ(y) = (r(y) − b)·Σ_t c_t(y)·s_t(y) with c from the batch interface (``montecarlo.Batches.coefficients``).
+ĝ(y) = Σ_t (c_t(y)·(r(y) − b) + d_t(y))·s_t(y) with c and d from the batch interface (``montecarlo.Batches.coefficients``).
 When the lr² coefficient is negative the quadratic peaks at lr* = −⟨∇J, E ĝ⟩ / (E ĝᵀ H E ĝ + tr(H Σ)/N).
 
 Monte Carlo, for every estimator (batch-coupled ones included): R batches of N drawn from μ (the same
@@ -98,7 +98,7 @@ def second_order(toy, estimator_id, params=None, baseline="none", N=64):
 
 def _expected_squares(toy, estimator_id, params, b, hessian):
     """(E_p[ĝᵀ H ĝ], E_p[⟨∇J, ĝ⟩²]) over the M sequences p draws, p = μ (π for on_policy), a chunk of sequences at
-    a time. ⟨∇J, ĝ(y)⟩ = Σ_t c_t(y)·(r − b)·u[t, y_t] with u[t, v] = ∇J[t, v] − ⟨∇J_t, π_t⟩."""
+    a time. ⟨∇J, ĝ(y)⟩ = Σ_t (c_t(y)·(r − b) + d_t(y_t))·u[t, y_t] with u[t, v] = ∇J[t, v] − ⟨∇J_t, π_t⟩."""
     probability = toy.p_train if ESTIMATORS[estimator_id].on_policy else toy.p_sampler
     along_gradient = toy.true_grad - (toy.pi * toy.true_grad).sum(axis=1, keepdims=True)
     quadratic = linear = 0.0
@@ -108,7 +108,7 @@ def _expected_squares(toy, estimator_id, params, b, hessian):
         tokens = _sequences(start + drawn, toy.T, toy.V)
         side = trainer_side(toy) if ESTIMATORS[estimator_id].on_policy else toy
         batch = Batches(side, tokens[None], np.array([len(tokens)]), b)
-        weight = (batch.coefficients(estimator_id, params) * batch.advantage[..., None])[0]     # (n, T)
+        weight = batch.gradient_coefficients(estimator_id, params)[0]                   # c·A + d, (n, T)
         quadratic += float(chunk[drawn] @ hessian.score_quadratic(weight, tokens, toy.pi))
         linear += float(chunk[drawn] @ (weight * along_gradient[np.arange(toy.T), tokens]).sum(axis=1) ** 2)
     return quadratic, linear
