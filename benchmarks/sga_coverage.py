@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from toylab import make_toy  # noqa: E402
+from toylab import make_toy, resolve_params  # noqa: E402
 from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms  # noqa: E402
 from toylab.engine.coefficients import apply  # noqa: E402
 from toylab.engine.counts import expected_reward  # noqa: E402
@@ -43,7 +43,7 @@ def gains_of_every_sequence(toy, estimator, lrs):
     tokens = _sequences(np.arange(toy.M), toy.T, toy.V)
     positions = np.arange(toy.T)
     sequences = GivenSequences(toy.log_pi[positions, tokens], toy.log_mu[positions, tokens])
-    coefficient = np.broadcast_to(apply(estimator, sequences, {})[0], tokens.shape)
+    coefficient = np.broadcast_to(apply(estimator, sequences, resolve_params(estimator))[0], tokens.shape)
     reward = (2 * (tokens == 0).sum(axis=1) >= toy.T).astype(float)
     step = (coefficient * reward[:, None])[:, :, None] * (np.eye(toy.V)[tokens] - toy.pi)
     moved = toy.theta + np.asarray(lrs)[:, None, None, None] * step

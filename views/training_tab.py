@@ -180,8 +180,9 @@ def _sga_view(settings, config):
         st.caption(
             "Can the ±2 s.e. bars be trusted? A heavy-tailed ĝ hides much of its mean in batches too rare to be drawn, "
             "and then the batches under-state the spread too. The check: the batches' variance of ⟨∇J, ĝ_N⟩ against "
-            "its exact value; below half of it the interval is not trusted (hollow dot, dashed bar) — at mismatch 1 "
-            "such intervals covered the truth 29–59 % of the time at small lr, the trusted ones 93–100 %."
+            "its exact value; below half of it the interval is not trusted (hollow dot, dashed bar) — measured at "
+            "mismatch 1, such intervals covered the truth in 23–46 % of repeats at small lr, those that passed in "
+            "94–100 % (README, Training)."
             + (f" Not trusted here: {', '.join(heavy)}." if heavy else " Every checked interval passes here.")
             + (f" Unchecked (batch-coupled, no exact variance): {', '.join(unchecked)}." if unchecked else ""))
     if len(adam):

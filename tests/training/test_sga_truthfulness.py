@@ -55,8 +55,8 @@ def test_the_batches_variance_is_that_of_the_inner_product_with_the_gradient():
 def test_the_tail_check_separates_intervals_that_cover_from_those_that_do_not():
     """At step 0 of the default toy at mismatch 1, N = 1, lr 0.03, the truth exact by enumeration. Sequence IS (rare,
     huge W): 200 batches nearly always fail the check, and their ±2 s.e. covers the truth in well under 70 % of
-    60 seeded repeats (the README's 29–33 %). seq_tis at 4000 batches: the check passes in nearly every repeat and
-    ±2 s.e. covers in at least 85 % of 40 (measured 93–96 %)."""
+    60 seeded repeats (benchmarks/sga_coverage.py: 23 % of 300). seq_tis at 4000 batches: the check passes in nearly
+    every repeat and ±2 s.e. covers in at least 85 % of 40 (measured 95 % of 300)."""
     toy = make_toy(mismatch=1.0)
     lr = 0.03
     for estimator, batches, repeats in (("seq_is", 200, 60), ("seq_tis", 4000, 40)):
