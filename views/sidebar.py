@@ -31,6 +31,7 @@ from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS
 from toylab.state.query import (
     ANY_FRAMEWORK,
+    DEFAULTS,
     INTEGER_RANGES,
     MISMATCH_RANGE,
     SAMPLER_FIELDS,
@@ -57,6 +58,7 @@ PRESETS = {
     "heavy (mismatch 1.0)": {"T": 6, "V": 4, "mismatch": 1.0, "seed": 0},
     "long sequences (T = 10)": {"T": 10, "V": 4, "mismatch": 0.3, "seed": 0},
 }
+PLAIN_SAMPLER = {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
 BASELINE_NAMES = {"none": "none (b = 0)", "logged": "logged (b = E_μ[r])", "true": "true (b = J)"}
 POLICY_ESTIMATORS = [id for id in EXACT_IDS if not ESTIMATORS[id].on_policy]
 
@@ -165,14 +167,17 @@ def _threshold_controls(estimators):
 
 
 def _preset_picker():
-    toy = {name: st.session_state[name] for name in ("T", "V", "mismatch", "seed")}
-    st.session_state[PRESET_KEY] = next((name for name, preset in PRESETS.items() if preset == toy), CUSTOM)
+    """A preset is a toy with the plain-softmax sampler: with the sampler set otherwise the toy is "custom"."""
+    toy = {name: st.session_state[name] for name in ("T", "V", "mismatch", "seed", *SAMPLER_FIELDS)}
+    st.session_state[PRESET_KEY] = next((name for name, preset in PRESETS.items() if preset | PLAIN_SAMPLER == toy),
+                                        CUSTOM)
     st.selectbox("preset", [*PRESETS, CUSTOM], key=PRESET_KEY, on_change=_apply_preset,
-                 help="Sets T, V, mismatch and seed in one go.")
+                 help="Sets T, V, mismatch and seed in one go, with the sampler as plain softmax.")
 
 
 def _apply_preset():
-    st.session_state.update(PRESETS.get(st.session_state[PRESET_KEY], {}))
+    if st.session_state[PRESET_KEY] in PRESETS:
+        st.session_state.update(PRESETS[st.session_state[PRESET_KEY]] | PLAIN_SAMPLER)
 
 
 def _write_url(settings):

@@ -115,3 +115,10 @@ def test_with_adam_the_page_shows_the_step_cosine_and_adams_actual_step():
     assert sga.loc["seq_tis", "trusted"].startswith("yes")
     assert any("Not trusted here: seq_is" in caption.value for caption in at.caption)
     assert any("Diamonds:" in caption.value for caption in at.caption)
+
+
+def test_a_preset_is_a_toy_with_the_plain_sampler():
+    at = run({"mismatch": "0", "top_p": "0.9"})
+    assert at.selectbox(key="preset").value == "custom"                        # not "sampler = trainer"
+    at.selectbox(key="preset").set_value("heavy (mismatch 1.0)").run()
+    assert not at.exception and at.slider(key="top_p").value == 1.0 and at.query_params == {"mismatch": "1"}
