@@ -2,9 +2,12 @@
 
 It shares nothing with toylab's exact engine but the toy's (T, V) tables: sequences come from
 itertools.product, rewards from counting, ratios from indexing, coefficients from each estimator's
-definition written out per sequence. A framework preset takes its configuration fields from toylab's
+definition written out per sequence. A verl or TRL preset takes its configuration fields from toylab's
 table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
-from them is written out here from the frameworks' code, independently of toylab.frameworks.
+from them is written out here from the frameworks' code, independently of toylab.frameworks. Every other
+framework's preset is the product of the factors its module's rules give (checked against that framework's own
+code in tests/catalogue/test_framework_presets.py), each factor computed here from its definition: the oracle
+checks the exact engine on them, not the rules.
 """
 
 import itertools
@@ -49,7 +52,8 @@ class DenseToy:
         if estimator in ("rs", "opsm"):
             weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline)
             if estimator == "rs":
-                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"], np.log(rho))
+                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"], np.log(rho),
+                                                    p.get("mean_epsilon", 0.0))
             mean_k1 = (-np.log(rho)).mean(axis=1, keepdims=True)
             return weight * ((advantage >= 0) | (mean_k1 <= p["delta"]))
         if estimator == "tok_clip":
@@ -89,6 +93,9 @@ class DenseToy:
             return (np.abs(np.log(rho)).max(axis=1, keepdims=True) <= p["eps"]) * ones
         if estimator == "gspo_geo":
             return geo * ones
+        if estimator == "gspo_clip":
+            kept = np.where(advantage >= 0, geo <= 1 + p["eps_high"], geo >= 1 - p["eps_low"])
+            return geo * kept * ones
         raise KeyError(estimator)
 
     @staticmethod
@@ -110,8 +117,11 @@ class DenseToy:
 
     def preset(self, estimator, params, advantage):
         """A verl or TRL preset, as the framework's code computes it (see the module docstring)."""
-        config = next(p for p in frameworks.PRESETS if p.id == estimator).resolved(params)
+        preset = next(p for p in frameworks.PRESETS if p.id == estimator)
+        config = preset.resolved(params)
         log_rho = np.log(self.rho)
+        if not estimator.startswith(("trl:", "verl:")):
+            return self.factors(preset, params, advantage)
         if estimator.startswith("trl:"):
             ratio = self.rho if config["mode"].startswith("token") else self.W[:, None] * np.ones_like(self.rho)
             if config["mode"].endswith("truncate"):
@@ -120,11 +130,15 @@ class DenseToy:
         safe = np.clip(log_rho, -20, 20)                       # verl's SAFETY_BOUND, per token
         ppo = config["bypass_mode"] and config["loss_type"] == "ppo_clip"
         coefficient = np.ones_like(log_rho)
-        if config["rollout_is"] == "token" and not ppo:
-            coefficient = np.minimum(np.exp(safe), config["rollout_is_threshold"])
-        if config["rollout_is"] == "sequence" and not ppo:
+        threshold = str(config.get("rollout_is_threshold", 2.0))
+        if config["rollout_is"] and not ppo:
             total = np.clip(log_rho.sum(axis=1, keepdims=True), -20, 20)   # the sum is clamped, not the tokens
-            coefficient = np.minimum(np.exp(total), config["rollout_is_threshold"]) * coefficient
+            weight = np.exp(safe) if config["rollout_is"] == "token" else np.exp(total) * coefficient
+            if "_" in threshold:                               # IcePop: zero outside [lower, upper]
+                lower, upper = (float(x) for x in threshold.split("_", 1))
+                coefficient = weight * ((weight >= lower) & (weight <= upper))
+            else:
+                coefficient = np.minimum(weight, float(threshold))
         if config["rollout_rs"]:
             option = config["rollout_rs"]
             scope, statistic = option.rsplit("_", 1)
@@ -142,6 +156,26 @@ class DenseToy:
             keep_positive = (ratio <= 1 + config["clip_ratio_high"]) & live
             keep_negative = (ratio >= 1 - config["clip_ratio_low"]) & (ratio <= config["clip_ratio_c"]) & live
             coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative, keep_positive)
+        return coefficient
+
+    def factors(self, preset, params, advantage):
+        """The product of the preset's factors, each from its definition above (the toys' log ratios stay far
+        inside every framework's clamp; a framework's sequence means divide by T + its epsilon)."""
+        factors, _, _ = frameworks.factors(preset, params)
+        baseline = "none"
+        coefficient = np.ones_like(self.rho)
+        for id, factor, *_ in factors:
+            factor = dict(factor)
+            if id == "rs":
+                factor |= {"weight": "naive", "mean_epsilon": frameworks.mean_epsilon(preset)}
+            if id in ("gspo_geo", "gspo_clip"):
+                epsilon = frameworks.mean_epsilon(preset)
+                geo = np.exp(np.log(self.W) / (self.T + epsilon))[:, None]
+                kept = np.ones_like(geo, bool) if id == "gspo_geo" else np.where(
+                    advantage >= 0, geo <= 1 + factor["eps_high"], geo >= 1 - factor["eps_low"])
+                coefficient = coefficient * geo * kept
+                continue
+            coefficient = coefficient * self.coefficients(id, factor, baseline)
         return coefficient
 
     def moments(self, estimator, params, baseline):

@@ -7,16 +7,16 @@ s_t = onehot(y_t) − π_t. Every exact estimator's coefficient factorises as
 
 which is what makes its exact moments O(M) (``engine.moments``). The weight functions live below the registry:
 the core catalogue in ``corrections``, the parametrised families in ``families``, the framework presets as data
-in ``frameworks/`` (ids ``verl:<preset>``, ``trl:<mode>``, with the framework's parameter names). The registry
+in ``frameworks/`` (ids ``<framework>:<option>``, with the framework's parameter names). The registry
 is the one place that looks an id up, so a family that multiplies another estimator's weight (``weight``) and a
 preset that combines several are evaluated here.
 """
 
+import math
 from dataclasses import dataclass, field
 from functools import partial
 
 from toylab.catalogue import corrections, families, presets
-from toylab.catalogue.aggregation import VERL_EPSILON
 from toylab.catalogue.weights import Param, Weights, combine
 from toylab.text import quoted
 
@@ -32,7 +32,7 @@ class Estimator:
     batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
     on_policy: bool = False           # sampled from π instead of μ
     colour: str = "#777777"
-    framework: str | None = None      # "verl" or "trl" for a framework preset
+    framework: str | None = None      # the framework of a preset ("verl", "slime", …)
     batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept)
     undefined: str = ""               # batch-coupled: where its estimate is undefined (NaN in Monte Carlo), and why
 
@@ -60,12 +60,19 @@ def chained(mask):
 
 def preset_weights(preset, stats, **params):
     """A framework preset's Weights: its configuration turned into factors (registry ids with parameters) by the
-    framework's own rules, each evaluated through the framework's log-ratio clamp; a framework whose masks only
-    zero a weight keeps the masked tokens in the loss mask."""
+    framework's own rules, each evaluated through the framework's log-ratio clamp and the 10⁻⁸ its sequence means
+    may add to the token count; a factor whose mask only zeroes a weight keeps the masked tokens in the loss mask
+    (``frameworks.factors``)."""
     factors, clamp, masks_leave_loss = presets.factors(preset, params)
-    view = stats.clamped(clamp, VERL_EPSILON) if clamp is not None else stats
-    weights = combine(*(ESTIMATORS[id].weights(view, **factor) for id, factor in factors))
-    return weights if masks_leave_loss else weights.without_rejection()
+    epsilon = presets.mean_epsilon(preset)
+    view = stats.clamped(math.inf if clamp is None else clamp, epsilon) if clamp is not None or epsilon else stats
+    return combine(*(_factor_weights(view, masks_leave_loss, *factor) for factor in factors))
+
+
+def _factor_weights(view, masks_leave_loss, estimator_id, params, leaves_loss_mask=None):
+    weights = ESTIMATORS[estimator_id].weights(view, **params)
+    removes = masks_leave_loss if leaves_loss_mask is None else leaves_loss_mask
+    return weights if removes else weights.without_rejection()
 
 
 # -- the registry ---------------------------------------------------------------------------------------
@@ -161,6 +168,14 @@ _ENTRIES = [
                "eps_high": _threshold(0.2, 0, 10, "ε_high: ratios above 1 + ε_high are clipped when A ≥ 0"),
                "C_dual": _threshold(3, 1.01, 100, "dual clip: ratios above it are clipped when A < 0")},
               colour="#EE7733"),
+    Estimator("gspo_clip", "GSPO-clip against the sampler",
+              r"c_t = \rho_{geo}\,\mathbf 1[\rho_{geo}\le 1+\varepsilon_{high}]\ (A\ge0),\quad "
+              r"\rho_{geo}\,\mathbf 1[\rho_{geo}\ge 1-\varepsilon_{low}]\ (A<0)",
+              "GSPO's clipped sequence-ratio surrogate with the sampler as old policy (OpenRLHF policy_loss_type gspo "
+              "with its vLLM correction)", families.gspo_clip,
+              {"eps_low": _threshold(0.2, 0, 1, "ε_low: ρ_geo below 1 − ε_low is clipped when A < 0"),
+               "eps_high": _threshold(0.2, 0, 10, "ε_high: ρ_geo above 1 + ε_high is clipped when A ≥ 0")},
+              colour="#4477AA"),
     Estimator("opsm", "off-policy sequence mask (DeepSeek-V3.2)",
               r"c_t = w_t\,\mathbf 1\big[A\ge0\ \text{or}\ \tfrac1T\sum_t(\log\mu_t-\log\pi_t)\le\delta\big]",
               "DeepSeek-V3.2 (2025); TRL off_policy_mask_threshold (times its IS weight w)",

@@ -1,0 +1,165 @@
+"""Every framework preset of issue 19 computes what its framework's code computes: numbers frozen from running it.
+
+The numbers are in tests/catalogue/frozen_<framework>.py, each module's docstring naming the commit, the functions
+run and how; toylab's side is the public batch interface, ``toylab.coefficients`` (and ``kept_tokens``), on the
+same batch (frozen_batch.py; verl's newest presets on tests/framework_numbers.py's). Frameworks that exponentiate
+in float32 (Miles' PPO ratio, SkyRL's safe_exp_delta, AReaL's log ratio) are compared at rtol 3e-7, the others at
+1e-12; which tokens get a zero coefficient must agree exactly in both.
+"""
+
+import framework_numbers as verl_batch
+import numpy as np
+import pytest
+from frozen_areal import AREAL
+from frozen_batch import ADVANTAGES, MASK, SAMPLER, TRAINER
+from frozen_ms_swift import MS_SWIFT
+from frozen_nemo_rl import NEMO_RL
+from frozen_open_instruct import OPEN_INSTRUCT
+from frozen_openrlhf import OPENRLHF
+from frozen_roll import ROLL
+from frozen_skyrl import SKYRL
+from frozen_slime import MILES, SLIME
+from frozen_verl_newest import VERL_ICEPOP
+
+from toylab import PRESET_IDS, coefficients, kept_tokens
+
+FLOAT32 = 3e-7
+FLOAT64 = 1e-12
+# framework → (its frozen numbers, {preset option: frozen entry}, rtol)
+FROZEN = {
+    "slime": (SLIME, {"use_tis": "use_tis", "icepop": "icepop", "mis": "mis", "mis_sequence": "mis_sequence"},
+              FLOAT64),
+    "miles": (MILES, {"use_tis": "use_tis", "icepop": "icepop", "mis": "mis", "mis_sequence": "mis_sequence"},
+              FLOAT32),
+    "skyrl": (SKYRL, {name: name for name in ("tis_ratio_type_token", "tis_ratio_type_sequence",
+                                              "sequence_mask_metric_geometric", "sequence_mask_metric_product",
+                                              "outlier_token_is_threshold", "token_mask_is_threshold", "rollout_is")},
+              FLOAT32),
+    "openrlhf": (OPENRLHF, {name: name for name in ("tis", "icepop", "seq-mask-tis", "gspo")}, FLOAT64),
+    "nemo_rl": (NEMO_RL, {name: name for name in ("use_importance_sampling_correction", "tis", "icepop",
+                                                  "seq-mask-tis", "sequence_level_importance_ratios")}, FLOAT64),
+    "areal": (AREAL, {name: name for name in ("token_mask", "token_clamp", "sequence_mask")}, FLOAT32),
+    "roll": (ROLL, {name: name for name in ("is_weight_token", "is_weight_sequence", "ratio_filter_token",
+                                            "ratio_filter_geometric", "ratio_filter_sequence")}, FLOAT64),
+    "ms_swift": (MS_SWIFT, {name: name for name in ("token_truncate", "token_mask", "sequence_mask")}, FLOAT64),
+    "open_instruct": (OPEN_INSTRUCT, {name: name for name in ("use_rho_correction", "rho_mask")}, FLOAT64),
+}
+# frozen entries that are findings, not presets (each test below says what it shows)
+FINDINGS = {("skyrl", "token_mask_then_sequence_tis"), ("roll", "token_mean_ignores_the_filter")}
+PENDING = {"kl_k3", "kl_k3_max"}          # AReaL's reverse k3: issue 19 part A's statistic (until it is merged)
+PENDING_ENTRIES = {("slime", "mis_geometric"), ("miles", "mis_geometric"), ("skyrl", "dppo_binary_tv"),
+                   ("skyrl", "dppo_binary_kl"), ("nemo_rl", "seq_logprob_error_threshold")}
+
+
+def cases():
+    for framework, (numbers, options, rtol) in FROZEN.items():
+        for option, entry in options.items():
+            for setting, value in numbers[entry].items():
+                if setting == "defaults":
+                    yield pytest.param(f"{framework}:{option}", {}, value, rtol, id=f"{framework}:{option}-defaults")
+                elif setting != "kept" and setting not in PENDING:
+                    params, frozen = value
+                    yield pytest.param(f"{framework}:{option}", params, frozen, rtol, id=f"{framework}:{option}-{setting}")
+
+
+def on_batch(name, advantages=ADVANTAGES, **params):
+    return coefficients(name, TRAINER, SAMPLER, MASK, advantages, **params)
+
+
+def frozen_equal(actual, frozen, rtol):
+    frozen = np.array(frozen)
+    np.testing.assert_array_equal(actual == 0, frozen == 0)
+    np.testing.assert_allclose(actual, frozen, rtol=rtol, atol=0)
+
+
+@pytest.mark.parametrize("name, params, frozen, rtol", list(cases()))
+def test_preset_equals_its_framework_code(name, params, frozen, rtol):
+    advantages = -np.array(ADVANTAGES) if name == "openrlhf:gspo" and params.get("eps_clip_low") == 5e-05 \
+        else ADVANTAGES
+    frozen_equal(on_batch(name, advantages, **params), frozen, rtol)
+
+
+def test_every_frozen_entry_is_a_preset_or_a_stated_finding():
+    for framework, (numbers, options, _) in FROZEN.items():
+        unused = {(framework, entry) for entry in numbers} - {(framework, entry) for entry in options.values()}
+        assert unused <= FINDINGS | PENDING_ENTRIES, unused
+    assert {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options} \
+        <= set(PRESET_IDS)
+
+
+@pytest.mark.parametrize("framework, numbers", [("slime", SLIME), ("miles", MILES)])
+@pytest.mark.parametrize("option", ["mis", "mis_sequence"])
+def test_slime_rejections_leave_the_loss_mask(framework, numbers, option):
+    """mis.py returns a modified loss mask: the rejected and vetoed tokens leave it (slime still divides each
+    sequence by its original token count, rollout_mask_sums)."""
+    kept = kept_tokens(f"{framework}:{option}", TRAINER, SAMPLER, MASK, ADVANTAGES)
+    np.testing.assert_array_equal(kept, np.array(numbers[option]["kept"], bool))
+
+
+@pytest.mark.parametrize("name", ["slime:icepop", "openrlhf:icepop", "nemo_rl:icepop", "ms_swift:token_mask",
+                                  "skyrl:rollout_is", "open_instruct:rho_mask", "verl:decoupled_token_icepop"])
+def test_weights_only_masks_keep_the_tokens_in_the_loss_mask(name):
+    trainer, sampler, mask = (TRAINER, SAMPLER, MASK) if not name.startswith("verl") else \
+        (np.array(verl_batch.SAMPLER) + np.array(verl_batch.LOG_RATIO), verl_batch.SAMPLER, verl_batch.MASK)
+    c = coefficients(name, trainer, sampler, mask, verl_batch.ADVANTAGES if name.startswith("verl") else ADVANTAGES)
+    assert np.any((c == 0) & (np.array(mask) == 1)), "the mask zeroes some weight on this batch"
+    np.testing.assert_array_equal(kept_tokens(name, trainer, sampler, mask), np.array(mask, bool))
+
+
+# -- verl's newest presets, on verl's batch ------------------------------------------------------------------
+
+VERL_TRAINER = np.array(verl_batch.SAMPLER) + np.array(verl_batch.LOG_RATIO)
+
+
+@pytest.mark.parametrize("name", ["verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"])
+@pytest.mark.parametrize("setting", ["defaults", "alternative"])
+def test_verl_icepop_presets(name, setting):
+    entry = VERL_ICEPOP["decoupled_token_icepop"]
+    params, frozen = ({}, entry["defaults"]) if setting == "defaults" else entry["alternative"]
+    frozen_equal(coefficients(name, VERL_TRAINER, verl_batch.SAMPLER, verl_batch.MASK, verl_batch.ADVANTAGES,
+                              **params), frozen, FLOAT64)
+
+
+def test_verl_sequence_icepop_threshold():
+    """A "lower_upper" threshold at rollout_is="sequence" zeroes W outside the band (seq_band, weights only)."""
+    from test_frameworks import custom_verl
+    config = {"rollout_is": "sequence", "rollout_is_threshold": "0.8_1.5", "rollout_rs": None, "bypass_mode": False}
+    frozen_equal(custom_verl(config)[0], VERL_ICEPOP["sequence_icepop_0.8_1.5"], FLOAT64)
+
+
+# -- findings the frozen numbers show -------------------------------------------------------------------------
+
+def test_openrlhf_seq_mask_tis_does_not_clamp_the_token_weight():
+    """loss.py's comment says seq-mask-tis keeps "TIS (token-level clamp)"; row 2 (ρ_geo = 1.7, kept) carries
+    ρ_t = e^12 unclamped."""
+    c = on_batch("openrlhf:seq-mask-tis")
+    assert c[2, 0] == pytest.approx(np.exp(12.0), rel=1e-12) and c[2, 0] > 5.0
+
+
+def test_areal_kl_k3_is_the_reverse_of_its_help():
+    """metric kl_k3's help says k3 = r − log r − 1; the code masks by 1/r − 1 + log r: at upper 0.5 the token with
+    log r = 1.1 is kept (r − 1 − log r = 0.90) and the one with log r = −0.9 rejected (r − 1 − log r = 0.31)."""
+    frozen = np.array(AREAL["token_mask"]["kl_k3"][1])
+    log_r = np.array(TRAINER) - np.array(SAMPLER)
+    forward = np.exp(log_r) - 1 - log_r
+    assert forward[4, 0] > 0.5 and frozen[4, 0] != 0
+    assert forward[1, 1] < 0.5 and frozen[1, 1] == 0
+
+
+def test_skyrl_sequence_ratio_is_taken_over_the_tokens_the_token_mask_left():
+    """With token_mask_is_threshold (0.5, 2) and tis_ratio_type sequence, row 1's W is exp of the log ratios of the
+    three tokens the mask kept, not of all four."""
+    frozen = np.array(SKYRL["token_mask_then_sequence_tis"])
+    log_r = np.array(TRAINER[1][:4]) - np.array(SAMPLER[1][:4])
+    kept = (np.exp(log_r) >= 0.5) & (np.exp(log_r) <= 2)
+    assert not kept.all()
+    np.testing.assert_allclose(frozen[1, :4][kept], np.exp(log_r[kept].sum()), rtol=FLOAT32)
+    assert not np.isclose(frozen[1, 0], min(np.exp(log_r.sum()), 5.0), rtol=1e-3)
+
+
+def test_roll_token_mean_ignores_the_filters():
+    """agg_loss's token-mean never reads loss_mask: a token the ratio filter removed still has coefficient 1."""
+    filtered = np.array(ROLL["ratio_filter_token"]["defaults"])
+    token_mean = np.array(ROLL["token_mean_ignores_the_filter"])
+    assert np.any((filtered == 0) & (np.array(MASK) == 1))
+    np.testing.assert_array_equal(token_mean, np.array(MASK, float))
