@@ -21,7 +21,7 @@ from frozen_skyrl import SKYRL
 from frozen_slime import MILES, SLIME
 from frozen_verl_newest import VERL_ICEPOP
 
-from toylab import PRESET_IDS, coefficients, kept_tokens
+from toylab import EXACT_IDS, PRESET_IDS, coefficients, exact_moments, kept_tokens, make_toy
 
 FLOAT32 = 3e-7
 FLOAT64 = 1e-12
@@ -48,7 +48,10 @@ FROZEN = {
 FINDINGS = {("skyrl", "token_mask_then_sequence_tis"), ("roll", "token_mean_ignores_the_filter")}
 PENDING = {"kl_k3", "kl_k3_max"}          # AReaL's reverse k3: issue 19 part A's statistic (until it is merged)
 PENDING_ENTRIES = {("slime", "mis_geometric"), ("miles", "mis_geometric"), ("skyrl", "dppo_binary_tv"),
-                   ("skyrl", "dppo_binary_kl"), ("nemo_rl", "seq_logprob_error_threshold")}
+                   ("skyrl", "dppo_binary_kl"), ("nemo_rl", "seq_logprob_error_threshold"), ("areal", "m2po"),
+                   ("areal", "sequence_clamp"), ("roll", "is_weight_geometric"), ("roll", "diff_filter_token"),
+                   ("roll", "diff_filter_geometric"), ("roll", "diff_filter_sequence"), ("ms_swift", "sequence_truncate"),
+                   ("open_instruct", "rho_mask_sequence_level"), ("open_instruct", "rho_mask_tv_divergence")}
 
 
 def cases():
@@ -163,3 +166,94 @@ def test_roll_token_mean_ignores_the_filters():
     token_mean = np.array(ROLL["token_mean_ignores_the_filter"])
     assert np.any((filtered == 0) & (np.array(MASK) == 1))
     np.testing.assert_array_equal(token_mean, np.array(MASK, float))
+
+
+# -- on the toy: which catalogue estimator each preset equals (the README's column) ---------------------------
+
+L2, L5 = np.log(2.0), np.log(5.0)
+TOYS = [make_toy(6, 4, 0.3, 0), make_toy(5, 3, 1.0, 7)]
+
+
+def band(scope, lo, hi, weight="naive"):
+    return {"statistic": "log_ratio", "scope": scope, "lo": lo, "hi": hi, "weight": weight}
+
+
+EQUAL_ON_THE_TOY = [
+    ("slime:use_tis", {}, "tok_tis", {"C": 2.0}),
+    ("slime:use_tis", {"tis_clip_low": 0.5}, "tok_clip", {"C_min": 0.5, "C_max": 2.0}),
+    ("slime:icepop", {"tis_clip_low": 0.5}, "tok_mis", {"lo": 0.5, "hi": 2.0}),
+    ("slime:mis", {"use_rs": "false"}, "tok_tis", {"C": 2.0}),
+    ("slime:mis", {}, "rs", band("token", np.log(0.5), L2, "tok_tis")),
+    ("slime:mis_sequence", {}, "seq_band", {"C_min": 0.5, "C_max": 2.0}),
+    ("miles:mis_sequence", {"tis_mode": "clip", "use_rs": "false"}, "seq_clip", {"C_min": 0.5, "C_max": 2.0}),
+    ("skyrl:tis_ratio_type_token", {}, "tok_tis", {"C": 2.0}),
+    ("skyrl:tis_ratio_type_sequence", {}, "seq_tis", {"C": 5.0}),
+    ("skyrl:sequence_mask_metric_geometric", {"geo_mask_low": 0.9, "geo_mask_high": 1.2}, "geo_rs",
+     {"lo": 0.9, "hi": 1.2}),
+    ("skyrl:sequence_mask_metric_product", {}, "rs", band("seq_sum", np.log(0.5), L2)),
+    ("skyrl:outlier_token_is_threshold", {"outlier_token_is_threshold_low": np.exp(-0.5),
+                                          "outlier_token_is_threshold_high": np.exp(0.5)}, "trm", {"eps": 0.5}),
+    ("skyrl:token_mask_is_threshold", {}, "rs", band("token", np.log(0.5), L2)),
+    ("skyrl:rollout_is", {}, "tok_mis", {"lo": 0.8, "hi": 1.2}),
+    ("openrlhf:tis", {}, "tok_clip", {"C_min": 0.5, "C_max": 5.0}),
+    ("openrlhf:icepop", {}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
+    ("openrlhf:seq-mask-tis", {"low": 0.9, "high": 1.2}, "rs", band("seq_mean", np.log(0.9), np.log(1.2), "tok_is")),
+    ("openrlhf:gspo", {"eps_clip_low": 0.1, "eps_clip_high": 0.05}, "gspo_clip", {"eps_low": 0.1, "eps_high": 0.05}),
+    ("nemo_rl:use_importance_sampling_correction", {}, "tok_is", {}),
+    ("nemo_rl:tis", {}, "tok_tis", {"C": 2.0}),
+    ("nemo_rl:icepop", {}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
+    ("nemo_rl:sequence_level_importance_ratios", {}, "seq_is", {}),
+    ("nemo_rl:sequence_level_importance_ratios", {"truncated_importance_sampling_type": "tis"}, "seq_tis", {"C": 2.0}),
+    ("areal:token_mask", {}, "rs", band("token", -1000.0, L5, "tok_is")),
+    ("areal:token_mask", {"lower": "0.5"}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
+    ("areal:token_clamp", {}, "tok_tis", {"C": 5.0}),
+    ("areal:sequence_mask", {"upper": 1.2}, "rs", band("seq_mean", -1000.0, np.log(1.2), "gspo_geo")),
+    ("roll:is_weight_token", {}, "tok_tis", {"C": 1.2}),
+    ("roll:is_weight_sequence", {}, "seq_tis", {"C": 1.2}),
+    ("roll:ratio_filter_token", {}, "rs", band("token", np.log(0.8), np.log(1.2))),
+    ("roll:ratio_filter_sequence", {}, "rs", band("seq_sum", np.log(0.8), np.log(1.2))),
+    ("roll:topr", {}, "naive", {}),
+    ("ms_swift:token_truncate", {}, "tok_tis", {"C": 2.0}),
+    ("ms_swift:token_mask", {}, "rs", band("token", -1000.0, L2, "tok_is")),
+    ("ms_swift:sequence_mask", {}, "rs", band("seq_mean", -1000.0, L2, "tok_is")),
+    ("open_instruct:use_rho_correction", {}, "tok_tis", {"C": 2.0}),
+    ("open_instruct:rho_mask", {}, "rs", band("token", np.log(0.5), L2, "tok_tis")),
+    ("verl:decoupled_token_icepop", {}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
+    ("verl:bypass_pg_token_icepop", {"threshold_lower": 0.9, "threshold": 1.2}, "tok_mis", {"lo": 0.9, "hi": 1.2}),
+]
+
+
+@pytest.mark.parametrize("toy", TOYS, ids=repr)
+@pytest.mark.parametrize("preset, preset_params, estimator, params", EQUAL_ON_THE_TOY)
+def test_preset_equals_its_catalogue_estimator_on_the_toy(toy, preset, preset_params, estimator, params):
+    assert np.abs(toy.log_rho).max() < 10                  # no framework's clamp binds on these toys
+    for baseline in ("none", "logged"):
+        a = exact_moments(toy, preset, preset_params, baseline)
+        b = exact_moments(toy, estimator, params, baseline)
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12, atol=1e-15)
+        assert a.var == pytest.approx(b.var, rel=1e-12, abs=1e-15)
+
+
+def test_geometric_means_with_a_count_epsilon_still_equal_geo_rs_on_the_toy():
+    """ROLL's and NeMo-RL's ρ_geo divide Σ log ρ by T + 10⁻⁸; no toy sequence sits within that of a bound."""
+    for toy in TOYS:
+        roll = exact_moments(toy, "roll:ratio_filter_geometric", None, "logged")
+        np.testing.assert_allclose(roll.mean, exact_moments(toy, "geo_rs", {"lo": 0.8, "hi": 1.2}, "logged").mean,
+                                   rtol=1e-12, atol=1e-15)
+        nemo = exact_moments(toy, "nemo_rl:seq-mask-tis", {"truncated_importance_sampling_ratio_min": 0.9,
+                                                            "truncated_importance_sampling_ratio": 1.2}, "logged")
+        rs = exact_moments(toy, "rs", band("seq_mean", np.log(0.9), np.log(1.2), "tok_is"), "logged")
+        np.testing.assert_allclose(nemo.mean, rs.mean, rtol=1e-12, atol=1e-15)
+
+
+# -- every id, on a ragged batch with ratios far beyond every clamp -------------------------------------------
+
+def test_every_exact_id_is_finite_on_a_ragged_batch_beyond_every_clamp():
+    rng = np.random.default_rng(19)
+    sampler = rng.uniform(-40.0, -0.01, (6, 7))
+    trainer = np.minimum(sampler + rng.normal(0.0, 15.0, sampler.shape), 0.0)
+    mask = np.array([[1] * 7, [1] * 3 + [0] * 4, [0] * 7, [1] + [0] * 6, [1] * 5 + [0] * 2, [1] * 7])
+    advantages = rng.normal(size=6)
+    for estimator in EXACT_IDS:
+        c = coefficients(estimator, trainer, sampler, mask, advantages)
+        assert np.all(np.isfinite(c)) and np.all(c[mask == 0] == 0), estimator
