@@ -7,6 +7,8 @@ compute_segment_masked_mean (roll/pipeline/agentic/utils.py) and _compute_topr_l
 The loss is the worker's: pg_loss = −log π·A (pg_variant "vanilla") × train_infer_is_weight, aggregated by agg_loss
 over response_mask × filter_mask. "seq-mean-token-sum" with global_valid_samples = 1 gives
 c = −∂loss/∂log π / A_b × (1 + 1e-8); "token_mean" shows agg_loss's token-mean, which never reads loss_mask.
+"topr" runs _compute_topr_loss (copied out of the agentic ActorWorker) on the worker's ratio, π against the
+trainer's old log-probs.
 
 They were made by running /work/scratch/i19b/run_roll.py (scratch, outside the repository) with torch 2.13.0
 (CPU, float64 inputs) on the batch of tests/catalogue/frozen_batch.py; a function copied out of a framework's
@@ -218,4 +220,14 @@ ROLL = {'is_weight_token': {'defaults': [[1.004008010677342,
                                    [1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
                                    [1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
                                    [1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
-                                   [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]}
+                                   [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]],
+ 'topr': {'defaults': [[1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+                       [1.0, 1.0, 1.0, 1.0, 0.0, 0.0],
+                       [0.9999999999999999,
+                        0.9999999999999999,
+                        0.9999999999999999,
+                        0.9999999999999999,
+                        0.9999999999999999,
+                        0.0],
+                       [1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+                       [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]]}}

@@ -16,51 +16,46 @@ from frozen_ms_swift import MS_SWIFT
 from frozen_nemo_rl import NEMO_RL
 from frozen_open_instruct import OPEN_INSTRUCT
 from frozen_openrlhf import OPENRLHF
+from frozen_prime_rl import PRIME_RL
 from frozen_roll import ROLL
 from frozen_skyrl import SKYRL
 from frozen_slime import MILES, SLIME
 from frozen_verl_newest import VERL_ICEPOP
 
-from toylab import EXACT_IDS, PRESET_IDS, coefficients, exact_moments, kept_tokens, make_toy
+from toylab import EXACT_IDS, PRESET_IDS, additive_terms, coefficients, exact_moments, kept_tokens, make_toy
+from toylab.catalogue.presets import PRESETS
 
 FLOAT32 = 3e-7
 FLOAT64 = 1e-12
 # framework → (its frozen numbers, {preset option: frozen entry}, rtol)
 FROZEN = {
-    "slime": (SLIME, {"use_tis": "use_tis", "icepop": "icepop", "mis": "mis", "mis_sequence": "mis_sequence"},
-              FLOAT64),
-    "miles": (MILES, {"use_tis": "use_tis", "icepop": "icepop", "mis": "mis", "mis_sequence": "mis_sequence"},
-              FLOAT32),
-    "skyrl": (SKYRL, {name: name for name in ("tis_ratio_type_token", "tis_ratio_type_sequence",
-                                              "sequence_mask_metric_geometric", "sequence_mask_metric_product",
-                                              "outlier_token_is_threshold", "token_mask_is_threshold", "rollout_is")},
-              FLOAT32),
-    "openrlhf": (OPENRLHF, {name: name for name in ("tis", "icepop", "seq-mask-tis", "gspo")}, FLOAT64),
-    "nemo_rl": (NEMO_RL, {name: name for name in ("use_importance_sampling_correction", "tis", "icepop",
-                                                  "seq-mask-tis", "sequence_level_importance_ratios")}, FLOAT64),
-    "areal": (AREAL, {name: name for name in ("token_mask", "token_clamp", "sequence_mask")}, FLOAT32),
-    "roll": (ROLL, {name: name for name in ("is_weight_token", "is_weight_sequence", "ratio_filter_token",
-                                            "ratio_filter_geometric", "ratio_filter_sequence")}, FLOAT64),
-    "ms_swift": (MS_SWIFT, {name: name for name in ("token_truncate", "token_mask", "sequence_mask")}, FLOAT64),
-    "open_instruct": (OPEN_INSTRUCT, {name: name for name in ("use_rho_correction", "rho_mask")}, FLOAT64),
+    "slime": (SLIME, ("use_tis", "icepop", "mis", "mis_sequence", "mis_geometric"), FLOAT64),
+    "miles": (MILES, ("use_tis", "icepop", "mis", "mis_sequence", "mis_geometric"), FLOAT32),
+    "skyrl": (SKYRL, ("tis_ratio_type_token", "tis_ratio_type_sequence", "sequence_mask_metric_geometric",
+                      "sequence_mask_metric_product", "outlier_token_is_threshold", "token_mask_is_threshold",
+                      "dppo_binary_tv", "dppo_binary_kl", "rollout_is"), FLOAT32),
+    "openrlhf": (OPENRLHF, ("tis", "icepop", "seq-mask-tis", "gspo"), FLOAT64),
+    "nemo_rl": (NEMO_RL, ("use_importance_sampling_correction", "tis", "icepop", "seq-mask-tis",
+                          "sequence_level_importance_ratios", "seq_logprob_error_threshold"), FLOAT64),
+    "areal": (AREAL, ("token_mask", "token_clamp", "sequence_mask", "sequence_clamp"), FLOAT32),
+    "roll": (ROLL, ("is_weight_token", "is_weight_geometric", "is_weight_sequence", "ratio_filter_token",
+                    "ratio_filter_geometric", "ratio_filter_sequence", "diff_filter_token", "diff_filter_geometric",
+                    "diff_filter_sequence", "topr"), FLOAT64),
+    "ms_swift": (MS_SWIFT, ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"), FLOAT64),
+    "open_instruct": (OPEN_INSTRUCT, ("use_rho_correction", "rho_mask", "rho_mask_sequence_level",
+                                      "rho_mask_tv_divergence"), FLOAT64),
 }
-# frozen entries that are findings, not presets (each test below says what it shows)
-FINDINGS = {("skyrl", "token_mask_then_sequence_tis"), ("roll", "token_mean_ignores_the_filter")}
-PENDING = {"kl_k3", "kl_k3_max"}          # AReaL's reverse k3: issue 19 part A's statistic (until it is merged)
-PENDING_ENTRIES = {("slime", "mis_geometric"), ("miles", "mis_geometric"), ("skyrl", "dppo_binary_tv"),
-                   ("skyrl", "dppo_binary_kl"), ("nemo_rl", "seq_logprob_error_threshold"), ("areal", "m2po"),
-                   ("areal", "sequence_clamp"), ("roll", "is_weight_geometric"), ("roll", "diff_filter_token"),
-                   ("roll", "diff_filter_geometric"), ("roll", "diff_filter_sequence"), ("ms_swift", "sequence_truncate"),
-                   ("open_instruct", "rho_mask_sequence_level"), ("open_instruct", "rho_mask_tv_divergence")}
+# frozen entries that are not coefficients of a preset, each checked by its own test below
+OTHER = {("skyrl", "token_mask_then_sequence_tis"), ("roll", "token_mean_ignores_the_filter"), ("areal", "m2po")}
 
 
 def cases():
     for framework, (numbers, options, rtol) in FROZEN.items():
-        for option, entry in options.items():
-            for setting, value in numbers[entry].items():
+        for option in options:
+            for setting, value in numbers[option].items():
                 if setting == "defaults":
                     yield pytest.param(f"{framework}:{option}", {}, value, rtol, id=f"{framework}:{option}-defaults")
-                elif setting != "kept" and setting not in PENDING:
+                elif setting != "kept":
                     params, frozen = value
                     yield pytest.param(f"{framework}:{option}", params, frozen, rtol, id=f"{framework}:{option}-{setting}")
 
@@ -82,16 +77,17 @@ def test_preset_equals_its_framework_code(name, params, frozen, rtol):
     frozen_equal(on_batch(name, advantages, **params), frozen, rtol)
 
 
-def test_every_frozen_entry_is_a_preset_or_a_stated_finding():
+def test_every_frozen_entry_is_a_preset_or_has_its_own_test():
     for framework, (numbers, options, _) in FROZEN.items():
-        unused = {(framework, entry) for entry in numbers} - {(framework, entry) for entry in options.values()}
-        assert unused <= FINDINGS | PENDING_ENTRIES, unused
-    assert {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options} \
-        <= set(PRESET_IDS)
+        assert {(framework, entry) for entry in numbers} - {(framework, option) for option in options} <= OTHER
+    tested = {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options}
+    tested |= {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop", "areal:m2_threshold"} | \
+        {f"prime_rl:{option}" for option in PRIME_RL}
+    assert set(PRESET_IDS) - tested == {p.id for p in PRESETS if p.framework in ("verl", "trl")} - tested
 
 
 @pytest.mark.parametrize("framework, numbers", [("slime", SLIME), ("miles", MILES)])
-@pytest.mark.parametrize("option", ["mis", "mis_sequence"])
+@pytest.mark.parametrize("option", ["mis", "mis_sequence", "mis_geometric"])
 def test_slime_rejections_leave_the_loss_mask(framework, numbers, option):
     """mis.py returns a modified loss mask: the rejected and vetoed tokens leave it (slime still divides each
     sequence by its original token count, rollout_mask_sums)."""
@@ -107,6 +103,29 @@ def test_weights_only_masks_keep_the_tokens_in_the_loss_mask(name):
     c = coefficients(name, trainer, sampler, mask, verl_batch.ADVANTAGES if name.startswith("verl") else ADVANTAGES)
     assert np.any((c == 0) & (np.array(mask) == 1)), "the mask zeroes some weight on this batch"
     np.testing.assert_array_equal(kept_tokens(name, trainer, sampler, mask), np.array(mask, bool))
+
+
+@pytest.mark.parametrize("option", ["default", "ipo"])
+@pytest.mark.parametrize("setting", ["defaults", "alternative"])
+def test_prime_rl_gradient_is_the_weighted_advantage_plus_the_penalty(option, setting):
+    """prime-rl's gradient −∂loss/∂log π = c·A + d: c from its loss at kl_tau = 0, d = −2·kl_tau·log ρ_t the
+    penalty's (toylab.additive_terms), on every response token, masked or not."""
+    params, frozen = ({}, PRIME_RL[option]["defaults"]) if setting == "defaults" else PRIME_RL[option]["alternative"]
+    name = f"prime_rl:{option}"
+    c = on_batch(name, **params)
+    d = additive_terms(name, TRAINER, SAMPLER, MASK, ADVANTAGES, **params)
+    frozen_equal(c, frozen["coefficient"], FLOAT64)
+    np.testing.assert_allclose(c * np.array(ADVANTAGES)[:, None] + d, frozen["gradient"], rtol=FLOAT64, atol=1e-15)
+
+
+@pytest.mark.parametrize("setting", ["defaults", "alternative"])
+def test_areal_m2po_keeps_the_tokens_areal_keeps(setting):
+    """areal:m2_threshold is batch-coupled: on this batch its coefficients are AReaL's M2PO loss mask (no behaviour
+    weight without rejection_sampling), and so are the tokens it keeps."""
+    params, frozen = ({}, AREAL["m2po"]["defaults"]) if setting == "defaults" else AREAL["m2po"]["alternative"]
+    np.testing.assert_array_equal(on_batch("areal:m2_threshold", **params), np.array(frozen, float))
+    np.testing.assert_array_equal(kept_tokens("areal:m2_threshold", TRAINER, SAMPLER, MASK, ADVANTAGES, **params),
+                                  np.array(frozen, bool))
 
 
 # -- verl's newest presets, on verl's batch ------------------------------------------------------------------
@@ -210,7 +229,9 @@ EQUAL_ON_THE_TOY = [
     ("areal:sequence_mask", {"upper": 1.2}, "rs", band("seq_mean", -1000.0, np.log(1.2), "gspo_geo")),
     ("roll:is_weight_token", {}, "tok_tis", {"C": 1.2}),
     ("roll:is_weight_sequence", {}, "seq_tis", {"C": 1.2}),
+    ("roll:is_weight_geometric", {}, "geo_tis", {"C": 1.2}),
     ("roll:ratio_filter_token", {}, "rs", band("token", np.log(0.8), np.log(1.2))),
+    ("roll:ratio_filter_geometric", {}, "geo_rs", {"lo": 0.8, "hi": 1.2}),
     ("roll:ratio_filter_sequence", {}, "rs", band("seq_sum", np.log(0.8), np.log(1.2))),
     ("roll:topr", {}, "naive", {}),
     ("ms_swift:token_truncate", {}, "tok_tis", {"C": 2.0}),
@@ -235,11 +256,8 @@ def test_preset_equals_its_catalogue_estimator_on_the_toy(toy, preset, preset_pa
 
 
 def test_geometric_means_with_a_count_epsilon_still_equal_geo_rs_on_the_toy():
-    """ROLL's and NeMo-RL's ρ_geo divide Σ log ρ by T + 10⁻⁸; no toy sequence sits within that of a bound."""
+    """NeMo-RL's ρ_geo divides Σ log ρ by T + 10⁻⁸; no toy sequence sits within that of a bound."""
     for toy in TOYS:
-        roll = exact_moments(toy, "roll:ratio_filter_geometric", None, "logged")
-        np.testing.assert_allclose(roll.mean, exact_moments(toy, "geo_rs", {"lo": 0.8, "hi": 1.2}, "logged").mean,
-                                   rtol=1e-12, atol=1e-15)
         nemo = exact_moments(toy, "nemo_rl:seq-mask-tis", {"truncated_importance_sampling_ratio_min": 0.9,
                                                             "truncated_importance_sampling_ratio": 1.2}, "logged")
         rs = exact_moments(toy, "rs", band("seq_mean", np.log(0.9), np.log(1.2), "tok_is"), "logged")

@@ -11,6 +11,7 @@ from toylab.catalogue.frameworks import (
     nemo_rl,
     open_instruct,
     openrlhf,
+    prime_rl,
     roll,
     skyrl,
     slime,
@@ -20,7 +21,7 @@ from toylab.catalogue.frameworks import (
 from toylab.catalogue.frameworks.preset import shade
 
 FRAMEWORKS = {"verl": verl, "trl": trl, "slime": slime, "miles": slime, "skyrl": skyrl, "openrlhf": openrlhf,
-              "nemo_rl": nemo_rl, "areal": areal, "roll": roll, "ms_swift": ms_swift,
+              "nemo_rl": nemo_rl, "areal": areal, "roll": roll, "prime_rl": prime_rl, "ms_swift": ms_swift,
               "open_instruct": open_instruct}
 PRESETS = [preset for module in dict.fromkeys(FRAMEWORKS.values()) for preset in module.PRESETS]
 
@@ -31,8 +32,13 @@ def factors(preset, params):
     return FRAMEWORKS[preset.framework].factors(preset.resolved(params))
 
 
+def batch_family(preset, params):
+    """(registry id, parameters) of the batch-coupled family a batch-coupled preset is (AReaL's m2_threshold)."""
+    return FRAMEWORKS[preset.framework].batch_family(preset.resolved(params))
+
+
 def mean_epsilon(preset):
-    """What the framework's sequence means add to the token count (verl's, NeMo's and ROLL's masked_mean: 10⁻⁸)."""
+    """What the framework's sequence means add to the token count (verl's and NeMo-RL's masked_mean: 10⁻⁸)."""
     return getattr(FRAMEWORKS[preset.framework], "MEAN_EPSILON", 0.0)
 
 

@@ -18,12 +18,15 @@ from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.weights import Param
 
 COMMIT = "4aef98d"
-METRICS = ("ratio", "kl_k1", "kl_k2")
-STATISTICS = {"kl_k1": "log_ratio", "kl_k2": "k2"}
+METRICS = ("ratio", "kl_k1", "kl_k2", "kl_k3")
+STATISTICS = {"kl_k1": "log_ratio", "kl_k2": "k2", "kl_k3": "k3_reverse"}
 SCOPES = {"sum": "seq_sum", "mean": "seq_mean", "max": "seq_max"}
 FLOAT32 = "AReaL takes the log ratio in float32: its weights differ from these in the 7th digit"
 K1_NOTE = ("cli_args' help calls kl_k1 = log(r) a \"forward KL unbiased estimator\"; with tokens drawn from the "
            "engine its mean is −KL(μ‖π)")
+K3_NOTE = ("name collision: kl_k3's help says k3 = r − log(r) − 1 (verl's and toylab's k3), but "
+           "KLEstimator._compute_approx_kl negates the log ratio first: the code bounds 1/r − 1 + log r, the reverse "
+           "(toylab's k3_reverse)")
 
 
 def _optional_bound(text):
@@ -42,8 +45,9 @@ def _params(level, action):
               "lower": Param("none", help="rejection_sampling.lower: the metric's lower bound, or none",
                              parse=_optional_bound)}
     if action == "mask":
-        params["metric"] = Param("ratio", help="ratio = π/μ, kl_k1 = log(π/μ), kl_k2 = ½ log²(π/μ)", choices=METRICS)
-    if level == "sequence" and action == "mask":
+        params["metric"] = Param("ratio", help="ratio = π/μ, kl_k1 = log(π/μ), kl_k2 = ½ log²(π/μ), kl_k3 = μ/π − 1 + "
+                                                "log(π/μ) (as coded)", choices=METRICS)
+    if level == "sequence" and action == "mask":  # clamp at the sequence level is documented for agg mean only
         params["agg"] = Param("mean", help="the metric's sum, mean or max over the sequence (ratio: of log ratios)",
                               choices=tuple(SCOPES))
     return params
@@ -61,12 +65,23 @@ def _row(level, action, base, equals, note=""):
 
 PRESETS = [
     _row("token", "mask", "tok_mis", "ratio: ρ_t·1[lower ≤ ρ_t ≤ upper] (tok_mis at lower 0.5, upper 5); kl_k1: "
-         "ρ_t·1[lower ≤ log ρ_t ≤ upper]; kl_k2: ρ_t·1[lower ≤ ½ log² ρ_t ≤ upper]", K1_NOTE),
+         "ρ_t·1[lower ≤ log ρ_t ≤ upper]; kl_k2: ρ_t·1[lower ≤ ½ log² ρ_t ≤ upper]; kl_k3: ρ_t·1[lower ≤ "
+         "1/ρ_t − 1 + log ρ_t ≤ upper]", f"{K3_NOTE}; {K1_NOTE}"),
     _row("token", "clamp", "tok_tis", "tok_clip(C_min = lower or 0, C_max = upper): tok_tis(C = 5) at the defaults"),
     _row("sequence", "mask", "gspo_geo", "ratio: the weight is ρ_geo, kept when agg's ratio (mean: ρ_geo, sum: W, max: "
          "max_t ρ_t) is in [lower, upper]; kl metrics: ρ_t, kept when agg of the statistic is",
          "cli_args' RejectionSamplingConfig docstring says level=sequence with metric ratio uses the geometric "
-         "mean; with agg sum or max the bounds apply to W or max_t ρ_t while the weight stays ρ_geo"),
+         "mean; with agg sum or max the bounds apply to W or max_t ρ_t while the weight stays ρ_geo; " + K3_NOTE),
+    _row("sequence", "clamp", "geo_clip", "geo_clip(C_min = lower or 0, C_max = upper): clamp(ρ_geo, lower, upper) "
+         "(agg mean, the default)", "with agg sum or max, apply_rejection_sampling clamps ρ_geo only in the "
+         "sequences whose W or max_t ρ_t is out of bounds; the preset is agg mean"),
+    Preset("areal:m2_threshold", "actor.m2_threshold (use_decoupled_loss=true, rejection_sampling: null)", "M2PO",
+           {"use_decoupled_loss": True, "rejection_sampling": None, "m2_threshold": Ref("m2_threshold")}, "naive",
+           "m2po(m2_threshold, weight = naive): batch-coupled, Monte Carlo only; with rejection_sampling None the "
+           "decoupled loss carries no behaviour weight",
+           {"m2_threshold": Param(0.04, 1e-6, 100.0, "m2_threshold (examples/math/gsm8k_m2po.yaml: 0.04)")},
+           "toylab's m2po family defaults its weight to ρ_t; AReaL applies behave_imp_weight only when "
+           "rejection_sampling is set", COMMIT, batch=True),
 ]
 
 
@@ -75,7 +90,8 @@ def factors(config):
     level, action = config["rejection_sampling.level"], config["rejection_sampling.action"]
     lower, upper = config["rejection_sampling.lower"], config["rejection_sampling.upper"]
     if action == "clamp":
-        return [("tok_clip", {"C_min": lower or 0.0, "C_max": upper})], None, True
+        clamp = "tok_clip" if level == "token" else "geo_clip"
+        return [(clamp, {"C_min": lower or 0.0, "C_max": upper})], None, True
     metric = config["rejection_sampling.metric"]
     scope = "token" if level == "token" else SCOPES[config["rejection_sampling.agg"]]
     if metric == "ratio":
@@ -85,10 +101,18 @@ def factors(config):
     return [("tok_is", {}), band], None, True
 
 
+def batch_family(config):
+    """areal:m2_threshold is the m2po family with no behaviour weight (rejection_sampling None)."""
+    return "m2po", {"m2_threshold": config["m2_threshold"], "weight": "naive"}
+
+
 def latex(preset):
+    if preset.batch:
+        return r"c_t = \mathbf 1[t\ \text{kept by M2PO}],\quad \tau:\ \texttt{m2\_threshold}"
     level, action = preset.id.partition(":")[2].split("_")
     if action == "clamp":
-        return r"c_t = \mathrm{clamp}(\rho_t, \ell, u),\quad \ell, u:\ \texttt{lower, upper}"
+        ratio = r"\rho_t" if level == "token" else r"\rho_{geo}"
+        return rf"c_t = \mathrm{{clamp}}({ratio}, \ell, u),\quad \ell, u:\ \texttt{{lower, upper}}"
     ratio = r"\rho_t" if level == "token" else r"\rho_{geo}"
     return (rf"c_t = {ratio}\,\mathbf 1[\ell\le m\le u],\ m = \text{{metric}}" +
             ("" if level == "token" else r"\text{ aggregated by agg}") + r",\quad \ell, u:\ \texttt{lower, upper}")

@@ -22,11 +22,6 @@ def ratio_band(scope, lower=None, upper=None):
     return "rs", {"statistic": "log_ratio", "scope": scope, "lo": log_or_none(lower), "hi": log_or_none(upper)}
 
 
-def every_token_at_least(lower):
-    """Reject a sequence with any ρ_t < lower: max_t(−log ρ_t) ≤ −log lower (slime's veto, SkyRL's outlier low)."""
-    return "rs", {"statistic": "k1", "scope": "seq_max", "lo": None, "hi": -log_or_none(lower)}
-
-
 def weights_only(factor):
     """The factor, its rejections left in the loss mask: the framework zeroes the weight and keeps the token."""
     return factor[0], factor[1], False

@@ -33,6 +33,8 @@ PRESETS = [
     _row("token_truncate", "token TIS", "tok_tis", "tok_tis(C = threshold) (differs where |log ρ_t| > 20)"),
     _row("token_mask", "token MIS, one-sided", "tok_mis",
          "ρ_t·1[ρ_t ≤ threshold]: tok_mis(lo = 0, hi = threshold); the masked tokens stay in the loss mask"),
+    _row("sequence_truncate", "geometric TIS", "geo_tis", "geo_tis(C = threshold), ρ_geo of the ±20-clamped ratios",
+         COLLISION.format(mode="sequence_truncate", trl="min(W, C) (clamp(W, C_min, C_max))")),
     _row("sequence_mask", "geometric sequence mask × token IS", "geo_rs",
          "tok_is × 1[ρ_geo ≤ threshold]: ρ_t·1[ρ_geo ≤ threshold]; nothing leaves the loss mask",
          COLLISION.format(mode="sequence_mask", trl="W·1[C_min ≤ W ≤ C_max]") + "; " + MASK_DOCS),
@@ -44,12 +46,14 @@ def factors(config):
     mode, threshold = config["rollout_importance_sampling_mode"], config["rollout_importance_sampling_threshold"]
     factor = {"token_truncate": [("tok_tis", {"C": threshold})],
               "token_mask": [("tok_mis", {"lo": 0.0, "hi": threshold})],
+              "sequence_truncate": [("geo_tis", {"C": threshold})],
               "sequence_mask": [("tok_is", {}), weights_only(ratio_band("seq_mean", None, threshold))]}[mode]
     return factor, SAFETY_BOUND, False
 
 
 LATEX = {"token_truncate": r"c_t = \min(\tilde\rho_t, \tau)",
          "token_mask": r"c_t = \tilde\rho_t\,\mathbf 1[\tilde\rho_t\le\tau]",
+         "sequence_truncate": r"c_t = \min(\tilde\rho_{geo}, \tau)",
          "sequence_mask": r"c_t = \tilde\rho_t\,\mathbf 1[\tilde\rho_{geo}\le\tau]"}
 
 

@@ -61,12 +61,24 @@ PRESETS = [
          {"truncated_importance_sampling_type": Param("none", help="none, tis or icepop on the sequence weight W",
                                                       choices=("none", "tis", "icepop")),
           **_bounds(0.0, 2.0)}),
+    _row("seq_logprob_error_threshold", "grpo.seq_logprob_error_threshold", "multiplicative-error sequence mask",
+         {"use_importance_sampling_correction": False,
+          "grpo.seq_logprob_error_threshold": Ref("seq_logprob_error_threshold")}, "k3_rs",
+         "naive × 1[mean_t e^{|log ρ_t|} ≤ threshold]: rs(mult_error, seq_mean, hi = threshold) (nemotron-3-nano: "
+         "2); the sequence leaves sample_mask",
+         {"seq_logprob_error_threshold": Param(2.0, 1.0, 1000.0, "the largest mean e^{|log π − log μ|} kept")},
+         "with use_importance_sampling_correction the IS weights multiply this mask; its mean divides by L, the "
+         "preset's by L + 10⁻⁸ (NeMo's masked_mean): they differ only for a sequence within 10⁻⁹ of the bound"),
 ]
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of a ClippedPGLossConfig."""
-    return (_weights(config) if config["use_importance_sampling_correction"] else []), None, True
+    """(factors, clamp, rejections leave the loss mask) of a ClippedPGLossConfig (+ GRPO's error mask)."""
+    factors = _weights(config) if config["use_importance_sampling_correction"] else []
+    if config.get("grpo.seq_logprob_error_threshold"):
+        factors.append(("rs", {"statistic": "mult_error", "scope": "seq_mean", "lo": None,
+                               "hi": config["grpo.seq_logprob_error_threshold"]}))
+    return factors, None, True
 
 
 def _weights(config):
@@ -84,6 +96,8 @@ def _weights(config):
 
 
 LATEX = {"use_importance_sampling_correction": r"c_t = \rho_t",
+         "seq_logprob_error_threshold": r"c_t = \mathbf 1\big[\tfrac1T\sum_s e^{|\log\rho_s|}\le\tau\big],\quad \tau:\ "
+                                        r"\texttt{seq\_logprob\_error\_threshold}",
          "tis": r"c_t = \mathrm{clamp}(\rho_t, \ell, u)",
          "icepop": r"c_t = \rho_t\,\mathbf 1[\ell\le\rho_t\le u]",
          "seq-mask-tis": r"c_t = \rho_t\,\mathbf 1[\ell\le\rho_{geo}\le u]",
@@ -92,6 +106,6 @@ LATEX = {"use_importance_sampling_correction": r"c_t = \rho_t",
 
 def latex(preset):
     option = preset.id.partition(":")[2]
-    symbols = "" if option == "use_importance_sampling_correction" else \
+    symbols = "" if option in ("use_importance_sampling_correction", "seq_logprob_error_threshold") else \
         r",\quad \ell, u:\ \texttt{truncated\_importance\_sampling\_ratio\_min, \_ratio}"
     return LATEX[option] + symbols

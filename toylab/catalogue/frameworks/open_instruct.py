@@ -12,6 +12,8 @@ the tokens whose ρ is outside [rho_mask_lower_bound, rho_mask_upper_bound] (0 d
 default); response_mask is left as it is.
 """
 
+import math
+
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.weights import Param
@@ -40,6 +42,20 @@ PRESETS = [
     _row("rho_mask", "clamped ρ × token mask (IcePop-like)", {}, "tok_mis",
          "tok_clip(rho_clamp bounds) × 1[rho_mask_lower_bound ≤ ρ_t ≤ rho_mask_upper_bound]; the masked tokens stay "
          "in response_mask", CLAMPS | MASKS, MASK_DEFAULTS),
+    _row("rho_mask_sequence_level", "geometric clamp × geometric mask", {"rho_mask_sequence_level": True},
+         "geo_clip", "geo_clip(rho_clamp bounds) × 1[rho_mask_lower_bound ≤ ρ_geo ≤ rho_mask_upper_bound], ρ_geo of "
+         "the ±10-clamped ratios; nothing leaves response_mask", CLAMPS | MASKS,
+         "the docstring says only the keep/drop decision becomes sequence-level; the weight becomes clamp(ρ_geo) "
+         "too (rho_effective), and it writes the mean log ratio as log(π_old/π_θ), the code takes log(π_old/π_vllm); "
+         + MASK_DEFAULTS),
+    _row("rho_mask_tv_divergence", "TV-divergence mask (VACO)", {"rho_mask_tv_divergence": True}, "tv_mask",
+         "tok_clip(rho_clamp bounds) × tv_mask(lo = rho_mask_lower_bound, hi = rho_mask_upper_bound): a token of a "
+         "sequence whose mean |ρ_t − 1| is out of bounds loses its weight when sign(log ρ_t)·A > 0",
+         CLAMPS | {"rho_mask_lower_bound": Param(0.0, 0.0, 1.0, "the smallest mean |ρ − 1| kept (0: off)"),
+                   "rho_mask_upper_bound": Param(2.0, 0.0, 1000.0, "the largest mean |ρ − 1| kept (0: off)")},
+         "the docstring calls the statistic the sequence-level TV divergence abs(p_seq − 1); the code averages "
+         "|ρ_t − 1| over the tokens; a lower bound drops tokens of the sequences closest to the sampler; the upper "
+         "bound 2 is open-instruct's test_rho_mask_tv_divergence value (the config's default, 0, turns it off)"),
 ]
 
 
@@ -52,16 +68,23 @@ def factors(config):
     if not config["use_rho_correction"]:
         return [], CLAMP, False
     lower, upper = config["rho_clamp_lower_bound"], config["rho_clamp_upper_bound"]
-    factors = [("tok_clip", {"C_min": lower, "C_max": upper if upper > 0 else float("inf")})]
-    mask_lower, mask_upper = _positive(config.get("rho_mask_lower_bound", 0.0)), \
-        _positive(config.get("rho_mask_upper_bound", 0.0))
-    if mask_lower or mask_upper:
-        factors.append(weights_only(ratio_band("token", mask_lower, mask_upper)))
+    sequence = config["rho_mask_sequence_level"]
+    clamp = "geo_clip" if sequence else "tok_clip"
+    factors = [(clamp, {"C_min": lower, "C_max": upper if upper > 0 else math.inf})]
+    mask_lower = _positive(config.get("rho_mask_lower_bound", 0.0))
+    mask_upper = _positive(config.get("rho_mask_upper_bound", 0.0))
+    if config["rho_mask_tv_divergence"]:
+        factors.append(("tv_mask", {"lo": mask_lower or 0.0, "hi": mask_upper or math.inf}))
+    elif mask_lower or mask_upper:
+        factors.append(weights_only(ratio_band("seq_mean" if sequence else "token", mask_lower, mask_upper)))
     return factors, CLAMP, False
 
 
 def latex(preset):
-    text = r"c_t = \mathrm{clamp}(\tilde\rho_t, a, b)"
-    if "rho_mask_lower_bound" in preset.params:
-        text += r"\,\mathbf 1[\ell\le\tilde\rho_t\le u]"
+    ratio = r"\tilde\rho_{geo}" if preset.config["rho_mask_sequence_level"] else r"\tilde\rho_t"
+    text = rf"c_t = \mathrm{{clamp}}({ratio}, a, b)"
+    if preset.config["rho_mask_tv_divergence"]:
+        text += r"\,\big(1-\mathbf 1[\tfrac1L\sum_s|\tilde\rho_s-1|\notin[\ell,u]]\,\mathbf 1[\mathrm{sign}(\log\rho_t)A>0]\big)"
+    elif "rho_mask_lower_bound" in preset.params:
+        text += rf"\,\mathbf 1[\ell\le {ratio}\le u]"
     return text + r",\quad \tilde\rho_t = e^{\mathrm{clip}(\log\rho_t,\pm10)},\ a, b:\ \texttt{rho\_clamp\_lower/upper\_bound}"

@@ -38,6 +38,7 @@ class Preset:
     params: dict = field(default_factory=dict)
     note: str = ""            # where the framework's code and documentation disagree
     commit: str = ""          # the framework's commit the row was read at
+    batch: bool = False       # batch-coupled: its module's batch_family names the family (Monte Carlo only)
 
     @property
     def framework(self):

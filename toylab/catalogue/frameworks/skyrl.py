@@ -11,7 +11,7 @@ ratios are exp of the log ratio clamped at ±20 (safe_exp_delta, in float32), th
 The PPO ratio is against the trainer's old log-probs (1 on the toy's step); dppo and rollout_is use the sampler's.
 """
 
-from toylab.catalogue.frameworks.factors import every_token_at_least, ratio_band, weights_only
+from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.weights import Param
 
@@ -36,6 +36,16 @@ def _row(option, config_text, alias, config, base, equals, params, note=""):
 
 def _off(**fields):
     return {"policy_loss_type": "regular", **{f"off_policy_correction.{key}": value for key, value in fields.items()}}
+
+
+def _dppo(kind, delta, equals):
+    return _row(f"dppo_{kind}", f'{PREFIX}policy_loss_type="dppo", {PREFIX}dppo.dppo_type="{kind}"', f"DPPO, {kind}",
+                {"policy_loss_type": "dppo", "dppo.dppo_type": kind, "dppo.delta_low": Ref("delta_low"),
+                 "dppo.delta_high": Ref("delta_high")}, "dppo", equals,
+                {"delta_low": _bound(delta, 0.0, 1.0, "dppo.delta_low: the bound when A < 0"),
+                 "delta_high": _bound(delta, 0.0, 1.0, "dppo.delta_high: the bound when A > 0")},
+                f"{FLOAT32}; at A = 0 SkyRL masks nothing, toylab's dppo applies the A < 0 rule (c·A = 0 there either "
+                "way)")
 
 
 PRESETS = [
@@ -65,8 +75,8 @@ PRESETS = [
          "outlier-token sequence mask",
          _off(outlier_token_is_threshold_low=Ref("outlier_token_is_threshold_low"),
               outlier_token_is_threshold_high=Ref("outlier_token_is_threshold_high")),
-         "trm", "naive × 1[low ≤ ρ_t ≤ high for every token]: two-sided, low·high ≠ 1 at the docs' 10⁻⁴ and 100 "
-         "(the config's defaults, None, disable it)",
+         "outlier_rs", "outlier_rs(lo = low, hi = high): two-sided, low·high ≠ 1 at the docs' 10⁻⁴ and 100 (the "
+         "config's defaults, None, disable it); trm(ε) when low = e^−ε, high = e^ε",
          {"outlier_token_is_threshold_low": _bound(1e-4, 1e-12, 1.0, "reject a sequence with any ρ_t below it"),
           "outlier_token_is_threshold_high": _bound(100.0, 1.0, 1e12, "reject a sequence with any ρ_t above it")},
          STRICT),
@@ -79,6 +89,10 @@ PRESETS = [
          {"token_mask_is_threshold_low": _bound(0.5, 0.001, 1.0, "mask a token with ρ_t below it"),
           "token_mask_is_threshold_high": _bound(2.0, 1.0, 1000.0, "mask a token with ρ_t above it")},
          "the docs present it as IcePop; IcePop also weights the kept tokens by ρ_t, this mask alone does not"),
+    _dppo("binary_tv", 0.2, "dppo(delta_low, delta_high, binary_tv): ρ_t·1[Δp_t ≤ δ_high] when A > 0, "
+          "ρ_t·1[Δp_t ≥ −δ_low] when A < 0, Δp_t = π_t(y_t) − μ_t(y_t)"),
+    _dppo("binary_kl", 0.2, "dppo(…, binary_kl): ρ_t, zeroed where the Bernoulli KL(μ_t‖π_t) > δ and Δp_t moves "
+          "with A (the config's δ 0.2; its docstring recommends 0.05 for KL)"),
     _row("rollout_is", f'{PREFIX}policy_loss_type="rollout_is"', "rollout IS (GLM-5's agentic loss)",
          {"policy_loss_type": "rollout_is", "eps_clip_low": Ref("eps_clip_low"),
           "eps_clip_high": Ref("eps_clip_high")},
@@ -95,9 +109,12 @@ def factors(config):
     if config["policy_loss_type"] == "rollout_is":
         factors.append(weights_only(("tok_mis", {"lo": 1 - config["eps_clip_low"], "hi": 1 + config["eps_clip_high"]})))
     off = {key.partition(".")[2]: value for key, value in config.items() if key.startswith("off_policy_correction.")}
+    if config["policy_loss_type"] == "dppo":
+        factors.append(("dppo", {"delta_low": config["dppo.delta_low"], "delta_high": config["dppo.delta_high"],
+                                 "dppo_type": config["dppo.dppo_type"]}))
     if "outlier_token_is_threshold_low" in off:
-        factors += [every_token_at_least(off["outlier_token_is_threshold_low"]),
-                    ratio_band("seq_max", None, off["outlier_token_is_threshold_high"])]
+        factors.append(("outlier_rs", {"lo": off["outlier_token_is_threshold_low"],
+                                       "hi": off["outlier_token_is_threshold_high"]}))
     if "token_mask_is_threshold_low" in off:
         factors.append(ratio_band("token", off["token_mask_is_threshold_low"], off["token_mask_is_threshold_high"]))
     if off.get("tis_ratio_type") == "token":
@@ -119,6 +136,8 @@ LATEX = {
     "outlier_token_is_threshold": r"c_t = \mathbf 1[\ell\le\rho_s\le u\ \forall s],\quad \ell, u:\ \texttt{outlier\_token\_is\_threshold\_low, \_high}",
     "token_mask_is_threshold": r"c_t = \mathbf 1[\ell\le\rho_t\le u],\quad \ell, u:\ \texttt{token\_mask\_is\_threshold\_low, \_high}",
     "rollout_is": r"c_t = \rho_t\,\mathbf 1[1-\varepsilon_l<\rho_t<1+\varepsilon_h],\quad \varepsilon_l, \varepsilon_h:\ \texttt{eps\_clip\_low, eps\_clip\_high}",
+    "dppo_binary_tv": r"c_t = \rho_t\,\mathbf 1[\Delta p_t\le\delta_h]\ (A>0),\ \rho_t\,\mathbf 1[\Delta p_t\ge-\delta_l]\ (A<0),\quad \delta_l, \delta_h:\ \texttt{delta\_low, delta\_high}",
+    "dppo_binary_kl": r"c_t = \rho_t\,\mathbf 1[\mathrm{KL_B}(\mu_t\|\pi_t)\le\delta\ \text{or}\ \Delta p_t\,A\le0],\quad \delta:\ \texttt{delta\_low, delta\_high}",
 }
 
 

@@ -17,7 +17,7 @@ original token count (rollout_mask_sums), not by the tokens kept. The PPO ratio 
 log-probs: 1 on the toy's step.
 """
 
-from toylab.catalogue.frameworks.factors import every_token_at_least, ratio_band
+from toylab.catalogue.frameworks.factors import ratio_band
 from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.weights import Param
 
@@ -27,8 +27,8 @@ MIS_FILE = {"slime": "examples.train_infer_mismatch_helper.mis",
             "miles": "examples.infra_features.train_infer_mismatch_helper.mis"}
 SAFETY_BOUND = 20.0
 SCOPES = {"token": "token", "sequence": "seq_sum", "geometric": "seq_mean"}
-WEIGHTS = {("truncate", "token"): "tok_tis", ("truncate", "sequence"): "seq_tis",
-           ("clip", "token"): "tok_clip", ("clip", "sequence"): "seq_clip",
+WEIGHTS = {("truncate", "token"): "tok_tis", ("truncate", "sequence"): "seq_tis", ("truncate", "geometric"): "geo_tis",
+           ("clip", "token"): "tok_clip", ("clip", "sequence"): "seq_clip", ("clip", "geometric"): "geo_clip",
            ("mask", "token"): "tok_is", ("mask", "sequence"): "seq_is", ("mask", "geometric"): "gspo_geo"}
 
 CLIP = {"tis_clip": Param(2.0, 0.01, 1000.0, "--tis-clip: upper bound on ρ_t"),
@@ -87,6 +87,9 @@ def _rows(framework):
         mis("sequence", 0.5, 2.0, "seq_tis",
             "truncate: seq_tis(C = tis_upper_bound) × 1[lower ≤ W ≤ upper] × veto: at the defaults seq_band(0.5, 2)"
             " × veto"),
+        mis("geometric", 0.9999, 1.0001, "geo_tis",
+            "truncate: geo_tis(C = tis_upper_bound) × 1[lower ≤ ρ_geo ≤ upper] × veto; clip: geo_clip; mask: "
+            "gspo_geo × the band (mis.yaml's comment: 0.9999 and 1.0001 at this level)"),
     ]
 
 
@@ -125,7 +128,7 @@ def mis_factors(config):
         factors.append(ratio_band(SCOPES[config["rs_level"]], config["rs_lower_bound"] or lower,
                                   config["rs_upper_bound"] or upper))
         if config["rs_veto_threshold"]:
-            factors.append(every_token_at_least(config["rs_veto_threshold"]))
+            factors.append(("veto", {"C_v": config["rs_veto_threshold"]}))
     return factors
 
 
