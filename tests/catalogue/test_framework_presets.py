@@ -7,6 +7,8 @@ in float32 (Miles' PPO ratio, SkyRL's safe_exp_delta, AReaL's log ratio) are com
 1e-12; which tokens get a zero coefficient must agree exactly in both.
 """
 
+from pathlib import Path
+
 import framework_numbers as verl_batch
 import numpy as np
 import pytest
@@ -25,6 +27,7 @@ from frozen_verl_newest import VERL_ICEPOP
 from toylab import EXACT_IDS, PRESET_IDS, additive_terms, coefficients, exact_moments, kept_tokens, make_toy
 from toylab.catalogue.presets import PRESETS
 
+README = Path(__file__).resolve().parents[2] / "README.md"
 FLOAT32 = 3e-7
 FLOAT64 = 1e-12
 # framework → (its frozen numbers, {preset option: frozen entry}, rtol)
@@ -239,6 +242,27 @@ EQUAL_ON_THE_TOY = [
     ("ms_swift:sequence_mask", {}, "rs", band("seq_mean", -1000.0, L2, "tok_is")),
     ("open_instruct:use_rho_correction", {}, "tok_tis", {"C": 2.0}),
     ("open_instruct:rho_mask", {}, "rs", band("token", np.log(0.5), L2, "tok_tis")),
+    ("slime:mis_geometric", {"use_rs": "false", "tis_upper_bound": 1.1}, "geo_tis", {"C": 1.1}),
+    ("miles:mis_geometric", {"use_rs": "false", "tis_mode": "clip", "tis_lower_bound": 0.9, "tis_upper_bound": 1.1},
+     "geo_clip", {"C_min": 0.9, "C_max": 1.1}),
+    ("skyrl:dppo_binary_tv", {}, "dppo", {"delta_low": 0.2, "delta_high": 0.2, "dppo_type": "binary_tv"}),
+    ("skyrl:dppo_binary_kl", {"delta_low": 0.05}, "dppo", {"delta_low": 0.05, "delta_high": 0.2,
+                                                          "dppo_type": "binary_kl"}),
+    ("nemo_rl:seq_logprob_error_threshold", {"seq_logprob_error_threshold": 1.3}, "rs",
+     {"statistic": "mult_error", "scope": "seq_mean", "lo": -1000.0, "hi": 1.3, "weight": "naive"}),
+    ("areal:token_mask", {"metric": "kl_k3", "upper": 0.1}, "rs",
+     {"statistic": "k3_reverse", "scope": "token", "lo": -1000.0, "hi": 0.1, "weight": "tok_is"}),
+    ("areal:sequence_clamp", {"lower": "0.9", "upper": 1.1}, "geo_clip", {"C_min": 0.9, "C_max": 1.1}),
+    ("roll:diff_filter_token", {}, "rs", {"statistic": "prob_diff", "scope": "token", "lo": -0.2, "hi": 0.2,
+                                          "weight": "naive"}),
+    ("prime_rl:default", {"kl_tau": 0.0}, "dppo", {"delta_low": 0.2, "delta_high": 0.2, "dppo_type": "binary_tv"}),
+    ("prime_rl:default", {}, "k2_penalty", {"tau": 1e-3, "weight": "dppo"}),
+    ("ms_swift:sequence_truncate", {}, "geo_tis", {"C": 2.0}),
+    ("open_instruct:rho_mask_sequence_level", {"rho_mask_lower_bound": 0.0, "rho_mask_upper_bound": 0.0,
+                                               "rho_clamp_lower_bound": 0.9, "rho_clamp_upper_bound": 1.1},
+     "geo_clip", {"C_min": 0.9, "C_max": 1.1}),
+    ("open_instruct:rho_mask_tv_divergence", {"rho_mask_upper_bound": 0.3}, "tv_mask",
+     {"lo": 0.0, "hi": 0.3, "weight": "tok_tis"}),
     ("verl:decoupled_token_icepop", {}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
     ("verl:bypass_pg_token_icepop", {"threshold_lower": 0.9, "threshold": 1.2}, "tok_mis", {"lo": 0.9, "hi": 1.2}),
 ]
@@ -275,3 +299,14 @@ def test_every_exact_id_is_finite_on_a_ragged_batch_beyond_every_clamp():
     for estimator in EXACT_IDS:
         c = coefficients(estimator, trainer, sampler, mask, advantages)
         assert np.all(np.isfinite(c)) and np.all(c[mask == 0] == 0), estimator
+
+
+def test_the_readme_tables_are_the_rows():
+    """README.md's table of each framework has one row per preset, with its parameters' defaults and the row's
+    "on the toy" text (regenerated from the rows whenever they change)."""
+    text = README.read_text()
+    for preset in PRESETS:
+        row = next(line for line in text.splitlines() if line.startswith(f"| {preset.id} |"))
+        assert preset.equals.replace("|", r"\|") in row, preset.id
+        for name in preset.params:
+            assert f"{name}=" in row, (preset.id, name)

@@ -47,7 +47,7 @@ def _params(level, action):
     if action == "mask":
         params["metric"] = Param("ratio", help="ratio = π/μ, kl_k1 = log(π/μ), kl_k2 = ½ log²(π/μ), kl_k3 = μ/π − 1 + "
                                                 "log(π/μ) (as coded)", choices=METRICS)
-    if level == "sequence" and action == "mask":  # clamp at the sequence level is documented for agg mean only
+    if level == "sequence" and action == "mask":
         params["agg"] = Param("mean", help="the metric's sum, mean or max over the sequence (ratio: of log ratios)",
                               choices=tuple(SCOPES))
     return params

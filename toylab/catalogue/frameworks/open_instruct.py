@@ -28,11 +28,16 @@ MASK_DEFAULTS = ("the mask bounds are open-instruct's test_rho_mask values (0.5,
                  "turn the mask off")
 
 
+OPTIONS = {"use_rho_correction": "--use_rho_correction (on by default) --rho_clamp_lower_bound --rho_clamp_upper_bound",
+           "rho_mask": "--rho_mask_lower_bound --rho_mask_upper_bound",
+           "rho_mask_sequence_level": "--rho_mask_sequence_level --rho_mask_lower_bound --rho_mask_upper_bound",
+           "rho_mask_tv_divergence": "--rho_mask_tv_divergence --rho_mask_lower_bound --rho_mask_upper_bound"}
+
+
 def _row(option, alias, config, base, equals, params, note=""):
     full = {"use_rho_correction": True, "rho_mask_sequence_level": False, "rho_mask_tv_divergence": False,
             **{name: Ref(name) for name in params}, **config}
-    return Preset(f"open_instruct:{option}", f"--{option} " + " ".join(f"--{name}" for name in params), alias, full,
-                  base, equals, params, note, COMMIT)
+    return Preset(f"open_instruct:{option}", OPTIONS[option], alias, full, base, equals, params, note, COMMIT)
 
 
 PRESETS = [
