@@ -124,7 +124,7 @@ C_TOKEN = _threshold(2, 1, 100, "per-token ratio cap C")
 C_SEQUENCE = _threshold(2, 1, 1000, "sequence ratio cap C")
 C_TOKEN_MAX = _threshold(2, 1, 100, "upper ratio bound C_max")
 C_SEQUENCE_MAX = _threshold(2, 1, 1000, "upper bound C_max on W")
-BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"))
+BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"), ("lower", "upper"))
 WEIGHT_CHOICE = Param("naive", help="the exact estimator whose weight multiplies the centred reward")
 
 _ENTRIES = [
@@ -349,7 +349,7 @@ def resolve_params(estimator_id, overrides=None):
     for name, value in params.items():
         params[name] = _checked(estimator_id, name, spec[name], value)
     for low, high in BOUND_PAIRS:
-        if low in params and high in params and params[low] > params[high]:
+        if low in params and high in params and params[low] is not None and params[low] > params[high]:
             raise ValueError(f"{estimator_id}: {low} = {params[low]:g} is above {high} = {params[high]:g}")
     return params
 

@@ -10,6 +10,7 @@
     nemo_rl        NeMo-RL's importance-sampling correction (tis, icepop, seq-mask-tis, sequence level)
     areal          AReaL's decoupled loss with rejection_sampling (token/sequence, mask/clamp, ratio and KL metrics)
     roll           ROLL's train_infer_correction (IS weights, ratio and diff filters) and TOPR
+    prime_rl       prime-rl's default loss (DPPO binary-TV + squared log-ratio penalty) and its IPO loss
     ms_swift       ms-swift's rollout_importance_sampling_mode (token and geometric sequence modes)
     open_instruct  open-instruct's use_rho_correction and rho masks
 """

@@ -40,8 +40,9 @@ def _optional_bound(text):
 
 
 def _params(level, action):
-    params = {"upper": Param(5.0, -1000.0, 1000.0, "rejection_sampling.upper: the metric's upper bound (AReaL "
-                                                   "refuses upper ≤ 1 for the ratio metric)"),
+    low = -1000.0 if action == "mask" else 1.0            # action clamp: metric ratio, whose upper AReaL keeps > 1
+    params = {"upper": Param(5.0, low, 1000.0, "rejection_sampling.upper: the metric's upper bound (AReaL refuses "
+                                               "upper ≤ 1 for the ratio metric)"),
               "lower": Param("none", help="rejection_sampling.lower: the metric's lower bound, or none",
                              parse=_optional_bound)}
     if action == "mask":
@@ -91,7 +92,7 @@ def factors(config):
     lower, upper = config["rejection_sampling.lower"], config["rejection_sampling.upper"]
     if action == "clamp":
         clamp = "tok_clip" if level == "token" else "geo_clip"
-        return [(clamp, {"C_min": lower or 0.0, "C_max": upper})], None, True
+        return [(clamp, {"C_min": max(lower or 0.0, 0.0), "C_max": upper})], None, True
     metric = config["rejection_sampling.metric"]
     scope = "token" if level == "token" else SCOPES[config["rejection_sampling.agg"]]
     if metric == "ratio":
