@@ -60,8 +60,8 @@ def _rows(framework):
     commit, loss_file, mis_file = COMMITS[framework], LOSS_FILE[framework], MIS_FILE[framework]
 
     def row(option, alias, config, base, equals, params, note=""):
-        return Preset(f"{framework}:{option}", option_text(option, loss_file, mis_file), alias, config, base, equals,
-                      params, note, commit)
+        return Preset(f"{framework}:{option}", option_text(option, config, loss_file, mis_file), alias, config, base,
+                      equals, params, note, commit)
 
     def mis(level, lower, upper, base, equals):
         config = {"use_tis": True, "custom_tis_function_path": f"{mis_file}.compute_mis_weights_with_cp",
@@ -93,12 +93,13 @@ def _rows(framework):
     ]
 
 
-def option_text(option, loss_file, mis_file):
+def option_text(option, config, loss_file, mis_file):
     if option == "use_tis":
         return "--use-tis --tis-clip --tis-clip-low"
     if option == "icepop":
         return f"--use-tis --custom-tis-function-path {loss_file}.icepop_function"
-    return f"--use-tis --custom-tis-function-path {mis_file}.compute_mis_weights_with_cp (mis.yaml)"
+    return (f"--use-tis --custom-tis-function-path {mis_file}.compute_mis_weights_with_cp, mis.yaml with tis_level "
+            f"= rs_level = {config['tis_level']}")
 
 
 PRESETS = _rows("slime") + _rows("miles")
