@@ -19,7 +19,8 @@ import pytest
 from toylab import ESTIMATORS, exact_moments, resolve_params
 from toylab.catalogue import presets as frameworks
 
-NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv_mask", "k2_penalty", "topr", "vespo")
+NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv_mask", "k2_penalty", "topr", "vespo",
+                "gspo_clip")
 
 
 def bernoulli_kl(p, q):
@@ -113,9 +114,6 @@ class DenseToy:
             return (np.abs(np.log(rho)).max(axis=1, keepdims=True) <= p["eps"]) * ones
         if estimator == "gspo_geo":
             return geo * ones
-        if estimator == "gspo_clip":
-            kept = np.where(advantage >= 0, geo <= 1 + p["eps_high"], geo >= 1 - p["eps_low"])
-            return geo * kept * ones
         raise KeyError(estimator)
 
     @staticmethod
@@ -190,7 +188,8 @@ class DenseToy:
                 epsilon = frameworks.mean_epsilon(preset)
                 geo = np.exp(np.log(self.W) / (self.T + epsilon))[:, None]
                 kept = np.ones_like(geo, bool) if id == "gspo_geo" else np.where(
-                    advantage >= 0, geo <= 1 + factor["eps_high"], geo >= 1 - factor["eps_low"])
+                    advantage >= 0, geo <= 1 + factor["eps_high"],
+                    (geo >= 1 - factor["eps_low"]) & (geo <= factor["C_dual"]))
                 coefficient = coefficient * geo * kept
                 continue
             coefficient = coefficient * self.coefficients(id, factor, baseline)
@@ -241,6 +240,10 @@ class DenseToy:
             k = np.where(advantage >= 0, p["k_pos"], p["k_neg"])
             lam = np.where(advantage >= 0, p["lambda_pos"], p["lambda_neg"])
             return np.exp(lam) * np.exp(log_w) ** k * np.exp(-lam * np.exp(log_w)) * ones
+        if estimator == "gspo_clip":
+            positive = geo <= 1 + p["eps_high"]
+            negative = (geo >= 1 - p["eps_low"]) & (geo <= p["C_dual"])
+            return geo * np.where(advantage < 0, negative, positive) * ones
         raise KeyError(estimator)
 
     def additive(self, estimator, params):

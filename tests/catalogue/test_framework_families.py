@@ -71,6 +71,9 @@ def biting_params(dense):
         "vespo_mask": ("vespo", {"mode": "token_mask", "clip_min": cut(dense, rho, "below", 0.03, high=1),
                                  "clip_max": cut(dense, rho, "above", 0.03, low=1), "k_pos": 1.5, "lambda_pos": 0.5,
                                  "k_neg": 4.0, "lambda_neg": 5.0}),
+        "gspo_clip": ("gspo_clip", {"eps_low": 1 - cut(dense, geo, "below", 0.3, high=1),
+                                    "eps_high": cut(dense, geo, "above", 0.3, low=1) - 1,
+                                    "C_dual": cut(dense, geo, "above", 0.1, low=1.01)}),
         "rs_k3_reverse": ("rs", {"statistic": "k3_reverse", "scope": "seq_mean", "lo": -1000,
                                  "hi": cut(dense, k3_reverse, "above", 0.3)}),
         "rs_mult_error": ("rs", {"statistic": "mult_error", "scope": "seq_mean", "lo": -1000,
@@ -81,9 +84,9 @@ def biting_params(dense):
 
 
 CASES = ["geo_tis", "geo_clip", "outlier_rs", "veto", "dppo_tv", "dppo_kl", "kpop", "tv_mask", "k2_penalty",
-         "k2_penalty_dppo", "topr", "vespo", "vespo_mask", "rs_k3_reverse", "rs_mult_error", "rs_prob_diff"]
+         "k2_penalty_dppo", "topr", "vespo", "vespo_mask", "gspo_clip", "rs_k3_reverse", "rs_mult_error", "rs_prob_diff"]
 MASKS = {"geo_tis", "geo_clip", "outlier_rs", "veto", "dppo_tv", "dppo_kl", "kpop", "tv_mask", "rs_k3_reverse",
-         "rs_mult_error", "rs_prob_diff", "topr"}
+         "rs_mult_error", "rs_prob_diff", "topr", "gspo_clip"}
 
 
 @pytest.mark.parametrize("baseline", BASELINES)
@@ -229,3 +232,16 @@ def test_statistics_and_new_families_stay_free_of_nan_where_the_sampler_never_dr
                       "vespo"):
         moments = exact_moments(toy, estimator, None, "logged")
         assert np.all(np.isfinite(moments.mean)) and np.isfinite(moments.var), estimator
+
+
+def test_the_additive_table_is_read_off_any_toy_even_where_the_sampler_never_draws():
+    from toylab.engine.coefficients import additive_table
+
+    toy = make_toy(4, 3, 0.6, 5)
+    d = additive_table("k2_penalty", toy.log_pi, toy.log_mu, resolve_params("k2_penalty", {"tau": 0.3}))
+    np.testing.assert_allclose(d, -0.6 * toy.log_rho, rtol=1e-15)
+    with np.errstate(divide="ignore"):
+        log_mu = np.where(np.arange(3) == 2, -np.inf, toy.log_mu)
+    d = additive_table("k2_penalty", toy.log_pi, log_mu, resolve_params("k2_penalty", {"tau": 0.3}))
+    np.testing.assert_allclose(d[:, :2], -0.6 * (toy.log_pi - log_mu)[:, :2], rtol=1e-15)
+    assert np.all(np.isfinite(d))

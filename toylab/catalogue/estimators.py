@@ -207,14 +207,6 @@ _ENTRIES = [
                "eps_high": _threshold(0.2, 0, 10, "ε_high: ratios above 1 + ε_high are clipped when A ≥ 0"),
                "C_dual": _threshold(3, 1.01, 100, "dual clip: ratios above it are clipped when A < 0")},
               colour="#EE7733"),
-    Estimator("gspo_clip", "GSPO-clip against the sampler",
-              r"c_t = \rho_{geo}\,\mathbf 1[\rho_{geo}\le 1+\varepsilon_{high}]\ (A\ge0),\quad "
-              r"\rho_{geo}\,\mathbf 1[\rho_{geo}\ge 1-\varepsilon_{low}]\ (A<0)",
-              "GSPO's clipped sequence-ratio surrogate with the sampler as old policy (OpenRLHF policy_loss_type gspo "
-              "with its vLLM correction)", families.gspo_clip,
-              {"eps_low": _threshold(0.2, 0, 1, "ε_low: ρ_geo below 1 − ε_low is clipped when A < 0"),
-               "eps_high": _threshold(0.2, 0, 10, "ε_high: ρ_geo above 1 + ε_high is clipped when A ≥ 0")},
-              colour="#0077BB"),
     Estimator("opsm", "off-policy sequence mask (DeepSeek-V3.2)",
               r"c_t = w_t\,\mathbf 1\big[A\ge0\ \text{or}\ \tfrac1T\sum_t(\log\mu_t-\log\pi_t)\le\delta\big]",
               "DeepSeek-V3.2 (2025); TRL off_policy_mask_threshold (times its IS weight w)",
@@ -294,6 +286,15 @@ _ENTRIES = [
                              choices=loss_shapes.VESPO_MODES),
                "clip_min": _threshold(0, 0, 1000, "TRL vllm_importance_sampling_clip_min (0: none)"),
                "clip_max": _threshold(3, 0.01, 1000, "TRL vllm_importance_sampling_clip_max")}, colour="#EE6677"),
+    Estimator("gspo_clip", "GSPO-clip against the sampler",
+              r"c_t = \rho_{geo}\,\mathbf 1[\rho_{geo}\le 1+\varepsilon_{high}]\ (A\ge0),\quad "
+              r"\rho_{geo}\,\mathbf 1[1-\varepsilon_{low}\le\rho_{geo}\le C_{dual}]\ (A<0)",
+              "PPO's clipped surrogate on the geometric sequence ratio ρ_geo against the sampler: OpenRLHF "
+              "policy_loss_type=gspo with its vLLM IS correction (clip_eps_low/high, dual_clip)", loss_shapes.gspo_clip,
+              {"eps_low": _threshold(0.2, 0, 1, "ε_low: ρ_geo below 1 − ε_low is clipped when A < 0"),
+               "eps_high": _threshold(0.2, 0, 10, "ε_high: ρ_geo above 1 + ε_high is clipped when A ≥ 0"),
+               "C_dual": _threshold(100, 1.01, 1000, "dual clip: ρ_geo above it is clipped when A < 0 (100: off)")},
+              colour="#117799"),
     Estimator("seq_snis", "self-normalised sequence IS",
               r"\hat g_N = \frac{\sum_i W_i A_i \sum_t s_{i,t}}{\sum_i W_i}",
               "self-normalised importance sampling", batch_estimate=corrections.self_normalised_is,

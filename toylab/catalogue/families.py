@@ -14,8 +14,6 @@
     ppo_clip  PPO's clipped surrogate against the sampler: the gradient of −min(r·A, clip(r, 1−ε_low,
               1+ε_high)·A), with verl's dual clip at C_dual for A < 0, is c_t = ρ_t·1[ρ_t ≤ 1 + ε_high] when
               A ≥ 0 and c_t = ρ_t·1[1 − ε_low ≤ ρ_t ≤ C_dual] when A < 0 (exact given A)
-    gspo_clip GSPO's clipped surrogate with the geometric ratio against the sampler (OpenRLHF's gspo with its vLLM
-              correction): c_t = ρ_geo·1[ρ_geo ≤ 1 + ε_high] when A ≥ 0, ρ_geo·1[ρ_geo ≥ 1 − ε_low] when A < 0
     opsm      the off-policy sequence mask of DeepSeek-V3.2: drop a sequence when A < 0 and
               mean_t(log μ − log π) > δ; times any exact weight (the registry chains it)
     tis_bn    batch-normalised truncated IS (verl rollout_is_batch_normalize): min(ρ_t, C) or min(W, C), through
@@ -71,14 +69,6 @@ def ppo_clip(stats, eps_low, eps_high, C_dual):
     negative = (rho >= 1 - eps_low) & (rho <= C_dual) & live
     return Weights(token=np.where(positive, rho, 0.0), token_affected=~positive,
                    classes=(TokenClass(stats.advantage < 0, np.where(negative, rho, 0.0), ~negative),))
-
-
-def gspo_clip(stats, eps_low, eps_high):
-    """ρ_geo times 1[ρ_geo ≤ 1 + ε_high] (A ≥ 0) or 1[ρ_geo ≥ 1 − ε_low] (A < 0): the gradient of −min(ρ_geo·A,
-    clip(ρ_geo, 1 − ε_low, 1 + ε_high)·A) summed over the sequence's tokens."""
-    rho_geo = np.exp(stats.sequence_statistic("log_ratio", "mean"))
-    kept = np.where(stats.advantage >= 0, rho_geo <= 1 + eps_high, rho_geo >= 1 - eps_low)
-    return Weights(sequence=np.where(kept, rho_geo, 0.0), sequence_affected=~kept)
 
 
 def off_policy_mask(stats, delta):

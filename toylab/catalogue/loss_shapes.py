@@ -8,6 +8,8 @@
                 log w = clip(Σ_t clip(log r_t, log 10⁻⁸, 20), log 10⁻⁸, 20),
                 r_t = clamp(ρ_t, clip_min, clip_max) (mode token_truncate) or ρ_t·1[clip_min ≤ ρ_t ≤ clip_max]
                 (token_mask): a smooth sequence weight, 1 at w = 1, vanishing as w → 0 or ∞
+    gspo_clip   c_t = ρ_geo·1[ρ_geo ≤ 1 + ε_high] when A ≥ 0,  ρ_geo·1[1 − ε_low ≤ ρ_geo ≤ C_dual] when A < 0
+                PPO's clipped surrogate on the geometric sequence ratio against the sampler (GSPO)
 
 Sources, read at these commits:
 - k2_penalty: prime-rl 559b447 src/prime_rl/trainer/rl/loss.py default_loss_fn: per_token_loss = −pg_loss +
@@ -23,6 +25,12 @@ Sources, read at these commits:
   the product of the vLLM importance-sampling ratios r_t, which vespo requires in mode token_truncate or
   token_mask, from _generate_and_score_completions); the loss −φ(w)·A·log π with φ detached, divided by the
   completion tokens (dapo).
+
+- gspo_clip: OpenRLHF 3c3be62 openrlhf/models/loss.py PolicyLoss.forward with policy_loss_type="gspo" and
+  enable_vllm_is_correction (ratio = exp(mean_t(log π − log μ)) over the sequence's own tokens, the vLLM
+  log-probs as the old policy; −min(ratio·A, clamp(ratio, 1 − clip_eps_low, 1 + clip_eps_high)·A), dual_clip for
+  A < 0). The gradient of ρ_geo is ρ_geo·(1/L)·Σ_t ∇log π_t: OpenRLHF's per-sequence mean of the loss (GSPO sets
+  token_level_loss False) is the 1/L; here, as for the other sequence weights, c_t leaves it to the aggregation.
 
 Exact moments: every one is a sequence weight (vespo's reads log w, a sum over positions) times token tables by
 the sign of A (topr), plus k2_penalty's additive term, whose moments ``engine.moments`` adds in closed form:
@@ -71,3 +79,14 @@ def vespo_log_ratios(log_rho, mode, clip_min, clip_max):
     else:
         log_r = np.where((log_rho >= low) & (log_rho <= high), log_rho, -np.inf)
     return np.clip(log_r, VESPO_FLOOR, VESPO_CEILING)
+
+
+def gspo_clip(stats, eps_low, eps_high, C_dual):
+    """PPO-clip's gradient weights on r = ρ_geo, the same for every token of the sequence, by the sign of A."""
+    log_geo = stats.sequence_statistic("log_ratio", "mean")
+    geo = np.exp(log_geo)
+    negative = stats.advantage < 0
+    with np.errstate(divide="ignore"):
+        kept = np.where(negative, (log_geo >= np.log1p(-eps_low)) & (log_geo <= np.log(C_dual)),
+                        log_geo <= np.log1p(eps_high))
+    return Weights(sequence=np.where(kept, geo, 0.0), sequence_affected=~kept)

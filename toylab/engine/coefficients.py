@@ -78,6 +78,9 @@ def apply(estimator_id, sequences, params):
 def additive_table(estimator_id, log_pi, log_mu, params):
     """d[t, v] (T, V) of an exact estimator from the (T, V) log-probability tables: the additive term depends on
     the position and the token only (``weights.Weights``), so it is read off V sequences, sequence v holding
-    token v at every position (their sequence statistics, meaningless here, do not enter it)."""
-    sequences = GivenSequences(np.asarray(log_pi).T, np.asarray(log_mu).T, advantages=np.zeros(np.shape(log_pi)[1]))
+    token v at every position (their sequence statistics, meaningless here, do not enter it). A token the sampler
+    never draws (log μ = −∞) gets a placeholder log μ = 0 here: its d is never used."""
+    drawn = np.isfinite(log_mu)
+    sequences = GivenSequences(np.asarray(log_pi).T, np.where(drawn, log_mu, 0.0).T,
+                               advantages=np.zeros(np.shape(log_pi)[1]))
     return apply(estimator_id, sequences, params)[2].T

@@ -11,6 +11,8 @@ policy_loss_type="gspo" and is_correction_enable the GSPO ratio itself is taken 
 exp(mean_t log π/μ), and PPO-clipped: the vLLM weights are not applied.
 """
 
+import math
+
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.weights import Param
@@ -47,16 +49,18 @@ PRESETS = [
     _row("gspo", "GSPO against the sampler",
          {"policy_loss_type": "gspo", "is_correction_enable": True, "eps_clip_low": Ref("eps_clip_low"),
           "eps_clip_high": Ref("eps_clip_high")}, "gspo_geo",
-         "gspo_clip(eps_low = eps_clip_low, eps_high = eps_clip_high): ρ_geo·1[ρ_geo ≤ 1 + ε_high] when A ≥ 0, "
-         "ρ_geo·1[ρ_geo ≥ 1 − ε_low] when A < 0", dict(CLIP),
-         "the docs call it GSPO; GSPO's ratio is against the old policy, this one against the vLLM log-probs"),
+         "gspo_clip(eps_low = eps_clip_low, eps_high = eps_clip_high, no dual clip): ρ_geo·1[ρ_geo ≤ 1 + ε_high] "
+         "when A ≥ 0, ρ_geo·1[ρ_geo ≥ 1 − ε_low] when A < 0", dict(CLIP),
+         "the docs call it GSPO; GSPO's ratio is against the old policy, this one against the vLLM log-probs; "
+         "--actor.dual_clip (default off) is not a parameter here"),
 ]
 
 
 def factors(config):
     """(factors, clamp, rejections leave the loss mask) of OpenRLHF's PolicyLoss configuration."""
     if config["policy_loss_type"] == "gspo":
-        return [("gspo_clip", {"eps_low": config["eps_clip_low"], "eps_high": config["eps_clip_high"]})], None, False
+        clip = {"eps_low": config["eps_clip_low"], "eps_high": config["eps_clip_high"], "C_dual": math.inf}
+        return [("gspo_clip", clip)], None, False
     low, high = config["is_correction_threshold"]
     kind = config["is_correction_type"]
     if kind == "icepop":
