@@ -4,9 +4,12 @@ It shares nothing with toylab's exact engine but the toy's θ, b, mismatch, its 
 trainer table log π: the sampler's μ is built here token by token in plain Python (``dense_sampler_log_mu``),
 sequences come from itertools.product, rewards from counting, ratios from indexing, coefficients from each
 estimator's definition written out per sequence. Sums over μ run over the sequences μ can draw (``on_support``),
-so a truncating sampler's ∞ ratios are never touched. A framework preset takes its configuration fields from toylab's
+so a truncating sampler's ∞ ratios are never touched. A verl or TRL preset takes its configuration fields from toylab's
 table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
-from them is written out here from the frameworks' code, independently of toylab.frameworks.
+from them is written out here from the frameworks' code, independently of toylab.frameworks. Every other
+framework's preset is the product of the factors its module's rules give (checked against that framework's own
+code in tests/catalogue/test_framework_presets.py), each factor computed here from its definition: the oracle
+checks the exact engine on them, not the rules.
 """
 
 import copy
@@ -17,7 +20,7 @@ import struct
 import numpy as np
 import pytest
 
-from toylab import exact_moments, resolve_params
+from toylab import ESTIMATORS, exact_moments, resolve_params
 from toylab.catalogue import presets as frameworks
 
 NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv_mask", "k2_penalty", "topr", "vespo",
@@ -138,14 +141,14 @@ class DenseToy:
         p = params
         advantage = (self.R - self.baseline(baseline))[:, None]
         if ":" in estimator:
-            return self.preset(estimator, params, advantage)
+            return self.preset(estimator, params, advantage, baseline)
         if estimator in NEW_FAMILIES:
             return self.new_family(estimator, p, advantage, baseline)
         if estimator in ("rs", "opsm"):
             weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline)
             if estimator == "rs":
                 return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"], np.log(rho),
-                                                    probabilities=(self.pi_tokens, self.mu_tokens))
+                                                    p.get("mean_epsilon", 0.0), (self.pi_tokens, self.mu_tokens))
             mean_k1 = (-np.log(rho)).mean(axis=1, keepdims=True)
             return weight * ((advantage >= 0) | (mean_k1 <= p["delta"]))
         if estimator == "tok_clip":
@@ -203,10 +206,13 @@ class DenseToy:
             kept &= value <= hi
         return np.broadcast_to(kept, log_rho.shape)
 
-    def preset(self, estimator, params, advantage):
+    def preset(self, estimator, params, advantage, baseline="none"):
         """A verl or TRL preset, as the framework's code computes it (see the module docstring)."""
-        config = next(p for p in frameworks.PRESETS if p.id == estimator).resolved(params)
+        preset = next(p for p in frameworks.PRESETS if p.id == estimator)
+        config = preset.resolved(params)
         log_rho = np.log(self.rho)
+        if not estimator.startswith(("trl:", "verl:")):
+            return self.factors(preset, params, advantage, baseline)
         if estimator.startswith("trl:"):
             ratio = self.rho if config["mode"].startswith("token") else self.W[:, None] * np.ones_like(self.rho)
             if config["mode"].endswith("truncate"):
@@ -215,11 +221,15 @@ class DenseToy:
         safe = np.clip(log_rho, -20, 20)                       # verl's SAFETY_BOUND, per token
         ppo = config["bypass_mode"] and config["loss_type"] == "ppo_clip"
         coefficient = np.ones_like(log_rho)
-        if config["rollout_is"] == "token" and not ppo:
-            coefficient = np.minimum(np.exp(safe), config["rollout_is_threshold"])
-        if config["rollout_is"] == "sequence" and not ppo:
+        threshold = str(config.get("rollout_is_threshold", 2.0))
+        if config["rollout_is"] and not ppo:
             total = np.clip(log_rho.sum(axis=1, keepdims=True), -20, 20)   # the sum is clamped, not the tokens
-            coefficient = np.minimum(np.exp(total), config["rollout_is_threshold"]) * coefficient
+            weight = np.exp(safe) if config["rollout_is"] == "token" else np.exp(total) * coefficient
+            if "_" in threshold:                               # IcePop: zero outside [lower, upper]
+                lower, upper = (float(x) for x in threshold.split("_", 1))
+                coefficient = weight * ((weight >= lower) & (weight <= upper))
+            else:
+                coefficient = np.minimum(weight, float(threshold))
         if config["rollout_rs"]:
             option = config["rollout_rs"]
             scope, statistic = option.rsplit("_", 1)
@@ -237,6 +247,26 @@ class DenseToy:
             keep_positive = (ratio <= 1 + config["clip_ratio_high"]) & live
             keep_negative = (ratio >= 1 - config["clip_ratio_low"]) & (ratio <= config["clip_ratio_c"]) & live
             coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative, keep_positive)
+        return coefficient
+
+    def factors(self, preset, params, advantage, baseline):
+        """The product of the preset's factors, each from its definition above (the toys' log ratios stay far
+        inside every framework's clamp; a framework's sequence means divide by T + its epsilon)."""
+        factors, _, _ = frameworks.factors(preset, params)
+        coefficient = np.ones_like(self.rho)
+        for id, factor, *_ in factors:
+            factor = {"weight": "naive", **factor} if "weight" in ESTIMATORS[id].params else dict(factor)
+            if id == "rs":
+                factor |= {"mean_epsilon": frameworks.mean_epsilon(preset)}
+            if id in ("gspo_geo", "gspo_clip"):
+                epsilon = frameworks.mean_epsilon(preset)
+                geo = np.exp(np.log(self.W) / (self.T + epsilon))[:, None]
+                kept = np.ones_like(geo, bool) if id == "gspo_geo" else np.where(
+                    advantage >= 0, geo <= 1 + factor["eps_high"],
+                    (geo >= 1 - factor["eps_low"]) & (geo <= factor["C_dual"]))
+                coefficient = coefficient * geo * kept
+                continue
+            coefficient = coefficient * self.coefficients(id, factor, baseline)
         return coefficient
 
     def new_family(self, estimator, p, advantage, baseline):
@@ -258,7 +288,7 @@ class DenseToy:
             if p["dppo_type"] == "binary_tv":
                 keep_positive, keep_negative = up <= p["delta_high"], -up <= p["delta_low"]
             else:
-                kl = mu * np.log(mu / pi) + (1 - mu) * np.log((1 - mu) / (1 - pi))
+                kl = bernoulli_kl(mu, pi)                      # μ log(μ/π) + (1 − μ) log((1 − μ)/(1 − π))
                 keep_positive = ~((up > 0) & (kl > p["delta_high"]))
                 keep_negative = ~((up < 0) & (kl > p["delta_low"]))
             return rho * np.where(advantage > 0, keep_positive, keep_negative)
@@ -298,13 +328,23 @@ class DenseToy:
             return self.additive(params["weight"], resolve_params(params["weight"]))
         return np.zeros_like(self.rho)
 
+    def preset_additive(self, estimator, params):
+        """d (M, T) of a preset: the sum of its factors' (verl's and TRL's have none)."""
+        if estimator.startswith(("trl:", "verl:")):
+            return np.zeros_like(self.rho)
+        preset = next(p for p in frameworks.PRESETS if p.id == estimator)
+        factors, _, _ = frameworks.factors(preset, params)
+        return sum((self.additive(id, {"weight": "naive", **factor}) for id, factor, *_ in factors),
+                   np.zeros_like(self.rho))
+
     def moments(self, estimator, params, baseline):
         """mean, bias, var of the single-sample estimate, summed over all M sequences (on_policy, y ~ π) or over
         those μ can draw."""
         rows = self if estimator == "on_policy" else self.on_support
         coefficient = rows.coefficients(estimator, params, baseline)
         advantage = rows.R - self.baseline(baseline)
-        gradient = advantage[:, None] * coefficient + (0 if ":" in estimator else rows.additive(estimator, params))
+        additive = rows.preset_additive(estimator, params) if ":" in estimator else rows.additive(estimator, params)
+        gradient = advantage[:, None] * coefficient + additive
         estimate = gradient[:, :, None] * rows.score     # (M, T, V)
         probability = rows.p_train if estimator == "on_policy" else rows.p_sampler
         mean = np.einsum("m,mtv->tv", probability, estimate)

@@ -4,7 +4,7 @@ Session-state keys (a callback may set any of them, e.g. a Lessons button; the p
 the rerun that follows, and the URL follows the page):
 
     "T", "V", "mismatch", "seed"   the toy                          (int, int, float, int)
-    "est"                          the selected estimator ids        (list of str; presets verl:…, trl:…)
+    "est"                          the selected estimator ids        (list of str; presets framework:option)
     "<id>.<param>"                 a selected estimator's threshold  (float; str for a choice or text)
     "baseline"                     "none" | "logged" | "true"
     "N"                            the batch size                    (int)
@@ -89,7 +89,7 @@ def render():
                        select_all=SELECT_ALL_UP_TO,
                        help="Which gradient estimators to compare (their formulas are in the Estimators "
                             "tab); batch-coupled ones (seq_snis, grpo, rloo, tis_bn, m2po) have Monte Carlo results "
-                            "only. framework:option ids (verl:…, trl:…) are the frameworks' own options, as their "
+                            "only. framework:option ids (verl:…, slime:…, …) are the frameworks' own options, as their "
                             "code computes them: type a framework's name to list its presets (and select them all).")
         thresholds = _threshold_controls(st.session_state["est"])
         st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,

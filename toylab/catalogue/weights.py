@@ -116,7 +116,7 @@ def _sequence_product(x, y):
         return y
     if np.ndim(y) == 0 and y == 1:
         return x
-    return _multiplied(x, y)
+    return product(x, y)
 
 
 def _times(x, y):
@@ -124,15 +124,15 @@ def _times(x, y):
         return y
     if y is None:
         return x
-    return _multiplied(x, y)
+    return product(x, y)
 
 
-def _multiplied(x, y):
-    """x·y, and 0 wherever either is 0: a mask (0) times a ratio that is ∞ outside μ's support
-    (``engine.sequences``) is 0 there, not NaN."""
-    if np.isfinite(x).all() and np.isfinite(y).all():
-        return x * y
-    return np.multiply(x, y, out=np.zeros(np.broadcast_shapes(np.shape(x), np.shape(y))), where=(x != 0) & (y != 0))
+def product(x, y):
+    """x·y where a zero factor (a mask) wins over an infinite one: a weight beyond float64 (e^{log ρ}, log ρ > 709)
+    times a mask that drops it is 0, not NaN."""
+    with np.errstate(invalid="ignore"):
+        result = np.multiply(x, y)
+    return np.where((np.asarray(x) == 0) | (np.asarray(y) == 0), 0.0, result)
 
 
 def _plus(x, y):

@@ -44,6 +44,7 @@ from functools import cached_property
 import numpy as np
 
 from toylab.catalogue.statistics import RATIO_STATISTICS, STATISTICS
+from toylab.catalogue.weights import product
 from toylab.engine.grid import outer_any, outer_max, outer_sum
 
 SCOPES = ("sum", "mean", "max")
@@ -269,7 +270,7 @@ class GivenSequences(_Statistics):
         for members, class_token, _ in weights.token_classes()[1:]:
             token = np.where(np.asarray(members, bool)[:, None], _per_token(class_token), _per_token(token))
         if token is not None:
-            coefficient = coefficient * token
+            coefficient = product(coefficient, token)
         if weights.carry is not None:                                   # c_t ∝ ∏_{s<t} carry_s
             carried = np.where(self.mask, weights.carry, 1.0)
             coefficient = coefficient * np.cumprod(np.concatenate([np.ones((B, 1)), carried[:, :-1]], axis=1), axis=1)
