@@ -8,7 +8,7 @@ the sidebar), and the address is written last, once, with the link of what the p
 
 import streamlit as st
 
-from toylab.state.query import size_problem
+from toylab.state.query import toy_problem
 from views import (
     address,
     errors_tab,
@@ -45,9 +45,9 @@ presentation.style()
 settings, notices = sidebar.render()
 for notice in notices:
     st.warning(notice, icon=":material/link_off:")
-problem = size_problem(settings.T, settings.V)
+problem = toy_problem(settings)
 if problem:
-    st.error(f"This toy is too large to enumerate. {problem}", icon=":material/block:")
+    st.error(problem, icon=":material/block:")
     address.write(settings)
     st.stop()
 with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):

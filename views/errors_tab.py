@@ -27,8 +27,9 @@ def render(settings):
                                               height=420 if presentation.on() else 480))
     st.caption(f"Lines: exact sqrt(bias² + var/N)/‖∇J‖. Dots: Monte Carlo rms over "
                f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "
-               "have dots only). Dashed: each biased estimator's bias floor. Diamonds: where seq_is, unbiased, "
-               "overtakes it, at the first whole batch size where it does. Click a legend entry to highlight one estimator."
+               "have dots only). Dashed: each biased estimator's relative bias, the level its error tends to as N "
+               "grows. Diamonds: where seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole "
+               "batch size where it does. Click a legend entry to highlight one estimator."
                + (f" Identical on this toy, drawn dashed over each other: {frames.same_note(same)}." if same else ""))
     st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
     for id, sizes in undefined.items():

@@ -34,7 +34,17 @@ COLUMNS = {
         "sequences masked/clipped", format="percent", help="P(any weight of the sequence is masked or clipped)"),
     "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
 }
+SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
+    "rel_floor": st.column_config.NumberColumn(
+        "bias: out-of-reach floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
+                                          "The same for every estimator on μ; no weight on what it draws removes it"),
+    "rel_rest": st.column_config.NumberColumn(
+        "bias: rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
+                                         "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
+                                         "|floor − rest| ≤ rel bias ≤ floor + rest"),
+}
 PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
+PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
 PRESENT_HEIGHT = 350                     # the scatter beside the table, both in view at 1280×720
 
 
@@ -45,10 +55,17 @@ def swatch(colour):
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
 
 
-def _notes(where, table, same):
-    """Under the table: why a number is undefined, and which estimators are one estimator on this toy."""
+def _notes(where, settings, table, same, truncates):
+    """Under the table: why a number is undefined, what a truncating sampler's bias floor is, and which estimators
+    are one estimator on this toy."""
     for note in frames.table_notes(table):
         where.caption(f"{UNDEFINED} {note}.")
+    if truncates:
+        where.caption(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
+                      "misses ∇J's part from them, the bias floor, which no correction removes — seq_is, unbiased "
+                      "without truncation, has exactly that bias. An estimator's own error (the rest) may point against "
+                      "the floor and partly cancel it, so a biased correction can show less bias than seq_is; that is "
+                      "an accident of this toy, not a repair.")
     if same:
         where.caption(f"Identical on this toy (same exact mean and variance): {frames.same_note(same)} here. The "
                       "chart draws each as a ring round the point it shares; the lines of other tabs, dashed over "
@@ -73,17 +90,20 @@ def render(settings):
     same = frames.duplicates(moments)
     shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
                          cosine=[frames.cosine_text(cosine) for cosine in table["cosine"]])
+    truncates = bool(table["rel_floor"].gt(0).any())
     marks = tour.marks(settings, "bias_std")
     height = PRESENT_HEIGHT if presentation.on() else frames.SCATTER_HEIGHT
     chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height), settings.N, height, marks)
+    columns = COLUMNS | (SPLIT_COLUMNS if truncates else {})
     if presentation.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
         chart_element.draw(left, chart)
-        right.dataframe(shown[PRESENT_COLUMNS], column_config=COLUMNS, hide_index=True, width="stretch")
-        _notes(right, table, same)
+        right.dataframe(shown[PRESENT_SPLIT_COLUMNS if truncates else PRESENT_COLUMNS], column_config=columns,
+                        hide_index=True, width="stretch")
+        _notes(right, settings, table, same, truncates)
     else:
-        st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch")
-        _notes(st, table, same)
+        st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
+        _notes(st, settings, table, same, truncates)
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")

@@ -20,7 +20,7 @@ MENU = {"About": f"**{TITLE}**\n\n{INTRODUCTION}\n\nKeyboard: {KEYS_TEXT}. Every
 def metrics(settings):
     """(label, short label, value, help) of each headline number."""
     d = cache.toy_diagnostics(settings.toy_key)
-    return [
+    numbers = [
         ("M sequences", "M", f"{d.M:,}", "M = V**T: every sequence is enumerated, so every number here is exact."),
         ("J = E_π[r]", "J", f"{d.J:.4f}", "The objective the trainer climbs: expected reward under the trainer π."),
         ("E_μ[r] logged", "E_μ[r]", f"{d.logged_reward:.4f}",
@@ -33,6 +33,19 @@ def metrics(settings):
         ("ESS fraction", "ESS", f"{d.ess:.1%}",
          "1/(1 + χ²_seq): the share of a batch that sequence-level IS effectively keeps."),
     ]
+    if d.unreachable_mass:
+        numbers[5:] = [
+            ("χ²_seq", "χ²_seq", f"{d.chi2_seq:.4g}",
+             "Over the sampler's support: E_μ[W²]/(E_μ W)² − 1 = ∏_t(1 + χ²_t) − 1, the χ² of π restricted to the "
+             "sequences μ draws (renormalised) from μ."),
+            ("ESS fraction", "ESS", f"{d.ess:.1%}",
+             "(E_μ W)²/E_μ[W²] = 1/(1 + χ²_seq): the share of a batch that sequence-level IS effectively keeps, of "
+             "the sequences μ can draw."),
+            ("π-mass out of reach", "π out of reach", f"{d.unreachable_mass:.4f}",
+             "π(y ∉ S): the trainer's probability of the sequences the sampler never draws (top-k/top-p cut a token "
+             "at some position). No importance weight brings it back: ∇J's part from there is a bias floor "
+             "(the Estimators tab splits each bias into this floor and the rest).")]
+    return numbers
 
 
 def render(settings):
@@ -51,7 +64,8 @@ def render(settings):
 
 
 def _one_line(settings, numbers):
-    toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}"
+    toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
+        + ("" if settings.sampler.is_default else f", {settings.sampler.describe()}")
     about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
                            f"Keyboard: {KEYS_TEXT}."])
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):

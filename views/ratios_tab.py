@@ -52,8 +52,9 @@ def render(settings):
             histogram, sequence_thresholds[kind], kind, marks=tour.marks(settings, f"sequence_{kind}"),
             plot_width=PLOT_WIDTH[present][1]))
     with st.container(horizontal=True, gap="medium"):
-        st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", help="Exactly 1: IS reweights μ to π on average.",
-                  width="content")
+        st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", width="content",
+                  help="Σ of π(y) over the sequences μ draws: exactly 1, IS reweights μ to π on average — less the "
+                       "π-mass out of reach when the sampler truncates (top-k, top-p), which no weight recovers.")
         st.metric("median W", f"{facts['median_W']:.4f}", width="content",
                   help="Below 1 when μ ≠ π: most sequences are down-weighted, a few get huge weights.")
         st.metric("P_μ(W > 1)", f"{facts['above_one']:.4f}", help="Share of sampled sequences up-weighted.",

@@ -61,6 +61,7 @@ def test_rejection_by_every_statistic_at_every_scope(toy_pair, statistic, scope,
     ("ppo_clip", {"eps_low": 0.1, "eps_high": 0.28, "C_dual": 1.5}),
     ("opsm", {"delta": 0.02}),
     ("opsm", {"delta": 0.0, "weight": "seq_tis"}),
+    ("gspo_clip", {"eps_low": 0.05, "eps_high": 0.08}),
 ])
 def test_families_with_thresholds_that_bite(toy_pair, estimator, params, baseline):
     toy, dense = toy_pair

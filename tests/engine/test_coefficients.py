@@ -110,7 +110,11 @@ def test_padding_may_hold_minus_infinity():
 
 
 UNBOUNDED = {"tok_is": "ρ_t", "prefix_is": "∏ρ", "seq_is": "W", "gspo_geo": "ρ_geo", "dppo": "ρ_t where the mask keeps it",
-             "m2po": "its weight, tok_is, on the tokens it keeps"}
+             "m2po": "its weight, tok_is, on the tokens it keeps", "gspo_clip": "ρ_geo when A < 0",
+             "openrlhf:gspo": "ρ_geo when A < 0", "openrlhf:seq-mask-tis": "ρ_t in a kept sequence",
+             "nemo_rl:use_importance_sampling_correction": "ρ_t", "nemo_rl:seq-mask-tis": "ρ_t in a kept sequence",
+             "nemo_rl:sequence_level_importance_ratios": "W", "prime_rl:default": "ρ_t where its DPPO mask keeps it",
+             "prime_rl:ipo": "ρ_t where |Δp| is small"}
 
 
 def ragged_batch(largest_log_ratio, seed=0):

@@ -8,13 +8,14 @@ factorises as
 
 which is what makes its exact moments O(M) (``engine.moments``). The weight functions live below the registry:
 the core catalogue in ``corrections``, the parametrised families in ``families``, the framework presets as data
-in ``frameworks/`` (ids ``verl:<preset>``, ``trl:<mode>``, with the framework's parameter names). The families
+in ``frameworks/`` (ids ``<framework>:<option>``, with the framework's parameter names). The families
 added for the other frameworks live in ``ratio_bounds`` (geometric weights, token outliers, veto),
 ``probability_masks`` (DPPO, KPop, the TV mask), ``loss_shapes`` (an additive penalty, TOPR, VESPO) and
 ``second_moment`` (M2PO). The registry is the one place that looks an id up, so a family that multiplies another
 estimator's weight (``weight``) and a preset that combines several are evaluated here.
 """
 
+import math
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -29,7 +30,6 @@ from toylab.catalogue import (
     ratio_bounds,
     second_moment,
 )
-from toylab.catalogue.aggregation import VERL_EPSILON
 from toylab.catalogue.weights import Param, Weights, combine
 from toylab.text import quoted
 
@@ -45,7 +45,7 @@ class Estimator:
     batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
     on_policy: bool = False           # sampled from π instead of μ
     colour: str = "#777777"
-    framework: str | None = None      # "verl" or "trl" for a framework preset
+    framework: str | None = None      # the framework of a preset ("verl", "slime", …)
     batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept, d)
     undefined: str = ""               # batch-coupled: where its estimate is undefined (NaN in Monte Carlo), and why
 
@@ -86,12 +86,32 @@ def chained(mask):
 
 def preset_weights(preset, stats, **params):
     """A framework preset's Weights: its configuration turned into factors (registry ids with parameters) by the
-    framework's own rules, each evaluated through the framework's log-ratio clamp; a framework whose masks only
-    zero a weight keeps the masked tokens in the loss mask."""
+    framework's own rules, each evaluated through the framework's log-ratio clamp and the 10⁻⁸ its sequence means
+    may add to the token count; a factor whose mask only zeroes a weight keeps the masked tokens in the loss mask
+    (``frameworks.factors``)."""
     factors, clamp, masks_leave_loss = presets.factors(preset, params)
-    view = stats.clamped(clamp, VERL_EPSILON) if clamp is not None else stats
-    weights = combine(*(ESTIMATORS[id].weights(view, **factor) for id, factor in factors))
-    return weights if masks_leave_loss else weights.without_rejection()
+    epsilon = presets.mean_epsilon(preset)
+    view = stats.clamped(math.inf if clamp is None else clamp, epsilon) if clamp is not None or epsilon else stats
+    return combine(*(_factor_weights(view, masks_leave_loss, *factor) for factor in factors))
+
+
+def _preset_estimator(preset, row):
+    """A preset's registry entry: exact through its factors, or batch-coupled as the family its framework names."""
+    if not preset.batch:
+        return Estimator(**row, weights=partial(preset_weights, preset))
+
+    def through_family(function):
+        def run(batch, **params):
+            family, arguments = presets.batch_family(preset, params)
+            return getattr(ESTIMATORS[family], function)(batch, **arguments)
+        return run
+    return Estimator(**row, batch_estimate=through_family("batch_estimate"), batch_weights=through_family("batch_weights"))
+
+
+def _factor_weights(view, masks_leave_loss, estimator_id, params, leaves_loss_mask=None):
+    weights = ESTIMATORS[estimator_id].weights(view, **params)
+    removes = masks_leave_loss if leaves_loss_mask is None else leaves_loss_mask
+    return weights if removes else weights.without_rejection()
 
 
 # -- the registry ---------------------------------------------------------------------------------------
@@ -104,7 +124,7 @@ C_TOKEN = _threshold(2, 1, 100, "per-token ratio cap C")
 C_SEQUENCE = _threshold(2, 1, 1000, "sequence ratio cap C")
 C_TOKEN_MAX = _threshold(2, 1, 100, "upper ratio bound C_max")
 C_SEQUENCE_MAX = _threshold(2, 1, 1000, "upper bound C_max on W")
-BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"))
+BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"), ("lower", "upper"))
 WEIGHT_CHOICE = Param("naive", help="the exact estimator whose weight multiplies the centred reward")
 
 _ENTRIES = [
@@ -309,7 +329,7 @@ _ENTRIES = [
 ]
 
 ESTIMATORS = {estimator.id: estimator for estimator in _ENTRIES}
-ESTIMATORS |= {row["id"]: Estimator(**row, weights=partial(preset_weights, preset)) for preset, row in
+ESTIMATORS |= {row["id"]: _preset_estimator(preset, row) for preset, row in
                presets.registry_rows({id: estimator.colour for id, estimator in ESTIMATORS.items()})}
 EXACT_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.exact)
 PRESET_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.framework)
@@ -330,7 +350,7 @@ def resolve_params(estimator_id, overrides=None):
     for name, value in params.items():
         params[name] = _checked(estimator_id, name, spec[name], value)
     for low, high in BOUND_PAIRS:
-        if low in params and high in params and params[low] > params[high]:
+        if low in params and high in params and params[low] is not None and params[low] > params[high]:
             raise ValueError(f"{estimator_id}: {low} = {params[low]:g} is above {high} = {params[high]:g}")
     return params
 

@@ -116,7 +116,7 @@ def _sequence_product(x, y):
         return y
     if np.ndim(y) == 0 and y == 1:
         return x
-    return x * y
+    return product(x, y)
 
 
 def _times(x, y):
@@ -124,7 +124,15 @@ def _times(x, y):
         return y
     if y is None:
         return x
-    return x * y
+    return product(x, y)
+
+
+def product(x, y):
+    """x·y where a zero factor (a mask) wins over an infinite one: a weight beyond float64 (e^{log ρ}, log ρ > 709)
+    times a mask that drops it is 0, not NaN."""
+    with np.errstate(invalid="ignore"):
+        result = np.multiply(x, y)
+    return np.where((np.asarray(x) == 0) | (np.asarray(y) == 0), 0.0, result)
 
 
 def _plus(x, y):

@@ -1,18 +1,19 @@
 """A lesson: a plain statement, the setting and tab that show it, and the check that computes its evidence.
 
 A lesson's ``controls`` are sidebar values under their session-state keys (T, V, mismatch, seed, est,
-baseline, N and "id.param" thresholds); ``settings(lesson)`` is the Settings they make. ``view`` holds the
-values of its tab's own controls that differ from their defaults, under their URL names (the Training tab's);
-``view_of(lesson)`` is the whole view it opens. ``check(settings)`` computes the evidence from the library on
-that setting: named numbers, whether the statement holds, and the marks it refers to on the page's charts
-(``Mark``: a point, or an x alone, on one of CHARTS, in that chart's own units, with what it shows in words).
+baseline, N, the sampler's top_p, top_k, temperature and precision, and "id.param" thresholds); ``settings(lesson)``
+is the Settings they make. ``view`` holds the values of its tab's own controls that differ from their defaults, under
+their URL names (the Training tab's, the Mismatch sweep's ``sweep``); ``view_of(lesson)`` is the whole view it opens.
+``check(settings)`` computes the evidence from the library on that setting: named numbers, whether the statement
+holds, and the marks it refers to on the page's charts (``Mark``: a point, or an x alone, on one of CHARTS, in that
+chart's own units, with what it shows in words).
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toylab.engine.toy import make_toy
-from toylab.state.query import VIEW_PARAMETERS, make_settings
+from toylab.state.query import SAMPLER_FIELDS, VIEW_PARAMETERS, make_settings
 
 UNBIASED = 1e-9
 
@@ -52,7 +53,8 @@ def settings(lesson):
     controls = dict(lesson.controls)
     thresholds = {tuple(key.split(".")): value for key, value in controls.items() if "." in key}
     return make_settings(controls["T"], controls["V"], controls["mismatch"], controls["seed"], controls["est"],
-                         thresholds, controls["baseline"], controls["N"])
+                         thresholds, controls["baseline"], controls["N"],
+                         **{name: controls[name] for name in SAMPLER_FIELDS})
 
 
 def view_of(lesson):
@@ -66,7 +68,10 @@ def toy_of(settings):
     return make_toy(*settings.toy_key)
 
 
-def controls(estimators, mismatch=1.0, T=6, baseline="none", N=64, **thresholds):
-    """A lesson's sidebar values: V = 4 and seed 0, thresholds as ``id__param=value``."""
+def controls(estimators, mismatch=1.0, T=6, baseline="none", N=64, top_p=1.0, top_k=0, temperature=1.0,
+             precision="none", **thresholds):
+    """A lesson's sidebar values: V = 4 and seed 0, the sampler (plain softmax by default), thresholds as
+    ``id__param=value``."""
     return {"T": T, "V": 4, "mismatch": mismatch, "seed": 0, "est": list(estimators), "baseline": baseline,
-            "N": N} | {key.replace("__", "."): value for key, value in thresholds.items()}
+            "N": N, "top_p": top_p, "top_k": top_k, "temperature": temperature, "precision": precision} \
+        | {key.replace("__", "."): value for key, value in thresholds.items()}

@@ -1,4 +1,4 @@
-"""Altair charts of the sweep views (a threshold, the mismatch, the length T): pure functions of
+"""Altair charts of the sweep views (a threshold, the sampler, the length T): pure functions of
 ``sweep_frames`` frames, no computation.
 
 Estimator colours come from the registry (``charts.colour_scale``); clicking a legend entry highlights an
@@ -12,6 +12,7 @@ import pandas as pd
 
 from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
+    TEXT,
     colour_scale,
     highlighted_opacity,
     legend_highlight,
@@ -101,24 +102,36 @@ def threshold_chart(frame, rule_of_thumb, panel=None, marks=None):
     return _stack([build(name, leading=index == 0) for index, name in enumerate(names)], title)
 
 
-def mismatch_chart(estimators, divergences, chosen_mismatch, panel=None):
-    """Relative bias (linear) and relative RMSE at N (log) of each estimator as the mismatch goes 0 → 2, over
-    the toy's KL(μ‖π) and χ²_seq (log); the dashed rule is the chosen mismatch. ``panel``: "rmse", "bias" or
+SWEPT_AXES = {"mismatch": ("mismatch (scale of the logit error b)", False), "top_p": ("top-p", False),
+              "temperature": ("sampler temperature τ", True)}      # title, log x
+
+
+def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", panel=None):
+    """Relative bias (linear) and relative RMSE at N (log) of each estimator as one sampler parameter moves, over
+    the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel the bias floor (dashed, in the text colour)
+    where the sampler truncates; the dashed grey rule is the chosen value. ``panel``: "rmse", "bias" or
     "divergence" alone."""
     ids = list(dict.fromkeys(estimators["estimator"]))
-    x = alt.X("mismatch:Q", title="mismatch")
-    rule = _vertical_rule(chosen_mismatch, "chosen mismatch", "chosen mismatch", log_x=False)
+    axis_title, log_x = SWEPT_AXES[parameter]
+    x = alt.X(f"{parameter}:Q", title=axis_title, scale=alt.Scale(type="log" if log_x else "linear"))
+    rule = _vertical_rule(chosen, f"chosen {parameter}", f"chosen {parameter}", log_x=log_x)
 
     def build(name, leading):
         if name == "divergence":
             divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, strokeDash=[2, 2]).encode(
                 x=x, y=_y("divergence of μ from π", log=True), color=_quantity_colour(panel is not None),
-                tooltip=tips("quantity:N", alt.Tooltip("mismatch:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")))
+                tooltip=tips("quantity:N", alt.Tooltip(f"{parameter}:Q", format=".3g"),
+                             alt.Tooltip("value:Q", format=".4g")))
             return alt.layer(divergence, rule, height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
         metric, log_y = {"bias": ("relative bias", False), "rmse": ("relative RMSE at N", True)}[name]
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
-        return alt.layer(_estimator_lines(data, x, _y(metric, log_y), ids, legend_highlight() if leading else None,
-                                          alone=panel is not None), rule, height=PANEL_HEIGHT, width=PANEL_WIDTH)
+        layers = [_estimator_lines(data, x, _y(metric, log_y), ids, legend_highlight() if leading else None,
+                                   alone=panel is not None), rule]
+        if name == "bias" and len(floor):
+            layers.append(alt.Chart(floor).mark_line(color=TEXT, strokeDash=[8, 4], strokeWidth=2).encode(
+                x=x, y=alt.Y("value:Q"), tooltip=[alt.Tooltip(f"{parameter}:Q", format=".4g"),
+                                                  alt.Tooltip("value:Q", format=".4g", title="bias floor")]))
+        return alt.layer(*layers, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
     title = "exact, θ and b fixed (same seed), only the sampler moves"
     if panel is not None:

@@ -12,6 +12,7 @@ from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
     FADED,
     HIGHLIGHT,
+    TEXT,
     estimator_colour,
     highlighted_opacity,
     legend_highlight,
@@ -20,7 +21,7 @@ from toylab.presentation.charts import (
     readable,
     tips,
 )
-from toylab.presentation.training_frames import QUANTITIES, quantity_curves
+from toylab.presentation.training_frames import QUANTITIES, TRUST, quantity_curves
 from toylab.training.loop import REFERENCE
 
 PANEL_HEIGHT = 200
@@ -66,14 +67,23 @@ def objective_chart(curves, sampled, same=None, marks=None, height=360):
     """J = E_π[r] against step for every estimator; on_policy dashed; sampled runs as median and 10–90 % band."""
     return curve_chart(curves, "J", sampled, height=height, legend=True, same=same, marks=marks,
                        title="does it train? J against step (dashed: on_policy, the reference"
-                             + ("; lines: per-step median of the runs, bands: 10–90 %)" if sampled else ")"))
+                             + ("; lines: per-step median of the runs, bands: their 10th–90th percentiles)"
+                                if sampled else ")"))
 
 
 def cosine_chart(curves, sampled, same=None, marks=None):
-    """The cosine to ∇J against step: of the exact mean (expected), of the step taken (sampled); 0 marked."""
-    return curve_chart(curves, "cosine", sampled, height=260, same=same, marks=marks,
-                       title="cosine to ∇J of " + ("the step taken" if sampled else "the estimator's mean")
-                             + ": below 0, the step lowers J")
+    """The cosine to ∇J against step: of the exact mean E ĝ (expected), of the step taken (sampled); 0 marked."""
+    if sampled:
+        return curve_chart(curves, "cosine", sampled, height=260, same=same, marks=marks,
+                           title="cosine to ∇J of the step taken: below 0, the step lowers J")
+    return curve_chart(curves, "cosine", sampled, height=240, same=same, marks=marks,
+                       title="cosine to ∇J of the mean gradient E ĝ (exact): below 0, the flow lowers J")
+
+
+def step_cosine_chart(curves, same=None):
+    """Expected mode with Adam: the cosine to ∇J of the step Adam actually takes from the exact means."""
+    return curve_chart(curves, "step_cosine", False, height=200, same=same,
+                       title="cosine to ∇J of the step Adam takes from E ĝ (it rescales each coordinate)")
 
 
 def logged_chart(frame, estimator, colour, marks=None):
@@ -93,9 +103,10 @@ def logged_chart(frame, estimator, colour, marks=None):
     return readable(alt.layer(gap, lines, *annotations, height=300, title=f"{estimator}: the training log against J"))
 
 
-def sga_chart(curves, monte_carlo, chosen_lr):
-    """Expected one-step improvement against lr (log x): second-order lines, Monte Carlo points with ±2 s.e.
-    bars; the dashed rule is the training lr."""
+def sga_chart(curves, monte_carlo, chosen_lr, adam=None):
+    """Expected one-step improvement against lr (log x): second-order lines, Monte Carlo points with ±2 s.e. bars
+    (hollow and dashed where the tail check fails: that interval is not to be trusted); the dashed rule is the
+    training lr as a plain step; with Adam, diamonds: its actual step, at the lr of a plain step as long."""
     ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
     highlight = legend_highlight()
     x = alt.X("lr:Q", title="step size lr", scale=alt.Scale(type="log"))
@@ -106,15 +117,31 @@ def sga_chart(curves, monte_carlo, chosen_lr):
         x, y, colour, highlighted_opacity(),
         tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"),
              alt.Tooltip("improvement:Q", format=".4f", title="second order"))).add_params(highlight)
-    points = alt.Chart(monte_carlo).mark_point(size=70, filled=True).encode(
-        x, alt.Y("mean:Q", scale=scale), colour, highlighted_opacity(),
-        tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"), alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo"),
-             alt.Tooltip("se:Q", format=".4f", title="s.e."), alt.Tooltip("agrees:N", title="second order within 2 s.e.")))
-    bars = alt.Chart(monte_carlo).mark_rule(strokeWidth=2).encode(
-        x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), colour, highlighted_opacity())
-    rule = alt.Chart(pd.DataFrame({"lr": [float(chosen_lr)]})).mark_rule(
+    point_tips = tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"),
+                      alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo"), alt.Tooltip("se:Q", format=".4f", title="s.e."),
+                      alt.Tooltip("agrees:N", title="second order within 2 s.e."),
+                      alt.Tooltip("trusted:N", title="interval trusted"))
+    untrusted = monte_carlo["trusted"] == TRUST[False]
+    layers = [lines]
+    for keep, filled, dash in ((~untrusted, True, [1, 0]), (untrusted, False, [3, 3])):
+        if not keep.any():
+            continue                    # no empty layers: Vega-Lite warns of an infinite extent
+        data = alt.Chart(monte_carlo[keep])
+        layers.append(data.mark_rule(strokeWidth=2, strokeDash=dash).encode(
+            x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), colour, highlighted_opacity()))
+        layers.append(data.mark_point(size=70, filled=filled, strokeWidth=2).encode(
+            x, alt.Y("mean:Q", scale=scale), colour, highlighted_opacity(), point_tips))
+    if adam is not None and len(adam):
+        layers.append(alt.Chart(adam).mark_point(shape="diamond", size=160, filled=True, stroke=TEXT,
+                                                 strokeWidth=1).encode(
+            x, alt.Y("mean:Q", scale=scale), colour, highlighted_opacity(),
+            tips("estimator:N", alt.Tooltip("lr:Q", format=".3g", title="Adam's step as a plain lr"),
+                 alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo, Adam's step"),
+                 alt.Tooltip("se:Q", format=".4f", title="s.e."))))
+    layers.append(alt.Chart(pd.DataFrame({"lr": [float(chosen_lr)]})).mark_rule(
         color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
-        x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr")])
+        x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr, as a plain step θ + lr·ĝ_N")]))
     return readable(alt.layer(
-        lines, bars, points, rule, height=380,
-        title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo)"))
+        *layers, height=380,
+        title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo"
+              + ("; diamonds: Adam's actual step)" if adam is not None and len(adam) else ")")))
