@@ -41,7 +41,7 @@ def metrics(settings):
             ("ESS fraction", "ESS", f"{d.ess:.1%}",
              "(E_μ W)²/E_μ[W²] = 1/(1 + χ²_seq): the share of a batch that sequence-level IS effectively keeps, of "
              "the sequences μ can draw."),
-            ("π-mass out of reach", "π out of reach", f"{d.unreachable_mass:.4f}",
+            ("π-mass out of reach", "out of reach", f"{d.unreachable_mass:.4f}",
              "π(y ∉ S): the trainer's probability of the sequences the sampler never draws (top-k/top-p cut a token "
              "at some position). No importance weight brings it back: ∇J's part from there is a bias floor "
              "(the Estimators tab splits each bias into this floor and the rest).")]
@@ -65,10 +65,11 @@ def render(settings):
 
 def _one_line(settings, numbers):
     toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
-        + ("" if settings.sampler.is_default else f", {settings.sampler.describe()}")
+        + ("" if settings.sampler.is_default else ", " + settings.sampler.describe().replace("τ = ", "τ "))
+    brand = "**toylab** · " if settings.sampler.is_default else ""        # a sampler setting takes its room
     about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
                            f"Keyboard: {KEYS_TEXT}."])
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):
-        st.markdown(f"**toylab** · {toy} · " + " · ".join(f"{short} **{value}**" for _, short, value, _ in numbers[1:]),
+        st.markdown(f"{brand}{toy} · " + " · ".join(f"{short} **{value}**" for _, short, value, _ in numbers[1:]),
                     width="stretch", help=about)
         presentation.button(st)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from toylab.presentation import sweep_charts, sweep_frames
 from toylab.state.query import SWEPT
-from views import chart_element, sweep_panel
+from views import chart_element, presentation, sweep_panel
 from views.caches import sweep_cache
 
 LABEL = "Mismatch sweep"
@@ -25,11 +25,12 @@ def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
-    parameter = st.radio("sweep over", SWEPT, key=SWEEP_KEY, persist_state="session", horizontal=True,
-                         help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; "
-                              "temperature: the sampler's τ — the others stay at the sidebar's values. (The options "
-                              "are written as the link writes them.)")
-    panel = sweep_panel.picker("mismatch_panel")
+    sweep_column, panel_column = st.columns(2, vertical_alignment="bottom") if presentation.on() else (st, st)
+    parameter = sweep_column.radio(
+        "sweep over", SWEPT, key=SWEEP_KEY, persist_state="session", horizontal=True,
+        help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; temperature: the "
+             "sampler's τ — the others stay at the sidebar's values. (The options are written as the link writes them.)")
+    panel = sweep_panel.picker("mismatch_panel", panel_column)    # presenting: beside the sweep's choice, one row
     estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
     chosen = settings.mismatch if parameter == "mismatch" else getattr(settings, parameter)
     chart = sweep_charts.sampler_chart(sweep_frames.sampler_frame(estimator_rows, parameter),

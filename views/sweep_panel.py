@@ -9,9 +9,10 @@ NAMES = {"rmse": "relative RMSE", "bias": "relative bias", "std": "relative std"
          "std_ratio": "std ÷ on-policy", "probability": "tail probabilities"}
 
 
-def picker(key):
-    """The panel to show alone (presentation mode: a horizontal radio under ``key``), or None: every panel."""
+def picker(key, where=st):
+    """The panel to show alone (presentation mode: a horizontal radio under ``key``, in ``where``), or None: every
+    panel."""
     if not presentation.on():
         return None
-    return st.radio("panel", VIEW_PARAMETERS[key].allowed()[0], key=key, horizontal=True, persist_state="session",
+    return where.radio("panel", VIEW_PARAMETERS[key].allowed()[0], key=key, horizontal=True, persist_state="session",
                     format_func=NAMES.get, label_visibility="collapsed")

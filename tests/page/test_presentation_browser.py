@@ -1,10 +1,11 @@
 """The page as a screen-share shows it, in headless Chromium at 1280×720 (tests/browser.py's harness).
 
-Presentation mode (``present=1``), in the light and the dark theme: every tab opens with the sidebar collapsed, a
-one-line header, its first chart wholly in view, nothing wider than the page or its column (no sideways scroll, no
-table scrolling sideways), every chart text 16 px or more at 4.5:1 contrast or more against the page, and no
-warning in the browser's console. Without presentation mode, at browser zoom 125 %, no header number or tab name is
-cut. The theme switch is in the page's menu. Back and Forward return to the views shown before. Set
+Presentation mode (``present=1``), in the light and the dark theme, and with every sampler control set (the longest
+header line): every tab opens with the sidebar collapsed, a one-line header, its first chart wholly in view, nothing
+wider than the page or its column (no sideways scroll, no table scrolling sideways), every chart text 16 px or more at
+4.5:1 contrast or more against the page, and no warning in the browser's console. Without presentation mode, at
+browser zoom 125 %, no header number or tab name is cut. The theme switch is in the page's menu. Back and Forward
+return to the views shown before. Set
 TOYLAB_SCREENSHOT=1 to save the screenshots in docs/ (1280×720, presentation mode).
 """
 
@@ -25,6 +26,7 @@ EXAMPLE_LOG = DOCS.parent / "examples" / "rollouts_per_token.csv.gz"
 SCREEN = {"width": 1280, "height": 720}
 CHART_TABS = [label for label in TAB_LABELS if label not in ("Your run", "Lessons")]
 SMALLEST_TEXT, LEAST_CONTRAST = 16, 4.5
+SAMPLER = "&top_p=0.95&top_k=3&temperature=0.75&precision=bf16&N=100000"   # the longest header: every sampler field
 IGNORED_CONSOLE = ("Failed to load resource",)    # the page icon's font file, fetched from the internet (offline here)
 
 CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(e => e.checkVisibility())
@@ -126,14 +128,15 @@ def lesson_link(lesson):
                     (to_query(lesson_settings(lesson)) | view_query(VIEW_DEFAULTS | view_of(lesson))).items())
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_every_tab_fits_a_1280_by_720_screen_share_in_presentation_mode(app, scheme):
-    page, warnings = open_page(app, "present=1", scheme)
+@pytest.mark.parametrize("scheme, link", [("light", ""), ("dark", ""), ("light", SAMPLER)],
+                         ids=["light", "dark", "light-sampler"])
+def test_every_tab_fits_a_1280_by_720_screen_share_in_presentation_mode(app, scheme, link):
+    page, warnings = open_page(app, "present=1" + link, scheme)
     for label in TAB_LABELS:
         open_tab(page, label)
         layout = page.evaluate(LAYOUT_JS)
         assert not layout["sidebarShown"], label
-        assert layout["headerHeight"] < 60, label                          # one line
+        assert layout["headerHeight"] < 40, (label, layout["headerHeight"])     # one line
         assert layout["sideways"] <= 0 and not layout["tooWide"], (label, layout["tooWide"])
         if label in CHART_TABS:
             assert layout["chartBottom"] <= layout["viewportHeight"], label

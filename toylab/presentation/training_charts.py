@@ -50,7 +50,7 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
                 marks=None):
     """One quantity of the record (a ``training_frames.QUANTITIES`` key) against step for every estimator; the
     legend only where asked (the tab's charts share the J chart's colours); a lesson's ``marks`` on it."""
-    data = quantity_curves(curves, quantity, sampled)
+    data = quantity_curves(curves, quantity, sampled, log)
     ids = list(dict.fromkeys(data["estimator"]))
     x = alt.X("step:Q", title="step k")
     y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=alt.Scale(type="log") if log else alt.Undefined)

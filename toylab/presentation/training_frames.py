@@ -80,11 +80,14 @@ def same_note(same):
     return ", ".join(f"{id} = {first}" for id, first in same.items())
 
 
-def quantity_curves(curves, quantity, sampled):
+def quantity_curves(curves, quantity, sampled, log=False):
     """One quantity's rows of a ``curve_frame`` with only the columns its chart draws: estimator, step, median,
-    and the band's q10 and q90 in sampled mode (in expected mode they repeat the median)."""
+    and the band's q10 and q90 in sampled mode (in expected mode they repeat the median). For a ``log`` axis the
+    steps where a drawn value is not positive are left out, a gap (χ²_seq is exactly 0 once π and μ agree on the
+    sequences a truncating sampler still draws)."""
     columns = ["estimator", "step", "median"] + (["q10", "q90"] if sampled else [])
-    return curves.loc[curves["quantity"] == QUANTITIES[quantity], columns]
+    rows = curves.loc[curves["quantity"] == QUANTITIES[quantity], columns]
+    return rows[(rows[columns[2:]] > 0).all(axis=1)] if log else rows
 
 
 def logged_frame(trajectory):
