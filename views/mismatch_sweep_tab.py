@@ -25,12 +25,15 @@ def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
-    sweep_column, panel_column = st.columns(2, vertical_alignment="bottom") if presentation.on() else (st, st)
+    present = presentation.on()                     # then one row: what is swept beside the panel, no label above
+    sweep_column, panel_column = st.columns(2) if present else (st, st)
     parameter = sweep_column.radio(
         "sweep over", SWEPT, key=SWEEP_KEY, persist_state="session", horizontal=True,
+        label_visibility="collapsed" if present else "visible", format_func=(lambda name: f"sweep {name}") if present
+        else str,
         help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; temperature: the "
              "sampler's τ — the others stay at the sidebar's values. (The options are written as the link writes them.)")
-    panel = sweep_panel.picker("mismatch_panel", panel_column)    # presenting: beside the sweep's choice, one row
+    panel = sweep_panel.picker("mismatch_panel", panel_column)
     estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
     chosen = settings.mismatch if parameter == "mismatch" else getattr(settings, parameter)
     chart = sweep_charts.sampler_chart(sweep_frames.sampler_frame(estimator_rows, parameter),

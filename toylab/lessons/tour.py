@@ -8,7 +8,8 @@ from toylab.lessons import estimators, sampler, training
 INTRODUCTION = (
     "The toy is a language model small enough to enumerate: sequences of T tokens over V symbols, which the "
     "trainer π scores with softmax(θ_t) and the sampler μ — the inference engine — with softmax(θ_t + "
-    "mismatch·b_t), so μ = π only at mismatch 0. "
+    "mismatch·b_t), or the top-p, top-k, temperature or rounded version of it an engine samples from, so μ = π "
+    "only at mismatch 0 with a plain sampler. "
     "A sequence earns reward 1 when at least half of its tokens are token 0; training climbs J = E_π[r], but from "
     "sequences drawn from μ, and each estimator corrects that mismatch in its own way. "
     "Exact means that every number is a sum over all V**T sequences, not an average of samples: the bias and the "
