@@ -1,22 +1,27 @@
 """toylab: what happens to policy-gradient estimates when the sampler μ and the trainer π disagree.
 
 Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; each tab's ``render(settings)``
-runs only while that tab is open. Append ``(label, render)`` to TABS to add a tab.
+runs only while that tab is open, under the lesson on show (if it opens that tab). Append ``(label, render)`` to
+TABS to add a tab. The link the session opened is read first (it may ask for presentation mode, which collapses
+the sidebar), and the address is written last, once, with the link of what the page shows.
 """
 
 import streamlit as st
 
 from toylab.state.query import toy_problem
 from views import (
+    address,
     errors_tab,
     estimators_tab,
     header,
     length_tab,
     lessons_tab,
     mismatch_sweep_tab,
+    presentation,
     ratios_tab,
     sidebar,
     threshold_sweep_tab,
+    tour,
     training_tab,
     your_run_tab,
 )
@@ -33,19 +38,24 @@ TABS = [
     (lessons_tab.LABEL, lessons_tab.render),
 ]
 
-st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
+sidebar.open_link()
+st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide",
+                   initial_sidebar_state="collapsed" if presentation.on() else "auto", menu_items=header.MENU)
+presentation.style()
 settings, notices = sidebar.render()
-st.title("toylab · when the sampler μ and the trainer π disagree")
 for notice in notices:
     st.warning(notice, icon=":material/link_off:")
 problem = toy_problem(settings)
 if problem:
     st.error(problem, icon=":material/block:")
+    address.write(settings)
     st.stop()
 with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
     header.render(settings)
-for tab, (_, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, bind="query-params"),
-                            TABS, strict=True):
+for tab, (label, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
+                                TABS, strict=True):
     if tab.open:
         with tab, st.spinner("Computing…"):
+            tour.banner(label, settings)
             render(settings)
+address.write(settings)

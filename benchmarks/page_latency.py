@@ -3,11 +3,13 @@
     python benchmarks/page_latency.py                             # every tab, 5 presses each, and T=10
     python benchmarks/page_latency.py --tabs Estimators Ratios --presses 9 --json latency.json
     python benchmarks/page_latency.py --query "V=3&mismatch=1" --large-query "" --payload
+    python benchmarks/page_latency.py --viewport 1280x720 --query present=1     # a screen-share, presentation mode
 
 Starts the app and the floor app (benchmarks/floor_app.py: one slider, one metric) with ``streamlit run``,
 each under benchmarks/timed_script.py, which logs when each script run started and how long it took on the
 server. Drives both in headless Debian Chromium. For each tab, as listed by the page itself, it presses the
-mismatch slider's → key N times and times each press in the page's own clock: from the keydown event until
+mismatch slider's → key N times (the sidebar may be collapsed: the key still reaches the slider) and times each
+press in the page's own clock: from the keydown event until
 ``[data-testid="stApp"]`` returns to ``data-test-script-state="notRunning"`` after having been ``running``.
 A MutationObserver, installed before the page loads, timestamps every change of that attribute (and of the
 rest of the DOM), so runs shorter than any polling interval are caught. The floor is pressed the same way
@@ -248,10 +250,10 @@ class Page:
     """One browser page (its own context, so its own Streamlit session) with the probe installed."""
 
     def __init__(self, browser, log: RunLog, payload: Payload | None = None, profile_dir: str | None = None,
-                 context=None):
+                 context=None, viewport=VIEWPORT):
         """A new browser context unless CONTEXT is given (then the browser's cache is shared with it)."""
         if context is None:
-            context = browser.new_context(viewport=VIEWPORT)
+            context = browser.new_context(viewport=viewport)
             context.add_init_script(PROBE_JS)
         self.page = context.new_page()
         self.log = log
@@ -389,9 +391,9 @@ def measure(args) -> dict:
         payload = Payload() if args.payload else None
         query = f"/?{args.query.lstrip('?')}" if args.query else ""
 
-        app = Page(browser, app_log, payload, args.profile)
+        app = Page(browser, app_log, payload, args.profile, viewport=args.viewport)
         loads = {"fresh server": app.load(app_url + query)}
-        floor = Page(browser, floor_log, profile_dir=args.profile)
+        floor = Page(browser, floor_log, profile_dir=args.profile, viewport=args.viewport)
         loads["floor app"] = floor.load(floor_url)
         labels = app.tab_labels()
         unknown = set(args.tabs or []) - set(labels)
@@ -416,12 +418,12 @@ def measure(args) -> dict:
                 app.open_tab(label)
                 time_view(app, label)
         if args.large_query:
-            large = Page(browser, app_log, payload, args.profile)
+            large = Page(browser, app_log, payload, args.profile, viewport=args.viewport)
             view = f"{labels[0]} at {args.large_query}"
             loads[view] = large.load(f"{app_url}/?{args.large_query.lstrip('?')}")
             time_view(large, view)
         floor_presses += [floor.press() for _ in range(args.presses)]
-        loads["new session"] = Page(browser, app_log).load(app_url + query)
+        loads["new session"] = Page(browser, app_log, viewport=args.viewport).load(app_url + query)
         loads["returning visitor"] = Page(browser, app_log, context=app.page.context).load(app_url + query)
 
     for load in loads.values():
@@ -473,6 +475,12 @@ def report(result: dict) -> str:
     return "\n".join(lines)
 
 
+def viewport_size(text: str) -> dict:
+    """'1280x720' as Playwright's viewport {"width": 1280, "height": 720}."""
+    width, _, height = text.partition("x")
+    return {"width": int(width), "height": int(height)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tabs", nargs="+", metavar="LABEL", help="tabs to time (default: every tab of the page)")
@@ -480,6 +488,8 @@ def main(argv=None):
     parser.add_argument("--query", default="", help="URL query to start from, e.g. 'V=3&mismatch=1'")
     parser.add_argument("--large-query", default="T=10",
                         help="also time the first tab opened from this query (default T=10; '' to skip)")
+    parser.add_argument("--viewport", type=viewport_size, default=VIEWPORT, metavar="WxH",
+                        help=f"the browser window in CSS pixels (default {VIEWPORT['width']}x{VIEWPORT['height']})")
     parser.add_argument("--json", metavar="PATH", help="write every number, per press, as JSON")
     parser.add_argument("--payload", action="store_true", help="bytes per press by element (decodes every frame)")
     parser.add_argument("--profile", metavar="DIR",

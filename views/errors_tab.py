@@ -7,7 +7,7 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
-from views import chart_element
+from views import chart_element, presentation
 from views.caches import cache
 
 
@@ -22,12 +22,15 @@ def render(settings):
         monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
                                                          settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
-    chart_element.draw(st, charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers))
+    same = frames.duplicates(moments)
+    chart_element.draw(st, charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers, same=same,
+                                              height=420 if presentation.on() else 480))
     st.caption(f"Lines: exact sqrt(bias² + var/N)/‖∇J‖. Dots: Monte Carlo rms over "
                f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "
                "have dots only). Dashed: each biased estimator's relative bias, the level its error tends to as N "
-               "grows. Diamonds: where seq_is (unbiased unless "
-               "the sampler truncates) overtakes it. Click a legend entry to highlight one estimator.")
+               "grows. Diamonds: where seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole "
+               "batch size where it does. Click a legend entry to highlight one estimator."
+               + (f" Identical on this toy, drawn dashed over each other: {frames.same_note(same)}." if same else ""))
     st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
     for id, sizes in undefined.items():
         st.caption(f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "
@@ -35,7 +38,7 @@ def render(settings):
     if len(crossovers):
         st.subheader("From which N does sequence IS win?")
         st.dataframe(pd.DataFrame({"estimator": crossovers["estimator"],
-                                   "seq_is has the lower RMSE for": [_describe(n) for n in crossovers["crossover_N"]]}),
+                                   "seq_is has the lower RMSE for": [_describe(n) for n in crossovers["first_N"]]}),
                      hide_index=True)
 
 
@@ -56,7 +59,8 @@ AGGREGATION_CAPTIONS = {
 }
 
 
-def _describe(n):
-    if math.isinf(n):
+def _describe(first):
+    """The batch sizes from ``first`` (an integer, or NaN for none) on, in words."""
+    if math.isnan(first):
         return "no N"
-    return "every N ≥ 1" if n <= 1 else f"N > {n:,.1f}"
+    return f"every N ≥ {int(first):,}"

@@ -2,13 +2,14 @@
 
 import base64
 import re
+from functools import partial
 
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
 from toylab.text import UNDEFINED
-from views import chart_element
+from views import chart_element, presentation, tour
 from views.caches import cache
 
 COLUMNS = {
@@ -42,6 +43,9 @@ SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): th
                                          "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
                                          "|floor − rest| ≤ rel bias ≤ floor + rest"),
 }
+PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
+PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
+PRESENT_HEIGHT = 350                     # the scatter beside the table, both in view at 1280×720
 
 
 def swatch(colour):
@@ -49,6 +53,23 @@ def swatch(colour):
     svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><circle cx="8" cy="8" r="7" ' \
           f'fill="{colour}"/></svg>'
     return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
+
+
+def _notes(where, settings, table, same, truncates):
+    """Under the table: why a number is undefined, what a truncating sampler's bias floor is, and which estimators
+    are one estimator on this toy."""
+    for note in frames.table_notes(table):
+        where.caption(f"{UNDEFINED} {note}.")
+    if truncates:
+        where.caption(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
+                      "misses ∇J's part from them, the bias floor, which no correction removes — seq_is, unbiased "
+                      "without truncation, has exactly that bias. An estimator's own error (the rest) may point against "
+                      "the floor and partly cancel it, so a biased correction can show less bias than seq_is; that is "
+                      "an accident of this toy, not a repair.")
+    if same:
+        where.caption(f"Identical on this toy (same exact mean and variance): {frames.same_note(same)} here. The "
+                      "chart draws each as a ring round the point it shares; the lines of other tabs, dashed over "
+                      "each other.")
 
 
 def plain(text):
@@ -66,23 +87,28 @@ def render(settings):
         st.info("Select at least one exact estimator in the sidebar to see the table.")
         return
     table = frames.table_frame(moments, settings.N)
+    same = frames.duplicates(moments)
     shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
                          cosine=[frames.cosine_text(cosine) for cosine in table["cosine"]])
     truncates = bool(table["rel_floor"].gt(0).any())
+    marks = tour.marks(settings, "bias_std")
+    height = PRESENT_HEIGHT if presentation.on() else frames.SCATTER_HEIGHT
+    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height), settings.N, height, marks)
     columns = COLUMNS | (SPLIT_COLUMNS if truncates else {})
-    st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
-    for note in frames.table_notes(table):
-        st.caption(f"{UNDEFINED} {note}.")
-    if truncates:
-        st.caption(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
-                   "misses ∇J's part from them, the bias floor, which no correction removes — seq_is, unbiased "
-                   "without truncation, has exactly that bias. An estimator's own error (the rest) may point against "
-                   "the floor and partly cancel it, so a biased correction can show less bias than seq_is; that is "
-                   "an accident of this toy, not a repair.")
-    st.download_button("Download CSV", frames.table_csv(table), file_name="toylab_estimators.csv",
+    if presentation.on():                    # side by side, the table's main columns: both in view at 1280×720
+        left, right = st.columns([1.15, 1], gap="medium")
+        chart_element.draw(left, chart)
+        right.dataframe(shown[PRESENT_SPLIT_COLUMNS if truncates else PRESENT_COLUMNS], column_config=columns,
+                        hide_index=True, width="stretch")
+        _notes(right, settings, table, same, truncates)
+    else:
+        st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
+        _notes(st, settings, table, same, truncates)
+    st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
-    chart_element.draw(st, charts.bias_std_chart(table, frames.iso_rmse_frame(table), settings.N))
+    if not presentation.on():
+        chart_element.draw(st, chart)
     with st.expander(f"Formulas of the {len(settings.estimators)} selected estimators"):
         st.markdown("\n\n".join(                       # one element, not three per estimator: a lighter re-render
             f"**{id} · {ESTIMATORS[id].label}**\n\n$$\n{ESTIMATORS[id].latex}\n$$\n\n"

@@ -1,34 +1,75 @@
-"""The toy at a glance: its size, what π and μ score, how far apart they are, and how much IS can pay."""
+"""The top of the page: what the toy is, its size, what π and μ score, how far apart they are, and how much IS can
+pay; the presentation-mode switch; and the menu's About text (the menu also holds the theme switch).
+
+Normally: the title, the three-sentence introduction, and the numbers as metrics in a row that wraps rather than
+cutting a number short. In presentation mode: one line — the toy's setting (the sidebar is collapsed) and the
+same numbers — with the introduction and what each number is in its tooltip.
+"""
 
 import streamlit as st
 
+from toylab.lessons.tour import INTRODUCTION, KEYS
+from views import presentation
 from views.caches import cache
 
+TITLE = "toylab: sampler μ ≠ trainer π"
+KEYS_TEXT = ", ".join(f"**{key}** {what}" for key, what in KEYS.items())
+MENU = {"About": f"**{TITLE}**\n\n{INTRODUCTION}\n\nKeyboard: {KEYS_TEXT}. Every view is a link: copy the address."}
 
-def render(settings):
+
+def metrics(settings):
+    """(label, short label, value, help) of each headline number."""
     d = cache.toy_diagnostics(settings.toy_key)
-    metrics = [
-        ("M sequences", f"{d.M:,}", "M = V**T: every sequence is enumerated, so every number here is exact."),
-        ("J = E_π[r]", f"{d.J:.4f}", "The objective the trainer climbs: expected reward under the trainer π."),
-        ("logged reward E_μ[r]", f"{d.logged_reward:.4f}",
+    numbers = [
+        ("M sequences", "M", f"{d.M:,}", "M = V**T: every sequence is enumerated, so every number here is exact."),
+        ("J = E_π[r]", "J", f"{d.J:.4f}", "The objective the trainer climbs: expected reward under the trainer π."),
+        ("E_μ[r] logged", "E_μ[r]", f"{d.logged_reward:.4f}",
          "The mean reward a rollout log shows: sequences come from the sampler μ, so this is not J."),
-        ("‖∇J‖", f"{d.grad_norm:.4f}", "Norm of the true policy gradient; every relative error divides by it."),
-        ("KL(μ‖π)", f"{d.kl_mu_pi:.4f}",
+        ("‖∇J‖", "‖∇J‖", f"{d.grad_norm:.4f}", "Norm of the true policy gradient; every relative error divides by it."),
+        ("KL(μ‖π)", "KL(μ‖π)", f"{d.kl_mu_pi:.4f}",
          "Σ_t KL_t(μ_t‖π_t) = −E_μ[log W]: how far the sampler is from the trainer (0 when they agree)."),
-        ("χ²_seq", f"{d.chi2_seq:.4g}",
+        ("χ²_seq", "χ²_seq", f"{d.chi2_seq:.4g}",
          "E_μ[W²] − 1 = ∏_t(1 + χ²_t) − 1: the variance of the sequence ratio W; it grows exponentially in T."),
-        ("ESS fraction", f"{d.ess:.1%}",
+        ("ESS fraction", "ESS", f"{d.ess:.1%}",
          "1/(1 + χ²_seq): the share of a batch that sequence-level IS effectively keeps."),
     ]
     if d.unreachable_mass:
-        metrics[5:] = [
-            ("χ²_seq", f"{d.chi2_seq:.4g}", "Over the sampler's support: E_μ[W²]/(E_μ W)² − 1 = ∏_t(1 + χ²_t) − 1, the "
-                                            "χ² of π restricted to the sequences μ draws (renormalised) from μ."),
-            ("ESS fraction", f"{d.ess:.1%}", "(E_μ W)²/E_μ[W²] = 1/(1 + χ²_seq): the share of a batch that sequence-level "
-                                             "IS effectively keeps, of the sequences μ can draw."),
-            ("π-mass out of reach", f"{d.unreachable_mass:.4f}",
+        numbers[5:] = [
+            ("χ²_seq", "χ²_seq", f"{d.chi2_seq:.4g}",
+             "Over the sampler's support: E_μ[W²]/(E_μ W)² − 1 = ∏_t(1 + χ²_t) − 1, the χ² of π restricted to the "
+             "sequences μ draws (renormalised) from μ."),
+            ("ESS fraction", "ESS", f"{d.ess:.1%}",
+             "(E_μ W)²/E_μ[W²] = 1/(1 + χ²_seq): the share of a batch that sequence-level IS effectively keeps, of "
+             "the sequences μ can draw."),
+            ("π-mass out of reach", "out of reach", f"{d.unreachable_mass:.4f}",
              "π(y ∉ S): the trainer's probability of the sequences the sampler never draws (top-k/top-p cut a token "
              "at some position). No importance weight brings it back: ∇J's part from there is a bias floor "
              "(the Estimators tab splits each bias into this floor and the rest).")]
-    for column, (label, value, help) in zip(st.columns(len(metrics)), metrics, strict=True):
-        column.metric(label, value, help=help)
+    return numbers
+
+
+def render(settings):
+    """The header for the current mode."""
+    numbers = metrics(settings)
+    if presentation.on():
+        _one_line(settings, numbers)
+        return
+    with st.container(horizontal=True, vertical_alignment="center"):
+        st.title(TITLE, width="stretch")
+        presentation.button(st)
+    st.caption(INTRODUCTION)
+    with st.container(horizontal=True, gap="medium", key="toylab_header"):
+        for label, _, value, help in numbers:
+            st.metric(label, value, help=help, width="content")
+
+
+def _one_line(settings, numbers):
+    toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
+        + ("" if settings.sampler.is_default else ", " + settings.sampler.describe().replace("τ = ", "τ "))
+    brand = "**toylab** · " if settings.sampler.is_default else ""        # a sampler setting takes its room
+    about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
+                           f"Keyboard: {KEYS_TEXT}."])
+    with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):
+        st.markdown(f"{brand}{toy} · " + " · ".join(f"{short} **{value}**" for _, short, value, _ in numbers[1:]),
+                    width="stretch", help=about)
+        presentation.button(st)

@@ -4,7 +4,7 @@ import streamlit as st
 
 from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
 from toylab.presentation import sweep_charts, sweep_frames
-from views import chart_element
+from views import chart_element, sweep_panel, tour
 from views.caches import sweep_cache
 
 LABEL = "Sequence length"
@@ -14,6 +14,7 @@ def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
+    panel = sweep_panel.picker("length_panel")
     key = sweep_cache.length_key(settings)
     population, estimators = [], []
     for T in lengths_for(settings.V):
@@ -26,8 +27,9 @@ def render(settings):
         estimators += point_estimators
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
                                       sweep_frames.length_probability_frame(population),
-                                      sweep_frames.length_estimator_frame(estimators))
-    chart_element.draw(st, chart, width="content")
+                                      sweep_frames.length_estimator_frame(estimators), panel,
+                                      marks=tour.marks(settings, "length_std_ratio"))
+    chart_element.draw(st, chart, width="stretch" if panel else "content")
     overflowed = sweep_frames.length_overflow_notes(population, estimators)
     if overflowed:
         st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)

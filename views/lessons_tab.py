@@ -1,38 +1,27 @@
-"""The lessons tab: short statements for a reading group, each with a button that opens its evidence."""
+"""The lessons tab: short statements for a reading group, each with a button that opens its evidence; the first
+one starts the guided tour (``views.tour``)."""
 
 import pandas as pd
 import streamlit as st
 
-from toylab.lessons.lesson import settings as lesson_settings
-from toylab.lessons.tour import LESSONS
-from views import sidebar
+from toylab.lessons.tour import INTRODUCTION, LESSONS
+from views import tour
 
 LABEL = "Lessons"
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def lesson_evidence(lesson_id):
-    """The Evidence of one lesson on the setting its button opens."""
-    lesson = next(lesson for lesson in LESSONS if lesson.id == lesson_id)
-    return lesson.check(lesson_settings(lesson))
-
-
-def show(lesson):
-    """on_click: put the lesson's setting into the sidebar's (and its tab's) controls and open its tab (the URL
-    follows)."""
-    sidebar.set_controls(lesson_settings(lesson))
-    st.session_state.update(lesson.view)
-    st.session_state[sidebar.TAB_KEY] = lesson.tab
-
-
 def render(settings):
-    st.caption("Each button sets the sidebar (and so the link) to a setting that shows the lesson, and opens "
-               "the tab where it shows. The numbers below each lesson are computed on that setting.")
+    st.markdown(INTRODUCTION)
+    st.caption("Each button sets the sidebar (and so the link) to a setting that shows the lesson, and opens the tab "
+               "where it shows, with the lesson on top and its marks numbered on the chart. The numbers below each "
+               f"lesson are computed on that setting. Keys: {tour.keys_text()}.")
+    st.button("Start the tour", key="lesson_start", on_click=tour.show, args=(LESSONS[0],), shortcut="N",
+              icon=":material/play_arrow:", type="primary", help="Lesson 1 (key N)")
     for number, lesson in enumerate(LESSONS, start=1):
         with st.container(border=True):
             st.markdown(f"**{number}.** {lesson.text}")
-            st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=show, args=(lesson,))
-            evidence = lesson_evidence(lesson.id)
+            st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=tour.show, args=(lesson,))
+            evidence = tour.evidence(lesson.id)
             with st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold")):
                 st.dataframe(pd.DataFrame({"quantity": list(evidence.numbers),
                                            "value": [f"{value:.6g}" for value in evidence.numbers.values()]}),

@@ -5,7 +5,7 @@ import streamlit as st
 
 from toylab.presentation import sweep_charts, sweep_frames
 from toylab.state.query import SWEPT
-from views import chart_element
+from views import chart_element, presentation, sweep_panel
 from views.caches import sweep_cache
 
 LABEL = "Mismatch sweep"
@@ -14,7 +14,7 @@ ABOUT = {
     "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
                 "and every estimator coincides with naive (and on_policy).",
     "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
-             "and the sequences through them are never drawn. Black dashed: the bias floor, ∇J's part from those "
+             "and the sequences through them are never drawn. Dashed, in the text colour: the bias floor, ∇J's part from those "
              "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
     "temperature": "only the sampler's temperature τ moves (μ ∝ exp(z/τ)); the trainer has none, so even at mismatch 0 "
                    "τ ≠ 1 is a mismatch. Low τ sharpens μ: the ratios of the tokens it rarely draws grow fast.",
@@ -25,16 +25,21 @@ def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
-    parameter = st.radio("sweep over", SWEPT, key=SWEEP_KEY, bind="query-params", horizontal=True,
-                         help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; "
-                              "temperature: the sampler's τ — the others stay at the sidebar's values. (The options "
-                              "are written as the link writes them.)")
+    present = presentation.on()                     # then one row: what is swept beside the panel, no label above
+    sweep_column, panel_column = st.columns(2) if present else (st, st)
+    parameter = sweep_column.radio(
+        "sweep over", SWEPT, key=SWEEP_KEY, persist_state="session", horizontal=True,
+        label_visibility="collapsed" if present else "visible", format_func=(lambda name: f"sweep {name}") if present
+        else str,
+        help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; temperature: the "
+             "sampler's τ — the others stay at the sidebar's values. (The options are written as the link writes them.)")
+    panel = sweep_panel.picker("mismatch_panel", panel_column)
     estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
     chosen = settings.mismatch if parameter == "mismatch" else getattr(settings, parameter)
     chart = sweep_charts.sampler_chart(sweep_frames.sampler_frame(estimator_rows, parameter),
                                        sweep_frames.divergence_frame(divergence_rows, parameter),
-                                       sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter)
-    chart_element.draw(st, chart, width="content")
+                                       sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter, panel)
+    chart_element.draw(st, chart, width="stretch" if panel else "content")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
                f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed "
                f"alone, so {ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."

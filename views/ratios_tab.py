@@ -3,53 +3,63 @@
 import streamlit as st
 
 from toylab.presentation import charts, frames
-from views import chart_element
+from toylab.state.query import DRAWS
+from views import chart_element, presentation, tour
 from views.caches import cache
 
 DRAW_KEY = "draw"
 PANELS_KEY = "ratio_panels"
+PLOT_WIDTH = {True: (1000, 480), False: (420, 240)}   # the narrowest plots, full width and half (presenting or not)
+EXPLAINED = ("Grey: the exact μ-probability. Orange: one sampled batch of N = {N:,} sequences (draw {draw}), what a "
+             "training log would show. Dashed: the selected estimators' thresholds, with the probability beyond each "
+             "in a row above the plot.")
 
 
 def _resample():
-    st.session_state[DRAW_KEY] = st.session_state.get(DRAW_KEY, 0) + 1
+    st.session_state[DRAW_KEY] = (st.session_state.get(DRAW_KEY, 0) + 1) % (DRAWS + 1)
 
 
 def render(settings):
     toy = cache.settings_toy(settings)
     selection = settings.selection()
     draw = st.session_state.get(DRAW_KEY, 0)
+    present = presentation.on()
     left, right = st.columns([3, 1], vertical_alignment="center")
-    left.markdown(f"Grey: the exact μ-probability. Orange: one sampled batch of N = {settings.N:,} sequences "
-                  f"(draw {draw}), what a training log would show. Dashed: the selected estimators' thresholds, "
-                  "with the probability beyond each.")
+    (left.caption if present else left.markdown)(EXPLAINED.format(N=settings.N, draw=draw))
     right.button("Resample the batch", on_click=_resample, icon=":material/casino:", width="stretch")
     tokens, _ = cache.sampled_batch(settings.toy_key, settings.N, draw)
 
-    st.subheader("Per-token ratio ρ_t = π_t(y_t) / μ_t(y_t)")
-    per_position = st.toggle("one panel per position", key=PANELS_KEY, bind="query-params")
+    if not present:
+        st.subheader("Per-token ratio ρ_t = π_t(y_t) / μ_t(y_t)")
+    per_position = (right if present else st).toggle("one panel per position", key=PANELS_KEY,
+                                                     persist_state="session")
     token_frame = frames.token_ratio_frame(toy, tokens)
     thresholds = frames.token_threshold_frame(toy, selection, per_position=per_position)
     if per_position:
         chart = charts.token_ratio_panels(token_frame, thresholds)
     else:
-        chart = charts.readable(charts.token_ratio_chart(frames.pooled_token_frame(token_frame), thresholds))
+        chart = charts.readable(charts.token_ratio_chart(frames.pooled_token_frame(token_frame), thresholds,
+                                                         height=240 if present else 320,
+                                                         plot_width=PLOT_WIDTH[present][0]))
     chart_element.draw(st, chart)
 
     st.subheader("Sequence ratio")
     facts = cache.sequence_facts(settings.toy_key)
-    columns = st.columns([2, 2, 1])
-    for column, kind in zip(columns, ("W", "geo"), strict=False):
+    sequence_thresholds = {kind: frames.sequence_threshold_frame(toy, selection, kind) for kind in ("W", "geo")}
+    for column, kind in zip(st.columns(2), ("W", "geo"), strict=True):
         histogram = cache.sequence_histogram(settings.toy_key, kind, settings.N, draw)
         chart_element.draw(column, charts.sequence_ratio_chart(
-            histogram, frames.sequence_threshold_frame(toy, selection, kind), kind))
-    with columns[2]:
-        st.metric("E_μ[W]", f"{facts['mean_W']:.6f}",
+            histogram, sequence_thresholds[kind], kind, marks=tour.marks(settings, f"sequence_{kind}"),
+            plot_width=PLOT_WIDTH[present][1]))
+    with st.container(horizontal=True, gap="medium"):
+        st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", width="content",
                   help="Σ of π(y) over the sequences μ draws: exactly 1, IS reweights μ to π on average — less the "
                        "π-mass out of reach when the sampler truncates (top-k, top-p), which no weight recovers.")
-        st.metric("median W", f"{facts['median_W']:.4f}",
+        st.metric("median W", f"{facts['median_W']:.4f}", width="content",
                   help="Below 1 when μ ≠ π: most sequences are down-weighted, a few get huge weights.")
-        st.metric("P_μ(W > 1)", f"{facts['above_one']:.4f}", help="Share of sampled sequences up-weighted.")
-        st.metric("E_μ[log W]", f"{facts['mean_log_W']:.4f}", help="= −KL(μ‖π).")
-        for row in frames.sequence_threshold_frame(toy, selection, "W").itertuples():
-            st.metric(f"P(W > {row.value:g}) · {row.threshold}", f"{row.beyond:.4f}",
+        st.metric("P_μ(W > 1)", f"{facts['above_one']:.4f}", help="Share of sampled sequences up-weighted.",
+                  width="content")
+        st.metric("E_μ[log W]", f"{facts['mean_log_W']:.4f}", help="= −KL(μ‖π).", width="content")
+        for row in sequence_thresholds["W"].itertuples():
+            st.metric(f"P(W > {row.value:g}) · {row.threshold}", f"{row.beyond:.4f}", width="content",
                       help="μ-probability that this sequence-level threshold clips or masks.")

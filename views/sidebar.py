@@ -1,4 +1,4 @@
-"""The sidebar: every control, read into a Settings, and kept in the URL both ways.
+"""The sidebar: every control, read into a Settings; and the link the session opened, read into the controls.
 
 Session-state keys (a callback may set any of them, e.g. a Lessons button; the page picks them up on
 the rerun that follows, and the URL follows the page):
@@ -11,16 +11,12 @@ the rerun that follows, and the URL follows the page):
     "agg"                          the Monte Carlo loss aggregation  (str, toylab.catalogue.aggregation)
     "top_p", "top_k", "temperature", "precision"   the sampler model (views/sampler_controls.py)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
-    "tab", "ratio_panels", …       view parameters (``toylab.state.query.VIEW_PARAMETERS``): widgets bound to the
-                                   URL by Streamlit (bind="query-params"), e.g. the open tab's label, and
+    "tab", "present", …            view parameters (``toylab.state.query.VIEW_PARAMETERS``), e.g. the open tab, and
                                    "framework", whose presets the estimator picker lists first
-    "draw"                         the ratio tab's resample counter
 
-The URL names are the keys. On a session's first run the query is parsed by ``toylab.query`` (bad values
-fall back to defaults with notices) and written into session state, and the view parameters in the address
-are cleaned (bad, default or hidden values removed, repeated ones made single) before their widgets bind to
-it; every run then writes the non-default control values back to the URL, so the address is always a link
-to the current view.
+The URL names are the keys. On a session's first run, and when the browser goes Back or Forward, ``open_link``
+parses the address with ``toylab.state.query.parse_link`` (bad values fall back to defaults with notices) into
+session state; ``views.address.write`` puts the page's link back into the address at the end of every run.
 """
 
 import math
@@ -38,10 +34,8 @@ from toylab.state.query import (
     VIEW_PARAMETERS,
     make_settings,
     parse_link,
-    to_query,
-    view_query,
 )
-from views import sampler_controls
+from views import address, sampler_controls
 
 TAB_KEY = "tab"
 FRAMEWORK_KEY = "framework"
@@ -63,13 +57,20 @@ BASELINE_NAMES = {"none": "none (b = 0)", "logged": "logged (b = E_μ[r])", "tru
 POLICY_ESTIMATORS = [id for id in EXACT_IDS if not ESTIMATORS[id].on_policy]
 
 
-def render():
-    """(Settings, notices): the notices about the URL stay until the user changes a control."""
-    if LOADED_KEY not in st.session_state:
-        settings, view, notices = parse_link({name: st.query_params.get_all(name) for name in st.query_params})
+def open_link():
+    """On a session's first run, or after Back or Forward: the address's Settings into the controls and its view
+    into session state; its notices are kept until the user changes a control."""
+    navigation = address.navigated()
+    if LOADED_KEY not in st.session_state or navigation:
+        link = address.query()
+        settings, view, notices = parse_link(link)
         st.session_state[LOADED_KEY], st.session_state[NOTICES_KEY] = settings, notices
         set_controls(settings)
-        _open_view(view)
+        address.open_view(view, linked=link.keys(), navigation=navigation)
+
+
+def render():
+    """(Settings, notices): the notices about the URL stay until the user changes a control."""
     with st.sidebar:
         st.header("Toy")
         _preset_picker()
@@ -83,7 +84,7 @@ def render():
         sampler = sampler_controls.render()
         st.header("Estimators")
         framework = st.selectbox("my framework", VIEW_PARAMETERS[FRAMEWORK_KEY].choices, key=FRAMEWORK_KEY,
-                                 bind="query-params", format_func=lambda name: FRAMEWORK_NAMES.get(name, name),
+                                 format_func=lambda name: FRAMEWORK_NAMES.get(name, name),
                                  help="Lists this framework's presets first in the estimator picker.")
         st.multiselect("estimators", picker_order(framework), key="est", filter_mode="contains",
                        select_all=SELECT_ALL_UP_TO,
@@ -104,7 +105,6 @@ def render():
     state = st.session_state
     settings = make_settings(state["T"], state["V"], state["mismatch"], state["seed"], state["est"],
                              thresholds, state["baseline"], state["N"], state["agg"], **sampler)
-    _write_url(settings)
     return settings, state[NOTICES_KEY] if settings == state[LOADED_KEY] else []
 
 
@@ -123,25 +123,6 @@ def set_controls(settings):
     for id in settings.estimators:
         for name, value in settings.params(id).items():
             st.session_state[f"{id}.{name}"] = value
-
-
-def _open_view(view):
-    """Make the address show exactly the view the link opens; keep a closed tab's values for when it opens.
-
-    Runs before the view widgets bind to the URL (their parameters can still be edited): a bad, default or
-    repeated value, or one of a tab that is not open, is rewritten or removed. Streamlit seeds the widgets
-    from the values left in the URL; a closed tab's value goes into session state instead, so the tab shows
-    it (and Streamlit puts it back in the URL) when it opens.
-    """
-    shown = view_query(view)
-    for name, parameter in VIEW_PARAMETERS.items():
-        if view[name] != parameter.default and name not in shown:
-            st.session_state[name] = view[name]
-    for name in VIEW_PARAMETERS:
-        if name in st.query_params and name not in shown:
-            del st.query_params[name]
-        elif name in shown and st.query_params.get_all(name) != [shown[name]]:
-            st.query_params[name] = shown[name]
 
 
 def _threshold_controls(estimators):
@@ -178,14 +159,3 @@ def _preset_picker():
 def _apply_preset():
     if st.session_state[PRESET_KEY] in PRESETS:
         st.session_state.update(PRESETS[st.session_state[PRESET_KEY]] | PLAIN_SAMPLER)
-
-
-def _write_url(settings):
-    """Make the URL's control parameters equal ``to_query(settings)``, leaving Streamlit's bound ones alone."""
-    wanted = to_query(settings)
-    current = {name: st.query_params.get_all(name) for name in st.query_params if name not in VIEW_PARAMETERS}
-    for name in current.keys() - wanted.keys():
-        del st.query_params[name]
-    changed = {name: value for name, value in wanted.items() if current.get(name) != [value]}
-    if changed:
-        st.query_params.update(changed)

@@ -5,7 +5,7 @@ import streamlit as st
 
 from toylab.analysis.sweeps import SWEPT_PARAMETER, grid_points
 from toylab.presentation import sweep_charts, sweep_frames
-from views import chart_element
+from views import chart_element, sweep_panel, tour
 from views.caches import sweep_cache
 
 LABEL = "Threshold sweep"
@@ -16,9 +16,17 @@ def render(settings):
     if not chosen:
         st.info(f"Select an estimator with a threshold ({', '.join(SWEPT_PARAMETER)}) in the sidebar.")
         return
+    panel = sweep_panel.picker("threshold_panel")
     rows, best, rule_of_thumb = sweep_cache.threshold_sweep(settings)
     frame = sweep_frames.threshold_frame(rows, best)
-    chart_element.draw(st, sweep_charts.threshold_chart(frame, rule_of_thumb), width="content")
+    chart_element.draw(st, sweep_charts.threshold_chart(frame, rule_of_thumb, panel,
+                                                        marks=tour.marks(settings, "threshold_rmse")),
+                       width="stretch" if panel else "content")
+    at_edge = [f"{id} at its {row['edge']} edge ({row['parameter']} = {row['threshold']:.3g})"
+               for id, row in best.items() if row["edge"]]
+    if at_edge:
+        st.info("The lowest RMSE lies at the edge of the range swept for " + "; ".join(at_edge) + ": the best "
+                   "threshold may lie beyond it, outside what the estimator allows.", icon=":material/first_page:")
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
                f"over its allowed range ({grid_points(settings.V**settings.T)} log-spaced values plus the chosen one; "
@@ -26,11 +34,13 @@ def render(settings):
     chosen_rows = {row["estimator"]: row for row in rows if row["chosen"]}
     summary = pd.DataFrame([{
         "estimator": id, "parameter": best[id]["parameter"], "lowest-RMSE threshold": best[id]["threshold"],
-        "its rel RMSE": best[id]["rel_rmse"], "chosen threshold": chosen_rows[id]["threshold"],
-        "chosen rel RMSE": chosen_rows[id]["rel_rmse"]} for id in best])
+        "at the sweep's edge": best[id]["edge"] or "", "its rel RMSE": best[id]["rel_rmse"],
+        "chosen threshold": chosen_rows[id]["threshold"], "chosen rel RMSE": chosen_rows[id]["rel_rmse"]} for id in best])
     st.dataframe(summary, hide_index=True, width="stretch",
-                 column_config={name: st.column_config.NumberColumn(format="%.4g") for name in summary.columns[2:]})
+                 column_config={name: st.column_config.NumberColumn(format="%.4g") for name in
+                                ("lowest-RMSE threshold", "its rel RMSE", "chosen threshold", "chosen rel RMSE")})
     if "seq_tis" in best:
         st.markdown(f"**Rule of thumb (Li et al. 2025):** C* = sqrt(2(1 + χ²_seq)) = **{rule_of_thumb:.3g}**; "
                     f"on this toy seq_tis's lowest relative RMSE at N = {settings.N:,} is at "
-                    f"C = **{best['seq_tis']['threshold']:.3g}** (rel RMSE {best['seq_tis']['rel_rmse']:.3g}).")
+                    f"C = **{best['seq_tis']['threshold']:.3g}** (rel RMSE {best['seq_tis']['rel_rmse']:.3g})"
+                    + (f", the {best['seq_tis']['edge']} edge of the range swept." if best["seq_tis"]["edge"] else "."))

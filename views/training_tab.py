@@ -7,7 +7,7 @@ from toylab.presentation import training_charts, training_frames
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
 from toylab.training.optimizers import OPTIMIZERS
-from views import chart_element
+from views import chart_element, presentation, tour
 from views.caches import training_cache
 
 LABEL = "Training"
@@ -49,32 +49,37 @@ SGA_COLUMNS = {
 }
 
 
+def _shown(columns):
+    """A table's columns for the mode: in presentation mode without the long names (the ids say it, and the table
+    then fits 1280 px without scrolling sideways)."""
+    return {name: column for name, column in columns.items() if name != "label" or not presentation.on()}
+
+
 def controls(settings):
     """The tab's controls (each in the URL) as a TrainingConfig; N is the sidebar's batch size."""
-    for name in ("mode", "optimizer", "lr", "steps", "runs", "noise"):
-        st.session_state.setdefault(KEY[name], VIEW_PARAMETERS[KEY[name]].default)
     mode_column, optimizer_column, noise_column, lr_column, steps_column, runs_column = st.columns(
         [2, 1.3, 1.6, 2, 2, 1.5])
-    mode = mode_column.radio("mode", MODES, key=KEY["mode"], bind="query-params", horizontal=True,
+    mode = mode_column.radio("mode", MODES, key=KEY["mode"], persist_state="session", horizontal=True,
                              help="expected: step along each estimator's exact mean gradient (what its bias does). "
                                   "sampled: step along the mean of N sampled sequences (the sidebar's N), several "
                                   "runs (what its variance does).")
-    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, key=KEY["optimizer"], bind="query-params",
+    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, key=KEY["optimizer"], persist_state="session",
                                        horizontal=True,
                                        help="sgd: θ += lr·g. adam: β₁ = 0.9, β₂ = 0.999, ε = 1e-8, bias-corrected; it "
                                             "rescales each coordinate, so a small or biased gradient still moves θ.")
-    noise = noise_column.radio("engine error b", NOISES, key=KEY["noise"], bind="query-params", horizontal=True,
+    noise = noise_column.radio("engine error b", NOISES, key=KEY["noise"], persist_state="session", horizontal=True,
                                help="fixed: the engine keeps its logit error b as θ moves. redrawn: b is drawn afresh "
                                     "from Student-t(3) at every step (a batch-variant or nondeterministic kernel), "
                                     "seeded: the same draws for every estimator and run.")
-    lr = lr_column.select_slider("learning rate", LEARNING_RATES, key=KEY["lr"], bind="query-params",
+    lr = lr_column.select_slider("learning rate", LEARNING_RATES, key=KEY["lr"], persist_state="session",
+                                 format_func=VIEW_PARAMETERS[KEY["lr"]].to_url,
                                  help="Step size (Adam: about the change per step of each θ).")
     steps_range = VIEW_PARAMETERS[KEY["steps"]]
     steps = steps_column.slider("steps", int(steps_range.low), int(steps_range.high), step=10, key=KEY["steps"],
-                                bind="query-params", help="Number of steps K; every curve has K + 1 points.")
+                                persist_state="session", help="Number of steps K; every curve has K + 1 points.")
     runs_range = VIEW_PARAMETERS[KEY["runs"]]
     runs = runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"],
-                              bind="query-params", disabled=mode == "expected",
+                              persist_state="session", disabled=mode == "expected",
                               help="Independent sampled runs (fixed seeds).")
     return TrainingConfig(steps, lr, optimizer, mode, settings.N, runs, noise)
 
@@ -98,27 +103,33 @@ def render(settings):
             return
     sampled = config.mode == "sampled"
     curves = training_frames.curve_frame(trajectories)
-    chart_element.draw(st, training_charts.objective_chart(curves, sampled))
-    chart_element.draw(st, training_charts.cosine_chart(curves, sampled))
+    same = training_frames.duplicates(trajectories)
+    chart_element.draw(st, training_charts.objective_chart(curves, sampled, same, tour.marks(settings, "training_J"),
+                                                           height=300 if presentation.on() else 360))
+    chart_element.draw(st, training_charts.cosine_chart(curves, sampled, same, tour.marks(settings, "training_cosine")))
     if not sampled and config.optimizer == "adam":
-        chart_element.draw(st, training_charts.step_cosine_chart(curves))
-    st.caption(_about_the_run(settings, config, left_out))
+        chart_element.draw(st, training_charts.step_cosine_chart(curves, same))
+    st.caption(_about_the_run(settings, config, left_out)
+               + (f" Identical runs, drawn in short dashes over each other: {training_frames.same_note(same)}." if same
+                  else ""))
 
     left, right = st.columns(2)
     with left:
         ids = list(trajectories)
         if st.session_state.get(KEY["pick"]) not in ids:
             st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
-        pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], bind="query-params", help="Its logged reward E_μ[r] against the true J, step by step.")
+        pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], persist_state="session", help="Its logged reward E_μ[r] against the true J, step by step.")
         logged = training_frames.logged_frame(trajectories[pick])
-        chart_element.draw(st, training_charts.logged_chart(logged, pick, ESTIMATORS[pick].colour))
+        chart_element.draw(st, training_charts.logged_chart(logged, pick, ESTIMATORS[pick].colour,
+                                                            tour.marks(settings, "training_logged")))
         st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
                    "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
         st.markdown("**Does training make the mismatch worse?**")
         chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
         chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
-    st.dataframe(training_frames.summary_frame(trajectories), column_config=SUMMARY_COLUMNS, hide_index=True,
+    summary = training_frames.summary_frame(trajectories)
+    st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
     _sga_view(settings, config)
 
@@ -152,7 +163,7 @@ def _sga_view(settings, config):
     skipped = training_cache.left_out(settings, "sampled")
     key = KEY["sga_step"]
     st.session_state[key] = min(st.session_state.get(key, VIEW_PARAMETERS[key].default), config.steps)
-    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, key=key, bind="query-params", help="The θ at which to look one step ahead: on_policy's expected-mode "
+    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, key=key, persist_state="session", help="The θ at which to look one step ahead: on_policy's expected-mode "
                                                "run under this tab's optimizer and learning rate.")
     with_second_order = training_cache.sga_has_second_order(settings, sga_selection)
     with st.spinner("Second order and Monte Carlo of one step…"):
@@ -192,4 +203,5 @@ def _sga_view(settings, config):
             "the lr of a plain step as long (median of ‖Δ‖/‖ĝ_N‖ over the batches); the table gives both.")
     table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
     if table is not None:
-        st.dataframe(table, column_config=SGA_COLUMNS, hide_index=True, width="stretch")
+        st.dataframe(table[list(_shown(SGA_COLUMNS))], column_config=_shown(SGA_COLUMNS), hide_index=True,
+                     width="stretch")

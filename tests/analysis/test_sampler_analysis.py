@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from dense import DenseToy
 
-from toylab import exact_moments, make_toy
+from toylab import exact_moments, make_toy, resolve_params
 from toylab.analysis.diagnostics import sequence_log_ratio
 from toylab.analysis.length import OUT_OF_REACH, length_point, length_toy
 from toylab.analysis.montecarlo import draw_tokens, monte_carlo, tokens_from_uniforms
-from toylab.analysis.stratified import draw_given_counts, stratified_moments
+from toylab.analysis.stratified import count_distribution, draw_given_counts, stratified_moments
+from toylab.engine.counts import reward_by_count
 from toylab.engine.moments import baseline_value
 from toylab.presentation import frames
 from toylab.state.settings import Settings
@@ -66,6 +67,20 @@ def test_stratified_monte_carlo_agrees_with_exact_over_the_support(estimator):
                                np.random.default_rng(3))
     assert np.linalg.norm(found.mean - expected.mean) < Z * found.bias_se
     assert abs(found.var - expected.var) < Z * found.var_se
+
+
+@pytest.mark.parametrize("estimator", ["k2_penalty", "seq_tis"])
+def test_stratified_moments_where_mu_never_reaches_a_reward_are_the_additive_terms_exactly(estimator):
+    """top-k 2 keeps token 0 at 2 of the 6 positions: μ never draws the 3 zeros a reward needs, so with b = 0 every
+    φ_K μ reaches is 0 and ĝ = D (k2_penalty's additive term; 0 for seq_tis): its moments are exact, nothing drawn."""
+    toy = make_toy(6, 4, 0.5, 3, top_k=2)
+    assert toy.kept[:, 0].sum() == 2 and count_distribution(toy.mu) @ reward_by_count(toy.T) == 0
+    params = resolve_params(estimator, {})
+    mean, _, var = DenseToy(toy).moments(estimator, params, "none")
+    found = stratified_moments(toy, estimator, {}, 0.0, toy.true_grad, 1_000, np.random.default_rng(0))
+    assert found.samples == 0 and found.bias_se == found.var_se == 0.0
+    assert np.allclose(found.mean, mean, rtol=0, atol=1e-15) and found.var == pytest.approx(var, rel=1e-9, abs=1e-18)
+    assert found.rel_bias == pytest.approx(exact_moments(toy, estimator, params, "none").rel_bias, rel=1e-12)
 
 
 def test_the_ratio_views_show_only_what_mu_draws():

@@ -10,15 +10,18 @@ from dense import DenseToy
 from toylab import make_toy
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.engine.toy import Toy
-from toylab.lessons.lesson import settings
+from toylab.lessons.lesson import settings, view_of
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import (
     INTEGER_RANGES,
     MISMATCH_RANGE,
     TRAINING_CONTROLS,
+    VIEW_DEFAULTS,
     VIEW_PARAMETERS,
+    parse_link,
     parse_query,
     to_query,
+    view_query,
 )
 from toylab.training.loop import TrainingConfig, train
 
@@ -115,14 +118,15 @@ def test_the_variance_lesson_fails_without_mismatch():
         assert not lesson.check(chosen).holds
 
 
-@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if lesson.view], ids=lambda lesson: lesson.id)
-def test_a_training_lesson_opens_values_the_tab_offers(lesson):
-    view = lesson.view
-    assert set(view) <= set(TRAINING_CONTROLS.values())
-    for name, value in view.items():                  # each value is one the link parser accepts
-        assert VIEW_PARAMETERS[name].parse(VIEW_PARAMETERS[name].to_url(value)) == value, name
-    assert view["train_steps"] % 10 == 0               # the steps slider moves by 10
-    assert view["train_pick"] in lesson.controls["est"]
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_a_lessons_link_parses_back_to_its_setting_and_view(lesson):
+    assert set(lesson.view) <= {name for name, parameter in VIEW_PARAMETERS.items() if parameter.tab == lesson.tab}
+    assert set(lesson.view) <= set(TRAINING_CONTROLS.values())
+    view = view_of(lesson)
+    link = to_query(settings(lesson)) | view_query(VIEW_DEFAULTS | view)
+    reopened, reopened_view, notices = parse_link(link)
+    assert (reopened, notices) == (settings(lesson), [])
+    assert {name: reopened_view[name] for name in view} == view
 
 
 def test_the_collapse_lesson_fails_where_a_baseline_rescues_the_mask():

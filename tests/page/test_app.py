@@ -11,7 +11,7 @@ from toylab.analysis.diagnostics import diagnostics
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
-from toylab.state.query import parse_query
+from toylab.state.query import VIEW_DEFAULTS, parse_query
 from toylab.state.settings import Settings
 from views.estimators_tab import plain
 
@@ -19,7 +19,7 @@ APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
               "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
-HEADER = ["M sequences", "J = E_π[r]", "logged reward E_μ[r]", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
+HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
 
 
 def run(query=None, **state):
@@ -108,6 +108,40 @@ def test_a_lesson_button_sets_the_sidebar_the_url_and_the_tab():
         at = run(tab="Lessons")
 
 
+def shown_lesson(at):
+    """(the banner's first line, the view parameters' values) of a page."""
+    banner = [block for block in at.markdown if block.value.startswith("**Lesson ")]
+    return (banner[0].value.split(".**")[0] if banner else None), {name: at.session_state[name] for name in VIEW_DEFAULTS}
+
+
+@pytest.mark.parametrize("number, lesson", list(enumerate(LESSONS, start=1)), ids=[lesson.id for lesson in LESSONS])
+def test_a_lessons_button_leaves_a_link_that_reopens_exactly_its_view(number, lesson):
+    at = run(tab="Lessons")
+    at.button(key=f"lesson.{lesson.id}").click().run()
+    link = dict(at.query_params)
+    reopened = run(link)
+    assert not reopened.exception and not reopened.warning
+    assert shown_lesson(reopened) == shown_lesson(at) and shown_lesson(at)[0] == f"**Lesson {number} of {len(LESSONS)}"
+    assert dict(reopened.query_params) == link
+    captions = " ".join(caption.value for caption in reopened.caption)
+    assert all(mark.text in captions for mark in lesson.check(lesson_settings(lesson)).marks)
+
+
+def test_next_and_previous_step_through_the_lessons_and_a_change_leaves_the_lesson():
+    at = run(tab="Lessons")
+    at.button(key="lesson_start").click().run()
+    assert shown_lesson(at)[0] == f"**Lesson 1 of {len(LESSONS)}"
+    at.button(key="lesson_next").click().run()
+    assert shown_lesson(at)[0] == f"**Lesson 2 of {len(LESSONS)}" and at.session_state["tab"] == LESSONS[1].tab
+    at.button(key="lesson_previous").click().run()
+    assert shown_lesson(at)[0] == f"**Lesson 1 of {len(LESSONS)}"
+    at.button(key="lesson_all").click().run()
+    assert at.session_state["tab"] == "Lessons"
+    at.button(key="lesson_start").click().run()
+    at.slider(key="mismatch").set_value(0.7).run()
+    assert shown_lesson(at)[0] is None                     # another setting: the page shows it, not the lesson
+
+
 def test_tab_opens_from_the_url():
     at = run({"tab": "Ratios"})
     assert not at.exception and "vega_lite_chart" in tab_content(at, "Ratios")
@@ -161,8 +195,9 @@ def test_ratio_tab_controls():
     assert not at.exception and tab_content(at, "Ratios").count("vega_lite_chart") == 3
     assert not at.warning
     draw = at.markdown[0].value
-    at.button[0].click().run()
+    next(button for button in at.button if button.label == "Resample the batch").click().run()
     assert not at.exception and at.markdown[0].value != draw and "draw 1" in at.markdown[0].value
+    assert at.query_params == {"tab": "Ratios", "ratio_panels": "1", "draw": "1"}
 
 
 def test_shared_link_opens_that_view():

@@ -1,11 +1,10 @@
 """The page in headless Chromium: renders, every tab opens, the URL follows the controls and opens views.
 
-Uses the harness in tests/browser.py. Set TOYLAB_SCREENSHOT=1 to save docs/screenshot.png and
-docs/your_run.png; the re-render
-times of a slider step (default toy, and T=10 V=4) are printed (pytest -s) and kept as test properties.
+Uses the harness in tests/browser.py. The re-render times of a slider step (default toy, and T=10 V=4) are printed
+(pytest -s) and kept as test properties. Presentation mode, themes, zoom, Back and Forward, and the README's
+screenshots: test_presentation_browser.py.
 """
 
-import os
 import time
 from pathlib import Path
 
@@ -15,8 +14,6 @@ from tests.browser import browser_available, launch_browser, running_app, skip_o
 from views.sidebar import picker_order
 
 pytestmark = pytest.mark.browser
-SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
-YOUR_RUN_SCREENSHOT = SCREENSHOT.parent / "your_run.png"
 EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "rollouts_per_token.csv.gz"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
         "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
@@ -90,9 +87,6 @@ def test_default_view_renders(app):
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "
                            "[data-testid=\"stVegaLiteChart\"] svg.marks').length > 0")
     assert rendered_charts(page) >= 1
-    if os.environ.get("TOYLAB_SCREENSHOT") == "1":
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT))
     page.close()
 
 
@@ -128,7 +122,7 @@ def test_a_lesson_button_opens_its_setting_and_tab(app):
 def test_slider_updates_url_and_table(app, query, name, record_property):
     page = open_page(app, query)
     seconds = [step_mismatch(page) for _ in range(3)]
-    assert "mismatch=0.33" in page.url
+    page.wait_for_function("() => location.search.includes('mismatch=0.33')")   # written as the run ends
     assert_no_exception(page)
     print(f"\nre-render after a mismatch step, {name}: " + ", ".join(f"{s * 1000:.0f} ms" for s in seconds))
     record_property(f"rerender_ms {name}", [round(s * 1000) for s in seconds])
@@ -194,10 +188,6 @@ def test_your_run_upload_shows_the_statistics_and_charts(app):
     assert "What each estimator would do to these sequences" in panel.inner_text()
     cells = "|".join(panel.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents())
     assert "tok_tis" in cells and "seq_mis" in cells                      # the estimator table has drawn
-    if os.environ.get("TOYLAB_SCREENSHOT") == "1":
-        page.set_viewport_size({"width": 1600, "height": 2400})
-        wait_for_app(page)
-        page.screenshot(path=str(YOUR_RUN_SCREENSHOT))
     page.close()
 
 
@@ -218,7 +208,7 @@ def test_a_closed_tabs_toggle_comes_back_with_its_tab(app):
     page.get_by_role("tab", name="Ratios").click()
     wait_for_app(page)
     assert page.get_by_role("switch", name="one panel per position").is_checked()
-    page.wait_for_function("() => location.search.includes('ratio_panels=true')")
+    page.wait_for_function("() => location.search.includes('ratio_panels=1')")
     assert "tab=Ratios" in page.url
     page.close()
 
@@ -248,4 +238,13 @@ def test_my_framework_is_in_the_link_and_orders_the_picker(app):
     page.wait_for_function("n => document.querySelectorAll('[role=option]').length === n", arg=len(matches) + 1)
     assert page.get_by_role("option").all_inner_texts() == [f"Select {len(matches)} matches", *matches]
     assert_no_exception(page)
+    page.close()
+
+
+def test_the_csv_download_is_the_table_at_full_precision(app):
+    page = open_page(app)
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Download CSV").click()
+    lines = Path(download.value.path()).read_text().splitlines()
+    assert lines[0].startswith("estimator,label,params,rel_bias") and lines[1].startswith("on_policy,")
     page.close()

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from benchmarks.page_latency import FLOOR_APP, Page, RunLog, environment, message_parts, served
+from benchmarks.page_latency import FLOOR_APP, Page, RunLog, environment, message_parts, served, viewport_size
 from tests.browser import browser_available, launch_browser, skip_or_fail
 
 
@@ -14,6 +14,10 @@ def test_environment_sets_and_restores(monkeypatch):
     with environment({"TOYLAB_TEST_KEEP": None, "TOYLAB_TEST_NEW": "inside"}):
         assert "TOYLAB_TEST_KEEP" not in os.environ and os.environ["TOYLAB_TEST_NEW"] == "inside"
     assert os.environ["TOYLAB_TEST_KEEP"] == "before" and "TOYLAB_TEST_NEW" not in os.environ
+
+
+def test_a_viewport_is_width_x_height():
+    assert viewport_size("1280x720") == {"width": 1280, "height": 720}
 
 
 def test_message_parts_splits_a_chart_into_spec_and_data():

@@ -92,7 +92,8 @@ def test_the_training_tab_redraws_the_error_from_a_link():
     query = {"tab": "Training", "train_noise": "redrawn", "mismatch": "1", "est": "tok_mis", "train_steps": "50"}
     at = run(query)
     assert not at.exception and not at.error and not at.warning
-    assert at.radio(key="train_noise").value == "redrawn" and at.query_params == query
+    assert at.radio(key="train_noise").value == "redrawn"
+    assert at.query_params == query | {"train_pick": "tok_mis"}      # the log shown: naive is not trained here
     settings, _ = parse_query(query)
     expected = train(make_toy(*settings.toy_key), {"on_policy": {}, "tok_mis": {}}, "none",
                      TrainingConfig(steps=50, noise="redrawn"))
@@ -101,16 +102,18 @@ def test_the_training_tab_redraws_the_error_from_a_link():
 
 
 def test_with_adam_the_page_shows_the_step_cosine_and_adams_actual_step():
+    # At θ_30 (on main this link said sga_step=0, which the page dropped — a link value equal to a slider's minimum
+    # was lost — and showed step 30; at step 0 seq_is's batches show 536 % of the exact variance and pass the check.)
     query = {"tab": "Training", "train_optimizer": "adam", "train_lr": "0.1", "mismatch": "1",
-             "est": "naive,seq_is,seq_tis", "sga_step": "0"}
+             "est": "naive,seq_is,seq_tis", "sga_step": "30"}
     at = run(query)
     assert not at.exception and not at.error and not at.warning
     assert tab_content(at, "Training").count("vega_lite_chart") == 7           # the step's cosine: one more chart
     sga = at.dataframe[1].value.set_index("estimator")
     assert all(cell != "—" for cell in sga["adam"]) and all(cell != "—" for cell in sga["adam_lr"])
     settings, _ = parse_query(query)
-    _, optimizer = toy_at(make_toy(*settings.toy_key), "none", TrainingConfig(lr=0.1, optimizer="adam"), 0)
-    assert optimizer.k == 0                                                     # Adam's first step
+    _, optimizer = toy_at(make_toy(*settings.toy_key), "none", TrainingConfig(lr=0.1, optimizer="adam"), 30)
+    assert at.slider(key="sga_step").value == 30 and optimizer.k == 30         # Adam's state after 30 steps
     assert sga.loc["seq_is", "trusted"].startswith("no: heavy tail")            # seq_is at mismatch 1: flagged
     assert sga.loc["seq_tis", "trusted"].startswith("yes")
     assert any("Not trusted here: seq_is" in caption.value for caption in at.caption)

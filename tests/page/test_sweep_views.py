@@ -72,7 +72,7 @@ def test_views_ask_for_an_exact_estimator():
 def test_lessons_tab_lists_every_lesson_with_a_button():
     app = _render("lessons_tab")
     assert not app.exception
-    assert len(app.button) == len(LESSONS)
+    assert [button.key for button in app.button] == ["lesson_start", *(f"lesson.{lesson.id}" for lesson in LESSONS)]
     assert all(lesson.text in "".join(m.value for m in app.markdown) for lesson in LESSONS)
     assert all("holds" in expander.label and "NOT" not in expander.label for expander in app.expander)
 

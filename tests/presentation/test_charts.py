@@ -1,4 +1,6 @@
-"""Every chart builds and serialises; colours come from the registry; fonts are readable; legends highlight."""
+"""Every chart builds and serialises; colours come from the registry; every text is 16 px or more in the page's own
+text colour (currentColor: the theme's contrast, light or dark); one legend per colour field, with no layer
+disabling it (Vega-Lite warns "Conflicting legend property"); legends highlight; duplicates show."""
 
 import json
 
@@ -19,11 +21,12 @@ def built():
     selection = SETTINGS.selection()
     moments = {id: exact_moments(toy, id, params) for id, params in SETTINGS.selection(True).items()}
     table = frames.table_frame(moments, 64)
+    same = frames.duplicates(moments)
     tokens, log_W = frames.sampled_batch(toy, 64, 0)
     token_frame = frames.token_ratio_frame(toy, tokens)
     errors = monte_carlo(toy, selection, "none", (1, 10, 100), 8, 0)
     return {
-        "scatter": charts.bias_std_chart(table, frames.iso_rmse_frame(table), 64),
+        "scatter": charts.bias_std_chart(frames.bias_std_frames(table, same), 64),
         "tokens": charts.readable(charts.token_ratio_chart(frames.pooled_token_frame(token_frame),
                                                            frames.token_threshold_frame(toy, selection))),
         "token panels": charts.token_ratio_panels(token_frame, frames.token_threshold_frame(toy, selection, True)),
@@ -32,7 +35,7 @@ def built():
            for kind in ("W", "geo")},
         "errors": charts.error_chart(frames.error_curve_frame(moments),
                                      frames.monte_carlo_frame(summarise(errors, (1, 10, 100))),
-                                     frames.crossover_frame(moments, moments["seq_is"])),
+                                     frames.crossover_frame(moments, moments["seq_is"]), same),
     }
 
 
@@ -46,11 +49,43 @@ def _walk(node):
             yield from _walk(value)
 
 
-@pytest.mark.parametrize("name", ["scatter", "tokens", "token panels", "sequence W", "sequence geo", "errors"])
+NAMES = ["scatter", "tokens", "token panels", "sequence W", "sequence geo", "errors"]
+
+
+def text_is_readable(spec):
+    """Every font size in the spec (config and marks) is ≥ 16 px and every text colour is the page's own."""
+    config = spec["config"]
+    for part in ("axis", "legend", "header"):
+        assert config[part]["labelFontSize"] >= 16 and config[part]["titleFontSize"] >= 16
+        assert config[part]["labelColor"] == config[part]["titleColor"] == "currentColor"
+    assert config["title"]["fontSize"] >= 16 and config["title"]["color"] == "currentColor"
+    assert config["text"]["fontSize"] >= 16 and config["text"]["color"] == "currentColor"
+    for node in _walk(spec):
+        mark = node.get("mark")
+        if isinstance(mark, dict) and mark.get("type") == "text":
+            assert mark.get("fontSize", 16) >= 16 and mark.get("color", "currentColor") == "currentColor"
+            assert "color" not in node.get("encoding", {})            # not in an estimator's (low-contrast) colour
+
+
+def one_legend_per_field(spec):
+    """No layer of a chart turns off a legend another layer of it gives (Vega-Lite's "Conflicting legend" warning)."""
+    legends = {}
+    for node in _walk(spec):
+        for channel in ("color", "shape", "strokeDash"):
+            definition = node.get("encoding", {}).get(channel) if isinstance(node.get("encoding"), dict) else None
+            if isinstance(definition, dict) and "field" in definition:
+                legends.setdefault((channel, definition["field"]), set()).add(json.dumps(definition.get("legend", {}),
+                                                                                          sort_keys=True))
+    for key, found in legends.items():
+        assert "null" not in found or found == {"null"}, key
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_chart_serialises_with_registry_colours_and_readable_fonts(built, name):
     spec = built[name].to_dict()
     json.dumps(spec)
-    assert spec["config"]["axis"]["labelFontSize"] >= 13 and spec["config"]["legend"]["labelFontSize"] >= 13
+    text_is_readable(spec)
+    one_legend_per_field(spec)
     scales = [node["scale"] for node in _walk(spec) if node.get("field") == "estimator" and "scale" in node]
     assert scales, "the chart colours by estimator"
     for scale in scales:
@@ -87,3 +122,31 @@ def test_error_chart_shows_batch_coupled_estimators_as_monte_carlo_only(built):
                  and "rms" not in row}
     mc_ids = {row["estimator"] for rows in datasets.values() for row in rows if "rms" in row}
     assert "grpo" in mc_ids and "grpo" not in curve_ids
+
+
+def test_duplicates_are_the_estimators_with_equal_moments(built):
+    toy = make_toy(*SETTINGS.toy_key)
+    moments = {id: exact_moments(toy, id, params) for id, params in SETTINGS.selection(True).items()}
+    same = frames.duplicates(moments)
+    assert same == {"geo_rs": "naive"}             # on the default toy geo_rs's band keeps every sequence
+    for id, first in same.items():
+        assert moments[id].rel_bias == pytest.approx(moments[first].rel_bias, rel=1e-12)
+    assert frames.duplicates({id: moments[id] for id in ("naive", "seq_is")}) == {}
+
+
+def test_a_duplicate_is_a_ring_named_with_what_it_equals(built):
+    spec = built["scatter"].to_dict()
+    rows = [row for rows in spec["datasets"].values() for row in rows]
+    assert {row["estimator"]: row["ring"] for row in rows if "ring" in row} == {
+        "naive": 0, "tok_tis": 0, "tok_mis": 0, "seq_is": 0, "seq_tis": 0, "geo_rs": 1}
+    texts = {row["text"] for row in rows if row.get("kind") == "estimator"}
+    assert "naive = geo_rs" in texts and "geo_rs" not in texts
+    legend = next(node["legend"] for node in _walk(spec) if isinstance(node.get("legend"), dict)
+                  and node.get("field") == "estimator")
+    assert "geo_rs = naive here" in legend["labelExpr"]
+
+
+def test_a_duplicate_line_is_dashed_over_the_one_it_equals(built):
+    spec = built["errors"].to_dict()
+    calculations = [node["calculate"] for node in _walk(spec) if "calculate" in node and node.get("as") == "line"]
+    assert calculations and '"geo_rs"' in calculations[0] and '"naive"' not in calculations[0]

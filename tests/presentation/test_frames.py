@@ -9,6 +9,7 @@ from dense import DenseToy
 from toylab import exact_moments, exact_table, make_toy
 from toylab.analysis.diagnostics import diagnostics
 from toylab.presentation import frames
+from toylab.presentation.labels import text_size
 from toylab.state.settings import Settings
 
 SETTINGS = Settings(mismatch=0.7, seed=3, estimators=("on_policy", "naive", "tok_tis", "tok_mis", "seq_is",
@@ -82,10 +83,37 @@ def test_crossover_is_where_the_rmse_curves_cross(moments):
             crossed += 1
             assert reference.rel_rmse(n * 0.99) > m.rel_rmse(n * 0.99)
             assert reference.rel_rmse(n * 1.01) < m.rel_rmse(n * 1.01)
-            assert row.rel_rmse == pytest.approx(m.rel_rmse(n), rel=1e-9)
         elif n == 1:
             assert reference.rel_rmse(1) <= m.rel_rmse(1)
     assert crossed >= 3
+
+
+def test_the_first_winning_batch_size_is_a_whole_number_found_by_counting(moments):
+    """seq_is wins from first_N on and not at first_N − 1: checked batch size by batch size, up to 100,000."""
+    reference = moments["seq_is"]
+    sizes = np.arange(1, 100_001)
+    for row in frames.crossover_frame(moments, reference).itertuples():
+        m = moments[row.estimator]
+        wins = reference.bias**2 + reference.var / sizes < m.bias**2 + m.var / sizes
+        first = int(sizes[wins][0]) if wins.any() else math.nan
+        if math.isnan(first):
+            assert math.isnan(row.first_N) or row.first_N > 100_000
+        else:
+            assert row.first_N == first and float(row.first_N).is_integer()
+            assert wins[first - 1:].all()                 # and at every larger batch size
+            assert row.rel_rmse == pytest.approx(reference.rel_rmse(first), rel=1e-12)
+
+
+@pytest.mark.parametrize("reference_bias, reference_var, bias, var, first", [
+    (0.0, 2.0, 1.0, 1.0, 2),           # wins when N > 1: from 2
+    (0.0, 307.1, 1.0, 1.0, 307),       # N > 306.1
+    (0.0, 1.5, 1.0, 1.0, 1),           # N > 0.5: every N
+    (0.0, 0.5, 1.0, 1.0, 1),           # less variance and less bias: every N
+    (1.0, 1.0, 1.0, 2.0, None),        # same bias: it never wins outright
+    (2.0, 1.0, 1.0, 2.0, None),        # more bias: never from some N on
+])
+def test_first_winning_n_by_hand(reference_bias, reference_var, bias, var, first):
+    assert frames.first_winning_n(reference_bias, reference_var, bias, var) == first
 
 
 def test_token_ratio_frame_and_batch_fractions(toy):
@@ -163,3 +191,25 @@ def test_sequence_facts_match_brute_force(toy, dense):
 def test_monte_carlo_frame_columns():
     rows = [{"estimator": "naive", "N": 1, "rms": 1.0, "q10": 0.5, "median": 0.9, "q90": 1.5}]
     assert list(frames.monte_carlo_frame(rows).columns) == ["estimator", "N", "rms", "q10", "median", "q90"]
+
+
+def test_equal_thresholds_share_one_label_and_take_turns_in_the_dash(toy):
+    selection = Settings(estimators=("seq_tis", "seq_mis", "geo_rs")).selection()     # seq_tis.C = seq_mis.C = 2
+    thresholds = frames.sequence_threshold_frame(toy, selection, "W")
+    assert list(frames.threshold_rule_frame(thresholds)["overlap"]) == [0, 1]
+    (row,) = frames.threshold_label_frame(thresholds, (-5.0, 3.0)).itertuples()
+    assert row.text.startswith("seq_tis.C = seq_mis.C · P(above) = ") and row.row_y < 0
+
+
+@pytest.mark.parametrize("width", [240, 420, 1000])
+def test_threshold_labels_get_a_row_each_and_stay_inside_the_narrowest_plot(toy, width):
+    selection = Settings(estimators=("tok_tis", "tok_mis", "trm")).selection()
+    thresholds = frames.token_threshold_frame(toy, selection)
+    domain = frames.ratio_domain(toy.log_rho.ravel(), thresholds)
+    labels = frames.threshold_label_frame(thresholds, domain, "P", width)
+    assert len(labels) == len(set(labels["row_y"])) == thresholds["log_value"].round(12).nunique()
+    for row in labels.itertuples():
+        at = (row.log_value - domain[0]) / (domain[1] - domain[0]) * width
+        text_width, _ = text_size(row.text, frames.FONT)
+        left, right = (at, at + text_width) if row.align == "left" else (at - text_width, at)
+        assert left >= -1e-9 and (right <= width + 1e-9 or left <= 1e-9)   # inside, or from the left edge on

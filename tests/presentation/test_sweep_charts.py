@@ -10,6 +10,7 @@ from toylab import ESTIMATORS, make_toy
 from toylab.analysis import sweeps
 from toylab.analysis.length import MONTE_CARLO, length_point
 from toylab.presentation import sweep_charts, sweep_frames
+from toylab.presentation.charts import TEXT
 from toylab.state.settings import Settings
 
 SETTINGS = Settings(estimators=("naive", "tok_tis", "seq_is", "seq_tis", "geo_rs"), baseline="logged", N=16)
@@ -125,7 +126,7 @@ def test_top_p_frames_carry_the_floor_and_the_mass_out_of_reach(top_p):
     assert len(reach) == sum(row["unreachable_mass"] > 1e-12 for row in divergences) > 0
     spec, text = _serialised(sweep_charts.sampler_chart(sweep_frames.sampler_frame(rows, "top_p"), quantities, floor,
                                                         0.9, "top_p"))
-    assert "bias floor" in text and spec["vconcat"][0]["layer"][-1]["mark"]["color"] == "black"
+    assert "bias floor" in text and spec["vconcat"][0]["layer"][-1]["mark"]["color"] == TEXT
     _check_style(spec, text)
 
 

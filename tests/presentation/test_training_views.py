@@ -151,3 +151,18 @@ def test_sampled_chart_has_bands_and_expected_does_not(expected, sampled):
 def test_empty_selection_gives_empty_frames():
     assert training_frames.curve_frame({}).empty
     assert isinstance(training_frames.monte_carlo_frame({}, {}), pd.DataFrame)
+
+
+def test_a_log_axis_leaves_out_the_steps_where_chi2_is_exactly_zero():
+    """With top-p 0.95, top-k 3, τ 0.75 and bf16 logits, naive's run makes χ²_seq exactly 0 on μ's support from some
+    step on: its log chart leaves those steps out, its linear frame keeps every one."""
+    toy = make_toy(6, 4, 0.3, 0, top_p=0.95, top_k=3, temperature=0.75, precision="bf16")
+    run = train(toy, {"on_policy": {}, "naive": {}}, "none", TrainingConfig(steps=100))
+    zero = run["naive"].chi2_seq == 0
+    assert 0 < zero.sum() < len(zero)
+    curves = training_frames.curve_frame(run)
+    linear = training_frames.quantity_curves(curves, "chi2_seq", False)
+    logged = training_frames.quantity_curves(curves, "chi2_seq", False, log=True)
+    naive = logged[logged["estimator"] == "naive"]
+    np.testing.assert_array_equal(naive["step"], np.flatnonzero(~zero))
+    assert len(linear) - len(logged) == zero.sum() and (logged["median"] > 0).all()

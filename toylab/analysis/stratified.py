@@ -10,7 +10,8 @@ E_μ[D] and E_μ‖D‖² are exact (d depends on the position and token only, a
 
 P_μ(K = k) is exact (``recursion.prefix_counts``); each stratum's expectation is a sample mean over
 sequences drawn from μ conditioned on K = k. Stratum k gets n·w_k/Σw samples (at least 2), w_k = P_μ(K = k)·|φ_k|,
-so rare rewarded sequences are sampled as often as they matter; strata with w_k < 1e-12·Σw are skipped.
+so rare rewarded sequences are sampled as often as they matter; strata with w_k < 1e-12·Σw are skipped. Where every
+w_k is 0 (a truncating sampler never reaches a count with φ_k ≠ 0), ĝ = D and the moments are exact, nothing drawn.
 Standard errors: se(mean)² = Σ_k (P_k φ_k)²·tr Cov_k(X)/n_k, se(E‖ĝ‖²)² = Σ_k P_k²·Var_k(φ_k²‖X‖² + 2φ_k⟨X, D⟩)/n_k.
 Since |‖m̂ − ∇J‖ − ‖m − ∇J‖| ≤ ‖m̂ − m‖, se(mean) bounds the error of the bias in RMS.
 """
@@ -100,6 +101,8 @@ def stratified_moments_many(toy, selection, baseline_value, grad, samples, rng):
     probability = count_distribution(toy.mu)
     phi = reward_by_count(toy.T) - baseline_value
     weight = probability * np.abs(phi)
+    if not weight.sum() > 0:
+        return {id: _additive_only(toy, id, params, grad) for id, params in selection.items()}
     used = np.flatnonzero(weight >= NEGLIGIBLE_STRATUM * weight.sum())
     per_stratum = np.maximum(2, np.round(samples * weight[used] / weight[used].sum())).astype(int)
     strata = np.repeat(np.arange(len(used)), per_stratum)
@@ -131,6 +134,15 @@ def stratified_moments_many(toy, selection, baseline_value, grad, samples, rng):
             var_se=float(np.sqrt(second_se2 + 4 * mean_norm**2 * mean_se2)),
             grad_norm=float(np.linalg.norm(grad)), samples=len(tokens))
     return moments
+
+
+def _additive_only(toy, estimator_id, params, grad):
+    """The moments where φ_K = 0 on every sequence μ draws (a truncating sampler that never reaches a count with
+    r ≠ b): ĝ = D, whose moments are exact, so nothing is drawn and every standard error is 0."""
+    mean, second_moment = exact_additive(toy, estimator_id, resolve_params(estimator_id, params))
+    return MonteCarloMoments(estimator=estimator_id, mean=mean, bias=float(np.linalg.norm(mean - grad)), bias_se=0.0,
+                             var=max(second_moment - float(np.sum(mean**2)), 0.0), var_se=0.0,
+                             grad_norm=float(np.linalg.norm(grad)), samples=0)
 
 
 def exact_additive(toy, estimator_id, params):

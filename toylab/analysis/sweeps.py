@@ -71,12 +71,15 @@ def threshold_sweep(toy, selection, baseline, N):
 
 
 def best_thresholds(rows):
-    """{estimator: the row with the lowest rel_rmse} over a threshold sweep's rows (first on ties)."""
-    best = {}
+    """{estimator: its row with the lowest rel_rmse (first on ties) and "edge": "lower" or "upper" when that is the
+    lowest or highest threshold swept — the optimum may then lie beyond the parameter's allowed range — else None}."""
+    best, swept = {}, {}
     for row in rows:
+        swept.setdefault(row["estimator"], []).append(row["threshold"])
         if row["estimator"] not in best or row["rel_rmse"] < best[row["estimator"]]["rel_rmse"]:
             best[row["estimator"]] = row
-    return best
+    return {id: row | {"edge": "lower" if row["threshold"] == min(swept[id]) else
+                       "upper" if row["threshold"] == max(swept[id]) else None} for id, row in best.items()}
 
 
 def rule_of_thumb(toy):

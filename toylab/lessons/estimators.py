@@ -9,7 +9,8 @@ from toylab.analysis.length import length_toy
 from toylab.analysis.sweeps import best_thresholds, threshold_sweep
 from toylab.engine.moments import baseline_value, exact_moments
 from toylab.engine.recursion import exact_by_recursion, objective_by_recursion
-from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, controls, toy_of
+from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
+from toylab.training.loop import TrainingConfig, train
 
 
 def weight_mostly_below_one(settings):
@@ -22,16 +23,23 @@ def weight_mostly_below_one(settings):
                "largest W": float(W.max())}
     holds = abs(numbers["E_μ[W]"] - 1) < 1e-9 and abs(numbers["E_μ[log W]"] - numbers["−KL(μ‖π)"]) < 1e-9 \
         and numbers["P_μ(W < 1)"] > 0.5
-    return Evidence(numbers, holds)
+    marks = (Mark("sequence_W", f"W = 1 (log W = 0): P_μ(W < 1) = {numbers['P_μ(W < 1)']:.2f} of the sequences lie "
+                                "to its left, down-weighted", 0.0),
+             Mark("sequence_W", f"E_μ[log W] = −KL(μ‖π) = {numbers['E_μ[log W]']:.3f}", numbers["E_μ[log W]"]),
+             Mark("sequence_W", f"the largest W = {numbers['largest W']:.3g}, of a sequence with μ-probability "
+                                f"{float(toy.p_sampler[np.argmax(log_W)]):.2g}", float(log_W.max())))
+    return Evidence(numbers, holds, marks)
 
 
 def token_corrections_stay_biased(settings):
     """tok_is and tok_tis are biased at T ≥ 2 although positions are independent; seq_is is not."""
     toy = toy_of(settings)
-    bias = {id: exact_moments(toy, id, settings.params(id), settings.baseline).rel_bias
-            for id in ("tok_is", "tok_tis", "seq_is")}
+    moments = {id: exact_moments(toy, id, settings.params(id), settings.baseline) for id in ("tok_is", "tok_tis", "seq_is")}
+    bias = {id: m.rel_bias for id, m in moments.items()}
     numbers = {f"rel bias {id}": value for id, value in bias.items()}
-    return Evidence(numbers, bias["tok_is"] > 0.05 and bias["tok_tis"] > 0.05 and bias["seq_is"] < UNBIASED)
+    marks = tuple(Mark("bias_std", f"{id}: relative bias {bias[id]:.3f}" + (" — unbiased" if bias[id] < UNBIASED else ""),
+                       bias[id], m.rel_std(settings.N)) for id, m in moments.items())
+    return Evidence(numbers, bias["tok_is"] > 0.05 and bias["tok_tis"] > 0.05 and bias["seq_is"] < UNBIASED, marks)
 
 
 LENGTH_EVIDENCE = (16, 32, 64)
@@ -41,7 +49,7 @@ def sequence_is_variance_explodes(settings):
     """At T = 16, 32, 64 on the Sequence length tab's toys (``length_toy``, exact by recursion): seq_is
     unbiased, and var(seq_is)/var(on_policy) grows like (1 + χ²_seq)^κ with κ = log ratio / log(1 + χ²_seq)
     between ½ and 3/2."""
-    numbers, holds = {}, True
+    numbers, holds, marks = {}, True, []
     for T in LENGTH_EVIDENCE:
         toy = length_toy(T, settings.V, settings.mismatch, settings.seed)
         objective = objective_by_recursion(toy)
@@ -50,9 +58,11 @@ def sequence_is_variance_explodes(settings):
         ratio, growth = seq_is.var / on_policy.var, 1 + sequence_chi2(toy)
         numbers |= {f"T={T}: rel bias seq_is": seq_is.rel_bias, f"T={T}: var ratio seq_is/on_policy": ratio,
                     f"T={T}: 1 + χ²_seq": growth}
+        marks.append(Mark("length_std_ratio", f"T = {T}: seq_is's std is {np.sqrt(ratio):.3g} × on-policy's "
+                                              f"(1 + χ²_seq = {growth:.3g})", T, float(np.sqrt(ratio))))
         holds &= seq_is.rel_bias < UNBIASED and 0.5 < np.log(ratio) / np.log(growth) < 1.5
     first, last = (numbers[f"T={T}: var ratio seq_is/on_policy"] for T in (LENGTH_EVIDENCE[0], LENGTH_EVIDENCE[-1]))
-    return Evidence(numbers, holds and last > 100 * first)
+    return Evidence(numbers, holds and last > 100 * first, tuple(marks))
 
 
 SMALL_N, LARGE_N = 4, 4096
@@ -73,7 +83,12 @@ def best_threshold_depends_on_N(settings):
                f"rel std at N={SMALL_N}, C={highest['threshold']:g}": highest["rel_std"]}
     holds = best_small < best_large and lowest["rel_bias"] > highest["rel_bias"] \
         and lowest["rel_std"] < highest["rel_std"]
-    return Evidence(numbers, holds)
+    at_small = best_thresholds(small)["seq_tis"]
+    edge = f" (the {at_small['edge']} edge of the range swept)" if at_small["edge"] else ""
+    marks = (Mark("threshold_rmse", f"seq_tis at N = {SMALL_N}: the lowest RMSE is at C = {best_small:.3g}{edge}",
+                  best_small, at_small["rel_rmse"]),
+             Mark("threshold_rmse", f"at N = {LARGE_N} it moves up to C = {best_large:.3g}", best_large))
+    return Evidence(numbers, holds, marks)
 
 
 def baseline_shifts_uncorrected_means(settings):
@@ -90,14 +105,25 @@ def baseline_shifts_uncorrected_means(settings):
     scale = float(np.linalg.norm(shift["naive"]))
     holds = naive_identity < 1e-12 and scale > 1e-3 and numbers["‖mean shift‖ tok_tis"] > 1e-3 * scale \
         and max(numbers["‖mean shift‖ tok_is"], numbers["‖mean shift‖ seq_is"]) < 1e-12
-    return Evidence(numbers, holds)
+    shown = {id: exact_moments(toy, id, settings.params(id), settings.baseline) for id in ("naive", "tok_is")}
+    marks = tuple(Mark("bias_std", f"{id}: b = {b:.3f} moves its mean by {numbers[f'‖mean shift‖ {id}']:.3g}"
+                       if numbers[f"‖mean shift‖ {id}"] > 1e-12 else f"{id}: b does not move its mean",
+                       m.rel_bias, m.rel_std(settings.N)) for id, m in shown.items())
+    return Evidence(numbers, holds, marks)
 
 
 def logged_reward_is_not_J(settings):
-    """E_μ[r] (what a rollout log averages) differs from J = E_π[r] under mismatch."""
+    """E_μ[r] (what a rollout log averages) differs from J = E_π[r] under mismatch; marked where naive's training
+    log (the Training tab's default run) is furthest from J."""
     toy = toy_of(settings)
     numbers = {"J = E_π[r]": toy.J, "E_μ[r] (logged)": toy.logged_reward}
-    return Evidence(numbers, abs(toy.J - toy.logged_reward) > 0.1 * toy.J)
+    run = train(toy, {"naive": settings.params("naive")}, settings.baseline, TrainingConfig())["naive"]
+    step = int(np.argmax(np.abs(run.logged_reward - run.J)))
+    marks = (Mark("training_logged", f"step {step}: naive's log shows E_μ[r] = {run.logged_reward[step]:.3f}", step,
+                  float(run.logged_reward[step])),
+             Mark("training_logged", f"while the trainer's objective is J = E_π[r] = {run.J[step]:.3f}", step,
+                  float(run.J[step])))
+    return Evidence(numbers, abs(toy.J - toy.logged_reward) > 0.1 * toy.J, marks)
 
 
 def two_sequence_ratios(settings):
@@ -110,7 +136,9 @@ def two_sequence_ratios(settings):
                "sd of log W": spread, "sd of log ρ_geo": spread / toy.T}
     holds = abs(numbers["E_μ[W]"] - 1) < 1e-9 and numbers["E_μ[ρ_geo]"] < 1 - 1e-3 \
         and numbers["P_μ(W > 2)"] > 10 * numbers["P_μ(ρ_geo > 2)"]
-    return Evidence(numbers, holds)
+    marks = (Mark("sequence_W", f"W = 2: P_μ(W > 2) = {numbers['P_μ(W > 2)']:.3f}", float(np.log(2))),
+             Mark("sequence_geo", f"ρ_geo = 2: P_μ(ρ_geo > 2) = {numbers['P_μ(ρ_geo > 2)']:.3g}", float(np.log(2))))
+    return Evidence(numbers, holds, marks)
 
 
 LESSONS = (
@@ -141,7 +169,7 @@ LESSONS = (
     Lesson("logged_reward",
            "The mean reward a rollout log shows is E_μ[r], the sampler's, not the objective J = E_π[r] "
            "the trainer climbs; under mismatch they differ.",
-           controls(("naive", "seq_is")), "Estimators", logged_reward_is_not_J),
+           controls(("naive", "seq_is")), "Training", logged_reward_is_not_J),
     Lesson("sequence_ratio_names",
            "\"Sequence ratio\" means W = ∏_t ρ_t in verl's and TRL's sequence modes but ρ_geo = W^(1/T) in "
            "GSPO: the same words, very different numbers (E_μ[W] = 1, E_μ[ρ_geo] < 1).",

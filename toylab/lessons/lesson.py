@@ -1,24 +1,41 @@
 """A lesson: a plain statement, the setting and tab that show it, and the check that computes its evidence.
 
 A lesson's ``controls`` are sidebar values under their session-state keys (T, V, mismatch, seed, est,
-baseline, N, the sampler's top_p, top_k, temperature and precision, and "id.param" thresholds); ``settings(lesson)`` is the Settings they make. ``view`` holds the
-values of its tab's own controls, under their URL names (the Training tab's). ``check(settings)`` computes
-the evidence from the library on that setting: named numbers and whether the statement holds.
+baseline, N, the sampler's top_p, top_k, temperature and precision, and "id.param" thresholds); ``settings(lesson)``
+is the Settings they make. ``view`` holds the values of its tab's own controls that differ from their defaults, under
+their URL names (the Training tab's, the Mismatch sweep's ``sweep``); ``view_of(lesson)`` is the whole view it opens.
+``check(settings)`` computes the evidence from the library on that setting: named numbers, whether the statement
+holds, and the marks it refers to on the page's charts (``Mark``: a point, or an x alone, on one of CHARTS, in that
+chart's own units, with what it shows in words).
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toylab.engine.toy import make_toy
-from toylab.state.query import SAMPLER_FIELDS, make_settings
+from toylab.state.query import SAMPLER_FIELDS, VIEW_PARAMETERS, make_settings
 
 UNBIASED = 1e-9
+
+
+CHARTS = {"bias_std": "Estimators", "sequence_W": "Ratios", "sequence_geo": "Ratios",
+          "threshold_rmse": "Threshold sweep", "length_std_ratio": "Sequence length", "training_J": "Training",
+          "training_cosine": "Training", "training_logged": "Training"}     # chart name → the tab that draws it
+
+
+@dataclass(frozen=True)
+class Mark:
+    chart: str                   # a key of CHARTS
+    text: str                    # what the mark shows, in a sentence
+    x: float                     # on the chart's x axis (a sweep's threshold, a step, log W, …)
+    y: float | None = None       # on its y axis; None: a mark at x alone (a rule across the plot)
 
 
 @dataclass(frozen=True)
 class Evidence:
     numbers: dict        # name → value, as shown under the lesson
     holds: bool
+    marks: tuple = ()    # Marks on the charts of the lesson's tab
 
 
 @dataclass(frozen=True)
@@ -38,6 +55,13 @@ def settings(lesson):
     return make_settings(controls["T"], controls["V"], controls["mismatch"], controls["seed"], controls["est"],
                          thresholds, controls["baseline"], controls["N"],
                          **{name: controls[name] for name in SAMPLER_FIELDS})
+
+
+def view_of(lesson):
+    """The view parameters a lesson sets (URL name → value): its tab, and every control of that tab at the lesson's
+    value or the default. Presentation mode, and other tabs' controls, stay as the user has them."""
+    return {"tab": lesson.tab} | {name: lesson.view.get(name, parameter.default)
+                                  for name, parameter in VIEW_PARAMETERS.items() if parameter.tab == lesson.tab}
 
 
 def toy_of(settings):

@@ -8,7 +8,7 @@ import numpy as np
 from toylab.analysis.diagnostics import diagnostics
 from toylab.engine.moments import exact_moments_many
 from toylab.engine.toy import make_toy
-from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, controls, toy_of
+from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
 from toylab.lessons.training import training_view
 from toylab.training.loop import REACHED, TrainingConfig, steps_to_reach, train
 
@@ -26,7 +26,12 @@ def top_p_floor(settings):
                "rest of seq_is's bias": moments["seq_is"].rel_rest} | {f"rel bias {id}": b for id, b in biases.items()}
     holds = toy.unreachable_mass < 0.15 and floor > 0.3 and moments["seq_is"].rel_rest < UNBIASED \
         and all(abs(bias - floor) < 0.05 for bias in biases.values())
-    return Evidence(numbers, holds)
+    lowest = min((id for id in biases if id not in ("seq_is", "naive")), key=biases.get)
+    marks = (Mark("bias_std", f"seq_is: relative bias {floor:.3f}, all of it the floor out of reach",
+                  floor, moments["seq_is"].rel_std(settings.N)),
+             Mark("bias_std", f"{lowest}: the lowest bias of the corrections, {biases[lowest]:.3f}", biases[lowest],
+                  moments[lowest].rel_std(settings.N)))
+    return Evidence(numbers, holds, marks)
 
 
 SEEDS = range(20)
@@ -50,7 +55,10 @@ def bf16_against_fp16(settings):
                "KL ratio, geometric mean over seeds 0–19": float(np.exp(np.mean(np.log(ratios))))}
     holds = numbers["KL ratio bf16/fp16"] > 10 and numbers["bias ratio bf16/fp16"] > 3 \
         and 32 < numbers["KL ratio, geometric mean over seeds 0–19"] < 128
-    return Evidence(numbers, holds)
+    shown = exact_moments_many(toys[settings.precision], {"naive": {}}, settings.baseline)["naive"]
+    marks = (Mark("bias_std", f"naive with {settings.precision}: relative bias {bias[settings.precision]:.2g} "
+                              f"(fp16: {bias['fp16']:.2g})", bias[settings.precision], shown.rel_std(settings.N)),)
+    return Evidence(numbers, holds, marks)
 
 
 NOISE_RUN = TrainingConfig(steps=300, lr=1.0, optimizer="sgd", mode="expected", noise="redrawn")
@@ -74,7 +82,13 @@ def collapse_needs_a_fixed_error(settings):
                "tok_mis's final J at mismatch 0.7, b fixed": milder["tok_mis"].J[-1]}
     holds = runs["fixed"]["tok_mis"].J[-1] < min(0.05, runs["fixed"]["tok_mis"].J[0]) \
         and runs["redrawn"]["tok_mis"].J[-1] > 0.99 and reached is not None and milder["tok_mis"].J[-1] > 0.99
-    return Evidence({name: float(value) for name, value in numbers.items()}, holds)
+    redrawn, end = runs["redrawn"]["tok_mis"].J, NOISE_RUN.steps
+    marks = (Mark("training_J", f"b redrawn: tok_mis reaches {REACHED:.0%} of on_policy's final J at step {reached}",
+                  reached, float(redrawn[reached])) if reached is not None else None,
+             Mark("training_J", f"and ends at J = {redrawn[-1]:.4f}; with b fixed it sank to "
+                                f"{runs['fixed']['tok_mis'].J[-1]:.3f}", end, float(redrawn[-1])))
+    return Evidence({name: float(value) for name, value in numbers.items()}, holds,
+                    tuple(mark for mark in marks if mark is not None))
 
 
 LESSONS = (

@@ -5,7 +5,7 @@ from dataclasses import fields
 import numpy as np
 
 from toylab.engine.moments import exact_moments
-from toylab.lessons.lesson import Evidence, Lesson, controls, toy_of
+from toylab.lessons.lesson import Evidence, Lesson, Mark, controls, toy_of
 from toylab.state.query import TRAINING_CONTROLS
 from toylab.training.loop import TrainingConfig, train
 
@@ -36,7 +36,16 @@ def token_mask_collapses(settings):
     holds = mask.J[peak] > mask.J[0] + 0.1 and 25 <= peak <= 45 and mask.J[-1] < mask.J[0] \
         and numbers["lowest cosine"] < 0 and falls_while_log_rises >= 5 and mask.logged_reward[-1] > 5 * mask.J[-1] \
         and runs["on_policy"].J[-1] > 0.99
-    return Evidence({name: float(value) for name, value in numbers.items()}, holds)
+    turn = numbers["first step with cosine < 0"]
+    end = COLLAPSE.steps
+    marks = (Mark("training_J", f"tok_mis peaks: J = {mask.J[peak]:.3f} at step {peak}", peak, float(mask.J[peak])),
+             Mark("training_J", f"tok_mis ends at J = {mask.J[-1]:.3f}, below its start ({mask.J[0]:.3f})", end,
+                  float(mask.J[-1])),
+             Mark("training_cosine", f"from step {turn} tok_mis's mean gradient points against ∇J (cosine "
+                                     f"{mask.cosine[turn]:.2f})", turn, float(mask.cosine[turn])),
+             Mark("training_logged", f"the log still shows E_μ[r] = {mask.logged_reward[-1]:.3f} at step {end}", end,
+                  float(mask.logged_reward[-1])))
+    return Evidence({name: float(value) for name, value in numbers.items()}, holds, marks)
 
 
 STALL = TrainingConfig(steps=100, lr=1.0, optimizer="sgd", mode="expected")
@@ -53,7 +62,11 @@ def full_masks_stall(settings):
     numbers[f"on_policy's J at step {STALL.steps}"] = float(runs["on_policy"].J[-1])
     holds = all(numbers[f"{id}: share of sequences masked"] == 1 and numbers[f"{id}: largest change of J"] == 0
                 for id in ("trm", "k3_rs")) and numbers[f"on_policy's J at step {STALL.steps}"] > 0.99
-    return Evidence(numbers, holds)
+    marks = (Mark("training_J", f"trm and k3_rs mask every sequence: J stays at {runs['trm'].J[-1]:.3f}", STALL.steps,
+                  float(runs["trm"].J[-1])),
+             Mark("training_J", f"on_policy reaches J = {runs['on_policy'].J[-1]:.3f}", STALL.steps,
+                  float(runs["on_policy"].J[-1])))
+    return Evidence(numbers, holds, marks)
 
 
 LESSONS = (

@@ -7,4 +7,5 @@ Altair charts (pure functions, no computation).
     sweep_frames, sweep_charts        the threshold, mismatch and length sweeps
     training_frames, training_charts  the Training tab
     run_frames, run_charts            the Your run tab
+    labels                            where a chart's text labels go so that none overprints another
 """

@@ -1,18 +1,36 @@
-"""Altair charts: each a pure function of the frames in ``toylab.frames``; no computation here.
+"""Altair charts: each a pure function of the frames in ``toylab.presentation.frames``; no computation here.
 
-One colour per estimator, fixed by the registry (``colour_scale``), on every chart; clicking a legend
-entry highlights that estimator; fonts are sized for a screen-shared room. No colours are set for
-text or axes, so both the light and the dark Streamlit theme apply.
+One colour per estimator, fixed by the registry (``colour_scale``), on every chart; clicking a legend entry
+highlights that estimator. A chart's spec holds its structure, never a number a slider moves (a domain is the
+extent of its data, a marked value a row of data): Streamlit then swaps the data of the chart already drawn
+instead of building a new one, the most of a browser's work after a slider step. Every text is at least FONT pixels and drawn in TEXT, the SVG's ``currentColor``:
+the page's own text colour, so it keeps the theme's full contrast on the light and on the dark background, and
+follows a theme switch without a rerun. No label overprints another: the scatter's names are placed by
+``labels``, each threshold gets its own row above the plot. Estimators whose numbers are identical on the toy
+(``same``: {id: the earlier id it equals}) are drawn so that both show — a ring round the point, a dashed line
+over the solid one — and the legend says "= naive here".
 """
 
+import json
+
 import altair as alt
+import pandas as pd
 
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation import frames
 
-AXIS_FONT, TITLE_FONT = 14, 15
+FONT, TITLE_FONT = 16, 17
+TEXT = "currentColor"
 FADED = 0.15
 HIGHLIGHT = "highlight"
-DISTRIBUTION_COLOUR = "#8C8C8C"      # the exact distribution itself: neutral, readable on light and dark
+DISTRIBUTION_COLOUR = "#8C8C8C"      # the exact distribution itself (bars, sticks, rules): neutral on light and dark
+SAMPLE_COLOUR = "#E69F00"            # a sampled batch
+ROW = 22                             # pixels per row of threshold labels above a plot
+LEGEND_LABEL_LIMIT = 360
+FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
+EXTENT_SCALE = alt.Scale(nice=False, zero=True, padding=0)   # the domain is the data's extent: numbers stay data
+SPAN_SCALE = alt.Scale(nice=False, zero=False, padding=0)
+LINE_DASHES = alt.Scale(domain=["own", "reference", "same"], range=[[1, 0], [7, 4], [3, 3]])
 
 
 def colour_scale():
@@ -20,10 +38,31 @@ def colour_scale():
     return alt.Scale(domain=list(ESTIMATORS), range=[e.colour for e in ESTIMATORS.values()])
 
 
-def estimator_colour(ids, legend=True):
-    """Colour by the ``estimator`` field; the legend lists only ``ids`` (the ones on the chart)."""
-    return alt.Color("estimator:N", scale=colour_scale(),
-                     legend=alt.Legend(title="estimator", values=list(dict.fromkeys(ids))) if legend else None)
+def legend_names(same):
+    """A Vega expression for a legend's labels: each estimator's id, "geo_rs = naive here" for a duplicate."""
+    expression = "datum.label"
+    for id, first in (same or {}).items():
+        expression = f"datum.label === {json.dumps(id)} ? {json.dumps(f'{id} = {first} here')} : {expression}"
+    return expression
+
+
+def estimator_legend(ids, same=None, orient=alt.Undefined):
+    """The estimator legend: only ``ids`` (the ones on the chart), duplicates named."""
+    return alt.Legend(title="estimator", values=list(dict.fromkeys(ids)), labelExpr=legend_names(same), orient=orient)
+
+
+def estimator_colour(ids, legend=True, same=None, orient=alt.Undefined):
+    """Colour by the ``estimator`` field, with ``estimator_legend`` (or none)."""
+    return alt.Color("estimator:N", scale=colour_scale(), legend=estimator_legend(ids, same, orient) if legend else None)
+
+
+def line_dash(same, reference=None):
+    """(expression, channel) for a ``line`` field: solid lines; dashed for ``reference``; short dashes for a
+    duplicate, drawn over the line it equals so that both colours show (``chart.transform_calculate(line=…)``)."""
+    duplicates = json.dumps(list(same or {}))
+    style = (f"datum.estimator === {json.dumps(reference)} ? 'reference' : " if reference else "") + \
+        f"(indexof({duplicates}, datum.estimator) >= 0 ? 'same' : 'own')"
+    return style, alt.StrokeDash("line:N", scale=LINE_DASHES, legend=None)
 
 
 def tips(*fields):
@@ -41,118 +80,173 @@ def highlighted_opacity():
     return alt.OpacityValue(FADED, condition={"param": HIGHLIGHT, "value": 1.0, "empty": True})
 
 
-READABLE = alt.Config(axis=alt.AxisConfig(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT),
-                      legend=alt.LegendConfig(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT, symbolSize=150),
-                      header=alt.HeaderConfig(labelFontSize=AXIS_FONT, titleFontSize=TITLE_FONT),
-                      title=alt.TitleConfig(fontSize=TITLE_FONT + 1))
+READABLE = alt.Config(
+    axis=alt.AxisConfig(labelFontSize=FONT, titleFontSize=FONT, labelColor=TEXT, titleColor=TEXT),
+    legend=alt.LegendConfig(labelFontSize=FONT, titleFontSize=FONT, labelColor=TEXT, titleColor=TEXT, symbolSize=150,
+                            labelLimit=LEGEND_LABEL_LIMIT),
+    header=alt.HeaderConfig(labelFontSize=FONT, titleFontSize=FONT, labelColor=TEXT, titleColor=TEXT),
+    title=alt.TitleConfig(fontSize=TITLE_FONT, color=TEXT, subtitleFontSize=FONT, subtitleColor=TEXT),
+    text=alt.MarkConfig(fontSize=FONT, color=TEXT))
+
+
+def x_span(domain):
+    """An invisible layer across ``domain`` (lowest, highest x): with SPAN_SCALE, the x domain is data, not spec."""
+    return alt.Chart(pd.DataFrame({"span": list(domain)})).mark_point(opacity=0).encode(alt.X("span:Q", scale=SPAN_SCALE))
 
 
 def readable(chart):
-    """The top-level chart with font sizes for screen-sharing (set in place: configure_* copies the chart)."""
+    """The top-level chart with the page's text sizes and colours (set in place: configure_* copies the chart). A
+    single or layered chart fits its width to its column and keeps its plot's height, growing by what is drawn
+    above the plot (threshold labels) instead of squeezing it; a compound chart keeps its panels' sizes."""
     chart.config = READABLE
+    if not isinstance(chart, alt.ConcatChart | alt.HConcatChart | alt.VConcatChart):
+        chart.autosize = FIT_WIDTH
     return chart
 
 
 # -- estimators ---------------------------------------------------------------------------------------
 
-def bias_std_chart(table, iso, N):
-    """Each estimator at (rel bias, rel std at N); grey quarter circles are constant relative RMSE. Only the
-    columns drawn go into the chart (not the cosine, which may be undefined)."""
-    table = table[["estimator", "label", "rel_bias", "rel_std", "rel_rmse"]]
+def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None):
+    """Each estimator at (rel bias, rel std at N) on ``frames.bias_std_frames``' fixed domains; grey quarter circles
+    are constant relative RMSE (their levels in the subtitle); a duplicate is a ring round the point it equals, named
+    with it ("naive = geo_rs"); names sit where ``labels`` put them, joined to their point by a rule when far from it.
+    ``marks``: a lesson's annotations (``frames.mark_frame``) on the same axes."""
+    points, labels, iso = scatter.points, scatter.labels, scatter.iso
+    x = alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖", scale=EXTENT_SCALE)
+    y = alt.Y("rel_std:Q", title=f"relative std at N = {N:,}", scale=EXTENT_SCALE)
+    corners = alt.Chart(scatter.extent).mark_point(opacity=0).encode(x, y)
     highlight = legend_highlight()
     opacity = highlighted_opacity()
     circles = alt.Chart(iso).mark_line(color=DISTRIBUTION_COLOUR, strokeDash=[4, 4], opacity=0.7).encode(
-        alt.X("rel_bias:Q"), alt.Y("rel_std:Q"), alt.Detail("level:Q"), alt.Order("order:Q"))
-    circle_labels = alt.Chart(iso).transform_filter(alt.datum.order == 0).mark_text(
-        align="right", dx=-4, dy=-6, fontSize=13, color=DISTRIBUTION_COLOUR).encode(
-        alt.X("rel_bias:Q"), alt.Y("rel_std:Q"), alt.Text("level:Q", format=".3~g"))
+        x, y, alt.Detail("level:Q"), alt.Order("order:Q"), alt.Tooltip("level:Q", title="relative RMSE"))
     tooltip = tips("estimator:N", "label:N", alt.Tooltip("rel_bias:Q", format=".3f"),
-               alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
-    points = alt.Chart(table).mark_point(size=220, filled=True).encode(
-        alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖"),
-        alt.Y("rel_std:Q", title=f"relative std at N = {N:,}"),
-        estimator_colour(table["estimator"]), opacity, tooltip).add_params(highlight)
-    names = alt.Chart(table).mark_text(align="left", dx=9, fontSize=13).encode(
-        alt.X("rel_bias:Q"), alt.Y("rel_std:Q"), alt.Text("estimator:N"), estimator_colour([], legend=False),
-        opacity=opacity)
-    return readable(alt.layer(circles, circle_labels, points, names, height=420,
-                              title="bias versus spread (dashed: equal relative RMSE)"))
+                   alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
+    legend = estimator_legend(points["estimator"], scatter.same)
+    dots = alt.Chart(points).mark_point(filled=True, strokeWidth=3).encode(    # a ring is a dot with no fill
+        x, y, alt.Color("estimator:N", scale=colour_scale(), legend=legend),
+        alt.Stroke("estimator:N", scale=colour_scale(), legend=legend), opacity, tooltip,
+        alt.Size("ring:Q", scale=alt.Scale(domain=[0, 1, 4], range=[220, 600, 1800]), legend=None),
+        alt.FillOpacityValue(0, condition={"test": "datum.ring === 0", "value": 1})).add_params(highlight)
+    leaders = alt.Chart(labels[labels["leader"]]).mark_rule(color=DISTRIBUTION_COLOUR).encode(
+        alt.X("anchor_x:Q"), alt.Y("anchor_y:Q"), alt.X2("x:Q"), alt.Y2("y:Q"))
+    names = [alt.Chart(part).mark_text(align="left", baseline="middle", fontWeight=weight).encode(
+        alt.X("x:Q"), alt.Y("y:Q"), alt.Text("text:N"))
+        for weight, part in (("normal", labels[labels["kind"] != "mark"]), ("bold", labels[labels["kind"] == "mark"]))]
+    layers = [layer for layer in (corners, circles, dots, leaders, *names) if len(layer.data)]   # an empty layer makes
+    layers += mark_layers(marks, numbers=False) if marks is not None else []                 # Vega-Lite warn
+    return readable(alt.layer(*layers, height=height, title=alt.Title(
+        "bias versus spread", subtitle="dashed: equal relative RMSE at N (hover one for its level)")))
+
+
+def mark_layers(marks, numbers=True):
+    """A lesson's annotations, on the x and y scales of the layered chart they join: a ring at each marked point, a
+    dotted rule at a marked x alone, each with its number (unless ``numbers`` is False: the chart places them
+    itself); the page lists the numbered sentences with the lesson. Only layers with marks to draw (an empty one
+    makes Vega-Lite warn of an infinite extent)."""
+    x, y, number = alt.X("x:Q"), alt.Y("y:Q"), alt.Text("number:N")
+    points, lines = marks[marks["y"].notna()], marks[marks["y"].isna()]
+    layers = []
+    if len(points):
+        layers.append(alt.Chart(points).mark_point(size=900, strokeWidth=2.5, color=TEXT).encode(x, y))
+        if numbers:
+            layers.append(alt.Chart(points).mark_text(align="left", dx=18, dy=-14, fontWeight="bold").encode(x, y, number))
+    if len(lines):
+        layers.append(alt.Chart(lines).mark_rule(strokeWidth=2, color=TEXT, strokeDash=[2, 2]).encode(x))
+        layers.append(alt.Chart(lines).mark_text(align="left", dx=4, baseline="top", y=4, fontWeight="bold").encode(
+            x, number))
+    return layers
 
 
 # -- ratios -------------------------------------------------------------------------------------------
 
-def threshold_layers(thresholds, y_top, measure="P"):
-    """Rules at each threshold (log scale) in the estimator's colour, labelled with the probability beyond it
-    (``measure`` "P") or, for a sample, the share beyond it ("share")."""
-    rules = alt.Chart(thresholds).mark_rule(strokeWidth=2.5, strokeDash=[6, 3]).encode(
-        alt.X("log_value:Q"), estimator_colour(thresholds["estimator"]),
+def threshold_layers(thresholds, x_domain, measure="P", plot_width=frames.RATIO_WIDTH, legend="bottom"):
+    """Rules at each threshold (log scale) in the estimator's colour (its legend at ``legend``), and above the plot
+    one row per distinct value saying what lies beyond it: the probability (``measure`` "P") or, for a sample, the
+    share ("share"), placed on the plot's ``x_domain`` (``frames.ratio_domain``) so that it stays inside a plot at
+    least ``plot_width`` pixels wide."""
+    thresholds = frames.threshold_rule_frame(thresholds)
+    rows = frames.threshold_label_frame(thresholds, x_domain, measure, plot_width)
+    rules = [alt.Chart(thresholds[thresholds["overlap"] == index]).mark_rule(
+        strokeWidth=2.5, strokeDash=[6, 3] if index == 0 else [6, 6], strokeDashOffset=6 * index).encode(
+        alt.X("log_value:Q"), estimator_colour(thresholds["estimator"], orient=legend),
         tips("threshold:N", alt.Tooltip("value:Q", format=".4g"), "side:N",
              alt.Tooltip("beyond:Q", format=".4f", title=f"{measure}(beyond)")))
-    labels = alt.Chart(thresholds).transform_calculate(
-        text=alt.datum.threshold + f" · {measure}(" + alt.datum.side + ") = " + alt.expr.format(alt.datum.beyond, ".3f")
-    ).mark_text(angle=270, align="right", baseline="bottom", dx=-4, dy=-3, fontSize=12).encode(
-        alt.X("log_value:Q"), alt.YDatum(y_top), alt.Text("text:N"), estimator_colour([], legend=False))
-    return [rules, labels]
+        for index in sorted(set(thresholds["overlap"]))]
+    labels = [alt.Chart(rows[rows["align"] == align]).mark_text(align=align, baseline="middle").encode(
+        alt.X("log_value:Q"), alt.Y("row_y:Q", scale=None), alt.Text("text:N")) for align in ("left", "right")
+        if (rows["align"] == align).any()]             # an empty layer makes Vega-Lite warn of an infinite extent
+    return [*rules, *labels]
 
 
-def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", height=320, width=alt.Undefined):
+def token_ratio_chart(frame, thresholds, title="log ρ_t over all positions", height=320, width=alt.Undefined,
+                      plot_width=frames.RATIO_WIDTH, legend="right"):
     """Exact μ-probability of each log ρ_t value (sticks), a sampled batch's frequencies (circles, if any),
-    and the thresholds."""
-    y_top = float(frame[["probability"] + (["batch"] if "batch" in frame else [])].max().max())
-    x = alt.X("log_rho:Q", title="log ρ_t = log π_t(y_t) − log μ_t(y_t)")
+    and the thresholds (their labels placed for a plot at least ``plot_width`` pixels wide; their legend at
+    ``legend``)."""
+    domain = frames.ratio_domain(frame["log_rho"], thresholds)
+    x = alt.X("log_rho:Q", title="log ρ_t = log π_t(y_t) − log μ_t(y_t)", scale=SPAN_SCALE)
     sticks = alt.Chart(frame).mark_rule(strokeWidth=5, color=DISTRIBUTION_COLOUR).encode(
         x, alt.Y("probability:Q", title="probability under μ"),
         tips("position:O", "token:O", alt.Tooltip("log_rho:Q", format=".3f"),
              alt.Tooltip("probability:Q", format=".4f")))
-    layers = [sticks]
+    layers = [x_span(domain), sticks]
     if "batch" in frame:
-        layers.append(alt.Chart(frame).mark_point(size=90, strokeWidth=2, color="#E69F00").encode(
+        layers.append(alt.Chart(frame).mark_point(size=90, strokeWidth=2, color=SAMPLE_COLOUR).encode(
             alt.X("log_rho:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
-        layers += threshold_layers(thresholds, y_top)
+        layers += threshold_layers(thresholds, domain, plot_width=width if isinstance(width, int) else plot_width,
+                                   legend=legend)
     return alt.layer(*layers, title=title, height=height, width=width)
 
 
-def token_ratio_panels(frame, thresholds, columns=4):
-    """One small ``token_ratio_chart`` per position."""
+def token_ratio_panels(frame, thresholds, columns=2):
+    """One small ``token_ratio_chart`` per position, two abreast (their legend below: they fit a column beside the
+    sidebar at 1280 px)."""
     panels = [token_ratio_chart(frame[frame["position"] == t], thresholds[thresholds["position"] == t],
-                                title=f"position {t}", height=170, width=230)
+                                title=f"position {t}", height=170, width=300, legend="bottom")
               for t in sorted(frame["position"].unique())]
     return readable(alt.concat(*panels, columns=columns))
 
 
-def sequence_ratio_chart(histogram, thresholds, kind="W"):
-    """μ-probability per bin of log W or log ρ_geo, a sampled batch as a step line, and the thresholds."""
+def sequence_ratio_chart(histogram, thresholds, kind="W", marks=None, height=320, plot_width=frames.RATIO_WIDTH):
+    """μ-probability per bin of log W or log ρ_geo, a sampled batch as a step line, the thresholds (labels placed for
+    a plot at least ``plot_width`` pixels wide), and a lesson's ``marks`` (``frames.mark_frame``, x on its axis)."""
     name = "log W = Σ_t log ρ_t  (verl/TRL 'sequence' ratio)" if kind == "W" else \
         "log ρ_geo = log W / T  (GSPO's sequence ratio)"
-    y_top = float(histogram[["probability"] + (["batch"] if "batch" in histogram else [])].max().max())
+    domain = frames.ratio_domain(pd.concat([histogram["bin_start"], histogram["bin_end"]]), thresholds)
+    x = alt.X("bin_start:Q", title=name, scale=SPAN_SCALE)
+    y = alt.Y("probability:Q", title="probability under μ")
     bars = alt.Chart(histogram).mark_bar(color=DISTRIBUTION_COLOUR, opacity=0.8).encode(
-        alt.X("bin_start:Q", title=name), alt.X2("bin_end:Q"), alt.Y("probability:Q", title="probability under μ"),
+        x, alt.X2("bin_end:Q"), y,
         tips(alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
              alt.Tooltip("probability:Q", format=".4f")))
-    layers = [bars]
+    layers = [x_span(domain), bars]
     if "batch" in histogram:
-        layers.append(alt.Chart(histogram).mark_line(interpolate="step", color="#E69F00", strokeWidth=2.5).encode(
+        layers.append(alt.Chart(histogram).mark_line(interpolate="step", color=SAMPLE_COLOUR, strokeWidth=2.5).encode(
             alt.X("bin_start:Q"), alt.Y("batch:Q"), alt.Tooltip("batch:Q", format=".4f", title="batch fraction")))
     if len(thresholds):
-        layers += threshold_layers(thresholds, y_top)
-    return readable(alt.layer(*layers, height=320))
+        layers += threshold_layers(thresholds, domain, plot_width=plot_width)
+    if marks is not None:
+        layers += mark_layers(marks)
+    return readable(alt.layer(*layers, height=height))
 
 
 # -- error versus batch size ----------------------------------------------------------------------------
 
-def error_chart(curves, monte_carlo, crossovers):
-    """Log-log relative error against N: exact curves, bias floors (dashed), Monte Carlo rms with the
-    10–90 % spread, and the N beyond which seq_is wins (open diamonds)."""
+def error_chart(curves, monte_carlo, crossovers, same=None, height=480):
+    """Log-log relative error against N: exact curves (a duplicate dashed over the line it equals), bias floors
+    (dashed), Monte Carlo rms with the 10–90 % spread, and the first batch size at which seq_is wins (open
+    diamonds)."""
     highlight = legend_highlight()
     opacity = highlighted_opacity()
     ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
     x = alt.X("N:Q", scale=alt.Scale(type="log", domain=[1, 100_000]), title="batch size N",
               axis=alt.Axis(format="~s"))
     y = alt.Y("rel_rmse:Q", scale=alt.Scale(type="log"), title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
-    colour = estimator_colour(ids)
-    lines = alt.Chart(curves).mark_line(strokeWidth=2.5).encode(
-        x, y, colour, opacity,
+    colour = estimator_colour(ids, same=same)
+    dash_style, dash = line_dash(same)
+    lines = alt.Chart(curves).transform_calculate(line=dash_style).mark_line(strokeWidth=2.5).encode(
+        x, y, colour, dash, opacity,
         tips("estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f"))
     ).add_params(highlight)
     floors = alt.Chart(curves[curves["rel_bias"] > 1e-9]).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
@@ -164,8 +258,9 @@ def error_chart(curves, monte_carlo, crossovers):
         alt.X("N:Q"), alt.Y("rms:Q"), colour, opacity,
         tips("estimator:N", "N:Q", alt.Tooltip("rms:Q", format=".4f", title="Monte Carlo rms"),
              alt.Tooltip("q10:Q", format=".4f"), alt.Tooltip("q90:Q", format=".4f")))
-    shown = crossovers[(crossovers["crossover_N"] > 1) & (crossovers["crossover_N"] <= 100_000)]
+    shown = crossovers[(crossovers["first_N"] > 1) & (crossovers["first_N"] <= 100_000)]
     crossings = alt.Chart(shown).mark_point(shape="diamond", size=260, strokeWidth=2.5).encode(
-        alt.X("crossover_N:Q"), alt.Y("rel_rmse:Q"), colour, opacity,
-        tips("estimator:N", alt.Tooltip("crossover_N:Q", format=",.0f", title="seq_is wins beyond N")))
-    return readable(alt.layer(lines, floors, spread, points, crossings, height=480))
+        alt.X("first_N:Q"), alt.Y("rel_rmse:Q"), colour, opacity,
+        tips("estimator:N", alt.Tooltip("first_N:Q", format=",", title="seq_is wins from N")))
+    drawn = [layer for layer in (floors, spread, points, crossings) if len(layer.data)]   # an empty layer: a warning
+    return readable(alt.layer(lines, *drawn, height=height))

@@ -7,6 +7,7 @@ against an independent computation in tests/presentation/test_frames.py.
 
 import math
 import operator
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from toylab.analysis.diagnostics import (
 )
 from toylab.analysis.montecarlo import draw_tokens
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation.labels import place, text_size
 from toylab.text import UNDEFINED
 
 # Per-token thresholds: where each rule sits on the log ρ_t axis, and on which side a token is masked or
@@ -31,6 +33,13 @@ SEQUENCE_THRESHOLDS = {("seq_tis", "C"): ("W", "above"), ("seq_mis", "C"): ("W",
                        ("geo_rs_tok_tis", "lo"): ("geo", "below"), ("geo_rs_tok_tis", "hi"): ("geo", "above")}
 ERROR_GRID = np.logspace(0, 5, 81)          # N from 1 to 100,000
 THRESHOLD_COLUMNS = ["estimator", "threshold", "value", "log_value", "side", "beyond"]
+FONT = 16                                   # the charts' text size (``charts.FONT``), for placing labels
+ROW = 22                                    # pixels per row of labels above a plot
+SCATTER_HEIGHT = 400                        # the bias-versus-spread plot's height, pixels
+SCATTER_WIDTH = 360                         # the narrowest plot it is drawn in: its column at 1280 px, less the axis
+POINT_RADIUS, MARK_RADIUS = 9, 16           # pixels: an estimator's dot, a lesson's ring
+RATIO_WIDTH = 320                           # the narrowest plot a ratio chart is drawn in, pixels
+SAME = 1e-12                                # relative: numbers this close are one number (rounding, not the toy)
 
 
 def params_text(params):
@@ -70,6 +79,79 @@ def table_notes(table):
     return [f"{row.estimator}: {row.note}" for row in table.itertuples() if row.note]
 
 
+def duplicates(moments):
+    """{id: the first earlier id with the same exact mean gradient and variance}: estimators that are one estimator
+    on this toy (geo_rs = naive while its band keeps every sequence), so charts can show both."""
+    same = {}
+    for index, (id, m) in enumerate(moments.items()):
+        for first, earlier in list(moments.items())[:index]:
+            if first not in same and _equal(m.mean, earlier.mean) and _equal(m.var, earlier.var):
+                same[id] = first
+                break
+    return same
+
+
+def _equal(a, b):
+    return bool(np.allclose(a, b, rtol=SAME, atol=SAME * max(np.max(np.abs(a)), np.max(np.abs(b)), 1e-300)))
+
+
+def same_note(same):
+    """'geo_rs = naive, tok_mis = tok_is' (or '' when no two are the same)."""
+    return ", ".join(f"{id} = {first}" for id, first in same.items())
+
+
+@dataclass(frozen=True)
+class Scatter:
+    """What the bias-versus-spread chart draws, on fixed domains (so its labels' places hold)."""
+    points: pd.DataFrame         # estimator, label, rel_bias, rel_std, rel_rmse, ring (0: a dot; k: k-th duplicate)
+    labels: pd.DataFrame         # text, x, y (its left edge and middle), anchor_x, anchor_y, leader, kind
+    iso: pd.DataFrame            # level, rel_bias, rel_std, order: the quarter circles of equal relative RMSE, inside
+    x_domain: tuple
+    y_domain: tuple
+    same: dict
+
+    @property
+    def extent(self):
+        """The plot's corners (rel_bias, rel_std): drawn invisibly, they make its domains (data, not spec)."""
+        return pd.DataFrame({"rel_bias": list(self.x_domain), "rel_std": list(self.y_domain)})
+
+
+def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTER_WIDTH):
+    """The scatter's points, rings for duplicates, and one name per group of equal estimators ("naive = geo_rs"),
+    placed by ``labels.place`` so that none overprints another or a dot; a lesson's ``marks`` (``mark_frame``) get
+    their numbers placed first, beside their rings. The iso-RMSE circles' levels go in the chart's subtitle."""
+    points = table[["estimator", "label", "rel_bias", "rel_std", "rel_rmse"]].copy()
+    points["ring"] = [_ring(id, same) for id in points["estimator"]]
+    top = max(float(points["rel_std"].max()), 1e-3) * 1.15
+    right = max(float(points["rel_bias"].max()), 0.25 * top, 1e-3) * 1.25
+    anchors, texts, kinds, radii = [], [], [], []
+    if marks is not None:
+        anchors += [(row.x, row.y) for row in marks.itertuples()]
+        texts += list(marks["number"])
+        kinds, radii = ["mark"] * len(marks), [MARK_RADIUS] * len(marks)
+    groups, where = {}, dict(zip(points["estimator"], zip(points["rel_bias"], points["rel_std"], strict=True),
+                                 strict=True))
+    for id in points["estimator"]:
+        groups.setdefault(same.get(id, id), []).append(id)
+    anchors += [where[first] for first in groups]
+    texts += [" = ".join(ids) for ids in groups.values()]
+    kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
+    placed = place(anchors, texts, (0.0, right), (0.0, top), width, height, FONT, radii)
+    labels = pd.DataFrame({"text": texts, "x": [p.x for p in placed], "y": [p.y for p in placed],
+                           "anchor_x": [a[0] for a in anchors], "anchor_y": [a[1] for a in anchors],
+                           "leader": [p.leader for p in placed], "kind": kinds})
+    iso = iso_rmse_frame(table)
+    inside = iso[(iso["rel_bias"] <= right) & (iso["rel_std"] <= top)]
+    return Scatter(points, labels, inside.reset_index(drop=True), (0.0, right), (0.0, top), same)
+
+
+def _ring(id, same):
+    """0 for an estimator drawn as a dot; k for the k-th duplicate of the same one (a ring, larger with k)."""
+    if id not in same:
+        return 0
+    return [other for other, first in same.items() if first == same[id]].index(id) + 1
+
+
 def nice_levels(low, high, most=6):
     """Values 1, 1.5, 2, 3, 5, 7 × 10^k in [low, high] (at most ``most``, spread evenly), for iso-RMSE curves."""
     if not (np.isfinite(low) and np.isfinite(high)) or high <= 0:
@@ -86,10 +168,10 @@ def iso_rmse_frame(table, points=60):
     """Quarter circles rel_bias² + rel_std² = level² (level = rel RMSE at N) through the table's range."""
     if table.empty:
         return pd.DataFrame(columns=["level", "rel_bias", "rel_std", "order"])
-    levels = nice_levels(table["rel_rmse"].min() * 0.7, table["rel_rmse"].max() * 1.3)
-    angle = np.linspace(0, np.pi / 2, points)
-    return pd.DataFrame([{"level": level, "rel_bias": level * np.cos(a), "rel_std": level * np.sin(a),
-                          "order": i} for level in levels for i, a in enumerate(angle)])
+    levels = np.repeat(nice_levels(table["rel_rmse"].min() * 0.7, table["rel_rmse"].max() * 1.3), points)
+    angle = np.tile(np.linspace(0, np.pi / 2, points), len(levels) // points)
+    return pd.DataFrame({"level": levels, "rel_bias": levels * np.cos(angle), "rel_std": levels * np.sin(angle),
+                         "order": np.tile(np.arange(points), len(levels) // points)})
 
 
 # -- per-token ratios -----------------------------------------------------------------------------------
@@ -136,6 +218,56 @@ def pooled_token_frame(token_frame):
         if column in pooled:
             pooled[column] = pooled[column] / T
     return pooled
+
+
+def threshold_rule_frame(thresholds):
+    """The thresholds with ``overlap``: 0, 1, … among those at the same value (their rules are dashed in turn, so
+    that every colour shows)."""
+    counts, overlap = {}, []
+    for value in thresholds["log_value"]:
+        key = round(value, 12)
+        overlap.append(counts.get(key, 0))
+        counts[key] = overlap[-1] + 1
+    return thresholds.assign(overlap=overlap)
+
+
+def ratio_domain(values, thresholds, margin=0.04):
+    """The x domain of a ratio chart: its values and thresholds, with ``margin`` of the span on either side."""
+    low = min(float(np.min(values)), *thresholds["log_value"]) if len(thresholds) else float(np.min(values))
+    high = max(float(np.max(values)), *thresholds["log_value"]) if len(thresholds) else float(np.max(values))
+    pad = margin * (high - low) if high > low else 1.0
+    return low - pad, high + pad
+
+
+def threshold_label_frame(thresholds, x_domain, measure="P", width=RATIO_WIDTH):
+    """One label per distinct threshold value, each in its own row above the plot (``row_y``: pixels, negative
+    upwards): "seq_tis.C = seq_mis.C · P(above) = 0.210" — what lies beyond it, under μ (``measure`` "P") or in a
+    sample ("share"). It starts at its rule (``align`` "left") if it fits to the right of it on a plot ``width``
+    pixels wide over ``x_domain`` (the narrowest the page draws: wider only leaves more room), ends there ("right")
+    if it fits to the left, and starts at the plot's left edge otherwise."""
+    at_value = {}                           # rounded value → {side: ([threshold names], beyond)}, in value order
+    for name, value, side, beyond in zip(thresholds["threshold"], thresholds["log_value"], thresholds["side"],
+                                         thresholds["beyond"], strict=True):
+        sides = at_value.setdefault(round(value, 12), {"value": value, "sides": {}})["sides"]
+        sides.setdefault(side, ([], beyond))[0].append(name)
+    rows = []
+    for row, key in enumerate(sorted(at_value)):
+        value, sides = at_value[key]["value"], at_value[key]["sides"]
+        text = "; ".join(f"{' = '.join(names)} · {measure}({side}) = {beyond:.3f}" for side, (names, beyond) in sides.items())
+        at = (value - x_domain[0]) / (x_domain[1] - x_domain[0]) * width
+        text_width, _ = text_size(text, FONT)
+        where, align = (value, "left") if at + text_width <= width else (value, "right") if at >= text_width else \
+            (x_domain[0], "left")
+        rows.append({"log_value": where, "text": text, "align": align, "row_y": -ROW * (row + 1) + ROW / 2})
+    return pd.DataFrame(rows, columns=["log_value", "text", "align", "row_y"])
+
+
+def mark_frame(marks):
+    """A lesson's marks (``toylab.lessons.lesson.Mark``) as rows: x, y (missing for a mark at an x alone), number,
+    sentence ("1 · …")."""
+    rows = [{"x": mark.x, "y": math.nan if mark.y is None else mark.y, "number": str(number),
+             "sentence": f"{number} · {mark.text}"} for number, mark in enumerate(marks, start=1)]
+    return pd.DataFrame(rows, columns=["x", "y", "number", "sentence"])
 
 
 # -- the sequence ratio ---------------------------------------------------------------------------------
@@ -195,6 +327,16 @@ def error_curve_frame(moments, grid=ERROR_GRID):
                         columns=["estimator", "N", "rel_rmse", "rel_bias"])
 
 
+def first_winning_n(reference_bias, reference_var, bias, var):
+    """The smallest integer batch size N ≥ 1 at which the reference's RMSE is strictly below the other's, or None if
+    there is none: the reference wins exactly when N > Δv/Δb (``crossover_n``), so from floor(Δv/Δb) + 1 on."""
+    n = crossover_n(reference_bias, reference_var, bias, var)
+    if math.isinf(n):
+        return None
+    gap_var, gap_bias = reference_var - var, bias**2 - reference_bias**2
+    return max(math.floor(gap_var / gap_bias) + 1, 1)
+
+
 def crossover_n(reference_bias, reference_var, bias, var):
     """Smallest real N from which the reference's RMSE is strictly below the other estimator's.
 
@@ -210,16 +352,17 @@ def crossover_n(reference_bias, reference_var, bias, var):
 
 
 def crossover_frame(moments, reference):
-    """For every biased estimator: the N beyond which the reference (seq_is) has the lower RMSE, and the
-    common relative RMSE there."""
+    """For every biased estimator: the real N beyond which the reference (seq_is) has the lower RMSE, the first
+    integer batch size at which it does (``first_N``, missing if none), and the reference's relative RMSE there."""
     rows = []
     for id, m in moments.items():
         if m.unbiased or id == reference.estimator:
             continue
         n = crossover_n(reference.bias, reference.var, m.bias, m.var)
-        rows.append({"estimator": id, "crossover_N": n,
-                     "rel_rmse": reference.rel_rmse(n) if math.isfinite(n) else math.nan})
-    return pd.DataFrame(rows, columns=["estimator", "crossover_N", "rel_rmse"])
+        first = first_winning_n(reference.bias, reference.var, m.bias, m.var)
+        rows.append({"estimator": id, "crossover_N": n, "first_N": math.nan if first is None else first,
+                     "rel_rmse": reference.rel_rmse(first) if first is not None else math.nan})
+    return pd.DataFrame(rows, columns=["estimator", "crossover_N", "first_N", "rel_rmse"])
 
 
 def monte_carlo_frame(summary_rows):

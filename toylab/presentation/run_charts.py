@@ -6,18 +6,27 @@ estimator's registry colour.
 """
 
 import altair as alt
+import pandas as pd
 
-from toylab.presentation.charts import readable, threshold_layers, tips
+from toylab.presentation.charts import SPAN_SCALE, readable, threshold_layers, tips, x_span
+from toylab.presentation.frames import ratio_domain
 
 DATA_COLOUR = "#E69F00"          # the Ratios tab's sampled-batch colour
 LOG_RHO = "log ρ_t = log π(y_t) − log μ(y_t)"
 HEIGHT = 300
 
 
-def _count_bars(frame, count, x_title):
-    """Bars from bin_start to bin_end on a log count axis (bars start below 1, so a single count shows)."""
+def _domain(frame, thresholds):
+    """The x domain of a histogram with thresholds (``frames.ratio_domain``); its bars and labels stay inside."""
+    return ratio_domain(pd.concat([frame["bin_start"], frame["bin_end"]]), thresholds)
+
+
+def _count_bars(frame, count, x_title, domain=None):
+    """Bars from bin_start to bin_end on a log count axis (bars start below 1, so a single count shows), over
+    ``domain`` if given (with ``charts.x_span`` beside them)."""
+    scale = SPAN_SCALE if domain else alt.Undefined
     return alt.Chart(frame).mark_bar(color=DATA_COLOUR, opacity=0.85).encode(
-        alt.X("bin_start:Q", title=x_title), alt.X2("bin_end:Q"),
+        alt.X("bin_start:Q", title=x_title, scale=scale), alt.X2("bin_end:Q"),
         alt.Y(f"{count}:Q", scale=alt.Scale(type="log"), title=f"{count} (log scale)"), alt.Y2Datum(0.5),
         tips(alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
              alt.Tooltip(f"{count}:Q", format=",")))
@@ -27,9 +36,11 @@ def token_histogram_chart(frame, thresholds=None):
     """How many response tokens have each log ρ_t (log count axis: the tails are few), with the selected
     per-token thresholds if given (``log_frames.token_threshold_frame``)."""
     zero = alt.Chart(frame).mark_rule(strokeDash=[4, 4]).encode(alt.XDatum(0.0))
-    layers = [_count_bars(frame, "tokens", LOG_RHO), zero]
-    if thresholds is not None and len(thresholds):
-        layers += threshold_layers(thresholds, float(frame["tokens"].max()), measure="share")
+    ruled = thresholds is not None and len(thresholds)
+    domain = _domain(frame, thresholds) if ruled else None
+    layers = [_count_bars(frame, "tokens", LOG_RHO, domain), zero]
+    if ruled:
+        layers += [x_span(domain), *threshold_layers(thresholds, domain, measure="share")]
     return readable(alt.layer(*layers, height=HEIGHT, title="log ρ_t of every response token"))
 
 
@@ -64,7 +75,9 @@ def sequence_histogram_chart(frame, thresholds=None, kind="W"):
     (``log_frames.sequence_threshold_frame``: estimator, threshold, value, log_value, side, beyond)."""
     name = "log W = Σ_t log ρ_t  (verl/TRL 'sequence' ratio)" if kind == "W" else \
         "log ρ_geo = log W / L  (GSPO's sequence ratio)"
-    layers = [_count_bars(frame, "sequences", name)]
-    if thresholds is not None and len(thresholds):
-        layers += threshold_layers(thresholds, float(frame["sequences"].max()), measure="share")
+    ruled = thresholds is not None and len(thresholds)
+    domain = _domain(frame, thresholds) if ruled else None
+    layers = [_count_bars(frame, "sequences", name, domain)]
+    if ruled:
+        layers += [x_span(domain), *threshold_layers(thresholds, domain, measure="share")]
     return readable(alt.layer(*layers, height=HEIGHT))

@@ -1,41 +1,40 @@
 """Altair charts of the Training tab: pure functions of ``training_frames`` frames, no computation.
 
-Registry colours (``charts.estimator_colour``) on every chart; on_policy, the reference, is dashed;
-clicking a legend entry highlights an estimator; sampled runs are a median line over a 10–90 % band.
+Registry colours (``charts.estimator_colour``) on every chart; on_policy, the reference, is dashed, and an
+estimator whose run is identical to an earlier one's (``same``) is drawn in short dashes over it; clicking a
+legend entry highlights an estimator; sampled runs are a median line over a 10–90 % band, both in one legend.
 """
 
 import altair as alt
+import pandas as pd
 
 from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
     FADED,
     HIGHLIGHT,
+    TEXT,
     estimator_colour,
     highlighted_opacity,
     legend_highlight,
+    line_dash,
+    mark_layers,
     readable,
     tips,
 )
 from toylab.presentation.training_frames import QUANTITIES, TRUST, quantity_curves
+from toylab.training.loop import REFERENCE
 
 PANEL_HEIGHT = 200
 BAND_OPACITY = 0.18
 SYMLOG_CONSTANT = 1e-3     # the SGA axis is linear within ±0.001 of zero, logarithmic beyond
-REFERENCE = "on_policy"
 
 
-def _dash():
-    """on_policy dashed (the reference), every other estimator solid."""
-    return alt.StrokeDash("reference:N", legend=None,
-                          scale=alt.Scale(domain=[True, False], range=[[7, 4], [1, 0]]))
-
-
-def _curves(data, x, y_title, ids, highlight, sampled, log=False, legend=True):
-    """Median lines (and, for sampled runs, 10–90 % bands) per estimator."""
-    y = alt.Y("median:Q", title=y_title, scale=alt.Scale(type="log") if log else alt.Undefined)
-    colour = estimator_colour(ids, legend=legend)
-    lines = data.transform_calculate(reference=alt.datum.estimator == REFERENCE).mark_line(strokeWidth=2.5).encode(
-        x, y, colour, _dash(), highlighted_opacity(),
+def _curves(data, x, y, ids, highlight, sampled, legend=True, same=None):
+    """Median lines (and, for sampled runs, 10–90 % bands) per estimator; lines and bands share one legend."""
+    colour = estimator_colour(ids, legend=legend, same=same)
+    dash_style, dash = line_dash(same, REFERENCE)
+    lines = data.transform_calculate(line=dash_style).mark_line(strokeWidth=2.5).encode(
+        x, y, colour, dash, highlighted_opacity(),
         tips("estimator:N", "step:Q", alt.Tooltip("median:Q", format=".4g", title="median" if sampled else "value"),
              *([alt.Tooltip("q10:Q", format=".4g"), alt.Tooltip("q90:Q", format=".4g")] if sampled else [])))
     lines = lines.add_params(highlight) if highlight is not None else lines
@@ -43,60 +42,65 @@ def _curves(data, x, y_title, ids, highlight, sampled, log=False, legend=True):
         return [lines]
     band_opacity = alt.OpacityValue(BAND_OPACITY * FADED, condition={"param": HIGHLIGHT, "value": BAND_OPACITY,
                                                                      "empty": True})
-    area = data.mark_area().encode(x, alt.Y("q10:Q"), alt.Y2("q90:Q"), estimator_colour(ids, legend=False),
-                                   band_opacity)
+    area = data.mark_area().encode(x, alt.Y("q10:Q"), alt.Y2("q90:Q"), colour, band_opacity)
     return [area, lines]
 
 
-def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title=None, legend=False):
+def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title=None, legend=False, same=None,
+                marks=None):
     """One quantity of the record (a ``training_frames.QUANTITIES`` key) against step for every estimator; the
-    legend only where asked (the tab's charts share the J chart's colours)."""
-    data = quantity_curves(curves, quantity, sampled)
+    legend only where asked (the tab's charts share the J chart's colours); a lesson's ``marks`` on it."""
+    data = quantity_curves(curves, quantity, sampled, log)
     ids = list(dict.fromkeys(data["estimator"]))
-    layers = _curves(alt.Chart(data), alt.X("step:Q", title="step k"), QUANTITIES[quantity], ids, legend_highlight(),
-                     sampled, log=log, legend=legend)
+    x = alt.X("step:Q", title="step k")
+    y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=alt.Scale(type="log") if log else alt.Undefined)
+    layers = _curves(alt.Chart(data), x, y, ids, legend_highlight(), sampled, legend=legend, same=same)
     if quantity == "cosine":
         layers.append(alt.Chart(alt.Data(values=[{"zero": 0}])).mark_rule(color=DISTRIBUTION_COLOUR).encode(
             y=alt.Y("zero:Q")))
+    if marks is not None:
+        layers += mark_layers(marks)
     return readable(alt.layer(*layers, height=height, title=title or alt.Undefined))
 
 
-def objective_chart(curves, sampled):
+def objective_chart(curves, sampled, same=None, marks=None, height=360):
     """J = E_π[r] against step for every estimator; on_policy dashed; sampled runs as median and 10–90 % band."""
-    return curve_chart(curves, "J", sampled, height=360, legend=True,
+    return curve_chart(curves, "J", sampled, height=height, legend=True, same=same, marks=marks,
                        title="does it train? J against step (dashed: on_policy, the reference"
                              + ("; lines: per-step median of the runs, bands: their 10th–90th percentiles)"
                                 if sampled else ")"))
 
 
-def cosine_chart(curves, sampled):
+def cosine_chart(curves, sampled, same=None, marks=None):
     """The cosine to ∇J against step: of the exact mean E ĝ (expected), of the step taken (sampled); 0 marked."""
     if sampled:
-        return curve_chart(curves, "cosine", sampled, height=260,
+        return curve_chart(curves, "cosine", sampled, height=260, same=same, marks=marks,
                            title="cosine to ∇J of the step taken: below 0, the step lowers J")
-    return curve_chart(curves, "cosine", sampled, height=240,
+    return curve_chart(curves, "cosine", sampled, height=240, same=same, marks=marks,
                        title="cosine to ∇J of the mean gradient E ĝ (exact): below 0, the flow lowers J")
 
 
-def step_cosine_chart(curves):
+def step_cosine_chart(curves, same=None):
     """Expected mode with Adam: the cosine to ∇J of the step Adam actually takes from the exact means."""
-    return curve_chart(curves, "step_cosine", False, height=200,
+    return curve_chart(curves, "step_cosine", False, height=200, same=same,
                        title="cosine to ∇J of the step Adam takes from E ĝ (it rescales each coordinate)")
 
 
-def logged_chart(frame, estimator, colour):
-    """One estimator's J (solid) and the logged reward E_μ[r] (dotted), with the gap between them shaded."""
+def logged_chart(frame, estimator, colour, marks=None):
+    """One estimator's J (solid) and the logged reward E_μ[r] (dotted), with the gap between them shaded; a lesson's
+    ``marks`` on it."""
     names = {"J": "J = E_π[r] (true)", "logged_reward": "E_μ[r] (what the log shows)"}
     long = frame.melt(id_vars=["step"], value_vars=list(names), var_name="series", value_name="value")
     long["series"] = long["series"].map(names)
     gap = alt.Chart(frame).mark_area(opacity=0.18, color=colour).encode(
         alt.X("step:Q"), alt.Y("J:Q"), alt.Y2("logged_reward:Q"))
+    x, y = alt.X("step:Q", title="step k"), alt.Y("value:Q", title="reward")
     lines = alt.Chart(long).mark_line(strokeWidth=2.5, color=colour).encode(
-        alt.X("step:Q", title="step k"), alt.Y("value:Q", title="reward"),
-        alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="bottom"),
-                       scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
+        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="bottom"),
+                             scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
         tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
-    return readable(alt.layer(gap, lines, height=300, title=f"{estimator}: the training log against J"))
+    annotations = mark_layers(marks) if marks is not None else []
+    return readable(alt.layer(gap, lines, *annotations, height=300, title=f"{estimator}: the training log against J"))
 
 
 def sga_chart(curves, monte_carlo, chosen_lr, adam=None):
@@ -117,22 +121,24 @@ def sga_chart(curves, monte_carlo, chosen_lr, adam=None):
                       alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo"), alt.Tooltip("se:Q", format=".4f", title="s.e."),
                       alt.Tooltip("agrees:N", title="second order within 2 s.e."),
                       alt.Tooltip("trusted:N", title="interval trusted"))
-    untrusted = alt.datum.trusted == TRUST[False]
+    untrusted = monte_carlo["trusted"] == TRUST[False]
     layers = [lines]
     for keep, filled, dash in ((~untrusted, True, [1, 0]), (untrusted, False, [3, 3])):
-        data = alt.Chart(monte_carlo).transform_filter(keep)
+        if not keep.any():
+            continue                    # no empty layers: Vega-Lite warns of an infinite extent
+        data = alt.Chart(monte_carlo[keep])
         layers.append(data.mark_rule(strokeWidth=2, strokeDash=dash).encode(
-            x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), estimator_colour(ids, legend=False), highlighted_opacity()))
+            x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), colour, highlighted_opacity()))
         layers.append(data.mark_point(size=70, filled=filled, strokeWidth=2).encode(
-            x, alt.Y("mean:Q", scale=scale), estimator_colour(ids, legend=False), highlighted_opacity(), point_tips))
+            x, alt.Y("mean:Q", scale=scale), colour, highlighted_opacity(), point_tips))
     if adam is not None and len(adam):
-        layers.append(alt.Chart(adam).mark_point(shape="diamond", size=160, filled=True, stroke="black",
+        layers.append(alt.Chart(adam).mark_point(shape="diamond", size=160, filled=True, stroke=TEXT,
                                                  strokeWidth=1).encode(
-            x, alt.Y("mean:Q", scale=scale), estimator_colour(ids, legend=False), highlighted_opacity(),
+            x, alt.Y("mean:Q", scale=scale), colour, highlighted_opacity(),
             tips("estimator:N", alt.Tooltip("lr:Q", format=".3g", title="Adam's step as a plain lr"),
                  alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo, Adam's step"),
                  alt.Tooltip("se:Q", format=".4f", title="s.e."))))
-    layers.append(alt.Chart(alt.Data(values=[{"lr": chosen_lr}])).mark_rule(
+    layers.append(alt.Chart(pd.DataFrame({"lr": [float(chosen_lr)]})).mark_rule(
         color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
         x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr, as a plain step θ + lr·ĝ_N")]))
     return readable(alt.layer(

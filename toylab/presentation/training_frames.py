@@ -21,6 +21,7 @@ QUANTITIES = {"J": "J = E_π[r]", "logged_reward": "logged reward E_μ[r]", "kl_
               "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J", "step_cosine": "cosine to ∇J of the step"}
 BAND = (0.1, 0.9)
 UNDEFINED = "—"
+SAME = 1e-12
 
 
 def band(values):
@@ -60,11 +61,33 @@ def curve_frame(trajectories, quantities=tuple(QUANTITIES)):
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
 
 
-def quantity_curves(curves, quantity, sampled):
+def duplicates(trajectories):
+    """{id: the first earlier id whose run is the same, step for step}: J, the logged reward and the cosine equal to
+    rounding (1e-12 relative), so one line hides the other unless the chart shows both."""
+    same = {}
+    items = list(trajectories.items())
+    for index, (id, run) in enumerate(items):
+        for first, earlier in items[:index]:
+            if first not in same and all(np.allclose(getattr(run, name), getattr(earlier, name), rtol=SAME, atol=SAME,
+                                                     equal_nan=True) for name in ("J", "logged_reward", "cosine")):
+                same[id] = first
+                break
+    return same
+
+
+def same_note(same):
+    """'k3_rs = trm' for each run identical to an earlier one."""
+    return ", ".join(f"{id} = {first}" for id, first in same.items())
+
+
+def quantity_curves(curves, quantity, sampled, log=False):
     """One quantity's rows of a ``curve_frame`` with only the columns its chart draws: estimator, step, median,
-    and the band's q10 and q90 in sampled mode (in expected mode they repeat the median)."""
+    and the band's q10 and q90 in sampled mode (in expected mode they repeat the median). For a ``log`` axis the
+    steps where a drawn value is not positive are left out, a gap (χ²_seq is exactly 0 once π and μ agree on the
+    sequences a truncating sampler still draws)."""
     columns = ["estimator", "step", "median"] + (["q10", "q90"] if sampled else [])
-    return curves.loc[curves["quantity"] == QUANTITIES[quantity], columns]
+    rows = curves.loc[curves["quantity"] == QUANTITIES[quantity], columns]
+    return rows[(rows[columns[2:]] > 0).all(axis=1)] if log else rows
 
 
 def logged_frame(trajectory):

@@ -1,20 +1,22 @@
 """The page's address: parse a (hand-edited) URL query into Settings and view values, and back.
 
-Two kinds of URL parameter:
+Two kinds of URL parameter, both the app's own (no widget is bound to the URL by Streamlit: the page parses a
+link once into session state, and writes the canonical link of what it shows at the end of every run):
 
 - Controls (the sidebar): T, V, mismatch, seed, N, baseline, est (comma-separated estimator ids, framework
   presets included: ``est=naive,verl:decoupled_geo_rs``), agg (the loss aggregation), the sampler model's
-  top_p, top_k, temperature and precision, and ID.PARAM for a
-  threshold (``tok_tis.C=3``, ``verl:decoupled_geo_rs.rs_threshold=0.8_1.1``). The page writes them from Settings (``to_query``); only
+  top_p, top_k, temperature and precision, and ID.PARAM for a threshold (``tok_tis.C=3``,
+  ``verl:decoupled_geo_rs.rs_threshold=0.8_1.1``). The page writes them from Settings (``to_query``); only
   non-default values, so the default view is the bare address.
-- View parameters (``VIEW_PARAMETERS``): which tab is open, the controls inside a tab, and the sidebar's "my
-  framework" (``framework=verl``: that framework's presets first in the estimator picker). Streamlit keeps
-  them in the URL itself (widgets with ``bind="query-params"`` and the parameter's name as key); this
-  module only checks a link's values. A new tab adds its label to ``TAB_LABELS`` (the page's tab order),
-  and each URL-bound control one entry, e.g. ``"steps": ViewParameter(200, low=1, high=2000,
-  tab="Training")``. Its widget takes no ``value=``: where the widget's own default differs from the
-  entry's, call ``st.session_state.setdefault(name, VIEW_PARAMETERS[name].default)`` before it (the page
-  puts a closed tab's linked value into session state, and Streamlit warns when both set a value).
+- View parameters (``VIEW_PARAMETERS``): which tab is open, presentation mode, the controls inside a tab, and
+  the sidebar's "my framework" (``framework=verl``: that framework's presets first in the estimator picker),
+  each a ``ViewParameter`` with its default and allowed values. A new tab adds its label to ``TAB_LABELS`` (the
+  page's tab order), and each control in the link one entry, e.g. ``"steps": ViewParameter(200, low=1,
+  high=2000, tab="Training")``; its widget's key is the parameter's name (the page puts the link's value into
+  session state before the widget is drawn, and writes the widget's value back).
+
+``CONTROL_PARAMETERS`` describes the sidebar's single-valued controls the same way, so tests can go through
+every URL parameter (``URL_PARAMETERS``) at its allowed values without knowing their names.
 
 A malformed, out-of-range or unknown value gets a notice and falls back to that parameter's default; a
 toy over the exact-size limit (M = V**T) falls back to the default T and V with a notice that says how to
@@ -23,7 +25,8 @@ characters of a value (``text.quoted``). The same ranges check the command line 
 """
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
@@ -32,7 +35,7 @@ from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
 from toylab.engine.toy import EXACT_SIZE_LIMIT, make_toy, more_sequences_than, range_problem
 from toylab.state.settings import Settings
 from toylab.text import listed, quoted
-from toylab.training.loop import MODES, NOISES, TrainingConfig
+from toylab.training.loop import MODES, NOISES, TrainingConfig, trained_ids
 from toylab.training.optimizers import OPTIMIZERS
 
 DEFAULTS = Settings()
@@ -59,55 +62,103 @@ SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision")
 
 @dataclass(frozen=True)
 class ViewParameter:
-    """A URL parameter Streamlit keeps for one widget (``bind="query-params"``, key = the parameter's name).
+    """One URL parameter of the view (or a single-valued control) and the values a link may give it.
 
-    Its kind is its default's: a bool ("true"/"false", any case), an int or float within [low, high], or a
-    string among ``choices`` (a number may be restricted to ``choices`` too). ``tab`` is the tab the widget lives in (None: every tab); while another tab is
-    open the parameter is not in the address (Streamlit drops it too, and restores it with the tab).
+    Its kind is its default's: a bool (1/0, true/false, any case), an int or float within [low, high] (on
+    the grid low, low + step, … when ``step`` is given), or a string among ``choices`` (a number may be
+    restricted to ``choices`` too). ``choices`` and ``high`` may instead be a function of the link's Settings
+    and the view parameters before this one (the Training tab offers only the estimators it trains; the SGA
+    step is at most the run's steps). ``tab`` is the tab the parameter belongs to (None: every tab) and
+    ``needs`` other view values it matters under (e.g. ``{"present": True}``): elsewhere it is not in the
+    address, and the page keeps its value for when it matters again.
     """
     default: object
-    choices: tuple = ()
+    choices: tuple | Callable = ()
     low: float | None = None
-    high: float | None = None
+    high: float | Callable | None = None
+    step: float | None = None
     tab: str | None = None
+    needs: dict = field(default_factory=dict)
 
-    def parse(self, raw):
+    def allowed(self, settings=DEFAULTS, view=None):
+        """(choices, low, high) for a link with these Settings and view values (the defaults where not given)."""
+        view = {**VIEW_DEFAULTS, **(view or {})}
+        choices = self.choices(settings, view) if callable(self.choices) else self.choices
+        high = self.high(settings, view) if callable(self.high) else self.high
+        return tuple(choices), self.low, high
+
+    def parse(self, raw, settings=DEFAULTS, view=None):
         """The value ``raw`` (a string from the URL) stands for; ValueError saying why it is not allowed."""
+        choices, low, high = self.allowed(settings, view)
         if isinstance(self.default, bool):
-            if raw.lower() not in ("true", "false"):
-                raise ValueError("is not true or false")
-            return raw.lower() == "true"
+            if raw.lower() not in BOOLEANS:
+                raise ValueError("is not 1 or 0 (true or false)")
+            return BOOLEANS[raw.lower()]
         if isinstance(self.default, int | float):
-            low, high = (min(self.choices), max(self.choices)) if self.choices else (self.low, self.high)
+            low, high = (min(choices), max(choices)) if choices else (low, high)
             number = parse_number(raw, type(self.default), low, high)
-            if self.choices and number not in self.choices:
-                raise ValueError("is not one of " + _listed_choices([f"{choice:g}" for choice in self.choices]))
+            if choices and number not in choices:
+                raise ValueError("is not one of " + _listed_choices([f"{choice:g}" for choice in choices]))
+            if self.step and not math.isclose((number - low) / self.step, round((number - low) / self.step)):
+                raise ValueError(f"is not on the steps of {self.step:g} from {low:g}")
             return number
-        if raw not in self.choices:
-            raise ValueError("is not one of " + _listed_choices(self.choices))
+        if raw not in choices:
+            raise ValueError("is not one of " + _listed_choices(choices))
         return raw
 
     def to_url(self, value):
-        """The value as Streamlit writes it in the URL: true/false, 5 for 5.0, else Python's shortest repr."""
+        """The value as the address writes it: 1/0, 3 for 3.0, else Python's shortest repr."""
         if isinstance(value, bool):
-            return str(value).lower()
+            return "1" if value else "0"
         return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+    def shown(self, view):
+        """Whether the address shows this parameter under ``view``: its tab is open and its ``needs`` hold."""
+        return self.tab in (None, view["tab"]) and all(view[name] == value for name, value in self.needs.items())
+
+
+BOOLEANS = {"1": True, "true": True, "0": False, "false": False}
+PANELS = {"threshold_panel": ("Threshold sweep", ("rmse", "bias", "std")),       # the sweeps' panels: one at a
+          "mismatch_panel": ("Mismatch sweep", ("rmse", "bias", "divergence")),   # time when presenting
+          "length_panel": ("Sequence length", ("std_ratio", "bias", "divergence", "probability"))}
+DRAWS = 1_000_000                       # the Ratios tab's resampled batches: draw 0 … DRAWS
+
+
+def _trained(settings, view):
+    return trained_ids(settings.estimators, view["train_mode"], settings.N)
 
 
 VIEW_PARAMETERS = {
     "tab": ViewParameter(TAB_LABELS[0], choices=TAB_LABELS),
+    "present": ViewParameter(False),
     "ratio_panels": ViewParameter(False, tab="Ratios"),
+    "draw": ViewParameter(0, low=0, high=DRAWS, step=1, tab="Ratios"),
+    **{name: ViewParameter(panels[0], choices=panels, tab=tab, needs={"present": True})
+       for name, (tab, panels) in PANELS.items()},
     "train_mode": ViewParameter(TRAINING.mode, choices=MODES, tab="Training"),
     "train_optimizer": ViewParameter(TRAINING.optimizer, choices=tuple(OPTIMIZERS), tab="Training"),
     "train_lr": ViewParameter(TRAINING.lr, choices=LEARNING_RATES, tab="Training"),
-    "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, tab="Training"),
-    "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, tab="Training"),
+    "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab="Training"),
+    "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab="Training"),
     "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab="Training"),
-    "train_pick": ViewParameter("naive", choices=tuple(ESTIMATORS), tab="Training"),
-    "sga_step": ViewParameter(30, low=0, high=1000, tab="Training"),
+    "train_pick": ViewParameter("naive", choices=_trained, tab="Training"),
+    "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
+                              tab="Training"),                                   # the shortest run (10 steps)
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
+VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}
+CONTROL_PARAMETERS = {
+    **{name: ViewParameter(getattr(DEFAULTS, name), low=low, high=high) for name, (low, high) in INTEGER_RANGES.items()},
+    "mismatch": ViewParameter(DEFAULTS.mismatch, low=MISMATCH_RANGE[0], high=MISMATCH_RANGE[1]),
+    "baseline": ViewParameter(DEFAULTS.baseline, choices=BASELINES),
+    "agg": ViewParameter(DEFAULTS.aggregation, choices=AGGREGATIONS),
+    "top_p": ViewParameter(DEFAULTS.top_p, low=TOP_P_RANGE[0], high=TOP_P_RANGE[1]),
+    "top_k": ViewParameter(DEFAULTS.top_k, low=TOP_K_RANGE[0], high=TOP_K_RANGE[1]),        # and at most V
+    "temperature": ViewParameter(DEFAULTS.temperature, low=TEMPERATURE_RANGE[0], high=TEMPERATURE_RANGE[1]),
+    "precision": ViewParameter(DEFAULTS.precision, choices=PRECISIONS),
+}
+URL_PARAMETERS = CONTROL_PARAMETERS | VIEW_PARAMETERS      # every single-valued parameter a link can carry
 
 
 def _listed_choices(choices, most=12):
@@ -210,16 +261,7 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
         notices.append(f"URL parameter{'s' if len(repeated) > 1 else ''} {listed(repeated)} given more than "
                        "once: using the last value.")
     params = {name: _last(value) for name, value in params.items()}
-    values = {}
-    for name, (low, high) in INTEGER_RANGES.items():
-        values[name] = _parse_control(params, name, int, low, high, notices)
-    values["mismatch"] = _parse_control(params, "mismatch", float, *MISMATCH_RANGE, notices)
-    values["top_p"] = _parse_control(params, "top_p", float, *TOP_P_RANGE, notices)
-    values["top_k"] = _parse_control(params, "top_k", int, *TOP_K_RANGE, notices)
-    values["temperature"] = _parse_control(params, "temperature", float, *TEMPERATURE_RANGE, notices)
-    values["precision"] = _parse_choice(params, "precision", PRECISIONS, notices)
-    values["baseline"] = _parse_baseline(params, notices)
-    values["aggregation"] = _parse_aggregation(params, notices)
+    values = {FIELDS.get(name, name): _parse_control(params, name, notices) for name in CONTROL_PARAMETERS}
     values["estimators"] = _parse_estimators(params, notices)
     values["thresholds"] = _parse_thresholds(params, values["estimators"], notices)
     problem = size_problem(values["T"], values["V"], limit)
@@ -235,19 +277,22 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
         notices.append(f"URL sampler parameters: {problem}. Showing the sampler as plain softmax (top_p = 1, "
                        "top_k = 0, temperature = 1, precision none) instead.")
         values |= {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
-    view = {name: _parse_view(params, name, notices) for name in VIEW_PARAMETERS}
+    settings = make_settings(**values)
+    view = {}
+    for name in VIEW_PARAMETERS:
+        view[name] = _parse_view(params, name, settings, view, notices)
     unknown = [name for name in params if name not in CONTROL_NAMES and name not in VIEW_PARAMETERS
                and "." not in name]
     if unknown:
         notices.append(f"Unknown URL parameter{'s' if len(unknown) > 1 else ''} {listed(unknown)} ignored.")
-    return make_settings(**values), view, notices
+    return settings, view, notices
 
 
 def view_query(view):
     """{URL name: string} of the view parameters the address shows: those that differ from their default and
-    belong to every tab or to the open one."""
+    belong to every tab or to the open one (``ViewParameter.shown``)."""
     return {name: parameter.to_url(view[name]) for name, parameter in VIEW_PARAMETERS.items()
-            if view[name] != parameter.default and parameter.tab in (None, view["tab"])}
+            if view[name] != parameter.default and parameter.shown(view)}
 
 
 def to_query(settings):
@@ -280,43 +325,26 @@ def _fallback(notices, name, raw, why):
     return default
 
 
-def _parse_control(params, name, kind, low, high, notices):
+def _parse_control(params, name, notices):
     if name not in params:
-        return getattr(DEFAULTS, name)
+        return CONTROL_PARAMETERS[name].default
     try:
-        return parse_number(params[name], kind, low, high)
+        return CONTROL_PARAMETERS[name].parse(params[name])
     except ValueError as why:
         return _fallback(notices, name, params[name], why)
 
 
-def _parse_view(params, name, notices):
+def _parse_view(params, name, settings, view, notices):
+    """The view parameter's value from the link, checked against the Settings and the view values before it."""
     parameter = VIEW_PARAMETERS[name]
     if name not in params:
         return parameter.default
     try:
-        return parameter.parse(params[name])
+        return parameter.parse(params[name], settings, view)
     except ValueError as why:
         notices.append(f"URL parameter {name} = {quoted(params[name])} {why}; using the default "
                        f"{name} = {parameter.to_url(parameter.default)}.")
         return parameter.default
-
-
-def _parse_baseline(params, notices):
-    raw = params.get("baseline", DEFAULTS.baseline)
-    if raw in BASELINES:
-        return raw
-    return _fallback(notices, "baseline", raw, "is not one of " + ", ".join(BASELINES))
-
-
-def _parse_aggregation(params, notices):
-    return _parse_choice(params, "agg", AGGREGATIONS, notices)
-
-
-def _parse_choice(params, name, choices, notices):
-    raw = params.get(name, getattr(DEFAULTS, FIELDS.get(name, name)))
-    if raw in choices:
-        return raw
-    return _fallback(notices, name, raw, "is not one of " + ", ".join(choices))
 
 
 def _parse_estimators(params, notices):

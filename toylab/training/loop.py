@@ -46,6 +46,7 @@ from toylab.training.optimizers import OPTIMIZERS, make_optimizer
 from toylab.training.toy_rows import ToyRows
 
 MODES = ("expected", "sampled")
+REFERENCE = "on_policy"
 NOISES = ("fixed", "redrawn")
 NOISE_STREAM = 2**32 - 1        # the second seed word of the redrawn errors: no run number reaches it
 LIMITS = {"steps": (1, 2000), "lr": (1e-4, 1e4), "N": (1, 100_000), "runs": (1, 10_000)}
@@ -136,6 +137,13 @@ def cannot_train(estimator_id, mode, N):
     if mode == "sampled" and estimator_id == "rloo" and N < 2:
         return "needs N ≥ 2 (its baseline is the mean of the other N − 1 rewards)"
     return None
+
+
+def trained_ids(estimators, mode, N):
+    """The estimators a run trains: REFERENCE (on_policy, the exact ascent the others are compared with) and the
+    chosen ones that can train in this mode with batches of N, in registry order."""
+    chosen = {REFERENCE, *estimators}
+    return tuple(id for id in ESTIMATORS if id in chosen and not cannot_train(id, mode, N))
 
 
 # -- the exact quantities of many θ at once -----------------------------------------------------------------

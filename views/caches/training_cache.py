@@ -6,11 +6,10 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.engine.recursion import FACTORS
-from toylab.training.loop import cannot_train, train
+from toylab.training.loop import REFERENCE, cannot_train, train, trained_ids
 from toylab.training.sga import monte_carlo_improvement, second_order, toy_at
 from views.caches import cache
 
-REFERENCE = "on_policy"
 SGA_CURVE_LRS = tuple(float(lr) for lr in np.logspace(-2, 2, 33))          # 0.01 … 100, the second-order lines
 SGA_SAMPLED_LRS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)     # Monte Carlo points (plus the chosen lr)
 SGA_SEQUENCES = 200 * 64        # sequences per estimator for the Monte Carlo points: 200 batches at N = 64
@@ -24,10 +23,9 @@ LIMIT_SECONDS = 10.0
 
 def trained(settings, mode):
     """((id, ((name, value), …)), …): on_policy (the reference) and the selected estimators that can train in this
-    mode at the sidebar's N (``training.cannot_train``), in registry order."""
+    mode at the sidebar's N (``training.trained_ids``), in registry order."""
     chosen = {REFERENCE: {}} | settings.selection()
-    return tuple((id, tuple(chosen[id].items())) for id in ESTIMATORS
-                 if id in chosen and not cannot_train(id, mode, settings.N))
+    return tuple((id, tuple(chosen[id].items())) for id in trained_ids(settings.estimators, mode, settings.N))
 
 
 def left_out(settings, mode):

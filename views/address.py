@@ -1,0 +1,51 @@
+"""The page's address: a link opens its view, every run writes back the link of what the page shows, and the
+browser's Back and Forward buttons return to the views it showed before.
+
+Every URL parameter is the page's own (``toylab.state.query``): the sidebar's controls and the view parameters,
+stored in session state under their URL names, which are also their widgets' keys. No widget is bound to the
+URL by Streamlit. On a session's first run the sidebar parses the link into session state (``open_view`` for
+the view); at the end of every run ``write`` replaces the address with the canonical link of the page, in one
+update, so each change is one entry in the browser's history. When the user goes Back or Forward, Streamlit
+reruns the script with the address of that entry and says so (``navigated``: the run's history-navigation flag,
+the signal Streamlit's own URL-bound widgets follow); the page then reads that address as it reads a new link.
+"""
+
+import streamlit as st
+from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+
+from toylab.state.query import VIEW_PARAMETERS, to_query, view_query
+
+
+def query():
+    """The address's parameters as {name: [values]} (a repeated parameter has several)."""
+    return {name: st.query_params.get_all(name) for name in st.query_params}
+
+
+def navigated():
+    """Whether this run follows the browser's Back or Forward button (Streamlit reruns with that entry's address)."""
+    context = get_script_run_ctx()
+    return bool(getattr(context, "is_history_navigation", False))
+
+
+def open_view(view, linked, navigation=False):
+    """Put a link's view values into session state: those the link gives (``linked``: their names) and, after Back
+    or Forward, every one its address can show (absent there: the default). The others keep a value they have, e.g.
+    a closed tab's control, and start at the link's (default) value otherwise."""
+    for name, value in view.items():
+        if name in linked or (navigation and VIEW_PARAMETERS[name].shown(view)):
+            st.session_state[name] = value
+        else:
+            st.session_state.setdefault(name, value)
+
+
+def view():
+    """Every view parameter's current value: session state's, or its default where the page has not set it."""
+    return {name: st.session_state.get(name, parameter.default) for name, parameter in VIEW_PARAMETERS.items()}
+
+
+def write(settings):
+    """Make the address the canonical link of ``settings`` and the current view, in one update (one history entry),
+    unless it is that already."""
+    wanted = to_query(settings) | view_query(view())
+    if query() != {name: [value] for name, value in wanted.items()}:
+        st.query_params.from_dict(wanted)
