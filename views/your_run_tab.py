@@ -16,7 +16,7 @@ import streamlit as st
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
 from toylab.presentation.run_frames import spread_frame, tail_share_frame
-from toylab.text import UNDEFINED, clipped
+from toylab.text import UNDEFINED, clipped, formatted
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
 from toylab.your_run.bounds import LOG_RATIO_LIMIT, MB, PAGE_BOUNDS, REWARD_LIMIT
 from toylab.your_run.columns import NAMES, TITLES, choose
@@ -129,7 +129,8 @@ def _columns(source):
 
 
 def _headline(source, statistics):
-    st.markdown(f"{value(source.name)} · {statistics.sequences:,} sequences, {statistics.tokens:,} response tokens"
+    sequences = f"{statistics.sequences:,} sequence{'s' if statistics.sequences != 1 else ''}"
+    st.markdown(f"{value(source.name)} · {sequences}, {statistics.tokens:,} response tokens"
                 + (f" ({statistics.dropped:,} sequences without response tokens left out)" if statistics.dropped
                    else ""))
     metrics = [
@@ -147,7 +148,7 @@ def _headline(source, statistics):
                         "The logged mean reward: rewards of sampler rollouts, E_μ[r], not the trainer's J = E_π[r]."))
     columns = st.columns(len(metrics) + 1)
     for column, (label, estimate, style, help) in zip(columns, metrics, strict=False):
-        column.metric(label, style.format(estimate.value), delta=f"± {_number(estimate.se, style)}", delta_color="off",
+        column.metric(label, formatted(estimate.value, style), delta=f"± {formatted(estimate.se, style)}", delta_color="off",
                       delta_arrow="off", delta_description="standard error", help=help)
     columns[-1].metric("ESS fraction (this sample)", f"{statistics.ess_fraction:.1%}",
                        help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
@@ -160,7 +161,7 @@ def _token_charts(results, thresholds):
     st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
     histogram, shares = st.columns([3, 1])
     chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], thresholds))
-    shares.dataframe(tail_share_frame(results["statistics"]), hide_index=True, width="stretch", column_config={
+    shares.dataframe(_defined(tail_share_frame(results["statistics"])), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
         "share": st.column_config.NumberColumn("share of tokens", format="percent"),
         "se": st.column_config.NumberColumn("± se", format="percent")})
@@ -176,7 +177,7 @@ def _sequence_charts(results, statistics, thresholds):
     W, geo = st.columns(2)
     chart_element.draw(W, log_charts.sequence_histogram_chart(results["W"], thresholds["W"], kind="W"))
     chart_element.draw(geo, log_charts.sequence_histogram_chart(results["geo"], thresholds["geo"], kind="geo"))
-    spread = spread_frame(statistics)
+    spread = _defined(spread_frame(statistics))
     st.dataframe(spread, hide_index=True, width="stretch",
                  column_config={name: st.column_config.NumberColumn(format="%.4g") for name in spread.columns[1:]})
     st.caption("Over the log's sequences: mean ± se, spread and quantiles. E_μ[log W] = −KL(μ‖π) of a whole "
@@ -233,7 +234,7 @@ def _estimator_table(rows, rewards, statistics):
             column.metric(label, NOT_SET, help=help + " — undefined: its mean or standard error is beyond float64 "
                                                       "(the sequence weights W reach e^709)")
         else:
-            column.metric(label, f"{estimate.value:.4f}", delta=f"± {_number(estimate.se, '{:.4f}')}",
+            column.metric(label, formatted(estimate.value), delta=f"± {formatted(estimate.se)}",
                           delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
     if statistics.ess_fraction < FEW_WEIGHTS:
         text = UNRELIABLE.format(statistics.ess_fraction)
@@ -249,7 +250,7 @@ def _matched_toy(settings, statistics):
     T = settings.T if choice == "sidebar" else data_T
     match = cache.matched(statistics.k1, T, settings.V, settings.seed)
     st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics)))
-    table = comparison_frame(match, statistics)
+    table = _defined(comparison_frame(match, statistics))
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "quantity": st.column_config.TextColumn("quantity"),
         "data": st.column_config.NumberColumn("data (sample estimate)", format="%.4g"),
@@ -263,5 +264,7 @@ def _matched_toy(settings, statistics):
                                           "rounded to the slider's step of 0.01, and opens the Estimators tab.")
 
 
-def _number(number, style):
-    return UNDEFINED if number is None else style.format(number)
+def _defined(frame):
+    """The frame without its columns that hold no number (the standard errors of a one-sequence log: the caption
+    says why), so no cell reads "None"."""
+    return frame.dropna(axis=1, how="all")

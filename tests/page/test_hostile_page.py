@@ -121,6 +121,16 @@ def test_a_log_of_one_sequence_shows_dashes_with_the_reason(case):
     assert shown["k1 = mean(log μ − log π)"] == "± —"
     assert any("a log of one sequence has no standard error" in caption.value for caption in at.caption)
     assert any("a log of one sequence has no standard error" in markdown.value for markdown in at.markdown)
+    for frame in at.dataframe:                                          # no column of "None" cells
+        assert not frame.value.isna().all().any(), frame.value
+
+
+def test_huge_numbers_are_written_in_scientific_notation():
+    """The issue's k3 "as a 40-digit number": past a million a number is shown to 4 significant digits."""
+    at = upload(run(), *__import__("hostile_logs").extreme("log W 355 to 709"))
+    assert not at.error
+    shown = {metric.label: metric.value for metric in at.metric}
+    assert shown["k3 = mean(ρ − 1 − log ρ)"].endswith(("e+20", "e+21")) and len(shown["k3 = mean(ρ − 1 − log ρ)"]) <= 10
 
 
 def test_the_uploaders_limit_is_the_apps_own():

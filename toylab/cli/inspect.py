@@ -17,7 +17,7 @@ from toylab.cli.arguments import (
 )
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import UNDEFINED, quoted
+from toylab.text import UNDEFINED, formatted, quoted
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE, on_log, reward_estimates
 from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
 from toylab.your_run.log import load_log
@@ -167,11 +167,11 @@ def as_text(result):
 
 
 def _pm(estimate, style):
-    return f"{style.format(estimate['value'])} ± {_number(estimate['se'], style)}"
+    return f"{formatted(estimate['value'], style)} ± {formatted(estimate['se'], style)}"
 
 
 def _number(value, style):
-    return UNDEFINED if value is None else style.format(value)
+    return formatted(value, style)
 
 
 def main(argv=None):

@@ -23,7 +23,7 @@ import pandas as pd
 from toylab.analysis.diagnostics import token_chi2, token_kl
 from toylab.engine.toy import Toy, make_toy
 from toylab.state.query import MISMATCH_RANGE, PAGE_SIZE_LIMIT
-from toylab.text import UNDEFINED
+from toylab.text import formatted
 from toylab.your_run.statistics import SINGLE_SEQUENCE, TAIL_THRESHOLDS
 
 BISECTION_STEPS = 60
@@ -127,7 +127,7 @@ def comparison(match, statistics):
     """Sentences: where the match lands, and how close the toy's token χ² and tail shares are to the data's."""
     k1 = statistics.k1
     where = f"T = {match.T}, V = {match.V}, seed {match.seed}"
-    data_k1 = f"k1 = {k1.value:.4g} ± {_or_dash(k1.se, '{:.2g}')}"
+    data_k1 = f"k1 = {k1.value:.4g} ± {formatted(k1.se, '{:.2g}')}"
     if match.clamped == "zero":
         lines = [f"The data's {data_k1} is not above 0: sampler and trainer agree within "
                  f"this sample, and the matching toy ({where}) has mismatch 0, where every estimator coincides."]
@@ -136,7 +136,7 @@ def comparison(match, statistics):
                  f"only {match.top_kl:.4g}, below the data's {data_k1}: the toy is "
                  "clamped there and understates this run's mismatch."]
     else:
-        lines = [f"At mismatch {match.mismatch:.3f} ± {_or_dash(match.mismatch_se, '{:.3f}')} the toy ({where}) has "
+        lines = [f"At mismatch {match.mismatch:.3f} ± {formatted(match.mismatch_se, '{:.3f}')} the toy ({where}) has "
                  f"the data's per-token KL, {data_k1}."]
     rows = [("token χ²", "chi2_token", match.toy_chi2_token, statistics.chi2_token, "{:.3g}")]
     rows += [(f"share of tokens with |log ρ| > {c:g}", c, match.toy_tail_shares[c], statistics.tail_shares[c],
@@ -144,7 +144,7 @@ def comparison(match, statistics):
     close = True
     for name, key, toy_value, data, style in rows:
         low, high = match.toy_ranges[key]
-        text = (f"{name}: data {style.format(data.value)} ± {_or_dash(data.se, style)}, toy "
+        text = (f"{name}: data {formatted(data.value, style)} ± {formatted(data.se, style)}, toy "
                 f"{style.format(toy_value)} ({style.format(low)} to {style.format(high)} over the mismatches within "
                 f"{CLOSE:g} se)")
         margin = CLOSE * (data.se or 0.0)
@@ -165,10 +165,6 @@ def comparison(match, statistics):
         lines.append(f"The toy's sequences have {match.T} tokens, the data's {length:.0f} on average: sequence-level "
                      "weights (W, the ESS) are far more extreme in the data than in the toy.")
     return lines
-
-
-def _or_dash(value, style):
-    return UNDEFINED if value is None else style.format(value)
 
 
 def _rounded(value):
