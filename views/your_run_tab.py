@@ -81,11 +81,12 @@ def render(settings):
         st.markdown(FORMATS)
         return
     progress = st.empty()
+    report = _reporter(progress, source)
     try:
         columns = _columns(source)
-        results = cache.summary(source, columns, _reporter(progress, source))
+        results = cache.summary(source, columns, report)
         selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
-        rows, rewards, thresholds = cache.estimators(source, columns, selection, _reporter(progress, source))
+        rows, rewards, thresholds = cache.estimators(source, columns, selection, report)
     except LogError as error:
         progress.empty()
         st.error(code(error), icon=":material/error:")
