@@ -1,7 +1,8 @@
 """The Your run tab: a user's own rollout log, its sample statistics and charts, and the toy that matches it.
 
-The file in view (an upload or the example) is kept in session state, so it survives a visit to another
-tab; the uploader's callback and the example button are the only ways to change it. Everything from the file —
+The file in view (an upload or the example) is kept for the session (``your_run_cache.shown``), so it survives a
+visit to another tab and is released when the session disconnects; the uploader's callback and the example button
+are the only ways to change it. Everything from the file —
 its name, column names, values, the messages that quote them — is shown through ``user_text`` (code text, never
 Markdown). Reading shows a progress bar, which is also where Streamlit stops the reading when the user leaves
 the tab or uploads another file.
@@ -31,7 +32,6 @@ from views.user_text import code, value
 
 LABEL = "Your run"
 UPLOAD_KEY = "your_run_upload"
-SOURCE_KEY = "_your_run_source"
 LENGTH_KEY = "your_run_match_length"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rollouts_per_sequence.parquet"
 NOT_SET = "—"
@@ -50,11 +50,12 @@ FORMATS = (
 
 def _uploaded():
     file = st.session_state[UPLOAD_KEY]
-    st.session_state[SOURCE_KEY] = None if file is None else Source.of(file.name, file.getvalue())
+    cache.show(None if file is None else Source.of(file.name, file.getvalue()))
+    cache.drop_uploaded_copies()
 
 
 def _use_example():
-    st.session_state[SOURCE_KEY] = Source.of(f"examples/{EXAMPLE.name}", EXAMPLE.read_bytes())
+    cache.show(Source.of(f"examples/{EXAMPLE.name}", EXAMPLE.read_bytes()))
 
 
 def _open_match(settings, match):
@@ -75,7 +76,7 @@ def render(settings):
     example.button("Use the example log", on_click=_use_example, icon=":material/science:", width="stretch",
                    help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not from a real "
                         "model): the matched toy should come back near mismatch 0.5.")
-    source = st.session_state.get(SOURCE_KEY)
+    source = cache.shown()
     if source is None:
         st.info("Upload a rollout log, or use the example log.", icon=":material/upload_file:")
         st.markdown(FORMATS)
