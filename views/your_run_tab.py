@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
+from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
@@ -49,9 +50,17 @@ FORMATS = (
 
 
 def _uploaded():
-    file = st.session_state[UPLOAD_KEY]
-    cache.show(None if file is None else Source.of(file.name, file.getvalue()))
-    cache.drop_uploaded_copies()
+    """on_change: a new file's bytes are taken by the tab, and Streamlit's references to them go (its upload manager's
+    copy and the widget's value), so that they live exactly as long as this session shows them. The widget then
+    reports the file as deleted on a later run (its bytes are gone from Streamlit): that changes nothing; a removed
+    file (None) clears the tab."""
+    file = st.session_state.get(UPLOAD_KEY)
+    if file is None:
+        cache.show(None)
+    elif isinstance(file, UploadedFile):
+        cache.show(Source.of(file.name, file.getvalue()))
+        cache.drop_uploaded_copies()
+        del st.session_state[UPLOAD_KEY]
 
 
 def _use_example():

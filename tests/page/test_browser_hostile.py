@@ -117,3 +117,29 @@ def test_the_uploaders_limit_and_the_apps_agree_at_50_mb(app):
     error = panel.get_by_text("line 1 is over the limit of 16 MB per line of text")    # the app's own check answers
     error.wait_for(timeout=60_000)
     page.close()
+
+
+def test_an_upload_whose_bytes_streamlit_let_go_of_keeps_working(app):
+    """The tab takes an upload's bytes and drops Streamlit's copies (so a closed session frees them): the file stays
+    shown through a slider step, the uploader's × clears it, a new upload replaces it, and it stays shown through a
+    visit to another tab (the uploader itself comes back empty, as Streamlit's always did)."""
+    page = Page(app, "tab=Your%20run")
+    panel = page.upload("a.jsonl", jsonl([row(3), row(2)]))
+    assert "2 sequences" in panel.inner_text()
+    page.page.get_by_role("slider", name="mismatch").focus()
+    page.page.keyboard.press("ArrowRight")
+    page.page.wait_for_timeout(500)
+    wait_for_app(page.page)
+    assert "2 sequences" in panel.inner_text() and page.page.locator('[data-testid="stException"]').count() == 0
+    panel.get_by_role("button", name="Remove a.jsonl").click()
+    page.page.wait_for_timeout(500)
+    wait_for_app(page.page)
+    assert "Upload a rollout log" in panel.inner_text() and "2 sequences" not in panel.inner_text()
+    panel = page.upload("b.jsonl", jsonl([row(3), row(2), row(1)]))
+    assert "3 sequences" in panel.inner_text()
+    page.page.get_by_role("tab", name="Estimators").click()
+    wait_for_app(page.page)
+    page.page.get_by_role("tab", name="Your run").click()
+    wait_for_app(page.page)
+    assert "3 sequences" in panel.inner_text() and page.page.locator('[data-testid="stException"]').count() == 0
+    page.close()
