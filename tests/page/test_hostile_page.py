@@ -165,7 +165,7 @@ def test_reading_stops_where_the_progress_callback_stops_it_and_keeps_nothing(mo
         cache.rollout_log(source, columns, leave_the_tab)
     assert len(calls) == 2 and all(0 < share <= 1 for share in calls)      # stopped after 2 of ~37 chunks
     assert (source.digest, columns) not in cache.LOGS._values
-    with work_slots.reading(waiting=pytest.fail):                      # the reading slot is free again
+    with work_slots.log_work(waiting=pytest.fail):                     # the log slot is free again
         pass
 
 

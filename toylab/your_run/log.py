@@ -376,7 +376,7 @@ class _TokenRows:
         numbers = self.numbers
         number_of = np.fromiter((numbers.setdefault(name, len(numbers)) for name in names), np.int64, len(names))
         self.tally.check_sequences(len(numbers), int(rows[-1]) if len(rows) else 0)
-        return number_of[local.indices.to_numpy()]
+        return number_of.astype(np.int32)[local.indices.to_numpy()]      # ≤ bounds.sequences: int32 is plenty
 
     def finish(self):
         """The RolloutLog: tokens grouped by sequence (numbered in order of first appearance), each sequence's in

@@ -1,6 +1,7 @@
 """At most a few large computations at once, over all sessions: the server's memory then grows with the
-slots, not with the number of users. And at most one rollout log read at a time (``reading``); freed memory is
-handed back to the system after a log's reading and once no session holds it (``give_back_memory``).
+slots, not with the number of users. And at most one rollout log read or summarised at a time (``log_work``), so
+one user's upload takes at most one core and one log's working memory; freed memory is handed back to the system
+after a log's reading and once no session holds it (``give_back_memory``).
 
 A computation over M sequences holds a few M-vectors of temporaries (about 150 MB at M = 4,194,304); four
 users opening tabs of the largest toy together would hold four such sets. With LARGE_WORK_SLOTS = 2 (the
@@ -16,10 +17,10 @@ import pyarrow as pa
 
 LARGE_WORK = 2**18                 # sequences (or samples) from which a computation takes a slot: 8 MB a vector
 LARGE_WORK_SLOTS = 2
-READING_SLOTS = 1                  # a log's reading takes up to ~300 MB (bounds.PAGE_BOUNDS): one at a time
+LOG_WORK_SLOTS = 1                 # a log's reading takes up to ~300 MB (bounds.PAGE_BOUNDS): one at a time
 WAIT_CHECK_S = 0.25
 _slots = threading.BoundedSemaphore(LARGE_WORK_SLOTS)
-_reading = threading.BoundedSemaphore(READING_SLOTS)
+_log_work = threading.BoundedSemaphore(LOG_WORK_SLOTS)
 _held = threading.local()
 
 
@@ -39,15 +40,21 @@ def large_work(size):
 
 
 @contextlib.contextmanager
-def reading(waiting):
-    """Hold the reading slot while the block runs; while another session holds it, call ``waiting()`` every
-    WAIT_CHECK_S seconds (a page's progress message: Streamlit can stop the wait there)."""
-    while not _reading.acquire(timeout=WAIT_CHECK_S):
+def log_work(waiting):
+    """Hold the log slot while the block runs (a thread that holds it already does not wait again); while another
+    session holds it, call ``waiting()`` every WAIT_CHECK_S seconds (a page's progress message: Streamlit can stop
+    the wait there)."""
+    if getattr(_held, "log", False):
+        yield
+        return
+    while not _log_work.acquire(timeout=WAIT_CHECK_S):
         waiting()
+    _held.log = True
     try:
         yield
     finally:
-        _reading.release()
+        _held.log = False
+        _log_work.release()
 
 
 def give_back_memory():

@@ -9,8 +9,9 @@ A loaded log is the only large thing here, and it is bounded three ways:
   bytes are held for the session the same way (``shown``), and Streamlit's copy of an upload is dropped as soon as
   the tab has taken it (Streamlit keeps uploads until a session is shut down, which a closed browser tab's never is:
   streamlit/streamlit#12607, #9218);
-- while it is read: reading takes the server's one reading slot (``work_slots.reading``), so at most one log's
-  reading memory exists at a time, and the file's ``bounds.PAGE_BOUNDS`` cap what that reading can take.
+- while it is read or summarised: that work takes the server's one log slot (``work_slots.log_work``), so at most
+  one log's working memory exists at a time and one upload keeps at most one core busy, and the file's
+  ``bounds.PAGE_BOUNDS`` cap what that work can take.
 
 ``read_log`` calls ``progress(share)`` after every chunk of the file; the tab draws a progress bar there, and since
 Streamlit stops a script at its next Streamlit call once the user leaves the tab or uploads another file, the
@@ -23,6 +24,7 @@ which no cache keeps, so the message comes back on every rerun.
 
 import hashlib
 import threading
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -39,10 +41,11 @@ from toylab.your_run.log import read_log
 from toylab.your_run.matching import match_toy
 from toylab.your_run.statistics import log_statistics
 from views.caches.bounded_cache import ByteBoundedCache
-from views.caches.work_slots import give_back_memory, reading
+from views.caches.work_slots import give_back_memory, log_work
 
 LOG_CACHE_BYTES = 200 * 2**20        # logs kept over all sessions (a log at the page's bound is 32 MB and more)
 SHOWN_ENTRIES = 32                   # summaries, and estimator rows, kept
+SESSION_KEY = "_your_run_session"
 LOGS = ByteBoundedCache(LOG_CACHE_BYTES, lambda log: log.nbytes())
 SUMMARIES = ByteBoundedCache(SHOWN_ENTRIES, lambda summary: 1)
 ESTIMATOR_ROWS = ByteBoundedCache(SHOWN_ENTRIES, lambda rows: 1)
@@ -63,19 +66,24 @@ class Source:
         return cls(clipped(name), data, hashlib.sha256(data).hexdigest())
 
 
-@st.cache_resource(scope="session", show_spinner=False)
-def _session_file():
-    """{"source": the Source this session's tab shows}: released with the session."""
+@st.cache_resource(scope="session", max_entries=1, show_spinner=False)
+def _session_file(session):
+    """{"source": the Source this session's tab shows}: released with the session. ``session`` is a token kept in
+    its session state (Streamlit's own session id is one fixed value in streamlit.testing)."""
     return {}
+
+
+def _held():
+    return _session_file(st.session_state.setdefault(SESSION_KEY, uuid.uuid4().hex))
 
 
 def shown():
     """The Source this session's tab shows, or None."""
-    return _session_file().get("source")
+    return _held().get("source")
 
 
 def show(source):
-    _session_file()["source"] = source
+    _held()["source"] = source
 
 
 def drop_uploaded_copies():
@@ -101,7 +109,7 @@ def rollout_log(source, columns, progress):
     key = (source.digest, columns)
 
     def build():
-        with reading(waiting=lambda: progress(None)):
+        with log_work(waiting=lambda: progress(None)):
             try:
                 file = _file(source)
                 return read_log(file, preview(file), columns, progress)
@@ -134,11 +142,12 @@ def _lease(key):
 def summary(source, columns, progress):
     """The log's statistics and the frames of its charts."""
     def build():
-        log = rollout_log(source, columns, progress)
-        return {"statistics": log_statistics(log), "tokens": log_frames.token_histogram_frame(log),
-                "position": log_frames.position_frame(log), "probability": log_frames.probability_frame(log),
-                "W": log_frames.sequence_histogram_frame(log, "W"),
-                "geo": log_frames.sequence_histogram_frame(log, "geo")}
+        with log_work(waiting=lambda: progress(None)):
+            log = rollout_log(source, columns, progress)
+            return {"statistics": log_statistics(log), "tokens": log_frames.token_histogram_frame(log),
+                    "position": log_frames.position_frame(log), "probability": log_frames.probability_frame(log),
+                    "W": log_frames.sequence_histogram_frame(log, "W"),
+                    "geo": log_frames.sequence_histogram_frame(log, "geo")}
     return SUMMARIES.get((source.digest, columns), build)
 
 
@@ -146,12 +155,13 @@ def estimators(source, columns, selection, progress):
     """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold frames
     on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value), ...)), ...)."""
     def build():
-        log = rollout_log(source, columns, progress)
-        chosen = {id: dict(params) for id, params in selection}
-        return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log),
-                {"tokens": log_frames.token_threshold_frame(log, chosen),
-                 "W": log_frames.sequence_threshold_frame(log, chosen, "W"),
-                 "geo": log_frames.sequence_threshold_frame(log, chosen, "geo")})
+        with log_work(waiting=lambda: progress(None)):
+            log = rollout_log(source, columns, progress)
+            chosen = {id: dict(params) for id, params in selection}
+            return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log),
+                    {"tokens": log_frames.token_threshold_frame(log, chosen),
+                     "W": log_frames.sequence_threshold_frame(log, chosen, "W"),
+                     "geo": log_frames.sequence_threshold_frame(log, chosen, "geo")})
     return ESTIMATOR_ROWS.get((source.digest, columns, selection), build)
 
 
