@@ -197,8 +197,9 @@ def _sequence_charts(results, statistics, thresholds):
 
 ESTIMATOR_COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
-    "name": st.column_config.TextColumn("estimator", help="Registry id; verl:… and trl:… are the frameworks' "
-                                                          "options as their code computes them"),
+    "name": st.column_config.TextColumn("estimator", help="Registry id; framework:option ids (verl:…, "
+                                                          "slime:…, …) are the frameworks' options as their code "
+                                                          "computes them"),
     "tokens_affected": st.column_config.NumberColumn(
         "tokens masked/clipped", format="percent", help="Share of this log's response tokens whose weight the "
                                                        "estimator masks or clips (a count on the data, not a "
@@ -259,7 +260,7 @@ def _matched_toy(settings, statistics):
         "sidebar": f"the sidebar's T = {settings.T}",
         "data": f"the data's mean length (T = {data_T}, capped at the page's limit for V = {settings.V})"}.get)
     T = settings.T if choice == "sidebar" else data_T
-    match = cache.matched(statistics.k1, T, settings.V, settings.seed)
+    match = cache.matched(statistics.k1, T, settings.V, settings.seed, settings.sampler)
     st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics)))
     table = _defined(comparison_frame(match, statistics))
     st.dataframe(table, hide_index=True, width="stretch", column_config={

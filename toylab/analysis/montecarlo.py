@@ -3,7 +3,8 @@
 Each replicate draws max(N) sequences token by token (μ is a product over positions, so no M-vector is
 needed and any toy size works); the batch of size N is its first N sequences. For each replicate and N
 the batch estimate ĝ_N is compared with ∇J:  error = ‖ĝ_N − ∇J‖ / ‖∇J‖.
-For an exact estimator  E[error²] = (bias² + var/N)/‖∇J‖²,  which the tests check.
+For an exact estimator  E[error²] = (bias² + var/N)/‖∇J‖²,  which the tests check. A sample's estimate is
+Σ_t (c_t·A + d_t)·s_t, d the additive term of a penalty (0 for most estimators).
 
 An exact estimator's coefficients come from ``toylab.coefficients`` on the sampled tokens' log-probabilities
 (the one code path that applies an estimator to given sequences); the batch's loss aggregation
@@ -12,6 +13,7 @@ An exact estimator's coefficients come from ``toylab.coefficients`` on the sampl
 
 from dataclasses import dataclass
 from functools import cached_property
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -32,12 +34,25 @@ def draw_tokens(rng, position_probabilities, shape):
 
 def tokens_from_uniforms(uniforms, position_probabilities):
     """token = #{inner CDF edges ≤ u} for uniforms (..., n, T); probabilities (T, V), or (..., T, V): one
-    table per leading index (each training run its own π or μ)."""
+    table per leading index (each training run its own π or μ). A token of probability 0 is never drawn: its
+    edges coincide, and an edge followed only by such tokens is +∞ (a cumulative sum a hair below 1 would
+    otherwise hand them u ∈ [sum, 1))."""
     inner_edges = np.cumsum(position_probabilities, axis=-1)[..., :-1]         # (..., T, V − 1)
+    nothing_after = np.cumsum(position_probabilities[..., ::-1], axis=-1)[..., ::-1][..., 1:] == 0
+    if nothing_after.any():
+        inner_edges = np.where(nothing_after, np.inf, inner_edges)
     tokens = np.zeros(uniforms.shape, dtype=np.intp)
     for j in range(inner_edges.shape[-1]):
         tokens += uniforms >= inner_edges[..., None, :, j]
     return tokens
+
+
+def trainer_side(toy):
+    """The toy as batches drawn from π see it (on_policy's): the sampler is the trainer, so log μ = log π and every
+    ratio is 1. Those batches hold tokens a truncating μ never draws (log μ = −∞ there), which on_policy never
+    reads; tables (T, V) or (..., T, V) as the toy's."""
+    return SimpleNamespace(V=toy.V, pi=toy.pi, log_pi=toy.log_pi, log_mu=toy.log_pi,
+                           log_rho=np.zeros_like(toy.log_pi), rho=np.ones_like(toy.pi))
 
 
 @dataclass
@@ -77,14 +92,21 @@ class Batches:
         return GivenSequences(self._gather(self.toy.log_pi).reshape(R * n, T),
                               self._gather(self.toy.log_mu).reshape(R * n, T), advantages=self.advantage.reshape(R * n))
 
-    def coefficients_and_kept(self, estimator_id, params=None):
-        """(c, kept) of an exact estimator for every sampled sequence, shape (R, n, T), by ``toylab.coefficients``."""
-        coefficient, kept = apply(estimator_id, self.sequences, resolve_params(estimator_id, params))
-        return np.broadcast_to(coefficient, kept.shape).reshape(self.tokens.shape), kept.reshape(self.tokens.shape)
+    def terms(self, estimator_id, params=None):
+        """(c, kept, d) of an exact estimator for every sampled sequence, each (R, n, T), by ``toylab.coefficients``:
+        sample i's estimate is Σ_t (c_{i,t}·A_i + d_{i,t})·s_{i,t}."""
+        coefficient, kept, additive = apply(estimator_id, self.sequences, resolve_params(estimator_id, params))
+        shape = self.tokens.shape
+        return np.broadcast_to(coefficient, kept.shape).reshape(shape), kept.reshape(shape), additive.reshape(shape)
 
-    def coefficients(self, estimator_id, params=None):
-        """c_{i,t} of an exact estimator for every sampled sequence: shape (R, n, T)."""
-        return self.coefficients_and_kept(estimator_id, params)[0]
+    def coefficients_and_kept(self, estimator_id, params=None):
+        """(c, kept) of an exact estimator for every sampled sequence, shape (R, n, T)."""
+        return self.terms(estimator_id, params)[:2]
+
+    def gradient_coefficients(self, estimator_id, params=None):
+        """c_{i,t}·A_i + d_{i,t} of an exact estimator for every sampled sequence: shape (R, n, T)."""
+        coefficient, _, additive = self.terms(estimator_id, params)
+        return coefficient * self.advantage[..., None] + additive
 
     def aggregated(self, coefficient, kept):
         return loss_aggregation.aggregated(self, coefficient, kept)
@@ -116,8 +138,9 @@ def batch_estimates(batches, estimator_id, params=None):
     estimator = ESTIMATORS[estimator_id]
     params = resolve_params(estimator_id, params)
     if estimator.exact:
-        coefficient, denominator = batches.aggregated(*batches.coefficients_and_kept(estimator_id, params))
-        return batches.divided(batches.score_sum(coefficient * batches.advantage[..., None]), denominator)
+        coefficient, kept, additive = batches.terms(estimator_id, params)
+        scaled, denominator = batches.aggregated(coefficient * batches.advantage[..., None] + additive, kept)
+        return batches.divided(batches.score_sum(scaled), denominator)
     return estimator.batch_estimate(batches, **params)
 
 
@@ -145,7 +168,7 @@ def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, repl
         batches = {False: Batches(toy, draw_tokens(rng, toy.mu, shape), N, b, aggregation)}
         if any(ESTIMATORS[e].on_policy for e in selection):
             rng.bit_generator.state = uniforms_state            # the same uniforms, pushed through π
-            batches[True] = Batches(toy, draw_tokens(rng, toy.pi, shape), N, b, aggregation)
+            batches[True] = Batches(trainer_side(toy), draw_tokens(rng, toy.pi, shape), N, b, aggregation)
         for estimator_id, overrides in selection.items():
             estimate = batch_estimates(batches[ESTIMATORS[estimator_id].on_policy], estimator_id, overrides)
             error = np.linalg.norm((estimate - grad).reshape(*estimate.shape[:2], -1), axis=2) / grad_norm
