@@ -327,7 +327,7 @@ class _TokenRows:
         self.tally = _Tally(name, bounds)
         self.ranges = {"sampler": _Range(), "trainer": _Range()}
         self.parts = {role: [] for role in ("sampler", "trainer", "codes", "response", "position", "reward", "rows")}
-        self.numbers = {}                                     # every id met so far → its number (first appearance)
+        self.ids = None                                       # every id met so far, numbered by first appearance
 
     def add(self, first_row, batch):
         name, columns = self.name, self.columns
@@ -366,16 +366,19 @@ class _TokenRows:
             self.parts["reward"].append(_numpy(batch.column(columns.reward))[response])
         self.parts["codes"].append(self._numbered(ids, rows))
         self.parts["response"].append(response)
-        self.parts["rows"].append(kept_rows)
+        self.parts["rows"].append(kept_rows.astype(np.int32))          # ≤ bounds.tokens + 1 rows: int32 is plenty
 
     def _numbered(self, ids, rows):
         """Each row's sequence number among every id met so far (new ids numbered on): the sequence bound is checked
-        as the ids are met, and each id is held once."""
+        as the ids are met, and each id is held once, in an Arrow array (a Python dict of 250,000 ids is 30 MB)."""
         local = ids.dictionary_encode()
-        names = local.dictionary.to_pylist()
-        numbers = self.numbers
-        number_of = np.fromiter((numbers.setdefault(name, len(numbers)) for name in names), np.int64, len(names))
-        self.tally.check_sequences(len(numbers), int(rows[-1]) if len(rows) else 0)
+        met = self.ids if self.ids is not None else pa.array([], local.dictionary.type)
+        found = pc.index_in(local.dictionary, value_set=met)
+        new = found.is_null().to_numpy(zero_copy_only=False)
+        number_of = found.to_numpy(zero_copy_only=False).copy() if not new.any() else \
+            np.where(new, len(met) + np.cumsum(new) - 1, found.fill_null(0).to_numpy(zero_copy_only=False))
+        self.ids = pa.concat_arrays([met, local.dictionary.filter(pa.array(new))]) if new.any() else met
+        self.tally.check_sequences(len(self.ids), int(rows[-1]) if len(rows) else 0)
         return number_of.astype(np.int32)[local.indices.to_numpy()]      # ≤ bounds.sequences: int32 is plenty
 
     def finish(self):
@@ -387,29 +390,28 @@ class _TokenRows:
         if not sum(len(rows) for rows in parts["rows"]):
             raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
         codes = np.concatenate(parts.pop("codes"))[np.concatenate(parts.pop("response"))]
-        counts = np.bincount(codes, minlength=len(self.numbers))
+        counts = np.bincount(codes, minlength=len(self.ids))
         kept = counts > 0                                     # sequences with a response token
-        codes = (np.cumsum(kept) - 1)[codes]
-        every = list(self.numbers)
-        names = [every[i] for i in np.flatnonzero(kept)]
+        codes = (np.cumsum(kept) - 1).astype(np.int32)[codes]
+        numbers = np.flatnonzero(kept)
+
+        def names(i):                                         # the id of sequence i, for a message
+            return self.ids[int(numbers[i])].as_py()
         lengths, dropped = counts[kept], int((~kept).sum())
-        self.tally.check_sequence(lengths, lambda i: f"sequence {quoted(names[i])}")
-        rows = np.concatenate(parts.pop("rows"))
-        if columns.position is not None:
-            positions = np.concatenate(parts.pop("position"))
-            order = np.lexsort((positions, codes))
-            self._check_positions(codes[order], positions[order], rows[order], names)
-            del positions
-        else:
-            order = np.argsort(codes, kind="stable")
-        del codes
-        rows = rows[order]
+        self.tally.check_sequence(lengths, lambda i: f"sequence {quoted(names(i))}")
+        positions = np.concatenate(parts.pop("position")) if columns.position is not None else None
+        order = _grouping_order(codes, positions)
+        rows = _gathered(np.concatenate(parts.pop("rows")), order)
+        if positions is not None:
+            self._check_positions(_gathered(codes, order), _gathered(positions, order), rows, names)
+        del codes, positions
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         rewards = None
         if columns.reward is not None:
-            rewards = self._sequence_rewards(np.concatenate(parts.pop("reward"))[order], starts, rows, lengths, names)
-        sampler = np.concatenate(parts.pop("sampler"))[order]
-        trainer = np.concatenate(parts.pop("trainer"))[order]
+            rewards = self._sequence_rewards(_gathered(np.concatenate(parts.pop("reward")), order), starts, rows,
+                                             lengths, names)
+        sampler = _gathered(np.concatenate(parts.pop("sampler")), order)
+        trainer = _gathered(np.concatenate(parts.pop("trainer")), order)
         return _assembled(name, columns, sampler, trainer, lengths, rewards, np.minimum.reduceat(rows, starts),
                           dropped)
 
@@ -418,7 +420,7 @@ class _TokenRows:
         if repeated.any():
             i = int(np.argmax(repeated))
             first, second = sorted((rows[i], rows[i + 1]))
-            raise LogError(f"{self.name}: rows {first} and {second}: sequence {quoted(names[codes[i]])} has "
+            raise LogError(f"{self.name}: rows {first} and {second}: sequence {quoted(names(codes[i]))} has "
                            f"position {positions[i]:g} twice (column {quoted(self.columns.position)})")
 
     def _sequence_rewards(self, rewards, starts, rows, lengths, names):
@@ -433,14 +435,28 @@ class _TokenRows:
         if np.isnan(low).any():
             sequence = int(np.argmax(np.isnan(low)))
             raise LogError(f"{self.name}: row {rows[starts[sequence]]}, column {quoted(column)}: sequence "
-                           f"{quoted(names[sequence])} has no reward on any of its rows")
+                           f"{quoted(names(sequence))} has no reward on any of its rows")
         if (low != high).any():
             sequence = int(np.argmax(low != high))
             stop = starts[sequence] + lengths[sequence]
             own, own_rows = rewards[starts[sequence]:stop], rows[starts[sequence]:stop]
             first_low, first_high = own_rows[np.argmax(own == low[sequence])], own_rows[np.argmax(own == high[sequence])]
             raise LogError(f"{self.name}: rows {min(first_low, first_high)} and {max(first_low, first_high)}, column "
-                           f"{quoted(column)}: sequence {quoted(names[sequence])} has two rewards "
+                           f"{quoted(column)}: sequence {quoted(names(sequence))} has two rewards "
                            f"({low[sequence]:g} and {high[sequence]:g}); give its reward on every row, or on some "
                            "rows with the others empty")
         return low
+
+
+def _grouping_order(codes, positions):
+    """The permutation that groups the tokens by sequence code, each sequence's in position order (or file order);
+    None when they already are (the usual file: a sequence's rows together, in order), so nothing is copied."""
+    steps = np.diff(codes)
+    grouped = steps >= 0 if positions is None else (steps > 0) | ((steps == 0) & (np.diff(positions) > 0))
+    if grouped.all():
+        return None
+    return np.argsort(codes, kind="stable") if positions is None else np.lexsort((positions, codes))
+
+
+def _gathered(values, order):
+    return values if order is None else values[order]
