@@ -6,6 +6,8 @@ TABS to add a tab. The link the session opened is read first (it may ask for pre
 the sidebar), and the address is written last, once, with the link of what the page shows.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from toylab.state.query import toy_problem
@@ -23,6 +25,7 @@ from views import (
     threshold_sweep_tab,
     tour,
     training_tab,
+    user_text,
     your_run_tab,
 )
 
@@ -38,13 +41,14 @@ TABS = [
     (lessons_tab.LABEL, lessons_tab.render),
 ]
 
+ICON = Path(__file__).resolve().parent / "docs" / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
 sidebar.open_link()
-st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide",
+st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide",
                    initial_sidebar_state="collapsed" if presentation.on() else "auto", menu_items=header.MENU)
 presentation.style()
 settings, notices = sidebar.render()
 for notice in notices:
-    st.warning(notice, icon=":material/link_off:")
+    st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
 problem = toy_problem(settings)
 if problem:
     st.error(problem, icon=":material/block:")

@@ -5,4 +5,5 @@
     table          ``python -m toylab``: the exact table
     train          ``python -m toylab train``: gradient ascent with chosen estimators
     inspect        ``python -m toylab inspect FILE``: a rollout log's statistics and matched toy
+    progress       a progress bar with the time left, on stderr
 """
