@@ -1,0 +1,94 @@
+"""A run as a time series: one summary per step, and where each metric first left its early range.
+
+A step's summary holds what a user watches over training, each a sample estimate of that step's batch with its
+standard error (``{"value", "se"}``): sequences, tokens, mean length, k1, k3, the token χ² both ways, the
+identity check mean ρ − 1, the ESS fraction of the sequence weights, the tail shares, the |log ρ| quantiles and
+the smallest ρ, the selected estimators' shares of tokens and sequences touched, and the frameworks' metrics.
+
+Early range: over the first EARLY_SHARE of the steps (at least EARLY_MIN), the lowest value − 2 se to the highest
+value + 2 se. A metric *leaves* it at the first later step whose value ± 2 se lies wholly outside (above or
+below); that step is the one to look at before a collapse. A metric without a standard error uses its values.
+"""
+
+import math
+
+from toylab.your_run.applied import on_log
+from toylab.your_run.magnitudes import magnitudes
+from toylab.your_run.parity import by_framework, framework_metrics
+from toylab.your_run.statistics import log_statistics
+
+EARLY_SHARE = 0.2
+EARLY_MIN = 3
+SPREAD = 2.0
+SERIES = ("k1", "k3", "chi2_token", "chi2_low_variance", "identity_mean_rho_minus_1", "ess_fraction", "max_abs_log_rho",
+          "min_rho", "mean_reward")
+
+
+def step_summary(step, files, log, selection):
+    """The summary dict of one step's RolloutLog (see the module docstring)."""
+    statistics = log_statistics(log)
+    sizes = magnitudes(log)
+    summary = {
+        "step": step, "files": list(files), "sequences": statistics.sequences, "tokens": statistics.tokens,
+        "mean_length": statistics.mean_length.as_dict(), "k1": statistics.k1.as_dict(), "k3": statistics.k3.as_dict(),
+        "chi2_token": statistics.chi2_token.as_dict(), "chi2_low_variance": sizes.chi2_low_variance.as_dict(),
+        "identity_mean_rho_minus_1": sizes.identity.as_dict(), "ess_fraction": statistics.ess_fraction,
+        "tail_shares": [{"threshold": c, **share.as_dict()} for c, share in sizes.tail_shares.items()],
+        "abs_log_rho_quantiles": sizes.abs_log_rho_quantiles, "max_abs_log_rho": sizes.abs_log_rho_quantiles["max"],
+        "min_rho": sizes.min_rho,
+        "mean_reward": None if statistics.mean_reward is None else statistics.mean_reward.as_dict(),
+        "estimators": [{"name": row.name, "tokens_affected": row.tokens_affected,
+                        "sequences_affected": row.sequences_affected, **({"note": row.note} if row.note else {})}
+                       for row in on_log(log, selection)],
+        "frameworks": by_framework(framework_metrics(log)),
+    }
+    return summary
+
+
+def failed_step(step, files, error):
+    """The summary of a step that could not be read: its files and the one-line error."""
+    return {"step": step, "files": list(files), "error": error}
+
+
+def value_and_se(summary, key):
+    """(value, se) of a summary's metric; se NaN when it has none; (NaN, NaN) when the step has no such value."""
+    entry = summary.get(key)
+    if isinstance(entry, dict):
+        se = entry.get("se")
+        return float(entry["value"]), math.nan if se is None else float(se)
+    return (math.nan, math.nan) if entry is None else (float(entry), math.nan)
+
+
+def early_range(points):
+    """(low, high) of the first EARLY_SHARE of ``points`` [(value, se)] (at least EARLY_MIN), each ± SPREAD se."""
+    count = max(EARLY_MIN, math.ceil(EARLY_SHARE * len(points)))
+    early = [(value, 0.0 if math.isnan(se) else se) for value, se in points[:count]]
+    return min(v - SPREAD * s for v, s in early), max(v + SPREAD * s for v, s in early)
+
+
+def first_departure(points):
+    """The index of the first point after the early ones whose value ± SPREAD se lies wholly outside the early
+    range, or None (also when there are too few points to have an early range and a later one)."""
+    points = [(value, se) for value, se in points if not math.isnan(value)]
+    count = max(EARLY_MIN, math.ceil(EARLY_SHARE * len(points)))
+    if len(points) <= count:
+        return None
+    low, high = early_range(points)
+    for index in range(count, len(points)):
+        value, se = points[index]
+        se = 0.0 if math.isnan(se) else se
+        if value - SPREAD * se > high or value + SPREAD * se < low:
+            return index
+    return None
+
+
+def departures(summaries, keys=SERIES):
+    """{metric: the step at which it first left its early range (None: it did not)} over the readable steps."""
+    readable = [summary for summary in summaries if "error" not in summary]
+    result = {}
+    for key in keys:
+        series = [(summary["step"], *value_and_se(summary, key)) for summary in readable]
+        series = [(step, value, se) for step, value, se in series if not math.isnan(value)]
+        index = first_departure([(value, se) for _, value, se in series])
+        result[key] = None if index is None else series[index][0]
+    return result
