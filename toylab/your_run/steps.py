@@ -7,7 +7,8 @@ the smallest ρ, the selected estimators' shares of tokens and sequences touched
 
 Early range: over the first EARLY_SHARE of the steps (at least EARLY_MIN), the lowest value − 2 se to the highest
 value + 2 se. A metric *leaves* it at the first later step whose value ± 2 se lies wholly outside (above or
-below); that step is the one to look at before a collapse. A metric without a standard error uses its values.
+below); that step is the one to look at before a collapse. A metric without a standard error (the ESS fraction,
+the extremes) has no ± 2 se: its early range is the early values' range widened by its own width on each side.
 """
 
 import math
@@ -60,9 +61,14 @@ def value_and_se(summary, key):
 
 
 def early_range(points):
-    """(low, high) of the first EARLY_SHARE of ``points`` [(value, se)] (at least EARLY_MIN), each ± SPREAD se."""
+    """(low, high) of the first EARLY_SHARE of ``points`` [(value, se)] (at least EARLY_MIN), each ± SPREAD se;
+    for values without a standard error, their range widened by its own width on each side."""
     count = max(EARLY_MIN, math.ceil(EARLY_SHARE * len(points)))
-    early = [(value, 0.0 if math.isnan(se) else se) for value, se in points[:count]]
+    early = points[:count]
+    if all(math.isnan(se) for _, se in early):
+        low, high = min(v for v, _ in early), max(v for v, _ in early)
+        return low - (high - low), high + (high - low)
+    early = [(value, 0.0 if math.isnan(se) else se) for value, se in early]
     return min(v - SPREAD * s for v, s in early), max(v + SPREAD * s for v, s in early)
 
 

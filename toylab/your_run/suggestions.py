@@ -4,9 +4,9 @@ threshold on a per-sequence statistic).
 
 Each threshold below touches a token or sequence exactly when one statistic of it is beyond the threshold, on
 one side: above (the estimator clips or masks ratios above C) or below (below lo). For a share q of n items, the
-suggestion is the value with m = round(q·n) items strictly beyond it: the (m + 1)-th most extreme value of the
-statistic (the most extreme itself when m = 0: below one item, nothing is touched). ``touched`` is then m/n
-(ties at the value can make it smaller). These are counts on this sample, as every number of a log.
+suggestion is a value with m = round(q·n) items beyond it: halfway between the m-th and (m + 1)-th most extreme
+values (in logs, for a ratio), so that no value sits on it; for m = 0 (below one item: nothing is touched), as far
+beyond the most extreme as half the gap to the next. ``touched`` is then m/n (ties can make it smaller). These are counts on this sample, as every number of a log.
 
     tok_tis.C, geo_rs_tok_tis.C, tok_mis.hi, tok_clip.C_max    tokens, ρ_t above
     tok_mis.lo, tok_clip.C_min                                 tokens, ρ_t below
@@ -52,8 +52,13 @@ def value_beyond(values, share, side):
     """(threshold, touched): the value with round(share·n) of ``values`` strictly beyond it on ``side``, and the
     share of values beyond it."""
     ordered = np.sort(values)[::-1] if side == "above" else np.sort(values)
-    m = int(round(share * len(values)))
-    threshold = ordered[min(m, len(values) - 1)]
+    m = min(int(round(share * len(values))), len(values) - 1)
+    if len(values) == 1:
+        threshold = ordered[0]
+    elif m == 0:
+        threshold = ordered[0] + (ordered[0] - ordered[1]) / 2
+    else:
+        threshold = (ordered[m - 1] + ordered[m]) / 2
     beyond = values > threshold if side == "above" else values < threshold
     return threshold, float(beyond.mean())
 
