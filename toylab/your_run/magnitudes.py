@@ -61,7 +61,7 @@ def magnitudes(log, worst=WORST):
     rho = np.exp(log_rho)
     abs_log_rho = np.abs(log_rho)
     identity = token_mean(log, rho)
-    quantiles = {name: float(np.quantile(abs_log_rho, q)) for name, q in QUANTILES.items()}
+    quantiles = dict(zip(QUANTILES, map(float, np.quantile(abs_log_rho, list(QUANTILES.values()))), strict=True))
     return Magnitudes(
         chi2_low_variance=token_mean(log, (rho - 1) ** 2),
         identity=Estimate(identity.value - 1.0, identity.se),

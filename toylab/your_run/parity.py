@@ -94,14 +94,16 @@ def framework_metrics(log):
     mean_log_mu, mean_log_pi = per_sequence_mean(log_mu), per_sequence_mean(log_pi)
     d = mean_log_mu - mean_log_pi
     abs_log_rho = np.abs(log_rho)
-    probability_gap = np.abs(np.exp(log_pi) - np.exp(log_mu))
+    pi, mu = np.exp(log_pi), np.exp(log_mu)
+    probability_gap = np.abs(pi - mu)
     mixture = np.logaddexp(log_pi, log_mu) - math.log(2)
     k3 = rho - 1 - log_rho
+    k3_mean, abs_mean = token_mean(log, k3), token_mean(log, abs_log_rho)       # each shown under several names
     seq_mult = per_sequence_mean(np.exp(abs_log_rho))
     log_W = np.add.reduceat(log_rho, starts)
     rows = [
         ("verl", "rollout_corr/kl", token_mean(log, -log_rho)),
-        ("verl", "rollout_corr/k3_kl", token_mean(log, k3)),
+        ("verl", "rollout_corr/k3_kl", k3_mean),
         ("verl", "rollout_corr/training_ppl", sequence_mean(np.exp(-mean_log_pi))),
         ("verl", "rollout_corr/training_log_ppl", sequence_mean(-mean_log_pi)),
         ("verl", "rollout_corr/rollout_ppl", sequence_mean(np.exp(-mean_log_mu))),
@@ -122,23 +124,23 @@ def framework_metrics(log):
         ("verl", "training/rollout_probs_diff_mean", token_mean(log, probability_gap)),
         ("verl", "training/rollout_probs_diff_max", float(probability_gap.max())),
         ("verl", "training/rollout_probs_diff_std", _sd(probability_gap)),
-        ("verl", "training/rollout_actor_probs_pearson_corr", _correlation(np.exp(log_pi), np.exp(log_mu))),
+        ("verl", "training/rollout_actor_probs_pearson_corr", _correlation(pi, mu)),
         ("NeMo-RL", "token_mult_prob_error", token_mean(log, np.exp(abs_log_rho))),
-        ("NeMo-RL", "gen_kl_error", token_mean(log, k3)),
+        ("NeMo-RL", "gen_kl_error", k3_mean),
         ("NeMo-RL", "policy_kl_error", token_mean(log, 1 / rho - 1 + log_rho)),
         ("NeMo-RL", "js_divergence_error", token_mean(log, 0.5 * _k3(log_pi - mixture) + 0.5 * _k3(log_mu - mixture))),
         ("NeMo-RL", "max_seq_mult_prob_error", float(seq_mult.max())),
         ("NeMo-RL", "mean_seq_mult_prob_error", sequence_mean(seq_mult)),
         ("NeMo-RL", "min_seq_mult_prob_error", float(seq_mult.min())),
-        ("prime-rl", "mismatch_kl/all/mean", token_mean(log, k3)),
+        ("prime-rl", "mismatch_kl/all/mean", k3_mean),
         ("prime-rl", "mismatch_kl/all/max", float(k3.max())),
         ("prime-rl", "kl_ent_ratio/mean", WHOLE_VOCABULARY),
         ("slime", "train_rollout_logprob_abs_diff", sequence_mean(per_sequence_mean(abs_log_rho))),
-        ("open-instruct", "debug/vllm_vs_local_logprob_diff_mean", token_mean(log, abs_log_rho)),
+        ("open-instruct", "debug/vllm_vs_local_logprob_diff_mean", abs_mean),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_max", float(abs_log_rho.max())),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_std", _sd(abs_log_rho)),
-        ("open-instruct", "debug/vllm_local_reverse_kl", token_mean(log, np.exp(log_mu) * -log_rho)),
-        ("TRL", "sampling/sampling_logp_difference/mean", token_mean(log, abs_log_rho)),
+        ("open-instruct", "debug/vllm_local_reverse_kl", token_mean(log, mu * -log_rho)),
+        ("TRL", "sampling/sampling_logp_difference/mean", abs_mean),
         ("TRL", "sampling/sampling_logp_difference/max", float(abs_log_rho.max())),
     ]
     return [_metric(framework, name, value) for framework, name, value in rows]

@@ -7,8 +7,9 @@ that is only a number (slime's ``{rollout_id}.pt``, verl's ``{step}.jsonl``) or 
 split by that column). A step's files (one per rank: ``rank_R``, Miles' second number) are read one by one and
 merged into one log: their sequences concatenated, rank by rank.
 
-Reading is one step at a time (``step_logs``): a step's log is dropped before the next step is read, so memory
-holds one step, whatever the run's length. A step whose file is malformed is reported with the file's one-line
+Reading is one step at a time (``step_logs``): while the caller works on one step, the next is read in a
+thread (reading a file mostly runs outside Python's lock), and a step's log is dropped once the caller moves on,
+so memory holds two steps, whatever the run's length. A step whose file is malformed is reported with the file's one-line
 error and the other steps go on; a file that is no log at all (a config, a checkpoint) is not a run file: only
 the log and dump extensions are read.
 """
@@ -17,6 +18,7 @@ import io
 import os
 import re
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -153,15 +155,25 @@ def step_logs(files, max_bytes=None, allow_torch=False, **explicit):
             errors.append((file.name, str(error)))
     if errors and not by_step and not split:
         raise LogError(errors[0][1])
-    for step in sorted(set(by_step) | set(split)):
+
+    def read(step):
         step_files = sorted(by_step.get(step, []), key=lambda file: (file.rank is None, file.rank, file.name))
-        names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in split.get(step, []))
+        parts = split.pop(step, [])
+        names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in parts)
         try:
             logs = [load_file(file, max_bytes, allow_torch, **explicit)[0] for file in step_files]
-            logs += [log for _, log in split.get(step, [])]
-            yield StepLog(step, names, merged(f"step {step}", logs))
+            logs += [log for _, log in parts]
+            return StepLog(step, names, merged(f"step {step}", logs))
         except LogError as error:
-            yield StepLog(step, names, error=str(error))
+            return StepLog(step, names, error=str(error))
+
+    with ThreadPoolExecutor(max_workers=1) as reader:          # the next step is read while this one is used
+        steps = sorted(set(by_step) | set(split))
+        coming = reader.submit(read, steps[0]) if steps else None
+        for index in range(len(steps)):
+            current = coming.result()
+            coming = reader.submit(read, steps[index + 1]) if index + 1 < len(steps) else None
+            yield current
     for name, error in errors:
         yield StepLog(None, (name,), error=error)
 
