@@ -68,12 +68,15 @@ def magnitudes(log, worst=WORST):
         tail_shares={c: token_mean(log, (abs_log_rho > c).astype(float)) for c in TAIL_THRESHOLDS},
         abs_log_rho_quantiles=quantiles | {"max": float(abs_log_rho.max())},
         min_rho=float(np.exp(log_rho.min())), max_rho=float(np.exp(log_rho.max())),
-        worst_tokens=_worst_tokens(log, abs_log_rho, worst), worst_sequences=_worst_sequences(log, worst))
+        worst_tokens=_worst_tokens(log, abs_log_rho, worst),
+        worst_sequences=_worst_sequences(log, log_rho, abs_log_rho, worst))
 
 
 def _largest(values, count):
     """Indices of the ``count`` largest values, largest first (ties in index order)."""
     count = min(count, len(values))
+    if count == 0:
+        return np.zeros(0, np.int64)
     chosen = np.argpartition(-values, count - 1)[:count] if count < len(values) else np.arange(len(values))
     return chosen[np.lexsort((chosen, -values[chosen]))]
 
@@ -90,9 +93,8 @@ def _worst_tokens(log, abs_log_rho, count):
     return rows
 
 
-def _worst_sequences(log, count):
-    log_rho = log.log_ratio
+def _worst_sequences(log, log_rho, abs_log_rho, count):
     log_W = log.sequence_sums(log_rho)
-    largest = np.maximum.reduceat(np.abs(log_rho), log.offsets[:-1])
+    largest = np.maximum.reduceat(abs_log_rho, log.offsets[:-1])
     return [{"sequence": int(b), "row": int(log.rows[b]), "length": int(log.lengths[b]), "log_W": float(log_W[b]),
              "max_abs_log_rho": float(largest[b])} for b in _largest(np.abs(log_W), count)]

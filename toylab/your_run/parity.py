@@ -96,11 +96,16 @@ def framework_metrics(log):
     abs_log_rho = np.abs(log_rho)
     pi, mu = np.exp(log_pi), np.exp(log_mu)
     probability_gap = np.abs(pi - mu)
-    mixture = np.logaddexp(log_pi, log_mu) - math.log(2)
+    inverse = 1 / rho
+    exp_abs_log_rho = np.maximum(rho, inverse)                                   # e^|log ρ|
     k3 = rho - 1 - log_rho
     k3_mean, abs_mean = token_mean(log, k3), token_mean(log, abs_log_rho)       # each shown under several names
-    seq_mult = per_sequence_mean(np.exp(abs_log_rho))
+    seq_mult = per_sequence_mean(exp_abs_log_rho)
     log_W = np.add.reduceat(log_rho, starts)
+    clamped = rho if abs_log_rho.max() <= SAFETY_BOUND else np.exp(np.clip(log_rho, -SAFETY_BOUND, SAFETY_BOUND))
+    # NeMo's mixture m = (π + μ)/2 of the sampled token: π/m = 2ρ/(1 + ρ), μ/m = 2/(1 + ρ)
+    log_half_sum = np.log1p(rho) - math.log(2)
+    js = 0.5 * (2 * rho / (1 + rho) - 1 - (log_rho - log_half_sum)) + 0.5 * (2 / (1 + rho) - 1 + log_half_sum)
     rows = [
         ("verl", "rollout_corr/kl", token_mean(log, -log_rho)),
         ("verl", "rollout_corr/k3_kl", k3_mean),
@@ -114,21 +119,20 @@ def framework_metrics(log):
         ("verl", "rollout_corr/log_ppl_diff_min", float(d.min())),
         ("verl", "rollout_corr/ppl_ratio", sequence_mean(np.exp(d))),
         ("verl", "rollout_corr/chi2_token",
-         _shifted(token_mean(log, np.exp(2 * np.clip(log_rho, -SAFETY_BOUND, SAFETY_BOUND))), -1.0)),
+         _shifted(token_mean(log, clamped**2), -1.0)),
         ("verl", "rollout_corr/chi2_seq", _shifted(sequence_mean(np.exp(2 * np.clip(log_W, -SAFETY_BOUND,
                                                                                       SAFETY_BOUND))), -1.0)),
-        ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=token)",
-         _verl_ess(np.exp(np.clip(log_rho, -SAFETY_BOUND, SAFETY_BOUND)))),
+        ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=token)", _verl_ess(clamped)),
         ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=sequence)",
-         _verl_ess(np.repeat(np.exp(np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), lengths))),
+         _verl_ess(np.exp(np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), lengths)),
         ("verl", "training/rollout_probs_diff_mean", token_mean(log, probability_gap)),
         ("verl", "training/rollout_probs_diff_max", float(probability_gap.max())),
         ("verl", "training/rollout_probs_diff_std", _sd(probability_gap)),
         ("verl", "training/rollout_actor_probs_pearson_corr", _correlation(pi, mu)),
-        ("NeMo-RL", "token_mult_prob_error", token_mean(log, np.exp(abs_log_rho))),
+        ("NeMo-RL", "token_mult_prob_error", token_mean(log, exp_abs_log_rho)),
         ("NeMo-RL", "gen_kl_error", k3_mean),
-        ("NeMo-RL", "policy_kl_error", token_mean(log, 1 / rho - 1 + log_rho)),
-        ("NeMo-RL", "js_divergence_error", token_mean(log, 0.5 * _k3(log_pi - mixture) + 0.5 * _k3(log_mu - mixture))),
+        ("NeMo-RL", "policy_kl_error", token_mean(log, inverse - 1 + log_rho)),
+        ("NeMo-RL", "js_divergence_error", token_mean(log, js)),
         ("NeMo-RL", "max_seq_mult_prob_error", float(seq_mult.max())),
         ("NeMo-RL", "mean_seq_mult_prob_error", sequence_mean(seq_mult)),
         ("NeMo-RL", "min_seq_mult_prob_error", float(seq_mult.min())),
@@ -157,18 +161,16 @@ def _metric(framework, name, value):
     return FrameworkMetric(framework, name, value)
 
 
-def _k3(log_ratio):
-    return np.exp(log_ratio) - 1 - log_ratio
-
-
 def _shifted(estimate, offset):
     return Estimate(estimate.value + offset, estimate.se)
 
 
-def _verl_ess(weights, threshold=VERL_IS_THRESHOLD):
-    """verl's rollout_is_eff_sample_size: 1 / mean((w / mean w)²), w clamped to [1/threshold, threshold]."""
+def _verl_ess(weights, counts=None, threshold=VERL_IS_THRESHOLD):
+    """verl's rollout_is_eff_sample_size: 1 / mean((w / mean w)²) over the tokens, w clamped to [1/threshold,
+    threshold]; ``counts`` repeats each weight (a sequence weight on each of its tokens)."""
     clamped = np.clip(weights, 1 / threshold, threshold)
-    return float(1.0 / np.mean((clamped / clamped.mean()) ** 2))
+    mean = np.average(clamped, weights=counts)
+    return float(1.0 / np.average((clamped / mean) ** 2, weights=counts))
 
 
 def _sd(values):

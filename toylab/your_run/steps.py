@@ -28,7 +28,7 @@ SERIES = ("k1", "k3", "chi2_token", "chi2_low_variance", "identity_mean_rho_minu
 def step_summary(step, files, log, selection):
     """The summary dict of one step's RolloutLog (see the module docstring)."""
     statistics = log_statistics(log)
-    sizes = magnitudes(log)
+    sizes = magnitudes(log, worst=0)
     summary = {
         "step": step, "files": list(files), "sequences": statistics.sequences, "tokens": statistics.tokens,
         "mean_length": statistics.mean_length.as_dict(), "k1": statistics.k1.as_dict(), "k3": statistics.k3.as_dict(),
