@@ -1,0 +1,67 @@
+"""The run view under streamlit.testing: a prime-rl run's step chart, a malformed step listed and the others shown,
+the departure marked, and the frameworks' metrics of a step."""
+
+from pathlib import Path
+
+import pyarrow as pa
+from framework_dumps import toy_batch, write_prime
+from streamlit.testing.v1 import AppTest
+
+from toylab.presentation.run_frames import STEP_METRICS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def app(uploads, root):
+    import sys
+
+    sys.path.insert(0, root)
+    from toylab.state.settings import Settings
+    from views import your_run_steps
+
+    your_run_steps.render(Settings(), uploads)
+
+
+def uploads_of(directory):
+    return [(str(path.relative_to(directory)), path.read_bytes()) for path in sorted(Path(directory).rglob("*.jsonl"))]
+
+
+def run_view(uploads):
+    return AppTest.from_function(app, args=(uploads, str(ROOT)), default_timeout=60).run()
+
+
+def test_a_run_shows_every_metric_against_step_and_a_step_that_left_its_range(tmp_path):
+    for step in range(1, 9):
+        batch = toy_batch(12, seed=step)
+        if step >= 6:                               # a drift: the trainer gives the sampled tokens far less
+            batch.trainer = [[value - 0.5 for value in row] for row in batch.trainer]
+        write_prime(tmp_path, step, 0, batch)
+    at = run_view(uploads_of(tmp_path))
+    assert not at.exception and not at.error
+    assert "A run of 8 steps" in at.markdown[0].value
+    data = chart_rows(at)
+    assert {row["metric"] for row in data} >= {STEP_METRICS["k1"], STEP_METRICS["k3"]}
+    assert sorted({row["step"] for row in data}) == list(range(1, 9))
+    assert any(row["left"] and row["metric"] == STEP_METRICS["k1"] and row["step"] == 6 for row in data)
+    assert "k1 = mean(log μ − log π) at step 6" in at.caption[0].value
+    frameworks = at.dataframe[-1].value
+    assert "gen_kl_error" in list(frameworks["metric"])
+
+
+def chart_rows(at):
+    """The rows of the first chart's data sets."""
+    chart = at.get("vega_lite_chart")[0]
+    return [row for dataset in chart.proto.datasets for row in pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()]
+
+
+def test_a_malformed_step_is_listed_and_the_others_shown(tmp_path):
+    for step in (1, 2, 3):
+        write_prime(tmp_path, step, 0, toy_batch(6, seed=step))
+    uploads = uploads_of(tmp_path)
+    uploads[1] = (uploads[1][0], b"{not json\n")
+    at = run_view(uploads)
+    assert not at.exception and "1 step(s) could not be read" in at.warning[0].value
+    failed = at.dataframe[0].value
+    assert list(failed["step"]) == [2] and failed["error"][0].startswith("token_exports/step_2/rank_0.jsonl")
+    assert "3 steps" in at.markdown[0].value and "2 steps read" in at.markdown[0].value
+    assert sorted({row["step"] for row in chart_rows(at)}) == [1, 3]

@@ -1,0 +1,45 @@
+"""A run on the Your run tab: several step files or a zip of a run, every metric against step.
+
+Each step's numbers are sample estimates of its batch, drawn with ± 2 standard errors; a red rule marks the step
+at which a metric first left its early range. Steps that could not be read are listed with their error, and the
+others are shown. The frameworks' own metrics of any step are in an expander.
+"""
+
+import streamlit as st
+
+from toylab.presentation import run_charts, run_frames
+from toylab.text import significant
+from toylab.your_run.steps import EARLY_MIN, EARLY_SHARE
+from views import chart_element
+from views.caches import run_cache
+
+
+def render(settings, uploads):
+    """The run view of ``uploads`` [(name, bytes)]; LogError if no step of it can be read."""
+    selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
+    summaries, departures = run_cache.run_summaries(run_cache.digest(uploads), selection, uploads)
+    read = [summary for summary in summaries if "error" not in summary]
+    st.markdown(f"**A run of {len(summaries):,} steps** ({sum(s['tokens'] for s in read):,} response tokens in "
+                f"{sum(s['sequences'] for s in read):,} sequences, {len(read):,} steps read)")
+    failed = run_frames.failed_steps_frame(summaries)
+    if len(failed):
+        st.warning(f"{len(failed)} step(s) could not be read; the others are shown.", icon=":material/warning:")
+        st.dataframe(failed, hide_index=True, width="stretch")
+    left = {key: step for key, step in departures.items() if step is not None}
+    chart_element.draw(st, run_charts.steps_chart(run_frames.steps_frame(summaries, departures)))
+    st.caption(f"Each step's value ± 2 standard errors (clustered by sequence). Red rule: the first step whose "
+               f"value ± 2 se lies wholly outside the metric's early range (its first {EARLY_SHARE:.0%} of steps, at "
+               f"least {EARLY_MIN})" + (": " + ", ".join(f"{run_frames.STEP_METRICS.get(key, key)} at step {step}"
+                                                         for key, step in left.items() if key in
+                                                         run_frames.STEP_METRICS) if left else "; none left it."))
+    steps = [summary["step"] for summary in read]
+    with st.expander("The frameworks' own metrics, step by step"):
+        step = st.select_slider("step", steps, value=steps[-1], key="your_run_frameworks_step") if len(steps) > 1 \
+            else steps[0]
+        summary = next(summary for summary in read if summary["step"] == step)
+        frame = run_frames.frameworks_frame(summary["frameworks"])
+        frame["value"] = frame["value"].map(significant)
+        frame["se"] = frame["se"].map(lambda se: "" if se is None or se != se else significant(se, 2))
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.caption("Each framework's formula on this step's tokens, under its own name (toylab/your_run/parity.py "
+                   "cites the code); a mean carries its standard error, an extreme none.")
