@@ -34,11 +34,16 @@ BAND = (0.1, 0.9)
 ZOOM = (0.001, 0.999)
 
 
+def _zoomed(values):
+    """The ``ZOOM`` quantiles, each an order statistic inside them (interpolating towards a lone outlier would
+    stretch the view)."""
+    return float(np.quantile(values, ZOOM[0], method="higher")), float(np.quantile(values, ZOOM[1], method="lower"))
+
+
 def _histogram(values, bins, count_name, zoom=None):
     """Equal-width bins over the values' range, or over their ``zoom`` quantiles with the values beyond counted in
     the end bins (``tail`` True there); one bin of width 1 around them when they all but coincide."""
-    low, high = (float(values.min()), float(values.max())) if zoom is None else \
-        tuple(map(float, np.quantile(values, zoom)))
+    low, high = (float(values.min()), float(values.max())) if zoom is None else _zoomed(values)
     if high - low < 1e-9 * max(1.0, abs(low)):
         low, high = float(values.min()), float(values.max())
     if high - low < 1e-9 * max(1.0, abs(low)):
@@ -60,7 +65,7 @@ def overlaid_histogram_frame(logs, bins=60):
     """log, bin_start, bin_end, tokens, share, tail: several logs' log ρ_t on one set of bins (over all their
     tokens' ``ZOOM`` quantiles), each bin's count and its share of that log's tokens."""
     values = {name: log.log_ratio for name, log in logs.items()}
-    low, high = map(float, np.quantile(np.concatenate(list(values.values())), ZOOM))
+    low, high = _zoomed(np.concatenate(list(values.values())))
     if high - low < 1e-12:
         low, high = low - 0.5, high + 0.5
     frames = []
