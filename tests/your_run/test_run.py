@@ -125,3 +125,17 @@ def test_a_metric_leaves_its_early_range_at_the_first_step_wholly_outside():
     summaries = [{"step": 10 * i, "k1": {"value": v, "se": 0.01}} for i, v in enumerate([1, 1, 1, 1, 1, 2])]
     summaries.insert(2, {"step": 15, "files": [], "error": "bad"})
     assert departures(summaries, keys=("k1", "k3")) == {"k1": 50, "k3": None}
+
+
+def test_parquet_files_of_a_run_share_a_column_choice_only_when_their_schemas_match(tmp_path):
+    batches = {1: toy_batch(5, seed=1), 2: toy_batch(6, seed=2), 3: toy_batch(7, seed=3)}
+    names = {1: ("rollout_log_probs", "old_log_probs"), 2: ("rollout_log_probs", "old_log_probs"),
+             3: ("sampler_logprobs", "trainer_logprobs")}
+    for step, batch in batches.items():
+        sampler, trainer = names[step]
+        pq.write_table(pa.table({sampler: batch.sampler, trainer: batch.trainer}), tmp_path / f"step_{step}.parquet")
+    steps = list(step_logs(directory_files(tmp_path)))
+    assert [step.log.columns.sampler for step in steps] == ["rollout_log_probs", "rollout_log_probs",
+                                                             "sampler_logprobs"]
+    for step in steps:
+        assert_step(step, batches[step.step])

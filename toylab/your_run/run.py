@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from toylab.your_run.columns import choose
 from toylab.your_run.dumps import PICKLE_EXTENSIONS, TORCH_EXTENSIONS, canonical_file, dump_kind
@@ -116,16 +118,34 @@ def uploaded_files(uploads):
     return [RunFile(name, *step_and_rank(name), data=data) for name, data in uploads]
 
 
-def load_file(file, max_bytes=None, allow_torch=False, **explicit):
-    """The RolloutLog of one run file (an ordinary log or a framework's dump), columns detected or ``explicit``."""
+def load_file(file, max_bytes=None, allow_torch=False, layouts=None, **explicit):
+    """(RolloutLog, LogFile, Preview) of one run file (an ordinary log or a framework's dump), columns detected or
+    ``explicit``. ``layouts`` ({Parquet schema: (Preview, Columns)}, filled as files are read) lets the files of a
+    run that share a Parquet schema share the first one's column choice instead of each previewing its rows."""
     kind = dump_kind(file.name, _head(file))
     if kind is not None:
         log_file = canonical_file(file.name, kind, data=file.data, path=file.path, allow_torch=allow_torch)
         explicit = {}
     else:
         log_file = open_log_file(file.name, data=file.data, path=file.path, max_bytes=max_bytes)
-    first_rows = preview(log_file)
-    return read_log(log_file, first_rows, choose(first_rows, log_file.name, **explicit)), log_file, first_rows
+    schema = _parquet_schema(log_file) if layouts is not None and log_file.format == "parquet" else None
+    if schema is not None and schema in layouts:
+        first_rows, columns = layouts[schema]
+    else:
+        first_rows = preview(log_file)
+        columns = choose(first_rows, log_file.name, **explicit)
+        if schema is not None:
+            layouts[schema] = first_rows, columns
+    return read_log(log_file, first_rows, columns), log_file, first_rows
+
+
+def _parquet_schema(log_file):
+    """The file's Arrow schema as text (None if its footer cannot be read: the reader will say why)."""
+    try:
+        source = log_file.path if log_file.data is None else pa.BufferReader(log_file.data)
+        return str(pq.read_schema(source))
+    except (pa.ArrowInvalid, OSError):
+        return None
 
 
 def _head(file, size=1 << 16):
@@ -155,13 +175,14 @@ def step_logs(files, max_bytes=None, allow_torch=False, **explicit):
             errors.append((file.name, str(error)))
     if errors and not by_step and not split:
         raise LogError(errors[0][1])
+    layouts = {}
 
     def read(step):
         step_files = sorted(by_step.get(step, []), key=lambda file: (file.rank is None, file.rank, file.name))
         parts = split.pop(step, [])
         names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in parts)
         try:
-            logs = [load_file(file, max_bytes, allow_torch, **explicit)[0] for file in step_files]
+            logs = [load_file(file, max_bytes, allow_torch, layouts, **explicit)[0] for file in step_files]
             logs += [log for _, log in parts]
             return StepLog(step, names, merged(f"step {step}", logs))
         except LogError as error:
