@@ -34,7 +34,7 @@ CHILD = """
 import sys, time
 start = time.perf_counter()
 from toylab.cli.main import main
-import toylab.inspect_cli  # every module an inspection imports: the floor
+import toylab.cli.inspect  # every module an inspection imports: the floor
 if len(sys.argv) > 1:
     main(["inspect", sys.argv[1], "--json"])
 peak = next(line for line in open("/proc/self/status") if line.startswith("VmHWM")).split()[1]

@@ -178,9 +178,10 @@ def _sd(values):
 
 
 def _correlation(x, y):
-    if len(x) < 2 or x.std() == 0 or y.std() == 0:
-        return None
-    return float(np.corrcoef(x, y)[0, 1])
+    """Pearson's r = Σ(x − x̄)(y − ȳ) / √(Σ(x − x̄)²·Σ(y − ȳ)²) (torch.corrcoef's), None when either is constant."""
+    x, y = x - x.mean(), y - y.mean()
+    denominator = np.sqrt(np.dot(x, x) * np.dot(y, y))
+    return float(np.dot(x, y) / denominator) if len(x) > 1 and denominator > 0 else None
 
 
 def by_framework(metrics):
