@@ -139,3 +139,20 @@ def test_parquet_files_of_a_run_share_a_column_choice_only_when_their_schemas_ma
                                                              "sampler_logprobs"]
     for step in steps:
         assert_step(step, batches[step.step])
+
+
+def test_the_example_run_is_reproducible_and_its_drift_is_found_first_by_k3():
+    from examples.make_example_run import MISMATCH, run_zip
+    from rollout_logs import EXAMPLES
+
+    from toylab.your_run.steps import step_summary
+
+    data = (EXAMPLES / "example_run.zip").read_bytes()
+    assert run_zip() == data
+    summaries = [step_summary(step.step, step.files, step.log, {}) for step in
+                 step_logs(zip_files("example_run.zip", data, 1 << 30))]
+    assert [summary["step"] for summary in summaries] == list(range(1, len(MISMATCH) + 1))
+    left = departures(summaries)
+    first_drift = next(step for step, mismatch in enumerate(MISMATCH, start=1) if mismatch > MISMATCH[0])
+    assert left["k3"] == first_drift and left["chi2_low_variance"] == first_drift
+    assert left["k1"] is None or left["k1"] > first_drift           # k1's standard error is ~100× k3's here
