@@ -142,9 +142,9 @@ def test_parquet_files_of_a_run_share_a_column_choice_only_when_their_schemas_ma
 
 
 def test_the_example_run_is_reproducible_and_its_drift_is_found_first_by_k3():
-    from examples.make_example_run import MISMATCH, run_zip
     from rollout_logs import EXAMPLES
 
+    from examples.make_example_run import MISMATCH, run_zip
     from toylab.your_run.steps import step_summary
 
     data = (EXAMPLES / "example_run.zip").read_bytes()
