@@ -20,11 +20,11 @@ tokens drawn from μ (every mean a token mean with its clustered standard error,
 k3 = mean(ρ − 1 − log ρ) is the low-variance estimate of the KL itself (``statistics``).
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from toylab.your_run.parity import known
 from toylab.your_run.statistics import Estimate, token_mean
 
 TAIL_THRESHOLDS = (1e-3, 1e-2, 0.1, 1.0)
@@ -46,7 +46,8 @@ class Magnitudes:
 
     def identity_broken(self):
         """True when mean ρ − 1 is below 0 by more than IDENTITY_SES standard errors."""
-        return bool(math.isfinite(self.identity.se) and self.identity.value < -IDENTITY_SES * self.identity.se)
+        se = known(self.identity.se)
+        return bool(se is not None and self.identity.value < -IDENTITY_SES * se)
 
     def as_dict(self):
         return {"chi2_low_variance": self.chi2_low_variance.as_dict(), "identity_mean_rho_minus_1": self.identity.as_dict(),
