@@ -156,3 +156,9 @@ def test_a_pt_file_that_needs_unpickling_is_refused_by_the_safe_loader(tmp_path)
     with pytest.raises(LogError, match=r"weights_only=True\) cannot read it"):
         read(path, allow_torch=True)
     assert not (tmp_path / "opened").exists()
+
+
+def test_column_options_do_not_apply_to_a_dump(tmp_path):
+    path = write_nemo(tmp_path, 2, toy_batch(3, seed=1))
+    with pytest.raises(LogError, match="a NeMo-RL dump is read as written: column options"):
+        load_file(RunFile(path.name, None, None, path=str(path)), sampler="generation_logprobs")

@@ -45,6 +45,7 @@ from toylab.your_run.files import BLOCK_BYTES, LogError, LogFile
 
 CANONICAL = {"sampler": "sampler_logprobs", "trainer": "trainer_logprobs", "mask": "mask", "reward": "reward",
              "advantage": "advantage"}
+DUMP_NAMES = {"nemo": "NeMo-RL", "prime": "prime-rl", "torch": "slime or Miles (torch)", "pickle": "pickle"}
 PICKLE_EXTENSIONS = (".pkl", ".pickle")
 TORCH_EXTENSIONS = (".pt", ".pth")
 SKYRL_EXPORT = ("python -c \"import pickle,sys,pyarrow as pa,pyarrow.parquet as pq; b=pickle.load(open(sys.argv[1],"

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from toylab.your_run.columns import choose
-from toylab.your_run.dumps import PICKLE_EXTENSIONS, TORCH_EXTENSIONS, canonical_file, dump_kind
+from toylab.your_run.dumps import DUMP_NAMES, PICKLE_EXTENSIONS, TORCH_EXTENSIONS, canonical_file, dump_kind
 from toylab.your_run.files import EXTENSIONS, LogError, open_log_file, preview, read_batches
 from toylab.your_run.log import RolloutLog, read_log
 
@@ -124,8 +124,10 @@ def load_file(file, max_bytes=None, allow_torch=False, layouts=None, **explicit)
     run that share a Parquet schema share the first one's column choice instead of each previewing its rows."""
     kind = dump_kind(file.name, _head(file))
     if kind is not None:
+        if any(explicit.values()):
+            raise LogError(f"{file.name}: a {DUMP_NAMES[kind]} dump is read as written: column options (--sampler, "
+                           "--trainer, …) do not apply to it")
         log_file = canonical_file(file.name, kind, data=file.data, path=file.path, allow_torch=allow_torch)
-        explicit = {}
     else:
         log_file = open_log_file(file.name, data=file.data, path=file.path, max_bytes=max_bytes)
     schema = _parquet_schema(log_file) if layouts is not None and log_file.format == "parquet" else None
