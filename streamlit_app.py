@@ -6,7 +6,7 @@ runs only while that tab is open. Append ``(label, render)`` to TABS to add a ta
 
 import streamlit as st
 
-from toylab.state.query import size_problem
+from toylab.state.query import toy_problem
 from views import (
     errors_tab,
     estimators_tab,
@@ -38,9 +38,9 @@ settings, notices = sidebar.render()
 st.title("toylab · when the sampler μ and the trainer π disagree")
 for notice in notices:
     st.warning(notice, icon=":material/link_off:")
-problem = size_problem(settings.T, settings.V)
+problem = toy_problem(settings)
 if problem:
-    st.error(f"This toy is too large to enumerate. {problem}", icon=":material/block:")
+    st.error(problem, icon=":material/block:")
     st.stop()
 with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
     header.render(settings)

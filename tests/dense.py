@@ -1,8 +1,10 @@
 """The slow, obvious oracle: every sequence's (T, V) estimate materialised, then summed.
 
-It shares nothing with toylab's exact engine but the toy's (T, V) tables: sequences come from
-itertools.product, rewards from counting, ratios from indexing, coefficients from each estimator's
-definition written out per sequence. A verl or TRL preset takes its configuration fields from toylab's
+It shares nothing with toylab's exact engine but the toy's θ, b, mismatch, its sampler's four parameters and its
+trainer table log π: the sampler's μ is built here token by token in plain Python (``dense_sampler_log_mu``),
+sequences come from itertools.product, rewards from counting, ratios from indexing, coefficients from each
+estimator's definition written out per sequence. Sums over μ run over the sequences μ can draw (``on_support``),
+so a truncating sampler's ∞ ratios are never touched. A verl or TRL preset takes its configuration fields from toylab's
 table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
 from them is written out here from the frameworks' code, independently of toylab.frameworks. Every other
 framework's preset is the product of the factors its module's rules give (checked against that framework's own
@@ -10,8 +12,10 @@ code in tests/catalogue/test_framework_presets.py), each factor computed here fr
 checks the exact engine on them, not the rules.
 """
 
+import copy
 import itertools
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -24,8 +28,16 @@ NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv
 
 
 def bernoulli_kl(p, q):
-    """KL between Bernoulli(p) and Bernoulli(q), straight from its definition (0 < p, q < 1 on the toy)."""
-    return p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))
+    """KL between Bernoulli(p) and Bernoulli(q), straight from its definition: Σ over the two outcomes of
+    a·log(a/b), with 0·log(0/b) = 0 and a·log(a/0) = +∞ for a > 0 (a truncating sampler's μ_t(y_t) is 1 where it
+    keeps one token)."""
+    total = np.zeros(np.broadcast_shapes(np.shape(p), np.shape(q)))
+    for a, b in ((p, q), (1 - p, 1 - q)):
+        a, b = np.broadcast_to(a, total.shape), np.broadcast_to(b, total.shape)
+        finite = (a > 0) & (b > 0)
+        total[finite] += a[finite] * np.log(a[finite] / b[finite])
+        total[(a > 0) & (b == 0)] = np.inf
+    return total
 
 
 def statistic_values(statistic, log_rho, probabilities=None):
@@ -38,6 +50,47 @@ def statistic_values(statistic, log_rho, probabilities=None):
             "k3_reverse": 1 / rho - 1 + log_rho, "mult_error": np.exp(np.abs(log_rho))}[statistic]
 
 
+def rounded(x, significant_bits, smallest_quantum):
+    """x (a float32 value) rounded to a binary float with ``significant_bits`` bits, to nearest with ties to even:
+    x/quantum is exact (a power of two), and Python's round() rounds half to even."""
+    if x == 0:
+        return 0.0
+    quantum = max(2.0 ** (math.frexp(x)[1] - significant_bits), smallest_quantum)
+    return round(x / quantum) * quantum
+
+
+def as_float32(x):
+    return struct.unpack("<f", struct.pack("<f", x))[0]
+
+
+ROUNDINGS = {"none": lambda x: x, "bf16": lambda x: rounded(as_float32(x), 8, 2.0**-133),
+             "fp16": lambda x: rounded(as_float32(x), 11, 2.0**-24)}
+
+
+def dense_sampler_log_mu(theta, b, mismatch, top_p=1.0, top_k=0, temperature=1.0, precision="none"):
+    """log μ (T, V) written out per position: z = θ + mismatch·b, rounded, divided by τ; keep the tokens with z
+    at least the k-th largest; of those, keep a token when the probability of the strictly more likely ones is
+    below p; softmax over the kept, −∞ elsewhere."""
+    T, V = theta.shape
+    log_mu = np.full((T, V), -np.inf)
+    for t in range(T):
+        z = [ROUNDINGS[precision](float(theta[t, v] + mismatch * b[t, v])) / temperature for v in range(V)]
+        kept = list(range(V))
+        if top_k:
+            kth = sorted(z, reverse=True)[top_k - 1]
+            kept = [v for v in kept if z[v] >= kth]
+        if top_p < 1:
+            top = max(z[v] for v in kept)
+            total = sum(math.exp(z[v] - top) for v in kept)
+            probability = {v: math.exp(z[v] - top) / total for v in kept}
+            kept = [v for v in kept if sum(probability[u] for u in kept if z[u] > z[v]) < top_p]
+        top = max(z[v] for v in kept)
+        log_total = top + math.log(sum(math.exp(z[v] - top) for v in kept))
+        for v in kept:
+            log_mu[t, v] = z[v] - log_total
+    return log_mu
+
+
 class DenseToy:
     def __init__(self, toy):
         T, V = toy.T, toy.V
@@ -45,19 +98,40 @@ class DenseToy:
         self.pi = np.exp(toy.log_pi)
         self.Y = np.array(list(itertools.product(range(V), repeat=T)))
         positions = np.arange(T)
+        self.log_mu = dense_sampler_log_mu(toy.theta, toy.b, toy.mismatch, **toy.sampler.parameters())
         self.log_pi_tokens = toy.log_pi[positions, self.Y]          # (M, T)
-        self.log_mu_tokens = toy.log_mu[positions, self.Y]
+        self.log_mu_tokens = self.log_mu[positions, self.Y]         # −∞ where μ never draws the token
         self.p_train = np.exp(self.log_pi_tokens.sum(axis=1))
         self.p_sampler = np.exp(self.log_mu_tokens.sum(axis=1))
         self.R = ((self.Y == 0).sum(axis=1) * 2 >= T).astype(float)
         self.score = np.eye(V)[self.Y] - self.pi[None]                  # (M, T, V)
         self.true_grad = np.einsum("m,m,mtv->tv", self.p_train, self.R, self.score)
-        self.rho = np.exp(self.log_pi_tokens - self.log_mu_tokens)       # (M, T)
+        self.rho = np.exp(self.log_pi_tokens - self.log_mu_tokens)       # (M, T), +∞ outside μ's support
         self.pi_tokens, self.mu_tokens = np.exp(self.log_pi_tokens), np.exp(self.log_mu_tokens)
         self.W = self.rho.prod(axis=1)
+        self.supported = np.isfinite(self.log_mu_tokens).all(axis=1)    # the sequences μ can draw
+        self.baselines = {"none": 0.0, "logged": self.p_sampler @ self.R, "true": self.p_train @ self.R}
+        self.on_support = self if self.supported.all() else self._rows(self.supported)
+
+    def _rows(self, rows):
+        """The same oracle restricted to some sequences (for sums over μ: those it can draw)."""
+        restricted = copy.copy(self)
+        for name in ("Y", "log_pi_tokens", "log_mu_tokens", "p_train", "p_sampler", "R", "score", "rho", "W",
+                     "pi_tokens", "mu_tokens"):
+            setattr(restricted, name, getattr(self, name)[rows])
+        restricted.on_support = restricted
+        return restricted
 
     def baseline(self, name):
-        return {"none": 0.0, "logged": self.p_sampler @ self.R, "true": self.p_train @ self.R}[name]
+        return self.baselines[name]
+
+    def reachable_gradient(self, baseline):
+        """Σ over the sequences μ can draw of π(y)·(r(y) − b)·s(y)."""
+        rows = self.on_support
+        return np.einsum("m,m,mtv->tv", rows.p_train, rows.R - self.baseline(baseline), rows.score)
+
+    def unreachable_mass(self):
+        return float(self.p_train[~self.supported].sum())
 
     def coefficients(self, estimator, params, baseline="none"):
         """c (M, T) for one estimator, straight from its definition (A = r − b for those that read it)."""
@@ -214,7 +288,7 @@ class DenseToy:
             if p["dppo_type"] == "binary_tv":
                 keep_positive, keep_negative = up <= p["delta_high"], -up <= p["delta_low"]
             else:
-                kl = mu * np.log(mu / pi) + (1 - mu) * np.log((1 - mu) / (1 - pi))
+                kl = bernoulli_kl(mu, pi)                      # μ log(μ/π) + (1 − μ) log((1 − μ)/(1 − π))
                 keep_positive = ~((up > 0) & (kl > p["delta_high"]))
                 keep_negative = ~((up < 0) & (kl > p["delta_low"]))
             return rho * np.where(advantage > 0, keep_positive, keep_negative)
@@ -264,20 +338,23 @@ class DenseToy:
                    np.zeros_like(self.rho))
 
     def moments(self, estimator, params, baseline):
-        """mean, bias, var of the single-sample estimate, summed over all M sequences."""
-        coefficient = self.coefficients(estimator, params, baseline)
-        advantage = self.R - self.baseline(baseline)
-        additive = self.preset_additive(estimator, params) if ":" in estimator else self.additive(estimator, params)
+        """mean, bias, var of the single-sample estimate, summed over all M sequences (on_policy, y ~ π) or over
+        those μ can draw."""
+        rows = self if estimator == "on_policy" else self.on_support
+        coefficient = rows.coefficients(estimator, params, baseline)
+        advantage = rows.R - self.baseline(baseline)
+        additive = rows.preset_additive(estimator, params) if ":" in estimator else rows.additive(estimator, params)
         gradient = advantage[:, None] * coefficient + additive
-        estimate = gradient[:, :, None] * self.score     # (M, T, V)
-        probability = self.p_train if estimator == "on_policy" else self.p_sampler
+        estimate = gradient[:, :, None] * rows.score     # (M, T, V)
+        probability = rows.p_train if estimator == "on_policy" else rows.p_sampler
         mean = np.einsum("m,mtv->tv", probability, estimate)
         var = np.einsum("m,m->", probability, ((estimate - mean) ** 2).sum(axis=(1, 2)))
         return mean, float(np.linalg.norm(mean - self.true_grad)), float(var)
 
 
 def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
-    """The O(M) engine's mean, bias and variance equal the dense sums to 1e-10; returns the engine's Moments."""
+    """The O(M) engine's mean, bias and variance, and its bias split (floor, rest), equal the dense sums to 1e-10;
+    returns the engine's Moments."""
     mean, bias, var = dense.moments(estimator, params, baseline)
     moments = exact_moments(toy, estimator, params, baseline)
     scale = np.linalg.norm(dense.true_grad)
@@ -285,4 +362,8 @@ def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
     assert moments.bias == pytest.approx(bias, rel=1e-10, abs=1e-10 * scale)
     assert moments.var == pytest.approx(var, rel=1e-10, abs=1e-14)
     assert moments.grad_norm == pytest.approx(scale, rel=1e-12)
+    reachable = dense.true_grad if estimator == "on_policy" else dense.reachable_gradient(baseline)
+    floor, rest = np.linalg.norm(dense.true_grad - reachable), np.linalg.norm(mean - reachable)
+    assert moments.rel_floor * scale == pytest.approx(floor, rel=1e-10, abs=1e-10 * scale)
+    assert moments.rel_rest * scale == pytest.approx(rest, rel=1e-10, abs=1e-10 * scale)
     return moments

@@ -25,8 +25,9 @@ def render(settings):
     chart_element.draw(st, charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers))
     st.caption(f"Lines: exact sqrt(bias² + var/N)/‖∇J‖. Dots: Monte Carlo rms over "
                f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "
-               "have dots only). Dashed: each biased estimator's bias floor. Diamonds: where seq_is, unbiased, "
-               "overtakes it. Click a legend entry to highlight one estimator.")
+               "have dots only). Dashed: each biased estimator's relative bias, the level its error tends to as N "
+               "grows. Diamonds: where seq_is (unbiased unless "
+               "the sampler truncates) overtakes it. Click a legend entry to highlight one estimator.")
     st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
     for id, sizes in undefined.items():
         st.caption(f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "

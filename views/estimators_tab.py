@@ -33,6 +33,15 @@ COLUMNS = {
         "sequences masked/clipped", format="percent", help="P(any weight of the sequence is masked or clipped)"),
     "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
 }
+SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
+    "rel_floor": st.column_config.NumberColumn(
+        "bias: out-of-reach floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
+                                          "The same for every estimator on μ; no weight on what it draws removes it"),
+    "rel_rest": st.column_config.NumberColumn(
+        "bias: rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
+                                         "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
+                                         "|floor − rest| ≤ rel bias ≤ floor + rest"),
+}
 
 
 def swatch(colour):
@@ -59,9 +68,17 @@ def render(settings):
     table = frames.table_frame(moments, settings.N)
     shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
                          cosine=[frames.cosine_text(cosine) for cosine in table["cosine"]])
-    st.dataframe(shown[list(COLUMNS)], column_config=COLUMNS, hide_index=True, width="stretch")
+    truncates = bool(table["rel_floor"].gt(0).any())
+    columns = COLUMNS | (SPLIT_COLUMNS if truncates else {})
+    st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
     for note in frames.table_notes(table):
         st.caption(f"{UNDEFINED} {note}.")
+    if truncates:
+        st.caption(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
+                   "misses ∇J's part from them, the bias floor, which no correction removes — seq_is, unbiased "
+                   "without truncation, has exactly that bias. An estimator's own error (the rest) may point against "
+                   "the floor and partly cancel it, so a biased correction can show less bias than seq_is; that is "
+                   "an accident of this toy, not a repair.")
     st.download_button("Download CSV", frames.table_csv(table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")

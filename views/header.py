@@ -20,5 +20,15 @@ def render(settings):
         ("ESS fraction", f"{d.ess:.1%}",
          "1/(1 + χ²_seq): the share of a batch that sequence-level IS effectively keeps."),
     ]
+    if d.unreachable_mass:
+        metrics[5:] = [
+            ("χ²_seq", f"{d.chi2_seq:.4g}", "Over the sampler's support: E_μ[W²]/(E_μ W)² − 1 = ∏_t(1 + χ²_t) − 1, the "
+                                            "χ² of π restricted to the sequences μ draws (renormalised) from μ."),
+            ("ESS fraction", f"{d.ess:.1%}", "(E_μ W)²/E_μ[W²] = 1/(1 + χ²_seq): the share of a batch that sequence-level "
+                                             "IS effectively keeps, of the sequences μ can draw."),
+            ("π-mass out of reach", f"{d.unreachable_mass:.4f}",
+             "π(y ∉ S): the trainer's probability of the sequences the sampler never draws (top-k/top-p cut a token "
+             "at some position). No importance weight brings it back: ∇J's part from there is a bias floor "
+             "(the Estimators tab splits each bias into this floor and the rest).")]
     for column, (label, value, help) in zip(st.columns(len(metrics)), metrics, strict=True):
         column.metric(label, value, help=help)

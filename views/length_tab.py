@@ -35,7 +35,8 @@ def render(settings):
                       "either)" if any(note.startswith("χ²_seq") for note in overflowed) else "") + ".")
     seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
     st.caption(
-        f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}; only T changes: the toy at "
+        f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}, sampler "
+        f"{settings.sampler.describe()}; only T changes: the toy at "
         f"length T is the first T positions of one {MAX_LENGTH}-position toy make_toy({MAX_LENGTH}, V, mismatch, "
         "seed), so its b differs from the Estimators tab's (drawn for T positions) and the numbers at the "
         f"sidebar's T differ from that tab's. C = {seq_tis['C']:g} (seq_tis), band "
@@ -48,4 +49,7 @@ def render(settings):
         "divides by ‖∇J‖, which shrinks as the reward gets rare at large T. The bottom panel divides each "
         "estimator's std by on-policy's (exact at every T, flat at 1 when on_policy is selected) at the same T: "
         "the rarity cancels and the ratio holds at any batch size N; seq_is's variance ratio grows roughly like "
-        "∏(1 + χ²_t) = 1 + χ²_seq.")
+        "∏(1 + χ²_t) = 1 + χ²_seq."
+        + (" The sampler truncates: the π-mass out of reach, 1 − ∏_t π_t(S_t), grows with T, and with it the bias "
+           "floor every estimator on μ carries (χ²_seq and the ESS are over the sequences μ draws)."
+           if settings.top_p < 1 or settings.top_k else ""))

@@ -1,23 +1,42 @@
-"""The mismatch sweep tab: every selected estimator's exact error as the sampler moves away from the trainer."""
+"""The mismatch sweep tab: every selected estimator's exact error as the sampler moves away from the trainer —
+by the scale of its logit error, its top-p, or its temperature (the ``sweep`` control, in the URL)."""
 
 import streamlit as st
 
 from toylab.presentation import sweep_charts, sweep_frames
+from toylab.state.query import SWEPT
 from views import chart_element
 from views.caches import sweep_cache
 
 LABEL = "Mismatch sweep"
+SWEEP_KEY = "sweep"
+ABOUT = {
+    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
+                "and every estimator coincides with naive (and on_policy).",
+    "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
+             "and the sequences through them are never drawn. Black dashed: the bias floor, ∇J's part from those "
+             "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
+    "temperature": "only the sampler's temperature τ moves (μ ∝ exp(z/τ)); the trainer has none, so even at mismatch 0 "
+                   "τ ≠ 1 is a mismatch. Low τ sharpens μ: the ratios of the tokens it rarely draws grow fast.",
+}
 
 
 def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
-    estimator_rows, divergence_rows = sweep_cache.mismatch_sweep(settings)
-    chart = sweep_charts.mismatch_chart(sweep_frames.mismatch_frame(estimator_rows),
-                                        sweep_frames.divergence_frame(divergence_rows), settings.mismatch)
+    parameter = st.radio("sweep over", SWEPT, key=SWEEP_KEY, bind="query-params", horizontal=True,
+                         help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; "
+                              "temperature: the sampler's τ — the others stay at the sidebar's values. (The options "
+                              "are written as the link writes them.)")
+    estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
+    chosen = settings.mismatch if parameter == "mismatch" else getattr(settings, parameter)
+    chart = sweep_charts.sampler_chart(sweep_frames.sampler_frame(estimator_rows, parameter),
+                                       sweep_frames.divergence_frame(divergence_rows, parameter),
+                                       sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter)
     chart_element.draw(st, chart, width="content")
-    st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}). "
-               "θ and b come from the seed alone, so only μ = softmax(θ + mismatch·b) moves. At mismatch 0 every "
-               "weight is 1 and every estimator coincides with naive (and on_policy). Batch-coupled estimators "
-               "have no exact moments and are not shown.")
+    st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
+               f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed "
+               f"alone, so {ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."
+               + (f" Left out, W beyond float64 there: {parameter} = {', '.join(f'{v:.3g}' for v in left_out)}."
+                  if left_out else ""))

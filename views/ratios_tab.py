@@ -43,7 +43,9 @@ def render(settings):
         chart_element.draw(column, charts.sequence_ratio_chart(
             histogram, frames.sequence_threshold_frame(toy, selection, kind), kind))
     with columns[2]:
-        st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", help="Exactly 1: IS reweights μ to π on average.")
+        st.metric("E_μ[W]", f"{facts['mean_W']:.6f}",
+                  help="Σ of π(y) over the sequences μ draws: exactly 1, IS reweights μ to π on average — less the "
+                       "π-mass out of reach when the sampler truncates (top-k, top-p), which no weight recovers.")
         st.metric("median W", f"{facts['median_W']:.4f}",
                   help="Below 1 when μ ≠ π: most sequences are down-weighted, a few get huge weights.")
         st.metric("P_μ(W > 1)", f"{facts['above_one']:.4f}", help="Share of sampled sequences up-weighted.")

@@ -9,6 +9,7 @@ the rerun that follows, and the URL follows the page):
     "baseline"                     "none" | "logged" | "true"
     "N"                            the batch size                    (int)
     "agg"                          the Monte Carlo loss aggregation  (str, toylab.catalogue.aggregation)
+    "top_p", "top_k", "temperature", "precision"   the sampler model (views/sampler_controls.py)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
     "tab", "ratio_panels", …       view parameters (``toylab.state.query.VIEW_PARAMETERS``): widgets bound to the
                                    URL by Streamlit (bind="query-params"), e.g. the open tab's label, and
@@ -30,14 +31,17 @@ from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS
 from toylab.state.query import (
     ANY_FRAMEWORK,
+    DEFAULTS,
     INTEGER_RANGES,
     MISMATCH_RANGE,
+    SAMPLER_FIELDS,
     VIEW_PARAMETERS,
     make_settings,
     parse_link,
     to_query,
     view_query,
 )
+from views import sampler_controls
 
 TAB_KEY = "tab"
 FRAMEWORK_KEY = "framework"
@@ -54,6 +58,7 @@ PRESETS = {
     "heavy (mismatch 1.0)": {"T": 6, "V": 4, "mismatch": 1.0, "seed": 0},
     "long sequences (T = 10)": {"T": 10, "V": 4, "mismatch": 0.3, "seed": 0},
 }
+PLAIN_SAMPLER = {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
 BASELINE_NAMES = {"none": "none (b = 0)", "logged": "logged (b = E_μ[r])", "true": "true (b = J)"}
 POLICY_ESTIMATORS = [id for id in EXACT_IDS if not ESTIMATORS[id].on_policy]
 
@@ -75,6 +80,7 @@ def render():
                   help="How far the sampler μ is from the trainer π: μ_t = softmax(θ_t + mismatch·b_t).")
         st.number_input("seed", *INTEGER_RANGES["seed"], step=1, key="seed",
                         help="Draws θ and b; the same seed gives the reading group's reference toy.")
+        sampler = sampler_controls.render()
         st.header("Estimators")
         framework = st.selectbox("my framework", VIEW_PARAMETERS[FRAMEWORK_KEY].choices, key=FRAMEWORK_KEY,
                                  bind="query-params", format_func=lambda name: FRAMEWORK_NAMES.get(name, name),
@@ -97,7 +103,7 @@ def render():
                           "seq-mean-token-mean by each sequence's kept tokens; TRL's dapo by all response tokens.")
     state = st.session_state
     settings = make_settings(state["T"], state["V"], state["mismatch"], state["seed"], state["est"],
-                             thresholds, state["baseline"], state["N"], state["agg"])
+                             thresholds, state["baseline"], state["N"], state["agg"], **sampler)
     _write_url(settings)
     return settings, state[NOTICES_KEY] if settings == state[LOADED_KEY] else []
 
@@ -110,7 +116,7 @@ def picker_order(framework):
 
 def set_controls(settings):
     """Put a Settings into the controls' session state (call before the widgets, e.g. from a callback)."""
-    for name in ("T", "V", "mismatch", "seed", "baseline", "N"):
+    for name in ("T", "V", "mismatch", "seed", "baseline", "N", *SAMPLER_FIELDS):
         st.session_state[name] = getattr(settings, name)
     st.session_state["agg"] = settings.aggregation
     st.session_state["est"] = list(settings.estimators)
@@ -161,14 +167,17 @@ def _threshold_controls(estimators):
 
 
 def _preset_picker():
-    toy = {name: st.session_state[name] for name in ("T", "V", "mismatch", "seed")}
-    st.session_state[PRESET_KEY] = next((name for name, preset in PRESETS.items() if preset == toy), CUSTOM)
+    """A preset is a toy with the plain-softmax sampler: with the sampler set otherwise the toy is "custom"."""
+    toy = {name: st.session_state[name] for name in ("T", "V", "mismatch", "seed", *SAMPLER_FIELDS)}
+    st.session_state[PRESET_KEY] = next((name for name, preset in PRESETS.items() if preset | PLAIN_SAMPLER == toy),
+                                        CUSTOM)
     st.selectbox("preset", [*PRESETS, CUSTOM], key=PRESET_KEY, on_change=_apply_preset,
-                 help="Sets T, V, mismatch and seed in one go.")
+                 help="Sets T, V, mismatch and seed in one go, with the sampler as plain softmax.")
 
 
 def _apply_preset():
-    st.session_state.update(PRESETS.get(st.session_state[PRESET_KEY], {}))
+    if st.session_state[PRESET_KEY] in PRESETS:
+        st.session_state.update(PRESETS[st.session_state[PRESET_KEY]] | PLAIN_SAMPLER)
 
 
 def _write_url(settings):

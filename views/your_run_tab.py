@@ -224,7 +224,7 @@ def _matched_toy(settings, statistics):
         "sidebar": f"the sidebar's T = {settings.T}",
         "data": f"the data's mean length (T = {data_T}, capped at the page's limit for V = {settings.V})"}.get)
     T = settings.T if choice == "sidebar" else data_T
-    match = cache.matched(statistics.k1, T, settings.V, settings.seed)
+    match = cache.matched(statistics.k1, T, settings.V, settings.seed, settings.sampler)
     st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics)))
     table = comparison_frame(match, statistics)
     st.dataframe(table, hide_index=True, width="stretch", column_config={

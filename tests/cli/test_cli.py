@@ -92,3 +92,12 @@ def test_module_entry_point():
     assert done.returncode == 0 and json.loads(done.stdout)["toy"]["M"] == 64
     done = subprocess.run([sys.executable, "-m", "toylab", "--T", "99"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+def test_a_reader_that_stops_early_gets_no_traceback():
+    """``python -m toylab | head -1``: the pipe closes before the table is written; no BrokenPipeError reaches
+    the user."""
+    table = subprocess.Popen([sys.executable, "-m", "toylab"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    table.stdout.close()                                   # the reader goes away before reading anything
+    assert table.wait(timeout=120) == 1
+    assert table.stderr.read() == b""

@@ -86,7 +86,8 @@ def test_show_me_sets_the_sidebar_controls_and_the_tab(index):
     chosen = settings(lesson)
     state = app.session_state
     assert state["tab"] == lesson.tab
-    assert (state["T"], state["V"], state["mismatch"], state["seed"]) == chosen.toy_key
+    assert (state["T"], state["V"], state["mismatch"], state["seed"]) == chosen.toy_key[:4]
+    assert all(state[name] == getattr(chosen, name) for name in ("top_p", "top_k", "temperature", "precision"))
     assert (state["baseline"], state["N"], tuple(state["est"])) == (chosen.baseline, chosen.N, chosen.estimators)
     for id in chosen.estimators:
         for name, value in chosen.params(id).items():

@@ -24,9 +24,20 @@ def threshold():
 
 @pytest.fixture(scope="module")
 def mismatch():
-    rows, divergences = sweeps.mismatch_sweep(SETTINGS.T, SETTINGS.V, SETTINGS.seed, SETTINGS.mismatch,
-                                              SETTINGS.selection(), SETTINGS.baseline, SETTINGS.N)
-    return sweep_frames.mismatch_frame(rows), sweep_frames.divergence_frame(divergences)
+    rows, divergences, _ = sweeps.sampler_sweep(SETTINGS.T, SETTINGS.V, SETTINGS.seed, SETTINGS.mismatch,
+                                                SETTINGS.sampler, "mismatch", SETTINGS.selection(), SETTINGS.baseline,
+                                                SETTINGS.N)
+    return (sweep_frames.sampler_frame(rows), sweep_frames.divergence_frame(divergences),
+            sweep_frames.floor_frame(divergences))
+
+
+@pytest.fixture(scope="module")
+def top_p():
+    settings = Settings(estimators=SETTINGS.estimators, baseline="logged", N=16, top_p=0.9)
+    rows, divergences, _ = sweeps.sampler_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
+                                                settings.sampler, "top_p", settings.selection(), settings.baseline,
+                                                settings.N)
+    return rows, divergences
 
 
 @pytest.fixture(scope="module")
@@ -89,17 +100,32 @@ def test_threshold_chart_builds(threshold):
 
 
 def test_mismatch_frame_keeps_zero_bias_and_equal_rmse_at_zero(mismatch):
-    frame, divergences = mismatch
+    frame, divergences, floor = mismatch
     at_zero = frame[frame["mismatch"] == 0.0]
     assert np.allclose(at_zero[at_zero["metric"] == "relative bias"]["value"], 0.0, atol=1e-12)
     rmse = at_zero[at_zero["metric"] == "relative RMSE at N"]["value"]
     assert np.allclose(rmse, rmse.iloc[0], rtol=1e-12)
     assert set(divergences["quantity"]) == {"KL(μ‖π)", "χ²_seq"} and (divergences["value"] > 0).all()
+    assert floor.empty                                                      # plain softmax: nothing out of reach
 
 
 def test_mismatch_chart_builds(mismatch):
-    spec, text = _serialised(sweep_charts.mismatch_chart(*mismatch, SETTINGS.mismatch))
+    spec, text = _serialised(sweep_charts.sampler_chart(*mismatch, SETTINGS.mismatch))
     assert len(spec["vconcat"]) == 3
+    _check_style(spec, text)
+
+
+def test_top_p_frames_carry_the_floor_and_the_mass_out_of_reach(top_p):
+    rows, divergences = top_p
+    floor = sweep_frames.floor_frame(divergences, "top_p")
+    assert floor["value"].tolist() == [row["rel_floor"] for row in divergences]
+    assert floor.loc[floor["top_p"] == 1.0, "value"].tolist() == [0.0]
+    quantities = sweep_frames.divergence_frame(divergences, "top_p")
+    reach = quantities[quantities["quantity"] == "π-mass out of reach"]
+    assert len(reach) == sum(row["unreachable_mass"] > 1e-12 for row in divergences) > 0
+    spec, text = _serialised(sweep_charts.sampler_chart(sweep_frames.sampler_frame(rows, "top_p"), quantities, floor,
+                                                        0.9, "top_p"))
+    assert "bias floor" in text and spec["vconcat"][0]["layer"][-1]["mark"]["color"] == "black"
     _check_style(spec, text)
 
 
@@ -118,6 +144,9 @@ def test_length_frames_carry_the_std_ratio_and_error_bars(length):
     assert (probabilities["lower"] >= 0).all() and (probabilities["upper"] <= 1).all()
     assert set(probabilities.loc[probabilities["monte_carlo"], "method"]) == {MONTE_CARLO}
     assert set(sweep_frames.length_divergence_frame(population)["quantity"]) == {"χ²_seq", "ESS fraction"}
+    truncated = length_point(Settings(estimators=("naive", "seq_is"), top_p=0.8), 64, samples=500)[0]
+    reach = sweep_frames.length_divergence_frame(truncated)
+    assert reach.loc[reach["quantity"] == "π-mass out of reach", "value"].between(0, 1).all()
 
 
 def test_length_chart_builds(length):

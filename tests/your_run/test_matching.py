@@ -10,6 +10,7 @@ from rollout_logs import EXAMPLES
 from examples.make_example_log import TOY
 from toylab import make_toy
 from toylab.analysis.diagnostics import diagnostics
+from toylab.engine.sampler import Sampler
 from toylab.your_run.log import load_log
 from toylab.your_run.matching import (
     comparison,
@@ -104,3 +105,24 @@ def test_the_comparison_frame_keeps_data_and_toy_apart(statistics):
     assert list(frame.columns) == ["quantity", "data", "se", "toy", "toy_low", "toy_high"]
     assert frame["data"][1] == statistics.chi2_token.value and frame["toy"][1] == match.toy_chi2_token
     assert (frame["toy_low"] <= frame["toy"]).all() and (frame["toy"] <= frame["toy_high"]).all()
+
+
+def test_the_matched_toy_takes_the_sampler_model(statistics):
+    """With a sampler model the curve is that toy's (its tables equal make_toy's), the match lands on the data's k1,
+    the slope is the curve's own, and the JSON echoes the sampler. Truncation and rounding make KL(m) jump where a
+    token leaves the kept set or a logit crosses a rounding step: the match is then a crossing, within the jump."""
+    truncating = Sampler(top_p=0.95, precision="bf16")
+    match = match_toy(statistics.k1, 6, 4, 0, sampler=truncating)
+    assert match.clamped is None and match.toy_kl == pytest.approx(statistics.k1.value, rel=1e-3)
+    assert {key: match.as_dict()[key] for key in ("top_p", "precision")} == {"top_p": 0.95, "precision": "bf16"}
+    sampler = Sampler(temperature=1.2)
+    curve = toy_curve(6, 4, 0, sampler)
+    np.testing.assert_array_equal(curve(0.4).log_mu, make_toy(6, 4, 0.4, 0, sampler).log_mu)
+    match = match_toy(statistics.k1, 6, 4, 0, sampler=sampler)
+    assert match.clamped is None and match.toy_kl == pytest.approx(statistics.k1.value, rel=1e-6)
+    step = 1e-3
+    numeric = (per_token_kl(curve(match.mismatch + step)) - per_token_kl(curve(match.mismatch - step))) / (2 * step)
+    assert statistics.k1.se / match.mismatch_se == pytest.approx(numeric, rel=0.05)
+    assert match.as_dict()["temperature"] == 1.2
+    zero = match_toy(Estimate(-0.01, 0.001), 6, 4, 0, sampler=Sampler(temperature=2.0))
+    assert zero.clamped == "zero" and "its sampler model alone gives a per-token KL" in comparison(zero, statistics)[0]

@@ -8,12 +8,21 @@ population effective-sample-size fraction is 1/(1 + χ²_seq).
 
 Divergences are ≥ 0 and probabilities in [0, 1]: rounding that lands a hair outside is clipped back.
 χ²_seq beyond float64's range (long sequences at large mismatch) is inf, and its ESS fraction 0.
+
+Over μ's support. A sampler that truncates keeps tokens S_t (``toy.kept``); every sum over μ runs over them.
+KL(μ‖π) stays finite (μ has no mass where π has none). χ² and the ESS are those of importance sampling onto
+what the sampler can reach: χ²_t = χ²(π_t|S_t ‖ μ_t) = Σ_{v ∈ S_t} μ_t (ρ_t/π_t(S_t) − 1)², of π_t conditioned on
+S_t, so that χ²_seq = ∏_t (1 + χ²_t) − 1 = E_μ[W²]/(E_μ W)² − 1 and the ESS fraction 1/(1 + χ²_seq) =
+(E_μ W)²/E_μ[W²] — the population value of Kish's (Σ W)²/(n·Σ W²). Without truncation π_t(S_t) = 1 and these are
+the usual ones. KL(π‖μ) is +∞ there (π has mass μ never draws), and the π-mass outside S, 1 − ∏_t π_t(S_t),
+is ``unreachable_mass``.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from toylab.engine.grid import outer_any
 from toylab.engine.toy import share
 
 
@@ -27,6 +36,7 @@ class Diagnostics:
     kl_pi_mu_tokens: np.ndarray  # (T,)
     chi2_tokens: np.ndarray      # (T,)
     max_tv: float
+    unreachable_mass: float = 0.0    # π(y ∉ S): the sequences the sampler never draws
 
     @property
     def kl_mu_pi(self):
@@ -46,16 +56,47 @@ class Diagnostics:
         return 1 / (1 + self.chi2_seq)
 
 
+def on_support(mu, values, kept):
+    """μ·values with 0 outside the support (where μ = 0 and the values may be ±∞): no 0·∞ is computed."""
+    if kept.all():
+        return mu * values
+    return np.multiply(mu, values, out=np.zeros(np.broadcast_shapes(mu.shape, values.shape)), where=kept)
+
+
+def reachable_ratio(pi, rho, kept):
+    """ρ_t/π_t(S_t) on the support (1 outside): the ratio of π_t conditioned on S_t to μ_t; ρ itself when every
+    token is kept. Tables (..., T, V)."""
+    if kept.all():
+        return rho
+    reachable = np.sum(pi, axis=-1, where=kept, keepdims=True)
+    return np.divide(rho, reachable, out=np.ones(rho.shape), where=kept)
+
+
 def token_kl(toy):
-    """KL_t(μ_t‖π_t) = −Σ_v μ_t log ρ_t per position, from the (T, V) tables alone (any T); ≥ 0, so rounding
-    below 0 is clipped."""
-    return np.maximum(-(toy.mu * toy.log_rho).sum(axis=1), 0.0)
+    """KL_t(μ_t‖π_t) = −Σ_{v ∈ S_t} μ_t log ρ_t per position, from the (T, V) tables alone (any T); ≥ 0, so
+    rounding below 0 is clipped."""
+    return np.maximum(-on_support(toy.mu, toy.log_rho, toy.kept).sum(axis=1), 0.0)
+
+
+SQUARE_SAFE = 1e150          # a ratio below this squares without overflow
+
+
+def chi2_terms(pi, mu, rho, kept):
+    """χ²_t = Σ_v μ_t (ρ'_t − 1)², ρ' = ρ_t/π_t(S_t) (``reachable_ratio``), per position of tables (..., T, V): a sum
+    of squares, so ≥ 0 and exactly 0 when μ_t = π_t, whatever the rounding. A sampler with a low temperature can
+    make ρ' too large to square (μ ~ e^-500); then it is Σ_v (μ_t(ρ'_t − 1))·(ρ'_t − 1), whose first factor is
+    π_t/π_t(S_t) − μ_t, at most 1."""
+    ratio = reachable_ratio(pi, rho, kept)
+    if np.max(ratio, where=kept, initial=0.0) < SQUARE_SAFE:
+        return on_support(mu, (ratio - 1) ** 2, kept).sum(axis=-1)
+    excess = np.where(kept, ratio - 1, 0.0)
+    return (on_support(mu, excess, kept) * excess).sum(axis=-1)
 
 
 def token_chi2(toy):
-    """χ²_t = Σ_v μ_t (ρ_t − 1)² (= Σ_v μ_t ρ_t² − 1, as Σ_v μ_t ρ_t = 1) per position, from the (T, V) tables
-    alone (any T): a sum of squares, so ≥ 0 and exactly 0 when μ_t = π_t, whatever the rounding."""
-    return (toy.mu * (toy.rho - 1) ** 2).sum(axis=1)
+    """χ²_t = Σ_v μ_t (ρ_t/π_t(S_t) − 1)² per position (ρ_t − 1 without truncation; = Σ_v μ_t ρ_t² − 1, as
+    Σ_v μ_t ρ_t = 1), from the (T, V) tables alone (any T): ``chi2_terms``."""
+    return chi2_terms(toy.pi, toy.mu, toy.rho, toy.kept)
 
 
 def product_minus_one(chi2_tokens):
@@ -77,15 +118,20 @@ def diagnostics(toy):
         kl_mu_pi_tokens=token_kl(toy),
         kl_pi_mu_tokens=np.maximum((toy.pi * toy.log_rho).sum(axis=1), 0.0),
         chi2_tokens=token_chi2(toy),
-        max_tv=float(0.5 * np.abs(toy.pi - toy.mu).sum(axis=1).max()))
+        max_tv=float(0.5 * np.abs(toy.pi - toy.mu).sum(axis=1).max()),
+        unreachable_mass=toy.unreachable_mass)
 
 
 def sequence_log_ratio(toy, kind="W"):
-    """(values, μ-probabilities) of log W (kind "W") or log ρ_geo = log W / T (kind "geo"), over all M sequences."""
+    """(values, μ-probabilities) of log W (kind "W") or log ρ_geo = log W / T (kind "geo"), over the M sequences,
+    or over μ's support when the sampler truncates (the others have μ = 0 and log W = +∞)."""
     if kind not in ("W", "geo"):
         raise ValueError(f"kind must be 'W' or 'geo', got {kind!r}")
-    log_W = toy.log_W
-    return (log_W if kind == "W" else np.divide(log_W, toy.T, out=log_W)), toy.p_sampler
+    log_W, probability = toy.log_W, toy.p_sampler
+    if toy.truncates:
+        supported = ~outer_any(~toy.kept)
+        log_W, probability = log_W[supported], probability[supported]
+    return (log_W if kind == "W" else np.divide(log_W, toy.T, out=log_W)), probability
 
 
 def probability_beyond(values, probabilities, threshold, side="above"):

@@ -1,15 +1,18 @@
 """How the problem scales with the number of tokens T, V held fixed: one point per T.
 
 Only T changes: the toy at length T is the first T positions of one MAX_LENGTH-position toy
-``make_toy(MAX_LENGTH, V, mismatch, seed)`` (``length_toy``), so θ and b are drawn once. Its θ equals
+``make_toy(MAX_LENGTH, V, mismatch, seed, sampler)`` (``length_toy``), so θ and b are drawn once. Its θ equals
 ``make_toy(T, …)``'s θ (the same normal stream, row-major) but its b does not (b is drawn after θ).
 Population numbers: χ²_seq = ∏_t (1 + χ²_t) − 1 and the ESS fraction 1/(1 + χ²_seq) (exact from the (T, V)
 tables at any T), P(W > C) and P(ρ_geo outside [lo, hi]). Estimators: relative bias ‖E[ĝ] − ∇J‖/‖∇J‖, and
 the std relative to on-policy sqrt(var_e/var_on_policy) at the same T, in which the reward's rarity at
 large T (‖∇J‖ → 0) cancels; it holds for any batch size N, both stds scaling as 1/sqrt(N).
 
-While V**T ≤ ENUMERATION_LIMIT everything is exact by enumeration (one pass for every estimator). Beyond
-it the factorising estimators are exact by ``recursion``, the others are stratified Monte Carlo
+A sampler that truncates adds a row, the π-mass out of reach 1 − ∏_t π_t(S_t) (exact at any T): it grows with T,
+and so does the bias floor every estimator on μ carries.
+
+While V**T ≤ ENUMERATION_LIMIT (and W stays within float64 there: ``toy.range_problem``) everything is exact by
+enumeration (one pass for every estimator). Beyond it the factorising estimators are exact by ``recursion``, the others are stratified Monte Carlo
 (``stratified``, one draw shared by all of them) and the two probabilities plain Monte Carlo, each with its
 standard error. A Monte Carlo point draws ``samples_at(T)`` sequences: SAMPLES, fewer once they would hold
 more than TOKEN_BUDGET tokens, so a point costs about the same at every T (its error bars widen instead).
@@ -27,7 +30,8 @@ from toylab.engine.recursion import (
     exact_many_by_recursion,
     objective_by_recursion,
 )
-from toylab.engine.toy import Toy, make_toy
+from toylab.engine.sampler import DEFAULT_SAMPLER
+from toylab.engine.toy import Toy, make_toy, range_problem
 
 LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MAX_LENGTH = 256
@@ -35,6 +39,7 @@ SAMPLES = 10_000
 TOKEN_BUDGET = 2**17          # tokens a Monte Carlo point draws at most (beyond SAMPLES·T ≤ this: fewer sequences)
 ENUMERATION_LIMIT = 2**16     # sequences the view enumerates; beyond, recursion and Monte Carlo
 EXACT, RECURSION, MONTE_CARLO = "exact (enumeration)", "exact (recursion)", "Monte Carlo"
+OUT_OF_REACH = "π-mass out of reach"
 
 
 def enumerable(T, V):
@@ -53,12 +58,12 @@ def lengths_for(V):
     return tuple(sorted(set(LENGTHS) | {largest}))
 
 
-def length_toy(T, V, mismatch, seed):
-    """The first T positions of ``make_toy(MAX_LENGTH, V, mismatch, seed)``: θ[:T], b[:T]."""
+def length_toy(T, V, mismatch, seed, sampler=DEFAULT_SAMPLER):
+    """The first T positions of ``make_toy(MAX_LENGTH, V, mismatch, seed, sampler)``: θ[:T], b[:T]."""
     if not 1 <= T <= MAX_LENGTH:
         raise ValueError(f"T must be between 1 and {MAX_LENGTH}, got {T}")
-    long = make_toy(MAX_LENGTH, V, mismatch, seed, max_sequences=None)
-    return Toy(long.theta[:T], long.b[:T], long.mismatch, long.seed)
+    long = make_toy(MAX_LENGTH, V, mismatch, seed, sampler, max_sequences=None)
+    return Toy(long.theta[:T], long.b[:T], long.mismatch, long.seed, sampler)
 
 
 def length_point(settings, T, samples=None):
@@ -69,11 +74,11 @@ def length_point(settings, T, samples=None):
     on_policy is exact at every T, so a Monte Carlo ratio's se is se(sqrt(var))/sqrt(var_on_policy).
     Monte Carlo draws come from ``default_rng([seed, T])``, ``samples`` sequences (default ``samples_at(T)``).
     """
-    toy = length_toy(T, settings.V, settings.mismatch, settings.seed)
+    toy = length_toy(T, settings.V, settings.mismatch, settings.seed, settings.sampler)
     selection = settings.selection(exact_only=True)
     C = settings.params("seq_tis")["C"]
     band = settings.params("geo_rs")
-    if enumerable(T, settings.V):
+    if enumerable(T, settings.V) and not range_problem(toy.largest_log_W):
         return _population_by_enumeration(toy, C, band), _estimators_by_enumeration(toy, selection, settings.baseline)
     rng = np.random.default_rng([settings.seed, T])
     samples = samples_at(T) if samples is None else samples
@@ -87,8 +92,9 @@ def _population_row(T, quantity, value, se, method):
 
 def _population_exact_part(toy):
     chi2 = sequence_chi2(toy)
+    out_of_reach = [_population_row(toy.T, OUT_OF_REACH, toy.unreachable_mass, 0.0, EXACT)] if toy.truncates else []
     return [_population_row(toy.T, "χ²_seq", chi2, 0.0, EXACT),
-            _population_row(toy.T, "ESS fraction", 1 / (1 + chi2), 0.0, EXACT)]
+            _population_row(toy.T, "ESS fraction", 1 / (1 + chi2), 0.0, EXACT)] + out_of_reach
 
 
 def _population_by_enumeration(toy, C, band):

@@ -13,6 +13,7 @@ An exact estimator's coefficients come from ``toylab.coefficients`` on the sampl
 
 from dataclasses import dataclass
 from functools import cached_property
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -33,12 +34,25 @@ def draw_tokens(rng, position_probabilities, shape):
 
 def tokens_from_uniforms(uniforms, position_probabilities):
     """token = #{inner CDF edges ≤ u} for uniforms (..., n, T); probabilities (T, V), or (..., T, V): one
-    table per leading index (each training run its own π or μ)."""
+    table per leading index (each training run its own π or μ). A token of probability 0 is never drawn: its
+    edges coincide, and an edge followed only by such tokens is +∞ (a cumulative sum a hair below 1 would
+    otherwise hand them u ∈ [sum, 1))."""
     inner_edges = np.cumsum(position_probabilities, axis=-1)[..., :-1]         # (..., T, V − 1)
+    nothing_after = np.cumsum(position_probabilities[..., ::-1], axis=-1)[..., ::-1][..., 1:] == 0
+    if nothing_after.any():
+        inner_edges = np.where(nothing_after, np.inf, inner_edges)
     tokens = np.zeros(uniforms.shape, dtype=np.intp)
     for j in range(inner_edges.shape[-1]):
         tokens += uniforms >= inner_edges[..., None, :, j]
     return tokens
+
+
+def trainer_side(toy):
+    """The toy as batches drawn from π see it (on_policy's): the sampler is the trainer, so log μ = log π and every
+    ratio is 1. Those batches hold tokens a truncating μ never draws (log μ = −∞ there), which on_policy never
+    reads; tables (T, V) or (..., T, V) as the toy's."""
+    return SimpleNamespace(V=toy.V, pi=toy.pi, log_pi=toy.log_pi, log_mu=toy.log_pi,
+                           log_rho=np.zeros_like(toy.log_pi), rho=np.ones_like(toy.pi))
 
 
 @dataclass
@@ -154,7 +168,7 @@ def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, repl
         batches = {False: Batches(toy, draw_tokens(rng, toy.mu, shape), N, b, aggregation)}
         if any(ESTIMATORS[e].on_policy for e in selection):
             rng.bit_generator.state = uniforms_state            # the same uniforms, pushed through π
-            batches[True] = Batches(toy, draw_tokens(rng, toy.pi, shape), N, b, aggregation)
+            batches[True] = Batches(trainer_side(toy), draw_tokens(rng, toy.pi, shape), N, b, aggregation)
         for estimator_id, overrides in selection.items():
             estimate = batch_estimates(batches[ESTIMATORS[estimator_id].on_policy], estimator_id, overrides)
             error = np.linalg.norm((estimate - grad).reshape(*estimate.shape[:2], -1), axis=2) / grad_norm

@@ -77,7 +77,9 @@ def draw_given_counts(rng, position_probability, counts):
             zero = position_probability[t, 0] * later[needed] / suffix[t][needed]
         zeros[:, t] = rng.random(len(needed)) < zero
         needed = needed - zeros[:, t]
-    others = position_probability[:, 1:] / position_probability[:, 1:].sum(axis=1, keepdims=True)
+    other_mass = position_probability[:, 1:].sum(axis=1, keepdims=True)
+    others = np.divide(position_probability[:, 1:], other_mass, out=np.full(other_mass.shape, 1.0 / (V - 1)) *
+                       np.ones((1, V - 1)), where=other_mass > 0)               # unused where only token 0 is drawn
     return np.where(zeros, 0, 1 + draw_tokens(rng, others, (len(needed),)))
 
 

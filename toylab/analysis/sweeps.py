@@ -8,15 +8,21 @@ on a log-spaced grid of one threshold (the others held at their chosen values), 
 Every point is a full exact pass over the M sequences, so large toys get a coarser grid (``grid_points``).
 The rule of thumb of Li et al. (2025) for sequence truncation is C* = sqrt(2(1 + χ²_seq)).
 
-Mismatch sweep: the same numbers for every selected exact estimator on the toys with mismatch in [0, 2];
-θ and b come from the seed alone, so only the sampler moves.
+Sampler sweep: the same numbers for every selected exact estimator as one parameter of the sampler moves — the
+mismatch in [0, 2], top-p in (0, 1] or the temperature in [0.25, 4] — the others held; θ and b come from the seed
+alone, so only μ moves. Per toy also KL(μ‖π), χ²_seq, the π-mass out of reach and the bias floor
+‖∇J − ∇J_S‖/‖∇J‖ at the baseline (``engine.moments``). A point whose W would leave float64
+(``toy.range_problem``) is left out and listed.
 """
+
+from dataclasses import replace
 
 import numpy as np
 
 from toylab.analysis.diagnostics import diagnostics
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.engine.moments import exact_moments_many, exact_moments_of
+from toylab.engine.moments import baseline_value, exact_moments_many, exact_moments_of
+from toylab.engine.sampler import TEMPERATURE_RANGE
 from toylab.engine.toy import make_toy
 
 SWEPT_PARAMETER = {"tok_tis": "C", "tok_mis": "hi", "seq_tis": "C", "seq_mis": "C", "geo_rs": "hi",
@@ -35,9 +41,16 @@ def threshold_grid(estimator_id, chosen, points):
     return np.unique(np.append(grid, chosen))
 
 
-def mismatch_grid(M):
-    """Evenly spaced mismatches from 0 to 2."""
-    return np.linspace(0.0, 2.0, grid_points(M))
+SWEEP_GRIDS = {
+    "mismatch": lambda points: np.linspace(0.0, 2.0, points),                           # evenly spaced
+    "top_p": lambda points: np.append(1 - np.geomspace(0.95, 1e-3, points - 1), 1.0),   # dense near 1, where it cuts
+    "temperature": lambda points: np.geomspace(*TEMPERATURE_RANGE, points),             # log-spaced around 1
+}
+
+
+def sweep_grid(parameter, M):
+    """The values a sampler sweep visits (``SWEEP_GRIDS``), ``grid_points(M)`` of them."""
+    return SWEEP_GRIDS[parameter](grid_points(M))
 
 
 def moments_row(moments, N):
@@ -71,16 +84,27 @@ def rule_of_thumb(toy):
     return float(np.sqrt(2 * (1 + diagnostics(toy).chi2_seq)))
 
 
-def mismatch_sweep(T, V, seed, chosen_mismatch, selection, baseline, N):
-    """(estimator rows, divergence rows) for mismatch in [0, 2] and the chosen one: per toy, each selected
-    exact estimator's rel_bias/rel_std/rel_rmse at N, and the toy's KL(μ‖π) and χ²_seq."""
-    estimator_rows, divergence_rows = [], []
-    for mismatch in np.unique(np.append(mismatch_grid(V**T), chosen_mismatch)):
-        toy = make_toy(T, V, float(mismatch), seed)
-        exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
+def sampler_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline, N):
+    """(estimator rows, divergence rows, left out) as ``parameter`` (mismatch, top_p or temperature) runs over its
+    grid and its chosen value (the mismatch, or the Sampler's): per toy, each selected exact estimator's
+    rel_bias/rel_std/rel_rmse at N; the toy's KL(μ‖π), χ²_seq, unreachable_mass and rel_floor; and the values
+    left out because W would leave float64 there."""
+    chosen = mismatch if parameter == "mismatch" else getattr(sampler, parameter)
+    exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
+    estimator_rows, divergence_rows, left_out = [], [], []
+    for value in np.unique(np.append(sweep_grid(parameter, V**T), chosen)):
+        value = float(value)
+        try:
+            toy = make_toy(T, V, value, seed, sampler) if parameter == "mismatch" else \
+                make_toy(T, V, mismatch, seed, replace(sampler, **{parameter: value}))
+        except ValueError:
+            left_out.append(value)
+            continue
         for estimator_id, moments in exact_moments_many(toy, exact, baseline).items():
-            estimator_rows.append({"mismatch": float(mismatch), "estimator": estimator_id} | moments_row(moments, N))
+            estimator_rows.append({parameter: value, "estimator": estimator_id} | moments_row(moments, N))
         population = diagnostics(toy)
-        divergence_rows.append({"mismatch": float(mismatch), "kl_mu_pi": population.kl_mu_pi,
-                                "chi2_seq": population.chi2_seq})
-    return estimator_rows, divergence_rows
+        floor = np.linalg.norm(toy.true_grad - toy.reachable_gradient(baseline_value(toy, baseline)))
+        divergence_rows.append({parameter: value, "kl_mu_pi": population.kl_mu_pi, "chi2_seq": population.chi2_seq,
+                                "unreachable_mass": population.unreachable_mass,
+                                "rel_floor": float(floor / population.grad_norm)})
+    return estimator_rows, divergence_rows, left_out

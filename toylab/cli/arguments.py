@@ -3,7 +3,7 @@
 A command builds its parser from these pieces::
 
     parser = ToylabParser(prog="python -m toylab train", description="…")
-    add_toy_arguments(parser)          # --T --V --mismatch --seed --baseline --set, with the page's ranges
+    add_toy_arguments(parser)          # --T --V --mismatch --seed, the sampler's, --baseline --set: the page's ranges
     add_batch_size_argument(parser)    # --N
     arguments = validate_toy_arguments(parser, parser.parse_args(argv))   # size limit; .selection from --set
 
@@ -15,7 +15,18 @@ import json
 import math
 
 from toylab.catalogue.estimators import BASELINES, EXACT_IDS, PRESET_IDS, resolve_params
-from toylab.state.query import DEFAULTS, INTEGER_RANGES, MISMATCH_RANGE, parse_number, size_problem
+from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
+from toylab.state.query import (
+    DEFAULTS,
+    INTEGER_RANGES,
+    MISMATCH_RANGE,
+    TOP_K_RANGE,
+    TOP_P_RANGE,
+    make_settings,
+    parse_number,
+    size_problem,
+    toy_problem,
+)
 from toylab.text import listed, quoted
 
 DEFAULT_IDS = tuple(id for id in EXACT_IDS if id not in PRESET_IDS)
@@ -65,10 +76,37 @@ def add_toy_arguments(parser):
     parser.add_argument("--mismatch", type=number_in(float, *MISMATCH_RANGE), default=DEFAULTS.mismatch,
                         help="sampler logit error scale, {:g} to {:g} (default {:g})".format(*MISMATCH_RANGE,
                                                                                            DEFAULTS.mismatch))
+    add_sampler_arguments(parser)
     parser.add_argument("--baseline", type=one_of(BASELINES), default=DEFAULTS.baseline,
                         metavar="{" + ",".join(BASELINES) + "}", help="b: 0, E_μ[r] or J")
     parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
                         help="override a threshold, e.g. --set tok_tis.C=3 (repeatable; the page's ranges)")
+
+
+def add_sampler_arguments(parser):
+    """--top-p, --top-k, --temperature, --precision: the sampler model (``engine.sampler``), the page's ranges."""
+    parser.add_argument("--top-p", type=number_in(float, *TOP_P_RANGE), default=DEFAULTS.top_p,
+                        help="the sampler keeps a token while the probability of the tokens strictly more likely is "
+                             "below p, {:g} to {:g} (default {:g}: off)".format(*TOP_P_RANGE, DEFAULTS.top_p))
+    parser.add_argument("--top-k", type=number_in(int, *TOP_K_RANGE), default=DEFAULTS.top_k,
+                        help="the sampler keeps the k most likely tokens, 1 to V (default 0: off)")
+    parser.add_argument("--temperature", type=number_in(float, *TEMPERATURE_RANGE), default=DEFAULTS.temperature,
+                        help="the sampler's temperature τ, μ ∝ exp(z/τ), {:g} to {:g} (default {:g})".format(
+                            *TEMPERATURE_RANGE, DEFAULTS.temperature))
+    parser.add_argument("--precision", type=one_of(PRECISIONS), default=DEFAULTS.precision,
+                        metavar="{" + ",".join(PRECISIONS) + "}",
+                        help="the sampler's logits rounded to bf16 or fp16 through float32 (default none)")
+
+
+def sampler_of(parser, arguments):
+    """The Sampler of --top-p, --top-k, --temperature, --precision, with top_k checked against --V (one-line error)."""
+    settings = make_settings(V=arguments.V, top_p=arguments.top_p, top_k=arguments.top_k,
+                             temperature=arguments.temperature, precision=arguments.precision)
+    try:
+        settings.sampler.check_vocabulary(arguments.V)
+    except ValueError as error:
+        parser.error(f"--top-k: {error}")
+    return settings.sampler
 
 
 def add_batch_size_argument(parser):
@@ -80,9 +118,15 @@ def add_batch_size_argument(parser):
 
 def validate_toy_arguments(parser, arguments, ids=DEFAULT_IDS):
     """The checks that need several options, as one-line errors: the toy's size (M = V**T within the page's
-    limit, decided in logarithms) and every --set. Adds ``arguments.selection``: {id: params} for the
-    estimators ``ids``, --set applied."""
+    limit, decided in logarithms), top_k ≤ V, the sampler's W within float64 (``query.toy_problem``) and every
+    --set. Adds ``arguments.sampler_model`` (the Sampler) and ``arguments.selection``: {id: params} for the estimators ``ids``, --set
+    applied."""
     problem = size_problem(arguments.T, arguments.V)
+    if problem:
+        parser.error(problem)
+    arguments.sampler_model = sampler_of(parser, arguments)
+    problem = toy_problem(make_settings(arguments.T, arguments.V, arguments.mismatch, arguments.seed,
+                                        **arguments.sampler_model.parameters()))
     if problem:
         parser.error(problem)
     try:

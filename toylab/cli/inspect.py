@@ -9,9 +9,11 @@ import sys
 
 from toylab.cli.arguments import (
     ToylabParser,
+    add_sampler_arguments,
     chosen_ids,
     json_text,
     number_in,
+    sampler_of,
     selection_from_overrides,
 )
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
@@ -39,12 +41,14 @@ def parse_arguments(argv):
                         help="vocabulary size of the matched toy")
     parser.add_argument("--seed", type=number_in(int, *INTEGER_RANGES["seed"]), default=0,
                         help="seed of the matched toy")
+    add_sampler_arguments(parser)
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
                         help="the estimators to apply to the log (default: the page's default selection)")
     parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
                         help="override a threshold of a chosen estimator, e.g. --set tok_tis.C=3 (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     arguments = parser.parse_args(argv)
+    arguments.sampler_model = sampler_of(parser, arguments)
     try:
         _check_toy_arguments(arguments)
         arguments.selection = selection_from_overrides(arguments.set, chosen_ids(arguments.estimators))
@@ -69,7 +73,7 @@ def report(arguments):
     log = load_log(arguments.file, max_bytes=CLI_SIZE_LIMIT_MB << 20, **explicit)
     statistics = log_statistics(log)
     T = matched_length(statistics.mean_length.value, arguments.V) if arguments.T == "data" else arguments.T
-    match = match_toy(statistics.k1, T, arguments.V, arguments.seed)
+    match = match_toy(statistics.k1, T, arguments.V, arguments.seed, sampler=arguments.sampler_model)
     result = {
         "file": log.name, "shape": log.columns.shape, "columns": log.columns.roles(),
         "sequences": statistics.sequences, "tokens": statistics.tokens,

@@ -18,12 +18,14 @@ from toylab.cli.arguments import (
     validate_toy_arguments,
 )
 from toylab.engine.moments import exact_table
+from toylab.engine.sampler import Sampler
 from toylab.engine.toy import make_toy
 from toylab.text import UNDEFINED, quoted
 
 COLUMNS = [("rel_bias", "rel bias", "{:.4f}"), ("rel_std", "rel std", "{:.4f}"), ("rel_rmse", "rel RMSE", "{:.4f}"),
            ("cosine", "cosine", "{:+.4f}"), ("tokens_affected", "tokens hit", "{:.2%}"),
            ("sequences_affected", "seqs hit", "{:.2%}")]
+SPLIT_COLUMNS = [("rel_floor", "bias floor", "{:.4f}"), ("rel_rest", "bias rest", "{:.4f}")]     # when μ truncates
 
 
 def table_ids(listed):
@@ -50,15 +52,18 @@ def table_parser():
 def report(arguments):
     """The result as plain data: the toy's numbers, one row per estimator (cosine None when undefined), and
     "notes": 'id: why' for each undefined number."""
-    toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed)
+    toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed, arguments.sampler_model)
     population = diagnostics(toy)
     rows = exact_table(toy, arguments.selection, arguments.baseline, arguments.N)
     notes = [f"{row['estimator']}: {row['note']}" for row in rows if row["note"]]
+    if toy.truncates:
+        notes.append(TRUNCATION_NOTE)
     return {
-        "toy": {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed,
-                "J": population.J, "logged_reward": population.logged_reward,
-                "grad_norm": population.grad_norm, "kl_mu_pi": population.kl_mu_pi,
-                "kl_pi_mu": population.kl_pi_mu, "chi2_seq": population.chi2_seq, "ess": population.ess},
+        "toy": toy_summary(toy) | {
+            "J": population.J, "logged_reward": population.logged_reward,
+            "grad_norm": population.grad_norm, "kl_mu_pi": population.kl_mu_pi,
+            "kl_pi_mu": population.kl_pi_mu, "chi2_seq": population.chi2_seq, "ess": population.ess,
+            "unreachable_mass": population.unreachable_mass},
         "N": arguments.N, "baseline": arguments.baseline,
         "estimators": [{"name": row.pop("estimator"), **{key: value for key, value in row.items() if key != "note"}}
                        for row in rows],
@@ -66,16 +71,37 @@ def report(arguments):
     }
 
 
+TRUNCATION_NOTE = ("kl_pi_mu is infinite (null): the sampler never draws some tokens π gives mass to. bias floor: "
+                   "‖∇J − ∇J_S‖/‖∇J‖, ∇J's part from the sequences it never draws (the same for every estimator "
+                   "on μ; no weight removes it); bias rest: ‖E[ĝ] − ∇J_S‖/‖∇J‖; bias = floor + rest as vectors")
+
+
+def toy_summary(toy):
+    """The toy's arguments as the JSON echoes them: T, V, M, mismatch, seed and the sampler's four parameters."""
+    return {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed} \
+        | toy.sampler.parameters()
+
+
+def toy_line(toy):
+    """'T=6 V=4 M=4,096 mismatch=0.3 seed=0' and the sampler when it is not plain softmax."""
+    sampler = {key: toy[key] for key in ("top_p", "top_k", "temperature", "precision")}
+    described = Sampler(**sampler)
+    return (f"T={toy['T']} V={toy['V']} M={toy['M']:,} mismatch={toy['mismatch']:g} seed={toy['seed']}"
+            + ("" if described.is_default else f" sampler: {described.describe()}"))
+
+
 def as_text(result):
     toy = result["toy"]
-    lines = [f"T={toy['T']} V={toy['V']} M={toy['M']:,} mismatch={toy['mismatch']:g} seed={toy['seed']}   "
+    lines = [f"{toy_line(toy)}   "
              f"J={toy['J']:.5f}  E_mu[r]={toy['logged_reward']:.5f}  |grad J|={toy['grad_norm']:.5f}  "
-             f"KL(mu||pi)={toy['kl_mu_pi']:.4f}  chi2_seq={toy['chi2_seq']:.4f}  ESS={toy['ess']:.3f}",
+             f"KL(mu||pi)={toy['kl_mu_pi']:.4f}  chi2_seq={toy['chi2_seq']:.4g}  ESS={toy['ess']:.3f}"
+             + (f"  pi-mass out of reach={toy['unreachable_mass']:.4f}" if toy["unreachable_mass"] else ""),
              f"batch size N={result['N']}, baseline={result['baseline']}", ""]
+    columns = COLUMNS + (SPLIT_COLUMNS if toy["unreachable_mass"] else [])
     name_width = max(len(row["name"]) for row in result["estimators"]) + 2
-    lines.append("estimator".ljust(name_width) + "".join(f"{title:>11}" for _, title, _ in COLUMNS) + "  unbiased")
+    lines.append("estimator".ljust(name_width) + "".join(f"{title:>11}" for _, title, _ in columns) + "  unbiased")
     for row in result["estimators"]:
-        cells = "".join(f"{UNDEFINED if row[key] is None else style.format(row[key]):>11}" for key, _, style in COLUMNS)
+        cells = "".join(f"{UNDEFINED if row[key] is None else style.format(row[key]):>11}" for key, _, style in columns)
         lines.append(row["name"].ljust(name_width) + cells + ("  yes" if row["unbiased"] else "  no"))
     return "\n".join(lines + [""] * bool(result["notes"]) + [f"{UNDEFINED} {note}" for note in result["notes"]])
 

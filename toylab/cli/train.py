@@ -16,12 +16,14 @@ from toylab.cli.arguments import (
     one_of,
     validate_toy_arguments,
 )
+from toylab.cli.table import toy_line, toy_summary
 from toylab.engine.toy import make_toy
 from toylab.state.query import INTEGER_RANGES
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.training.loop import (
     LIMITS,
     MODES,
+    NOISES,
     REACHED,
     UNDEFINED_BELOW,
     TrainingConfig,
@@ -32,7 +34,7 @@ from toylab.training.loop import (
 from toylab.training.optimizers import OPTIMIZERS
 
 DEFAULTS = TrainingConfig()
-LISTED = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "rel_bias")     # the per-step lists in JSON
+LISTED = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias")   # per-step JSON lists
 
 
 def parse_arguments(argv):
@@ -51,6 +53,8 @@ def parse_arguments(argv):
                         help="batch size (sampled mode)")
     parser.add_argument("--runs", type=number_in(int, *LIMITS["runs"]), default=DEFAULTS.runs,
                         help="independent runs (sampled mode)")
+    parser.add_argument("--noise", type=one_of(NOISES), default=DEFAULTS.noise,
+                        help="the engine's error b: fixed, or redrawn at every step (seeded)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     arguments = parser.parse_args(argv)
     try:
@@ -60,21 +64,21 @@ def parse_arguments(argv):
     arguments = validate_toy_arguments(parser, arguments, ids)
     try:
         arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
-                                          arguments.N, arguments.runs)
+                                          arguments.N, arguments.runs, arguments.noise)
     except ValueError as error:
         parser.error(str(error))
     return parser, arguments
 
 
 def report(arguments):
-    toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed)
+    toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed, arguments.sampler_model)
     config = arguments.config
     trajectories = train(toy, arguments.selection, arguments.baseline, config)
     start = diagnostics(toy)
     return {
-        "toy": {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed, "J": start.J,
-                "logged_reward": start.logged_reward, "kl_mu_pi": start.kl_mu_pi, "chi2_seq": start.chi2_seq},
-        "baseline": arguments.baseline,
+        "toy": toy_summary(toy) | {"J": start.J, "logged_reward": start.logged_reward, "kl_mu_pi": start.kl_mu_pi,
+                                   "chi2_seq": start.chi2_seq, "unreachable_mass": start.unreachable_mass},
+        "baseline": arguments.baseline, "noise": config.noise,
         "trajectories": [_trajectory(trajectory, config) for trajectory in trajectories.values()],
         "summary": summary(trajectories) if "on_policy" in trajectories else summary(trajectories, reference=None),
     }
@@ -82,7 +86,7 @@ def report(arguments):
 
 def _trajectory(trajectory, config):
     entry = {"estimator": trajectory.estimator, "params": trajectory.params, "mode": config.mode,
-             "optimizer": config.optimizer, "lr": config.lr}
+             "optimizer": config.optimizer, "lr": config.lr, "noise": config.noise}
     if config.mode == "sampled":
         entry |= {"N": config.N, "runs": config.runs}
     entry["steps"] = list(range(config.steps + 1))
@@ -110,17 +114,18 @@ def notes(trajectory):
                      f"{int(at_maximum.sum())} of {size} values: ‖∇J‖ < {UNDEFINED_BELOW:g}, J at a maximum to "
                      "within rounding, where a direction is rounding noise")
     if trajectory.rel_bias is None:
-        found.append("rel_bias is null in sampled mode: it is the exact mean's, an expected-mode quantity")
+        found.append("rel_bias and step_cosine are null in sampled mode: rel_bias is the exact mean's, an "
+                     "expected-mode quantity, and cosine is already the step's")
     return found
 
 
 def as_text(result, config):
     toy = result["toy"]
-    lines = [f"T={toy['T']} V={toy['V']} M={toy['M']:,} mismatch={toy['mismatch']:g} seed={toy['seed']}   "
+    lines = [f"{toy_line(toy)}   "
              f"J0={toy['J']:.5f}  E_mu[r]0={toy['logged_reward']:.5f}  KL(mu||pi)0={toy['kl_mu_pi']:.4f}",
              f"{config.mode} mode, {config.optimizer}, lr={config.lr:g}, {config.steps} steps, baseline="
-             f"{result['baseline']}" + (f", N={config.N}, {config.runs} runs (per-step medians)"
-                                        if config.mode == "sampled" else ""), ""]
+             f"{result['baseline']}, engine error b {config.noise}" + (
+                 f", N={config.N}, {config.runs} runs (per-step medians)" if config.mode == "sampled" else ""), ""]
     reach = f"steps to {REACHED:.0%}"
     width = max(len(row["estimator"]) for row in result["summary"]) + 2
     lines.append("estimator".ljust(width) + f"{'final J':>9}{reach:>14}{'largest drop':>14}{'final E_mu[r]':>15}"

@@ -1,5 +1,6 @@
 """The exact engine: the toy, its V**T sequences as a grid, and every estimator's exact moments.
 
+    sampler        the sampler model: how an engine turns logits into μ (precision, temperature, top-k, top-p)
     toy            T positions over V tokens, trainer π and sampler μ; J, E_μ[r] and ∇J
     grid           the sequences as a grid: outer sums, position marginals, prefix sums
     split_grid     the grid as (first half) × (second half), for many tables at once

@@ -17,6 +17,7 @@ Every function takes tables with any leading axes (one θ per row) and works on 
 """
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -156,3 +157,12 @@ def factorised_means(position_probability, factors, phi, pi):
     h[..., 0] = np.sum(counts * phi[..., 1:], axis=-1)
     m = p * factors.token * h * scale[..., None]
     return m - pi * m.sum(axis=-1, keepdims=True)
+
+
+def reachable_gradient(pi, kept, b):
+    """∇J_S = Σ_{y ∈ S} π(y)·(r(y) − b)·s(y), S = ∏_t {v: kept[t, v]}: ``factorised_means`` with p = π·1[kept] and
+    every factor 1. It is ∇J = E_π[(r − b)·s] without the sequences outside S (those a truncating sampler never
+    draws): sequence IS on μ, whose weights give π back on S, has mean ∇J_S."""
+    ones = np.ones_like(pi)
+    phi = reward_by_count(pi.shape[-2]) - b
+    return factorised_means(pi * kept, SimpleNamespace(token=ones, before=ones, after=ones), phi, pi)

@@ -22,6 +22,14 @@ p_t the position marginal of p and m_t as above,
     E‖ĝ‖²   += Σ_t Σ_v (2·d_t[v]·m_t[v] + p_t[v]·d_t[v]²)·‖onehot(v) − π_t‖²
 
 closed-form, from the first moment the pass computes anyway.
+
+A sampler that truncates draws only the sequences of S = ∏_t S_t (``toy``): the sums above run over μ's support,
+each weight function's factors set to 0 outside it (``AllSequences.on_support``). Sequence IS then has mean
+∇J_S = E_π[(r − b)·s·1[y ∈ S]] (``toy.reachable_gradient``) instead of ∇J, and every estimator's bias vector
+splits as E ĝ − ∇J = (E ĝ − ∇J_S) − (∇J − ∇J_S): ``rest`` is the length of the first part (what the correction
+itself gets wrong; 0 for sequence IS), ``floor`` of the second (∇J's part from sequences the sampler never draws,
+the same for every estimator on μ at a baseline: no weight on S removes it). The lengths bound the bias:
+|floor − rest| ≤ bias ≤ floor + rest. on_policy samples π: its floor is 0.
 """
 
 import itertools
@@ -55,10 +63,20 @@ class Moments:
     tokens_affected: float
     sequences_affected: float
     note: str = ""
+    floor: float = 0.0              # ‖∇J − ∇J_S‖: ∇J's part from the sequences the sampler never draws
+    rest: float | None = None       # ‖E ĝ − ∇J_S‖ (None: nothing is out of reach, and it is the bias)
 
     @property
     def rel_bias(self):
         return self.bias / self.grad_norm
+
+    @property
+    def rel_floor(self):
+        return self.floor / self.grad_norm
+
+    @property
+    def rel_rest(self):
+        return (self.bias if self.rest is None else self.rest) / self.grad_norm
 
     def rel_std(self, N):
         """sqrt(var/N)/‖∇J‖: the spread of a batch mean of N samples."""
@@ -84,6 +102,15 @@ def direction(mean, grad, b, masked_entirely):
     masked = masked_entirely()
     why = f"every {masked} is masked" if masked else f"every sequence it keeps has advantage A = r − b = 0 (b = {b:.4g})"
     return None, f"{why}, so its mean gradient E[ĝ] is 0 and its direction (the cosine to ∇J) is undefined"
+
+
+def bias_split(toy, mean, b, on_policy):
+    """{"floor": ‖∇J − ∇J_S‖, "rest": ‖E ĝ − ∇J_S‖} for an estimator with this mean (see the module docstring);
+    {} when the estimator samples π or the sampler draws every sequence (floor 0, rest = bias)."""
+    if on_policy or not toy.truncates:
+        return {}
+    reachable = toy.reachable_gradient(b)
+    return {"floor": float(np.linalg.norm(toy.true_grad - reachable)), "rest": float(np.linalg.norm(mean - reachable))}
 
 
 def baseline_value(toy, baseline):
@@ -122,7 +149,8 @@ def exact_moments_of(toy, entries, baseline="none"):
     sums = [_Sums(toy, ESTIMATORS[estimator_id].on_policy) for estimator_id, _ in chosen]
     for view in chunks(toy, b):
         for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True):
-            estimator_sums.add(view, ESTIMATORS[estimator_id].weights(view, **params))
+            weights = ESTIMATORS[estimator_id].weights(view, **params)
+            estimator_sums.add(view, weights if estimator_sums.on_policy else view.on_support(weights))
     return [estimator_sums.moments(estimator_id, params, b)
             for (estimator_id, params), estimator_sums in zip(chosen, sums, strict=True)]
 
@@ -194,7 +222,8 @@ class _Sums:
         return Moments(
             estimator=estimator_id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
             var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0), grad_norm=float(np.linalg.norm(grad)),
-            cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+            cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note,
+            **bias_split(toy, mean, b, self.on_policy))
 
     def _affected(self, position_probability):
         """(mean over t of P(token t masked or clipped), P(any token of the sequence masked or clipped))."""
@@ -304,6 +333,7 @@ def exact_table(toy, selection=None, baseline="none", N=64):
             "estimator": estimator_id, "label": ESTIMATORS[estimator_id].label, "params": moments.params,
             "bias": moments.bias, "var": moments.var, "rel_bias": moments.rel_bias,
             "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
+            "rel_floor": moments.rel_floor, "rel_rest": moments.rel_rest,
             "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
             "unbiased": moments.unbiased, "note": moments.note})
     return rows

@@ -26,7 +26,7 @@ from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.catalogue.ratio_bounds import token_kept_table
 from toylab.catalogue.statistics import STATISTICS
 from toylab.engine.counts import reward_by_count
-from toylab.engine.moments import Moments, direction
+from toylab.engine.moments import Moments, bias_split, direction
 from toylab.engine.toy import share
 
 
@@ -59,7 +59,7 @@ FACTORS = {
     "naive": lambda toy: _naive(toy),
     "tok_is": lambda toy: _token(toy.rho),
     "tok_tis": lambda toy, C: _token(np.minimum(toy.rho, C), toy.rho > C),
-    "tok_mis": lambda toy, lo, hi: _token(toy.rho * ((toy.rho >= lo) & (toy.rho <= hi)),
+    "tok_mis": lambda toy, lo, hi: _token(np.where((toy.rho >= lo) & (toy.rho <= hi), toy.rho, 0.0),
                                           (toy.rho < lo) | (toy.rho > hi)),
     "prefix_is": lambda toy: PositionFactors(toy.rho, toy.rho, np.ones_like(toy.rho)),
     "seq_is": lambda toy: _whole_sequence(toy.rho),
@@ -70,6 +70,15 @@ FACTORS = {
     "kpop": lambda toy, delta: _token((kept := STATISTICS["kpop"](toy) <= delta).astype(float), ~kept),
 }
 RECURSIVE_IDS = tuple(FACTORS)
+
+
+def on_support(factors, kept):
+    """The factors of an estimator on μ with every table set to 0 at the tokens μ never draws (kept False): no
+    sequence through them is sampled, and their ratio is ∞ there."""
+    def zeroed(table):
+        return np.where(kept, table, 0.0)
+    return PositionFactors(zeroed(factors.token), zeroed(factors.before), zeroed(factors.after),
+                           factors.token_affected, None if factors.sequence_kept is None else factors.sequence_kept & kept)
 
 
 def _normalised(weights):
@@ -187,6 +196,8 @@ def exact_many_by_recursion(toy, selection, baseline="none", objective=None):
     grad_norm = float(np.linalg.norm(grad))
     b = baseline_by_recursion(toy, baseline, objective)
     factors = {id: FACTORS[id](toy, **params) for id, params in chosen.items()}
+    if toy.truncates:
+        factors = {id: f if ESTIMATORS[id].on_policy else on_support(f, toy.kept) for id, f in factors.items()}
     probability = {id: toy.pi if ESTIMATORS[id].on_policy else toy.mu for id in chosen}
     phi = reward_by_count(toy.T) - b
     means, second_moments = _means_and_second_moments(
@@ -200,7 +211,8 @@ def exact_many_by_recursion(toy, selection, baseline="none", objective=None):
         moments[id] = Moments(
             estimator=id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
             var=max(float(second_moment) - float(np.linalg.norm(mean))**2, 0.0), grad_norm=grad_norm,
-            cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note)
+            cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note,
+            **bias_split(toy, mean, b, ESTIMATORS[id].on_policy))
     return moments
 
 

@@ -17,6 +17,20 @@ and the batch interface (``GivenSequences``: (B, T) arrays of the tokens that we
 
 The per-token statistics, by name, are ``catalogue.statistics.STATISTICS``.
 
+Tokens outside μ's support. A sampler that truncates (top-k, top-p; ``sampler``) never draws some tokens: there
+μ = 0, log μ = −∞ and the view's log ρ = +∞, ρ = +∞ (``AllSequences`` only: given sequences were sampled, so
+their tokens are always inside). Every statistic keeps the sign of that infinity — log W = +∞, W = +∞, k1 sums
+−∞, k2, k3 and |log ρ| +∞ — so a threshold compares as it should (such a sequence is "beyond" every upper
+bound). A sequence holding such a token has μ(y) = 0: it never appears, and the exact engine reads a weight
+function's values only on μ's support (``AllSequences.on_support`` sets every factor outside it to 0 before
+any probability multiplies it). So a weight function, a catalogue family reading π(y_t) and μ(y_t) included:
+
+- may return anything at those tokens and sequences (it is never used), but
+- must not compute ∞·0, ∞ − ∞ or 0/0 on the way there, which warn (and the tests fail on a warning): write a
+  mask as ``np.where(kept, rho, 0.0)``, not ``rho * kept`` (or compute under ``np.errstate`` and select with
+  ``np.where``); take a per-token statistic from ``token_statistic`` (each is finite or +∞ there, never NaN);
+  and where it needs μ(y_t) itself, use ``exp(log μ)``, which is 0, not a division by it.
+
 verl clamps log ratios to ±20 before exponentiating (``SAFETY_BOUND`` in verl/trainer/ppo/rollout_corr_helper.py,
 verl b178a3c): each token's log ratio for token weights and for every rejection statistic, but the *sum*
 Σ_t log ρ_t for the sequence weight; and its masked_mean divides by the token count + 10⁻⁸. ``clamped(bound,
@@ -24,13 +38,14 @@ mean_epsilon)`` is the view through exactly those conventions; ``clamped_out`` m
 (their PPO ratio is a constant there, so their gradient is 0).
 """
 
+from dataclasses import replace
 from functools import cached_property
 
 import numpy as np
 
 from toylab.catalogue.statistics import RATIO_STATISTICS, STATISTICS
 from toylab.catalogue.weights import product
-from toylab.engine.grid import outer_max, outer_sum
+from toylab.engine.grid import outer_any, outer_max, outer_sum
 
 SCOPES = ("sum", "mean", "max")
 
@@ -139,6 +154,31 @@ class AllSequences(_Statistics):
             fixed = table[np.arange(self.head), self.prefix].sum()
             self.memo[key] = self.suffixes[(key, "exp")] * np.exp(fixed) if self.head else self.suffixes[(key, "exp")]
         return self.memo[key]
+
+    @cached_property
+    def supported(self):
+        """μ(y) > 0 for each of the view's sequences: every token inside the sampler's support (``toy.kept``)."""
+        outside = ~self.toy.kept
+        if outside[np.arange(self.head), self.prefix].any():
+            return np.zeros(self.toy.V ** (self.T - self.head), bool)
+        return ~outer_any(outside[self.head:])
+
+    def on_support(self, weights):
+        """The Weights with every factor outside μ's support set to 0: a sequence weight where μ(y) = 0, a token
+        table (and carry) at the tokens μ never draws. Exact, since no probability falls there; and what it
+        removes may be ∞ (W = ∞ there), which must never meet the probability 0. As given when nothing is
+        truncated."""
+        if not self.toy.truncates:
+            return weights
+        kept = self.toy.kept
+
+        def on_kept(table):
+            return None if table is None else np.where(kept, table, 0.0)
+        sequence = weights.sequence if np.ndim(weights.sequence) == 0 else \
+            np.where(self.supported, weights.sequence, 0.0)
+        classes = tuple(replace(token_class, token=on_kept(token_class.token)) for token_class in weights.classes)
+        return replace(weights, sequence=sequence, token=on_kept(weights.token), carry=on_kept(weights.carry),
+                       additive=on_kept(weights.additive), classes=classes)
 
     def weighted_probability(self, on_policy):
         """p(y)·A(y), p = π (on_policy) or μ: what every estimator's first moment starts from."""

@@ -16,6 +16,8 @@ import numpy as np
 
 from toylab.engine.grid import outer_max, token_grid
 
+FAR_BELOW = -1e300           # stands for log 0: a sum of a few of these stays finite, and its exp is 0
+
 
 class SplitGrid:
     def __init__(self, T, V):
@@ -33,8 +35,12 @@ class SplitGrid:
         return (first[..., :, None] + second[..., None, :]).reshape(*lead, self.M)
 
     def outer_product(self, log_table):
-        """x[..., y] = ∏_t exp(log_table[..., t, y_t]) = exp(outer_sum): the exponentials taken on the halves only."""
+        """x[..., y] = ∏_t exp(log_table[..., t, y_t]) = exp(outer_sum): the exponentials taken on the halves only.
+        A −∞ entry (a token a truncating sampler never draws) counts as FAR_BELOW, so the one-hot product never
+        computes −∞·0; its sequences come out exactly 0."""
         lead = log_table.shape[:-2]
+        if np.isneginf(log_table).any():
+            log_table = np.where(np.isneginf(log_table), FAR_BELOW, log_table)
         first = np.exp(log_table[..., :self.first, :].reshape(*lead, -1) @ self.onehot_first)
         second = np.exp(log_table[..., self.first:, :].reshape(*lead, -1) @ self.onehot_second)
         return (first[..., :, None] * second[..., None, :]).reshape(*lead, self.M)

@@ -3,5 +3,6 @@
     lesson         what a lesson is: statement, controls, tab, and the check that computes its evidence
     estimators     lessons about the estimators on one toy
     training       lessons about training with a correction
+    sampler        lessons about the mismatch real engines make: top-p, bf16 against fp16, an error redrawn each step
     tour           the lessons in the order a reading group meets them
 """

@@ -48,9 +48,11 @@ def table_frame(moments, N):
              "rel_bias": m.rel_bias, "rel_std": m.rel_std(N), "rel_rmse": m.rel_rmse(N),
              "cosine": math.nan if m.cosine is None else m.cosine,
              "tokens_affected": m.tokens_affected, "sequences_affected": m.sequences_affected,
-             "unbiased": m.unbiased, "note": m.note} for id, m in moments.items()]
+             "unbiased": m.unbiased, "rel_floor": m.rel_floor, "rel_rest": m.rel_rest, "note": m.note}
+            for id, m in moments.items()]
     return pd.DataFrame(rows, columns=["estimator", "label", "params", "rel_bias", "rel_std", "rel_rmse",
-                                       "cosine", "tokens_affected", "sequences_affected", "unbiased", "note"])
+                                       "cosine", "tokens_affected", "sequences_affected", "unbiased", "rel_floor",
+                                       "rel_rest", "note"])
 
 
 def cosine_text(cosine):
@@ -93,15 +95,15 @@ def iso_rmse_frame(table, points=60):
 # -- per-token ratios -----------------------------------------------------------------------------------
 
 def token_ratio_frame(toy, sampled_tokens=None):
-    """Every (position, token): log ρ_t, its exact μ-probability and, given a sampled batch (N, T), the
-    fraction of the batch with that token at that position."""
+    """Every (position, token) the sampler draws: log ρ_t, its exact μ-probability and, given a sampled batch (N, T),
+    the fraction of the batch with that token at that position."""
     T, V = toy.T, toy.V
     frame = pd.DataFrame({"position": np.repeat(np.arange(T), V), "token": np.tile(np.arange(V), T),
                           "log_rho": toy.log_rho.ravel(), "probability": toy.mu.ravel()})
     if sampled_tokens is not None:
         counts = np.stack([np.bincount(sampled_tokens[:, t], minlength=V) for t in range(T)])
         frame["batch"] = (counts / len(sampled_tokens)).ravel()
-    return frame
+    return frame[toy.kept.ravel()].reset_index(drop=True) if toy.truncates else frame
 
 
 def token_rules(selection):
@@ -175,8 +177,8 @@ def sequence_threshold_frame(toy, selection, kind="W"):
 
 
 def sequence_facts(toy):
-    """E_μ[W] (= 1), the median of W under μ (below 1 when the toys differ), E_μ[log W] (= −KL(μ‖π)),
-    and P_μ(W > 1)."""
+    """E_μ[W] (= 1, or π(S) = 1 − the π-mass out of reach of a truncating sampler), the median of W under μ (below 1
+    when the toys differ), E_μ[log W] (= −KL(μ‖π)), and P_μ(W > 1)."""
     log_W, probabilities = sequence_log_ratio(toy, "W")
     return {"mean_W": float(probabilities @ np.exp(log_W)),
             "median_W": math.exp(weighted_quantile(log_W, probabilities, 0.5)),

@@ -1,4 +1,4 @@
-"""Altair charts of the sweep views (a threshold, the mismatch, the length T): pure functions of
+"""Altair charts of the sweep views (a threshold, the sampler, the length T): pure functions of
 ``sweep_frames`` frames, no computation.
 
 Estimator colours come from the registry (``charts.colour_scale``); clicking a legend entry highlights an
@@ -81,22 +81,32 @@ def threshold_chart(frame, rule_of_thumb):
         title=f"exact, against the threshold · dashed: C* = sqrt(2(1 + χ²_seq)) = {rule_of_thumb:.3g}"))
 
 
-def mismatch_chart(estimators, divergences, chosen_mismatch):
-    """Relative bias (linear) and relative RMSE at N (log) of each estimator as the mismatch goes 0 → 2, over
-    the toy's KL(μ‖π) and χ²_seq (log); the dashed rule is the chosen mismatch."""
+SWEPT_AXES = {"mismatch": ("mismatch (scale of the logit error b)", False), "top_p": ("top-p", False),
+              "temperature": ("sampler temperature τ", True)}      # title, log x
+
+
+def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch"):
+    """Relative bias (linear) and relative RMSE at N (log) of each estimator as one sampler parameter moves, over
+    the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel the bias floor (black, dashed)
+    where the sampler truncates; the dashed grey rule is the chosen value."""
     ids = list(dict.fromkeys(estimators["estimator"]))
     highlight = legend_highlight()
-    x = alt.X("mismatch:Q", title="mismatch")
-    rule = _vertical_rule(chosen_mismatch, "chosen mismatch", "chosen mismatch", log_x=False)
+    title, log_x = SWEPT_AXES[parameter]
+    x = alt.X(f"{parameter}:Q", title=title, scale=alt.Scale(type="log" if log_x else "linear"))
+    rule = _vertical_rule(chosen, f"chosen {parameter}", f"chosen {parameter}", log_x=log_x)
     panels = []
     for index, (metric, log_y) in enumerate((("relative bias", False), ("relative RMSE at N", True))):
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
-        panels.append(alt.layer(_estimator_lines(data, x, _y(metric, log_y), ids, highlight, first=index == 0),
-                                rule, height=PANEL_HEIGHT, width=PANEL_WIDTH))
+        layers = [_estimator_lines(data, x, _y(metric, log_y), ids, highlight, first=index == 0), rule]
+        if index == 0 and len(floor):
+            layers.append(alt.Chart(floor).mark_line(color="black", strokeDash=[8, 4], strokeWidth=2).encode(
+                x=x, y=alt.Y("value:Q"), tooltip=[alt.Tooltip(f"{parameter}:Q", format=".4g"),
+                                                  alt.Tooltip("value:Q", format=".4g", title="bias floor")]))
+        panels.append(alt.layer(*layers, height=PANEL_HEIGHT, width=PANEL_WIDTH))
     divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, strokeDash=[2, 2]).encode(
         x=x, y=_y("divergence of μ from π", log=True),
         color=alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy")),
-        tooltip=tips("quantity:N", alt.Tooltip("mismatch:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")))
+        tooltip=tips("quantity:N", alt.Tooltip(f"{parameter}:Q", format=".3g"), alt.Tooltip("value:Q", format=".4g")))
     panels.append(alt.layer(divergence, rule, height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH))
     return readable(alt.vconcat(*panels, resolve=_resolve(x="shared", color="independent"),
                                 title="exact, θ and b fixed (same seed), only the sampler moves"))

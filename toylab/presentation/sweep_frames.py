@@ -1,4 +1,4 @@
-"""DataFrames for the sweep views' charts (a threshold, the mismatch, the length T): long format (one row
+"""DataFrames for the sweep views' charts (a threshold, the sampler, the length T): long format (one row
 per point and metric), nothing computed but the reshaping and the ±2 s.e. error bars.
 
 Values a log axis cannot show (zero, an unbiased estimator's bias below UNBIASED, or overflow) are dropped
@@ -9,7 +9,7 @@ not drawn.
 import numpy as np
 import pandas as pd
 
-from toylab.analysis.length import MONTE_CARLO
+from toylab.analysis.length import MONTE_CARLO, OUT_OF_REACH
 
 UNBIASED = 1e-9
 ROUNDING = 1e-12
@@ -38,23 +38,35 @@ def threshold_frame(rows, best):
     return pd.concat([long[bias], _positive(long[~bias])], ignore_index=True)
 
 
-def mismatch_frame(estimator_rows):
-    """(mismatch, estimator, metric, value) for relative bias (zeros kept: linear axis) and RMSE."""
-    return _long(estimator_rows, ["mismatch", "estimator"], ["rel_bias", "rel_rmse"])
+def sampler_frame(estimator_rows, parameter="mismatch"):
+    """(parameter, estimator, metric, value) for relative bias (zeros kept: linear axis) and RMSE."""
+    return _long(estimator_rows, [parameter, "estimator"], ["rel_bias", "rel_rmse"])
 
 
-def divergence_frame(divergence_rows):
-    """(mismatch, quantity, value) for KL(μ‖π) and χ²_seq; the zeros at mismatch 0 (rounding error, ~1e-17)
-    dropped for the log axis."""
-    frame = pd.DataFrame(divergence_rows).rename(columns={"kl_mu_pi": "KL(μ‖π)", "chi2_seq": "χ²_seq"})
-    long = frame.melt(id_vars=["mismatch"], var_name="quantity", value_name="value")
+DIVERGENCES = {"kl_mu_pi": "KL(μ‖π)", "chi2_seq": "χ²_seq", "unreachable_mass": "π-mass out of reach"}
+
+
+def divergence_frame(divergence_rows, parameter="mismatch"):
+    """(parameter, quantity, value) for KL(μ‖π), χ²_seq and the π-mass out of reach; zeros (no truncation, or
+    rounding error at mismatch 0, ~1e-17) dropped for the log axis."""
+    frame = pd.DataFrame(divergence_rows)[[parameter, *DIVERGENCES]].rename(columns=DIVERGENCES)
+    long = frame.melt(id_vars=[parameter], var_name="quantity", value_name="value")
     return _positive(long, floor=ROUNDING)
 
 
+def floor_frame(divergence_rows, parameter="mismatch"):
+    """(parameter, value): the bias floor ‖∇J − ∇J_S‖/‖∇J‖ at each point, empty where no point truncates."""
+    frame = pd.DataFrame(divergence_rows)
+    if not frame["unreachable_mass"].gt(0).any():
+        return pd.DataFrame(columns=[parameter, "value"])
+    return frame[[parameter, "rel_floor"]].rename(columns={"rel_floor": "value"})
+
+
 def length_divergence_frame(rows):
-    """(T, quantity, value) for χ²_seq and the ESS fraction (exact at every T); zeros dropped for the log axis."""
+    """(T, quantity, value) for χ²_seq, the ESS fraction and (a truncating sampler) the π-mass out of reach, exact at
+    every T; zeros dropped for the log axis."""
     frame = pd.DataFrame(rows)
-    return _positive(frame[frame["quantity"].isin(["χ²_seq", "ESS fraction"])][["T", "quantity", "value"]])
+    return _positive(frame[frame["quantity"].isin(["χ²_seq", "ESS fraction", OUT_OF_REACH])][["T", "quantity", "value"]])
 
 
 def length_probability_frame(rows):

@@ -16,7 +16,7 @@ from toylab.presentation.charts import (
     readable,
     tips,
 )
-from toylab.presentation.training_frames import QUANTITIES, quantity_curves
+from toylab.presentation.training_frames import QUANTITIES, TRUST, quantity_curves
 
 PANEL_HEIGHT = 200
 BAND_OPACITY = 0.18
@@ -65,14 +65,23 @@ def objective_chart(curves, sampled):
     """J = E_π[r] against step for every estimator; on_policy dashed; sampled runs as median and 10–90 % band."""
     return curve_chart(curves, "J", sampled, height=360, legend=True,
                        title="does it train? J against step (dashed: on_policy, the reference"
-                             + ("; lines: per-step median of the runs, bands: 10–90 %)" if sampled else ")"))
+                             + ("; lines: per-step median of the runs, bands: their 10th–90th percentiles)"
+                                if sampled else ")"))
 
 
 def cosine_chart(curves, sampled):
-    """The cosine to ∇J against step: of the exact mean (expected), of the step taken (sampled); 0 marked."""
-    return curve_chart(curves, "cosine", sampled, height=260,
-                       title="cosine to ∇J of " + ("the step taken" if sampled else "the estimator's mean")
-                             + ": below 0, the step lowers J")
+    """The cosine to ∇J against step: of the exact mean E ĝ (expected), of the step taken (sampled); 0 marked."""
+    if sampled:
+        return curve_chart(curves, "cosine", sampled, height=260,
+                           title="cosine to ∇J of the step taken: below 0, the step lowers J")
+    return curve_chart(curves, "cosine", sampled, height=240,
+                       title="cosine to ∇J of the mean gradient E ĝ (exact): below 0, the flow lowers J")
+
+
+def step_cosine_chart(curves):
+    """Expected mode with Adam: the cosine to ∇J of the step Adam actually takes from the exact means."""
+    return curve_chart(curves, "step_cosine", False, height=200,
+                       title="cosine to ∇J of the step Adam takes from E ĝ (it rescales each coordinate)")
 
 
 def logged_chart(frame, estimator, colour):
@@ -90,9 +99,10 @@ def logged_chart(frame, estimator, colour):
     return readable(alt.layer(gap, lines, height=300, title=f"{estimator}: the training log against J"))
 
 
-def sga_chart(curves, monte_carlo, chosen_lr):
-    """Expected one-step improvement against lr (log x): second-order lines, Monte Carlo points with ±2 s.e.
-    bars; the dashed rule is the training lr."""
+def sga_chart(curves, monte_carlo, chosen_lr, adam=None):
+    """Expected one-step improvement against lr (log x): second-order lines, Monte Carlo points with ±2 s.e. bars
+    (hollow and dashed where the tail check fails: that interval is not to be trusted); the dashed rule is the
+    training lr as a plain step; with Adam, diamonds: its actual step, at the lr of a plain step as long."""
     ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
     highlight = legend_highlight()
     x = alt.X("lr:Q", title="step size lr", scale=alt.Scale(type="log"))
@@ -103,16 +113,29 @@ def sga_chart(curves, monte_carlo, chosen_lr):
         x, y, colour, highlighted_opacity(),
         tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"),
              alt.Tooltip("improvement:Q", format=".4f", title="second order"))).add_params(highlight)
-    points = alt.Chart(monte_carlo).mark_point(size=70, filled=True).encode(
-        x, alt.Y("mean:Q", scale=scale), estimator_colour(ids, legend=False), highlighted_opacity(),
-        tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"), alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo"),
-             alt.Tooltip("se:Q", format=".4f", title="s.e."), alt.Tooltip("agrees:N", title="second order within 2 s.e.")))
-    bars = alt.Chart(monte_carlo).mark_rule(strokeWidth=2).encode(
-        x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), estimator_colour(ids, legend=False),
-        highlighted_opacity())
-    rule = alt.Chart(alt.Data(values=[{"lr": chosen_lr}])).mark_rule(
+    point_tips = tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"),
+                      alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo"), alt.Tooltip("se:Q", format=".4f", title="s.e."),
+                      alt.Tooltip("agrees:N", title="second order within 2 s.e."),
+                      alt.Tooltip("trusted:N", title="interval trusted"))
+    untrusted = alt.datum.trusted == TRUST[False]
+    layers = [lines]
+    for keep, filled, dash in ((~untrusted, True, [1, 0]), (untrusted, False, [3, 3])):
+        data = alt.Chart(monte_carlo).transform_filter(keep)
+        layers.append(data.mark_rule(strokeWidth=2, strokeDash=dash).encode(
+            x, alt.Y("low:Q", scale=scale), alt.Y2("high:Q"), estimator_colour(ids, legend=False), highlighted_opacity()))
+        layers.append(data.mark_point(size=70, filled=filled, strokeWidth=2).encode(
+            x, alt.Y("mean:Q", scale=scale), estimator_colour(ids, legend=False), highlighted_opacity(), point_tips))
+    if adam is not None and len(adam):
+        layers.append(alt.Chart(adam).mark_point(shape="diamond", size=160, filled=True, stroke="black",
+                                                 strokeWidth=1).encode(
+            x, alt.Y("mean:Q", scale=scale), estimator_colour(ids, legend=False), highlighted_opacity(),
+            tips("estimator:N", alt.Tooltip("lr:Q", format=".3g", title="Adam's step as a plain lr"),
+                 alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo, Adam's step"),
+                 alt.Tooltip("se:Q", format=".4f", title="s.e."))))
+    layers.append(alt.Chart(alt.Data(values=[{"lr": chosen_lr}])).mark_rule(
         color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
-        x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr")])
+        x=alt.X("lr:Q"), tooltip=[alt.Tooltip("lr:Q", title="training lr, as a plain step θ + lr·ĝ_N")]))
     return readable(alt.layer(
-        lines, bars, points, rule, height=380,
-        title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo)"))
+        *layers, height=380,
+        title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo"
+              + ("; diamonds: Adam's actual step)" if adam is not None and len(adam) else ")")))

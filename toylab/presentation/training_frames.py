@@ -1,7 +1,9 @@
 """The DataFrames behind the Training tab: library results (``training``, ``sga``) arranged, never re-derived.
 
-Sampled-mode curves are per-step medians over the runs with the 10 % and 90 % quantiles as a band;
-expected-mode curves are the single exact trajectory (band = line). Undefined values (an undefined cosine)
+Sampled-mode curves are per-step medians over the runs with a band from the 10th to the 90th percentile of the
+R runs at each step (numpy's linear interpolation between the sorted runs: with 8 runs the band runs from between
+the lowest two to between the highest two, so it holds 6 of the 8); expected-mode curves are the single exact
+trajectory (band = line). Undefined values (an undefined cosine)
 are left out of the curves, so a chart shows a gap there, and written "—" in tables, with the reason
 in the caption.
 """
@@ -16,7 +18,7 @@ from toylab.training.loop import per_step_median, summary
 
 CURVE_COLUMNS = ["estimator", "quantity", "step", "median", "q10", "q90"]
 QUANTITIES = {"J": "J = E_π[r]", "logged_reward": "logged reward E_μ[r]", "kl_mu_pi": "KL(μ‖π)",
-              "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J"}
+              "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J", "step_cosine": "cosine to ∇J of the step"}
 BAND = (0.1, 0.9)
 UNDEFINED = "—"
 
@@ -33,11 +35,23 @@ def band(values):
     return per_step_median(values), low, high
 
 
+def band_description(runs):
+    """What the sampled-mode band is, in words, for R runs."""
+    low, high = (q * (runs - 1) for q in BAND)
+    inside = sum(low < k < high for k in range(runs))
+    return (f"bands: the {BAND[0]:.0%} and {BAND[1]:.0%} percentiles of the {runs} runs at each step, linear "
+            f"interpolation between the sorted runs (positions {low:.1f} and {high:.1f} of 0 … {runs - 1}), so "
+            f"{inside} of the {runs} runs lie inside")
+
+
 def curve_frame(trajectories, quantities=tuple(QUANTITIES)):
-    """Long frame: one row per (estimator, quantity, step) with median, q10, q90; undefined steps left out."""
+    """Long frame: one row per (estimator, quantity, step) with median, q10, q90; undefined steps left out, and
+    quantities a trajectory does not record (step_cosine in sampled mode)."""
     parts = []
     for id, trajectory in trajectories.items():
         for name in quantities:
+            if getattr(trajectory, name) is None:
+                continue
             median, low, high = band(getattr(trajectory, name))
             steps = np.arange(len(median))
             keep = ~np.isnan(median)
@@ -88,23 +102,40 @@ def second_order_frame(results, lrs, J):
     return pd.DataFrame(rows, columns=["estimator", "lr", "improvement"])
 
 
+TRUST = {True: "yes", False: "no: heavy tail", None: "unchecked"}
+
+
 def monte_carlo_frame(results, second_order, z=2.0):
-    """Monte Carlo improvement per (estimator, lr) from {id: MonteCarloImprovement}: mean, mean ± z·se, and whether
-    the second-order value (if the estimator has one) lies within z standard errors."""
+    """Monte Carlo improvement per (estimator, lr) from {id: MonteCarloImprovement}: mean, mean ± z·se, whether
+    the second-order value (if the estimator has one) lies within z standard errors, and whether the interval can be
+    trusted (``MonteCarloImprovement.trusted``: "yes", "no: heavy tail", "unchecked" for batch-coupled ones)."""
     rows = []
     for id, result in results.items():
         predicted = second_order[id].improvement(result.lr) if id in second_order else [math.nan] * len(result.lr)
+        trusted = TRUST[result.trusted(second_order.get(id))]
         for lr, mean, se, value in zip(result.lr, result.mean, result.se, predicted, strict=True):
             rows.append({"estimator": id, "lr": float(lr), "mean": float(mean), "se": float(se),
                          "low": float(mean - z * se), "high": float(mean + z * se),
-                         "agrees": "—" if math.isnan(value) else ("yes" if abs(value - mean) <= z * se else "no")})
-    return pd.DataFrame(rows, columns=["estimator", "lr", "mean", "se", "low", "high", "agrees"])
+                         "agrees": "—" if math.isnan(value) else ("yes" if abs(value - mean) <= z * se else "no"),
+                         "trusted": trusted})
+    return pd.DataFrame(rows, columns=["estimator", "lr", "mean", "se", "low", "high", "agrees", "trusted"])
+
+
+def adam_frame(results, z=2.0):
+    """Adam's actual step per estimator: at lr = the median ‖Δ‖/‖ĝ_N‖ (a plain step as long), its Monte Carlo
+    improvement and mean ± z·se; empty with SGD."""
+    rows = [{"estimator": id, "lr": result.actual_lr, "mean": result.actual_mean, "se": result.actual_se,
+             "low": result.actual_mean - z * result.actual_se, "high": result.actual_mean + z * result.actual_se}
+            for id, result in results.items() if result.actual_lr is not None]
+    return pd.DataFrame(rows, columns=["estimator", "lr", "mean", "se", "low", "high"])
 
 
 def sga_table(estimators, second_order, monte_carlo, lr):
     """One row per estimator at the chosen lr: the second-order pieces (bias term ⟨∇J, E ĝ⟩, E ĝᵀ H E ĝ,
-    tr(H Σ)/N), its best lr, the second-order improvement and the Monte Carlo one ± s.e. Text cells: "—" where a
-    value does not exist (batch-coupled: no second order; no finite best lr)."""
+    tr(H Σ)/N), its best lr, the second-order improvement, the Monte Carlo one ± s.e., whether that interval can be
+    trusted (with the share of the exact Var⟨∇J, ĝ_N⟩ the batches show), and with Adam its actual step's improvement
+    ± s.e. and length (as a plain step's lr). Text cells: "—" where a value does not exist (batch-coupled: no
+    second order; no finite best lr; SGD: no other step)."""
     rows = []
     for id in estimators:
         result, sampled = second_order.get(id), monte_carlo[id]
@@ -114,9 +145,16 @@ def sga_table(estimators, second_order, monte_carlo, lr):
             "noise_curvature": f"{result.noise_curvature / result.N:.3g}",
             "best_lr": f"{result.best_lr:.3g}" if math.isfinite(result.best_lr) else UNDEFINED,
             "second_order": f"{float(result.improvement(lr)):+.4f}"}
+        trusted = sampled.trusted(result)
+        shown = "" if trusted is None else \
+            f" ({sampled.slope_sample_variance / (result.slope_variance / result.N):.0%} of Var⟨∇J, ĝ_N⟩ seen)"
         rows.append({"estimator": id, "label": ESTIMATORS[id].label} | {name: exact.get(name, UNDEFINED) for name in (
             "slope", "mean_curvature", "noise_curvature", "best_lr", "second_order")}
-                    | {"monte_carlo": f"{sampled.mean[at]:+.4f} ± {sampled.se[at]:.4f}"})
+                    | {"monte_carlo": f"{sampled.mean[at]:+.4f} ± {sampled.se[at]:.4f}",
+                       "trusted": TRUST[trusted] + shown,
+                       "adam": UNDEFINED if sampled.actual_lr is None else
+                       f"{sampled.actual_mean:+.4f} ± {sampled.actual_se:.4f}",
+                       "adam_lr": UNDEFINED if sampled.actual_lr is None else f"{sampled.actual_lr:.3g}"})
     return pd.DataFrame(rows, columns=["estimator", "label", "slope", "mean_curvature", "noise_curvature", "best_lr",
-                                       "second_order", "monte_carlo"])
+                                       "second_order", "monte_carlo", "trusted", "adam", "adam_lr"])
 

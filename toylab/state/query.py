@@ -3,7 +3,8 @@
 Two kinds of URL parameter:
 
 - Controls (the sidebar): T, V, mismatch, seed, N, baseline, est (comma-separated estimator ids, framework
-  presets included: ``est=naive,verl:decoupled_geo_rs``), agg (the loss aggregation) and ID.PARAM for a
+  presets included: ``est=naive,verl:decoupled_geo_rs``), agg (the loss aggregation), the sampler model's
+  top_p, top_k, temperature and precision, and ID.PARAM for a
   threshold (``tok_tis.C=3``, ``verl:decoupled_geo_rs.rs_threshold=0.8_1.1``). The page writes them from Settings (``to_query``); only
   non-default values, so the default view is the bare address.
 - View parameters (``VIEW_PARAMETERS``): which tab is open, the controls inside a tab, and the sidebar's "my
@@ -27,17 +28,21 @@ from dataclasses import dataclass
 from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.catalogue.presets import FRAMEWORKS
-from toylab.engine.toy import EXACT_SIZE_LIMIT, more_sequences_than
+from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
+from toylab.engine.toy import EXACT_SIZE_LIMIT, make_toy, more_sequences_than, range_problem
 from toylab.state.settings import Settings
 from toylab.text import listed, quoted
-from toylab.training.loop import MODES, TrainingConfig
+from toylab.training.loop import MODES, NOISES, TrainingConfig
 from toylab.training.optimizers import OPTIMIZERS
 
 DEFAULTS = Settings()
 PAGE_SIZE_LIMIT = EXACT_SIZE_LIMIT          # the largest M = V**T the page enumerates
 INTEGER_RANGES = {"T": (1, 16), "V": (2, 8), "seed": (0, 10_000), "N": (1, 100_000)}
 MISMATCH_RANGE = (0.0, 2.0)
-CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg")
+TOP_P_RANGE = (0.01, 1.0)                   # the sampler's top-p (the library takes any p in (0, 1])
+TOP_K_RANGE = (0, 8)                        # 0: off; at most V
+CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg", "top_p", "top_k", "temperature",
+                 "precision")
 FIELDS = {"est": "estimators", "agg": "aggregation"}     # URL name → Settings field, where they differ
 NUMBER_LENGTH = 100                         # longer text is not read as a number
 TAB_LABELS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep",
@@ -46,7 +51,10 @@ LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)       # the Traini
 TRAINING = TrainingConfig()                                          # its defaults
 ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
 TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "train_optimizer", "mode": "train_mode",
-                     "runs": "train_runs", "pick": "train_pick", "sga_step": "sga_step"}   # Training tab → URL name
+                     "runs": "train_runs", "noise": "train_noise", "pick": "train_pick",
+                     "sga_step": "sga_step"}                                           # Training tab → URL name
+SWEPT = ("mismatch", "top_p", "temperature")     # what the Mismatch sweep tab can sweep (URL sweep)
+SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision")
 
 
 @dataclass(frozen=True)
@@ -94,8 +102,10 @@ VIEW_PARAMETERS = {
     "train_lr": ViewParameter(TRAINING.lr, choices=LEARNING_RATES, tab="Training"),
     "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, tab="Training"),
     "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, tab="Training"),
+    "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab="Training"),
     "train_pick": ViewParameter("naive", choices=tuple(ESTIMATORS), tab="Training"),
     "sga_step": ViewParameter(30, low=0, high=1000, tab="Training"),
+    "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 
@@ -131,7 +141,8 @@ def clean_float(value):
 
 def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=DEFAULTS.seed,
                   estimators=DEFAULTS.estimators, thresholds=None, baseline=DEFAULTS.baseline, N=DEFAULTS.N,
-                  aggregation=DEFAULTS.aggregation):
+                  aggregation=DEFAULTS.aggregation, top_p=DEFAULTS.top_p, top_k=DEFAULTS.top_k,
+                  temperature=DEFAULTS.temperature, precision=DEFAULTS.precision):
     """Canonical Settings: estimators in registry order, thresholds only for selected estimators and only
     where they differ from the default. ``thresholds`` maps (estimator id, parameter) → value."""
     chosen = tuple(id for id in ESTIMATORS if id in set(estimators))
@@ -143,7 +154,9 @@ def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=D
             if value != param.default:
                 overrides.append((id, name, value))
     return Settings(T=int(T), V=int(V), mismatch=clean_float(mismatch), seed=int(seed), estimators=chosen,
-                    thresholds=tuple(overrides), baseline=baseline, N=int(N), aggregation=aggregation)
+                    thresholds=tuple(overrides), baseline=baseline, N=int(N), aggregation=aggregation,
+                    top_p=clean_float(top_p), top_k=int(top_k), temperature=clean_float(temperature),
+                    precision=precision)
 
 
 def size_problem(T, V, limit=PAGE_SIZE_LIMIT):
@@ -157,6 +170,25 @@ def size_problem(T, V, limit=PAGE_SIZE_LIMIT):
     return (f"T = {T}, V = {V} gives M = V**T = {V**T:,} sequences, over the exact-size limit of "
             f"{limit:,}: every number here is a sum over all M sequences. Use "
             + " or ".join(s for s in suggestions if s) + ".")
+
+
+def float_range_problem(settings):
+    """None, or why the Settings' toy cannot be summed exactly in float64 (its sampler makes W overflow:
+    ``toy.range_problem``). Builds only the (T, V) tables."""
+    if settings.sampler.is_default:                 # plain softmax: log ρ_t ≤ mismatch·(max b − min b), far inside
+        return None
+    toy = make_toy(*settings.toy_key, max_sequences=None)
+    return range_problem(toy.largest_log_W)
+
+
+def toy_problem(settings, limit=PAGE_SIZE_LIMIT):
+    """None if the page can enumerate the Settings' toy, else why not, in sentences: too many sequences, or its
+    sampler makes W leave float64."""
+    size = size_problem(settings.T, settings.V, limit)
+    if size:
+        return f"This toy is too large to enumerate. {size}"
+    float_range = float_range_problem(settings)
+    return float_range and f"This sampler cannot be summed exactly: {float_range}."
 
 
 def parse_query(params, limit=PAGE_SIZE_LIMIT):
@@ -182,6 +214,10 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
     for name, (low, high) in INTEGER_RANGES.items():
         values[name] = _parse_control(params, name, int, low, high, notices)
     values["mismatch"] = _parse_control(params, "mismatch", float, *MISMATCH_RANGE, notices)
+    values["top_p"] = _parse_control(params, "top_p", float, *TOP_P_RANGE, notices)
+    values["top_k"] = _parse_control(params, "top_k", int, *TOP_K_RANGE, notices)
+    values["temperature"] = _parse_control(params, "temperature", float, *TEMPERATURE_RANGE, notices)
+    values["precision"] = _parse_choice(params, "precision", PRECISIONS, notices)
     values["baseline"] = _parse_baseline(params, notices)
     values["aggregation"] = _parse_aggregation(params, notices)
     values["estimators"] = _parse_estimators(params, notices)
@@ -190,6 +226,15 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
     if problem:
         notices.append(f"{problem} Showing the default toy T = {DEFAULTS.T}, V = {DEFAULTS.V} instead.")
         values["T"], values["V"] = DEFAULTS.T, DEFAULTS.V
+    if values["top_k"] > values["V"]:
+        notices.append(f"URL parameter top_k = {values['top_k']} is above V = {values['V']} (top_k keeps the k most "
+                       f"likely tokens of V); using the default top_k = {DEFAULTS.top_k} (off).")
+        values["top_k"] = DEFAULTS.top_k
+    problem = float_range_problem(make_settings(**values))
+    if problem:
+        notices.append(f"URL sampler parameters: {problem}. Showing the sampler as plain softmax (top_p = 1, "
+                       "top_k = 0, temperature = 1, precision none) instead.")
+        values |= {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
     view = {name: _parse_view(params, name, notices) for name in VIEW_PARAMETERS}
     unknown = [name for name in params if name not in CONTROL_NAMES and name not in VIEW_PARAMETERS
                and "." not in name]
@@ -208,7 +253,7 @@ def view_query(view):
 def to_query(settings):
     """{URL name: string} for every control whose value differs from its default."""
     query = {}
-    for name in ("T", "V", "mismatch", "seed", "N", "baseline"):
+    for name in ("T", "V", "mismatch", "seed", "N", "baseline", "top_p", "top_k", "temperature", "precision"):
         value = getattr(settings, name)
         if value != getattr(DEFAULTS, name):
             query[name] = f"{value:.10g}" if isinstance(value, float) else str(value)
@@ -264,10 +309,14 @@ def _parse_baseline(params, notices):
 
 
 def _parse_aggregation(params, notices):
-    raw = params.get("agg", DEFAULTS.aggregation)
-    if raw in AGGREGATIONS:
+    return _parse_choice(params, "agg", AGGREGATIONS, notices)
+
+
+def _parse_choice(params, name, choices, notices):
+    raw = params.get(name, getattr(DEFAULTS, FIELDS.get(name, name)))
+    if raw in choices:
         return raw
-    return _fallback(notices, "agg", raw, "is not one of " + ", ".join(AGGREGATIONS))
+    return _fallback(notices, name, raw, "is not one of " + ", ".join(choices))
 
 
 def _parse_estimators(params, notices):

@@ -4,6 +4,7 @@ from dataclasses import dataclass, field
 
 from toylab.catalogue.aggregation import DEFAULT_AGGREGATION
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
+from toylab.engine.sampler import Sampler
 
 DEFAULT_ESTIMATORS = ("on_policy", "naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mis",
                       "geo_rs")
@@ -20,11 +21,19 @@ class Settings:
     baseline: str = "none"
     N: int = 64
     aggregation: str = DEFAULT_AGGREGATION   # how Monte Carlo batches aggregate token losses (``aggregation``)
+    top_p: float = 1.0                       # the sampler model (``engine.sampler``): top-p, top-k, τ, precision
+    top_k: int = 0
+    temperature: float = 1.0
+    precision: str = "none"
+
+    @property
+    def sampler(self):
+        return Sampler(self.top_p, self.top_k, self.temperature, self.precision)
 
     @property
     def toy_key(self):
-        """The four numbers a toy is built (and cached) from."""
-        return self.T, self.V, self.mismatch, self.seed
+        """What a toy is built (and cached) from: T, V, mismatch, seed and the Sampler."""
+        return self.T, self.V, self.mismatch, self.seed, self.sampler
 
     def params(self, estimator_id):
         """The estimator's parameters: its defaults, with this Settings' thresholds applied."""

@@ -1,57 +1,78 @@
 """Does it train? Gradient ascent on θ with each estimator's gradient, exact where the toy allows.
 
-From the toy's θ₀, with its b and mismatch fixed (the inference engine keeps its error as the policy moves):
-π_k = softmax(θ_k), μ_k = softmax(θ_k + mismatch·b), and the baseline recomputed at every step.
+From the toy's θ₀, with its mismatch and sampler model: π_k = softmax(θ_k), μ_k = sampler(θ_k + mismatch·b_k)
+(``engine.sampler``), and the baseline recomputed at every step. The engine's error b_k is
+
+    fixed      b_k = b, the toy's, at every step (the engine keeps its error as the policy moves)
+    redrawn    b_0 = b, and b_k ~ Student-t(3) drawn afresh at each step k ≥ 1 (a batch-variant or
+               nondeterministic kernel), from default_rng([seed, NOISE_STREAM]): the same draws for every
+               estimator and every run, reproducible from the seed
+
+and the two modes step along
 
     expected:  θ_{k+1} = θ_k + Δ(E_{μ_k}[ĝ])      the estimator's exact mean: the flow its bias follows
     sampled:   θ_{k+1} = θ_k + Δ(ĝ_N)             ĝ_N averaged over N sequences drawn from μ_k, ``runs`` runs
 
 Δ is SGD's or Adam's update (``optimizers``). At every step k = 0 … K the record holds θ_k and, exactly:
-J(θ_k), the logged reward E_{μ_k}[r], ‖∇J‖, KL(μ_k‖π_k) = −Σ_t Σ_v μ log ρ and χ²_seq = ∏_t Σ_v π²/μ − 1; in
-expected mode the relative bias ‖E ĝ − ∇J‖/‖∇J‖ and the cosine of E ĝ to ∇J(θ_k); in sampled mode, per run,
-the cosine of the step Δ taken from θ_k (at k = K the step the run would take next). J and ∇J come from the
-count recursion (``counts``); an estimator's exact mean from the same recursion when its weight factorises
-over positions (``recursion.FACTORS``), else from the O(M) formula of ``moments`` on a ``SplitGrid``. Run r of sampled mode draws its uniforms from default_rng([seed, r]); every
-estimator in a run pushes the same uniforms through its own μ_k (or π_k), so the runs do not depend on
-which estimators or how many runs are chosen.
+J(θ_k), the logged reward E_{μ_k}[r], ‖∇J‖, KL(μ_k‖π_k) and χ²_seq (over μ_k's support, as in
+``analysis.diagnostics``); in expected mode the relative bias ‖E ĝ − ∇J‖/‖∇J‖, the cosine of the mean E ĝ to
+∇J(θ_k) (``cosine``) and the cosine of the step Δ actually taken (``step_cosine``: the same for SGD, not for Adam,
+which rescales each coordinate); in sampled mode, per run, the cosine of the step Δ taken from θ_k (``cosine``).
+At k = K the step is the one the run would take next. J and ∇J come from the count recursion (``counts``); an
+estimator's exact mean from the same recursion when its weight factorises over positions (``recursion.FACTORS``),
+else from the O(M) formula of ``moments`` on a ``SplitGrid``, over μ_k's support. Run r of sampled mode draws its
+uniforms from default_rng([seed, r]); every estimator in a run pushes the same uniforms through its own μ_k (or
+π_k), so the runs do not depend on which estimators or how many runs are chosen.
+
+A sampler with a temperature makes log ρ grow as θ moves; if W = π(y)/μ(y) would leave float64 on the sequences
+an enumerated mean sums over (``toy.range_problem``), the run stops with a ValueError naming the step.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms
+from toylab.analysis.diagnostics import chi2_terms, on_support
+from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms, trainer_side
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.engine.counts import expected_reward, factorised_means, objective_and_gradient, reward_by_count
 from toylab.engine.moments import _carried_marginals
 from toylab.engine.recursion import FACTORS, PositionFactors
+from toylab.engine.recursion import on_support as factors_on_support
 from toylab.engine.sequences import AllSequences
 from toylab.engine.split_grid import split_grid
+from toylab.engine.toy import range_problem
 from toylab.training.optimizers import OPTIMIZERS, make_optimizer
 from toylab.training.toy_rows import ToyRows
 
 MODES = ("expected", "sampled")
+NOISES = ("fixed", "redrawn")
+NOISE_STREAM = 2**32 - 1        # the second seed word of the redrawn errors: no run number reaches it
 LIMITS = {"steps": (1, 2000), "lr": (1e-4, 1e4), "N": (1, 100_000), "runs": (1, 10_000)}
-RECORDED = ("theta", "J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq", "cosine", "rel_bias")
+RECORDED = ("theta", "J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias")
 UNDEFINED_BELOW = 1e-10   # shorter vectors: the cosine or relative error is undefined (NaN); rounding error ~1e-16/length
 ROWS_AT_ONCE = 2**16          # M-vectors of at most this many numbers per array: rows go in chunks on large toys
 
 
 @dataclass(frozen=True)
 class TrainingConfig:
-    """How to train: K steps of size lr with an optimizer, in a mode; N and runs for sampled mode."""
+    """How to train: K steps of size lr with an optimizer, in a mode; N and runs for sampled mode; the engine's
+    error fixed or redrawn at every step."""
     steps: int = 100
     lr: float = 1.0
     optimizer: str = "sgd"
     mode: str = "expected"
     N: int = 64
     runs: int = 8
+    noise: str = "fixed"
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}")
         if self.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.noise not in NOISES:
+            raise ValueError(f"noise must be one of {', '.join(NOISES)}, got {self.noise!r}")
         for name, (low, high) in LIMITS.items():
             value = getattr(self, name)
             if name != "lr" and (isinstance(value, bool) or not float(value).is_integer()):
@@ -65,7 +86,8 @@ class Trajectory:
     """One estimator's record, K + 1 values per quantity: shape (K + 1,) in expected mode, (runs, K + 1) in
     sampled mode (θ: (…, K + 1, T, V)). NaN marks an undefined cosine or relative bias: a vector shorter than
     UNDEFINED_BELOW (an estimator whose mean is zero because it masks everything, a zero step, or ∇J at a
-    maximum of J to within rounding). ``rel_bias`` is None in sampled mode (no exact mean per run)."""
+    maximum of J to within rounding). ``cosine`` is the mean's in expected mode and the step's in sampled mode;
+    ``step_cosine`` (expected mode) the step's; ``rel_bias`` and ``step_cosine`` are None in sampled mode."""
     estimator: str
     params: dict
     mode: str
@@ -76,7 +98,17 @@ class Trajectory:
     kl_mu_pi: np.ndarray
     chi2_seq: np.ndarray
     cosine: np.ndarray
+    step_cosine: np.ndarray | None
     rel_bias: np.ndarray | None
+
+
+def engine_errors(toy, noise, steps):
+    """b_0, b_1, …, b_K (K = steps): the toy's b at every step (fixed), or the toy's b and then a fresh Student-t(3)
+    draw at every step from default_rng([seed, NOISE_STREAM]) (redrawn)."""
+    yield toy.b
+    rng = np.random.default_rng([toy.seed, NOISE_STREAM]) if noise == "redrawn" else None
+    for _ in range(steps):
+        yield toy.b if rng is None else rng.standard_t(3, size=toy.b.shape)
 
 
 def train(toy, selection, baseline="none", config=TrainingConfig()):
@@ -120,10 +152,16 @@ class Population:
 
     @classmethod
     def of(cls, rows):
+        """KL(μ‖π) = −Σ μ log ρ and χ²_seq = ∏_t Σ_v μ (ρ/π_t(S_t))² − 1 over each row's μ-support."""
         J, grad = objective_and_gradient(rows.pi)
+        if rows.sampler.is_default:                        # every token kept, log ρ bounded by mismatch·(max b − min b)
+            second_moments = (rows.mu * rows.rho**2).sum(axis=-1)
+        else:
+            second_moments = 1 + chi2_terms(rows.pi, rows.mu, rows.rho, rows.kept)
+        with np.errstate(over="ignore"):
+            chi2_seq = np.prod(second_moments, axis=-1) - 1
         return cls(J, expected_reward(rows.mu), grad, np.linalg.norm(grad, axis=(-2, -1)),
-                   -(rows.mu * rows.log_rho).sum(axis=(-2, -1)),
-                   np.prod((rows.mu * rows.rho**2).sum(axis=-1), axis=-1) - 1)
+                   -on_support(rows.mu, rows.log_rho, rows.kept).sum(axis=(-2, -1)), chi2_seq)
 
     def baseline(self, name):
         """b per row: none → 0, logged → E_μ[r], true → J."""
@@ -148,6 +186,8 @@ def exact_means(rows, estimators, b):
 
 def _factorised_means(rows, indices, estimators, b):
     factors = [FACTORS[id](rows[index], **params) for index, (id, params) in zip(indices, estimators, strict=True)]
+    factors = [f if ESTIMATORS[id].on_policy or not rows.truncates[index] else factors_on_support(f, rows.kept[index])
+               for f, index, (id, _) in zip(factors, indices, estimators, strict=True)]
     stacked = PositionFactors(*(np.stack([getattr(f, name) for f in factors]) for name in ("token", "before", "after")))
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])[:, None, None]
     probability = np.where(on_policy, rows.pi[indices], rows.mu[indices])
@@ -173,6 +213,7 @@ def enumerated_means(rows, estimators, b):
         row = rows[index]
         view = AllSequences(row, b[index])
         weights = ESTIMATORS[estimator_id].weights(view, **params)
+        weights = weights if on_policy[index] else view.on_support(weights)
         np.multiply(probability[index], weights.sequence, out=first[index])
         first[index] *= row.R - b[index] if b[index] else row.R
         if weights.additive is not None:
@@ -215,35 +256,49 @@ def relative_error(a, reference):
 
 # -- the two modes ----------------------------------------------------------------------------------------
 
-def _empty_records(theta, steps, with_bias):
+def _empty_records(theta, steps, expected):
     records = {name: np.empty((*theta.shape[:-2], steps + 1)) for name in RECORDED}
     records["theta"] = np.empty((*theta.shape[:-2], steps + 1, *theta.shape[-2:]))
-    records["rel_bias"] = records["rel_bias"] if with_bias else None
+    for name in ("rel_bias", "step_cosine"):
+        records[name] = records[name] if expected else None
     return records
 
 
-def _record(records, k, theta, population, cosines, rel_bias=None):
+def _record(records, k, theta, population, cosines, rel_bias=None, step_cosines=None):
     records["theta"][..., k, :, :] = theta
     for name in ("J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq"):
         records[name][..., k] = getattr(population, name)
     records["cosine"][..., k] = cosines
     if rel_bias is not None:
         records["rel_bias"][..., k] = rel_bias
+        records["step_cosine"][..., k] = step_cosines
+
+
+def check_range(rows, k):
+    """ValueError if some row's W could leave float64 on the sequences an enumerated mean sums over."""
+    problem = range_problem(float(np.max(rows.largest_log_W)), where=f"step {k} of the run")
+    if problem:
+        raise ValueError(f"training stopped: {problem}")
 
 
 def _expected(toy, selection, baseline, config):
     grid = split_grid(toy.T, toy.V)
     estimators = list(selection.items())
+    enumerated = any(id not in FACTORS for id, _ in estimators)
     theta = np.repeat(toy.theta[None], len(estimators), axis=0)
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
-    records = _empty_records(theta, config.steps, with_bias=True)
-    for k in range(config.steps + 1):
-        rows = ToyRows(theta, toy.b, toy.mismatch, grid)
+    records = _empty_records(theta, config.steps, expected=True)
+    for k, b in enumerate(engine_errors(toy, config.noise, config.steps)):
+        rows = ToyRows(theta, b, toy.mismatch, grid, toy.sampler)
+        if enumerated:
+            check_range(rows, k)
         population = Population.of(rows)
         means = exact_means(rows, estimators, population.baseline(baseline))
-        _record(records, k, theta, population, cosine(means, population.grad), relative_error(means, population.grad))
+        step = optimizer.step(means)
+        _record(records, k, theta, population, cosine(means, population.grad), relative_error(means, population.grad),
+                cosine(step, population.grad))
         if k < config.steps:
-            theta = theta + optimizer.step(means)
+            theta = theta + step
     return records
 
 
@@ -252,17 +307,19 @@ def _sampled(toy, selection, baseline, config):
     theta = np.broadcast_to(toy.theta, (len(selection), runs, toy.T, toy.V)).copy()
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     generators = [np.random.default_rng([toy.seed, run]) for run in range(runs)]
-    records = _empty_records(theta, config.steps, with_bias=False)
-    for k in range(config.steps + 1):
-        rows = ToyRows(theta, toy.b, toy.mismatch)
+    records = _empty_records(theta, config.steps, expected=False)
+    for k, b in enumerate(engine_errors(toy, config.noise, config.steps)):
+        rows = ToyRows(theta, b, toy.mismatch, sampler=toy.sampler)
         population = Population.of(rows)
         b = population.baseline(baseline)
         uniforms = np.stack([generator.random((N, toy.T)) for generator in generators])     # (runs, N, T)
         estimates = np.empty_like(theta)
         for index, (id, params) in enumerate(selection.items()):
             mine = rows[index]
-            tokens = tokens_from_uniforms(uniforms, mine.pi if ESTIMATORS[id].on_policy else mine.mu)
-            estimates[index] = batch_estimates(Batches(mine, tokens, np.array([N]), b[index]), id, params)[:, 0]
+            on_policy = ESTIMATORS[id].on_policy
+            tokens = tokens_from_uniforms(uniforms, mine.pi if on_policy else mine.mu)
+            side = trainer_side(mine) if on_policy else mine
+            estimates[index] = batch_estimates(Batches(side, tokens, np.array([N]), b[index]), id, params)[:, 0]
         step = optimizer.step(estimates)
         _record(records, k, theta, population, cosine(step, population.grad))
         if k < config.steps:

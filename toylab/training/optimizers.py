@@ -18,6 +18,10 @@ class SGD:
     def step(self, gradient):
         return self.lr * gradient
 
+    def proposed(self, gradients):
+        """The steps it would take for each of several gradients (..., *shape), leaving its state as it is."""
+        return self.lr * gradients
+
 
 class Adam:
     def __init__(self, lr, shape):
@@ -26,10 +30,18 @@ class Adam:
 
     def step(self, gradient):
         self.k += 1
-        self.m = BETA1 * self.m + (1 - BETA1) * gradient
-        self.v = BETA2 * self.v + (1 - BETA2) * gradient**2
-        m_hat, v_hat = self.m / (1 - BETA1**self.k), self.v / (1 - BETA2**self.k)
-        return self.lr * m_hat / (np.sqrt(v_hat) + EPSILON)
+        self.m, self.v, step = self._moved(gradient, self.k)
+        return step
+
+    def proposed(self, gradients):
+        """The steps it would take for each of several gradients (..., *shape), leaving its state as it is."""
+        return self._moved(gradients, self.k + 1)[2]
+
+    def _moved(self, gradient, k):
+        m = BETA1 * self.m + (1 - BETA1) * gradient
+        v = BETA2 * self.v + (1 - BETA2) * gradient**2
+        m_hat, v_hat = m / (1 - BETA1**k), v / (1 - BETA2**k)
+        return m, v, self.lr * m_hat / (np.sqrt(v_hat) + EPSILON)
 
 
 def make_optimizer(name, lr, shape):

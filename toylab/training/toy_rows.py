@@ -1,27 +1,30 @@
-"""Many toys at once: one θ per row, sharing b and the mismatch — the training loop's toys at one step.
+"""Many toys at once: one θ per row, sharing b, the mismatch and the sampler — the training loop's toys at one step.
 
-The tables (log π, log μ, π, μ, log ρ, ρ) have θ's leading axes; the reward r(y) is the SplitGrid's, the same
-for every row. ``rows[i]`` is a view of row i (or of a slice of rows): its tables are the parent's, indexed —
-a Toy-like object for the estimators' weight functions (through ``sequences.AllSequences``, which builds the
-M-vectors they read) and for ``montecarlo.Batches``.
+The tables (log π, log μ, π, μ, log ρ, ρ, the sampler's kept tokens) have θ's leading axes, built as the toy
+builds them (``toy.sampler_tables``); the reward r(y) is the SplitGrid's, the same for every row. ``rows[i]`` is a
+view of row i (or of a slice of rows): its tables are the parent's, indexed — a Toy-like object for the
+estimators' weight functions (through ``sequences.AllSequences``, which builds the M-vectors they read) and for
+``montecarlo.Batches``.
 """
 
 
 import numpy as np
 
-from toylab.engine.toy import log_softmax
+from toylab.engine.sampler import DEFAULT_SAMPLER, log_softmax
+from toylab.engine.toy import largest_log_W, sampler_tables
 
-SHARED = ("T", "V", "M", "grid", "R", "b", "mismatch")       # the same for every row: a view passes them through unindexed
+SHARED = ("T", "V", "M", "grid", "R", "b", "mismatch", "sampler")   # the same for every row: passed through unindexed
 
 
 class ToyRows:
-    def __init__(self, theta, b, mismatch, grid=None):
-        self.theta, self.b, self.mismatch = theta, b, mismatch
+    def __init__(self, theta, b, mismatch, grid=None, sampler=DEFAULT_SAMPLER):
+        self.theta, self.b, self.mismatch, self.sampler = theta, b, mismatch, sampler
         self.T, self.V = theta.shape[-2:]
         self.M, self.grid = self.V**self.T, grid
         self.log_pi = log_softmax(theta)
-        self.log_mu = log_softmax(theta + mismatch * b)
-        self.pi, self.mu = np.exp(self.log_pi), np.exp(self.log_mu)
+        self.log_mu, self.mu, self.kept = sampler_tables(theta, b, mismatch, sampler)
+        self.pi = np.exp(self.log_pi)
+        self.truncates = ~self.kept.all(axis=(-2, -1))                 # per row: some token outside μ's support
         self.log_rho = self.log_pi - self.log_mu
         self.rho = np.exp(self.log_rho)
 
@@ -30,7 +33,12 @@ class ToyRows:
 
     def subset(self, rows):
         """A ToyRows of the given rows (a list of indices) with the same grid."""
-        return ToyRows(self.theta[rows], self.b, self.mismatch, self.grid)
+        return ToyRows(self.theta[rows], self.b, self.mismatch, self.grid, self.sampler)
+
+    @property
+    def largest_log_W(self):
+        """Per row, a bound on log W over the sequences its sampler draws (``toy.largest_log_W``)."""
+        return largest_log_W(self.log_rho, self.kept)
 
     @property
     def R(self):

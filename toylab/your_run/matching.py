@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from toylab.analysis.diagnostics import token_chi2, token_kl
+from toylab.engine.sampler import DEFAULT_SAMPLER
 from toylab.engine.toy import Toy, make_toy
 from toylab.state.query import MISMATCH_RANGE, PAGE_SIZE_LIMIT
 from toylab.your_run.statistics import TAIL_THRESHOLDS
@@ -46,9 +47,10 @@ class Match:
     toy_chi2_token: float         # exact mean_t χ²_t
     toy_tail_shares: dict         # c → exact mean_t P_μt(|log ρ_t| > c)
     toy_ranges: dict              # "chi2_token" or c → (lowest, highest) over the mismatches within CLOSE se
+    sampler: object = DEFAULT_SAMPLER
 
     def as_dict(self):
-        return {"T": self.T, "V": self.V, "seed": self.seed, "mismatch": self.mismatch,
+        return {"T": self.T, "V": self.V, "seed": self.seed, **self.sampler.parameters(), "mismatch": self.mismatch,
                 "mismatch_se": self.mismatch_se, "mismatch_interval": list(self.interval),
                 "clamped": self.clamped, "toy_kl": self.toy_kl, "toy_chi2_token": self.toy_chi2_token,
                 "toy_tail_shares": [{"threshold": c, "value": share} for c, share in self.toy_tail_shares.items()],
@@ -56,10 +58,13 @@ class Match:
                                for key, bounds in self.toy_ranges.items()}}
 
 
-def toy_curve(T, V, seed):
-    """m ↦ the toy at mismatch m (θ and b drawn once from the seed; only the (T, V) tables are built)."""
-    base = make_toy(T, V, 0.0, seed, max_sequences=None)
-    return lambda mismatch: Toy(base.theta, base.b, float(mismatch), seed)
+def toy_curve(T, V, seed, sampler=DEFAULT_SAMPLER):
+    """m ↦ the toy at mismatch m with this sampler model (θ and b drawn once from the seed; only the (T, V) tables
+    are built). With a sampler other than plain softmax KL need not start at 0 nor rise with m, and it jumps where a
+    token leaves top-k/top-p's kept set or a rounded logit changes step: the bisection then finds a crossing (within
+    the jump), and the slope is a central difference."""
+    base = make_toy(T, V, 0.0, seed, sampler, max_sequences=None)
+    return lambda mismatch: Toy(base.theta, base.b, float(mismatch), seed, sampler)
 
 
 def per_token_kl(toy):
@@ -67,8 +72,12 @@ def per_token_kl(toy):
     return float(token_kl(toy).mean())
 
 
-def kl_slope(toy):
-    """dKL/dm = (1/T) Σ_t m·Var_μt(b_t)."""
+def kl_slope(toy, curve=None, step=1e-4):
+    """dKL/dm = (1/T) Σ_t m·Var_μt(b_t) for plain softmax; otherwise the central difference of ``curve`` at the
+    toy's mismatch."""
+    if not toy.sampler.is_default:
+        low, high = max(toy.mismatch - step, 0.0), toy.mismatch + step
+        return (per_token_kl(curve(high)) - per_token_kl(curve(low))) / (high - low)
     mean = (toy.mu * toy.b).sum(axis=1)
     variance = (toy.mu * toy.b**2).sum(axis=1) - mean**2
     return float(toy.mismatch * variance.mean())
@@ -98,14 +107,14 @@ def matched_length(mean_length, V, limit=PAGE_SIZE_LIMIT):
     return int(min(max(1, round(mean_length)), largest))
 
 
-def match_toy(k1, T, V, seed, high=MISMATCH_RANGE[1]):
-    """The Match for a k1 Estimate (value, se) at T, V and seed."""
-    curve = toy_curve(T, V, seed)
+def match_toy(k1, T, V, seed, high=MISMATCH_RANGE[1], sampler=DEFAULT_SAMPLER):
+    """The Match for a k1 Estimate (value, se) at T, V, seed and the sampler model."""
+    curve = toy_curve(T, V, seed, sampler)
     top_kl = per_token_kl(curve(high))
     mismatch = inverse_kl(curve, k1.value, high)
     clamped = "zero" if k1.value <= 0 else "top" if k1.value >= top_kl else None
     toy = curve(mismatch)
-    slope = kl_slope(toy)
+    slope = kl_slope(toy, curve)
     se = k1.se / slope if clamped is None and slope > 0 else math.nan
     def kl_interval(width):
         if not math.isfinite(k1.se):
@@ -118,16 +127,19 @@ def match_toy(k1, T, V, seed, high=MISMATCH_RANGE[1]):
     values |= {c: [tail_shares(t)[c] for t in nearby] for c in TAIL_THRESHOLDS}
     return Match(T, V, seed, mismatch, se, interval, clamped, per_token_kl(toy), top_kl, values["chi2_token"][0],
                  {c: values[c][0] for c in TAIL_THRESHOLDS},
-                 {key: (min(found), max(found)) for key, found in values.items()})
+                 {key: (min(found), max(found)) for key, found in values.items()}, sampler)
 
 
 def comparison(match, statistics):
     """Sentences: where the match lands, and how close the toy's token χ² and tail shares are to the data's."""
     k1 = statistics.k1
-    where = f"T = {match.T}, V = {match.V}, seed {match.seed}"
+    where = f"T = {match.T}, V = {match.V}, seed {match.seed}" + (
+        "" if match.sampler.is_default else f", sampler {match.sampler.describe()}")
     if match.clamped == "zero":
         lines = [f"The data's k1 = {k1.value:.4g} ± {k1.se:.2g} is not above 0: sampler and trainer agree within "
-                 f"this sample, and the matching toy ({where}) has mismatch 0, where every estimator coincides."]
+                 f"this sample, and the matching toy ({where}) has mismatch 0"
+                 + (", where every estimator coincides." if match.sampler.is_default else
+                    f", where its sampler model alone gives a per-token KL of {match.toy_kl:.4g}.")]
     elif match.clamped == "top":
         lines = [f"Even the page's largest mismatch, {match.mismatch:g}, gives the toy ({where}) a per-token KL of "
                  f"only {match.top_kl:.4g}, below the data's k1 = {k1.value:.4g} ± {k1.se:.2g}: the toy is "

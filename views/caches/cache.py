@@ -28,11 +28,11 @@ TOY_CACHE_BYTES = 160 * 2**20      # four toys at the largest size (36 MB each: 
 TOYS = ByteBoundedCache(TOY_CACHE_BYTES, lambda toy: toy.nbytes())
 
 
-def toy(T, V, mismatch, seed):
+def toy(T, V, mismatch, seed, sampler):
     """The toy, shared by every session while the toy cache's byte budget allows; ValueError (with the reason) if
-    it is invalid or over the page's size limit."""
-    return TOYS.get((T, V, mismatch, seed),
-                    lambda: toylab.make_toy(T, V, mismatch, seed, max_sequences=PAGE_SIZE_LIMIT))
+    it is invalid, over the page's size limit or beyond float64 (``query.toy_problem``)."""
+    return TOYS.get((T, V, mismatch, seed, sampler),
+                    lambda: toylab.make_toy(T, V, mismatch, seed, sampler, max_sequences=PAGE_SIZE_LIMIT))
 
 
 def settings_toy(settings):
@@ -40,7 +40,7 @@ def settings_toy(settings):
 
 
 def sequences(toy_key):
-    """M = V**T of a toy key (T, V, mismatch, seed)."""
+    """M = V**T of a toy key (T, V, mismatch, seed, sampler)."""
     return toy_key[1] ** toy_key[0]
 
 

@@ -1,4 +1,4 @@
-"""Cached computations of the sweep views (a threshold, the mismatch, the length T), keyed on Settings and scalars.
+"""Cached computations of the sweep views (a threshold, the sampler, the length T), keyed on Settings and scalars.
 
 Each key holds only what its result depends on: the threshold sweep ignores unselected estimators, the
 length points ignore T and N (the view scales the spread by 1/sqrt(N) itself).
@@ -24,17 +24,20 @@ def threshold_sweep(settings):
     return rows, sweeps.best_thresholds(rows), sweeps.rule_of_thumb(toy)
 
 
-def mismatch_sweep(settings):
-    """(estimator rows, divergence rows) of the mismatch sweep over its grid alone: the chosen mismatch is
-    only marked, so moving the mismatch slider recomputes nothing here."""
-    return _mismatch_grid_sweep(replace(settings, mismatch=0.0))
+def sampler_sweep(settings, parameter):
+    """(estimator rows, divergence rows, left out) of the sweep of ``parameter`` (mismatch, top_p, temperature)
+    over its grid alone: the chosen value is only marked, so moving its slider recomputes nothing here."""
+    return _grid_sweep(replace(settings, **{parameter: SWEEP_ANCHORS[parameter]}), parameter)
 
 
-@st.cache_data(max_entries=16, show_spinner="Sweeping the mismatch: one toy per point …")
-def _mismatch_grid_sweep(settings):
+SWEEP_ANCHORS = {"mismatch": 0.0, "top_p": 1.0, "temperature": 1.0}      # grid points, so nothing is added
+
+
+@st.cache_data(max_entries=16, show_spinner="Sweeping the sampler: one toy per point …")
+def _grid_sweep(settings, parameter):
     with large_work(settings.V**settings.T):
-        return sweeps.mismatch_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
-                                     settings.selection(exact_only=True), settings.baseline, settings.N)
+        return sweeps.sampler_sweep(settings.T, settings.V, settings.seed, settings.mismatch, settings.sampler,
+                                    parameter, settings.selection(exact_only=True), settings.baseline, settings.N)
 
 
 def length_key(settings):

@@ -60,9 +60,9 @@ def summary(digest, columns, _source):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def matched(k1, T, V, seed):
-    """The Match for the data's k1 Estimate at T, V, seed."""
-    return match_toy(k1, T, V, seed)
+def matched(k1, T, V, seed, sampler):
+    """The Match for the data's k1 Estimate at T, V, seed and the sidebar's sampler model."""
+    return match_toy(k1, T, V, seed, sampler=sampler)
 
 
 @st.cache_data(max_entries=16, show_spinner="Applying the estimators to the log …")

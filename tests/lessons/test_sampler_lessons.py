@@ -1,0 +1,94 @@
+"""The sampler lessons: their numbers against the dense oracle (which builds μ itself), the numbers their text states,
+and each check failing where the statement would not hold."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from dense import DenseToy
+
+from toylab import make_toy
+from toylab.lessons.lesson import settings
+from toylab.lessons.sampler import SEEDS
+from toylab.lessons.tour import LESSONS
+
+BY_ID = {lesson.id: lesson for lesson in LESSONS}
+
+
+def _numbers(lesson_id, **changes):
+    chosen = replace(settings(BY_ID[lesson_id]), **changes)
+    return chosen, BY_ID[lesson_id].check(chosen)
+
+
+def _short(x):
+    """7.9e-7, as the text writes it (Python's .1e writes 7.9e-07)."""
+    return f"{x:.1e}".replace("e-0", "e-")
+
+
+def _dense_kl(toy):
+    rows = DenseToy(toy).on_support
+    return float(-(rows.p_sampler @ np.log(rows.W)))
+
+
+def test_the_top_p_floor_against_dense_and_its_text():
+    chosen, evidence = _numbers("top_p_floor")
+    numbers, text = evidence.numbers, BY_ID["top_p_floor"].text
+    dense = DenseToy(make_toy(*chosen.toy_key))
+    scale = np.linalg.norm(dense.true_grad)
+    floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
+    assert numbers["π-mass out of reach"] == pytest.approx(dense.unreachable_mass(), rel=1e-10)
+    assert numbers["bias floor"] == pytest.approx(floor, rel=1e-9)
+    biases = {}
+    for id, params in chosen.selection(exact_only=True).items():
+        biases[id] = dense.moments(id, params, chosen.baseline)[1] / scale
+        assert numbers[f"rel bias {id}"] == pytest.approx(biases[id], rel=1e-9), id
+    assert biases["seq_is"] == pytest.approx(floor, rel=1e-9)
+    others = [bias for id, bias in biases.items() if id != "seq_is"]
+    assert f"{100 * numbers['π-mass out of reach']:.1f} %" in text and f"{floor:.2f} as long" in text
+    assert f"between {min(others):.2f} and {max(others):.2f}" in text
+
+
+def test_the_top_p_floor_fails_without_truncation():
+    assert not _numbers("top_p_floor", top_p=1.0)[1].holds
+
+
+def test_bf16_against_fp16_against_dense_and_its_text():
+    chosen, evidence = _numbers("bf16_fp16")
+    numbers, text = evidence.numbers, BY_ID["bf16_fp16"].text
+    toys = {precision: make_toy(chosen.T, chosen.V, chosen.mismatch, chosen.seed, precision=precision)
+            for precision in ("bf16", "fp16")}
+    kl = {precision: _dense_kl(toy) for precision, toy in toys.items()}
+    assert numbers["KL(μ‖π), bf16"] == pytest.approx(kl["bf16"], rel=1e-6)
+    assert numbers["KL(μ‖π), fp16"] == pytest.approx(kl["fp16"], rel=1e-6)
+    for precision, toy in toys.items():
+        dense = DenseToy(toy)
+        bias = dense.moments("naive", {}, chosen.baseline)[1] / np.linalg.norm(dense.true_grad)
+        assert numbers[f"rel bias naive, {precision}"] == pytest.approx(bias, rel=1e-8)
+    ratios = [_dense_kl(make_toy(chosen.T, chosen.V, chosen.mismatch, seed, precision="bf16"))
+              / _dense_kl(make_toy(chosen.T, chosen.V, chosen.mismatch, seed, precision="fp16")) for seed in SEEDS]
+    mean_ratio = float(np.exp(np.mean(np.log(ratios))))
+    assert numbers["KL ratio, geometric mean over seeds 0–19"] == pytest.approx(mean_ratio, rel=1e-6)
+    assert f"KL(μ‖π) = {_short(kl['bf16'])}" in text and f"fp16 {_short(kl['fp16'])}" in text
+    assert f"{kl['bf16'] / kl['fp16']:.0f}× less" in text and f"{mean_ratio:.0f}× on average" in text
+    assert f"{_short(numbers['rel bias naive, bf16'])} against {_short(numbers['rel bias naive, fp16'])}" in text
+
+
+def test_bf16_against_fp16_fails_where_the_logit_error_dominates():
+    """At mismatch 1 the rounding is noise on a large error: the two precisions give nearly the same KL."""
+    assert not _numbers("bf16_fp16", mismatch=1.0)[1].holds
+
+
+def test_the_collapse_needs_a_fixed_error_and_its_text():
+    _, evidence = _numbers("collapse_needs_fixed_error")
+    numbers, text = evidence.numbers, BY_ID["collapse_needs_fixed_error"].text
+    redrawn, fixed = numbers["tok_mis's final J, b redrawn"], numbers["tok_mis's final J, b fixed"]
+    reached = numbers["step at which it reaches 90% of on_policy's final J, b redrawn"]
+    milder = numbers["tok_mis's final J at mismatch 0.7, b fixed"]
+    assert f"J = {redrawn:.4f}" in text and f"by step {reached:.0f}" in text
+    assert f"sinking to {fixed:.3f}" in text and f"(J = {milder:.4f})" in text
+    assert BY_ID["collapse_needs_fixed_error"].view["train_noise"] == "redrawn"
+
+
+def test_the_collapse_lesson_fails_where_a_baseline_rescues_the_mask():
+    """With b = E_μ[r] tok_mis does not collapse even with a fixed error: the check says so."""
+    assert not _numbers("collapse_needs_fixed_error", baseline="logged")[1].holds

@@ -1,0 +1,33 @@
+"""The sidebar's sampler model: how the inference engine turns the logits into μ (``toylab.engine.sampler``).
+
+Session-state keys (and URL names): "top_p", "top_k", "temperature", "precision". ``render`` draws the controls
+and returns their values as make_settings' keyword arguments.
+"""
+
+import streamlit as st
+
+from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
+from toylab.state.query import SAMPLER_FIELDS, TOP_K_RANGE, TOP_P_RANGE
+
+PRECISION_NAMES = {"none": "none (float64)", "bf16": "bf16", "fp16": "fp16"}
+
+
+def render():
+    """The four controls in a collapsed section (open when any is set); {field: value}."""
+    state = st.session_state
+    state["top_k"] = min(state["top_k"], state["V"])               # a smaller V: keep at most V, i.e. all of them
+    changed = (state["top_p"], state["top_k"], state["temperature"], state["precision"]) != (1.0, 0, 1.0, "none")
+    with st.expander("Sampler (inference engine)", expanded=changed):
+        st.caption("μ_t = softmax of the engine's logits z = θ_t + mismatch·b_t, rounded to the precision, divided by "
+                   "τ, cut to the top-k, then to the top-p (vLLM's order). π is unchanged.")
+        st.slider("top-p", *TOP_P_RANGE, step=0.01, key="top_p",
+                  help="Keep a token while the probability of the tokens strictly more likely than it is below p "
+                       "(1: off). A token cut has μ = 0 while π > 0: no weight brings its π-mass back.")
+        st.slider("top-k", TOP_K_RANGE[0], state["V"], key="top_k",
+                  help="Keep the k most likely tokens, ties at the k-th included (0: off).")
+        st.slider("temperature τ", *TEMPERATURE_RANGE, step=0.05, key="temperature",
+                  help="The sampler's temperature, μ ∝ exp(z/τ); the trainer's π has none.")
+        st.radio("precision", PRECISIONS, key="precision", horizontal=True, format_func=PRECISION_NAMES.get,
+                 help="The engine's logits cast to float32, then rounded to bf16 or fp16 (to nearest, ties to even, "
+                      "as torch's .to(torch.bfloat16)).")
+    return {name: state[name] for name in SAMPLER_FIELDS}
