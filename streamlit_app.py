@@ -4,6 +4,8 @@ Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; eac
 runs only while that tab is open. Append ``(label, render)`` to TABS to add a tab.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from toylab.state.query import toy_problem
@@ -18,6 +20,7 @@ from views import (
     sidebar,
     threshold_sweep_tab,
     training_tab,
+    user_text,
     your_run_tab,
 )
 
@@ -33,11 +36,12 @@ TABS = [
     (lessons_tab.LABEL, lessons_tab.render),
 ]
 
-st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
+ICON = Path(__file__).resolve().parent / "docs" / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
+st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide")
 settings, notices = sidebar.render()
 st.title("toylab · when the sampler μ and the trainer π disagree")
 for notice in notices:
-    st.warning(notice, icon=":material/link_off:")
+    st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
 problem = toy_problem(settings)
 if problem:
     st.error(problem, icon=":material/block:")

@@ -2,11 +2,13 @@
 
 A number that is undefined (the cosine of a zero mean gradient) is written UNDEFINED, never "nan", and
 comes with the reason. User input inside a message is quoted and cut to its first 40 characters, so no
-value can flood a notice or an error line.
+value can flood a notice or an error line; a name (an uploaded file's) is ``clipped``: its unprintable
+characters escaped, cut in the middle to 40 characters so that its extension stays.
 """
 
 UNDEFINED = "—"
 QUOTE_LIMIT = 40
+LONGEST_FIXED = 1e6                  # from here on a number is written in scientific notation
 
 
 def quoted(value, limit=QUOTE_LIMIT):
@@ -18,6 +20,14 @@ def quoted(value, limit=QUOTE_LIMIT):
     shown = text[:limit]
     shown = repr(shown) if isinstance(value, str) else shown
     return shown if len(text) <= limit else f"{shown}… ({len(text):,} characters)"
+
+
+def formatted(value, style="{:.4f}"):
+    """The number in ``style``, or in 4 significant digits (1.234e+20) once it reaches LONGEST_FIXED in size, so no
+    number runs to dozens of digits; UNDEFINED for None."""
+    if value is None:
+        return UNDEFINED
+    return f"{value:.4g}" if abs(value) >= LONGEST_FIXED else style.format(value)
 
 
 def listed(values, most=3):
@@ -43,3 +53,13 @@ def with_error(value, se, digits=3):
 def percent(share, digits=3):
     """A share as a percentage to ``digits`` significant digits: '0.0123 %', '12.5 %'."""
     return UNDEFINED if share is None or share != share else f"{100 * share:.{digits}g} %"
+
+
+def clipped(text, limit=QUOTE_LIMIT):
+    """The text with unprintable characters escaped (as repr writes them), at most ``limit`` characters, cut in the
+    middle: 'a_very_long_name_of_a_r…_run.jsonl.gz' keeps the end, where a file's extension is."""
+    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in str(text))
+    if len(shown) <= limit:
+        return shown
+    tail = limit // 3
+    return shown[:limit - tail - 1] + "…" + shown[-tail:]

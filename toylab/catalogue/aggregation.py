@@ -31,6 +31,8 @@ sequence, rejected or not, counts in B. On the fixed-length toy it is seq-mean-t
 
 import numpy as np
 
+from toylab.text import quoted
+
 AGGREGATIONS = ("seq-mean-token-sum", "token-mean", "seq-mean-token-mean", "dapo", "seq-mean-original-length")
 DEFAULT_AGGREGATION = "seq-mean-token-sum"
 VERL_EPSILON = 1e-8          # verl's masked_mean and seq-mean-token-mean add it to a token count
@@ -38,7 +40,7 @@ VERL_EPSILON = 1e-8          # verl's masked_mean and seq-mean-token-mean add it
 
 def check_aggregation(mode):
     if mode not in AGGREGATIONS:
-        raise ValueError(f"unknown loss aggregation {mode!r}; choose {', '.join(AGGREGATIONS)}")
+        raise ValueError(f"unknown loss aggregation {quoted(mode)}; choose {', '.join(AGGREGATIONS)}")
     return mode
 
 

@@ -111,8 +111,9 @@ def engine_errors(toy, noise, steps):
         yield toy.b if rng is None else rng.standard_t(3, size=toy.b.shape)
 
 
-def train(toy, selection, baseline="none", config=TrainingConfig()):
-    """{estimator id: Trajectory} from the toy's θ₀ for every estimator in ``selection`` (id → overrides).
+def train(toy, selection, baseline="none", config=TrainingConfig(), progress=None):
+    """{estimator id: Trajectory} from the toy's θ₀ for every estimator in ``selection`` (id → overrides);
+    ``progress(k)``, if given, is called after step k = 0 … K is recorded.
 
     ValueError for an unknown baseline or an estimator that ``cannot_train`` in the config's mode.
     """
@@ -123,7 +124,7 @@ def train(toy, selection, baseline="none", config=TrainingConfig()):
     if problems:
         raise ValueError("; ".join(problems))
     run = _expected if config.mode == "expected" else _sampled
-    records = run(toy, selection, baseline, config)
+    records = run(toy, selection, baseline, config, progress or (lambda k: None))
     return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
                                                       for name in RECORDED))
             for index, (id, params) in enumerate(selection.items())}
@@ -281,7 +282,7 @@ def check_range(rows, k):
         raise ValueError(f"training stopped: {problem}")
 
 
-def _expected(toy, selection, baseline, config):
+def _expected(toy, selection, baseline, config, progress):
     grid = split_grid(toy.T, toy.V)
     estimators = list(selection.items())
     enumerated = any(id not in FACTORS for id, _ in estimators)
@@ -297,12 +298,13 @@ def _expected(toy, selection, baseline, config):
         step = optimizer.step(means)
         _record(records, k, theta, population, cosine(means, population.grad), relative_error(means, population.grad),
                 cosine(step, population.grad))
+        progress(k)
         if k < config.steps:
             theta = theta + step
     return records
 
 
-def _sampled(toy, selection, baseline, config):
+def _sampled(toy, selection, baseline, config, progress):
     N, runs = config.N, config.runs
     theta = np.broadcast_to(toy.theta, (len(selection), runs, toy.T, toy.V)).copy()
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
@@ -322,6 +324,7 @@ def _sampled(toy, selection, baseline, config):
             estimates[index] = batch_estimates(Batches(side, tokens, np.array([N]), b[index]), id, params)[:, 0]
         step = optimizer.step(estimates)
         _record(records, k, theta, population, cosine(step, population.grad))
+        progress(k)
         if k < config.steps:
             theta = theta + step
     return records
