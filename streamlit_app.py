@@ -18,6 +18,7 @@ from views import (
     sidebar,
     threshold_sweep_tab,
     training_tab,
+    user_text,
     your_run_tab,
 )
 
@@ -37,7 +38,7 @@ st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":materia
 settings, notices = sidebar.render()
 st.title("toylab · when the sampler μ and the trainer π disagree")
 for notice in notices:
-    st.warning(notice, icon=":material/link_off:")
+    st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
 problem = size_problem(settings.T, settings.V)
 if problem:
     st.error(f"This toy is too large to enumerate. {problem}", icon=":material/block:")

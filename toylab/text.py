@@ -2,7 +2,8 @@
 
 A number that is undefined (the cosine of a zero mean gradient) is written UNDEFINED, never "nan", and
 comes with the reason. User input inside a message is quoted and cut to its first 40 characters, so no
-value can flood a notice or an error line.
+value can flood a notice or an error line; a name (an uploaded file's) is ``clipped``: its unprintable
+characters escaped, cut in the middle to 40 characters so that its extension stays.
 """
 
 UNDEFINED = "—"
@@ -25,6 +26,16 @@ def listed(values, most=3):
     values = list(values)
     shown = ", ".join(quoted(value) for value in values[:most])
     return shown + (f" and {len(values) - most} more" if len(values) > most else "")
+
+
+def clipped(text, limit=QUOTE_LIMIT):
+    """The text with unprintable characters escaped (as repr writes them), at most ``limit`` characters, cut in the
+    middle: 'a_very_long_name_of_a_r…_run.jsonl.gz' keeps the end, where a file's extension is."""
+    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in str(text))
+    if len(shown) <= limit:
+        return shown
+    tail = limit // 3
+    return shown[:limit - tail - 1] + "…" + shown[-tail:]
 
 
 def significant(value, digits=3):

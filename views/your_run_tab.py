@@ -1,10 +1,12 @@
 """The Your run tab: a user's own rollout log, its sample statistics and charts, and the toy that matches it.
 
 The file in view (an upload or the example) is kept in session state, so it survives a visit to another
-tab; the uploader's callback and the example button are the only ways to change it.
+tab; the uploader's callback and the example button are the only ways to change it. Everything from the file —
+its name, column names, values, the messages that quote them — is shown through ``user_text`` (code text, never
+Markdown). Reading shows a progress bar, which is also where Streamlit stops the reading when the user leaves
+the tab or uploads another file.
 """
 
-import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,15 +16,18 @@ import streamlit as st
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
 from toylab.presentation.run_frames import spread_frame, tail_share_frame
+from toylab.text import UNDEFINED, clipped
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
+from toylab.your_run.bounds import LOG_RATIO_LIMIT, MB, PAGE_BOUNDS, REWARD_LIMIT
 from toylab.your_run.columns import NAMES, TITLES, choose
-from toylab.your_run.files import EXTENSIONS, PAGE_SIZE_LIMIT_MB, LogError
+from toylab.your_run.files import EXTENSIONS, LogError
 from toylab.your_run.matching import comparison, comparison_frame, matched_length
-from toylab.your_run.statistics import STANDARD_ERRORS
+from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
 from views import chart_element, sidebar
 from views.caches import your_run_cache as cache
 from views.caches.your_run_cache import Source
 from views.estimators_tab import swatch
+from views.user_text import code, value
 
 LABEL = "Your run"
 UPLOAD_KEY = "your_run_upload"
@@ -30,14 +35,17 @@ SOURCE_KEY = "_your_run_source"
 LENGTH_KEY = "your_run_match_length"
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rollouts_per_sequence.parquet"
 NOT_SET = "—"
+UPLOAD_LIMIT_MB = PAGE_BOUNDS.file_bytes // MB   # Streamlit's uploader counts 1 MB as 10**6 bytes (but on Windows)
 FORMATS = (
     f"**Accepted:** Parquet, JSON Lines or CSV (the text ones may be gzip-compressed), at most "
-    f"{PAGE_SIZE_LIMIT_MB} MB, log-probabilities in nats. Either a row per sequence with list columns "
+    f"{UPLOAD_LIMIT_MB} MB, log-probabilities in nats. Either a row per sequence with list columns "
     f"(sampler and trainer log-probs, optionally a 0/1 mask, and a reward) or a row per token with a sequence "
     f"id (and optionally a position). Recognised names: sampler {', '.join(NAMES['sampler'][::2])}; trainer "
     f"{', '.join(NAMES['trainer'][::2])}; mask {', '.join(NAMES['mask'])}; reward {', '.join(NAMES['reward'][::2])}; "
     f"sequence id {', '.join(NAMES['sequence_id'])}; position {', '.join(NAMES['position'])}. In a CSV a list "
-    "cell is a quoted JSON list, \"[-0.1, -2.3]\".")
+    "cell is a quoted JSON list, \"[-0.1, -2.3]\". **Bounds** (checked while reading; a file over one gets an "
+    "error saying which): " + "; ".join(PAGE_BOUNDS.lines()) + f"; |log π − log μ| of a response token "
+    f"{LOG_RATIO_LIMIT:g}; |reward| {REWARD_LIMIT:g}.")
 
 
 def _uploaded():
@@ -61,9 +69,9 @@ def render(settings):
                "tokens. Every number from the file is a **sample estimate ± its standard error** "
                f"({STANDARD_ERRORS}), unlike the toy's exact numbers on the other tabs.")
     upload, example = st.columns([3, 1], vertical_alignment="center")
-    upload.file_uploader(f"Rollout log (at most {PAGE_SIZE_LIMIT_MB} MB)", key=UPLOAD_KEY, on_change=_uploaded,
+    upload.file_uploader(f"Rollout log (at most {UPLOAD_LIMIT_MB} MB)", key=UPLOAD_KEY, on_change=_uploaded,
                          type=[extension.lstrip(".") for extension in EXTENSIONS] + ["gz"],
-                         max_upload_size=PAGE_SIZE_LIMIT_MB, help=FORMATS)
+                         max_upload_size=UPLOAD_LIMIT_MB, help=FORMATS)
     example.button("Use the example log", on_click=_use_example, icon=":material/science:", width="stretch",
                    help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not from a real "
                         "model): the matched toy should come back near mismatch 0.5.")
@@ -72,15 +80,18 @@ def render(settings):
         st.info("Upload a rollout log, or use the example log.", icon=":material/upload_file:")
         st.markdown(FORMATS)
         return
+    progress = st.empty()
     try:
         columns = _columns(source)
-        results = cache.summary(source.digest, columns, source)
+        results = cache.summary(source, columns, _reporter(progress, source))
+        selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
+        rows, rewards, thresholds = cache.estimators(source, columns, selection, _reporter(progress, source))
     except LogError as error:
-        st.error(str(error), icon=":material/error:")
+        progress.empty()
+        st.error(code(error), icon=":material/error:")
         return
+    progress.empty()
     statistics = results["statistics"]
-    selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
-    rows, rewards, thresholds = cache.estimators(source.digest, columns, selection, source)
     _headline(source, statistics)
     _token_charts(results, thresholds["tokens"])
     _sequence_charts(results, statistics, thresholds)
@@ -88,11 +99,21 @@ def render(settings):
     _matched_toy(settings, statistics)
 
 
+def _reporter(placeholder, source):
+    """progress(share) for reading the log: a progress bar (share None: waiting for another user's log)."""
+    def progress(share):
+        if share is None:
+            placeholder.progress(0.0, text="Waiting for another log to be read (one at a time) …")
+        else:
+            placeholder.progress(share, text=f"Reading {value(source.name)}: {share:.0%}")
+    return progress
+
+
 def _columns(source):
     """The Columns: detected, or picked (the pickers sit in an expander, open when detection is unsure)."""
     preview, detection = cache.detection(source.digest, source.name, source)
     for doubt in detection.doubts:
-        st.warning(f"{source.name}: {doubt}. Check the columns below.", icon=":material/help:")
+        st.warning(f"{code(f'{source.name}: {doubt}')} Check the columns below.", icon=":material/help:")
     explicit = {}
     with st.expander("Columns", expanded=detection.unsure):
         pickers = st.columns(len(NAMES))
@@ -102,13 +123,13 @@ def _columns(source):
             guess = detection.guess[role] if detection.guess[role] in options else (None if required else NOT_SET)
             chosen = picker.selectbox(role.replace("_", " "), options, index=options.index(guess) if guess else None,
                                       key=f"your_run_column.{role}.{source.digest[:12]}", help=TITLES[role],
-                                      placeholder="choose a column")
+                                      placeholder="choose a column", format_func=clipped)
             explicit[role] = None if chosen == NOT_SET else chosen
     return choose(preview, source.name, **explicit)
 
 
 def _headline(source, statistics):
-    st.markdown(f"**{source.name}** · {statistics.sequences:,} sequences, {statistics.tokens:,} response tokens"
+    st.markdown(f"{value(source.name)} · {statistics.sequences:,} sequences, {statistics.tokens:,} response tokens"
                 + (f" ({statistics.dropped:,} sequences without response tokens left out)" if statistics.dropped
                    else ""))
     metrics = [
@@ -131,7 +152,8 @@ def _headline(source, statistics):
     columns[-1].metric("ESS fraction (this sample)", f"{statistics.ess_fraction:.1%}",
                        help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
                             "sequence-level IS effectively keeps. A property of this sample (no standard error).")
-    st.caption("Sample estimates, each with its standard error below it.")
+    st.caption("Sample estimates, each with its standard error below it."
+               + (f" {UNDEFINED}: {SINGLE_SEQUENCE}." if statistics.k1.se is None else ""))
 
 
 def _token_charts(results, thresholds):
@@ -187,7 +209,7 @@ def _estimator_table(rows, rewards, statistics):
     if not rows:
         st.info("Select estimators in the sidebar to apply them to the log.")
         return
-    applied = [row for row in rows if not row.note]
+    applied = [row for row in rows if row.tokens_affected is not None]
     if applied:
         table = pd.DataFrame([row.as_dict() for row in applied]).assign(
             swatch=[swatch(ESTIMATORS[row.name].colour) for row in applied])
@@ -195,7 +217,8 @@ def _estimator_table(rows, rewards, statistics):
                      width="stretch")
     for row in rows:
         if row.note:
-            st.markdown(f"- **{row.name}** is not applied: {row.note}.")
+            what = "weights are not summarised" if row.tokens_affected is not None else "is not applied"
+            st.markdown(f"- **{row.name}** {what}: {row.note}.")
     st.caption("Computed by the same weight functions as the toy's exact table (``toylab.coefficients``), on this "
                "log's sequences: shares of its tokens and sequences, not probabilities. Estimators that read the "
                "advantage (PPO-clip, the off-policy mask) use A = r − mean(r) of the log. Dashed rules on the "
@@ -207,7 +230,8 @@ def _estimator_table(rows, rewards, statistics):
                ("J by self-normalised IS", rewards.snis, "Σ W·r / Σ W: biased, steadier; delta-method se")]
     for column, (label, estimate, help) in zip(st.columns(len(metrics)), metrics, strict=True):
         if estimate is None:
-            column.metric(label, NOT_SET, help=help + " — undefined: a weight W overflows float64")
+            column.metric(label, NOT_SET, help=help + " — undefined: its mean or standard error is beyond float64 "
+                                                      "(the sequence weights W reach e^709)")
         else:
             column.metric(label, f"{estimate.value:.4f}", delta=f"± {_number(estimate.se, '{:.4f}')}",
                           delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
@@ -239,5 +263,5 @@ def _matched_toy(settings, statistics):
                                           "rounded to the slider's step of 0.01, and opens the Estimators tab.")
 
 
-def _number(value, style):
-    return "—" if math.isnan(value) else style.format(value)
+def _number(number, style):
+    return UNDEFINED if number is None else style.format(number)

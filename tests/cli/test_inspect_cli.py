@@ -9,6 +9,7 @@ from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 
 from toylab.cli.main import main
 from toylab.state.settings import Settings
+from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.log import load_log
 from toylab.your_run.matching import match_toy, matched_length
 from toylab.your_run.statistics import log_statistics
@@ -61,7 +62,7 @@ def test_text_report(capsys, library):
     statistics, match = library
     code, out = run(capsys, EXAMPLE)
     lines = out.out.splitlines()
-    assert code == 0 and lines[0].startswith(f"{EXAMPLE}: a row per token; sampler sampler_logprobs")
+    assert code == 0 and lines[0].startswith(f"{EXAMPLE}: a row per token; sampler 'sampler_logprobs'")
     assert lines[1] == f"240 sequences, {statistics.tokens:,} response tokens, mean length 55.1 ± 1.7"
     assert any(f"{statistics.k1.value:.4f} ± {statistics.k1.se:.4f}" in line and line.strip().startswith("k1")
                for line in lines)
@@ -84,7 +85,8 @@ def test_null_standard_errors_come_with_a_note(capsys, tmp_path):
     path.write_bytes(log_bytes(SEQUENCES[:1], "jsonl"))
     result = json.loads(run(capsys, str(path), "--json")[1].out)
     assert result["k1"]["se"] is None and result["matched_toy"]["mismatch_se"] is None
-    assert "standard errors are null: they need at least two sequences" in result["notes"]
+    assert any(note.startswith("standard errors, spreads and matched_toy.mismatch_se are null: a log of one sequence "
+                               "has no standard error") for note in result["notes"])
 
 
 def _bad_file(tmp_path, name, content):
@@ -122,10 +124,10 @@ def test_bad_input_prints_one_line_and_exits_2(capsys, tmp_path, make, extra, me
 
 
 def test_a_file_over_the_size_limit(capsys, tmp_path, monkeypatch):
-    monkeypatch.setattr("toylab.cli.inspect.CLI_SIZE_LIMIT_MB", 0)
+    monkeypatch.setattr("toylab.cli.inspect.CLI_BOUNDS", CLI_BOUNDS.but(file_bytes=1000))
     with pytest.raises(SystemExit) as exit_info:
         main(["inspect", EXAMPLE])
-    assert exit_info.value.code == 2 and "over the size limit of 0 MB" in capsys.readouterr().err
+    assert exit_info.value.code == 2 and "is over the limit of 1,000 bytes per file" in capsys.readouterr().err
 
 
 def test_module_entry_point():

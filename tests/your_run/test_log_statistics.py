@@ -107,8 +107,8 @@ def test_with_one_token_per_sequence_the_se_is_the_plain_one():
 
 def test_a_single_sequence_has_no_standard_error():
     statistics = log_statistics(_log([np.array([-0.1, -0.3])]))
-    assert statistics.k1.value == pytest.approx(0.2) and math.isnan(statistics.k1.se)     # k1 = −mean log ρ
-    assert math.isnan(statistics.log_W.sd) and statistics.mean_reward is None
+    assert statistics.k1.value == pytest.approx(0.2) and statistics.k1.se is None      # k1 = −mean log ρ
+    assert statistics.log_W.sd is None and statistics.log_W.mean.se is None and statistics.mean_reward is None
 
 
 def test_clustered_standard_error_matches_the_spread_of_replicate_logs():

@@ -11,6 +11,7 @@ from rollout_logs import EXAMPLE_FILES, FORMATS, SEQUENCES, TOKENS, log_bytes, w
 
 from examples.make_example_log import generate
 from toylab.your_run import files as log_files
+from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.columns import Columns, choose, detect, looks_like_probabilities
 from toylab.your_run.files import LogError, open_log_file, preview
 from toylab.your_run.log import load_log, read_log
@@ -127,9 +128,9 @@ def test_the_slow_reader_resumes_where_the_fast_one_stopped(tmp_path, monkeypatc
             for i in range(3000)]
     rows[2500]["seq_id"] = "250"
     skipped = []
-    slow = log_files._slow_batches
-    monkeypatch.setattr(log_files, "BLOCK_BYTES", 4096)
-    monkeypatch.setattr(log_files, "_slow_batches", lambda file, kinds, skip: (skipped.append(skip), slow(file, kinds, skip))[1])
+    slow = log_files.slow_batches
+    monkeypatch.setattr(log_files, "slow_batches", lambda file, kinds, skip: (skipped.append(skip), slow(file, kinds, skip))[1])
+    monkeypatch.setattr(log_files, "CHUNK_BYTES", 4096)
     log = load_log(str(write_log(tmp_path, "mixed", rows, "jsonl")))
     assert skipped and 0 < skipped[0] <= 2500
     assert log.sequences == 300 and log.tokens == 3000
@@ -230,7 +231,7 @@ BAD = [  # (case, records, formats, the message after "log.<format>: ")
     ("missing list", _sequences(2, rollout_log_probs=None), ("parquet", "jsonl", "csv"),
      "row 2, column 'rollout_log_probs': missing"),
     ("NaN reward", _sequences(2, reward=float("nan")), ("parquet", "jsonl", "csv"),
-     "row 2, column 'reward': missing or NaN (a reward must be a finite number)"),
+     "row 2, column 'reward': missing or NaN (a reward must be a finite number within ±1e+100)"),
     ("missing sequence id", _tokens(6, sequence_id=None), ("parquet", "jsonl", "csv"),
      "row 6, column 'sequence_id': missing sequence id"),
     ("repeated position", _tokens(3, position=1, mask=1), ("parquet", "jsonl", "csv"),
@@ -290,11 +291,12 @@ def test_bad_files_name_the_problem(tmp_path, name, content, message):
 
 def test_a_file_over_the_size_limit_is_refused_before_reading(tmp_path):
     path = write_log(tmp_path, "log", TOKENS, "jsonl")
-    with pytest.raises(LogError, match=r"log.jsonl: 0.0 MB, over the size limit of 0 MB"):
-        load_log(str(path), max_bytes=100)
-    with pytest.raises(LogError, match="over the size limit"):
-        load_log("upload.jsonl", data=path.read_bytes(), max_bytes=100)
-    assert load_log(str(path), max_bytes=path.stat().st_size).tokens == 7
+    size = path.stat().st_size
+    with pytest.raises(LogError, match=rf"log.jsonl: the file \({size:,} bytes\) is over the limit of 100 bytes per file"):
+        load_log(str(path), bounds=CLI_BOUNDS.but(file_bytes=100))
+    with pytest.raises(LogError, match=f"is over the limit of {size - 1:,} bytes per file"):
+        load_log("upload.jsonl", data=path.read_bytes(), bounds=CLI_BOUNDS.but(file_bytes=size - 1))
+    assert load_log(str(path), bounds=CLI_BOUNDS.but(file_bytes=size)).tokens == 7
 
 
 def test_a_column_that_does_not_exist_or_does_not_fit(tmp_path):
@@ -313,8 +315,8 @@ def test_a_column_that_does_not_exist_or_does_not_fit(tmp_path):
 def test_bad_values_beyond_the_first_chunk_keep_their_row_numbers(tmp_path, monkeypatch):
     rows = [{"sequence_id": i // 4, "sampler_logprobs": -0.5, "trainer_logprobs": -0.25} for i in range(4000)]
     rows[3210]["trainer_logprobs"] = 0.5
-    monkeypatch.setattr(log_files, "BLOCK_BYTES", 4096)
     monkeypatch.setattr(log_files, "TOKENS_PER_BATCH", 256)
+    monkeypatch.setattr(log_files, "CHUNK_BYTES", 4096)
     for format in ("csv", "jsonl", "parquet"):
         path = write_log(tmp_path, "long", rows, format)
         if format == "parquet":

@@ -1,10 +1,11 @@
 """``python -m toylab inspect FILE``: a rollout log's sample statistics and the toy that matches it.
 
 Every number from the file is a sample estimate printed with its standard error; the matched toy's numbers
-are exact. A bad file or argument prints one line, ``toylab: error: ...``, and exits with status 2.
+are exact. A bad file or argument, or a file over the bounds (``your_run.bounds``), prints one line,
+``toylab: error: ...``, and exits with status 2.
 """
 
-import math
+import argparse
 import sys
 
 from toylab.cli.arguments import (
@@ -16,20 +17,25 @@ from toylab.cli.arguments import (
 )
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import quoted
+from toylab.text import UNDEFINED, quoted
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE, on_log, reward_estimates
-from toylab.your_run.files import CLI_SIZE_LIMIT_MB
+from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
 from toylab.your_run.log import load_log
 from toylab.your_run.matching import comparison, match_toy, matched_length
-from toylab.your_run.statistics import STANDARD_ERRORS, TAIL_THRESHOLDS, log_statistics
+from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS, TAIL_THRESHOLDS, log_statistics
 
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
+BOUNDS_HELP = "\n".join(["bounds, checked while reading (a file over one is refused in one line):",
+                         *(f"  {line}" for line in CLI_BOUNDS.lines()),
+                         f"  |log π − log μ| of a response token: {LOG_RATIO_LIMIT:g}; |reward|: {REWARD_LIMIT:g}",
+                         "  (1 MB = 1,000,000 bytes)"])
 
 
 def parse_arguments(argv):
-    parser = ToylabParser(prog="python -m toylab inspect", description=__doc__.splitlines()[0])
-    parser.add_argument("file", metavar="FILE",
-                        help=f"Parquet, JSONL or CSV (text ones may be .gz), at most {CLI_SIZE_LIMIT_MB} MB")
+    parser = ToylabParser(prog="python -m toylab inspect", description=__doc__.splitlines()[0], epilog=BOUNDS_HELP,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("file", metavar="FILE", help=f"Parquet, JSONL or CSV (text ones may be .gz), at most "
+                                                     f"{CLI_BOUNDS.amount('file_bytes')}")
     for role in ROLES:
         parser.add_argument(f"--{role.replace('_', '-')}", metavar="COL", help=f"the column holding the {role} "
                             "(default: recognised by name)")
@@ -66,7 +72,7 @@ def _check_toy_arguments(arguments):
 
 def report(arguments):
     explicit = {role: getattr(arguments, role) for role in ROLES}
-    log = load_log(arguments.file, max_bytes=CLI_SIZE_LIMIT_MB << 20, **explicit)
+    log = load_log(arguments.file, bounds=CLI_BOUNDS, **explicit)
     statistics = log_statistics(log)
     T = matched_length(statistics.mean_length.value, arguments.V) if arguments.T == "data" else arguments.T
     match = match_toy(statistics.k1, T, arguments.V, arguments.seed)
@@ -94,15 +100,16 @@ def _notes(result):
     """Why a value is null: standard errors need two sequences; a clamped match has no mismatch se."""
     notes = []
     if result["sequences"] < 2:
-        notes.append("standard errors are null: they need at least two sequences")
+        notes.append(f"standard errors, spreads and matched_toy.mismatch_se are null: {SINGLE_SEQUENCE}")
     if result["mean_reward"] is None:
         notes.append("mean_reward is null: the log has no reward column")
-    notes += [f"{row['name']}: its shares and weights are null: {row['note']}" for row in result["estimators"]
-              if row["note"]]
+    notes += [f"{row['name']}: its {'weights are' if row['tokens_affected'] is not None else 'shares and weights are'} "
+              f"null: {row['note']}" for row in result["estimators"] if row["note"]]
     if result["reward_estimates"] is None:
         notes.append("reward_estimates is null: the log has no reward column")
     elif result["reward_estimates"]["seq_is"] is None:
-        notes.append("reward_estimates.seq_is is null: a sequence weight W overflows float64")
+        notes.append("reward_estimates.seq_is is null: its mean or standard error is beyond float64 (the sequence "
+                     "weights W reach e^709)")
     if result["ess_fraction"] < FEW_WEIGHTS:
         notes.append(UNRELIABLE.format(result["ess_fraction"]))
     clamped = result["matched_toy"]["clamped"]
@@ -113,7 +120,7 @@ def _notes(result):
 
 
 def as_text(result):
-    columns = ", ".join(f"{role} {column}" for role, column in result["columns"].items())
+    columns = ", ".join(f"{role} {quoted(column)}" for role, column in result["columns"].items())
     shape = "a row per sequence" if result["shape"] == "sequence" else "a row per token"
     lines = [f"{result['file']}: {shape}; {columns}",
              f"{result['sequences']:,} sequences, {result['tokens']:,} response tokens, mean length "
@@ -142,16 +149,20 @@ def as_text(result):
     lines += ["", "What each estimator does to these sequences (shares of this log, not probabilities):",
               f"  {'estimator':<28}{'tokens hit':>11}{'seqs hit':>10}{'weight mean':>13}{'sd':>9}{'ESS':>8}"]
     for row in result["estimators"]:
-        if row["note"]:
-            lines.append(f"  {row['name']:<28}— {row['note']}")
+        if row["note"] and row["tokens_affected"] is not None:
+            lines.append(f"  {row['name']:<28}{row['tokens_affected']:>11.2%}{row['sequences_affected']:>10.2%}  "
+                         f"{UNDEFINED} {row['note']}")
+        elif row["note"]:
+            lines.append(f"  {row['name']:<28}{UNDEFINED} {row['note']}")
         else:
             lines.append(f"  {row['name']:<28}{row['tokens_affected']:>11.2%}{row['sequences_affected']:>10.2%}"
                          f"{row['weight_mean']:>13.4g}{row['weight_sd']:>9.3g}{row['ess_fraction']:>8.1%}")
     match = result["matched_toy"]
     lines += ["", f"Matched toy (exact): T={match['T']} V={match['V']} seed={match['seed']} "
-                  f"mismatch={match['mismatch']:.4f}" + ("" if math.isnan(match["mismatch_se"]) else
-                                                         f" ± {match['mismatch_se']:.4f}")]
+                  f"mismatch={match['mismatch']:.4f} ± {_number(match['mismatch_se'], '{:.4f}')}"]
     lines += [f"  {sentence}" for sentence in match["summary"]]
+    if result["notes"]:
+        lines += ["", "Notes (why a value is —):"] + [f"  {note}" for note in result["notes"]]
     return "\n".join(lines)
 
 
@@ -160,7 +171,7 @@ def _pm(estimate, style):
 
 
 def _number(value, style):
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else style.format(value)
+    return UNDEFINED if value is None else style.format(value)
 
 
 def main(argv=None):

@@ -10,7 +10,9 @@ its sequence's), from the same weight functions the exact engine uses. Summed ov
     ess_fraction        = (Σ c)² / (n·Σ c²) over the n response tokens: the share of the tokens the weights
                           effectively keep (1 when every weight is equal; 0 when every weight is 0)
 
-These are counts on this sample, not probabilities under μ. Estimators that read the advantage (PPO-clip
+These are counts on this sample, not probabilities under μ. The sums are kept scaled by a power of two, so
+weights up to float64's largest stay summable; an estimator whose weights themselves overflow float64 (W = e^800
+on a long sequence) keeps its shares and gets a note instead of a weight summary. Estimators that read the advantage (PPO-clip
 against the sampler, the off-policy sequence mask, verl's bypass_ppo_clip presets) get A_b = r_b − mean(r),
 the log's own centred reward, when the log has rewards, and are left out (with the reason) when it has none.
 Batch-coupled estimators have no weight of their own on a sequence: they are left out with the reason.
@@ -21,7 +23,8 @@ W_b = exp(Σ_t log ρ_{b,t}):
     seq_is:  mean_b W_b·r_b,            se = sd_b(W_b·r_b)/√B
     SNIS:    Σ_b W_b·r_b / Σ_b W_b,     se² = Σ_b W_b²·(r_b − SNIS)² / (Σ_b W_b)²   (delta method)
 
-next to the logged mean reward E_μ[r] = mean_b r_b (se = sd_b(r_b)/√B).
+next to the logged mean reward E_μ[r] = mean_b r_b (se = sd_b(r_b)/√B). Both are computed with W_b scaled by
+exp(−max_b log W_b); seq_is is None (with the reason) when its mean or standard error is beyond float64.
 """
 
 import math
@@ -32,9 +35,9 @@ import numpy as np
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.coefficients import marks
 from toylab.engine.sequences import GivenSequences
-from toylab.your_run.statistics import Estimate, sequence_log_ratios, sequence_mean
+from toylab.your_run.statistics import Estimate, power_of_two_above, sequence_log_ratios, sequence_mean
 
-OVERFLOW = 700.0                     # exp(log W) overflows float64 beyond about 709
+LARGEST_LOG = math.log(np.finfo(float).max)      # 709.78: exp of more is not a float64
 FEW_WEIGHTS = 0.1                    # a sample ESS fraction below this: IS standard errors are not to be trusted
 UNRELIABLE = ("the sequence weights' sample ESS fraction is {:.1%}: a few sequences carry almost all the weight, "
               "so the IS estimates of J and their standard errors understate the uncertainty (both can be far off)")
@@ -71,7 +74,8 @@ def on_log(log, selection):
             if id in left_out:
                 continue
             try:
-                coefficient, _, affected = marks(id, sequences, params)
+                with np.errstate(over="ignore", invalid="ignore"):     # weights past float64: see _Totals
+                    coefficient, _, affected = marks(id, sequences, params)
             except ValueError as error:            # the advantage is needed and the log has no rewards
                 left_out[id] = f"needs rewards: {error}"
                 continue
@@ -91,33 +95,51 @@ def _why_not(id):
 def _row(id, totals, note):
     if note or totals is None or totals.tokens == 0:
         return EstimatorOnLog(id, note=note or "no response tokens")
+    shares = {"tokens_affected": totals.affected_tokens / totals.tokens,
+              "sequences_affected": totals.affected_sequences / totals.sequences}
+    if totals.overflow:
+        return EstimatorOnLog(id, **shares, note=OVERFLOWING)
     mean = totals.weight_sum / totals.tokens
     variance = max(totals.weight_square_sum / totals.tokens - mean**2, 0.0)
     ess = totals.weight_sum**2 / (totals.tokens * totals.weight_square_sum) if totals.weight_square_sum > 0 else 0.0
-    return EstimatorOnLog(id, tokens_affected=totals.affected_tokens / totals.tokens,
-                          sequences_affected=totals.affected_sequences / totals.sequences,
-                          weight_mean=mean, weight_sd=math.sqrt(variance), weight_min=totals.low,
+    return EstimatorOnLog(id, **shares, weight_mean=mean * totals.scale,
+                          weight_sd=math.sqrt(variance) * totals.scale, weight_min=totals.low,
                           weight_max=totals.high, ess_fraction=min(ess, 1.0))
 
 
+OVERFLOWING = ("its weights overflow float64 on this log (a sequence's W = exp(Σ log ρ) is beyond 1.8e308), so "
+               "they have no mean, spread or ESS; its shares of masked or clipped tokens are counted")
+
+
 class _Totals:
-    """Running sums of one estimator over the log's batches."""
+    """Running sums of one estimator over the log's batches: Σ c/s and Σ (c/s)² with s a power of two at or above
+    the largest |c| so far (rescaled when it grows), so no sum overflows; ``overflow`` once a weight is not finite."""
 
     def __init__(self):
         self.tokens = self.sequences = self.affected_tokens = self.affected_sequences = 0
         self.weight_sum = self.weight_square_sum = 0.0
+        self.scale = 1.0
         self.low, self.high = math.inf, -math.inf
+        self.overflow = False
 
     def add(self, response_weights, affected):
         self.tokens += response_weights.size
         self.sequences += len(affected)
         self.affected_tokens += int(affected.sum())
         self.affected_sequences += int(affected.any(axis=1).sum())
-        self.weight_sum += float(response_weights.sum())
-        self.weight_square_sum += float(np.square(response_weights).sum())
-        if response_weights.size:
-            self.low = min(self.low, float(response_weights.min()))
-            self.high = max(self.high, float(response_weights.max()))
+        if not response_weights.size or self.overflow:
+            return
+        if not np.isfinite(response_weights).all():
+            self.overflow = True
+            return
+        scale = max(self.scale, power_of_two_above(response_weights))
+        shrink = self.scale / scale
+        scaled = response_weights / scale
+        self.weight_sum = self.weight_sum * shrink + float(scaled.sum())
+        self.weight_square_sum = self.weight_square_sum * shrink**2 + float(np.square(scaled).sum())
+        self.scale = scale
+        self.low = min(self.low, float(response_weights.min()))
+        self.high = max(self.high, float(response_weights.max()))
 
 
 @dataclass(frozen=True)
@@ -133,8 +155,8 @@ class RewardEstimates:
 
 
 def reward_estimates(log):
-    """RewardEstimates of a log with rewards (None without). SNIS is computed with W scaled by exp(−max log W),
-    so it never overflows; seq_is is None when some W·r overflows float64 (log W > 700)."""
+    """RewardEstimates of a log with rewards (None without). Both IS estimates are computed with W scaled by
+    exp(−max log W), so nothing overflows on the way; seq_is is None when its mean or se is beyond float64."""
     if log.rewards is None:
         return None
     rewards = log.rewards
@@ -143,5 +165,14 @@ def reward_estimates(log):
     scaled = np.exp(log_W - top)                          # W / exp(top), in (0, 1]
     snis = float((scaled * rewards).sum() / scaled.sum())
     snis_se = float(np.sqrt(np.sum(scaled**2 * (rewards - snis) ** 2)) / scaled.sum())
-    seq_is = sequence_mean(np.exp(log_W) * rewards) if top <= OVERFLOW else None
-    return RewardEstimates(sequence_mean(rewards), seq_is, Estimate(snis, snis_se))
+    return RewardEstimates(sequence_mean(rewards), _unscaled(sequence_mean(scaled * rewards), top),
+                           Estimate(snis, snis_se))
+
+
+def _unscaled(estimate, log_scale):
+    """The estimate times exp(log_scale); None if that is beyond float64 (its value or its se)."""
+    parts = [part for part in (estimate.value, estimate.se) if part]
+    if log_scale >= LARGEST_LOG or any(math.log(abs(part)) + log_scale >= LARGEST_LOG for part in parts):
+        return None
+    factor = math.exp(log_scale)
+    return Estimate(estimate.value * factor, None if estimate.se is None else estimate.se * factor)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
+from toylab.text import listed, quoted
 from toylab.your_run.files import LogError
 
 NAMES = {
@@ -35,6 +36,7 @@ TITLES = {"sampler": "the sampler's log-probabilities (log μ)", "trainer": "the
           "mask": "the response mask", "reward": "the reward", "sequence_id": "the sequence id",
           "position": "the token position"}
 NUMERIC_KINDS = ("number", "list")
+MOST_LISTED = 8                       # column names a message lists
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def detect(preview):
             found = [column for column in found if column not in probability_like]
         guess[role] = found[0] if found else None
         if len(found) > 1:
-            doubts.append(f"{' and '.join(found)} could each be {TITLES[role]}; using {found[0]}")
+            doubts.append(f"{' and '.join(map(quoted, found))} could each be {TITLES[role]}; using {quoted(found[0])}")
     for role in ("sampler", "trainer"):
         if guess[role] is None:
             named = [column for column in preview.columns if column.lower() in NAMES[role]]
@@ -108,20 +110,20 @@ def choose(preview, name, **explicit):
     (naming the file ``name``) if a role is missing or a column does not fit its role."""
     for role, column in explicit.items():
         if column is not None and column not in preview.columns:
-            raise LogError(f"{name}: no column {column!r} for {TITLES[role]} (columns: {', '.join(preview.columns)})")
+            raise LogError(f"{name}: no column {quoted(column)} for {TITLES[role]} (columns: {listed(preview.columns, MOST_LISTED)})")
     detection = detect(preview)
     chosen = {role: explicit.get(role) or detection.guess[role] for role in NAMES}
     for role in ("sampler", "trainer"):
         named = [column for column in detection.probability_like if column.lower() in NAMES[role]]
         if chosen[role] is None and named:
-            raise LogError(f"{name}: column {named[0]!r} looks like probabilities, not log-probabilities: its first "
+            raise LogError(f"{name}: column {quoted(named[0])} looks like probabilities, not log-probabilities: its first "
                            "values are all in [0, 1]; give log-probabilities in nats (the log of these)")
         if chosen[role] is None:
-            options = ", ".join(detection.numeric) or "none"
+            options = listed(detection.numeric, MOST_LISTED) or "none"
             raise LogError(f"{name}: which column holds {TITLES[role]}? None is named {', '.join(NAMES[role])} "
                            f"(numeric columns: {options})")
     if chosen["sampler"] == chosen["trainer"]:
-        raise LogError(f"{name}: column {chosen['sampler']!r} cannot hold both the sampler's and the trainer's "
+        raise LogError(f"{name}: column {quoted(chosen['sampler'])} cannot hold both the sampler's and the trainer's "
                        "log-probabilities")
     shape = _shape(preview, name, chosen)
     if shape == "sequence":
@@ -139,11 +141,11 @@ def _shape(preview, name, chosen):
     for role, kind in kinds.items():
         if kind not in NUMERIC_KINDS:
             row, value = preview.first[chosen[role]]
-            raise LogError(f"{name}: row {row}, column {chosen[role]!r}: {value} is not a log-probability (the "
+            raise LogError(f"{name}: row {row}, column {quoted(chosen[role])}: {value} is not a log-probability (the "
                            f"column holds {_kind_words(kind)}; it was taken for {TITLES[role]})")
     if kinds["sampler"] != kinds["trainer"]:
-        raise LogError(f"{name}: {chosen['sampler']!r} holds {_kind_words(kinds['sampler'])} but "
-                       f"{chosen['trainer']!r} holds {_kind_words(kinds['trainer'])}; both must be lists "
+        raise LogError(f"{name}: {quoted(chosen['sampler'])} holds {_kind_words(kinds['sampler'])} but "
+                       f"{quoted(chosen['trainer'])} holds {_kind_words(kinds['trainer'])}; both must be lists "
                        "(a row per sequence) or both numbers (a row per token)")
     return "sequence" if kinds["sampler"] == "list" else "token"
 
@@ -156,7 +158,7 @@ def _check_roles(preview, name, chosen, shape):
         column = chosen[role]
         if column is not None and preview.kinds[column] not in kinds:
             row, value = preview.first[column]
-            raise LogError(f"{name}: row {row}, column {column!r} ({TITLES[role]}): {value}; in a log with a row per "
+            raise LogError(f"{name}: row {row}, column {quoted(column)} ({TITLES[role]}): {value}; in a log with a row per "
                            f"{shape} it should hold {_kind_words(kinds[0])}")
 
 

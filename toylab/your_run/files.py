@@ -4,78 +4,100 @@ Formats: Parquet, JSON Lines and CSV, the text ones optionally gzip-compressed. 
 extension and must agree with the content: gzip is recognised by its magic bytes (1f 8b), Parquet by
 "PAR1"; a file whose content contradicts its name is refused with a message saying what it looks like.
 
+Every read is bounded (``bounds``): a text log's bytes go through ``CountedText`` as they are decompressed,
+which stops at the first byte past the text or line bound; a Parquet file's columns, rows, values and
+decompressed size are checked from its metadata before any of its data is read.
+
 Columns are read in chunks of rows (``read_batches``), each a pyarrow RecordBatch in a canonical form:
 a number column is float64, a list column list<float64> (true/false read as 1/0 where allowed), an id
-column text. The fast path is pyarrow's own reader; when it rejects the file, a slow Python reader takes
-over from the first row not yet delivered and names the row and column of the first bad value (or reads
-on, if pyarrow was merely stricter than needed). Rows count records from 1; a CSV header is not a row.
-Every problem is a ``LogError``: one line naming the file, and where possible the row and column.
+column text. The fast path is pyarrow's own reader, one thread, one block (a line's bound) at a time;
+when it rejects the file, the slow Python reader (``text_rows``) takes over from the first row not yet
+delivered and names the row and column of the first bad value (or reads on, if pyarrow was merely
+stricter than needed). Rows count records from 1; a CSV header is not a row. Every problem is a
+``LogError``: one line naming the file, and where possible the row and column (quoted, at most 40
+characters each).
 """
 
 import codecs
-import csv
 import gzip
 import io
-import json
-import math
 import os
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
+from toylab.text import quoted
+from toylab.your_run.bounds import CLI_BOUNDS, MB, Bounds, CountedText, LogError, buffered
+from toylab.your_run.text_rows import (
+    SHOWN_ITEMS,
+    checked,
+    csv_header,
+    csv_reader,
+    csv_record,
+    csv_rows,
+    decoding,
+    first_line,
+    json_lines,
+    json_record,
+    loads,
+    python_value,
+    read_failure,
+    shown,
+    slow_batches,
+)
+
 EXTENSIONS = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
 FORMAT_NAMES = {"parquet": "Parquet", "jsonl": "JSON Lines", "csv": "CSV"}
 GZIP_MAGIC, PARQUET_MAGIC, ZIP_MAGIC = b"\x1f\x8b", b"PAR1", b"PK\x03\x04"
-PAGE_SIZE_LIMIT_MB = 50           # an upload on the page
-CLI_SIZE_LIMIT_MB = 200           # a file given to ``python -m toylab inspect``
-PREVIEW_ROWS = 100
-BLOCK_BYTES = 4 << 20              # pyarrow's text readers parse this much at a time
+PREVIEW_ROWS = 100                 # the preview reads at most this many rows …
+PREVIEW_BYTES = 1 * MB             # … and stops once it has read this much text (after one row at least)
+PREVIEW_NUMBERS = 10_000           # numbers kept per column for the probability check
 TOKENS_PER_BATCH = 1 << 20         # Parquet: about this many list values per batch
-SLOW_ROWS_PER_BATCH = 20_000
-CSV_NULLS = {"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "N/A",
-             "NA", "NULL", "NaN", "n/a", "nan", "null"}   # pyarrow's CSV null markers
+PARQUET_BUFFER = 1 << 20           # Parquet: bytes read from a column chunk at a time (not the whole chunk)
+CHUNK_BYTES = 4 * MB               # text: about this much is parsed at a time (whole lines)
 KINDS = ("number", "numbers", "flag", "flags", "key")   # flag(s): numbers where true/false also count
-
-
-class LogError(ValueError):
-    """A bad rollout log: the message is one line naming the file and, where it can, the row and column."""
+READ_ERRORS = (OSError, EOFError, zlib.error)
 
 
 @dataclass(frozen=True)
 class LogFile:
-    """A log file, on disk (``path``) or in memory (``data``, e.g. an upload), with its checked format."""
+    """A log file, on disk (``path``) or in memory (``data``, e.g. an upload), with its checked format, its
+    size in bytes and the bounds its reading keeps to."""
     name: str
     format: str                  # "parquet" | "jsonl" | "csv"
     compressed: bool             # gzip
+    size: int
+    bounds: Bounds
     path: str | None = None
     data: bytes | None = None
 
-    def raw(self):
-        """The file's bytes as a binary stream, decompressed."""
-        stream = open(self.path, "rb") if self.data is None else io.BytesIO(self.data)
-        return gzip.GzipFile(fileobj=stream) if self.compressed else stream
+    def counted(self):
+        """The file's bytes as a binary stream, decompressed and counted (``bounds.CountedText``)."""
+        raw = open(self.path, "rb") if self.data is None else io.BytesIO(self.data)
+        source = gzip.GzipFile(fileobj=raw) if self.compressed else raw
+        return CountedText(self.name, self.bounds, raw, source, self.size)
 
-    def arrow_stream(self):
-        """The same as a pyarrow input stream (native decompression)."""
-        stream = pa.input_stream(self.path, compression=None) if self.data is None else pa.BufferReader(self.data)
-        return pa.CompressedInputStream(stream, "gzip") if self.compressed else stream
+    def raw(self):
+        return buffered(self.counted())
 
     def text(self):
-        return io.TextIOWrapper(self.raw(), encoding="utf-8", newline="")
+        return io.TextIOWrapper(self.raw(), encoding="utf-8-sig", newline="")
 
 
-def open_log_file(name, data=None, path=None, max_bytes=None):
+def open_log_file(name, data=None, path=None, bounds=CLI_BOUNDS):
     """The LogFile for an upload (``name``, ``data``) or a file on disk (``path``, default ``name``); LogError
-    if it is empty, over ``max_bytes``, of an unknown extension, or not what its extension says."""
+    if it is empty, over ``bounds.file_bytes``, of an unknown extension, or not what its extension says."""
     if data is None and path is None:
         path = name
     size = len(data) if data is not None else _size(name, path)
-    if max_bytes is not None and size > max_bytes:
-        raise LogError(f"{name}: {size / 2**20:,.1f} MB, over the size limit of {max_bytes / 2**20:,.0f} MB")
+    if size > bounds.file_bytes:
+        raise bounds.exceeded(name, "file_bytes", f"the file ({size:,} bytes)")
     if size == 0:
         raise LogError(f"{name}: the file is empty")
     stem, extension = os.path.splitext(name.lower())
@@ -86,7 +108,7 @@ def open_log_file(name, data=None, path=None, max_bytes=None):
         accepted = ", ".join(EXTENSIONS)
         raise LogError(f"{name}: unknown extension; a rollout log is {accepted} (or a text one .gz-compressed)")
     head = (data[:8] if data is not None else _head(path))
-    file = LogFile(name, EXTENSIONS[extension], head.startswith(GZIP_MAGIC), path, data)
+    file = LogFile(name, EXTENSIONS[extension], head.startswith(GZIP_MAGIC), size, bounds, path, data)
     if named_gzip and not file.compressed:
         raise LogError(f"{name}: named .gz but not gzip-compressed (it looks like {_looks_like(head)})")
     if file.format == "parquet":
@@ -130,8 +152,8 @@ def _check_text(file):
     try:
         with file.raw() as stream:
             head = stream.read(4096)
-    except (OSError, EOFError) as error:
-        raise _read_failure(file, error) from None
+    except READ_ERRORS as error:
+        raise read_failure(file, error) from None
     kind = FORMAT_NAMES[file.format]
     if not head.strip():
         raise LogError(f"{file.name}: the file holds no rows")
@@ -141,7 +163,7 @@ def _check_text(file):
         codecs.getincrementaldecoder("utf-8")().decode(head)
     except UnicodeDecodeError as error:
         raise LogError(f"{file.name}: not UTF-8 text (byte {error.start} of the content)") from None
-    first = head.lstrip()[:1]
+    first = head.removeprefix(codecs.BOM_UTF8).lstrip()[:1]
     if file.format == "jsonl" and first != b"{":
         why = "a JSON array; write one JSON object per line" if first == b"[" else \
             f"row 1 does not start with '{{' but with {first.decode(errors='replace')!r}"
@@ -154,7 +176,7 @@ def _check_text(file):
 class Preview:
     """The first rows of a log: its column names in order, the kind of each column's first non-empty value
     ("number", "bool", "list", "bools", "text", or "empty") with that value's row and a short text of it,
-    and the finite numbers seen in each column."""
+    and up to PREVIEW_NUMBERS finite numbers seen in each column."""
     columns: tuple
     kinds: dict
     numbers: dict
@@ -165,58 +187,71 @@ class Preview:
 
 
 def preview(file, rows=PREVIEW_ROWS):
-    """The Preview of the file's first ``rows`` rows; LogError if it has none or they cannot be parsed."""
+    """The Preview of the file's first rows (at most ``rows``, and about PREVIEW_BYTES of them); LogError if it
+    has none, they cannot be parsed, or they have more columns than the bounds allow."""
     if file.format == "parquet":
-        return _parquet_preview(file, rows)
+        try:
+            return _parquet_preview(file, rows)
+        except (pa.ArrowException, OSError) as error:
+            raise LogError(f"{file.name}: cannot be read as Parquet ({quoted(first_line(error), 80)})") from None
     records = _first_records(file, rows)
     if not records:
         raise LogError(f"{file.name}: the file holds no rows")
     columns = list(dict.fromkeys(name for record in records for name in record))
+    if len(columns) > file.bounds.columns:
+        raise file.bounds.exceeded(file.name, "columns", f"the first rows ({len(columns):,} keys)")
     kinds, numbers, first = {}, {}, {}
     for column in columns:
-        values = [_python_value(record.get(column), file.format) for record in records]
+        values = [python_value(record.get(column), file.format) for record in records]
         present = [(row, value) for row, value in enumerate(values, start=1) if value is not None]
         kinds[column] = _python_kind(present[0][1]) if present else "empty"
         numbers[column] = _finite_numbers([value for _, value in present])
-        first[column] = (present[0][0], _shown(present[0][1])) if present else (1, "nothing")
+        first[column] = (present[0][0], shown(present[0][1])) if present else (1, "nothing")
     return Preview(tuple(columns), kinds, numbers, first)
 
 
 def _first_records(file, rows):
-    """The first ``rows`` records as dicts (CSV cells as text), parse errors as LogError."""
-    records = []
-    with _decoding(file), file.text() as text:
+    """The first records as dicts (CSV cells as text): ``rows`` of them, or fewer once PREVIEW_BYTES are read."""
+    records, read = [], 0
+    with decoding(file), file.text() as text:
         if file.format == "jsonl":
-            for row, line in enumerate(_json_lines(text), start=1):
-                records.append(_json_record(file, row, line))
-                if len(records) == rows:
+            for row, line in enumerate(json_lines(text), start=1):
+                records.append(json_record(file, row, line))
+                read += len(line)
+                if len(records) == rows or read > PREVIEW_BYTES:
                     break
         else:
-            reader = csv.reader(text)
-            header = _csv_header(file, reader)
-            for row, cells in enumerate(_csv_rows(reader), start=1):
-                records.append(_csv_record(file, header, row, cells))
-                if len(records) == rows:
+            reader = csv_reader(file, text)
+            header = csv_header(file, reader)
+            for row, cells in enumerate(csv_rows(file, reader), start=1):
+                records.append(csv_record(file, header, row, cells))
+                read += sum(map(len, cells))
+                if len(records) == rows or read > PREVIEW_BYTES:
                     break
     return records
 
 
 def _parquet_preview(file, rows):
     parquet = _parquet(file)
-    if parquet.metadata.num_rows == 0:
+    if parquet.metadata.num_rows == 0 or parquet.num_row_groups == 0:
         raise LogError(f"{file.name}: the file holds no rows")
-    batch = next(parquet.iter_batches(batch_size=rows))
+    group = parquet.metadata.row_group(0)
+    per_row = group.total_byte_size / max(1, group.num_rows)
+    batch = next(parquet.iter_batches(batch_size=int(np.clip(PREVIEW_BYTES // max(per_row, 1), 1, rows)),
+                                      use_threads=False))
     kinds, numbers, first = {}, {}, {}
     for name, column in zip(batch.schema.names, batch.columns, strict=True):
         kinds[name] = _arrow_kind(column.type)
-        values = column.to_pylist()
-        numbers[name] = _finite_numbers(values) if kinds[name] in ("number", "list") else np.empty(0)
+        numbers[name] = _arrow_numbers(column, kinds[name])
         row = _first_valid(column)
-        first[name] = (row + 1, _shown(values[row]) if values[row] is not None else "nothing")
+        first[name] = (row + 1, _arrow_shown(column, row, kinds[name]) if column.is_valid()[row].as_py()
+                       else "nothing")
     return Preview(tuple(batch.schema.names), kinds, numbers, first)
 
 
 def _arrow_kind(type):
+    if pa.types.is_dictionary(type):
+        return _arrow_kind(type.value_type)
     if pa.types.is_list(type) or pa.types.is_large_list(type) or pa.types.is_fixed_size_list(type):
         inner = _arrow_kind(type.value_type)
         return {"number": "list", "bool": "bools", "empty": "list"}.get(inner, "text")
@@ -229,25 +264,27 @@ def _arrow_kind(type):
     return "text"
 
 
-def _python_value(value, format):
-    """A JSON value as is; a CSV cell parsed as pyarrow's reader does: a null marker ('', 'NA', 'nan', …) →
-    None, a number, true/false, a JSON list, else the text."""
-    if format == "jsonl" or not isinstance(value, str):
-        return value
-    cell = value.strip()
-    if cell in CSV_NULLS:
-        return None
-    if cell.startswith("["):
-        try:
-            return json.loads(cell)
-        except ValueError:
-            return value
-    if cell.lower() in ("true", "false"):
-        return cell.lower() == "true"
-    try:
-        return float(cell)
-    except ValueError:
-        return value
+def _decoded(array):
+    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+
+def _arrow_numbers(column, kind):
+    """Up to PREVIEW_NUMBERS finite numbers of a number or list column, from Arrow without Python objects."""
+    if kind not in ("number", "list"):
+        return np.empty(0)
+    values = _decoded(pc.list_flatten(column) if kind == "list" else column)
+    values = _decoded(values).slice(0, PREVIEW_NUMBERS).cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    return values[np.isfinite(values)]
+
+
+def _arrow_shown(column, row, kind):
+    """A short text of one value: a list by its first elements, a nested value by its type."""
+    value = _decoded(column.slice(row, 1))
+    if kind in ("list", "bools"):
+        return shown(_decoded(pc.list_flatten(value)).slice(0, SHOWN_ITEMS + 1).to_pylist())
+    if pa.types.is_nested(value.type):
+        return f"a {value.type}"[:40]
+    return shown(value.to_pylist()[0])
 
 
 def _python_kind(value):
@@ -268,64 +305,111 @@ def _finite_numbers(values):
     flat = []
     for value in values:
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, int | float) and not isinstance(item, bool) and math.isfinite(item):
+            if isinstance(item, int | float) and not isinstance(item, bool) and abs(item) <= 1e308 \
+                    and item == item:
                 flat.append(float(item))
-    return np.asarray(flat, dtype=float)
+        if len(flat) >= PREVIEW_NUMBERS:
+            break
+    return np.asarray(flat[:PREVIEW_NUMBERS], dtype=float)
 
 
 # -- reading columns in chunks ------------------------------------------------------------------------------
 
 def read_batches(file, kinds, preview):
-    """(first row, RecordBatch) chunks of the named columns in their canonical form.
+    """(first row, RecordBatch, share of the file read) chunks of the named columns in their canonical form.
 
     ``kinds`` maps column → one of KINDS: "number"/"flag" → float64, "numbers"/"flags" → list<float64>,
     "key" → text. ``preview`` tells the JSON reader each column's type (bool or number) up front.
     """
     delivered = 0
     try:
-        for batch in _fast_batches(file, kinds, preview):
-            yield delivered, batch
+        for batch, share in _fast_batches(file, kinds, preview):
+            yield delivered, batch, share
             delivered += batch.num_rows
         return
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, UnicodeDecodeError) as error:
         if file.format == "parquet":
-            raise LogError(f"{file.name}: cannot be read as Parquet ({_first_line(error)})") from None
-    except (OSError, EOFError) as error:
-        raise _read_failure(file, error) from None
-    yield from _slow_batches(file, kinds, delivered)
+            raise LogError(f"{file.name}: cannot be read as Parquet ({quoted(first_line(error), 80)})") from None
+    except READ_ERRORS as error:
+        raise read_failure(file, error) from None
+    yield from slow_batches(file, kinds, delivered)
 
 
 def _fast_batches(file, kinds, preview):
+    """(batch, share read) from pyarrow's parsers: Parquet's reader, or the text cut into chunks of whole lines,
+    each parsed in one call (no reading ahead, no thread of pyarrow's calling back into Python)."""
     if file.format == "parquet":
         yield from _parquet_batches(file, kinds)
         return
-    reader = _json_reader(file, kinds, preview) if file.format == "jsonl" else _csv_reader(file, kinds, preview)
+    parse = _json_parser(kinds, preview) if file.format == "jsonl" else _csv_parser(file, kinds, preview)
+    counted = file.counted()
     row = 0
-    for batch in reader:
-        yield _canonical(file, batch, kinds, row)
-        row += batch.num_rows
+    with buffered(counted) as stream:
+        for index, chunk in enumerate(_chunks(stream)):
+            for batch in parse(chunk, index == 0).to_batches():
+                yield _canonical(file, batch, kinds, row), counted.share_read()
+                row += batch.num_rows
+
+
+def _chunks(stream):
+    """The text in whole lines, about CHUNK_BYTES at a time (the last chunk may lack its final newline)."""
+    rest = b""
+    while block := stream.read(CHUNK_BYTES):
+        text = rest + block
+        end = text.rfind(b"\n") + 1
+        rest = text[end:]
+        if end:
+            yield text[:end]
+    if rest.strip():
+        yield rest
 
 
 def _parquet(file):
+    """The ParquetFile, its metadata checked against the bounds: columns (and no name twice), rows."""
     try:
-        return pq.ParquetFile(file.path if file.data is None else pa.BufferReader(file.data))
-    except (pa.ArrowInvalid, OSError) as error:
-        raise LogError(f"{file.name}: cannot be read as Parquet ({_first_line(error)})") from None
+        parquet = pq.ParquetFile(file.path if file.data is None else pa.BufferReader(file.data),
+                                 buffer_size=PARQUET_BUFFER, pre_buffer=False)     # pages read as decoded
+        names = parquet.schema_arrow.names
+    except (pa.ArrowException, OSError) as error:
+        raise LogError(f"{file.name}: cannot be read as Parquet ({quoted(first_line(error), 80)})") from None
+    bounds = file.bounds
+    if len(names) > bounds.columns or parquet.metadata.num_columns > bounds.columns:
+        raise bounds.exceeded(file.name, "columns", f"the schema ({max(len(names), parquet.metadata.num_columns):,}"
+                                                    " columns)")
+    twice = [name for name, count in zip(*np.unique(names, return_counts=True), strict=True) if count > 1]
+    if twice:
+        raise LogError(f"{file.name}: column {quoted(str(twice[0]))} appears twice in the schema")
+    if parquet.metadata.num_rows > bounds.tokens:
+        raise bounds.exceeded(file.name, "tokens", f"its {parquet.metadata.num_rows:,} rows")
+    return parquet
 
 
 def _parquet_batches(file, kinds):
+    """Batches of about TOKENS_PER_BATCH values, after the chosen columns' values and decompressed size (from the
+    metadata) are checked against the bounds."""
     parquet = _parquet(file)
-    values = sum(parquet.metadata.row_group(g).column(c).num_values for g in range(parquet.num_row_groups)
-                 for c in range(parquet.metadata.num_columns)
-                 if parquet.schema.column(c).path.split(".")[0] in kinds)
-    per_row = max(1, values // max(1, parquet.metadata.num_rows))
+    metadata = parquet.metadata
+    chunks = [metadata.row_group(g).column(c) for g in range(parquet.num_row_groups)
+              for c in range(metadata.num_columns) if parquet.schema.column(c).path.split(".")[0] in kinds]
+    values = {}
+    for chunk in chunks:
+        values[chunk.path_in_schema] = values.get(chunk.path_in_schema, 0) + chunk.num_values
+    most = max(values.values(), default=0)
+    if most > file.bounds.tokens:
+        raise file.bounds.exceeded(file.name, "tokens", f"a column of {most:,} values")
+    expanded = sum(chunk.total_uncompressed_size for chunk in chunks)
+    if expanded > file.bounds.text_bytes:
+        raise file.bounds.exceeded(file.name, "text_bytes", f"the chosen columns ({expanded:,} bytes decompressed)")
+    per_row = max(1, most // max(1, metadata.num_rows))
     row = 0
-    for batch in parquet.iter_batches(batch_size=max(1, TOKENS_PER_BATCH // per_row), columns=list(kinds)):
-        yield _canonical(file, batch, kinds, row)
+    for batch in parquet.iter_batches(batch_size=max(1, TOKENS_PER_BATCH // per_row), columns=list(kinds),
+                                      use_threads=False):
+        yield _canonical(file, batch, kinds, row), (row + batch.num_rows) / max(1, metadata.num_rows)
         row += batch.num_rows
 
 
-def _json_reader(file, kinds, preview):
+def _json_parser(kinds, preview):
+    """chunk ↦ Table of the chosen columns with the types the preview suggests (others ignored)."""
     fields = []
     for column, kind in kinds.items():
         boolean = preview.kinds.get(column) in ("bool", "bools") and kind in ("flag", "flags")
@@ -333,27 +417,37 @@ def _json_reader(file, kinds, preview):
         type = {"number": scalar, "flag": scalar, "numbers": pa.list_(scalar), "flags": pa.list_(scalar),
                 "key": pa.int64() if preview.kinds.get(column) == "number" else pa.string()}[kind]
         fields.append((column, type))
-    return pa_json.open_json(file.arrow_stream(), read_options=pa_json.ReadOptions(block_size=BLOCK_BYTES),
-                             parse_options=pa_json.ParseOptions(explicit_schema=pa.schema(fields),
-                                                                unexpected_field_behavior="ignore"))
+    options = pa_json.ParseOptions(explicit_schema=pa.schema(fields), unexpected_field_behavior="ignore")
+    return lambda chunk, first: pa_json.read_json(pa.BufferReader(chunk), read_options=_one_block(chunk),
+                                                  parse_options=options)
 
 
-def _csv_reader(file, kinds, preview):
+def _csv_parser(file, kinds, preview):
+    """chunk ↦ Table of the chosen columns; every chunk is read with the header's names, the first skips it."""
     types = {}
     for column, kind in kinds.items():
         boolean = preview.kinds.get(column) == "bool" and kind == "flag"
         types[column] = pa.string() if kind in ("numbers", "flags", "key") else pa.bool_() if boolean \
             else pa.float64()
-    return pa_csv.open_csv(file.arrow_stream(), read_options=pa_csv.ReadOptions(block_size=BLOCK_BYTES),
-                           convert_options=pa_csv.ConvertOptions(column_types=types, include_columns=list(kinds),
-                                                                 strings_can_be_null=True))
+    names = list(preview.columns)
+    convert = pa_csv.ConvertOptions(column_types=types, include_columns=list(kinds), strings_can_be_null=True)
+
+    def parse(chunk, first):
+        options = pa_csv.ReadOptions(use_threads=False, block_size=len(chunk) + 1, column_names=names,
+                                     skip_rows=1 if first else 0)
+        return pa_csv.read_csv(pa.BufferReader(chunk), read_options=options, convert_options=convert)
+    return parse
+
+
+def _one_block(chunk):
+    return pa_json.ReadOptions(use_threads=False, block_size=len(chunk) + 1)
 
 
 def _canonical(file, batch, kinds, first_row):
     """The batch's columns as float64, list<float64> or text, in ``kinds`` order."""
     arrays = []
     for column, kind in kinds.items():
-        array = batch.column(column)
+        array = _decoded(batch.column(column))
         if file.format == "csv" and kind in ("numbers", "flags"):
             array = _parse_list_cells(file, array, column, kind, first_row)
         arrays.append(_cast(file, array, column, kind, first_row))
@@ -363,18 +457,27 @@ def _canonical(file, batch, kinds, first_row):
 def _cast(file, array, column, kind, first_row):
     kind_found = _arrow_kind(array.type)
     if kind == "key":
-        if kind_found not in ("number", "text", "empty"):
-            raise LogError(f"{file.name}: column {column!r} holds {_described(kind_found)}, not sequence ids")
-        return array.cast(pa.string())
+        if kind_found not in ("number", "text", "empty") or pa.types.is_nested(array.type):
+            raise LogError(f"{file.name}: column {quoted(column)} holds {_described(kind_found)}, not sequence ids")
+        return _converted(file, array, column, pa.string())
     wanted = {"number": ("number",), "flag": ("number", "bool"), "numbers": ("list",),
               "flags": ("list", "bools")}[kind]
     if kind_found == "empty":
         return pa.nulls(len(array), pa.list_(pa.float64()) if kind in ("numbers", "flags") else pa.float64())
     if kind_found not in wanted:
         row = first_row + _first_valid(array) + 1
-        raise LogError(f"{file.name}: row {row}, column {column!r}: {_described(kind_found)} where "
+        raise LogError(f"{file.name}: row {row}, column {quoted(column)}: {_described(kind_found)} where "
                        f"{'a list of numbers' if kind in ('numbers', 'flags') else 'a number'} is expected")
-    return array.cast(pa.list_(pa.float64()) if kind in ("numbers", "flags") else pa.float64())
+    return _converted(file, array, column, pa.list_(pa.float64()) if kind in ("numbers", "flags") else pa.float64())
+
+
+def _converted(file, array, column, type):
+    """The array cast to float64 (or list<float64>: rounding allowed) or text."""
+    try:
+        return array.cast(type, safe=type == pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        raise LogError(f"{file.name}: column {quoted(column)}: its {array.type} values cannot be read as "
+                       f"{type} ({quoted(first_line(error), 60)})") from None
 
 
 def _first_valid(array):
@@ -391,10 +494,11 @@ def _parse_list_cells(file, cells, column, kind, first_row):
     """CSV cells that hold JSON lists ("[-0.1, -2.3]") as a list<float64> array: parsed by pyarrow's JSON
     reader, or cell by cell in Python (which names the first bad cell) when that fails."""
     texts = cells.to_pylist()
-    lines = "".join(f'{{"v":{text}}}\n' if text and text.strip() else '{"v":null}\n' for text in texts)
+    lines = "".join(f'{{"v":{text}}}\n' if text and text.strip() else '{"v":null}\n' for text in texts).encode()
     schema = pa.schema([("v", pa.list_(pa.float64()))])
     try:
-        table = pa_json.read_json(pa.BufferReader(lines.encode()),
+        table = pa_json.read_json(pa.BufferReader(lines),
+                                  read_options=_one_block(lines),
                                   parse_options=pa_json.ParseOptions(explicit_schema=schema))
         if table.num_rows == len(texts):
             return table.column("v").combine_chunks()
@@ -408,150 +512,8 @@ def _list_cell(file, cell, row, column, kind):
     if cell is None or not cell.strip():
         return None
     try:
-        value = json.loads(cell)
+        value = loads(cell)
     except ValueError:
         value = cell
-    return _checked(file, value, row, column, kind)
+    return checked(file, value, row, column, kind)
 
-
-# -- the slow path: Python's json and csv, one row at a time ----------------------------------------------
-
-def _slow_batches(file, kinds, skip):
-    """Rows from ``skip`` on, parsed in Python with every value checked; LogError at the first bad one."""
-    columns = {column: [] for column in kinds}
-    first = skip
-    with _decoding(file), file.text() as text:
-        for row, record in _slow_records(file, text):
-            if row <= skip:
-                continue
-            for column, kind in kinds.items():
-                value = record.get(column)
-                if kind != "key":
-                    value = _python_value(value, file.format)
-                elif value == "":
-                    value = None
-                columns[column].append(_checked(file, value, row, column, kind))
-            if len(columns[next(iter(kinds))]) == SLOW_ROWS_PER_BATCH:
-                yield first, _slow_batch(columns, kinds)
-                first += SLOW_ROWS_PER_BATCH
-                columns = {column: [] for column in kinds}
-    if columns[next(iter(kinds))]:
-        yield first, _slow_batch(columns, kinds)
-
-
-def _slow_records(file, text):
-    if file.format == "jsonl":
-        for row, line in enumerate(_json_lines(text), start=1):
-            yield row, _json_record(file, row, line)
-    else:
-        reader = csv.reader(text)
-        header = _csv_header(file, reader)
-        for row, cells in enumerate(_csv_rows(reader), start=1):
-            yield row, _csv_record(file, header, row, cells)
-
-
-def _slow_batch(columns, kinds):
-    types = {"number": pa.float64(), "flag": pa.float64(), "numbers": pa.list_(pa.float64()),
-             "flags": pa.list_(pa.float64()), "key": pa.string()}
-    return pa.RecordBatch.from_arrays([pa.array(columns[column], type=types[kind]) for column, kind in kinds.items()],
-                                      names=list(kinds))
-
-
-def _checked(file, value, row, column, kind):
-    """The value in canonical Python form (float, list of float, str, or None); LogError if of the wrong kind."""
-    if value is None:
-        return None
-    where = f"{file.name}: row {row}, column {column!r}"
-    if kind == "key":
-        if isinstance(value, str | int) and not isinstance(value, bool):
-            return str(value)
-        raise LogError(f"{where}: {_shown(value)} is not a sequence id (text or an integer)")
-    if kind in ("number", "flag"):
-        return _number(value, kind == "flag", where)
-    if not isinstance(value, list):
-        raise LogError(f"{where}: {_shown(value)} where a list of numbers is expected")
-    return [_number(item, kind == "flags", f"{where}, element {index + 1}") for index, item in enumerate(value)]
-
-
-def _number(value, boolean_allowed, where):
-    if value is None:
-        return None
-    if isinstance(value, bool) and boolean_allowed:
-        return float(value)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    raise LogError(f"{where}: {_shown(value)} is not a number")
-
-
-def _shown(value):
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 40 else text[:37] + "…"
-
-
-# -- text parsing shared by the preview and the slow path ---------------------------------------------------
-
-class _decoding:
-    """Turn a decoding or decompression failure inside the block into a LogError."""
-
-    def __init__(self, file):
-        self.file = file
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, error, traceback):
-        if isinstance(error, UnicodeDecodeError):
-            raise LogError(f"{self.file.name}: not UTF-8 text") from None
-        if isinstance(error, EOFError | OSError):
-            raise _read_failure(self.file, error) from None
-        return False
-
-
-def _first_line(error):
-    return str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-
-
-def _read_failure(file, error):
-    what = "the gzip data is corrupt or truncated" if file.compressed else "cannot read the file"
-    return LogError(f"{file.name}: {what} ({_first_line(error)})")
-
-
-def _json_lines(text):
-    """Non-blank lines (blank lines are not rows, as in pyarrow's reader)."""
-    for line in text:
-        if line.strip():
-            yield line
-
-
-def _json_record(file, row, line):
-    try:
-        record = json.loads(line)
-    except ValueError as error:
-        raise LogError(f"{file.name}: row {row} is not valid JSON ({error.msg} at character {error.colno})") \
-            from None
-    if not isinstance(record, dict):
-        raise LogError(f"{file.name}: row {row} is not a JSON object but {_shown(record)}")
-    return record
-
-
-def _csv_header(file, reader):
-    header = next(reader, None)
-    if not header or not any(cell.strip() for cell in header):
-        raise LogError(f"{file.name}: no header row (a CSV log starts with its column names)")
-    duplicated = sorted({name for name in header if header.count(name) > 1})
-    if duplicated:
-        raise LogError(f"{file.name}: column {duplicated[0]!r} appears twice in the header")
-    return header
-
-
-def _csv_rows(reader):
-    for cells in reader:
-        if cells:
-            yield cells
-
-
-def _csv_record(file, header, row, cells):
-    if len(cells) != len(header):
-        raise LogError(f"{file.name}: row {row} has {len(cells)} fields but the header has {len(header)} "
-                       "(a list in a cell must be quoted: \"[-0.1, -2.3]\")")
-    return dict(zip(header, cells, strict=True))

@@ -16,7 +16,9 @@ the file, row, column and element): missing or non-numeric values, NaN or ±inf 
 response tokens, positive log-probabilities (or, when every value so far is in [0, 1], probabilities given
 instead of log-probabilities), log-prob lists of unequal length, a mask of the wrong length or with values
 other than 0/1, a missing or non-finite reward, and in a row-per-token log missing ids, repeated positions
-and a reward that changes within a sequence. Values at masked tokens are not checked: padding is often 0 or NaN.
+and a reward that changes within a sequence; and the bounds (``bounds``): tokens and rows per file, tokens per
+sequence, a log-ratio |log π − log μ| of a response token above LOG_RATIO_LIMIT, a reward above REWARD_LIMIT in
+size. Values at masked tokens are not checked: padding is often 0 or NaN.
 """
 
 from collections.abc import Iterator
@@ -26,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from toylab.text import quoted
+from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
 from toylab.your_run.columns import choose
 from toylab.your_run.files import LogError, open_log_file, preview, read_batches
 
@@ -78,6 +82,11 @@ class RolloutLog:
         """(n,) each token's index among its sequence's response tokens."""
         return np.arange(self.tokens) - np.repeat(self.offsets[:-1], self.lengths)
 
+    def nbytes(self):
+        """Bytes held by the log's arrays."""
+        return sum(array.nbytes for array in (self.sampler_logprobs, self.trainer_logprobs, self.offsets, self.rows,
+                                              *([] if self.rewards is None else [self.rewards])))
+
     def sequence_sums(self, per_token):
         """(B,) Σ_t x_t within each sequence, for an (n,) array."""
         return np.add.reduceat(per_token, self.offsets[:-1])
@@ -85,7 +94,7 @@ class RolloutLog:
     def batches(self, max_cells=CELLS_PER_BATCH) -> Iterator[Batch]:
         """Consecutive sequences padded into (b, L) Batches of at most ``max_cells`` cells (a longer
         sequence gets a Batch of its own)."""
-        lengths = self.lengths
+        lengths = self.lengths.tolist()
         start = 0
         while start < self.sequences:
             stop, longest = start + 1, lengths[start]
@@ -109,20 +118,26 @@ class RolloutLog:
                      None if self.rewards is None else self.rewards[start:stop])
 
 
-def load_log(name, data=None, path=None, max_bytes=None, **explicit):
+def load_log(name, data=None, path=None, bounds=CLI_BOUNDS, **explicit):
     """The RolloutLog of a file on disk (``path``, default ``name``) or in memory (``data``), columns
     detected or given by role (sampler=, trainer=, mask=, reward=, sequence_id=, position=); LogError if
-    anything is wrong with it."""
-    file = open_log_file(name, data=data, path=path, max_bytes=max_bytes)
+    anything is wrong with it or it is over the ``bounds``."""
+    file = open_log_file(name, data=data, path=path, bounds=bounds)
     first_rows = preview(file)
     return read_log(file, first_rows, choose(first_rows, file.name, **explicit))
 
 
-def read_log(file, first_rows, columns):
-    """The RolloutLog of an opened LogFile with its Preview and chosen Columns."""
-    reader = _SequenceRows(file.name, columns) if columns.shape == "sequence" else _TokenRows(file.name, columns)
-    for first_row, batch in read_batches(file, columns.kinds(), first_rows):
+def read_log(file, first_rows, columns, progress=None):
+    """The RolloutLog of an opened LogFile with its Preview and chosen Columns. ``progress(share)``, if given,
+    is called after every chunk with the share of the file read so far (a page can stop the reading there)."""
+    shape = _SequenceRows if columns.shape == "sequence" else _TokenRows
+    reader = shape(file.name, columns, file.bounds)
+    for first_row, batch, share in read_batches(file, columns.kinds(), first_rows):
         reader.add(first_row, batch)
+        del batch
+        pa.default_memory_pool().release_unused()        # pyarrow's pool keeps freed blocks otherwise
+        if progress is not None:
+            progress(share)
     return reader.finish()
 
 
@@ -142,6 +157,30 @@ class _Range:
         return self.low >= 0 and self.high <= 1
 
 
+class _Tally:
+    """Tokens and rows read so far, against the bounds: every row counts, as one token at least."""
+
+    def __init__(self, name, bounds):
+        self.name, self.bounds, self.tokens = name, bounds, 0
+
+    def add(self, tokens_per_row, rows):
+        if not len(rows):
+            return
+        self.tokens += int(np.maximum(tokens_per_row, 1).sum())
+        if self.tokens > self.bounds.tokens:
+            raise self.bounds.exceeded(self.name, "tokens", f"the file up to row {rows[-1]} ({self.tokens:,} tokens)")
+
+    def check_sequences(self, count, row):
+        if count > self.bounds.sequences:
+            raise self.bounds.exceeded(self.name, "sequences", f"the file up to row {row} ({count:,} sequences)")
+
+    def check_sequence(self, lengths, describe):
+        """LogError if a sequence is longer than the bound; ``describe(i)`` names sequence i."""
+        if lengths.size and lengths.max() > self.bounds.tokens_per_sequence:
+            i = int(np.argmax(lengths))
+            raise self.bounds.exceeded(self.name, "tokens_per_sequence", f"{describe(i)} ({lengths[i]:,} tokens)")
+
+
 def _check_logprobs(name, column, values, value_range, where):
     """LogError at the first non-finite or positive response value; ``where(i)`` describes value i."""
     finite = np.isfinite(values)
@@ -154,10 +193,21 @@ def _check_logprobs(name, column, values, value_range, where):
     if positive.any():
         i = int(np.argmax(positive))
         if value_range.looks_like_probabilities():
-            raise LogError(f"{name}: column {column!r} looks like probabilities, not log-probabilities: every "
+            raise LogError(f"{name}: column {quoted(column)} looks like probabilities, not log-probabilities: every "
                            f"value so far is in [0, 1] ({where(i)}: {values[i]:g}); give log-probabilities in "
                            "nats (the log of these)")
         raise LogError(f"{name}: {where(i)}: {values[i]:g} is positive (a log-probability is ≤ 0)")
+
+
+def _check_log_ratios(name, sampler, trainer, where):
+    """LogError at the first response token with |log π − log μ| > LOG_RATIO_LIMIT."""
+    log_ratio = trainer - sampler
+    beyond = np.abs(log_ratio) > LOG_RATIO_LIMIT
+    if beyond.any():
+        i = int(np.argmax(beyond))
+        raise LogError(f"{name}: {where(i)}: log π − log μ = {trainer[i]:.6g} − ({sampler[i]:.6g}) = "
+                       f"{log_ratio[i]:+.4g}, beyond ±{LOG_RATIO_LIMIT:g}: ρ² = (π/μ)² does not fit in float64 "
+                       "(a token this far apart is usually padding left unmasked)")
 
 
 def _check_mask(name, values, where):
@@ -169,11 +219,12 @@ def _check_mask(name, values, where):
 
 
 def _check_rewards(name, column, rewards, rows):
-    finite = np.isfinite(rewards)
-    if not finite.all():
-        i = int(np.argmin(finite))
+    good = np.abs(rewards) <= REWARD_LIMIT
+    if not good.all():
+        i = int(np.argmin(good))
         what = "missing or NaN" if np.isnan(rewards[i]) else f"{rewards[i]:+g}"
-        raise LogError(f"{name}: row {rows[i]}, column {column!r}: {what} (a reward must be a finite number)")
+        raise LogError(f"{name}: row {rows[i]}, column {quoted(column)}: {what} (a reward must be a finite number "
+                       f"within ±{REWARD_LIMIT:g})")
 
 
 def _numpy(array):
@@ -183,8 +234,9 @@ def _numpy(array):
 # -- a row per sequence ---------------------------------------------------------------------------------------
 
 class _SequenceRows:
-    def __init__(self, name, columns):
+    def __init__(self, name, columns, bounds):
         self.name, self.columns = name, columns
+        self.tally = _Tally(name, bounds)
         self.ranges = {"sampler": _Range(), "trainer": _Range()}
         self.parts = {"sampler": [], "trainer": [], "lengths": [], "rewards": [], "rows": []}
 
@@ -193,29 +245,35 @@ class _SequenceRows:
         rows = first_row + 1 + np.arange(batch.num_rows)
         lists = {role: batch.column(column) for role, column in columns.roles().items()
                  if role in ("sampler", "trainer", "mask")}
+        lengths = {role: pc.list_value_length(array).fill_null(0).to_numpy(zero_copy_only=False)
+                   for role, array in lists.items()}
+        self.tally.add(np.max(list(lengths.values()), axis=0), rows)
+        self.tally.check_sequences(int(rows[-1]) if len(rows) else 0, int(rows[-1]) if len(rows) else 0)
+        self.tally.check_sequence(lengths["sampler"], lambda i: f"row {rows[i]}")
         for role, array in lists.items():
             missing = array.is_null().to_numpy(zero_copy_only=False)
             if missing.any():
-                raise LogError(f"{name}: row {rows[np.argmax(missing)]}, column {getattr(columns, role)!r}: missing")
-        lengths = {role: pc.list_value_length(array).to_numpy(zero_copy_only=False) for role, array in lists.items()}
+                raise LogError(f"{name}: row {rows[np.argmax(missing)]}, column {quoted(getattr(columns, role))}: "
+                               "missing")
         unequal = lengths["sampler"] != lengths["trainer"]
         if unequal.any():
             i = int(np.argmax(unequal))
-            raise LogError(f"{name}: row {rows[i]}: {columns.sampler!r} has {lengths['sampler'][i]} values but "
-                           f"{columns.trainer!r} has {lengths['trainer'][i]} (one per token in both)")
+            raise LogError(f"{name}: row {rows[i]}: {quoted(columns.sampler)} has {lengths['sampler'][i]} values but "
+                           f"{quoted(columns.trainer)} has {lengths['trainer'][i]} (one per token in both)")
         if "mask" in lists:
             wrong = lengths["mask"] != lengths["sampler"]
             if wrong.any():
                 i = int(np.argmax(wrong))
-                raise LogError(f"{name}: row {rows[i]}, column {columns.mask!r}: {lengths['mask'][i]} values for "
-                               f"{lengths['sampler'][i]} tokens (a mask needs one value per token)")
+                raise LogError(f"{name}: row {rows[i]}, column {quoted(columns.mask)}: {lengths['mask'][i]} values "
+                               f"for {lengths['sampler'][i]} tokens (a mask needs one value per token)")
         offsets = np.concatenate([[0], np.cumsum(lengths["sampler"])])
 
         def where(column, response_index):
             def describe(i):
                 element = response_index[i]
                 row = int(np.searchsorted(offsets, element, side="right")) - 1
-                return f"row {rows[row]}, column {column!r}, element {element - offsets[row] + 1}"
+                place = f"row {rows[row]}" + ("" if column is None else f", column {quoted(column)}")
+                return f"{place}, element {element - offsets[row] + 1}"
             return describe
 
         every = np.arange(offsets[-1])
@@ -226,10 +284,13 @@ class _SequenceRows:
         else:
             response = np.ones(offsets[-1], dtype=bool)
         index = np.flatnonzero(response)
+        values = {}
         for role in ("sampler", "trainer"):
-            values = _numpy(lists[role].flatten())[response]
-            _check_logprobs(name, getattr(columns, role), values, self.ranges[role], where(getattr(columns, role), index))
-            self.parts[role].append(values)
+            values[role] = _numpy(lists[role].flatten())[response]
+            _check_logprobs(name, getattr(columns, role), values[role], self.ranges[role],
+                            where(getattr(columns, role), index))
+            self.parts[role].append(values[role])
+        _check_log_ratios(name, values["sampler"], values["trainer"], where(None, index))
         row_of_token = np.repeat(np.arange(batch.num_rows), lengths["sampler"])
         self.parts["lengths"].append(np.bincount(row_of_token[response], minlength=batch.num_rows))
         self.parts["rows"].append(rows)
@@ -259,102 +320,127 @@ def _assembled(name, columns, sampler, trainer, lengths, rewards, rows, dropped)
 # -- a row per token ------------------------------------------------------------------------------------------
 
 class _TokenRows:
-    def __init__(self, name, columns):
+    """Rows of a row-per-token log, kept column by column until ``finish`` groups them into sequences."""
+
+    def __init__(self, name, columns, bounds):
         self.name, self.columns = name, columns
+        self.tally = _Tally(name, bounds)
         self.ranges = {"sampler": _Range(), "trainer": _Range()}
-        self.parts = {role: [] for role in ("sampler", "trainer", "sequence_id", "position", "reward", "rows")}
-        self.every_id = []
+        self.parts = {role: [] for role in ("sampler", "trainer", "codes", "response", "position", "reward", "rows")}
+        self.numbers = {}                                     # every id met so far → its number (first appearance)
 
     def add(self, first_row, batch):
         name, columns = self.name, self.columns
         rows = first_row + 1 + np.arange(batch.num_rows)
+        self.tally.add(np.ones(batch.num_rows), rows)
         ids = batch.column(columns.sequence_id)
         missing = ids.is_null().to_numpy(zero_copy_only=False)
         if missing.any():
-            raise LogError(f"{name}: row {rows[np.argmax(missing)]}, column {columns.sequence_id!r}: missing "
+            raise LogError(f"{name}: row {rows[np.argmax(missing)]}, column {quoted(columns.sequence_id)}: missing "
                            "sequence id")
-        self.every_id.append(pc.unique(ids))
         if columns.mask is not None:
             mask = _numpy(batch.column(columns.mask))
-            _check_mask(name, mask, lambda i: f"row {rows[i]}, column {columns.mask!r}")
+            _check_mask(name, mask, lambda i: f"row {rows[i]}, column {quoted(columns.mask)}")
             response = mask == 1
         else:
             response = np.ones(batch.num_rows, dtype=bool)
         kept_rows = rows[response]
+        values = {}
         for role in ("sampler", "trainer"):
             column = getattr(columns, role)
-            values = _numpy(batch.column(column))[response]
-            _check_logprobs(name, column, values, self.ranges[role],
-                            lambda i, column=column: f"row {kept_rows[i]}, column {column!r}")
-            self.parts[role].append(values)
+            values[role] = _numpy(batch.column(column))[response]
+            _check_logprobs(name, column, values[role], self.ranges[role],
+                            lambda i, column=column: f"row {kept_rows[i]}, column {quoted(column)}")
+            self.parts[role].append(values[role])
+        _check_log_ratios(name, values["sampler"], values["trainer"], lambda i: f"row {kept_rows[i]}")
         if columns.position is not None:
             positions = _numpy(batch.column(columns.position))[response]
             whole = np.isfinite(positions) & (positions == np.round(positions))
             if not whole.all():
                 i = int(np.argmin(whole))
                 what = "missing" if np.isnan(positions[i]) else f"{positions[i]:g}"
-                raise LogError(f"{name}: row {kept_rows[i]}, column {columns.position!r}: {what} (a position is "
-                               "a whole number)")
+                raise LogError(f"{name}: row {kept_rows[i]}, column {quoted(columns.position)}: {what} (a position "
+                               "is a whole number)")
             self.parts["position"].append(positions)
         if columns.reward is not None:
             self.parts["reward"].append(_numpy(batch.column(columns.reward))[response])
-        self.parts["sequence_id"].append(ids.filter(pa.array(response)))
+        self.parts["codes"].append(self._numbered(ids, rows))
+        self.parts["response"].append(response)
         self.parts["rows"].append(kept_rows)
 
+    def _numbered(self, ids, rows):
+        """Each row's sequence number among every id met so far (new ids numbered on): the sequence bound is checked
+        as the ids are met, and each id is held once."""
+        local = ids.dictionary_encode()
+        names = local.dictionary.to_pylist()
+        numbers = self.numbers
+        number_of = np.fromiter((numbers.setdefault(name, len(numbers)) for name in names), np.int64, len(names))
+        self.tally.check_sequences(len(numbers), int(rows[-1]) if len(rows) else 0)
+        return number_of[local.indices.to_numpy()]
+
     def finish(self):
-        name, columns = self.name, self.columns
-        if not self.parts["rows"]:
+        """The RolloutLog: tokens grouped by sequence (numbered in order of first appearance), each sequence's in
+        position order (or file order). Each column is gathered and dropped in turn, to keep the peak low."""
+        name, columns, parts = self.name, self.columns, self.parts
+        if not parts["rows"]:
             raise LogError(f"{name}: the file holds no rows")
-        every_id = len(pc.unique(pa.concat_arrays(self.every_id)))
-        if not sum(len(rows) for rows in self.parts["rows"]):
+        if not sum(len(rows) for rows in parts["rows"]):
             raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
-        ids = pa.concat_arrays(self.parts["sequence_id"]).dictionary_encode()
-        codes = ids.indices.to_numpy()                       # sequences numbered in order of first appearance
-        rows = np.concatenate(self.parts["rows"])
+        codes = np.concatenate(parts.pop("codes"))[np.concatenate(parts.pop("response"))]
+        counts = np.bincount(codes, minlength=len(self.numbers))
+        kept = counts > 0                                     # sequences with a response token
+        codes = (np.cumsum(kept) - 1)[codes]
+        every = list(self.numbers)
+        names = [every[i] for i in np.flatnonzero(kept)]
+        lengths, dropped = counts[kept], int((~kept).sum())
+        self.tally.check_sequence(lengths, lambda i: f"sequence {quoted(names[i])}")
+        rows = np.concatenate(parts.pop("rows"))
         if columns.position is not None:
-            positions = np.concatenate(self.parts["position"])
+            positions = np.concatenate(parts.pop("position"))
             order = np.lexsort((positions, codes))
-            self._check_positions(codes[order], positions[order], rows[order], ids.dictionary)
+            self._check_positions(codes[order], positions[order], rows[order], names)
+            del positions
         else:
             order = np.argsort(codes, kind="stable")
-        codes, rows = codes[order], rows[order]
-        lengths = np.bincount(codes)
+        del codes
+        rows = rows[order]
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         rewards = None
         if columns.reward is not None:
-            rewards = self._sequence_rewards(np.concatenate(self.parts["reward"])[order], starts, rows, lengths,
-                                             ids.dictionary)
-        return _assembled(name, columns, np.concatenate(self.parts["sampler"])[order],
-                          np.concatenate(self.parts["trainer"])[order], lengths, rewards,
-                          np.minimum.reduceat(rows, starts), every_id - len(lengths))
+            rewards = self._sequence_rewards(np.concatenate(parts.pop("reward"))[order], starts, rows, lengths, names)
+        sampler = np.concatenate(parts.pop("sampler"))[order]
+        trainer = np.concatenate(parts.pop("trainer"))[order]
+        return _assembled(name, columns, sampler, trainer, lengths, rewards, np.minimum.reduceat(rows, starts),
+                          dropped)
 
     def _check_positions(self, codes, positions, rows, names):
         repeated = (codes[1:] == codes[:-1]) & (positions[1:] == positions[:-1])
         if repeated.any():
             i = int(np.argmax(repeated))
             first, second = sorted((rows[i], rows[i + 1]))
-            raise LogError(f"{self.name}: rows {first} and {second}: sequence {names[codes[i]].as_py()!r} has "
-                           f"position {positions[i]:g} twice (column {self.columns.position!r})")
+            raise LogError(f"{self.name}: rows {first} and {second}: sequence {quoted(names[codes[i]])} has "
+                           f"position {positions[i]:g} twice (column {quoted(self.columns.position)})")
 
     def _sequence_rewards(self, rewards, starts, rows, lengths, names):
         """One reward per sequence: equal on all its rows that give one (others may be empty)."""
         column = self.columns.reward
-        infinite = np.isinf(rewards)
-        if infinite.any():
-            i = int(np.argmax(infinite))
-            raise LogError(f"{self.name}: row {rows[i]}, column {column!r}: {rewards[i]:+g} (a reward must be a "
-                           "finite number)")
+        beyond = np.abs(rewards) > REWARD_LIMIT
+        if beyond.any():
+            i = int(np.argmax(beyond))
+            raise LogError(f"{self.name}: row {rows[i]}, column {quoted(column)}: {rewards[i]:+g} (a reward must be a "
+                           f"finite number within ±{REWARD_LIMIT:g})")
         low, high = np.fmin.reduceat(rewards, starts), np.fmax.reduceat(rewards, starts)
         if np.isnan(low).any():
             sequence = int(np.argmax(np.isnan(low)))
-            raise LogError(f"{self.name}: row {rows[starts[sequence]]}, column {column!r}: sequence "
-                           f"{names[sequence].as_py()!r} has no reward on any of its rows")
+            raise LogError(f"{self.name}: row {rows[starts[sequence]]}, column {quoted(column)}: sequence "
+                           f"{quoted(names[sequence])} has no reward on any of its rows")
         if (low != high).any():
             sequence = int(np.argmax(low != high))
             stop = starts[sequence] + lengths[sequence]
             own, own_rows = rewards[starts[sequence]:stop], rows[starts[sequence]:stop]
             first_low, first_high = own_rows[np.argmax(own == low[sequence])], own_rows[np.argmax(own == high[sequence])]
             raise LogError(f"{self.name}: rows {min(first_low, first_high)} and {max(first_low, first_high)}, column "
-                           f"{column!r}: sequence {names[sequence].as_py()!r} has two rewards ({low[sequence]:g} and "
-                           f"{high[sequence]:g}); give its reward on every row, or on some rows with the others empty")
+                           f"{quoted(column)}: sequence {quoted(names[sequence])} has two rewards "
+                           f"({low[sequence]:g} and {high[sequence]:g}); give its reward on every row, or on some "
+                           "rows with the others empty")
         return low

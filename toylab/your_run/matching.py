@@ -15,7 +15,6 @@ data's value ± 2 se against the toy's range over the mismatches whose KL is wit
 of the toy is a step function of m: a token's |log ρ| crosses the threshold at some m).
 """
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +23,8 @@ import pandas as pd
 from toylab.analysis.diagnostics import token_chi2, token_kl
 from toylab.engine.toy import Toy, make_toy
 from toylab.state.query import MISMATCH_RANGE, PAGE_SIZE_LIMIT
-from toylab.your_run.statistics import TAIL_THRESHOLDS
+from toylab.text import UNDEFINED
+from toylab.your_run.statistics import SINGLE_SEQUENCE, TAIL_THRESHOLDS
 
 BISECTION_STEPS = 60
 CLOSE = 2.0                       # "close": within this many standard errors
@@ -38,8 +38,8 @@ class Match:
     V: int
     seed: int
     mismatch: float
-    mismatch_se: float            # se(k1) / KL'(mismatch); NaN when clamped or undefined
-    interval: tuple               # (KL⁻¹(k1 − se), KL⁻¹(k1 + se)), within the range
+    mismatch_se: float | None     # se(k1) / KL'(mismatch); None when clamped or k1 has no se (one sequence)
+    interval: tuple | None        # (KL⁻¹(k1 − se), KL⁻¹(k1 + se)), within the range; None without an se
     clamped: str | None           # None, "zero" (k1 ≤ 0) or "top" (k1 ≥ KL at the range's top)
     toy_kl: float                 # exact per-token KL(μ‖π) of the toy at the mismatch
     top_kl: float                 # exact per-token KL at the range's top
@@ -49,7 +49,8 @@ class Match:
 
     def as_dict(self):
         return {"T": self.T, "V": self.V, "seed": self.seed, "mismatch": self.mismatch,
-                "mismatch_se": self.mismatch_se, "mismatch_interval": list(self.interval),
+                "mismatch_se": self.mismatch_se,
+                "mismatch_interval": None if self.interval is None else list(self.interval),
                 "clamped": self.clamped, "toy_kl": self.toy_kl, "toy_chi2_token": self.toy_chi2_token,
                 "toy_tail_shares": [{"threshold": c, "value": share} for c, share in self.toy_tail_shares.items()],
                 "toy_ranges": {f"{key:g}" if isinstance(key, float) else key: list(bounds)
@@ -106,13 +107,14 @@ def match_toy(k1, T, V, seed, high=MISMATCH_RANGE[1]):
     clamped = "zero" if k1.value <= 0 else "top" if k1.value >= top_kl else None
     toy = curve(mismatch)
     slope = kl_slope(toy)
-    se = k1.se / slope if clamped is None and slope > 0 else math.nan
+    se = k1.se / slope if clamped is None and slope > 0 and k1.se is not None else None
+
     def kl_interval(width):
-        if not math.isfinite(k1.se):
+        if k1.se is None:
             return mismatch, mismatch
         return inverse_kl(curve, k1.value - width * k1.se, high), inverse_kl(curve, k1.value + width * k1.se, high)
 
-    interval = kl_interval(1.0) if math.isfinite(k1.se) else (math.nan, math.nan)
+    interval = kl_interval(1.0) if k1.se is not None else None
     nearby = [curve(m) for m in [mismatch, *np.linspace(*kl_interval(CLOSE), RANGE_POINTS)]]
     values = {"chi2_token": [_rounded(float(token_chi2(t).mean())) for t in nearby]}
     values |= {c: [tail_shares(t)[c] for t in nearby] for c in TAIL_THRESHOLDS}
@@ -125,25 +127,28 @@ def comparison(match, statistics):
     """Sentences: where the match lands, and how close the toy's token χ² and tail shares are to the data's."""
     k1 = statistics.k1
     where = f"T = {match.T}, V = {match.V}, seed {match.seed}"
+    data_k1 = f"k1 = {k1.value:.4g} ± {_or_dash(k1.se, '{:.2g}')}"
     if match.clamped == "zero":
-        lines = [f"The data's k1 = {k1.value:.4g} ± {k1.se:.2g} is not above 0: sampler and trainer agree within "
+        lines = [f"The data's {data_k1} is not above 0: sampler and trainer agree within "
                  f"this sample, and the matching toy ({where}) has mismatch 0, where every estimator coincides."]
     elif match.clamped == "top":
         lines = [f"Even the page's largest mismatch, {match.mismatch:g}, gives the toy ({where}) a per-token KL of "
-                 f"only {match.top_kl:.4g}, below the data's k1 = {k1.value:.4g} ± {k1.se:.2g}: the toy is "
+                 f"only {match.top_kl:.4g}, below the data's {data_k1}: the toy is "
                  "clamped there and understates this run's mismatch."]
     else:
-        lines = [f"At mismatch {match.mismatch:.3f} ± {match.mismatch_se:.3f} the toy ({where}) has the data's "
-                 f"per-token KL, k1 = {k1.value:.4g} ± {k1.se:.2g}."]
+        lines = [f"At mismatch {match.mismatch:.3f} ± {_or_dash(match.mismatch_se, '{:.3f}')} the toy ({where}) has "
+                 f"the data's per-token KL, {data_k1}."]
     rows = [("token χ²", "chi2_token", match.toy_chi2_token, statistics.chi2_token, "{:.3g}")]
     rows += [(f"share of tokens with |log ρ| > {c:g}", c, match.toy_tail_shares[c], statistics.tail_shares[c],
               "{:.1%}") for c in TAIL_THRESHOLDS]
     close = True
     for name, key, toy_value, data, style in rows:
         low, high = match.toy_ranges[key]
-        text = (f"{name}: data {style.format(data.value)} ± {style.format(data.se)}, toy {style.format(toy_value)} "
-                f"({style.format(low)} to {style.format(high)} over the mismatches within {CLOSE:g} se)")
-        if data.value + CLOSE * data.se >= low and data.value - CLOSE * data.se <= high:
+        text = (f"{name}: data {style.format(data.value)} ± {_or_dash(data.se, style)}, toy "
+                f"{style.format(toy_value)} ({style.format(low)} to {style.format(high)} over the mismatches within "
+                f"{CLOSE:g} se)")
+        margin = CLOSE * (data.se or 0.0)
+        if data.value + margin >= low and data.value - margin <= high:
             lines.append(f"{text}: consistent.")
         else:
             close = False
@@ -153,11 +158,17 @@ def comparison(match, statistics):
                  "So the toy has this run's average mismatch but not its shape: the data's ratios have "
                  f"{'heavier' if heavier else 'lighter'} tails, so the toy's shares of clipped and masked tokens "
                  "are only indicative.")
+    if k1.se is None:
+        lines.append(f"— : {SINGLE_SEQUENCE}; the comparison takes the data's numbers as exact.")
     length = statistics.mean_length.value
     if length > 1.5 * match.T:
         lines.append(f"The toy's sequences have {match.T} tokens, the data's {length:.0f} on average: sequence-level "
                      "weights (W, the ESS) are far more extreme in the data than in the toy.")
     return lines
+
+
+def _or_dash(value, style):
+    return UNDEFINED if value is None else style.format(value)
 
 
 def _rounded(value):

@@ -13,7 +13,10 @@ sequence (cluster-robust, clustered by sequence, the ratio estimator's linearisa
 
     se² = B/(B − 1) · Σ_b (S_b − k·L_b)² / (Σ_b L_b)²,   k the token mean
 
-which is the usual s/√n when every sequence has one token. Per sequence: log W = Σ_t log ρ_t and
+which is the usual s/√n when every sequence has one token. One sequence has no standard error (None, shown
+"—" with SINGLE_SEQUENCE as the reason). Token means are taken on values scaled by a power of two, so sums of
+up to millions of ρ_t² ≤ e^700 (``bounds.LOG_RATIO_LIMIT``) stay finite and ordinary logs are not rounded at all.
+Per sequence: log W = Σ_t log ρ_t and
 log ρ_geo = log W / L (mean ± s/√B, spread, quantiles), the mean length and, with rewards, the logged mean
 reward E_μ[r] (mean ± s/√B). The sample ESS fraction (Σ_b W_b)² / (B·Σ_b W_b²) describes these B weights
 (what sequence-level IS keeps of this batch); it has no standard error here: its population value
@@ -29,13 +32,14 @@ TAIL_THRESHOLDS = (0.1, 0.5, 1.0)
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 STANDARD_ERRORS = ("standard errors clustered by sequence: sequences are independent draws, the tokens of "
                    "one sequence may be correlated")
+SINGLE_SEQUENCE = "a log of one sequence has no standard error (and no spread): they need two sequences at least"
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A sample estimate and its standard error (NaN when undefined: a single sequence)."""
+    """A sample estimate and its standard error (None when undefined: a single sequence)."""
     value: float
-    se: float
+    se: float | None
 
     def as_dict(self):
         return {"value": self.value, "se": self.se}
@@ -45,7 +49,7 @@ class Estimate:
 class Spread:
     """A per-sequence quantity's distribution over the log's sequences."""
     mean: Estimate
-    sd: float
+    sd: float | None         # None: a single sequence
     quantiles: dict          # q → value
     low: float
     high: float
@@ -74,27 +78,34 @@ class LogStatistics:
 
 def token_mean(log, per_token):
     """The mean over the log's response tokens with its standard error, clustered by sequence."""
-    sums = log.sequence_sums(per_token)
+    scale = power_of_two_above(per_token)
+    sums = log.sequence_sums(per_token / scale)
     lengths = log.lengths
     mean = float(sums.sum() / lengths.sum())
     B = log.sequences
     if B < 2:
-        return Estimate(mean, math.nan)
+        return Estimate(mean * scale, None)
     residual = sums - mean * lengths
-    return Estimate(mean, float(math.sqrt(B / (B - 1) * np.sum(residual**2)) / lengths.sum()))
+    return Estimate(mean * scale, float(math.sqrt(B / (B - 1) * np.sum(residual**2)) / lengths.sum()) * scale)
+
+
+def power_of_two_above(values):
+    """1, or the power of two at or above max |value| when that is over 1 (dividing by it is exact)."""
+    top = float(np.abs(values).max()) if np.size(values) else 0.0
+    return 1.0 if top <= 1 else 2.0 ** math.ceil(math.log2(top))
 
 
 def sequence_mean(values):
     """The mean over sequences with its standard error s/√B."""
     values = np.asarray(values, dtype=float)
     if len(values) < 2:
-        return Estimate(float(values.mean()), math.nan)
+        return Estimate(float(values.mean()), None)
     return Estimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values))))
 
 
 def spread(values):
     values = np.asarray(values, dtype=float)
-    return Spread(sequence_mean(values), float(values.std(ddof=1)) if len(values) > 1 else math.nan,
+    return Spread(sequence_mean(values), float(values.std(ddof=1)) if len(values) > 1 else None,
                   dict(zip(QUANTILES, map(float, np.quantile(values, QUANTILES)), strict=True)),
                   float(values.min()), float(values.max()))
 

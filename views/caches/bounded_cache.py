@@ -25,6 +25,11 @@ class ByteBoundedCache:
         with self._lock:
             return self._use(key, self._values.get(key, value))
 
+    def discard(self, key):
+        """Forget the value for ``key``, if kept."""
+        with self._lock:
+            self._values.pop(key, None)
+
     def total(self):
         """Bytes of the kept values, weighed now."""
         with self._lock:

@@ -1,5 +1,5 @@
 """At most a few large computations at once, over all sessions: the server's memory then grows with the
-slots, not with the number of users.
+slots, not with the number of users. And at most one rollout log read at a time (``reading``).
 
 A computation over M sequences holds a few M-vectors of temporaries (about 150 MB at M = 4,194,304); four
 users opening tabs of the largest toy together would hold four such sets. With LARGE_WORK_SLOTS = 2 (the
@@ -12,7 +12,10 @@ import threading
 
 LARGE_WORK = 2**18                 # sequences (or samples) from which a computation takes a slot: 8 MB a vector
 LARGE_WORK_SLOTS = 2
+READING_SLOTS = 1                  # a log's reading takes up to ~300 MB (bounds.PAGE_BOUNDS): one at a time
+WAIT_CHECK_S = 0.25
 _slots = threading.BoundedSemaphore(LARGE_WORK_SLOTS)
+_reading = threading.BoundedSemaphore(READING_SLOTS)
 _held = threading.local()
 
 
@@ -29,3 +32,15 @@ def large_work(size):
             yield
         finally:
             _held.slot = False
+
+
+@contextlib.contextmanager
+def reading(waiting):
+    """Hold the reading slot while the block runs; while another session holds it, call ``waiting()`` every
+    WAIT_CHECK_S seconds (a page's progress message: Streamlit can stop the wait there)."""
+    while not _reading.acquire(timeout=WAIT_CHECK_S):
+        waiting()
+    try:
+        yield
+    finally:
+        _reading.release()

@@ -1,77 +1,130 @@
-"""Cached computations of the Your run tab, keyed on the file's content hash and the chosen columns.
+"""The Your run tab's logs and computations, keyed on the file's content hash and the chosen columns.
 
-The file's bytes are passed as ``_data`` (not hashed by Streamlit: the sha256 ``digest`` stands for them).
-The loaded log is a resource (one shared object, at most two kept); everything shown is data. A bad file
-raises ``LogError``, which Streamlit does not cache, so the message comes back on every rerun.
+A loaded log is the only large thing here, and it is bounded three ways:
+
+- by bytes across sessions: LOGS keeps at most LOG_CACHE_BYTES of logs, least recently used first out (like the
+  toy cache); a log dropped while a session still shows it is read again when that session next needs it;
+- by session: each session leases the one log it shows (a session-scoped resource, released when the session
+  disconnects or shows another file or columns), and a log no session leases is dropped at once;
+- while it is read: reading takes the server's one reading slot (``work_slots.reading``), so at most one log's
+  reading memory exists at a time, and the file's ``bounds.PAGE_BOUNDS`` cap what that reading can take.
+
+``read_log`` calls ``progress(share)`` after every chunk of the file; the tab draws a progress bar there, and since
+Streamlit stops a script at its next Streamlit call once the user leaves the tab or uploads another file, the
+reading stops within one chunk (a chunk is about 4 MB of text, or a million Parquet values).
+
+Everything shown — statistics, chart frames, estimator rows — is small and kept per (digest, columns[, selection])
+in entry-bounded caches, so a rerun that needs nothing new never touches the log. A bad file raises ``LogError``,
+which no cache keeps, so the message comes back on every rerun.
 """
 
 import hashlib
+import threading
+from collections import Counter
 from dataclasses import dataclass, field
 
 import streamlit as st
 
 from toylab.presentation import run_frames as log_frames
+from toylab.text import clipped
 from toylab.your_run import applied as log_estimators
+from toylab.your_run.bounds import PAGE_BOUNDS
 from toylab.your_run.columns import detect
-from toylab.your_run.files import PAGE_SIZE_LIMIT_MB, open_log_file, preview
+from toylab.your_run.files import open_log_file, preview
 from toylab.your_run.log import read_log
 from toylab.your_run.matching import match_toy
 from toylab.your_run.statistics import log_statistics
+from views.caches.bounded_cache import ByteBoundedCache
+from views.caches.work_slots import reading
+
+LOG_CACHE_BYTES = 200 * 2**20        # logs kept over all sessions (a log at the page's bound is 32 MB and more)
+SHOWN_ENTRIES = 32                   # summaries, and estimator rows, kept
+LOGS = ByteBoundedCache(LOG_CACHE_BYTES, lambda log: log.nbytes())
+SUMMARIES = ByteBoundedCache(SHOWN_ENTRIES, lambda summary: 1)
+ESTIMATOR_ROWS = ByteBoundedCache(SHOWN_ENTRIES, lambda rows: 1)
+_leases = Counter()
+_leases_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
 class Source:
-    """A file the tab shows: its name, content and the content's sha256."""
+    """A file the tab shows: its name (unprintable characters escaped, at most 40 characters, the extension kept),
+    content and the content's sha256."""
     name: str
     data: bytes = field(repr=False)
     digest: str = ""
 
     @classmethod
     def of(cls, name, data):
-        return cls(name, data, hashlib.sha256(data).hexdigest())
+        return cls(clipped(name), data, hashlib.sha256(data).hexdigest())
 
 
 def _file(source):
-    return open_log_file(source.name, data=source.data, max_bytes=PAGE_SIZE_LIMIT_MB << 20)
+    return open_log_file(source.name, data=source.data, bounds=PAGE_BOUNDS)
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
 def detection(digest, name, _source):
-    """(Preview, Detection) of the file's first rows."""
+    """(Preview, Detection) of the file's first rows (at most 100 rows and about 1 MB of them)."""
     first_rows = preview(_file(_source))
     return first_rows, detect(first_rows)
 
 
-@st.cache_resource(max_entries=2, show_spinner=False)
-def rollout_log(digest, columns, _source):
-    """The RolloutLog with these Columns."""
-    file = _file(_source)
-    return read_log(file, preview(file), columns)
+def rollout_log(source, columns, progress):
+    """The RolloutLog with these Columns, leased by this session; read (reporting ``progress``) if no session has it."""
+    key = (source.digest, columns)
+
+    def build():
+        with reading(waiting=lambda: progress(None)):
+            file = _file(source)
+            return read_log(file, preview(file), columns, progress)
+    log = LOGS.get(key, build)
+    _lease(key)
+    return log
 
 
-@st.cache_data(max_entries=8, show_spinner="Reading the log …")
-def summary(digest, columns, _source):
+def _release(key):
+    """A session let go of the log ``key``: drop it once no session holds it."""
+    with _leases_lock:
+        _leases[key] -= 1
+        if _leases[key] <= 0:
+            del _leases[key]
+            LOGS.discard(key)
+
+
+@st.cache_resource(scope="session", max_entries=1, show_spinner=False, on_release=_release)
+def _lease(key):
+    """This session's hold on the log ``key``: one per session, released when it disconnects or leases another."""
+    with _leases_lock:
+        _leases[key] += 1
+    return key
+
+
+def summary(source, columns, progress):
     """The log's statistics and the frames of its charts."""
-    log = rollout_log(digest, columns, _source)
-    return {"statistics": log_statistics(log), "tokens": log_frames.token_histogram_frame(log),
-            "position": log_frames.position_frame(log), "probability": log_frames.probability_frame(log),
-            "W": log_frames.sequence_histogram_frame(log, "W"),
-            "geo": log_frames.sequence_histogram_frame(log, "geo")}
+    def build():
+        log = rollout_log(source, columns, progress)
+        return {"statistics": log_statistics(log), "tokens": log_frames.token_histogram_frame(log),
+                "position": log_frames.position_frame(log), "probability": log_frames.probability_frame(log),
+                "W": log_frames.sequence_histogram_frame(log, "W"),
+                "geo": log_frames.sequence_histogram_frame(log, "geo")}
+    return SUMMARIES.get((source.digest, columns), build)
+
+
+def estimators(source, columns, selection, progress):
+    """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold frames
+    on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value), ...)), ...)."""
+    def build():
+        log = rollout_log(source, columns, progress)
+        chosen = {id: dict(params) for id, params in selection}
+        return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log),
+                {"tokens": log_frames.token_threshold_frame(log, chosen),
+                 "W": log_frames.sequence_threshold_frame(log, chosen, "W"),
+                 "geo": log_frames.sequence_threshold_frame(log, chosen, "geo")})
+    return ESTIMATOR_ROWS.get((source.digest, columns, selection), build)
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def matched(k1, T, V, seed):
     """The Match for the data's k1 Estimate at T, V, seed."""
     return match_toy(k1, T, V, seed)
-
-
-@st.cache_data(max_entries=16, show_spinner="Applying the estimators to the log …")
-def estimators(digest, columns, selection, _source):
-    """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold frames
-    on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value), ...)), ...)."""
-    log = rollout_log(digest, columns, _source)
-    chosen = {id: dict(params) for id, params in selection}
-    return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log),
-            {"tokens": log_frames.token_threshold_frame(log, chosen),
-             "W": log_frames.sequence_threshold_frame(log, chosen, "W"),
-             "geo": log_frames.sequence_threshold_frame(log, chosen, "geo")})
