@@ -10,7 +10,8 @@ import hashlib
 
 import streamlit as st
 
-from toylab.your_run.files import PAGE_SIZE_LIMIT_MB, LogError
+from toylab.your_run.bounds import PAGE_BOUNDS
+from toylab.your_run.files import LogError
 from toylab.your_run.run import step_logs, uploaded_files, zip_files
 from toylab.your_run.steps import departures, failed_step, step_summary
 
@@ -26,7 +27,7 @@ def digest(uploads):
 def run_files(uploads):
     """The RunFiles of the uploads: the members of a zip, or the files themselves."""
     if len(uploads) == 1 and uploads[0][0].lower().endswith(".zip"):
-        return zip_files(uploads[0][0], uploads[0][1], PAGE_SIZE_LIMIT_MB << 20)
+        return zip_files(uploads[0][0], uploads[0][1], PAGE_BOUNDS)
     return uploaded_files(uploads)
 
 
@@ -35,7 +36,7 @@ def run_summaries(key, selection, _uploads):
     """(summaries, departures) of the run; ``selection`` is ((id, ((name, value), ...)), ...)."""
     chosen = {id: dict(params) for id, params in selection}
     summaries = []
-    for step in step_logs(run_files(_uploads), max_bytes=PAGE_SIZE_LIMIT_MB << 20, allow_torch=False):
+    for step in step_logs(run_files(_uploads), bounds=PAGE_BOUNDS, allow_torch=False):
         summaries.append(failed_step(step.step, step.files, step.error) if step.log is None
                          else step_summary(step.step, step.files, step.log, chosen))
     if all("error" in summary for summary in summaries):
