@@ -90,6 +90,7 @@ def test_text_report(capsys, library):
            f"{significant(match.mismatch_se, 2)}" in lines
     assert "  So per token the toy is a fair stand-in for this run, as far as this sample can tell." in lines
     assert "0.0000" not in out.out
+    assert "  seq_tis.C (now 2; sequences, above): 16.36 / 3.888 / 0.08125*" in lines      # * : C < 1 is no TIS
 
 
 def test_columns_can_be_named(capsys, tmp_path):

@@ -195,9 +195,9 @@ def as_text(result):
     if result["advantages"] == "the log's own":
         lines.append("  (the estimators that read the advantage use the log's own advantages: it has no reward)")
     if result["threshold_suggestions"]:
-        lines += ["", "Thresholds that would touch 0.1 % / 1 % / 10 % of this log:"]
+        lines += ["", "Thresholds that would touch 0.1 % / 1 % / 10 % of this log (* outside the estimator's range):"]
         for row in result["threshold_suggestions"]:
-            at = " / ".join(significant(point["value"], 4) for point in row["at"])
+            at = " / ".join(significant(point["value"], 4) + ("" if point["in_range"] else "*") for point in row["at"])
             lines.append(f"  {row['estimator']}.{row['parameter']} (now {significant(row['current'])}; "
                          f"{row['counts']}, {row['side']}): {at}")
     lines += ["", "The frameworks' own metrics on this log (the JSON's \"frameworks\" has them all):"]

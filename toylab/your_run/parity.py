@@ -157,13 +157,8 @@ def _metric(framework, name, value):
         return FrameworkMetric(framework, name, None, note="undefined on this log: it needs two tokens whose "
                                                            "values differ")
     if isinstance(value, Estimate):
-        return FrameworkMetric(framework, name, value.value, known(value.se))
+        return FrameworkMetric(framework, name, value.value, value.se)
     return FrameworkMetric(framework, name, value)
-
-
-def known(se):
-    """A standard error, or None where there is none (one sequence: None, or NaN before the logs' bounds)."""
-    return None if se is None or math.isnan(se) else se
 
 
 def _shifted(estimate, offset):

@@ -6,7 +6,9 @@ Each threshold below touches a token or sequence exactly when one statistic of i
 one side: above (the estimator clips or masks ratios above C) or below (below lo). For a share q of n items, the
 suggestion is a value with m = round(q·n) items beyond it: halfway between the m-th and (m + 1)-th most extreme
 values (in logs, for a ratio), so that no value sits on it; for m = 0 (below one item: nothing is touched), as far
-beyond the most extreme as half the gap to the next. ``touched`` is then m/n (ties can make it smaller). These are counts on this sample, as every number of a log.
+beyond the most extreme as half the gap to the next. ``touched`` is then m/n (ties can make it smaller); ``in_range`` says whether the value is one the estimator
+accepts (tok_tis.C ≥ 1, say: a C below 1 would clip most tokens). These are counts on this sample, as every number
+of a log.
 
     tok_tis.C, geo_rs_tok_tis.C, tok_mis.hi, tok_clip.C_max    tokens, ρ_t above
     tok_mis.lo, tok_clip.C_min                                 tokens, ρ_t below
@@ -19,7 +21,7 @@ beyond the most extreme as half the gap to the next. ``touched`` is then m/n (ti
 
 import numpy as np
 
-from toylab.catalogue.estimators import resolve_params
+from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 
 TARGET_SHARES = (0.001, 0.01, 0.1)
 RULES = {
@@ -77,8 +79,9 @@ def suggestions(log, selection, shares=TARGET_SHARES):
         at = []
         for share in shares:
             threshold, touched = value_beyond(values, share, side)
-            at.append({"share": share, "value": float(threshold if name in ("mean_k3", "max_abs_log_rho")
-                                                      else np.exp(threshold)), "touched": touched})
+            value = float(threshold if name in ("mean_k3", "max_abs_log_rho") else np.exp(threshold))
+            spec = ESTIMATORS[id].params[parameter]
+            at.append({"share": share, "value": value, "touched": touched, "in_range": spec.low <= value <= spec.high})
         rows.append({"estimator": id, "parameter": parameter, "counts": counts, "side": side,
                      "current": params[parameter], "at": at})
     order = list(selection)

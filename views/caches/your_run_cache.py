@@ -30,10 +30,14 @@ from toylab.text import clipped
 from toylab.your_run import applied as log_estimators
 from toylab.your_run.bounds import PAGE_BOUNDS
 from toylab.your_run.columns import detect
+from toylab.your_run.dumps import canonical_file, dump_kind
 from toylab.your_run.files import open_log_file, preview
 from toylab.your_run.log import read_log
+from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.matching import match_toy
+from toylab.your_run.parity import by_framework, framework_metrics
 from toylab.your_run.statistics import log_statistics
+from toylab.your_run.suggestions import suggestions
 from views.caches.bounded_cache import ByteBoundedCache
 from views.caches.work_slots import reading
 
@@ -60,6 +64,11 @@ class Source:
 
 
 def _file(source):
+    """The source's LogFile: a framework's dump (NeMo-RL, prime-rl) as its canonical table; a torch or pickle file
+    refused (an upload is never unpickled)."""
+    kind = dump_kind(source.name, source.data[:1 << 16])
+    if kind is not None:
+        return canonical_file(source.name, kind, data=source.data, allow_torch=False, bounds=PAGE_BOUNDS)
     return open_log_file(source.name, data=source.data, bounds=PAGE_BOUNDS)
 
 
@@ -101,10 +110,12 @@ def _lease(key):
 
 
 def summary(source, columns, progress):
-    """The log's statistics and the frames of its charts."""
+    """The log's statistics, magnitudes, frameworks' metrics, notices and the frames of its charts."""
     def build():
         log = rollout_log(source, columns, progress)
-        return {"statistics": log_statistics(log), "tokens": log_frames.token_histogram_frame(log),
+        return {"statistics": log_statistics(log), "magnitudes": magnitudes(log),
+                "frameworks": by_framework(framework_metrics(log)), "notices": log.notices,
+                "tokens": log_frames.token_histogram_frame(log),
                 "position": log_frames.position_frame(log), "probability": log_frames.probability_frame(log),
                 "W": log_frames.sequence_histogram_frame(log, "W"),
                 "geo": log_frames.sequence_histogram_frame(log, "geo")}
@@ -112,12 +123,13 @@ def summary(source, columns, progress):
 
 
 def estimators(source, columns, selection, progress):
-    """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold frames
-    on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value), ...)), ...)."""
+    """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold
+    suggestions, the threshold frames on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value),
+    ...)), ...)."""
     def build():
         log = rollout_log(source, columns, progress)
         chosen = {id: dict(params) for id, params in selection}
-        return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log),
+        return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log), suggestions(log, chosen),
                 {"tokens": log_frames.token_threshold_frame(log, chosen),
                  "W": log_frames.sequence_threshold_frame(log, chosen, "W"),
                  "geo": log_frames.sequence_threshold_frame(log, chosen, "geo")})
@@ -125,6 +137,6 @@ def estimators(source, columns, selection, progress):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def matched(k1, T, V, seed):
-    """The Match for the data's k1 Estimate at T, V, seed."""
-    return match_toy(k1, T, V, seed)
+def matched(kl, T, V, seed):
+    """The Match for the data's per-token KL Estimate (the one with the smaller se) at T, V, seed."""
+    return match_toy(kl, T, V, seed)
