@@ -10,12 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+from framework_dumps import toy_batch, write_nemo
 
 from tests.browser import browser_available, launch_browser, running_app, skip_or_fail, wait_for_app
 
 pytestmark = pytest.mark.browser
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
 YOUR_RUN_SCREENSHOT = SCREENSHOT.parent / "your_run.png"
+RUN_SCREENSHOT = SCREENSHOT.parent / "your_run_steps.png"
 EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "rollouts_per_token.csv.gz"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
         "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
@@ -188,8 +190,8 @@ def test_your_run_upload_shows_the_statistics_and_charts(app):
     assert panel.locator('[data-testid="stVegaLiteChart"]').count() == 5
     assert rendered_charts(page) == 5
     metrics = [text.split() for text in panel.locator('[data-testid="stMetric"]').all_inner_texts()]
-    assert ["k1", "=", "mean(log", "μ", "−", "log", "π)", "0.1720", "±", "0.0046", "standard", "error"] in metrics
-    assert "At mismatch 0.508 ± 0.008" in panel.inner_text()
+    assert ["k1", "=", "mean(log", "μ", "−", "log", "π)", "0.172", "±", "0.0046", "standard", "error"] in metrics
+    assert "At mismatch 0.5032 ± 0.0029" in panel.inner_text()
     assert "What each estimator would do to these sequences" in panel.inner_text()
     cells = "|".join(panel.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents())
     assert "tok_tis" in cells and "seq_mis" in cells                      # the estimator table has drawn
@@ -197,6 +199,22 @@ def test_your_run_upload_shows_the_statistics_and_charts(app):
         page.set_viewport_size({"width": 1600, "height": 2400})
         wait_for_app(page)
         page.screenshot(path=str(YOUR_RUN_SCREENSHOT))
+    page.close()
+
+
+def test_a_run_of_several_files_shows_its_step_chart(app, tmp_path):
+    paths = [write_nemo(tmp_path, step, toy_batch(10, seed=step)) for step in (1, 2, 3)]
+    page = open_page(app, "tab=Your%20run", table=False)
+    panel = page.get_by_role("tabpanel", name="Your run")
+    panel.locator('input[type="file"]').first.set_input_files([str(path) for path in paths])
+    panel.locator('[data-testid="stVegaLiteChart"]').first.locator("canvas, svg.marks").first.wait_for(timeout=60_000)
+    wait_for_app(page)
+    assert_no_exception(page)
+    assert "A run of 3 steps" in panel.inner_text() and rendered_charts(page) == 1
+    if os.environ.get("TOYLAB_SCREENSHOT") == "1":
+        page.set_viewport_size({"width": 1280, "height": 1400})
+        wait_for_app(page)
+        page.screenshot(path=str(RUN_SCREENSHOT))
     page.close()
 
 

@@ -229,8 +229,14 @@ def prime_run(directory, steps=4):
     return [(str(path.relative_to(directory)), path.read_bytes()) for path in sorted(Path(directory).rglob("*.jsonl"))]
 
 
+def nemo_run(directory, steps=4):
+    """NeMo-RL's files: their names carry the step, as a browser's upload (which sends no folders) keeps them."""
+    return [(path.name, path.read_bytes()) for path in (write_nemo(directory, step, toy_batch(8, seed=step))
+                                                         for step in range(1, steps + 1))]
+
+
 def test_a_run_uploaded_as_several_files_shows_its_step_chart(tmp_path):
-    at = upload_many(run(), prime_run(tmp_path))
+    at = upload_many(run(), nemo_run(tmp_path))
     assert not at.exception and not at.error
     assert "A run of 4 steps" in next(markdown.value for markdown in at.markdown if "A run of" in markdown.value)
     rows = step_chart_rows(at)

@@ -228,7 +228,8 @@ def _split_by_step_column(file, bounds, allow_torch, **explicit):
     column = next((name for name in first_rows.columns if name.lower() == STEP_COLUMN), None)
     if column is None or first_rows.kinds[column] != "number":
         raise LogError(f"{file.name}: which step is it? Its path names none (step_N, global_step_N, "
-                       f"train_data_stepN, …) and it has no numeric {STEP_COLUMN!r} column")
+                       f"train_data_stepN, …) and it has no numeric {STEP_COLUMN!r} column (an upload keeps only "
+                       "its file name: upload a zip of the run's directory)")
     steps = np.concatenate([batch.column(0).to_numpy(zero_copy_only=False)
                             for _, batch, _ in read_batches(log_file, {column: "number"}, first_rows)])
     of_sequence = steps[log.rows - 1]
