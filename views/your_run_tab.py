@@ -215,6 +215,19 @@ def _token_charts(results, thresholds):
         "se": st.column_config.NumberColumn("± se", format="%.2g")})
     shares.dataframe(quantile_frame(results["magnitudes"]), hide_index=True, width="stretch", column_config={
         "value": st.column_config.NumberColumn(format="%.3g")})
+    with st.expander("The most extreme tokens and sequences"):
+        sizes = results["magnitudes"]
+        st.dataframe(pd.DataFrame(sizes.worst_tokens), hide_index=True, width="stretch", column_config={
+            "row": st.column_config.NumberColumn("row in the file"), "position": "position in the response",
+            "sampler_probability": st.column_config.NumberColumn("μ(y_t)", format="%.4g"),
+            "trainer_probability": st.column_config.NumberColumn("π(y_t)", format="%.4g"),
+            "log_rho": st.column_config.NumberColumn("log ρ_t", format="%.4g")})
+        st.dataframe(pd.DataFrame(sizes.worst_sequences), hide_index=True, width="stretch", column_config={
+            "row": st.column_config.NumberColumn("row in the file"), "length": "tokens",
+            "log_W": st.column_config.NumberColumn("log W", format="%.4g"),
+            "max_abs_log_rho": st.column_config.NumberColumn("largest |log ρ_t|", format="%.4g")})
+        st.caption("The tokens with the largest |log ρ_t| (the sampler's and the trainer's probability of the sampled "
+                   "token), and the sequences with the largest |log W|.")
     along, probability = st.columns(2)
     chart_element.draw(along, log_charts.position_chart(results["position"]))
     chart_element.draw(probability, log_charts.probability_chart(results["probability"]))

@@ -108,6 +108,8 @@ def test_the_example_shows_the_library_numbers(example):
     assert list(tails["share"]) == [estimate.value for estimate in statistics.tail_shares.values()]
     quantiles = example.dataframe[1].value.set_index("quantity")["value"]
     assert quantiles["|log ρ| p99.9"] == sizes.abs_log_rho_quantiles["p99.9"] and quantiles["smallest ρ"] == sizes.min_rho
+    worst = next(frame.value for frame in example.dataframe if "sampler_probability" in frame.value.columns)
+    assert worst.to_dict("records") == sizes.worst_tokens
     match = match_toy(matching_estimate(statistics)[1], 6, 4, 0)
     assert f"At mismatch {significant(match.mismatch, 4)} ± {significant(match.mismatch_se, 2)}" in \
         example.markdown[-1].value and "k3 = 0.169 ± 0.0017 (k3, not k1" in example.markdown[-1].value
