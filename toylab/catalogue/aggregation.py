@@ -24,6 +24,8 @@ equals seq-mean-token-sum, and so do TRL's grpo, bnpo and dr_grpo up to a consta
 
 import numpy as np
 
+from toylab.text import quoted
+
 AGGREGATIONS = ("seq-mean-token-sum", "token-mean", "seq-mean-token-mean", "dapo")
 DEFAULT_AGGREGATION = "seq-mean-token-sum"
 VERL_EPSILON = 1e-8          # verl's masked_mean and seq-mean-token-mean add it to a token count
@@ -31,7 +33,7 @@ VERL_EPSILON = 1e-8          # verl's masked_mean and seq-mean-token-mean add it
 
 def check_aggregation(mode):
     if mode not in AGGREGATIONS:
-        raise ValueError(f"unknown loss aggregation {mode!r}; choose {', '.join(AGGREGATIONS)}")
+        raise ValueError(f"unknown loss aggregation {quoted(mode)}; choose {', '.join(AGGREGATIONS)}")
     return mode
 
 

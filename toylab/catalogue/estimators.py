@@ -219,13 +219,13 @@ def resolve_params(estimator_id, overrides=None):
 def _checked(estimator_id, name, param, value):
     if param.choices is not None:
         if value not in param.choices:
-            raise ValueError(f"{estimator_id}.{name} must be one of {', '.join(param.choices)}, got {value!r}")
+            raise ValueError(f"{estimator_id}.{name} must be one of {', '.join(param.choices)}, got {quoted(value)}")
         return value
     if param.parse is not None:
         try:
             return param.parse(value)
         except ValueError as error:
-            raise ValueError(f"{estimator_id}.{name} = {value!r}: {error}") from None
+            raise ValueError(f"{estimator_id}.{name} = {quoted(value)}: {error}") from None
     if isinstance(param.default, str):
         if value not in EXACT_IDS or ESTIMATORS[value].on_policy:
             raise ValueError(f"{estimator_id}.{name} must name an exact estimator on sampler rollouts, "

@@ -1,6 +1,9 @@
 """``python -m toylab train``: gradient ascent with chosen estimators on one toy, as a summary or JSON.
 
-A bad argument prints one line, ``toylab: error: ...``, and exits with status 2.
+A bad argument prints one line, ``toylab: error: ...``, and exits with status 2. So does, before any work, a run
+whose estimated time (``training.cost``) is over COMMAND_LINE_FACTOR times the page's limit, or whose estimated
+memory is over MEMORY_LIMIT_BYTES; a run estimated at over PROGRESS_AFTER_S seconds shows a progress bar with
+the time left on stderr.
 """
 
 
@@ -16,9 +19,17 @@ from toylab.cli.arguments import (
     one_of,
     validate_toy_arguments,
 )
+from toylab.cli.progress import ProgressBar
 from toylab.engine.toy import make_toy
 from toylab.state.query import INTEGER_RANGES
 from toylab.state.settings import DEFAULT_ESTIMATORS
+from toylab.training.cost import (
+    COMMAND_LINE_FACTOR,
+    MEMORY_LIMIT_BYTES,
+    PAGE_SECONDS,
+    estimated_bytes,
+    estimated_seconds,
+)
 from toylab.training.loop import (
     LIMITS,
     MODES,
@@ -33,10 +44,16 @@ from toylab.training.optimizers import OPTIMIZERS
 
 DEFAULTS = TrainingConfig()
 LISTED = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "rel_bias")     # the per-step lists in JSON
+LIMIT_SECONDS = PAGE_SECONDS * COMMAND_LINE_FACTOR
+PROGRESS_AFTER_S = 2.0
 
 
 def parse_arguments(argv):
-    parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0])
+    parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0],
+                          epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s ({COMMAND_LINE_FACTOR} times the "
+                                 f"page's {PAGE_SECONDS:g} s) or {MEMORY_LIMIT_BYTES / 1e9:g} GB of memory is refused "
+                                 f"before it starts; one estimated at over {PROGRESS_AFTER_S:g} s shows its progress "
+                                 "on stderr.")
     add_toy_arguments(parser)
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
                         help="estimators to train with (default: the page's default selection)")
@@ -61,15 +78,36 @@ def parse_arguments(argv):
     try:
         arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
                                           arguments.N, arguments.runs)
+        arguments.seconds = _check_cost(arguments)
     except ValueError as error:
         parser.error(str(error))
     return parser, arguments
 
 
+def _check_cost(arguments):
+    """The run's estimated seconds; ValueError naming the bound if its time or memory is over the limits."""
+    config, ids = arguments.config, list(arguments.selection)
+    seconds = estimated_seconds(arguments.T, arguments.V, config, ids)
+    if seconds > LIMIT_SECONDS:
+        work = "fewer steps or estimators, or a smaller toy" if config.mode == "expected" else \
+            "fewer steps, estimators or runs, or a smaller N"
+        raise ValueError(f"this run is estimated at {seconds:,.0f} s, over the limit of {LIMIT_SECONDS:,.0f} s "
+                         f"({COMMAND_LINE_FACTOR} times the page's {PAGE_SECONDS:g} s); use {work}")
+    memory = estimated_bytes(arguments.T, arguments.V, config, ids)
+    if memory > MEMORY_LIMIT_BYTES:
+        raise ValueError(f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
+                         f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use fewer runs, steps or estimators, or a smaller N")
+    return seconds
+
+
 def report(arguments):
     toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed)
     config = arguments.config
-    trajectories = train(toy, arguments.selection, arguments.baseline, config)
+    bar = ProgressBar("training", config.steps + 1) if arguments.seconds > PROGRESS_AFTER_S else None
+    trajectories = train(toy, arguments.selection, arguments.baseline, config,
+                         progress=None if bar is None else lambda k: bar.update(k + 1))
+    if bar is not None:
+        bar.close()
     start = diagnostics(toy)
     return {
         "toy": {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed, "J": start.J,

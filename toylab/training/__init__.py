@@ -4,4 +4,5 @@
     toy_rows       many toys at once, one θ per row: the loop's toys at one step
     optimizers     SGD and Adam on arrays of any shape
     sga            how much one step θ + lr·ĝ_N is expected to improve J
+    cost           a run's seconds and peak memory, estimated before it starts
 """

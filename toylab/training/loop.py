@@ -79,8 +79,9 @@ class Trajectory:
     rel_bias: np.ndarray | None
 
 
-def train(toy, selection, baseline="none", config=TrainingConfig()):
-    """{estimator id: Trajectory} from the toy's θ₀ for every estimator in ``selection`` (id → overrides).
+def train(toy, selection, baseline="none", config=TrainingConfig(), progress=None):
+    """{estimator id: Trajectory} from the toy's θ₀ for every estimator in ``selection`` (id → overrides);
+    ``progress(k)``, if given, is called after step k = 0 … K is recorded.
 
     ValueError for an unknown baseline or an estimator that ``cannot_train`` in the config's mode.
     """
@@ -91,7 +92,7 @@ def train(toy, selection, baseline="none", config=TrainingConfig()):
     if problems:
         raise ValueError("; ".join(problems))
     run = _expected if config.mode == "expected" else _sampled
-    records = run(toy, selection, baseline, config)
+    records = run(toy, selection, baseline, config, progress or (lambda k: None))
     return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
                                                       for name in RECORDED))
             for index, (id, params) in enumerate(selection.items())}
@@ -226,7 +227,7 @@ def _record(records, k, theta, population, cosines, rel_bias=None):
         records["rel_bias"][..., k] = rel_bias
 
 
-def _expected(toy, selection, baseline, config):
+def _expected(toy, selection, baseline, config, progress):
     grid = split_grid(toy.T, toy.V)
     estimators = list(selection.items())
     theta = np.repeat(toy.theta[None], len(estimators), axis=0)
@@ -237,12 +238,13 @@ def _expected(toy, selection, baseline, config):
         population = Population.of(rows)
         means = exact_means(rows, estimators, population.baseline(baseline))
         _record(records, k, theta, population, cosine(means, population.grad), relative_error(means, population.grad))
+        progress(k)
         if k < config.steps:
             theta = theta + optimizer.step(means)
     return records
 
 
-def _sampled(toy, selection, baseline, config):
+def _sampled(toy, selection, baseline, config, progress):
     N, runs = config.N, config.runs
     theta = np.broadcast_to(toy.theta, (len(selection), runs, toy.T, toy.V)).copy()
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
@@ -260,6 +262,7 @@ def _sampled(toy, selection, baseline, config):
             estimates[index] = batch_estimates(Batches(mine, tokens, np.array([N]), b[index]), id, params)[:, 0]
         step = optimizer.step(estimates)
         _record(records, k, theta, population, cosine(step, population.grad))
+        progress(k)
         if k < config.steps:
             theta = theta + step
     return records

@@ -6,7 +6,8 @@
                           before it is known to fit (a CSV cell may be this long too)
     columns               columns of the file (a CSV header, the keys of the first JSON rows, a Parquet schema)
     tokens                tokens of the file, masked ones included, and its rows (a row counts as one token
-                          even if it holds none): counted batch by batch, for Parquet from its metadata first
+                          even if it holds none; so does a line of text, blank or not, counted in the stream):
+                          counted batch by batch, for Parquet from its metadata first
     sequences             sequences of the file, those without a response token included: rows of a row-per-
                           sequence log, distinct ids of a row-per-token log (counted as the ids are met)
     tokens_per_sequence   tokens of one sequence
@@ -64,10 +65,10 @@ class Bounds:
 
 
 SHORT = {"file_bytes": "file size", "text_bytes": "text once decompressed", "line_bytes": "one line of text",
-         "columns": "columns", "tokens": "tokens per file (a row counts as one at least)",
+         "columns": "columns", "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
          "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence"}
 UNITS = {"file_bytes": "per file", "text_bytes": "of text once decompressed", "line_bytes": "per line of text",
-         "columns": "columns per file", "tokens": "tokens per file (a row counts as one at least)",
+         "columns": "columns per file", "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
          "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence"}
 ADVICE = {"file_bytes": "compress it (.gz) or keep fewer sequences",
           "text_bytes": "keep fewer sequences or columns",
@@ -119,6 +120,8 @@ class CountedText(io.RawIOBase):
             self.line_length = chunk.size - ends[-1] - 1
         if self.line_length > self.bounds.line_bytes:
             self._line_too_long(self.line + 1)
+        if self.line > self.bounds.tokens + 1:                            # a CSV header is one line more
+            raise self.bounds.exceeded(self.name, "tokens", f"line {self.bounds.tokens + 2:,}")
 
     def _line_too_long(self, line):
         raise self.bounds.exceeded(self.name, "line_bytes", f"line {line}")

@@ -43,7 +43,6 @@ from toylab.your_run.text_rows import (
     csv_rows,
     decoding,
     first_line,
-    json_lines,
     json_record,
     loads,
     python_value,
@@ -215,10 +214,11 @@ def _first_records(file, rows):
     records, read = [], 0
     with decoding(file), file.text() as text:
         if file.format == "jsonl":
-            for row, line in enumerate(json_lines(text), start=1):
-                records.append(json_record(file, row, line))
+            for line in text:
                 read += len(line)
-                if len(records) == rows or read > PREVIEW_BYTES:
+                if line.strip():
+                    records.append(json_record(file, len(records) + 1, line))
+                if records and (len(records) == rows or read > PREVIEW_BYTES):
                     break
         else:
             reader = csv_reader(file, text)
@@ -268,12 +268,24 @@ def _decoded(array):
     return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
 
 
+def _via_text(array):
+    """Decimals (or lists of them) as text, which casts to the nearest float64."""
+    type = array.type
+    inner = type.value_type if pa.types.is_list(type) or pa.types.is_large_list(type) else None
+    if pa.types.is_decimal(type):
+        return array.cast(pa.string())
+    if inner is not None and pa.types.is_decimal(inner):
+        return array.cast(pa.list_(pa.string()))
+    return array
+
+
 def _arrow_numbers(column, kind):
     """Up to PREVIEW_NUMBERS finite numbers of a number or list column, from Arrow without Python objects."""
     if kind not in ("number", "list"):
         return np.empty(0)
     values = _decoded(pc.list_flatten(column) if kind == "list" else column)
-    values = _decoded(values).slice(0, PREVIEW_NUMBERS).cast(pa.float64(), safe=False).to_numpy(zero_copy_only=False)
+    values = _via_text(_decoded(values).slice(0, PREVIEW_NUMBERS)).cast(pa.float64(), safe=False)
+    values = values.to_numpy(zero_copy_only=False)
     return values[np.isfinite(values)]
 
 
@@ -472,9 +484,10 @@ def _cast(file, array, column, kind, first_row):
 
 
 def _converted(file, array, column, type):
-    """The array cast to float64 (or list<float64>: rounding allowed) or text."""
+    """The array cast to float64 (or list<float64>: rounding allowed) or text; decimals by way of their text, which
+    pyarrow rounds correctly (its direct cast gives -0.09999999999999999 for -0.1)."""
     try:
-        return array.cast(type, safe=type == pa.string())
+        return _via_text(array).cast(type, safe=type == pa.string())
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
         raise LogError(f"{file.name}: column {quoted(column)}: its {array.type} values cannot be read as "
                        f"{type} ({quoted(first_line(error), 60)})") from None

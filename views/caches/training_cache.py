@@ -5,8 +5,8 @@ import numpy as np
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.engine.recursion import FACTORS
 from toylab.engine.toy import Toy
+from toylab.training import cost
 from toylab.training.loop import TrainingConfig, cannot_train, train
 from toylab.training.sga import monte_carlo_improvement, second_order
 from views.caches import cache
@@ -16,10 +16,8 @@ SGA_CURVE_LRS = tuple(float(lr) for lr in np.logspace(-2, 2, 33))          # 0.0
 SGA_SAMPLED_LRS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)     # Monte Carlo points (plus the chosen lr)
 SGA_SEQUENCES = 200 * 64        # sequences per estimator for the Monte Carlo points: 200 batches at N = 64
 SGA_FEWEST_BATCHES = 30
-SECONDS_PER_ENUMERATED_STEP = 2.5e-8        # measured: one enumerated estimator, one step, per sequence of the toy
-SECONDS_PER_SAMPLED_SEQUENCE = 4e-7         # measured: one drawn sequence of one run of one estimator, one step
 SECONDS_PER_SECOND_ORDER = 7e-7             # measured: E[ĝᵀHĝ] of one estimator, per sequence of the toy
-LIMIT_SECONDS = 10.0
+LIMIT_SECONDS = cost.PAGE_SECONDS
 
 
 def trained(settings, mode):
@@ -36,12 +34,8 @@ def left_out(settings, mode):
 
 
 def estimated_seconds(settings, config, selection):
-    """A rough time for ``trajectories`` (from the measured rates above), to refuse what would freeze the page."""
-    M = settings.V**settings.T
-    if config.mode == "expected":
-        enumerated = sum(id not in FACTORS for id, _ in selection)
-        return enumerated * M * (config.steps + 1) * SECONDS_PER_ENUMERATED_STEP
-    return len(selection) * config.runs * config.N * (config.steps + 1) * SECONDS_PER_SAMPLED_SEQUENCE
+    """A rough time for ``trajectories`` (``training.cost``), to refuse what would freeze the page."""
+    return cost.estimated_seconds(settings.T, settings.V, config, [id for id, _ in selection])
 
 
 @st.cache_data(max_entries=16, show_spinner=False)

@@ -17,6 +17,7 @@ import math
 
 from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.weights import Param
+from toylab.text import quoted
 
 VERL_CLAMP = 20.0
 VERL_REJECTION_OPTIONS = ("token_k1", "token_k2", "token_k3", "seq_sum_k1", "seq_sum_k2", "seq_sum_k3",
@@ -34,13 +35,13 @@ def verl_rejections(rollout_rs, rollout_rs_threshold):
     unknown = [option for option in options if option not in VERL_REJECTION_OPTIONS]
     if not options or unknown:
         raise ValueError(f"rollout_rs must name options among {', '.join(VERL_REJECTION_OPTIONS)}, "
-                         f"got {rollout_rs!r}")
+                         f"got {quoted(rollout_rs)}")
     if isinstance(rollout_rs_threshold, int | float):
         specs = [str(rollout_rs_threshold)]
     else:
         specs = [part.strip() for part in str(rollout_rs_threshold).split(",") if part.strip()]
     if len(specs) not in (1, len(options)):
-        raise ValueError(f"rollout_rs_threshold needs one threshold or one per option, got {rollout_rs_threshold!r}")
+        raise ValueError(f"rollout_rs_threshold needs one threshold or one per option, got {quoted(rollout_rs_threshold)}")
     rejections = []
     for option, spec in zip(options, specs * len(options) if len(specs) == 1 else specs, strict=True):
         if option.endswith("k1"):
@@ -48,7 +49,7 @@ def verl_rejections(rollout_rs, rollout_rs_threshold):
             upper = _number(upper, option)
             lower = 1.0 / upper if lower is None else _number(lower, option)
         elif "_" in spec:
-            raise ValueError(f"rollout_rs_threshold for {option} is a single upper bound, got {spec!r}")
+            raise ValueError(f"rollout_rs_threshold for {option} is a single upper bound, got {quoted(spec)}")
         else:
             lower, upper = None, _number(spec, option)
         rejections.append((option, lower, upper))
@@ -59,9 +60,9 @@ def _number(text, option):
     try:
         value = float(text)
     except ValueError:
-        raise ValueError(f"threshold {text!r} for {option} is not a number") from None
+        raise ValueError(f"threshold {quoted(text)} for {option} is not a number") from None
     if not value > 0 or not math.isfinite(value):
-        raise ValueError(f"thresholds for {option} must be positive, got {text!r}")
+        raise ValueError(f"thresholds for {option} must be positive, got {quoted(text)}")
     return value
 
 
