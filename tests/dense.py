@@ -2,9 +2,12 @@
 
 It shares nothing with toylab's exact engine but the toy's (T, V) tables: sequences come from
 itertools.product, rewards from counting, ratios from indexing, coefficients from each estimator's
-definition written out per sequence. A framework preset takes its configuration fields from toylab's
+definition written out per sequence. A verl or TRL preset takes its configuration fields from toylab's
 table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
-from them is written out here from the frameworks' code, independently of toylab.frameworks.
+from them is written out here from the frameworks' code, independently of toylab.frameworks. Every other
+framework's preset is the product of the factors its module's rules give (checked against that framework's own
+code in tests/catalogue/test_framework_presets.py), each factor computed here from its definition: the oracle
+checks the exact engine on them, not the rules.
 """
 
 import itertools
@@ -13,8 +16,26 @@ import math
 import numpy as np
 import pytest
 
-from toylab import exact_moments, resolve_params
+from toylab import ESTIMATORS, exact_moments, resolve_params
 from toylab.catalogue import presets as frameworks
+
+NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv_mask", "k2_penalty", "topr", "vespo",
+                "gspo_clip")
+
+
+def bernoulli_kl(p, q):
+    """KL between Bernoulli(p) and Bernoulli(q), straight from its definition (0 < p, q < 1 on the toy)."""
+    return p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q))
+
+
+def statistic_values(statistic, log_rho, probabilities=None):
+    """A rejection statistic per token, written out from its definition (π_t(y_t), μ_t(y_t) = ``probabilities``)."""
+    rho = np.exp(log_rho)
+    if statistic in ("prob_diff", "kpop"):
+        pi, mu = probabilities
+        return pi - mu if statistic == "prob_diff" else np.maximum(bernoulli_kl(pi, mu), bernoulli_kl(mu, pi))
+    return {"log_ratio": log_rho, "k1": -log_rho, "k2": log_rho**2 / 2, "k3": rho - 1 - log_rho,
+            "k3_reverse": 1 / rho - 1 + log_rho, "mult_error": np.exp(np.abs(log_rho))}[statistic]
 
 
 class DenseToy:
@@ -32,6 +53,7 @@ class DenseToy:
         self.score = np.eye(V)[self.Y] - self.pi[None]                  # (M, T, V)
         self.true_grad = np.einsum("m,m,mtv->tv", self.p_train, self.R, self.score)
         self.rho = np.exp(self.log_pi_tokens - self.log_mu_tokens)       # (M, T)
+        self.pi_tokens, self.mu_tokens = np.exp(self.log_pi_tokens), np.exp(self.log_mu_tokens)
         self.W = self.rho.prod(axis=1)
 
     def baseline(self, name):
@@ -45,11 +67,14 @@ class DenseToy:
         p = params
         advantage = (self.R - self.baseline(baseline))[:, None]
         if ":" in estimator:
-            return self.preset(estimator, params, advantage)
+            return self.preset(estimator, params, advantage, baseline)
+        if estimator in NEW_FAMILIES:
+            return self.new_family(estimator, p, advantage, baseline)
         if estimator in ("rs", "opsm"):
             weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline)
             if estimator == "rs":
-                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"], np.log(rho))
+                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"], np.log(rho),
+                                                    p.get("mean_epsilon", 0.0), (self.pi_tokens, self.mu_tokens))
             mean_k1 = (-np.log(rho)).mean(axis=1, keepdims=True)
             return weight * ((advantage >= 0) | (mean_k1 <= p["delta"]))
         if estimator == "tok_clip":
@@ -92,11 +117,10 @@ class DenseToy:
         raise KeyError(estimator)
 
     @staticmethod
-    def rejection_kept(statistic, scope, lo, hi, log_rho, mean_epsilon=0.0):
+    def rejection_kept(statistic, scope, lo, hi, log_rho, mean_epsilon=0.0, probabilities=None):
         """1[lo ≤ statistic ≤ hi] (M, T): per token, or the sequence's sum / mean / max broadcast to its tokens
-        (verl's mean divides by the token count + 1e-8: ``mean_epsilon``)."""
-        value = {"log_ratio": log_rho, "k1": -log_rho, "k2": log_rho**2 / 2,
-                 "k3": np.exp(log_rho) - 1 - log_rho}[statistic]
+        (verl's mean divides by the token count + 1e-8: ``mean_epsilon``); ``probabilities`` = (π_t(y_t), μ_t(y_t))."""
+        value = statistic_values(statistic, log_rho, probabilities)
         reduce = {"token": lambda x: x, "seq_sum": lambda x: x.sum(axis=1, keepdims=True),
                   "seq_mean": lambda x: x.sum(axis=1, keepdims=True) / (x.shape[1] + mean_epsilon),
                   "seq_max": lambda x: x.max(axis=1, keepdims=True)}[scope]
@@ -108,10 +132,13 @@ class DenseToy:
             kept &= value <= hi
         return np.broadcast_to(kept, log_rho.shape)
 
-    def preset(self, estimator, params, advantage):
+    def preset(self, estimator, params, advantage, baseline="none"):
         """A verl or TRL preset, as the framework's code computes it (see the module docstring)."""
-        config = next(p for p in frameworks.PRESETS if p.id == estimator).resolved(params)
+        preset = next(p for p in frameworks.PRESETS if p.id == estimator)
+        config = preset.resolved(params)
         log_rho = np.log(self.rho)
+        if not estimator.startswith(("trl:", "verl:")):
+            return self.factors(preset, params, advantage, baseline)
         if estimator.startswith("trl:"):
             ratio = self.rho if config["mode"].startswith("token") else self.W[:, None] * np.ones_like(self.rho)
             if config["mode"].endswith("truncate"):
@@ -120,11 +147,15 @@ class DenseToy:
         safe = np.clip(log_rho, -20, 20)                       # verl's SAFETY_BOUND, per token
         ppo = config["bypass_mode"] and config["loss_type"] == "ppo_clip"
         coefficient = np.ones_like(log_rho)
-        if config["rollout_is"] == "token" and not ppo:
-            coefficient = np.minimum(np.exp(safe), config["rollout_is_threshold"])
-        if config["rollout_is"] == "sequence" and not ppo:
+        threshold = str(config.get("rollout_is_threshold", 2.0))
+        if config["rollout_is"] and not ppo:
             total = np.clip(log_rho.sum(axis=1, keepdims=True), -20, 20)   # the sum is clamped, not the tokens
-            coefficient = np.minimum(np.exp(total), config["rollout_is_threshold"]) * coefficient
+            weight = np.exp(safe) if config["rollout_is"] == "token" else np.exp(total) * coefficient
+            if "_" in threshold:                               # IcePop: zero outside [lower, upper]
+                lower, upper = (float(x) for x in threshold.split("_", 1))
+                coefficient = weight * ((weight >= lower) & (weight <= upper))
+            else:
+                coefficient = np.minimum(weight, float(threshold))
         if config["rollout_rs"]:
             option = config["rollout_rs"]
             scope, statistic = option.rsplit("_", 1)
@@ -144,11 +175,101 @@ class DenseToy:
             coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative, keep_positive)
         return coefficient
 
+    def factors(self, preset, params, advantage, baseline):
+        """The product of the preset's factors, each from its definition above (the toys' log ratios stay far
+        inside every framework's clamp; a framework's sequence means divide by T + its epsilon)."""
+        factors, _, _ = frameworks.factors(preset, params)
+        coefficient = np.ones_like(self.rho)
+        for id, factor, *_ in factors:
+            factor = {"weight": "naive", **factor} if "weight" in ESTIMATORS[id].params else dict(factor)
+            if id == "rs":
+                factor |= {"mean_epsilon": frameworks.mean_epsilon(preset)}
+            if id in ("gspo_geo", "gspo_clip"):
+                epsilon = frameworks.mean_epsilon(preset)
+                geo = np.exp(np.log(self.W) / (self.T + epsilon))[:, None]
+                kept = np.ones_like(geo, bool) if id == "gspo_geo" else np.where(
+                    advantage >= 0, geo <= 1 + factor["eps_high"],
+                    (geo >= 1 - factor["eps_low"]) & (geo <= factor["C_dual"]))
+                coefficient = coefficient * geo * kept
+                continue
+            coefficient = coefficient * self.coefficients(id, factor, baseline)
+        return coefficient
+
+    def new_family(self, estimator, p, advantage, baseline):
+        """The families added for issue 19, each from its framework's code (sources in toylab's docstrings)."""
+        rho, ones = self.rho, np.ones_like(self.rho)
+        log_rho = np.log(rho)
+        geo = np.exp(log_rho.mean(axis=1, keepdims=True))
+        if estimator == "geo_tis":
+            return np.minimum(geo, p["C"]) * ones
+        if estimator == "geo_clip":
+            return np.clip(geo, p["C_min"], p["C_max"]) * ones
+        if estimator == "outlier_rs":
+            return ((rho >= p["lo"]) & (rho <= p["hi"])).all(axis=1, keepdims=True) * ones
+        if estimator == "veto":
+            return (rho >= p["C_v"]).all(axis=1, keepdims=True) * ones
+        pi, mu = self.pi_tokens, self.mu_tokens
+        if estimator == "dppo":
+            up = pi - mu
+            if p["dppo_type"] == "binary_tv":
+                keep_positive, keep_negative = up <= p["delta_high"], -up <= p["delta_low"]
+            else:
+                kl = mu * np.log(mu / pi) + (1 - mu) * np.log((1 - mu) / (1 - pi))
+                keep_positive = ~((up > 0) & (kl > p["delta_high"]))
+                keep_negative = ~((up < 0) & (kl > p["delta_low"]))
+            return rho * np.where(advantage > 0, keep_positive, keep_negative)
+        if estimator == "kpop":
+            return (statistic_values("kpop", log_rho, (pi, mu)) <= p["delta"]) * 1.0
+        weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline) if "weight" in p else None
+        if estimator == "tv_mask":
+            gap = np.abs(rho - 1).mean(axis=1, keepdims=True)
+            dropped = ((gap < p["lo"]) | (gap > p["hi"])) & (np.sign(log_rho) * advantage > 0)
+            return weight * ~dropped
+        if estimator == "k2_penalty":
+            return weight
+        if estimator == "topr":
+            return np.where(advantage > 0, p["positive_weight"] * ones, p["negative_weight"] * np.minimum(rho, 1))
+        if estimator == "vespo":
+            if p["mode"] == "token_truncate":
+                ratio = np.clip(rho, p["clip_min"], p["clip_max"])
+            else:
+                ratio = rho * ((rho >= p["clip_min"]) & (rho <= p["clip_max"]))
+            with np.errstate(divide="ignore"):
+                log_r = np.clip(np.log(ratio), math.log(1e-8), 20.0)
+            log_w = np.clip(log_r.sum(axis=1, keepdims=True), math.log(1e-8), 20.0)
+            k = np.where(advantage >= 0, p["k_pos"], p["k_neg"])
+            lam = np.where(advantage >= 0, p["lambda_pos"], p["lambda_neg"])
+            return np.exp(lam) * np.exp(log_w) ** k * np.exp(-lam * np.exp(log_w)) * ones
+        if estimator == "gspo_clip":
+            positive = geo <= 1 + p["eps_high"]
+            negative = (geo >= 1 - p["eps_low"]) & (geo <= p["C_dual"])
+            return geo * np.where(advantage < 0, negative, positive) * ones
+        raise KeyError(estimator)
+
+    def additive(self, estimator, params):
+        """d (M, T): the part of the estimate Σ_t (c_t·A + d_t)·s_t that does not depend on A (k2_penalty's penalty)."""
+        if estimator == "k2_penalty":
+            return -2 * params["tau"] * np.log(self.rho) + self.additive(params["weight"], resolve_params(params["weight"]))
+        if estimator in ("rs", "opsm", "tv_mask"):
+            return self.additive(params["weight"], resolve_params(params["weight"]))
+        return np.zeros_like(self.rho)
+
+    def preset_additive(self, estimator, params):
+        """d (M, T) of a preset: the sum of its factors' (verl's and TRL's have none)."""
+        if estimator.startswith(("trl:", "verl:")):
+            return np.zeros_like(self.rho)
+        preset = next(p for p in frameworks.PRESETS if p.id == estimator)
+        factors, _, _ = frameworks.factors(preset, params)
+        return sum((self.additive(id, {"weight": "naive", **factor}) for id, factor, *_ in factors),
+                   np.zeros_like(self.rho))
+
     def moments(self, estimator, params, baseline):
         """mean, bias, var of the single-sample estimate, summed over all M sequences."""
         coefficient = self.coefficients(estimator, params, baseline)
         advantage = self.R - self.baseline(baseline)
-        estimate = (advantage[:, None] * coefficient)[:, :, None] * self.score     # (M, T, V)
+        additive = self.preset_additive(estimator, params) if ":" in estimator else self.additive(estimator, params)
+        gradient = advantage[:, None] * coefficient + additive
+        estimate = gradient[:, :, None] * self.score     # (M, T, V)
         probability = self.p_train if estimator == "on_policy" else self.p_sampler
         mean = np.einsum("m,mtv->tv", probability, estimate)
         var = np.einsum("m,m->", probability, ((estimate - mean) ** 2).sum(axis=(1, 2)))

@@ -19,10 +19,10 @@ Each folder's ``__init__`` maps its modules. The public surface is below.
 
 from toylab.catalogue.aggregation import AGGREGATIONS, gradient_weights
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS, PRESET_IDS, resolve_params
-from toylab.engine.coefficients import affected_tokens, coefficients, kept_tokens
+from toylab.engine.coefficients import additive_terms, affected_tokens, coefficients, kept_tokens
 from toylab.engine.moments import Moments, baseline_value, exact_moments, exact_table
 from toylab.engine.toy import EXACT_SIZE_LIMIT, Toy, estimator_moments, make_toy, sample_from_sampler
 
 __all__ = ["AGGREGATIONS", "BASELINES", "ESTIMATORS", "EXACT_IDS", "EXACT_SIZE_LIMIT", "Moments", "PRESET_IDS", "Toy",
            "baseline_value", "coefficients", "estimator_moments", "exact_moments", "exact_table", "gradient_weights",
-           "kept_tokens", "affected_tokens", "make_toy", "resolve_params", "sample_from_sampler"]
+           "kept_tokens", "affected_tokens", "additive_terms", "make_toy", "resolve_params", "sample_from_sampler"]

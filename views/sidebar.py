@@ -4,14 +4,15 @@ Session-state keys (a callback may set any of them, e.g. a Lessons button; the p
 the rerun that follows, and the URL follows the page):
 
     "T", "V", "mismatch", "seed"   the toy                          (int, int, float, int)
-    "est"                          the selected estimator ids        (list of str; presets verl:…, trl:…)
+    "est"                          the selected estimator ids        (list of str; presets framework:option)
     "<id>.<param>"                 a selected estimator's threshold  (float; str for a choice or text)
     "baseline"                     "none" | "logged" | "true"
     "N"                            the batch size                    (int)
     "agg"                          the Monte Carlo loss aggregation  (str, toylab.catalogue.aggregation)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
     "tab", "ratio_panels", …       view parameters (``toylab.state.query.VIEW_PARAMETERS``): widgets bound to the
-                                   URL by Streamlit (bind="query-params"), e.g. the open tab's label
+                                   URL by Streamlit (bind="query-params"), e.g. the open tab's label, and
+                                   "framework", whose presets the estimator picker lists first
     "draw"                         the ratio tab's resample counter
 
 The URL names are the keys. On a session's first run the query is parsed by ``toylab.query`` (bad values
@@ -28,6 +29,7 @@ import streamlit as st
 from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS
 from toylab.state.query import (
+    ANY_FRAMEWORK,
     INTEGER_RANGES,
     MISMATCH_RANGE,
     VIEW_PARAMETERS,
@@ -38,6 +40,9 @@ from toylab.state.query import (
 )
 
 TAB_KEY = "tab"
+FRAMEWORK_KEY = "framework"
+FRAMEWORK_NAMES = {ANY_FRAMEWORK: "none (catalogue first)"}
+SELECT_ALL_UP_TO = 30                    # "Select all matches" once a search leaves at most this many ids
 PRESET_KEY = "preset"
 LOADED_KEY = "_toylab_url_settings"      # the Settings the URL opened, and its notices
 NOTICES_KEY = "_toylab_url_notices"
@@ -71,10 +76,15 @@ def render():
         st.number_input("seed", *INTEGER_RANGES["seed"], step=1, key="seed",
                         help="Draws θ and b; the same seed gives the reading group's reference toy.")
         st.header("Estimators")
-        st.multiselect("estimators", list(ESTIMATORS), key="est",
+        framework = st.selectbox("my framework", VIEW_PARAMETERS[FRAMEWORK_KEY].choices, key=FRAMEWORK_KEY,
+                                 bind="query-params", format_func=lambda name: FRAMEWORK_NAMES.get(name, name),
+                                 help="Lists this framework's presets first in the estimator picker.")
+        st.multiselect("estimators", picker_order(framework), key="est", filter_mode="contains",
+                       select_all=SELECT_ALL_UP_TO,
                        help="Which gradient estimators to compare (their formulas are in the Estimators "
-                            "tab); batch-coupled ones (seq_snis, grpo, rloo, tis_bn) have Monte Carlo results only. "
-                            "verl:… and trl:… are the frameworks' own options, as their code computes them.")
+                            "tab); batch-coupled ones (seq_snis, grpo, rloo, tis_bn, m2po) have Monte Carlo results "
+                            "only. framework:option ids (verl:…, slime:…, …) are the frameworks' own options, as their "
+                            "code computes them: type a framework's name to list its presets (and select them all).")
         thresholds = _threshold_controls(st.session_state["est"])
         st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
                  help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
@@ -90,6 +100,12 @@ def render():
                              thresholds, state["baseline"], state["N"], state["agg"])
     _write_url(settings)
     return settings, state[NOTICES_KEY] if settings == state[LOADED_KEY] else []
+
+
+def picker_order(framework):
+    """Every estimator id: the chosen framework's presets first, then the registry's order (the catalogue, then
+    each framework's presets together)."""
+    return sorted(ESTIMATORS, key=lambda id: ESTIMATORS[id].framework != framework)
 
 
 def set_controls(settings):

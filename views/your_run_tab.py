@@ -249,8 +249,9 @@ def _sequence_charts(results, statistics, thresholds):
 
 ESTIMATOR_COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
-    "name": st.column_config.TextColumn("estimator", help="Registry id; verl:… and trl:… are the frameworks' "
-                                                          "options as their code computes them"),
+    "name": st.column_config.TextColumn("estimator", help="Registry id; framework:option ids (verl:…, "
+                                                          "slime:…, …) are the frameworks' options as their code "
+                                                          "computes them"),
     "tokens_affected": st.column_config.NumberColumn(
         "tokens masked/clipped", format="percent", help="Share of this log's response tokens whose weight the "
                                                        "estimator masks or clips (a count on the data, not a "

@@ -137,3 +137,28 @@ def test_an_empty_batch_gives_zero():
     for mode in AGGREGATIONS:
         estimates = batch_estimates(batches(mode, 5, 8, (1, 8), seed=1), "geo_rs", rejecting_all)
         assert np.all(estimates == 0)
+
+
+def test_slime_divides_each_sequence_by_its_length_before_rejection():
+    """seq-mean-original-length on a ragged batch, from slime's reducer written out: sequence b contributes
+    Σ_t c·k·A·s / max(L_b, 1), the batch is divided by B (rejected and empty sequences count), times T."""
+    c = np.array([[1.0, 2.0, 3.0], [0.5, 0.5, 0.0], [4.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    mask = np.array([[1, 1, 1], [1, 1, 0], [1, 0, 0], [0, 0, 0]], bool)
+    kept = mask & np.array([[True, False, True], [True, True, True], [False, False, False], [True, True, True]])
+    g = gradient_weights(c, kept, mask, "seq-mean-original-length")
+    lengths = np.array([3, 2, 1, 1])                                   # an empty sequence divides by max(0, 1)
+    np.testing.assert_allclose(g, 3 * c * kept / lengths[:, None] / 4, rtol=1e-15)
+    assert g[0, 1] == 0 and np.all(g[2] == 0)
+    token_mean_of_kept = gradient_weights(c, kept, mask, "seq-mean-token-mean")
+    assert not np.allclose(g[0], token_mean_of_kept[0])                # the kept count (2) is not the length (3)
+
+
+def test_slime_on_the_fixed_length_toy_is_seq_mean_token_sum_of_the_kept_tokens():
+    """Every toy sequence has T tokens, so slime's mode is 1/N on the kept tokens: with token rejection it differs
+    from verl's seq-mean-token-mean (which rescales each sequence to its kept tokens) and, where the coefficient
+    is 0 at the rejected tokens anyway, equals seq-mean-token-sum."""
+    params = {"statistic": "k3", "scope": "token", "hi": 0.05}
+    slime, plain, verl = (batch_estimates(batches(mode, 20, 16, (1, 16), seed=3), "rs", params)
+                          for mode in ("seq-mean-original-length", "seq-mean-token-sum", "seq-mean-token-mean"))
+    np.testing.assert_allclose(slime, plain, rtol=1e-12, atol=1e-16)
+    assert np.abs(slime - verl).max() > 1e-3

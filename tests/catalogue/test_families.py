@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from dense import DenseToy, assert_exact_equals_dense
+from dense import DenseToy, assert_exact_equals_dense, statistic_values
 
 from toylab import exact_moments, make_toy, resolve_params
 from toylab.catalogue.families import REJECTION_SCOPES, REJECTION_STATISTICS
@@ -24,8 +24,7 @@ def assert_matches_dense(toy, dense, estimator, params, baseline):
 def biting_bounds(dense, statistic, scope):
     """lo, hi just outside the 20 % and 80 % μ-quantiles of the statistic (midway to the neighbouring distinct
     value, so no rounding decides a comparison): the rejection bites on both sides."""
-    log_rho = np.log(dense.rho)
-    value = {"log_ratio": log_rho, "k1": -log_rho, "k2": log_rho**2 / 2, "k3": dense.rho - 1 - log_rho}[statistic]
+    value = statistic_values(statistic, np.log(dense.rho), (dense.pi_tokens, dense.mu_tokens))
     value = {"token": value, "seq_sum": value.sum(axis=1, keepdims=True),
              "seq_mean": value.mean(axis=1, keepdims=True), "seq_max": value.max(axis=1, keepdims=True)}[scope]
     weights = np.broadcast_to(dense.p_sampler[:, None], value.shape).ravel()
@@ -62,6 +61,7 @@ def test_rejection_by_every_statistic_at_every_scope(toy_pair, statistic, scope,
     ("ppo_clip", {"eps_low": 0.1, "eps_high": 0.28, "C_dual": 1.5}),
     ("opsm", {"delta": 0.02}),
     ("opsm", {"delta": 0.0, "weight": "seq_tis"}),
+    ("gspo_clip", {"eps_low": 0.05, "eps_high": 0.08}),
 ])
 def test_families_with_thresholds_that_bite(toy_pair, estimator, params, baseline):
     toy, dense = toy_pair

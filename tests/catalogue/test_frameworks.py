@@ -29,8 +29,11 @@ def frozen_equal(actual, frozen):
 
 
 def test_the_presets_are_verl_classmethods_and_trl_modes():
+    """verl's newest two (IcePop) are checked in test_framework_presets.py, every other framework's there too."""
     modes = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
-    assert {p.id for p in PRESETS} == {f"verl:{name}" for name in VERL} | {f"trl:{mode}" for mode in modes}
+    newest = {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"}
+    assert {p.id for p in PRESETS if p.framework in ("verl", "trl")} == \
+        {f"verl:{name}" for name in VERL} | newest | {f"trl:{mode}" for mode in modes}
     assert set(toylab.PRESET_IDS) == {p.id for p in PRESETS}
 
 
@@ -213,8 +216,10 @@ def test_verl_k1_presets_equal_the_documented_band_only_when_it_is_symmetric():
 
 
 def test_a_preset_row_is_data():
-    """Each preset's configuration fields are the framework's, with Ref for its own parameters."""
+    """Each preset's configuration fields are the framework's, with Ref (or Joined) for its own parameters, and the
+    row names the framework's commit."""
     for preset in PRESETS:
-        refs = {value.name for value in preset.config.values() if isinstance(value, Ref)}
-        assert refs == set(preset.params), preset.id
-        assert preset.equals and preset.option and preset.alias
+        assert preset.parameter_names == set(preset.params), preset.id
+        assert preset.equals and preset.option and preset.alias and preset.commit, preset.id
+    assert all(isinstance(value, Ref) for preset in PRESETS if preset.framework == "trl"
+               for key, value in preset.config.items() if key != "mode")

@@ -13,6 +13,7 @@ import pytest
 from framework_dumps import toy_batch, write_nemo
 
 from tests.browser import browser_available, launch_browser, running_app, skip_or_fail, wait_for_app
+from views.sidebar import picker_order
 
 pytestmark = pytest.mark.browser
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "screenshot.png"
@@ -246,4 +247,23 @@ def test_an_undefined_cosine_is_a_dash_not_none(app):
     cells = page.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents()
     assert "—" in cells and "None" not in cells and "nan" not in " ".join(cells).lower()
     assert page.get_by_text("every sequence is masked").count() == 1
+    page.close()
+
+
+def test_my_framework_is_in_the_link_and_orders_the_picker(app):
+    page = open_page(app, "framework=trl")
+    assert "framework=trl" in page.url
+    page.get_by_role("combobox", name="my framework").click()
+    page.get_by_role("option", name="verl", exact=True).click()
+    page.wait_for_function("() => location.search.includes('framework=verl')")
+    wait_for_app(page)
+    page.get_by_role("combobox", name="estimators").click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    assert options.first.inner_text().startswith("verl:")
+    page.keyboard.type("trl")                          # a framework's name filters its presets, to select them all
+    matches = [id for id in picker_order("verl") if "trl" in id]
+    page.wait_for_function("n => document.querySelectorAll('[role=option]').length === n", arg=len(matches) + 1)
+    assert page.get_by_role("option").all_inner_texts() == [f"Select {len(matches)} matches", *matches]
+    assert_no_exception(page)
     page.close()

@@ -3,7 +3,8 @@
 Each replicate draws max(N) sequences token by token (μ is a product over positions, so no M-vector is
 needed and any toy size works); the batch of size N is its first N sequences. For each replicate and N
 the batch estimate ĝ_N is compared with ∇J:  error = ‖ĝ_N − ∇J‖ / ‖∇J‖.
-For an exact estimator  E[error²] = (bias² + var/N)/‖∇J‖²,  which the tests check.
+For an exact estimator  E[error²] = (bias² + var/N)/‖∇J‖²,  which the tests check. A sample's estimate is
+Σ_t (c_t·A + d_t)·s_t, d the additive term of a penalty (0 for most estimators).
 
 An exact estimator's coefficients come from ``toylab.coefficients`` on the sampled tokens' log-probabilities
 (the one code path that applies an estimator to given sequences); the batch's loss aggregation
@@ -77,14 +78,21 @@ class Batches:
         return GivenSequences(self._gather(self.toy.log_pi).reshape(R * n, T),
                               self._gather(self.toy.log_mu).reshape(R * n, T), advantages=self.advantage.reshape(R * n))
 
-    def coefficients_and_kept(self, estimator_id, params=None):
-        """(c, kept) of an exact estimator for every sampled sequence, shape (R, n, T), by ``toylab.coefficients``."""
-        coefficient, kept = apply(estimator_id, self.sequences, resolve_params(estimator_id, params))
-        return np.broadcast_to(coefficient, kept.shape).reshape(self.tokens.shape), kept.reshape(self.tokens.shape)
+    def terms(self, estimator_id, params=None):
+        """(c, kept, d) of an exact estimator for every sampled sequence, each (R, n, T), by ``toylab.coefficients``:
+        sample i's estimate is Σ_t (c_{i,t}·A_i + d_{i,t})·s_{i,t}."""
+        coefficient, kept, additive = apply(estimator_id, self.sequences, resolve_params(estimator_id, params))
+        shape = self.tokens.shape
+        return np.broadcast_to(coefficient, kept.shape).reshape(shape), kept.reshape(shape), additive.reshape(shape)
 
-    def coefficients(self, estimator_id, params=None):
-        """c_{i,t} of an exact estimator for every sampled sequence: shape (R, n, T)."""
-        return self.coefficients_and_kept(estimator_id, params)[0]
+    def coefficients_and_kept(self, estimator_id, params=None):
+        """(c, kept) of an exact estimator for every sampled sequence, shape (R, n, T)."""
+        return self.terms(estimator_id, params)[:2]
+
+    def gradient_coefficients(self, estimator_id, params=None):
+        """c_{i,t}·A_i + d_{i,t} of an exact estimator for every sampled sequence: shape (R, n, T)."""
+        coefficient, _, additive = self.terms(estimator_id, params)
+        return coefficient * self.advantage[..., None] + additive
 
     def aggregated(self, coefficient, kept):
         return loss_aggregation.aggregated(self, coefficient, kept)
@@ -116,8 +124,9 @@ def batch_estimates(batches, estimator_id, params=None):
     estimator = ESTIMATORS[estimator_id]
     params = resolve_params(estimator_id, params)
     if estimator.exact:
-        coefficient, denominator = batches.aggregated(*batches.coefficients_and_kept(estimator_id, params))
-        return batches.divided(batches.score_sum(coefficient * batches.advantage[..., None]), denominator)
+        coefficient, kept, additive = batches.terms(estimator_id, params)
+        scaled, denominator = batches.aggregated(coefficient * batches.advantage[..., None] + additive, kept)
+        return batches.divided(batches.score_sum(scaled), denominator)
     return estimator.batch_estimate(batches, **params)
 
 

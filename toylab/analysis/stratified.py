@@ -1,13 +1,17 @@
 """Monte Carlo moments for estimators that do not factorise, at any T, stratified by K = #{t: y_t = 0}.
 
-r depends on K alone, so with φ_k = r(k) − b and X(y) = Σ_t c_t(y)·s_t,
+r depends on K alone, so with φ_k = r(k) − b, X(y) = Σ_t c_t(y)·s_t and D(y) = Σ_t d[t, y_t]·s_t the additive
+term of a penalty (0 for most estimators), ĝ = φ_K·X + D and
 
-    E_μ[ĝ]   = Σ_k P_μ(K = k)·φ_k·E_μ[X | K = k],     E_μ‖ĝ‖² = Σ_k P_μ(K = k)·φ_k²·E_μ[‖X‖² | K = k].
+    E_μ[ĝ]   = Σ_k P_μ(K = k)·φ_k·E_μ[X | K = k] + E_μ[D],
+    E_μ‖ĝ‖² = Σ_k P_μ(K = k)·E_μ[φ_k²·‖X‖² + 2φ_k·⟨X, D⟩ | K = k] + E_μ‖D‖².
+
+E_μ[D] and E_μ‖D‖² are exact (d depends on the position and token only, and positions are independent).
 
 P_μ(K = k) is exact (``recursion.prefix_counts``); each stratum's expectation is a sample mean over
 sequences drawn from μ conditioned on K = k. Stratum k gets n·w_k/Σw samples (at least 2), w_k = P_μ(K = k)·|φ_k|,
 so rare rewarded sequences are sampled as often as they matter; strata with w_k < 1e-12·Σw are skipped.
-Standard errors: se(mean)² = Σ_k (P_k φ_k)²·tr Cov_k(X)/n_k, se(E‖ĝ‖²)² = Σ_k (P_k φ_k²)²·Var_k(‖X‖²)/n_k.
+Standard errors: se(mean)² = Σ_k (P_k φ_k)²·tr Cov_k(X)/n_k, se(E‖ĝ‖²)² = Σ_k P_k²·Var_k(φ_k²‖X‖² + 2φ_k⟨X, D⟩)/n_k.
 Since |‖m̂ − ∇J‖ − ‖m − ∇J‖| ≤ ‖m̂ − m‖, se(mean) bounds the error of the bias in RMS.
 """
 
@@ -17,6 +21,7 @@ import numpy as np
 
 from toylab.analysis.montecarlo import Batches, draw_tokens
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
+from toylab.engine.coefficients import additive_table
 from toylab.engine.counts import reward_by_count
 from toylab.engine.recursion import prefix_counts
 
@@ -98,20 +103,25 @@ def stratified_moments_many(toy, selection, baseline_value, grad, samples, rng):
     strata = np.repeat(np.arange(len(used)), per_stratum)
     tokens = draw_given_counts(rng, toy.mu, used[strata])
     batches = Batches(toy, tokens[None], np.array([len(tokens)]), baseline_value)
-    first, second = probability[used] * phi[used], probability[used] * phi[used] ** 2
+    first = probability[used] * phi[used]
     stratum_sums = _StratumSums(toy, tokens, strata, len(used))
     moments = {}
     for estimator_id, params in selection.items():
-        coefficient = batches.coefficients(estimator_id, resolve_params(estimator_id, params))[0]      # (n, T)
-        X_sum, X_norm2 = stratum_sums(coefficient)
+        params = resolve_params(estimator_id, params)
+        coefficient, _, additive = (x[0] for x in batches.terms(estimator_id, params))          # (n, T) each
+        X_sum, X_norm2, X_dot_D = stratum_sums(coefficient, additive)
         X_mean = X_sum / per_stratum[:, None, None]
-        norm2_mean = np.bincount(strata, X_norm2) / per_stratum
-        norm2_var = np.bincount(strata, (X_norm2 - norm2_mean[strata]) ** 2) / (per_stratum - 1)
-        trace_cov = (norm2_mean - (X_mean**2).sum(axis=(1, 2))) * per_stratum / (per_stratum - 1)
-        mean = np.tensordot(first, X_mean, axes=1)
+        phi_i = phi[used][strata]
+        Q = phi_i**2 * X_norm2 + 2 * phi_i * X_dot_D                      # ‖ĝ‖² − ‖D‖² of each sample
+        Q_mean = np.bincount(strata, Q) / per_stratum
+        Q_var = np.bincount(strata, (Q - Q_mean[strata]) ** 2) / (per_stratum - 1)
+        trace_cov = (np.bincount(strata, X_norm2) / per_stratum - (X_mean**2).sum(axis=(1, 2))) \
+            * per_stratum / (per_stratum - 1)
+        D_mean, D_norm2 = exact_additive(toy, estimator_id, params)
+        mean = np.tensordot(first, X_mean, axes=1) + D_mean
         mean_se2 = float(np.sum(first**2 * np.maximum(trace_cov, 0) / per_stratum))
-        second_moment = float(second @ norm2_mean)
-        second_se2 = float(np.sum(second**2 * norm2_var / per_stratum))
+        second_moment = float(probability[used] @ Q_mean) + D_norm2
+        second_se2 = float(np.sum(probability[used]**2 * Q_var / per_stratum))
         mean_norm = float(np.linalg.norm(mean))
         moments[estimator_id] = MonteCarloMoments(
             estimator=estimator_id, mean=mean, bias=float(np.linalg.norm(mean - grad)), bias_se=np.sqrt(mean_se2),
@@ -121,9 +131,19 @@ def stratified_moments_many(toy, selection, baseline_value, grad, samples, rng):
     return moments
 
 
+def exact_additive(toy, estimator_id, params):
+    """(E_μ[D], E_μ‖D‖²) of the additive term D = Σ_t d[t, y_t]·s_t, exact: positions are independent under μ."""
+    d = np.where(toy.mu > 0, additive_table(estimator_id, toy.log_pi, toy.log_mu, params), 0.0)
+    weighted = toy.mu * d
+    squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
+    return weighted - toy.pi * weighted.sum(axis=1, keepdims=True), float(np.sum(weighted * d * squared_score))
+
+
 class _StratumSums:
     """Per stratum Σ_i X_i (S, T, V) with X_i = Σ_t c_{i,t}·(onehot(y_{i,t}) − π_t), and per sample ‖X_i‖²
-    = Σ_t c_{i,t}²·‖onehot(y_{i,t}) − π_t‖², for any coefficients c on one draw: the indices are built once."""
+    = Σ_t c_{i,t}²·‖onehot(y_{i,t}) − π_t‖² and ⟨X_i, D_i⟩ = Σ_t c_{i,t}·d_{i,t}·‖onehot(y_{i,t}) − π_t‖² (the rows
+    of X are separate positions), for any coefficients c and additive terms d on one draw: the indices are
+    built once."""
 
     def __init__(self, toy, tokens, strata, n_strata):
         T, V = toy.T, toy.V
@@ -132,8 +152,9 @@ class _StratumSums:
         self.stratum_cell = (strata[:, None] * T * V + cell).ravel()
         self.squared_score = np.take(1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True), cell)
 
-    def __call__(self, coefficient):
+    def __call__(self, coefficient, additive):
         onehot_sums = np.bincount(self.stratum_cell, coefficient.ravel(),
                                   minlength=int(np.prod(self.shape))).reshape(self.shape)
         X_sum = onehot_sums - self.pi * onehot_sums.sum(axis=2, keepdims=True)
-        return X_sum, np.einsum("it,it,it->i", coefficient, coefficient, self.squared_score)
+        weighted = coefficient * self.squared_score
+        return X_sum, np.einsum("it,it->i", weighted, coefficient), np.einsum("it,it->i", weighted, additive)

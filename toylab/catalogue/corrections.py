@@ -42,7 +42,7 @@ def token_tis(stats, C):
 
 def token_mis(stats, lo, hi):
     kept = (stats.rho >= lo) & (stats.rho <= hi)
-    return Weights(token=stats.rho * kept, token_affected=~kept, token_rejected=~kept)
+    return Weights(token=np.where(kept, stats.rho, 0.0), token_affected=~kept, token_rejected=~kept)
 
 
 def prefix_is(stats):
@@ -102,20 +102,43 @@ def self_normalised_is(batch):
     return batch.score_sum(W * batch.advantage) / batch.cumulative(W)[..., None, None]
 
 
+def self_normalised_coefficients(sequences):
+    """(c, kept, d = 0) on a given batch of B sequences: c_b = B·W_b / Σ_b' W_b', so that with seq-mean-token-sum's
+    1/B the batch's estimate is Σ_b W_b·A_b·S_b / Σ_b W_b (computed from log W, so no weight overflows)."""
+    log_W = sequences.log_W
+    B = len(log_W)
+    if B == 0:
+        return np.zeros(sequences.mask.shape), sequences.mask, np.zeros(sequences.mask.shape)
+    largest = log_W.max()
+    shares = np.exp(log_W - largest) / np.exp(log_W - largest).sum()
+    coefficient = np.where(sequences.mask, B * shares[:, None], 0.0)
+    return coefficient, sequences.mask, np.zeros(sequences.mask.shape)
+
+
 def group_mean_baseline(batch, weight):
-    """(1/N)·Σ_i c_i·(r_i − r̄)·s_i with r̄ the batch's mean reward and c the named estimator's weight.
+    """(1/N)·Σ_i (c_i·(r_i − r̄) + d_i)·s_i with r̄ the batch's mean reward, c the named estimator's weight and d its
+    additive term (0 but for penalties).
 
     1/N and c_i are those of the batch's loss aggregation (``aggregation``): 1/N by default.
     """
-    coefficient, denominator = batch.aggregated(*batch.coefficients_and_kept(weight))
-    mean_reward = batch.cumulative(batch.reward) / batch.N
-    centred = batch.score_sum(coefficient * batch.reward[..., None]) \
-        - mean_reward[..., None, None] * batch.score_sum(coefficient)
-    return batch.divided(centred, denominator)
+    return _centred(batch, weight, 1.0)
 
 
 def leave_one_out_baseline(batch, weight):
-    """(1/N)·Σ_i c_i·(r_i − mean of the others' r)·s_i = N/(N − 1) × the group-mean version; undefined at N = 1."""
+    """(1/N)·Σ_i (c_i·(r_i − mean of the others' r) + d_i)·s_i: the centred part is N/(N − 1) × the group-mean
+    version's; undefined at N = 1."""
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(batch.N > 1, batch.N / (batch.N - 1.0), np.nan)
-    return group_mean_baseline(batch, weight) * factor[:, None, None]
+    return _centred(batch, weight, factor[:, None, None])
+
+
+def _centred(batch, weight, factor):
+    raw, kept, additive = batch.terms(weight)
+    coefficient, denominator = batch.aggregated(raw, kept)
+    mean_reward = batch.cumulative(batch.reward) / batch.N
+    centred = batch.score_sum(coefficient * batch.reward[..., None]) \
+        - mean_reward[..., None, None] * batch.score_sum(coefficient)
+    estimate = batch.divided(centred, denominator) * factor
+    if additive.any():
+        estimate = estimate + batch.divided(batch.score_sum(batch.aggregated(additive, kept)[0]), denominator)
+    return estimate

@@ -1,22 +1,35 @@
 """The registry: every estimator id, its formula, source, thresholds and colour, and the weight function it runs.
 
-A single sampled sequence y gives the gradient estimate ĝ(y) = Σ_t c_t(y)·A(y)·s_t with A = r(y) − b and
-s_t = onehot(y_t) − π_t. Every exact estimator's coefficient factorises as
+A single sampled sequence y gives the gradient estimate ĝ(y) = Σ_t (c_t(y)·A(y) + d[t, y_t])·s_t with A = r(y) − b,
+s_t = onehot(y_t) − π_t and d an additive penalty's term (0 for most). Every exact estimator's coefficient
+factorises as
 
-    c_t(y) = sequence(y) · token[t, y_t] · ∏_{s<t} carry[s, y_s]
+    c_t(y) = sequence(y) · token_{k(y)}[t, y_t] · ∏_{s<t} carry[s, y_s],   k(y) the sequence's token class
 
 which is what makes its exact moments O(M) (``engine.moments``). The weight functions live below the registry:
 the core catalogue in ``corrections``, the parametrised families in ``families``, the framework presets as data
-in ``frameworks/`` (ids ``verl:<preset>``, ``trl:<mode>``, with the framework's parameter names). The registry
-is the one place that looks an id up, so a family that multiplies another estimator's weight (``weight``) and a
-preset that combines several are evaluated here.
+in ``frameworks/`` (ids ``<framework>:<option>``, with the framework's parameter names). The families
+added for the other frameworks live in ``ratio_bounds`` (geometric weights, token outliers, veto),
+``probability_masks`` (DPPO, KPop, the TV mask), ``loss_shapes`` (an additive penalty, TOPR, VESPO) and
+``second_moment`` (M2PO). The registry is the one place that looks an id up, so a family that multiplies another
+estimator's weight (``weight``) and a preset that combines several are evaluated here.
 """
 
+import math
 from dataclasses import dataclass, field
 from functools import partial
 
-from toylab.catalogue import corrections, families, presets
-from toylab.catalogue.aggregation import VERL_EPSILON
+import numpy as np
+
+from toylab.catalogue import (
+    corrections,
+    families,
+    loss_shapes,
+    presets,
+    probability_masks,
+    ratio_bounds,
+    second_moment,
+)
 from toylab.catalogue.weights import Param, Weights, combine
 from toylab.text import quoted
 
@@ -32,8 +45,8 @@ class Estimator:
     batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
     on_policy: bool = False           # sampled from π instead of μ
     colour: str = "#777777"
-    framework: str | None = None      # "verl" or "trl" for a framework preset
-    batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept)
+    framework: str | None = None      # the framework of a preset ("verl", "slime", …)
+    batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept, d)
     undefined: str = ""               # batch-coupled: where its estimate is undefined (NaN in Monte Carlo), and why
 
     @property
@@ -50,6 +63,19 @@ def estimator_weights(stats, estimator_id):
     return ESTIMATORS[estimator_id].weights(stats, **resolve_params(estimator_id))
 
 
+def weight_coefficients(sequences, weight):
+    """grpo and rloo on a given batch: (c, kept, d) of their ``weight`` (the advantages given are the centred ones)."""
+    weights = estimator_weights(sequences, weight)
+    return (*sequences.assemble(weights), sequences.additive(weights))
+
+
+def m2po_coefficients(sequences, m2_threshold, weight):
+    """m2po on a given batch: its ``weight``'s (c, kept, d) on the tokens M2PO keeps in this batch, 0 elsewhere."""
+    coefficient, kept, additive = weight_coefficients(sequences, weight)
+    m2_kept = second_moment.m2po_kept(sequences, m2_threshold)
+    return np.where(m2_kept, coefficient, 0.0), kept & m2_kept, np.where(m2_kept, additive, 0.0)
+
+
 def chained(mask):
     """A mask family times the weight of the exact estimator its ``weight`` parameter names, so masks chain."""
     def weights(stats, weight="naive", **params):
@@ -60,12 +86,32 @@ def chained(mask):
 
 def preset_weights(preset, stats, **params):
     """A framework preset's Weights: its configuration turned into factors (registry ids with parameters) by the
-    framework's own rules, each evaluated through the framework's log-ratio clamp; a framework whose masks only
-    zero a weight keeps the masked tokens in the loss mask."""
+    framework's own rules, each evaluated through the framework's log-ratio clamp and the 10⁻⁸ its sequence means
+    may add to the token count; a factor whose mask only zeroes a weight keeps the masked tokens in the loss mask
+    (``frameworks.factors``)."""
     factors, clamp, masks_leave_loss = presets.factors(preset, params)
-    view = stats.clamped(clamp, VERL_EPSILON) if clamp is not None else stats
-    weights = combine(*(ESTIMATORS[id].weights(view, **factor) for id, factor in factors))
-    return weights if masks_leave_loss else weights.without_rejection()
+    epsilon = presets.mean_epsilon(preset)
+    view = stats.clamped(math.inf if clamp is None else clamp, epsilon) if clamp is not None or epsilon else stats
+    return combine(*(_factor_weights(view, masks_leave_loss, *factor) for factor in factors))
+
+
+def _preset_estimator(preset, row):
+    """A preset's registry entry: exact through its factors, or batch-coupled as the family its framework names."""
+    if not preset.batch:
+        return Estimator(**row, weights=partial(preset_weights, preset))
+
+    def through_family(function):
+        def run(batch, **params):
+            family, arguments = presets.batch_family(preset, params)
+            return getattr(ESTIMATORS[family], function)(batch, **arguments)
+        return run
+    return Estimator(**row, batch_estimate=through_family("batch_estimate"), batch_weights=through_family("batch_weights"))
+
+
+def _factor_weights(view, masks_leave_loss, estimator_id, params, leaves_loss_mask=None):
+    weights = ESTIMATORS[estimator_id].weights(view, **params)
+    removes = masks_leave_loss if leaves_loss_mask is None else leaves_loss_mask
+    return weights if removes else weights.without_rejection()
 
 
 # -- the registry ---------------------------------------------------------------------------------------
@@ -78,7 +124,7 @@ C_TOKEN = _threshold(2, 1, 100, "per-token ratio cap C")
 C_SEQUENCE = _threshold(2, 1, 1000, "sequence ratio cap C")
 C_TOKEN_MAX = _threshold(2, 1, 100, "upper ratio bound C_max")
 C_SEQUENCE_MAX = _threshold(2, 1, 1000, "upper bound C_max on W")
-BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"))
+BOUND_PAIRS = (("lo", "hi"), ("C_min", "C_max"), ("clip_min", "clip_max"), ("lower", "upper"))
 WEIGHT_CHOICE = Param("naive", help="the exact estimator whose weight multiplies the centred reward")
 
 _ENTRIES = [
@@ -168,17 +214,101 @@ _ENTRIES = [
               {"delta": _threshold(0.05, -10, 10, "δ: drop a sequence with A < 0 whose mean log μ − log π is above it"),
                "weight": Param("naive", help="the exact estimator whose weight the mask multiplies")},
               colour="#BBCC33"),
+    Estimator("geo_tis", "geometric TIS", r"c_t = \min(\rho_{geo}, C),\ \rho_{geo} = W^{1/T}",
+              "truncated IS at the geometric level: slime tis_level=geometric (truncate), ROLL weight_type=geometric, "
+              "ms-swift sequence_truncate (geometric, unlike TRL's)", ratio_bounds.geometric_tis,
+              {"C": _threshold(2, 1, 100, "cap C on ρ_geo")}, colour="#4477AA"),
+    Estimator("geo_clip", "geometric clamp", r"c_t = \mathrm{clamp}(\rho_{geo}, C_{\min}, C_{\max})",
+              "two-sided truncation at the geometric level: slime tis_level=geometric with tis_mode=clip, AReaL "
+              "rejection_sampling level=sequence, metric=ratio, action=clamp", ratio_bounds.geometric_clip,
+              {"C_min": _threshold(0.5, 0, 1, "lower bound C_min on ρ_geo"),
+               "C_max": _threshold(2, 1, 100, "upper bound C_max on ρ_geo")}, colour="#66CCEE"),
+    Estimator("outlier_rs", "token-outlier sequence rejection",
+              r"c_t = \mathbf 1[\mathrm{lo}\le\rho_s\le\mathrm{hi}\ \text{for every } s]",
+              "SkyRL outlier_token_is_threshold_low/_high: a sequence with any token ratio outside [lo, hi] is "
+              "rejected (lo·hi need not be 1)", ratio_bounds.outlier_rejection,
+              {"lo": _threshold(1e-4, 0, 1, "lower bound on every token's ratio (0: none)"),
+               "hi": _threshold(100, 1, 1e6, "upper bound on every token's ratio")}, colour="#BB5566"),
+    Estimator("veto", "catastrophic-token veto", r"c_t = \mathbf 1[\rho_s\ge C_v\ \text{for every } s]",
+              "slime rs_veto_threshold: a sequence with any token ratio below C_v is rejected", ratio_bounds.veto,
+              {"C_v": _threshold(1e-4, 1e-12, 1, "veto threshold C_v on every token's ratio")}, colour="#994455"),
+    Estimator("dppo", "DPPO trust-region mask",
+              r"c_t = \rho_t\,\mathbf 1[\Delta p_t\le\delta_{high}]\ (A>0),\quad "
+              r"\rho_t\,\mathbf 1[\Delta p_t\ge-\delta_{low}]\ (A\le0),\ \Delta p_t=\pi_t(y_t)-\mu_t(y_t)",
+              "DPPO's binary-TV mask in probability space: prime-rl's default loss (dppo_mask_low/high), SkyRL "
+              "policy_loss_type=dppo (dppo_type binary_tv, or binary_kl: the Bernoulli KL(μ‖π) above δ where Δp "
+              "moves with A)", probability_masks.dppo,
+              {"delta_low": _threshold(0.2, 0, 1, "δ_low: a token whose probability fell by more gets no gradient "
+                                                  "when A ≤ 0"),
+               "delta_high": _threshold(0.2, 0, 1, "δ_high: a token whose probability rose by more gets no gradient "
+                                                   "when A > 0"),
+               "dppo_type": Param("binary_tv", help="binary_tv bounds Δp; binary_kl bounds the Bernoulli KL(μ‖π)",
+                                  choices=probability_masks.DPPO_TYPES)}, colour="#228833"),
+    Estimator("kpop", "KPop token rejection",
+              r"c_t = \mathbf 1[\max(\mathrm{KL_B}(\pi_t\|\mu_t), \mathrm{KL_B}(\mu_t\|\pi_t))\le\delta]",
+              "KPop: the Bernoulli KL of the sampled token's probability, both ways (verl PR #6800 rollout_rs="
+              "binary_kl, after AReaL's KPop)", probability_masks.kpop,
+              {"delta": _threshold(0.01, 1e-6, 10, "bound δ on the larger Bernoulli KL")}, colour="#AA3377"),
+    Estimator("tv_mask", "TV-divergence mask (VACO)",
+              r"c_t = w_t\,\big(1-\mathbf 1\big[\tfrac1T\sum_s|\rho_s-1|\notin[\mathrm{lo},\mathrm{hi}]\big]\,"
+              r"\mathbf 1[\mathrm{sign}(\log\rho_t)\,A>0]\big)",
+              "open-instruct rho_mask_tv_divergence (VACO): in a sequence whose mean |ρ_t − 1| is out of bounds, the "
+              "tokens whose update would widen the gap get no gradient; times its weight w",
+              chained(probability_masks.tv_mask),
+              {"lo": _threshold(0, 0, 1, "lower bound on the mean |ρ_t − 1| (0: none)"),
+               "hi": _threshold(0.5, 0, 100, "upper bound on the mean |ρ_t − 1|"),
+               "weight": Param("naive", help="the exact estimator whose weight the mask multiplies")},
+              colour="#CCBB44"),
+    Estimator("k2_penalty", "squared log-ratio penalty",
+              r"\hat g = \sum_t \big(w_t\,(r(y)-b) - 2\tau\log\rho_t\big)\,s_t",
+              "prime-rl kl_tau·(log π − log μ)² added to the loss (Kimi-K2.5's KL loss): a gradient term that does "
+              "not depend on A; times its weight w", chained(loss_shapes.squared_log_ratio_penalty),
+              {"tau": _threshold(1e-3, 0, 10, "τ (prime-rl kl_tau)"),
+               "weight": Param("naive", help="the exact estimator whose weight multiplies the advantage")},
+              colour="#004488"),
+    Estimator("topr", "TOPR (tapered off-policy)",
+              r"c_t = w_+\ (A>0),\quad w_-\min(\rho_t, 1)\ (A\le0)",
+              "TOPR (Le Roux et al. 2025); ROLL pg_variant=topr (topr_positive_weight, topr_negative_weight)",
+              loss_shapes.topr,
+              {"positive_weight": _threshold(1, 0, 10, "w₊: the weight of a sequence with A > 0"),
+               "negative_weight": _threshold(1, 0, 10, "w₋: the weight of a sequence with A ≤ 0, times min(ρ_t, 1)")},
+              colour="#DDAA33"),
+    Estimator("vespo", "VESPO gamma weight",
+              r"c_t = e^{\lambda} w^{k} e^{-\lambda w},\ w = \prod_t r_t,\ (k, \lambda) = (k_+, \lambda_+)\ "
+              r"(A\ge0),\ (k_-, \lambda_-)\ (A<0)",
+              "TRL loss_type=vespo (vespo_k_pos, vespo_lambda_pos, vespo_k_neg, vespo_lambda_neg): a smooth sequence "
+              "weight of w, the product of TRL's token_truncate or token_mask ratios r_t", loss_shapes.vespo,
+              {"k_pos": _threshold(2, 0, 20, "k for A ≥ 0 (power of w)"),
+               "lambda_pos": _threshold(3, 1e-4, 20, "λ for A ≥ 0 (decay in w)"),
+               "k_neg": _threshold(3, 0, 20, "k for A < 0 (power of w)"),
+               "lambda_neg": _threshold(2, 1e-4, 20, "λ for A < 0 (decay in w)"),
+               "mode": Param("token_truncate", help="r_t = clamp(ρ_t, clip_min, clip_max) or ρ_t masked outside them",
+                             choices=loss_shapes.VESPO_MODES),
+               "clip_min": _threshold(0, 0, 1000, "TRL vllm_importance_sampling_clip_min (0: none)"),
+               "clip_max": _threshold(3, 0.01, 1000, "TRL vllm_importance_sampling_clip_max")}, colour="#EE6677"),
+    Estimator("gspo_clip", "GSPO-clip against the sampler",
+              r"c_t = \rho_{geo}\,\mathbf 1[\rho_{geo}\le 1+\varepsilon_{high}]\ (A\ge0),\quad "
+              r"\rho_{geo}\,\mathbf 1[1-\varepsilon_{low}\le\rho_{geo}\le C_{dual}]\ (A<0)",
+              "PPO's clipped surrogate on the geometric sequence ratio ρ_geo against the sampler: OpenRLHF "
+              "policy_loss_type=gspo with its vLLM IS correction (clip_eps_low/high, dual_clip)", loss_shapes.gspo_clip,
+              {"eps_low": _threshold(0.2, 0, 1, "ε_low: ρ_geo below 1 − ε_low is clipped when A < 0"),
+               "eps_high": _threshold(0.2, 0, 10, "ε_high: ρ_geo above 1 + ε_high is clipped when A ≥ 0"),
+               "C_dual": _threshold(100, 1.01, 1000, "dual clip: ρ_geo above it is clipped when A < 0 (100: off)")},
+              colour="#117799"),
     Estimator("seq_snis", "self-normalised sequence IS",
               r"\hat g_N = \frac{\sum_i W_i A_i \sum_t s_{i,t}}{\sum_i W_i}",
-              "self-normalised importance sampling", batch_estimate=corrections.self_normalised_is, colour="#88CCEE"),
+              "self-normalised importance sampling", batch_estimate=corrections.self_normalised_is,
+              batch_weights=corrections.self_normalised_coefficients, colour="#88CCEE"),
     Estimator("grpo", "group-mean baseline (GRPO)",
               r"\hat g_N = \tfrac1N\sum_i c_{i}\,(r_i-\bar r)\,\sum_t s_{i,t}",
               "GRPO (Shao et al. 2024): advantage r_i minus the batch mean, times any weight above",
-              batch_estimate=corrections.group_mean_baseline, params={"weight": WEIGHT_CHOICE}, colour="#997700"),
+              batch_estimate=corrections.group_mean_baseline, batch_weights=weight_coefficients,
+              params={"weight": WEIGHT_CHOICE}, colour="#997700"),
     Estimator("rloo", "leave-one-out baseline (RLOO)",
               r"\hat g_N = \tfrac1N\sum_i c_{i}\,\big(r_i-\tfrac{1}{N-1}\sum_{j\ne i}r_j\big)\sum_t s_{i,t}",
               "RLOO (Ahmadian et al. 2024): advantage r_i minus the mean of the others",
-              batch_estimate=corrections.leave_one_out_baseline, params={"weight": WEIGHT_CHOICE}, colour="#EE99AA",
+              batch_estimate=corrections.leave_one_out_baseline, batch_weights=weight_coefficients,
+              params={"weight": WEIGHT_CHOICE}, colour="#EE99AA",
               undefined="at N = 1: its baseline is the mean of the other N − 1 rewards, and there are none"),
     Estimator("tis_bn", "batch-normalised truncated IS",
               r"\hat g_N = \tfrac1N\sum_i \frac{w_{i,t}}{\bar w}\,A_i\,s_{i,t},\ w = \min(\rho_t, C)\ "
@@ -187,10 +317,19 @@ _ENTRIES = [
               batch_weights=families.batch_normalised_coefficients,
               params={"level": Param("token", help="normalise token weights min(ρ_t, C) or sequence weights min(W, C)",
                                      choices=families.IS_LEVELS), "C": C_TOKEN}, colour="#44BB99"),
+    Estimator("m2po", "M2PO second-moment mask",
+              r"c_t = w_t\,\mathbf 1[t\ \text{kept}],\ \text{the fewest tokens of largest }(\log\rho_t)^2"
+              r"\text{ masked so that the batch's mean is below } \tau",
+              "AReaL M2PO (m2_threshold): masks the batch's tokens of largest (log ρ)² until the mean of the rest is "
+              "below the threshold; times its weight w (AReaL's decoupled loss: ρ_t)",
+              batch_estimate=second_moment.m2po_estimate, batch_weights=m2po_coefficients,
+              params={"m2_threshold": _threshold(0.04, 1e-6, 100, "threshold τ on the batch's mean (log ρ)²"),
+                      "weight": Param("tok_is", help="the exact estimator whose weight the kept tokens carry")},
+              colour="#AAAA00"),
 ]
 
 ESTIMATORS = {estimator.id: estimator for estimator in _ENTRIES}
-ESTIMATORS |= {row["id"]: Estimator(**row, weights=partial(preset_weights, preset)) for preset, row in
+ESTIMATORS |= {row["id"]: _preset_estimator(preset, row) for preset, row in
                presets.registry_rows({id: estimator.colour for id, estimator in ESTIMATORS.items()})}
 EXACT_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.exact)
 PRESET_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.framework)
@@ -211,7 +350,7 @@ def resolve_params(estimator_id, overrides=None):
     for name, value in params.items():
         params[name] = _checked(estimator_id, name, spec[name], value)
     for low, high in BOUND_PAIRS:
-        if low in params and high in params and params[low] > params[high]:
+        if low in params and high in params and params[low] is not None and params[low] > params[high]:
             raise ValueError(f"{estimator_id}: {low} = {params[low]:g} is above {high} = {params[high]:g}")
     return params
 

@@ -3,8 +3,11 @@
     rs        rejection by a statistic: keep a token (scope token) or a whole sequence (seq_sum, seq_mean,
               seq_max of the per-token statistic over the sequence's own tokens) when lo ≤ statistic ≤ hi,
               with statistic k1 = −log ρ, k2 = ½(log ρ)², k3 = ρ − 1 − log ρ or log_ratio = log ρ (the
-              "ratio" reading: lo ≤ log ρ_geo ≤ hi is C_low ≤ ρ_geo ≤ C_high with lo = log C_low); times the
-              weight of any exact estimator (the registry chains it), so rejections chain (all must pass)
+              "ratio" reading: lo ≤ log ρ_geo ≤ hi is C_low ≤ ρ_geo ≤ C_high with lo = log C_low), or
+              k3_reverse = 1/ρ − 1 + log ρ (AReaL kl_k3 as coded, NeMo-RL policy_kl_error), mult_error = e^|log ρ|
+              (NeMo-RL's seq_logprob_error_threshold: seq_mean, hi), prob_diff = π_t(y_t) − μ_t(y_t) (ROLL's
+              diff_enabled filters) or kpop (``statistics.STATISTICS``); times the weight of any exact
+              estimator (the registry chains it), so rejections chain (all must pass)
     tok_clip  clamp(ρ_t, C_min, C_max)                      two-sided token truncation (TRL token_truncate)
     seq_clip  clamp(W, C_min, C_max)                        two-sided sequence truncation (TRL sequence_truncate)
     seq_band  W·1[C_min ≤ W ≤ C_max]                        two-sided sequence mask (TRL sequence_mask)
@@ -17,7 +20,7 @@
               verl's ±20 clamp, divided by its mean over the batch — batch-coupled, Monte Carlo and given batches
 
 Exact moments: every exact family is a sequence weight times a token table, so the O(M) engine covers it;
-ppo_clip's token table depends on the sign of A, and the engine splits the sequences by reward class
+ppo_clip's token table depends on the sign of A (a token class), and the engine sums over the classes
 (``moments``); opsm's mask is a sequence weight that reads A. None of them factorises over positions
 (the count recursion of ``recursion`` does not cover them) except tok_clip.
 """
@@ -27,9 +30,9 @@ import numpy as np
 from toylab.catalogue.aggregation import VERL_EPSILON
 from toylab.catalogue.corrections import rejection_kept, sequence_tis, token_tis
 from toylab.catalogue.frameworks.verl import VERL_CLAMP
-from toylab.catalogue.weights import Weights
+from toylab.catalogue.weights import TokenClass, Weights
 
-REJECTION_STATISTICS = ("k1", "k2", "k3", "log_ratio")
+REJECTION_STATISTICS = ("k1", "k2", "k3", "log_ratio", "k3_reverse", "mult_error", "prob_diff", "kpop")
 REJECTION_SCOPES = ("token", "seq_sum", "seq_mean", "seq_max")
 IS_LEVELS = ("token", "sequence")
 BATCH_MEAN_FLOOR = 1e-8          # verl leaves the weights unnormalised when their batch mean is below this
@@ -64,8 +67,8 @@ def ppo_clip(stats, eps_low, eps_high, C_dual):
     rho, live = stats.rho, ~stats.clamped_out
     positive = (rho <= 1 + eps_high) & live
     negative = (rho >= 1 - eps_low) & (rho <= C_dual) & live
-    return Weights(token=rho * positive, token_affected=~positive,
-                   negative_token=rho * negative, negative_token_affected=~negative)
+    return Weights(token=np.where(positive, rho, 0.0), token_affected=~positive,
+                   classes=(TokenClass(stats.advantage < 0, np.where(negative, rho, 0.0), ~negative),))
 
 
 def off_policy_mask(stats, delta):
@@ -83,8 +86,13 @@ def truncated_weights(sequences, level, C):
     return sequences.assemble(truncated(view, C))
 
 
+def without_additive(coefficient, kept):
+    """(c, kept, d) with d = 0: the batch interface's triple for a batch-coupled weight without a penalty."""
+    return coefficient, kept, np.zeros(kept.shape)
+
+
 def batch_normalised_coefficients(sequences, level, C):
-    """(c, kept) on a given batch: truncated weights divided by their batch mean (verl rollout_is_batch_normalize).
+    """(c, kept, d = 0) on a given batch: truncated weights divided by their batch mean (verl rollout_is_batch_normalize).
 
     The mean is over the response tokens (token level) or over the sequences with a response token
     (sequence level), with verl's masked_mean (a token count + 10⁻⁸ as denominator), as in verl's
@@ -97,7 +105,7 @@ def batch_normalised_coefficients(sequences, level, C):
         present = sequences.length > 0
         per_sequence = coefficient.sum(axis=1) / (sequences.length + VERL_EPSILON)
         mean = per_sequence[present].mean() if present.any() else 0.0
-    return (coefficient / mean if mean > BATCH_MEAN_FLOOR else coefficient), kept
+    return without_additive(coefficient / mean if mean > BATCH_MEAN_FLOOR else coefficient, kept)
 
 
 def batch_normalised_tis(batch, level, C):

@@ -1,20 +1,45 @@
 """Every framework's presets in one table: which module holds a framework's rows, factors and formulas.
 
 Adding a framework is one module in ``frameworks/`` (copy ``frameworks/trl.py``: PRESETS, ``factors`` and
-``latex``) and one entry in FRAMEWORKS below; the registry (``estimators``) picks its presets up.
+``latex``; MEAN_EPSILON when its sequence means add a constant to the token count) and one entry in FRAMEWORKS
+below; the registry (``estimators``) picks its presets up.
 """
 
-from toylab.catalogue.frameworks import trl, verl
+from toylab.catalogue.frameworks import (
+    areal,
+    ms_swift,
+    nemo_rl,
+    open_instruct,
+    openrlhf,
+    prime_rl,
+    roll,
+    skyrl,
+    slime,
+    trl,
+    verl,
+)
 from toylab.catalogue.frameworks.preset import shade
 
-FRAMEWORKS = {"verl": verl, "trl": trl}
-PRESETS = [preset for framework in FRAMEWORKS.values() for preset in framework.PRESETS]
+FRAMEWORKS = {"verl": verl, "trl": trl, "slime": slime, "miles": slime, "skyrl": skyrl, "openrlhf": openrlhf,
+              "nemo_rl": nemo_rl, "areal": areal, "roll": roll, "prime_rl": prime_rl, "ms_swift": ms_swift,
+              "open_instruct": open_instruct}
+PRESETS = [preset for module in dict.fromkeys(FRAMEWORKS.values()) for preset in module.PRESETS]
 
 
 def factors(preset, params):
     """(factors, clamp, rejections leave the loss mask): the preset's configuration, its parameters set, turned
     into registry ids with parameters by its framework's rules."""
     return FRAMEWORKS[preset.framework].factors(preset.resolved(params))
+
+
+def batch_family(preset, params):
+    """(registry id, parameters) of the batch-coupled family a batch-coupled preset is (AReaL's m2_threshold)."""
+    return FRAMEWORKS[preset.framework].batch_family(preset.resolved(params))
+
+
+def mean_epsilon(preset):
+    """What the framework's sequence means add to the token count (verl's and NeMo-RL's masked_mean: 10⁻⁸)."""
+    return getattr(FRAMEWORKS[preset.framework], "MEAN_EPSILON", 0.0)
 
 
 def latex(preset):
@@ -29,7 +54,7 @@ def registry_rows(base_colours):
     for preset in PRESETS:
         step = used.get(preset.base, 0)
         used[preset.base] = step + 1
-        source = f"{preset.option} — {preset.alias}; on the toy: {preset.equals}"
+        source = f"{preset.option} — {preset.alias} ({preset.framework} {preset.commit}); on the toy: {preset.equals}"
         rows.append((preset, {
             "id": preset.id, "label": f"{preset.framework} {preset.id.partition(':')[2]} ({preset.alias})",
             "latex": latex(preset), "source": source + (f". Code vs docs: {preset.note}" if preset.note else ""),

@@ -1,12 +1,16 @@
 """What a weight function returns (``Weights``) and what its thresholds are (``Param``).
 
 A weight function maps the sequences' statistics (every sequence of the toy, or given sequences: see
-``sequences``) and its parameters to the factors of the per-token coefficient
+``sequences``) and its parameters to the factors of the single-sample gradient estimate
 
-    c_t(y) = sequence(y) · token_{A(y)}[t, y_t] · ∏_{s<t} carry[s, y_s]
+    ĝ(y) = Σ_t (c_t(y)·A(y) + additive[t, y_t])·s_t,
+    c_t(y) = sequence(y) · token_{k(y)}[t, y_t] · ∏_{s<t} carry[s, y_s]
 
-where ``token_{A}`` is ``negative_token`` for a sequence with advantage A < 0 (PPO-style clipping against
-the sampler treats the two signs differently) and ``token`` otherwise. A factor that is None is 1.
+where k(y) is the sequence's token class: a ``TokenClass`` whose ``members`` hold y uses its own token table
+(PPO-style clipping treats the two signs of the advantage differently; a sequence-level mask may switch a
+token mask on), every other sequence uses ``token``. A factor that is None is 1. ``additive`` is a term that
+does not depend on the advantage (the gradient of an additive penalty, e.g. prime-rl's kl_tau·(log ρ_t)²); it
+must depend on the position and the token only, so its moments are closed-form (``engine.moments``).
 
 Two kinds of "affected": ``*_affected`` marks a weight that was masked or clipped (what the table counts);
 ``*_rejected`` marks tokens removed from the loss mask, which the loss aggregations that divide by the kept
@@ -19,28 +23,34 @@ import numpy as np
 
 
 @dataclass(frozen=True)
+class TokenClass:
+    """The sequences ``members`` (a per-sequence bool vector) use ``token`` (None: 1) and ``token_affected``."""
+    members: np.ndarray
+    token: np.ndarray | None = None
+    token_affected: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
 class Weights:
-    """c_t(y) = sequence(y)·token_{A(y)}[t, y_t]·∏_{s<t} carry[s, y_s]; None means 1 (or nothing affected)."""
+    """ĝ = Σ_t (sequence·token_k·∏_{s<t} carry·A + additive)·s_t; None means 1 (0 for additive, nothing for marks)."""
     sequence: object = 1.0
     token: np.ndarray | None = None
     carry: np.ndarray | None = None
     sequence_affected: np.ndarray | None = None
     token_affected: np.ndarray | None = None
-    negative_token: np.ndarray | None = None            # token factor where A < 0 (None: the same as token)
-    negative_token_affected: np.ndarray | None = None
+    classes: tuple = ()                                 # TokenClass, disjoint: their members use their own token
     sequence_rejected: np.ndarray | None = None
     token_rejected: np.ndarray | None = None
+    additive: np.ndarray | None = None                  # per position and token, independent of A
 
-    @property
-    def splits_by_sign(self):
-        """True when the token factor depends on the sign of the advantage."""
-        return self.negative_token is not None
-
-    def for_sign(self, negative):
-        """(token factor, token affected) for sequences with A < 0 (``negative``) or A ≥ 0."""
-        if negative and self.splits_by_sign:
-            return self.negative_token, self.negative_token_affected
-        return self.token, self.token_affected
+    def token_classes(self):
+        """[(members or None for every sequence, token, token affected)]: the default class (the sequences in no
+        TokenClass) first, then each class."""
+        if not self.classes:
+            return [(None, self.token, self.token_affected)]
+        others = ~np.logical_or.reduce([np.asarray(c.members, bool) for c in self.classes])
+        return [(others, self.token, self.token_affected)] + [(np.asarray(c.members, bool), c.token, c.token_affected)
+                                                              for c in self.classes]
 
     def without_rejection(self):
         """The same weights, with nothing removed from the loss mask (masks that only zero a weight)."""
@@ -63,7 +73,8 @@ class Param:
 
 
 def combine(*factors):
-    """The product of several Weights: factors multiply, affected and rejected marks are OR-ed."""
+    """The product of several Weights: factors multiply, additive terms add, affected and rejected marks are
+    OR-ed; the token classes of two factors intersect."""
     result = Weights()
     for factor in factors:
         result = _product(result, factor)
@@ -71,23 +82,33 @@ def combine(*factors):
 
 
 def _product(a, b):
-    negative = None
-    if a.splits_by_sign or b.splits_by_sign:
-        negative = _times(a.for_sign(True)[0], b.for_sign(True)[0])
     values = {
         "sequence": _sequence_product(a.sequence, b.sequence),
         "token": _times(a.token, b.token),
         "carry": _times(a.carry, b.carry),
-        "negative_token": negative,
+        "classes": _class_product(a, b),
         "sequence_affected": _either(a.sequence_affected, b.sequence_affected),
         "token_affected": _either(a.token_affected, b.token_affected),
-        "negative_token_affected": _either(a.for_sign(True)[1], b.for_sign(True)[1])
-        if negative is not None else None,
         "sequence_rejected": _either(a.sequence_rejected, b.sequence_rejected),
         "token_rejected": _either(a.token_rejected, b.token_rejected),
+        "additive": _plus(a.additive, b.additive),
     }
     assert set(values) == {f.name for f in fields(Weights)}
     return Weights(**values)
+
+
+def _class_product(a, b):
+    """The non-default cells of the two partitions' intersection, each with the product of its two tables."""
+    if not a.classes and not b.classes:
+        return ()
+    cells = []
+    for index_a, (members_a, token_a, hit_a) in enumerate(a.token_classes()):
+        for index_b, (members_b, token_b, hit_b) in enumerate(b.token_classes()):
+            if index_a == index_b == 0:
+                continue
+            members = members_a if members_b is None else members_b if members_a is None else members_a & members_b
+            cells.append(TokenClass(members, _times(token_a, token_b), _either(hit_a, hit_b)))
+    return tuple(cells)
 
 
 def _sequence_product(x, y):
@@ -95,7 +116,7 @@ def _sequence_product(x, y):
         return y
     if np.ndim(y) == 0 and y == 1:
         return x
-    return x * y
+    return product(x, y)
 
 
 def _times(x, y):
@@ -103,7 +124,23 @@ def _times(x, y):
         return y
     if y is None:
         return x
-    return x * y
+    return product(x, y)
+
+
+def product(x, y):
+    """x·y where a zero factor (a mask) wins over an infinite one: a weight beyond float64 (e^{log ρ}, log ρ > 709)
+    times a mask that drops it is 0, not NaN."""
+    with np.errstate(invalid="ignore"):
+        result = np.multiply(x, y)
+    return np.where((np.asarray(x) == 0) | (np.asarray(y) == 0), 0.0, result)
+
+
+def _plus(x, y):
+    if x is None:
+        return y
+    if y is None:
+        return x
+    return x + y
 
 
 def _either(x, y):

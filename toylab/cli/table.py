@@ -1,6 +1,6 @@
 """``python -m toylab``: the exact table of every exact estimator on one toy, as text or JSON.
 
-The framework presets (verl:…, trl:…) are left out unless named with ``--estimators``. The command line accepts
+The framework presets (framework:option ids) are left out unless named with ``--estimators``. The command line accepts
 exactly the page's ranges (``state.query``: T, V, mismatch, seed, N, the size limit, each threshold's range) and
 refuses anything else before any work (``arguments``). An undefined number (the cosine of a zero mean gradient)
 is "—" in the text and null in the JSON, with its reason (a note line under the table; the JSON's "notes").

@@ -1,14 +1,19 @@
 """One batch interface: the per-token coefficients of any estimator or framework preset on given sequences.
 
     c = toylab.coefficients(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params)
+    d = toylab.additive_terms(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params)
 
 ``trainer_logprobs`` and ``sampler_logprobs`` are (B, T) arrays of log π(y_t) and log μ(y_t) for the sampled
 tokens; ``mask`` (B, T) is 1 on response tokens (default: all); ``advantages`` (B,) are A_b, needed only by
-estimators that read them (ppo_clip, opsm and the verl bypass_ppo_clip presets). The result c (B, T) is 0 at
-padding, and sequence b's gradient contribution is Σ_t c[b, t]·A_b·∇log π(y_t). ``name`` is any registry id
+estimators that read them (ppo_clip, opsm, dppo, topr, vespo, tv_mask and the presets built on them). The results
+c and d (B, T) are 0 at padding, and sequence b's gradient contribution is Σ_t (c[b, t]·A_b + d[b, t])·∇log π(y_t);
+d, the gradient of an additive penalty (k2_penalty), is 0 for every other estimator. ``name`` is any registry id
 (``toylab.ESTIMATORS``), including the presets ``verl:<classmethod>`` and ``trl:<mode>``, and ``params`` its
 thresholds under their registry names (a preset's are the framework's: ``rs_threshold="0.8_1.1"``). Per-sequence
 statistics (log W, means, ρ_geo = W^(1/L_b), maxima) use only each sequence's own tokens.
+
+A batch-coupled estimator's coefficients depend on the batch given: tis_bn and m2po on its tokens, seq_snis through
+its normalisation Σ_b W_b; grpo and rloo are their ``weight``'s coefficients (their advantages are yours to pass).
 
 Monte Carlo (``montecarlo.Batches``) and stratified Monte Carlo go through here; the exact engine evaluates the
 same weight functions on every sequence of the toy, and the tests check the two agree sequence by sequence.
@@ -17,14 +22,24 @@ the tokens whose weight the estimator masks or clips (what the exact table's sha
 ``aggregation.gradient_weights`` turns both into a batch's gradient weights under any loss aggregation.
 """
 
+import numpy as np
+
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.sequences import GivenSequences
 
 
 def coefficients(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
-    """c (B, T): Σ_t c[b, t]·A_b·∇log π(y_t) is sequence b's gradient contribution (see the module docstring)."""
+    """c (B, T): Σ_t (c[b, t]·A_b + d[b, t])·∇log π(y_t) is sequence b's gradient contribution (see the module
+    docstring)."""
     sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
     return apply(name, sequences, resolve_params(name, params))[0]
+
+
+def additive_terms(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+    """d (B, T): the part of each token's gradient weight that does not depend on the advantage (0 but for
+    additive penalties)."""
+    sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
+    return apply(name, sequences, resolve_params(name, params))[2]
 
 
 def kept_tokens(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
@@ -45,16 +60,27 @@ def marks(estimator_id, sequences, params):
     estimator = ESTIMATORS[estimator_id]
     if not estimator.exact:
         raise ValueError(f"{estimator_id} is batch-coupled: its weight depends on the whole batch it is averaged in")
-    weights = estimator.weights(sequences, **params)
-    return (*sequences.assemble(weights), sequences.affected(weights))
+    with np.errstate(over="ignore"):
+        weights = estimator.weights(sequences, **params)
+        return (*sequences.assemble(weights), sequences.affected(weights))
 
 
 def apply(estimator_id, sequences, params):
-    """(c, kept) of an estimator with resolved ``params`` on a ``GivenSequences`` view."""
+    """(c, kept, d) of an estimator with resolved ``params`` on a ``GivenSequences`` view."""
     estimator = ESTIMATORS[estimator_id]
-    if estimator.exact:
-        return sequences.assemble(estimator.weights(sequences, **params))
-    if estimator.batch_weights is not None:
-        return estimator.batch_weights(sequences, **params)
-    raise ValueError(f"{estimator_id} is batch-coupled through the batch's rewards, not a weight: compute the "
-                     f"advantages your way and use its weight estimator instead")
+    with np.errstate(over="ignore"):            # a weight beyond float64 is +∞, as IEEE arithmetic gives it
+        if not estimator.exact:
+            return estimator.batch_weights(sequences, **params)
+        weights = estimator.weights(sequences, **params)
+        return (*sequences.assemble(weights), sequences.additive(weights))
+
+
+def additive_table(estimator_id, log_pi, log_mu, params):
+    """d[t, v] (T, V) of an exact estimator from the (T, V) log-probability tables: the additive term depends on
+    the position and the token only (``weights.Weights``), so it is read off V sequences, sequence v holding
+    token v at every position (their sequence statistics, meaningless here, do not enter it). A token the sampler
+    never draws (log μ = −∞) gets a placeholder log μ = 0 here: its d is never used."""
+    drawn = np.isfinite(log_mu)
+    sequences = GivenSequences(np.asarray(log_pi).T, np.where(drawn, log_mu, 0.0).T,
+                               advantages=np.zeros(np.shape(log_pi)[1]))
+    return apply(estimator_id, sequences, params)[2].T

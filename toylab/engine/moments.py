@@ -10,10 +10,18 @@ and p the sampling distribution (μ, or π for on_policy):
 where S1_t, S2_t are the prefix sums of the M-vectors p·a and p·a² (``grid.prefix_sums``); without a
 carry (every estimator but prefix IS) they reduce to position marginals (``grid.position_marginals``).
 
-A token factor that depends on the sign of the advantage (PPO-clip against the sampler: ``Weights.negative_token``)
-does not factorise this way over all sequences, but it does within each reward class: A = r − b takes one value
-on r = 1 and one on r = 0, so the sums above are taken separately over the sequences with A ≥ 0 and with A < 0,
-each with its own f, and added (two passes, still O(M)).
+A token factor that depends on a per-sequence class (``Weights.classes``: PPO-clip against the sampler treats
+A < 0 and A ≥ 0 differently; a sequence-level mask may switch a token mask on) does not factorise this way over
+all sequences, but it does within each class: the sums above are taken separately over the sequences of each
+class, each with its own f, and added (one O(M) pass per class).
+
+An additive term d[t, y_t] (``Weights.additive``, independent of A) adds d_t·s_t to each row of ĝ, so with
+p_t the position marginal of p and m_t as above,
+
+    mean_t  += p_t·d_t − π_t·Σ_v p_t[v]·d_t[v]
+    E‖ĝ‖²   += Σ_t Σ_v (2·d_t[v]·m_t[v] + p_t[v]·d_t[v]²)·‖onehot(v) − π_t‖²
+
+closed-form, from the first moment the pass computes anyway.
 """
 
 import itertools
@@ -140,18 +148,20 @@ class _Sums:
         self.hits = "nothing"                           # or "tokens" (only token marks: closed form) or "any"
         self.token_hits = None
         self.any_sequence_weight = self.any_token_weight = False
+        self.additive = None
 
     def add(self, view, weights):
         self.any_sequence_weight = self.any_sequence_weight or bool(np.any(weights.sequence))
-        classes = _sign_classes(view, weights)
-        for sign_class, negative in classes:
-            first, second = _position_moments(view, self.on_policy, weights, sign_class)
-            token = weights.for_sign(negative)[0]
+        if weights.additive is not None:
+            self.additive = weights.additive                # a (T, V) table, the same in every chunk
+        classes = weights.token_classes()
+        for members, token, _ in classes:
+            first, second = _position_moments(view, self.on_policy, weights, members)
             token = 1.0 if token is None else token
-            self.first += first * token
-            self.second += second * token**2
+            self.first += drawn_times(first, token)
+            self.second += drawn_times(second, token**2)
             self.any_token_weight = self.any_token_weight or bool(np.any(token))
-        if weights.sequence_affected is None and not weights.splits_by_sign:
+        if weights.sequence_affected is None and not weights.classes:
             if weights.token_affected is not None:      # the same table in every chunk: closed form in _affected
                 self.hits, self.token_hits = "tokens", weights.token_affected
             return
@@ -159,9 +169,8 @@ class _Sums:
         probability = view.probability(self.on_policy)
         kept = probability if weights.sequence_affected is None else np.where(weights.sequence_affected, 0.0,
                                                                                probability)
-        for sign_class, negative in classes:
-            in_class = kept if sign_class is None else np.where(sign_class, kept, 0.0)
-            token_hit = weights.for_sign(negative)[1]
+        for members, _, token_hit in classes:
+            in_class = kept if members is None else np.where(members, kept, 0.0)
             if token_hit is None:
                 self.kept_tokens += in_class.sum()
                 self.kept_sequences += float(in_class.sum())
@@ -173,8 +182,11 @@ class _Sums:
     def moments(self, estimator_id, params, b):
         toy = self.toy
         squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
-        mean = self.first - toy.pi * self.first.sum(axis=1, keepdims=True)
-        second_moment = float(np.sum(self.second * squared_score))
+        first, second = self.first, self.second
+        if self.additive is not None:
+            first, second = with_additive(first, second, toy.pi if self.on_policy else toy.mu, self.additive)
+        mean = first - toy.pi * first.sum(axis=1, keepdims=True)
+        second_moment = float(np.sum(second * squared_score))
         grad = toy.true_grad
         masked = "sequence" if not self.any_sequence_weight else "token" if not self.any_token_weight else ""
         cosine, note = direction(mean, grad, b, lambda: masked)
@@ -194,13 +206,19 @@ class _Sums:
         return float(1 - self.kept_tokens.mean()), float(1 - self.kept_sequences)
 
 
-def _sign_classes(view, weights):
-    """[(sequences of the class or None for all, negative)]: one class, or A ≥ 0 and A < 0 (see above), whose
-    token factor and marks are ``weights.for_sign(negative)``."""
-    if not weights.splits_by_sign:
-        return [(None, False)]
-    negative = view.advantage < 0
-    return [(~negative, False), (negative, True)]
+def drawn_times(moment, table):
+    """moment·table, 0 where the moment is 0: a token no sequence of the class draws (μ_t(v) = 0) may have an
+    infinite weight (ρ = +∞) without making the sum NaN."""
+    with np.errstate(invalid="ignore"):
+        return np.where(moment != 0, moment * table, 0.0)
+
+
+def with_additive(first, second, position_probability, additive):
+    """(m + p·d, m2 + 2·d·m + p·d²): the position moments E_p[(c_t·A + d_t)·1[y_t = v]] and E_p[(c_t·A + d_t)²·1[y_t = v]]
+    from those of c_t·A (m, m2), for an additive term d[t, v]; a token the sampler never draws (p = 0) adds 0."""
+    drawn = position_probability > 0
+    d = np.where(drawn, additive, 0.0)
+    return first + position_probability * d, second + 2 * d * first + position_probability * d**2
 
 
 def chunk_marginals(view, x):
@@ -214,19 +232,19 @@ def chunk_marginals(view, x):
     return marginals
 
 
-def _position_moments(view, on_policy, weights, sign_class=None):
+def _position_moments(view, on_policy, weights, members=None):
     """E_p[a·H_t·1[y_t = v]] and E_p[a²·H_t²·1[y_t = v]] over the view's sequences, each (T, V), with
     a = (r − b)·sequence weight.
 
     Without a carry (H_t = 1) these are position marginals of p·a and p·a²; with one, prefix sums
-    weighted by H_t over the V**t prefixes. ``sign_class`` restricts the sums to those sequences.
+    weighted by H_t over the V**t prefixes. ``members`` (a token class) restricts the sums to those sequences.
     p·A comes from the view (shared); p·a = p·A·w and p·a² = p·a·A·w are written into one (2, n) array,
     whose marginals are taken together. Estimators with neither a sequence weight nor a carry (naive,
     token-level) share the result through the view's memo.
     """
     sequence = weights.sequence
     unit = np.ndim(sequence) == 0 and sequence == 1
-    shared = weights.carry is None and unit and sign_class is None
+    shared = weights.carry is None and unit and members is None
     key = ("unweighted position moments", on_policy)
     if shared and key in view.memo:
         return view.memo[key]
@@ -237,8 +255,8 @@ def _position_moments(view, on_policy, weights, sign_class=None):
         first[:] = weighted
     else:
         np.multiply(weighted, sequence, out=first)                               # p·a
-    if sign_class is not None:
-        first *= sign_class
+    if members is not None:
+        first *= members
     np.multiply(first, view.advantage, out=second)                               # p·a·A
     if not unit:
         second *= sequence                                                       # p·a²

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
+from toylab.catalogue.ratio_bounds import token_kept_table
+from toylab.catalogue.statistics import STATISTICS
 from toylab.engine.counts import reward_by_count
 from toylab.engine.moments import Moments, direction
 from toylab.engine.toy import share
@@ -63,6 +65,9 @@ FACTORS = {
     "seq_is": lambda toy: _whole_sequence(toy.rho),
     "trm": lambda toy, eps: _whole_sequence(*[(np.abs(toy.log_rho) <= eps)] * 2),
     "gspo_geo": lambda toy: _whole_sequence(toy.rho ** (1 / toy.T)),
+    "outlier_rs": lambda toy, lo, hi: _whole_sequence(*[token_kept_table(toy.log_rho, lo, hi)] * 2),
+    "veto": lambda toy, C_v: _whole_sequence(*[token_kept_table(toy.log_rho, C_v, np.inf)] * 2),
+    "kpop": lambda toy, delta: _token((kept := STATISTICS["kpop"](toy) <= delta).astype(float), ~kept),
 }
 RECURSIVE_IDS = tuple(FACTORS)
 

@@ -5,13 +5,17 @@ per-token values are (T, V) tables holding every token at every position, its pe
 and the batch interface (``GivenSequences``: (B, T) arrays of the tokens that were sampled, (B,) vectors):
 
     log_rho, rho                      per-token log ratio log π − log μ, and ratio
+    log_pi, log_mu                    per-token log-probabilities log π_t(y_t), log μ_t(y_t) (probability-space masks)
     advantage                         A = r − b, per sequence
     log_W, W                          Σ_t log ρ_t and its exp, per sequence
     length                            tokens per sequence (T, or each row's count in the mask)
-    token_statistic(name)             log_ratio = log ρ, k1 = −log ρ, k2 = ½(log ρ)², k3 = ρ − 1 − log ρ, abs_log_ratio
+    token_statistic(name)             a per-token statistic by name (``STATISTICS``)
     sequence_statistic(name, scope)   its sum, mean or max over the sequence's own tokens
+    reduced(key, table, scope)        the same for any per-token table (``key`` names it, with its parameters)
     mean_k3, max_abs_log_rho          two of those, by name (the catalogue's k3_rs and trm read them)
     clamped(bound, mean_epsilon), clamped_out    verl's conventions, below
+
+The per-token statistics, by name, are ``catalogue.statistics.STATISTICS``.
 
 verl clamps log ratios to ±20 before exponentiating (``SAFETY_BOUND`` in verl/trainer/ppo/rollout_corr_helper.py,
 verl b178a3c): each token's log ratio for token weights and for every rejection statistic, but the *sum*
@@ -24,15 +28,10 @@ from functools import cached_property
 
 import numpy as np
 
+from toylab.catalogue.statistics import RATIO_STATISTICS, STATISTICS
+from toylab.catalogue.weights import product
 from toylab.engine.grid import outer_max, outer_sum
 
-STATISTICS = {
-    "log_ratio": lambda log_rho: log_rho,
-    "k1": lambda log_rho: -log_rho,
-    "k2": lambda log_rho: 0.5 * log_rho**2,
-    "k3": lambda log_rho: np.exp(log_rho) - 1 - log_rho,
-    "abs_log_ratio": np.abs,
-}
 SCOPES = ("sum", "mean", "max")
 
 
@@ -53,7 +52,16 @@ class _Statistics:
         return self.sequence_statistic("abs_log_ratio", "max")
 
     def token_statistic(self, name):
-        return STATISTICS[name](self.log_rho)
+        return STATISTICS[name](self)
+
+    def sequence_statistic(self, name, scope):
+        """The statistic's sum, mean or max over each sequence's own tokens."""
+        if (name, scope) == ("log_ratio", "sum") and self.clamp is None:
+            return self.log_W
+        return self.reduced(self.statistic_key(name), self.token_statistic(name), scope)
+
+    def statistic_key(self, name):
+        return name
 
 
 class AllSequences(_Statistics):
@@ -77,9 +85,15 @@ class AllSequences(_Statistics):
         self.clips_sums = clamp is not None and np.abs(toy.log_rho).max(axis=1).sum() > clamp
         self.log_rho = np.clip(toy.log_rho, -clamp, clamp) if self.clips_tokens else toy.log_rho
         self.rho = np.exp(self.log_rho) if self.clips_tokens else toy.rho
+        self.log_pi, self.log_mu = toy.log_pi, toy.log_mu
 
     def clamped(self, bound, mean_epsilon=0.0):
         return AllSequences(self.toy, self.b, bound, mean_epsilon, self.prefix, self.suffixes)
+
+    def statistic_key(self, name):
+        """The statistic's name, and the clamp where it clips this statistic (it clips log ratios, not
+        probabilities): views with and without a clamp that clips nothing share one outer sum."""
+        return name, self.clamp if self.clips_tokens and name in RATIO_STATISTICS else None
 
     def over_positions(self, key, table, kind="sum"):
         """x[y] = Σ_t table[t, y_t] (kind "sum") or max_t (kind "max") for each of the view's sequences;
@@ -133,17 +147,15 @@ class AllSequences(_Statistics):
             self.memo[key] = self.probability(on_policy) * self.advantage
         return self.memo[key]
 
-    def sequence_statistic(self, name, scope):
-        if (name, scope) == ("log_ratio", "sum") and not self.clips_tokens:
-            return self.log_W
-        key = ("sequence statistic", name, scope, self.clamp if self.clips_tokens else None,
-               self.mean_epsilon if scope == "mean" else 0.0)
-        if key not in self.memo:
+    def reduced(self, key, table, scope):
+        """Σ_t, mean_t (over T + mean_epsilon) or max_t of the (T, V) ``table`` for each of the view's sequences;
+        ``key`` names the table (its parameters included), so that the pass builds its outer part once."""
+        memo_key = ("reduced", key, scope, self.mean_epsilon if scope == "mean" else 0.0)
+        if memo_key not in self.memo:
             kind = "max" if scope == "max" else "sum"
-            total = self.over_positions((name, self.clamp if self.clips_tokens else None),
-                                        self.token_statistic(name), kind)
-            self.memo[key] = total / (self.T + self.mean_epsilon) if scope == "mean" else total
-        return self.memo[key]
+            total = self.over_positions(key, table, kind)
+            self.memo[memo_key] = total / (self.T + self.mean_epsilon) if scope == "mean" else total
+        return self.memo[memo_key]
 
 
 class GivenSequences(_Statistics):
@@ -165,12 +177,15 @@ class GivenSequences(_Statistics):
             if self.ragged else trainer - sampler
         if not np.all(np.isfinite(self.raw_log_rho)):
             raise ValueError("log-probabilities must be finite on the response tokens")
+        self.log_pi = np.where(self.mask, trainer, 0.0) if self.ragged else trainer
+        self.log_mu = np.where(self.mask, sampler, 0.0) if self.ragged else sampler
         self.advantages = None if advantages is None else _advantages(advantages, trainer.shape[0])
         self.clamp, self.mean_epsilon = None, 0.0
         self.T = trainer.shape[1]
         self.length = self.mask.sum(axis=1)
         self.log_rho = self.raw_log_rho
-        self.rho = np.exp(self.log_rho)
+        with np.errstate(over="ignore"):
+            self.rho = np.exp(self.log_rho)
         self.clamped_out = np.zeros(self.mask.shape, bool)
 
     def clamped(self, bound, mean_epsilon=0.0):
@@ -193,8 +208,9 @@ class GivenSequences(_Statistics):
         total = self.raw_log_rho.sum(axis=1)
         return total if self.clamp is None else np.clip(total, -self.clamp, self.clamp)
 
-    def sequence_statistic(self, name, scope):
-        table = self.token_statistic(name)
+    def reduced(self, key, table, scope):
+        """Σ_t, mean_t or max_t of the (B, T) ``table`` over each sequence's own tokens (``key`` is not needed
+        here: it names the table for the exact view's cache)."""
         if scope == "max":
             if not self.ragged:
                 return table.max(axis=1)
@@ -211,11 +227,10 @@ class GivenSequences(_Statistics):
         sequence = np.asarray(weights.sequence, dtype=float)
         coefficient = sequence.reshape(-1, 1) if sequence.ndim else sequence
         token = weights.token
-        if weights.splits_by_sign:
-            negative = (self.advantage < 0)[:, None]
-            token = np.where(negative, _per_token(weights.negative_token), _per_token(token))
+        for members, class_token, _ in weights.token_classes()[1:]:
+            token = np.where(np.asarray(members, bool)[:, None], _per_token(class_token), _per_token(token))
         if token is not None:
-            coefficient = coefficient * token
+            coefficient = product(coefficient, token)
         if weights.carry is not None:                                   # c_t ∝ ∏_{s<t} carry_s
             carried = np.where(self.mask, weights.carry, 1.0)
             coefficient = coefficient * np.cumprod(np.concatenate([np.ones((B, 1)), carried[:, :-1]], axis=1), axis=1)
@@ -227,17 +242,21 @@ class GivenSequences(_Statistics):
         coefficient = np.broadcast_to(coefficient, (B, T))
         return (np.where(self.mask, coefficient, 0.0) if self.ragged else coefficient), kept
 
+    def additive(self, weights):
+        """(B, T): the additive term of these Weights at each response token (0 at padding and where there is none)."""
+        if weights.additive is None:
+            return np.zeros(self.mask.shape)
+        return np.where(self.mask, np.broadcast_to(weights.additive, self.mask.shape), 0.0)
 
     def affected(self, weights):
         """(B, T) bool: the response tokens whose weight these Weights mask or clip — the token's own mark
-        (for A < 0 the negative-advantage one) or its sequence's. The exact engine's ``tokens_affected`` and
+        (its token class's) or its sequence's. The exact engine's ``tokens_affected`` and
         ``sequences_affected`` are the μ-means of these marks' token share and of "any token"."""
         B, T = self.mask.shape
         affected = np.zeros((B, T), bool)
         token_hit = weights.token_affected
-        if weights.splits_by_sign:
-            negative = (self.advantage < 0)[:, None]
-            token_hit = np.where(negative, _marks(weights.negative_token_affected, (B, T)), _marks(token_hit, (B, T)))
+        for members, _, class_hit in weights.token_classes()[1:]:
+            token_hit = np.where(np.asarray(members, bool)[:, None], _marks(class_hit, (B, T)), _marks(token_hit, (B, T)))
         if token_hit is not None:
             affected |= np.broadcast_to(token_hit, (B, T))
         if weights.sequence_affected is not None:

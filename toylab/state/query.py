@@ -6,7 +6,8 @@ Two kinds of URL parameter:
   presets included: ``est=naive,verl:decoupled_geo_rs``), agg (the loss aggregation) and ID.PARAM for a
   threshold (``tok_tis.C=3``, ``verl:decoupled_geo_rs.rs_threshold=0.8_1.1``). The page writes them from Settings (``to_query``); only
   non-default values, so the default view is the bare address.
-- View parameters (``VIEW_PARAMETERS``): which tab is open and the controls inside a tab. Streamlit keeps
+- View parameters (``VIEW_PARAMETERS``): which tab is open, the controls inside a tab, and the sidebar's "my
+  framework" (``framework=verl``: that framework's presets first in the estimator picker). Streamlit keeps
   them in the URL itself (widgets with ``bind="query-params"`` and the parameter's name as key); this
   module only checks a link's values. A new tab adds its label to ``TAB_LABELS`` (the page's tab order),
   and each URL-bound control one entry, e.g. ``"steps": ViewParameter(200, low=1, high=2000,
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
+from toylab.catalogue.presets import FRAMEWORKS
 from toylab.engine.toy import EXACT_SIZE_LIMIT, more_sequences_than
 from toylab.state.settings import Settings
 from toylab.text import listed, quoted
@@ -42,6 +44,7 @@ TAB_LABELS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", 
               "Sequence length", "Training", "Your run", "Lessons")
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)       # the Training tab's choices
 TRAINING = TrainingConfig()                                          # its defaults
+ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
 TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "train_optimizer", "mode": "train_mode",
                      "runs": "train_runs", "pick": "train_pick", "sga_step": "sga_step"}   # Training tab → URL name
 
@@ -93,6 +96,7 @@ VIEW_PARAMETERS = {
     "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, tab="Training"),
     "train_pick": ViewParameter("naive", choices=tuple(ESTIMATORS), tab="Training"),
     "sga_step": ViewParameter(30, low=0, high=1000, tab="Training"),
+    "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.engine.counts import expected_reward, factorised_means, objective_and_gradient, reward_by_count
-from toylab.engine.moments import _carried_marginals, _sign_classes
+from toylab.engine.moments import _carried_marginals
 from toylab.engine.recursion import FACTORS, PositionFactors
 from toylab.engine.sequences import AllSequences
 from toylab.engine.split_grid import split_grid
@@ -161,10 +161,13 @@ def enumerated_means(rows, estimators, b):
     moment only, with every row's M-vectors built at once on the grid,
 
         mean_t = m_t − π_t·Σ_v m_t[v],   m_t[v] = token[t, v]·E_p[(r − b)·sequence·∏_{s<t} carry[s, y_s]·1[y_t = v]]
+                                                 + p_t[v]·additive[t, v]
+
+    (a token class's sequences with its own token table, summed over the classes).
     """
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
     probability = rows.grid.outer_product(np.where(on_policy[:, None, None], rows.log_pi, rows.log_mu))
-    m, tokens = np.empty(rows.pi.shape), np.ones(rows.pi.shape)
+    m, tokens, additive = np.empty(rows.pi.shape), np.ones(rows.pi.shape), np.zeros(rows.pi.shape)
     first = np.empty((len(estimators), rows.M))
     carried = []
     for index, (estimator_id, params) in enumerate(estimators):
@@ -173,11 +176,13 @@ def enumerated_means(rows, estimators, b):
         weights = ESTIMATORS[estimator_id].weights(view, **params)
         np.multiply(probability[index], weights.sequence, out=first[index])
         first[index] *= row.R - b[index] if b[index] else row.R
-        if weights.splits_by_sign:                       # the token factor differs by the sign of A = r − b
+        if weights.additive is not None:
+            position = row.pi if on_policy[index] else row.mu
+            additive[index] = position * np.where(position > 0, weights.additive, 0.0)
+        if weights.classes:                              # the token factor differs by a class of sequences
             carried.append(index)
-            m[index] = sum(rows.grid.marginals((first[index] * in_class)[None])[0]
-                           * (1.0 if (token := weights.for_sign(negative)[0]) is None else token)
-                           for in_class, negative in _sign_classes(view, weights))
+            m[index] = sum(rows.grid.marginals((first[index] * members)[None])[0] * (1.0 if token is None else token)
+                           for members, token, _ in weights.token_classes())
             continue
         if weights.token is not None:
             tokens[index] = weights.token
@@ -189,7 +194,7 @@ def enumerated_means(rows, estimators, b):
     elif len(carried) < len(estimators):
         uncarried = np.setdiff1d(np.arange(len(estimators)), carried)
         m[uncarried] = rows.grid.marginals(first[uncarried])
-    m *= tokens
+    m = m * tokens + additive
     return m - rows.pi * m.sum(axis=-1, keepdims=True)
 
 

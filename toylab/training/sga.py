@@ -10,7 +10,7 @@ sample ĝ,
 The first term is what the bias does (E ĝ ≠ ∇J tilts it), the tr(H Σ)/N term what the variance does (J is
 concave along most noise directions near a good θ, so noise costs J). Every piece is exact for an exact
 estimator: E ĝ from the exact engine, and E[ĝᵀ H ĝ] as the sum over all M sequences of p(y)·ĝ(y)ᵀ H ĝ(y),
-ĝ(y) = (r(y) − b)·Σ_t c_t(y)·s_t(y) with c from the batch interface (``montecarlo.Batches.coefficients``).
+ĝ(y) = Σ_t (c_t(y)·(r(y) − b) + d_t(y))·s_t(y) with c and d from the batch interface (``montecarlo.Batches.coefficients``).
 When the lr² coefficient is negative the quadratic peaks at lr* = −⟨∇J, E ĝ⟩ / (E ĝᵀ H E ĝ + tr(H Σ)/N).
 
 Monte Carlo, for every estimator (batch-coupled ones included): R batches of N drawn from μ (the same
@@ -77,7 +77,7 @@ def _expected_quadratic(toy, estimator_id, params, b, hessian):
     for start in range(0, toy.M, SEQUENCES_AT_ONCE):
         tokens = _sequences(start, min(start + SEQUENCES_AT_ONCE, toy.M), toy.T, toy.V)
         batch = Batches(toy, tokens[None], np.array([len(tokens)]), b)
-        weight = (batch.coefficients(estimator_id, params) * batch.advantage[..., None])[0]     # (n, T)
+        weight = batch.gradient_coefficients(estimator_id, params)[0]                       # c·A + d, (n, T)
         total += float(probability[start:start + len(tokens)] @ hessian.score_quadratic(weight, tokens, toy.pi))
     return total
 

@@ -1,10 +1,11 @@
 """A framework preset as data: the framework's configuration, the catalogue id it is closest to, what it equals.
 
 A preset is a row: the framework's own configuration fields (a ``Ref`` marks one that is a parameter, under the
-framework's name and default), the catalogue id it is closest to (its colour is a shade of that id's), what it
-equals on the toy, and one line wherever the framework's code and its documentation disagree. Each framework's
-module (``verl``, ``trl``) holds its rows, the function ``factors`` that turns a configuration into registry ids
-with parameters, written from the framework's code, and ``latex``, the coefficient in the framework's symbols.
+framework's name and default; a ``Joined`` one that joins several, as verl's "lower_upper" thresholds), the
+catalogue id it is closest to (its colour is a shade of that id's), what it equals on the toy, the commit it was
+read at, and one line wherever the framework's code and its documentation disagree. Each framework's module holds
+its rows, the function ``factors`` that turns a configuration into registry ids with parameters, written from the
+framework's code, and ``latex``, the coefficient in the framework's symbols.
 """
 
 from dataclasses import dataclass, field
@@ -17,6 +18,16 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class Joined:
+    """A configuration field set by several parameters, joined as text: verl's "{threshold_lower}_{threshold}"."""
+    names: tuple
+    separator: str = "_"
+
+    def text(self, params):
+        return self.separator.join(str(params[name]) for name in self.names)
+
+
+@dataclass(frozen=True)
 class Preset:
     id: str                   # "<framework>:<option>"
     option: str               # how the framework spells it
@@ -26,19 +37,39 @@ class Preset:
     equals: str               # what it equals on the toy, under which parameter mapping
     params: dict = field(default_factory=dict)
     note: str = ""            # where the framework's code and documentation disagree
+    commit: str = ""          # the framework's commit the row was read at
+    batch: bool = False       # batch-coupled: its module's batch_family names the family (Monte Carlo only)
 
     @property
     def framework(self):
         return self.id.partition(":")[0]
 
+    @property
+    def parameter_names(self):
+        """The parameters the configuration's Ref and Joined fields (or pairs of them) name."""
+        def names(value):
+            if isinstance(value, tuple):
+                return set().union(*map(names, value))
+            return {value.name} if isinstance(value, Ref) else set(value.names) if isinstance(value, Joined) else set()
+        return set().union(*map(names, self.config.values()))
+
     def resolved(self, params):
-        """The configuration with every Ref replaced by the parameter's value."""
-        return {key: params[value.name] if isinstance(value, Ref) else value for key, value in self.config.items()}
+        """The configuration with every Ref replaced by the parameter's value and every Joined by its text."""
+        def value_of(value):
+            if isinstance(value, tuple):
+                return tuple(map(value_of, value))
+            if isinstance(value, Ref):
+                return params[value.name]
+            return value.text(params) if isinstance(value, Joined) else value
+        return {key: value_of(value) for key, value in self.config.items()}
 
 
 def shade(colour, step):
-    """The colour mixed toward black (even steps) or white (odd steps), 22 % more every two steps."""
-    amount = 0.22 * (step // 2 + 1)
+    """The colour mixed toward black (even steps) or white (odd steps), 8 % + 7 % more every two steps (at most
+    twelve shades each way)."""
+    if step >= 24:
+        raise ValueError(f"{colour} has more than 24 shades")
+    amount = 0.08 + 0.07 * (step // 2)
     channels = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
     target = 0 if step % 2 == 0 else 255
     mixed = [round(c + (target - c) * amount) for c in channels]

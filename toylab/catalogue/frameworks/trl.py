@@ -11,6 +11,10 @@ weight alone; TRL does not clamp, and its masks zero a weight but leave the toke
 from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.weights import Param
 
+COMMIT = "f2cd577"
+SAME_NAME = ("name collision: ms-swift's rollout_importance_sampling_mode of the same name ({ms_swift}) uses the "
+             "geometric mean ρ_geo where TRL uses the product W")
+
 PARAMS = {"clip_min": Param(0.0, 0.0, 1000.0, "TRL vllm_importance_sampling_clip_min C_min (0: TRL's None)"),
           "clip_max": Param(3.0, 0.01, 1000.0, "TRL vllm_importance_sampling_clip_max C_max")}
 _TRL = [("token_truncate", "token-level TIS", "tok_tis",
@@ -18,12 +22,14 @@ _TRL = [("token_truncate", "token-level TIS", "tok_tis",
          "the docstring calls token_truncate the default mode; the default is sequence_mask"),
         ("token_mask", "token-level MIS", "tok_mis", "tok_mis(lo = clip_min, hi = clip_max)", ""),
         ("sequence_truncate", "sequence-level TIS", "seq_tis",
-         "seq_clip(C_min = clip_min, C_max = clip_max); seq_tis(C = clip_max) when clip_min is unset", ""),
+         "seq_clip(C_min = clip_min, C_max = clip_max); seq_tis(C = clip_max) when clip_min is unset",
+         SAME_NAME.format(ms_swift="ms_swift:sequence_truncate, min(ρ_geo, C)")),
         ("sequence_mask", "sequence-level MIS (TRL's default)", "seq_mis",
-         "seq_band(C_min = clip_min, C_max = clip_max); seq_mis(C = clip_max) when clip_min is unset", "")]
+         "seq_band(C_min = clip_min, C_max = clip_max); seq_mis(C = clip_max) when clip_min is unset",
+         SAME_NAME.format(ms_swift="ms_swift:sequence_mask, ρ_t·1[ρ_geo ≤ C]"))]
 PRESETS = [Preset(f"trl:{mode}", f'GRPOConfig(vllm_importance_sampling_mode="{mode}")', alias,
                   {"mode": mode, "clip_min": Ref("clip_min"), "clip_max": Ref("clip_max")}, base, equals,
-                  dict(PARAMS), note) for mode, alias, base, equals, note in _TRL]
+                  dict(PARAMS), note, COMMIT) for mode, alias, base, equals, note in _TRL]
 
 
 def factors(config):

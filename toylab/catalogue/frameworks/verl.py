@@ -6,19 +6,30 @@
   compute_policy_loss_reinforce, compute_policy_loss_bypass_mode. Frozen numbers from running that code:
   tests/catalogue/test_frameworks.py.
 
+  The newest presets, decoupled_token_icepop and bypass_pg_token_icepop, are newer than that snapshot (issue 19
+  reads them at 1dda039, which the fetch tool does not hold): they were read from the stored copies of
+  algorithm.py and rollout_corr_helper.py that carry them (compute_rollout_correction_weights with an IcePop
+  "lower_upper" rollout_is_threshold); frozen numbers: tests/catalogue/frozen_verl_newest.py.
+
 On the toy's single step the trainer's old policy is π. verl's decoupled mode (its PPO ratio π/π_old = 1 is
 never clipped) and bypass mode with loss_type="reinforce" then both give c_t = IS weight × rejection mask;
 bypass mode with loss_type="ppo_clip" gives PPO-clip against the sampler (family ppo_clip) × rejection mask, its
 IS weights computed for metrics only. verl reads log ratios through its ±20 clamp and divides sequence means by
-the token count + 10⁻⁸ (``engine.sequences``), and its rejection removes tokens from the loss mask.
+the token count + 10⁻⁸ (``engine.sequences``), and its rejection removes tokens from the loss mask; an IcePop
+rollout_is_threshold "lower_upper" zeroes the weights outside [lower, upper] and leaves response_mask as it is.
 """
 
 import math
 
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.aggregation import VERL_EPSILON
+from toylab.catalogue.frameworks.factors import weights_only
+from toylab.catalogue.frameworks.preset import Joined, Preset, Ref
 from toylab.catalogue.weights import Param
 from toylab.text import quoted
 
+COMMIT = "b178a3c"
+NEWEST = "1dda039 (per issue 19; read from stored copies, see the module docstring)"
+MEAN_EPSILON = VERL_EPSILON
 VERL_CLAMP = 20.0
 VERL_REJECTION_OPTIONS = ("token_k1", "token_k2", "token_k3", "seq_sum_k1", "seq_sum_k2", "seq_sum_k3",
                           "seq_mean_k1", "seq_mean_k2", "seq_mean_k3", "seq_max_k2", "seq_max_k3")
@@ -71,8 +82,7 @@ def factors(config):
     ppo = config.get("bypass_mode", False) and config.get("loss_type", "ppo_clip") == "ppo_clip"
     factors = []
     if config.get("rollout_is") and not ppo:
-        weight = {"token": "tok_tis", "sequence": "seq_tis"}[config["rollout_is"]]
-        factors.append((weight, {"C": float(config.get("rollout_is_threshold", 2.0))}))
+        factors.append(is_weight(config["rollout_is"], config.get("rollout_is_threshold", 2.0)))
     if config.get("rollout_rs"):
         for option, lower, upper in verl_rejections(config["rollout_rs"], config.get("rollout_rs_threshold")):
             scope, _, statistic = option.rpartition("_")
@@ -83,6 +93,21 @@ def factors(config):
                                      "eps_high": config.get("clip_ratio_high", 0.2),
                                      "C_dual": config.get("clip_ratio_c", 3.0)}))
     return factors, VERL_CLAMP, True
+
+
+def is_weight(level, threshold):
+    """verl's IS weight (_parse_rollout_is_threshold): one number C truncates, min(ρ_t, C) or min(W, C); "lower_upper"
+    is IcePop, the weight zeroed outside [lower, upper] with response_mask left as it is."""
+    lower, _, upper = str(threshold).partition("_") if "_" in str(threshold) else ("", "", str(threshold))
+    upper = _number(upper, f"rollout_is={level}")
+    if not lower:
+        return {"token": "tok_tis", "sequence": "seq_tis"}[level], {"C": upper}
+    lower = _number(lower, f"rollout_is={level}")
+    if lower > upper:
+        raise ValueError(f"rollout_is_threshold lower bound {lower:g} is above its upper bound {upper:g}")
+    if level == "token":
+        return weights_only(("tok_mis", {"lo": lower, "hi": upper}))
+    return weights_only(("seq_band", {"C_min": lower, "C_max": upper}))
 
 
 # -- the table ---------------------------------------------------------------------------------------------
@@ -123,7 +148,8 @@ def _verl(name, alias, base, equals, config, params=(), note=""):
         parameters |= CLIP
         full |= {key: Ref(key) for key in CLIP}
     notes = "; ".join(part for part in (note, BYPASS_NOTE if bypass else "") if part)
-    return Preset(f"verl:{name}", f"RolloutCorrectionConfig.{name}()", alias, full, base, equals, parameters, notes)
+    return Preset(f"verl:{name}", f"RolloutCorrectionConfig.{name}()", alias, full, base, equals, parameters, notes,
+                  NEWEST if "icepop" in name else COMMIT)
 
 
 def _geo(threshold_name="rs_threshold"):
@@ -138,7 +164,16 @@ def _is(level, name="is_threshold"):
     return {"rollout_is": level, "rollout_is_threshold": Ref(name)}
 
 
+def _icepop():
+    return {"rollout_is": "token", "rollout_is_threshold": Joined(("threshold_lower", "threshold"))}
+
+
 GEO = {"rs_threshold": _ratio_bounds("0.999_1.001")}
+ICEPOP = {"threshold": Param(5.0, 1.0, 1000.0, "verl IcePop upper bound: token weights above it are zeroed"),
+          "threshold_lower": Param(0.5, 0.001, 1.0, "verl IcePop lower bound: token weights below it are zeroed")}
+ICEPOP_NOTE = ("the classmethods zero the weights and keep response_mask, so the masked tokens stay in token-mean's "
+               "denominator, unlike rollout_rs; the k1 rejection bounds are still inverted in this version "
+               "(compute_rollout_rejection_mask keeps log(lower) ≤ −log ρ ≤ log(upper))")
 GEO_EQUALS = "geo_rs with lo = 1/upper, hi = 1/lower (rs: k1, seq_mean, lo = log lower, hi = log upper)"
 
 PRESETS = [
@@ -182,6 +217,11 @@ PRESETS = [
           "k3_rs(delta = rs_threshold) × tok_tis(C = is_threshold)", {**_is("token"), **_k3()},
           {"is_threshold": IS_THRESHOLD, "rs_threshold": K3_THRESHOLD}, TOKEN_TIS_NOTE.removeprefix("; ")),
     _verl("disabled", "metrics only", "naive", "naive", {}),
+    _verl("decoupled_token_icepop", "Token-IcePop", "tok_mis",
+          "tok_mis with lo = threshold_lower, hi = threshold (differs where |log ρ_t| > 20); the masked tokens stay "
+          "in response_mask", _icepop(), ICEPOP, ICEPOP_NOTE),
+    _verl("bypass_pg_token_icepop", "REINFORCE + Token-IcePop", "tok_mis", "verl:decoupled_token_icepop", _icepop(),
+          ICEPOP, ICEPOP_NOTE),
 ]
 
 
@@ -198,7 +238,10 @@ def latex(preset):
     config = preset.config
     parts, symbols = [], []
     ppo = config["bypass_mode"] and config["loss_type"] == "ppo_clip"
-    if config["rollout_is"] and not ppo:
+    if config["rollout_is"] and not ppo and isinstance(config["rollout_is_threshold"], Joined):
+        parts.append(r"\tilde\rho_t\,\mathbf 1[\ell\le\tilde\rho_t\le u]")
+        symbols.append(r"\ell, u:\ \texttt{threshold\_lower, threshold}")
+    elif config["rollout_is"] and not ppo:
         parts.append(r"\min(\tilde\rho_t, C)" if config["rollout_is"] == "token" else r"\min(\tilde W, C)")
         symbols.append(r"C:\ \texttt{" + config["rollout_is_threshold"].name.replace("_", r"\_") + "}")
     if config["rollout_rs"]:
