@@ -4,6 +4,8 @@ Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; eac
 runs only while that tab is open. Append ``(label, render)`` to TABS to add a tab.
 """
 
+from pathlib import Path
+
 import streamlit as st
 
 from toylab.state.query import size_problem
@@ -34,7 +36,8 @@ TABS = [
     (lessons_tab.LABEL, lessons_tab.render),
 ]
 
-st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=":material/science:", layout="wide")
+ICON = Path(__file__).resolve().parent / "docs" / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
+st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide")
 settings, notices = sidebar.render()
 st.title("toylab · when the sampler μ and the trainer π disagree")
 for notice in notices:

@@ -8,6 +8,7 @@ characters escaped, cut in the middle to 40 characters so that its extension sta
 
 UNDEFINED = "—"
 QUOTE_LIMIT = 40
+LONGEST_FIXED = 1e6                  # from here on a number is written in scientific notation
 
 
 def quoted(value, limit=QUOTE_LIMIT):
@@ -19,6 +20,14 @@ def quoted(value, limit=QUOTE_LIMIT):
     shown = text[:limit]
     shown = repr(shown) if isinstance(value, str) else shown
     return shown if len(text) <= limit else f"{shown}… ({len(text):,} characters)"
+
+
+def formatted(value, style="{:.4f}"):
+    """The number in ``style``, or in 4 significant digits (1.234e+20) once it reaches LONGEST_FIXED in size, so no
+    number runs to dozens of digits; UNDEFINED for None."""
+    if value is None:
+        return UNDEFINED
+    return f"{value:.4g}" if abs(value) >= LONGEST_FIXED else style.format(value)
 
 
 def listed(values, most=3):

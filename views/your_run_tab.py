@@ -107,12 +107,12 @@ def render(settings):
         return
     source = sources[0]
     progress = st.empty()
+    report = _reporter(progress, source)
     try:
         columns = _columns(source)
-        results = cache.summary(source, columns, _reporter(progress, source))
+        results = cache.summary(source, columns, report)
         selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
-        rows, rewards, suggested, thresholds = cache.estimators(source, columns, selection,
-                                                               _reporter(progress, source))
+        rows, rewards, suggested, thresholds = cache.estimators(source, columns, selection, report)
     except LogError as error:
         progress.empty()
         st.error(code(error), icon=":material/error:")
@@ -126,8 +126,7 @@ def render(settings):
     _frameworks(results["frameworks"])
     _matched_toy(settings, statistics, sizes)
     with st.expander("Export the results, or compare with another log"):
-        your_run_export.render(cache.rollout_log(source, columns, _reporter(progress, source)), source.name,
-                               "your_run_export")
+        your_run_export.render(cache.rollout_log(source, columns, report), source.name, "your_run_export")
         _compare(source, columns, statistics, sizes)
 
 
@@ -161,7 +160,8 @@ def _columns(source):
 
 
 def _headline(source, statistics, sizes, notices):
-    st.markdown(f"{value(source.name)} · {statistics.sequences:,} sequences, {statistics.tokens:,} response tokens"
+    sequences = f"{statistics.sequences:,} sequence{'s' if statistics.sequences != 1 else ''}"
+    st.markdown(f"{value(source.name)} · {sequences}, {statistics.tokens:,} response tokens"
                 + (f" ({statistics.dropped:,} sequences without response tokens left out)" if statistics.dropped
                    else ""))
     for notice in notices:
@@ -209,7 +209,7 @@ def _token_charts(results, thresholds):
                           "Beyond this view: " + "; ".join(f"{row.threshold} at log ρ = {significant(row.log_value)} "
                                                            f"({percent(row.beyond)} of tokens beyond)"
                                                            for row in beyond.itertuples()))
-    shares.dataframe(tail_share_frame(results["statistics"]), hide_index=True, width="stretch", column_config={
+    shares.dataframe(_defined(tail_share_frame(results["statistics"])), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
         "share": st.column_config.NumberColumn("share of tokens", format="%.3g"),
         "se": st.column_config.NumberColumn("± se", format="%.2g")})
@@ -240,7 +240,7 @@ def _sequence_charts(results, statistics, thresholds):
     W, geo = st.columns(2)
     chart_element.draw(W, log_charts.sequence_histogram_chart(results["W"], thresholds["W"], kind="W"))
     chart_element.draw(geo, log_charts.sequence_histogram_chart(results["geo"], thresholds["geo"], kind="geo"))
-    spread = spread_frame(statistics)
+    spread = _defined(spread_frame(statistics))
     st.dataframe(spread, hide_index=True, width="stretch",
                  column_config={name: st.column_config.NumberColumn(format="%.4g") for name in spread.columns[1:]})
     st.caption("Over the log's sequences: mean ± se, spread and quantiles. E_μ[log W] = −KL(μ‖π) of a whole "
@@ -362,7 +362,7 @@ def _matched_toy(settings, statistics, sizes):
     T = settings.T if choice == "sidebar" else data_T
     match = cache.matched(matching_estimate(statistics)[1], T, settings.V, settings.seed)
     st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics, sizes)))
-    table = comparison_frame(match, statistics, sizes)
+    table = _defined(comparison_frame(match, statistics, sizes))
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "quantity": st.column_config.TextColumn("quantity"),
         "data": st.column_config.NumberColumn("data (sample estimate)", format="%.4g"),
@@ -375,3 +375,9 @@ def _matched_toy(settings, statistics, sizes):
               f"{round(match.mismatch, 2):g}) →", key="your_run_open_match", on_click=_open_match,
               args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, its mismatch "
                                           "rounded to the slider's step of 0.01, and opens the Estimators tab.")
+
+
+def _defined(frame):
+    """The frame without its columns that hold no number (the standard errors of a one-sequence log: the caption
+    says why), so no cell reads "None"."""
+    return frame.dropna(axis=1, how="all")

@@ -1,5 +1,6 @@
 """``python -m toylab train``: JSON equal to the library, K + 1 values per list, runs and medians, one-line errors."""
 
+import io
 import json
 import subprocess
 import sys
@@ -8,7 +9,17 @@ import numpy as np
 import pytest
 
 from toylab import make_toy
+from toylab.cli import progress
+from toylab.cli import train as train_cli
 from toylab.cli.main import main
+from toylab.state.settings import Settings
+from toylab.training.cost import (
+    PAGE_SECONDS,
+    SECONDS_PER_ENUMERATED_STEP,
+    SECONDS_PER_SAMPLED_SEQUENCE,
+    estimated_bytes,
+    estimated_seconds,
+)
 from toylab.training.loop import TrainingConfig, train
 
 
@@ -93,3 +104,58 @@ def test_module_entry_point():
     assert done.returncode == 0 and len(json.loads(done.stdout)["trajectories"][0]["J"]) == 4
     done = subprocess.run([sys.executable, "-m", "toylab", "train", "--lr", "0"], capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+# -- bounded like the page: refused before any work, or shown with its progress ---------------------------------
+
+def one_line_error(capsys, *argv):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.count("\n") == 1 and err.startswith("toylab: error:")
+    return err
+
+
+def test_a_run_over_the_memory_bound_is_refused_before_any_work(capsys, monkeypatch):
+    monkeypatch.setattr(train_cli, "make_toy", pytest.fail)                 # no work at all
+    err = one_line_error(capsys, "--mode", "sampled", "--runs", "10000")
+    assert "estimated to need 2.9 GB of memory, over the limit of 1 GB" in err
+    records = 8 * 9 * 10_000 * 101 * (6 * 4 + 8)                            # θ_k and the numbers of every run
+    assert estimated_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records > 2e9
+
+
+def test_a_run_over_the_time_bound_is_refused_before_any_work(capsys, monkeypatch):
+    monkeypatch.setattr(train_cli, "make_toy", pytest.fail)
+    err = one_line_error(capsys, "--T", "11", "--V", "4", "--steps", "2000", "--estimators", "seq_mis,geo_rs,k3_rs")
+    assert "over the limit of 300 s (30 times the page's 10 s)" in err
+    config = TrainingConfig(steps=2000)
+    assert estimated_seconds(11, 4, config, ["seq_mis", "geo_rs", "k3_rs", "trm"]) == pytest.approx(   # trm factorises
+        3 * 4**11 * 2001 * SECONDS_PER_ENUMERATED_STEP)
+
+
+def test_a_long_run_shows_its_progress_on_stderr(capsys, monkeypatch):
+    monkeypatch.setattr(train_cli, "PROGRESS_AFTER_S", -1.0)          # every run shows it
+    result = run_json(capsys, "--steps", "7", "--estimators", "on_policy,naive")
+    assert len(result["trajectories"][0]["J"]) == 8                        # stdout is the JSON alone
+    main(["train", "--steps", "7", "--estimators", "on_policy,naive"])
+    err = capsys.readouterr().err
+    assert err.startswith("\rtraining [") and "100%" in err and "8/8" in err and err.endswith("\n")
+
+
+def test_the_progress_bar_estimates_the_time_left(monkeypatch):
+    clock = iter([0.0, 10.0, 10.0])
+    monkeypatch.setattr(progress.time, "monotonic", lambda: next(clock))
+    stream = io.StringIO()
+    bar = progress.ProgressBar("training", total=8, stream=stream)
+    bar.update(2)                                                          # 2 of 8 in 10 s: 30 s left
+    assert "25%" in stream.getvalue() and "2/8" in stream.getvalue() and "about 30 s left" in stream.getvalue()
+
+
+def test_the_page_and_the_command_line_share_the_estimate():
+    from views.caches import training_cache
+    assert training_cache.LIMIT_SECONDS == PAGE_SECONDS
+    settings = Settings(T=10, V=4)
+    config = TrainingConfig(steps=50, mode="sampled", N=128, runs=4)
+    selection = (("naive", ()), ("seq_is", ()))
+    assert training_cache.estimated_seconds(settings, config, selection) == \
+        estimated_seconds(10, 4, config, ["naive", "seq_is"]) == 2 * 4 * 128 * 51 * SECONDS_PER_SAMPLED_SEQUENCE

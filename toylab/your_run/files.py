@@ -377,41 +377,42 @@ def _chunks(stream):
 
 
 def _parquet(file):
-    """The ParquetFile, its metadata checked against the bounds: columns (and no name twice), rows."""
+    """The ParquetFile, its metadata checked against the bounds before any data is read: columns (and no name twice),
+    rows, the values of each column (a list column's values are its tokens), and the decompressed size."""
     try:
         parquet = pq.ParquetFile(file.path if file.data is None else pa.BufferReader(file.data),
                                  buffer_size=PARQUET_BUFFER, pre_buffer=False)     # pages read as decoded
         names = parquet.schema_arrow.names
     except (pa.ArrowException, OSError) as error:
         raise LogError(f"{file.name}: cannot be read as Parquet ({quoted(first_line(error), 80)})") from None
-    bounds = file.bounds
-    if len(names) > bounds.columns or parquet.metadata.num_columns > bounds.columns:
-        raise bounds.exceeded(file.name, "columns", f"the schema ({max(len(names), parquet.metadata.num_columns):,}"
-                                                    " columns)")
+    bounds, metadata = file.bounds, parquet.metadata
+    if len(names) > bounds.columns or metadata.num_columns > bounds.columns:
+        raise bounds.exceeded(file.name, "columns", f"the schema ({max(len(names), metadata.num_columns):,} columns)")
     twice = [name for name, count in zip(*np.unique(names, return_counts=True), strict=True) if count > 1]
     if twice:
         raise LogError(f"{file.name}: column {quoted(str(twice[0]))} appears twice in the schema")
-    if parquet.metadata.num_rows > bounds.tokens:
-        raise bounds.exceeded(file.name, "tokens", f"its {parquet.metadata.num_rows:,} rows")
+    if metadata.num_rows > bounds.tokens:
+        raise bounds.exceeded(file.name, "tokens", f"its {metadata.num_rows:,} rows")
+    values, expanded = np.zeros(metadata.num_columns, dtype=np.int64), 0
+    for group in range(metadata.num_row_groups):
+        for column in range(metadata.num_columns):
+            chunk = metadata.row_group(group).column(column)
+            values[column] += chunk.num_values
+            expanded += chunk.total_uncompressed_size
+    if values.size and values.max() > bounds.tokens:
+        raise bounds.exceeded(file.name, "tokens", f"a column of {values.max():,} values")
+    if expanded > bounds.text_bytes:
+        raise bounds.exceeded(file.name, "text_bytes", f"its data ({expanded:,} bytes decompressed)")
     return parquet
 
 
 def _parquet_batches(file, kinds):
-    """Batches of about TOKENS_PER_BATCH values, after the chosen columns' values and decompressed size (from the
-    metadata) are checked against the bounds."""
+    """Batches of about TOKENS_PER_BATCH values of the chosen columns (the file's bounds checked by ``_parquet``)."""
     parquet = _parquet(file)
     metadata = parquet.metadata
-    chunks = [metadata.row_group(g).column(c) for g in range(parquet.num_row_groups)
-              for c in range(metadata.num_columns) if parquet.schema.column(c).path.split(".")[0] in kinds]
-    values = {}
-    for chunk in chunks:
-        values[chunk.path_in_schema] = values.get(chunk.path_in_schema, 0) + chunk.num_values
-    most = max(values.values(), default=0)
-    if most > file.bounds.tokens:
-        raise file.bounds.exceeded(file.name, "tokens", f"a column of {most:,} values")
-    expanded = sum(chunk.total_uncompressed_size for chunk in chunks)
-    if expanded > file.bounds.text_bytes:
-        raise file.bounds.exceeded(file.name, "text_bytes", f"the chosen columns ({expanded:,} bytes decompressed)")
+    most = max((sum(metadata.row_group(g).column(c).num_values for g in range(metadata.num_row_groups))
+                for c in range(metadata.num_columns) if parquet.schema.column(c).path.split(".")[0] in kinds),
+               default=0)
     per_row = max(1, most // max(1, metadata.num_rows))
     row = 0
     for batch in parquet.iter_batches(batch_size=max(1, TOKENS_PER_BATCH // per_row), columns=list(kinds),
