@@ -28,6 +28,7 @@ size. Values at masked tokens are not checked: padding is often 0 or NaN.
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -79,10 +80,15 @@ class RolloutLog:
         """(B,) response tokens per sequence."""
         return np.diff(self.offsets)
 
-    @property
+    @cached_property
     def log_ratio(self):
-        """(n,) log ρ_t = log π(y_t) − log μ(y_t)."""
+        """(n,) log ρ_t = log π(y_t) − log μ(y_t), computed once (every statistic of the log reads it)."""
         return self.trainer_logprobs - self.sampler_logprobs
+
+    @cached_property
+    def ratio(self):
+        """(n,) ρ_t = π(y_t)/μ(y_t), computed once."""
+        return np.exp(self.log_ratio)
 
     @property
     def positions(self):
@@ -90,9 +96,11 @@ class RolloutLog:
         return np.arange(self.tokens) - np.repeat(self.offsets[:-1], self.lengths)
 
     def nbytes(self):
-        """Bytes held by the log's arrays."""
+        """Bytes held by the log's arrays (log ρ and ρ too, once computed)."""
+        derived = [self.__dict__[name] for name in ("log_ratio", "ratio") if name in self.__dict__]
         return sum(array.nbytes for array in (self.sampler_logprobs, self.trainer_logprobs, self.offsets, self.rows,
-                                              *([] if self.rewards is None else [self.rewards])))
+                                              *([] if self.rewards is None else [self.rewards]),
+                                              *([] if self.advantages is None else [self.advantages]), *derived))
 
     def sequence_sums(self, per_token):
         """(B,) Σ_t x_t within each sequence, for an (n,) array."""

@@ -55,7 +55,7 @@ class Magnitudes:
 def magnitudes(log, worst=WORST):
     """The Magnitudes of a RolloutLog."""
     log_rho = log.log_ratio
-    rho = np.exp(log_rho)
+    rho = log.ratio
     abs_log_rho = np.abs(log_rho)
     identity = token_mean(log, rho)
     quantiles = dict(zip(QUANTILES, map(float, np.quantile(abs_log_rho, list(QUANTILES.values()))), strict=True))

@@ -84,8 +84,7 @@ class FrameworkMetric:
 def framework_metrics(log):
     """[FrameworkMetric] of a RolloutLog, framework by framework in the order of the module docstring."""
     log_mu, log_pi = log.sampler_logprobs, log.trainer_logprobs
-    log_rho = log_pi - log_mu
-    rho = np.exp(log_rho)
+    log_rho, rho = log.log_ratio, log.ratio
     lengths = log.lengths
     starts = log.offsets[:-1]
 

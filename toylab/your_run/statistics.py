@@ -79,7 +79,7 @@ class LogStatistics:
 def token_mean(log, per_token):
     """The mean over the log's response tokens with its standard error, clustered by sequence."""
     scale = power_of_two_above(per_token)
-    sums = log.sequence_sums(per_token / scale)
+    sums = log.sequence_sums(per_token if scale == 1 else per_token / scale)
     lengths = log.lengths
     mean = float(sums.sum() / lengths.sum())
     B = log.sequences
@@ -91,7 +91,7 @@ def token_mean(log, per_token):
 
 def power_of_two_above(values):
     """1, or the power of two at or above max |value| when that is over 1 (dividing by it is exact)."""
-    top = float(np.abs(values).max()) if np.size(values) else 0.0
+    top = max(float(np.max(values)), -float(np.min(values))) if np.size(values) else 0.0
     return 1.0 if top <= 1 else 2.0 ** math.ceil(math.log2(top))
 
 
@@ -129,7 +129,7 @@ def sequence_log_ratios(log):
 def log_statistics(log):
     """The LogStatistics of a RolloutLog."""
     log_rho = log.log_ratio
-    rho = np.exp(log_rho)
+    rho = log.ratio
     log_W, log_rho_geo = sequence_log_ratios(log)
     return LogStatistics(
         sequences=log.sequences, tokens=log.tokens, dropped=log.dropped,

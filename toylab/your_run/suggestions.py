@@ -47,7 +47,7 @@ def statistic(log, name):
         log_W = log.sequence_sums(log_rho)
         return log_W if name == "W" else log_W / log.lengths
     if name == "mean_k3":
-        return log.sequence_sums(np.exp(log_rho) - 1 - log_rho) / log.lengths
+        return log.sequence_sums(log.ratio - 1 - log_rho) / log.lengths
     return np.maximum.reduceat(np.abs(log_rho), log.offsets[:-1])
 
 
