@@ -1,9 +1,10 @@
 """The Your run tab: a user's own rollout log, its sample statistics and charts, and the toy that matches it; or a
 whole run (several step files, or a zip of a run), every metric against step (``your_run_steps``).
 
-The files in view (uploads or an example) are kept in session state, so they survive a visit to another tab;
-the uploader's callback and the example buttons are the only ways to change them. One file that is not a zip is
-a log; several files, or a zip, are a run. Everything from the file —
+The files in view (uploads or an example) are kept for the session (``your_run_cache.shown``), so they survive a
+visit to another tab and are released when the session disconnects; the uploader's callback and the example
+buttons are the only ways to change them. One file that is not a zip is a log; several files, or a zip, are a run.
+Everything from the file —
 its name, column names, values, the messages that quote them — is shown through ``user_text`` (code text, never
 Markdown). Reading shows a progress bar, which is also where Streamlit stops the reading when the user leaves
 the tab or uploads another file.
@@ -40,7 +41,6 @@ from views.user_text import code, value
 
 LABEL = "Your run"
 UPLOAD_KEY = "your_run_upload"
-SOURCE_KEY = "_your_run_source"
 COMPARE_KEY = "your_run_compare"
 LENGTH_KEY = "your_run_match_length"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -69,11 +69,18 @@ UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", ".zi
 
 def _uploaded():
     files = st.session_state[UPLOAD_KEY] or []
-    st.session_state[SOURCE_KEY] = tuple(Source.of(file.name, file.getvalue()) for file in files) or None
+    cache.show(tuple(Source.of(file.name, file.getvalue()) for file in files) or None)
+    cache.drop_uploaded_copies()
 
 
 def _use_example(path):
-    st.session_state[SOURCE_KEY] = (Source.of(f"examples/{path.name}", path.read_bytes()),)
+    cache.show((Source.of(f"examples/{path.name}", path.read_bytes()),))
+
+
+def _compared():
+    file = st.session_state[COMPARE_KEY]
+    cache.show_compared(None if file is None else Source.of(file.name, file.getvalue()))
+    cache.drop_uploaded_copies()
 
 
 def _open_match(settings, match):
@@ -97,7 +104,7 @@ def render(settings):
     example.button("Use the example run", on_click=_use_example, args=(EXAMPLE_RUN,), icon=":material/timeline:",
                    width="stretch", help="Twelve steps generated from the toy at a realistic mismatch (per-token KL "
                                          "near 1e-4) that drifts from step 9 on: not from a real model.")
-    sources = st.session_state.get(SOURCE_KEY)
+    sources = cache.shown()
     if not sources:
         st.info("Upload a rollout log or a run, or use an example.", icon=":material/upload_file:")
         st.markdown(FORMATS)
@@ -331,12 +338,11 @@ def _frameworks(block):
 
 def _compare(source, columns, statistics, sizes):
     """A second upload, shown side by side with this log (before and after a fix, bf16 against fp8)."""
-    other = st.file_uploader(f"Compare with another log (at most {UPLOAD_LIMIT_MB} MB)", key=COMPARE_KEY,
-                             type=[extension.lstrip(".") for extension in EXTENSIONS] + ["gz"],
-                             max_upload_size=UPLOAD_LIMIT_MB)
-    if other is None:
+    st.file_uploader(f"Compare with another log (at most {UPLOAD_LIMIT_MB} MB)", key=COMPARE_KEY, on_change=_compared,
+                     type=[extension.lstrip(".") for extension in EXTENSIONS] + ["gz"], max_upload_size=UPLOAD_LIMIT_MB)
+    second = cache.compared()
+    if second is None:
         return
-    second = Source.of(other.name, other.getvalue())
     progress = st.empty()
     try:
         preview, _ = cache.detection(second.digest, second.name, second)

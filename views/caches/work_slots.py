@@ -1,5 +1,6 @@
 """At most a few large computations at once, over all sessions: the server's memory then grows with the
-slots, not with the number of users. And at most one rollout log read at a time (``reading``).
+slots, not with the number of users. And at most one rollout log read at a time (``reading``); freed memory is
+handed back to the system after a log's reading and once no session holds it (``give_back_memory``).
 
 A computation over M sequences holds a few M-vectors of temporaries (about 150 MB at M = 4,194,304); four
 users opening tabs of the largest toy together would hold four such sets. With LARGE_WORK_SLOTS = 2 (the
@@ -8,7 +9,10 @@ computations never wait.
 """
 
 import contextlib
+import ctypes
 import threading
+
+import pyarrow as pa
 
 LARGE_WORK = 2**18                 # sequences (or samples) from which a computation takes a slot: 8 MB a vector
 LARGE_WORK_SLOTS = 2
@@ -44,3 +48,11 @@ def reading(waiting):
         yield
     finally:
         _reading.release()
+
+
+def give_back_memory():
+    """Return freed memory to the system: pyarrow's pool keeps freed blocks, and glibc keeps freed heap pages (arrays
+    of a few MB come from the heap once the first ones were freed); without this a released log stays resident."""
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):         # malloc_trim is glibc's (Linux)
+        ctypes.CDLL("libc.so.6").malloc_trim(0)

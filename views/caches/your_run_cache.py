@@ -5,7 +5,10 @@ A loaded log is the only large thing here, and it is bounded three ways:
 - by bytes across sessions: LOGS keeps at most LOG_CACHE_BYTES of logs, least recently used first out (like the
   toy cache); a log dropped while a session still shows it is read again when that session next needs it;
 - by session: each session leases the one log it shows (a session-scoped resource, released when the session
-  disconnects or shows another file or columns), and a log no session leases is dropped at once;
+  disconnects or shows another file or columns), and a log no session leases is dropped at once; the file's own
+  bytes are held for the session the same way (``shown``), and Streamlit's copy of an upload is dropped as soon as
+  the tab has taken it (Streamlit keeps uploads until a session is shut down, which a closed browser tab's never is:
+  streamlit/streamlit#12607, #9218);
 - while it is read: reading takes the server's one reading slot (``work_slots.reading``), so at most one log's
   reading memory exists at a time, and the file's ``bounds.PAGE_BOUNDS`` cap what that reading can take.
 
@@ -24,6 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from toylab.presentation import run_frames as log_frames
 from toylab.text import clipped
@@ -39,7 +43,7 @@ from toylab.your_run.parity import by_framework, framework_metrics
 from toylab.your_run.statistics import log_statistics
 from toylab.your_run.suggestions import suggestions
 from views.caches.bounded_cache import ByteBoundedCache
-from views.caches.work_slots import reading
+from views.caches.work_slots import give_back_memory, reading
 
 LOG_CACHE_BYTES = 200 * 2**20        # logs kept over all sessions (a log at the page's bound is 32 MB and more)
 SHOWN_ENTRIES = 32                   # summaries, and estimator rows, kept
@@ -61,6 +65,37 @@ class Source:
     @classmethod
     def of(cls, name, data):
         return cls(clipped(name), data, hashlib.sha256(data).hexdigest())
+
+
+@st.cache_resource(scope="session", show_spinner=False)
+def _session_file():
+    """{"source": the Source this session's tab shows}: released with the session."""
+    return {}
+
+
+def shown():
+    """The Sources this session's tab shows (one log, several step files, or a zip), or None."""
+    return _session_file().get("source")
+
+
+def show(source):
+    _session_file()["source"] = source
+
+
+def compared():
+    """The Source this session's tab shows side by side with the first (a second upload), or None."""
+    return _session_file().get("compared")
+
+
+def show_compared(source):
+    _session_file()["compared"] = source
+
+
+def drop_uploaded_copies():
+    """Forget Streamlit's copy of this session's uploads (the tab keeps its own, ``shown``)."""
+    context = get_script_run_ctx()
+    if context is not None:
+        context.uploaded_file_mgr.remove_session_files(context.session_id)
 
 
 def _file(source):
@@ -85,20 +120,25 @@ def rollout_log(source, columns, progress):
 
     def build():
         with reading(waiting=lambda: progress(None)):
-            file = _file(source)
-            return read_log(file, preview(file), columns, progress)
+            try:
+                file = _file(source)
+                return read_log(file, preview(file), columns, progress)
+            finally:
+                give_back_memory()            # the reading's buffers, whether it finished, failed or was stopped
     log = LOGS.get(key, build)
     _lease(key)
     return log
 
 
 def _release(key):
-    """A session let go of the log ``key``: drop it once no session holds it."""
+    """A session let go of the log ``key``: drop it once no session holds it, and give the memory back."""
     with _leases_lock:
         _leases[key] -= 1
-        if _leases[key] <= 0:
-            del _leases[key]
-            LOGS.discard(key)
+        if _leases[key] > 0:
+            return
+        del _leases[key]
+        LOGS.discard(key)
+    give_back_memory()
 
 
 @st.cache_resource(scope="session", max_entries=1, show_spinner=False, on_release=_release)
