@@ -37,6 +37,16 @@ def listed(values, most=3):
     return shown + (f" and {len(values) - most} more" if len(values) > most else "")
 
 
+def clipped(text, limit=QUOTE_LIMIT):
+    """The text with unprintable characters escaped (as repr writes them), at most ``limit`` characters, cut in the
+    middle: 'a_very_long_name_of_a_r…_run.jsonl.gz' keeps the end, where a file's extension is."""
+    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in str(text))
+    if len(shown) <= limit:
+        return shown
+    tail = limit // 3
+    return shown[:limit - tail - 1] + "…" + shown[-tail:]
+
+
 def significant(value, digits=3):
     """``value`` to ``digits`` significant digits — 6.16e-05, 0.0123, 1.23e+04, never 0.0000 for a small number —
     or UNDEFINED for None and NaN."""
@@ -53,13 +63,3 @@ def with_error(value, se, digits=3):
 def percent(share, digits=3):
     """A share as a percentage to ``digits`` significant digits: '0.0123 %', '12.5 %'."""
     return UNDEFINED if share is None or share != share else f"{100 * share:.{digits}g} %"
-
-
-def clipped(text, limit=QUOTE_LIMIT):
-    """The text with unprintable characters escaped (as repr writes them), at most ``limit`` characters, cut in the
-    middle: 'a_very_long_name_of_a_r…_run.jsonl.gz' keeps the end, where a file's extension is."""
-    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in str(text))
-    if len(shown) <= limit:
-        return shown
-    tail = limit // 3
-    return shown[:limit - tail - 1] + "…" + shown[-tail:]

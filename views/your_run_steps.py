@@ -9,21 +9,34 @@ import streamlit as st
 
 from toylab.presentation import run_charts, run_frames
 from toylab.text import significant
+from toylab.your_run.files import LogError
 from toylab.your_run.steps import EARLY_MIN, EARLY_SHARE
 from views import chart_element
 from views.caches import run_cache
+from views.user_text import code
 
 
-def render(settings, uploads):
-    """The run view of ``uploads`` [(name, bytes)]; LogError if no step of it can be read."""
+def render(settings, sources):
+    """The run view of ``sources`` (the tab's Sources: several step files, or one zip); an error in the tab if no
+    step of it can be read."""
     selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
-    summaries, departures = run_cache.run_summaries(run_cache.digest(uploads), selection, uploads)
+    placeholder = st.empty()
+    try:
+        summaries, departures = run_cache.run_summaries(
+            sources, selection, lambda share, text: placeholder.progress(share or 0.0, text=text))
+    except LogError as error:
+        placeholder.empty()
+        st.error(code(error), icon=":material/error:")
+        return
+    placeholder.empty()
     read = [summary for summary in summaries if "error" not in summary]
-    st.markdown(f"**A run of {len(summaries):,} steps** ({sum(s['tokens'] for s in read):,} response tokens in "
+    plural = "s" if len(summaries) != 1 else ""
+    st.markdown(f"**A run of {len(summaries):,} step{plural}** ({sum(s['tokens'] for s in read):,} response tokens in "
                 f"{sum(s['sequences'] for s in read):,} sequences, {len(read):,} steps read)")
     failed = run_frames.failed_steps_frame(summaries)
     if len(failed):
-        st.warning(f"{len(failed)} step(s) could not be read; the others are shown.", icon=":material/warning:")
+        st.warning(f"{len(failed)} step(s) could not be read; the others are shown, and the chart skips those "
+                   "steps.", icon=":material/warning:")
         st.dataframe(failed, hide_index=True, width="stretch")
     left = {key: step for key, step in departures.items() if step is not None}
     chart_element.draw(st, run_charts.steps_chart(run_frames.steps_frame(summaries, departures)))

@@ -92,4 +92,4 @@ def test_a_run_with_no_readable_step_is_one_line_and_exit_2(capsys, tmp_path):
 def test_one_file_with_an_option_value_is_still_a_single_file(capsys, tmp_path):
     path = write_nemo(tmp_path, 1, toy_batch(4, seed=1))
     code, out = run(capsys, str(path), "--sampler", "nope")
-    assert code == 2 and "no column 'nope'" in out.err
+    assert code == 2 and "a NeMo-RL dump is read as written: column options" in out.err

@@ -52,3 +52,15 @@ def test_a_single_token_leaves_spreads_undefined_with_a_reason():
     assert metrics["debug/vllm_vs_local_logprob_diff_std"].value is None
     assert "two tokens" in metrics["debug/vllm_vs_local_logprob_diff_std"].note
     assert math.isclose(metrics["gen_kl_error"].value, math.exp(-0.1) - 1 + 0.1)
+
+
+def test_log_probabilities_near_the_end_of_float64_give_a_value_or_the_reason():
+    sampler = np.array([-1e308, -1e308, -0.5, -800.0])
+    trainer = sampler + np.array([0.0, 0.25, -0.1, 0.25])
+    log = RolloutLog("extreme", None, sampler, trainer, np.array([0, 2, 4]), None, np.array([1, 2]), 0)
+    metrics = {metric.name: metric for metric in framework_metrics(log)}
+    assert metrics["rollout_corr/training_ppl"].value is None and "beyond float64" in metrics["rollout_corr/training_ppl"].note
+    assert metrics["rollout_corr/rollout_log_ppl"].value == pytest.approx((1e308 + 400.25) / 2, rel=1e-12)
+    log_rho = trainer - sampler                                  # [0, 0, −0.1, 0.25]: −1e308 + 0.25 is −1e308
+    assert metrics["rollout_corr/log_ppl_diff"].value == pytest.approx(-(log_rho[:2].mean() + log_rho[2:].mean()) / 2)
+    assert metrics["gen_kl_error"].value == pytest.approx(np.mean(np.exp(log_rho) - 1 - log_rho), rel=1e-12)

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from framework_dumps import Batch, expected, toy_batch, write_nemo, write_prime
 
+from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.files import LogError
 from toylab.your_run.run import directory_files, step_and_rank, step_logs, uploaded_files, zip_files
 from toylab.your_run.statistics import log_statistics
@@ -98,7 +99,7 @@ def test_a_zip_of_a_run_reads_as_the_directory(tmp_path):
     with zipfile.ZipFile(archive, "w") as writer:
         for file in directory_files(tmp_path / "run"):
             writer.write(file.path, f"run/{file.name}")
-    from_zip = list(step_logs(zip_files("run.zip", archive.getvalue(), 1 << 30)))
+    from_zip = list(step_logs(zip_files("run.zip", archive.getvalue(), CLI_BOUNDS)))
     from_directory = list(step_logs(directory_files(tmp_path / "run")))
     for a, b in zip(from_zip, from_directory, strict=True):
         assert a.step == b.step and log_statistics(a.log) == log_statistics(b.log)
@@ -111,10 +112,10 @@ def test_uploads_and_a_zip_that_is_too_large(tmp_path):
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as writer:
         writer.write(path, "step_4/rank_0.jsonl")
-    with pytest.raises(LogError, match="over 0 MB uncompressed"):
-        zip_files("run.zip", archive.getvalue(), 10)
+    with pytest.raises(LogError, match="the archive's log files .* bytes uncompressed. is over the limit of 10 bytes"):
+        zip_files("run.zip", archive.getvalue(), CLI_BOUNDS.but(text_bytes=10))
     with pytest.raises(LogError, match="not a readable zip archive"):
-        zip_files("run.zip", b"PK\x03\x04 truncated", 1 << 20)
+        zip_files("run.zip", b"PK\x03\x04 truncated", CLI_BOUNDS)
 
 
 def test_a_metric_leaves_its_early_range_at_the_first_step_wholly_outside():
@@ -150,7 +151,7 @@ def test_the_example_run_is_reproducible_and_its_drift_is_found_first_by_k3():
     data = (EXAMPLES / "example_run.zip").read_bytes()
     assert run_zip() == data
     summaries = [step_summary(step.step, step.files, step.log, {}) for step in
-                 step_logs(zip_files("example_run.zip", data, 1 << 30))]
+                 step_logs(zip_files("example_run.zip", data, CLI_BOUNDS))]
     assert [summary["step"] for summary in summaries] == list(range(1, len(MISMATCH) + 1))
     left = departures(summaries)
     first_drift = next(step for step, mismatch in enumerate(MISMATCH, start=1) if mismatch > MISMATCH[0])

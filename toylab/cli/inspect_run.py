@@ -12,13 +12,13 @@ import sys
 from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_from_overrides
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant, with_error
-from toylab.your_run.files import CLI_SIZE_LIMIT_MB, LogError
+from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.files import LogError
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, step_logs, zip_files
 from toylab.your_run.statistics import STANDARD_ERRORS
 from toylab.your_run.steps import SERIES, departures, failed_step, step_summary
 
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
-ZIP_LIMIT_MB = 2_000
 
 
 def is_run(arguments):
@@ -55,7 +55,7 @@ def run_files(paths):
         return directory_files(paths[0])
     if len(paths) == 1:
         with open(paths[0], "rb") as stream:
-            return zip_files(paths[0], stream.read(), ZIP_LIMIT_MB << 20)
+            return zip_files(paths[0], stream.read(), CLI_BOUNDS)
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:
         raise LogError(f"{missing[0]}: no such file")
@@ -66,7 +66,7 @@ def report(arguments):
     explicit = {role: getattr(arguments, role) for role in ROLES}
     files = run_files(arguments.paths)
     summaries = []
-    for step in step_logs(files, max_bytes=CLI_SIZE_LIMIT_MB << 20, allow_torch=True, **explicit):
+    for step in step_logs(files, bounds=CLI_BOUNDS, allow_torch=True, **explicit):
         if step.log is None:
             summaries.append(failed_step(step.step, step.files, step.error))
         else:

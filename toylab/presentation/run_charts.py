@@ -73,8 +73,8 @@ def overlaid_histogram_chart(frame):
 
 
 def steps_chart(frame, columns=2):
-    """A run's metrics against step (``log_frames.steps_frame``), one small panel each with its own y scale: the
-    value, its ± 2 se band, and a red rule at the step where it first left its early range."""
+    """A run's metrics against step (``log_frames.steps_frame``), one small panel each with its own y scale, in the
+    frame's order: the value, its ± 2 se band, and a red rule at the step where it first left its early range."""
     base = alt.Chart(frame)
     x = alt.X("step:Q", title="step")
     band = base.mark_area(color=DATA_COLOUR, opacity=0.25).encode(x, alt.Y("low:Q", title=None), alt.Y2("high:Q"))
@@ -85,7 +85,8 @@ def steps_chart(frame, columns=2):
     left = base.transform_filter(alt.datum.left).mark_rule(color="#D55E00", strokeWidth=2.5, strokeDash=[5, 3]).encode(
         x, tips("metric:N", alt.Tooltip("step:Q", title="left its early range at step")))
     return readable(alt.layer(band, line, left, height=150, width=300).facet(
-        facet=alt.Facet("metric:N", title=None, sort=None), columns=columns).resolve_scale(y="independent"))
+        facet=alt.Facet("metric:N", title=None, sort=list(dict.fromkeys(frame["metric"]))), columns=columns
+    ).resolve_scale(y="independent"))
 
 
 def sequence_histogram_chart(frame, thresholds=None, kind="W"):

@@ -258,8 +258,8 @@ def side_by_side_frame(named):
                   ("χ² = mean((ρ − 1)²)", lambda st, sz: (sz.chi2_low_variance.value, sz.chi2_low_variance.se)),
                   ("mean ρ − 1", lambda st, sz: (sz.identity.value, sz.identity.se)),
                   ("ESS fraction of W", lambda st, sz: (st.ess_fraction, None))]
-    quantities += [(f"share |log ρ| > {c:g}", lambda st, sz, c=c: (sz.tail_shares[c].value, sz.tail_shares[c].se))
-                   for c in first[1].tail_shares]
+    quantities += [(f"share |log ρ| > {c:g}", lambda st, sz, c=c: (st.tail_shares[c].value, st.tail_shares[c].se))
+                   for c in first[0].tail_shares]
     quantities += [(f"|log ρ| {name}", lambda st, sz, name=name: (sz.abs_log_rho_quantiles[name], None))
                    for name in first[1].abs_log_rho_quantiles]
     quantities.append(("smallest ρ", lambda st, sz: (sz.min_rho, None)))

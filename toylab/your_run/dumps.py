@@ -41,12 +41,14 @@ import pyarrow.compute as pc
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
 
-from toylab.your_run.files import BLOCK_BYTES, LogError, LogFile
+from toylab.your_run.bounds import CLI_BOUNDS, MB
+from toylab.your_run.files import LogError, LogFile
 
 CANONICAL = {"sampler": "sampler_logprobs", "trainer": "trainer_logprobs", "mask": "mask", "reward": "reward",
              "advantage": "advantage"}
 DUMP_NAMES = {"nemo": "NeMo-RL", "prime": "prime-rl", "torch": "slime or Miles (torch)", "pickle": "pickle"}
 PICKLE_EXTENSIONS = (".pkl", ".pickle")
+BLOCK_BYTES = 16 * MB              # pyarrow's JSON reader: a block holds whole lines up to this long
 TORCH_EXTENSIONS = (".pt", ".pth")
 SKYRL_EXPORT = ("python -c \"import pickle,sys,pyarrow as pa,pyarrow.parquet as pq; b=pickle.load(open(sys.argv[1],"
                 "'rb')); pq.write_table(pa.table({k: b[k].float().tolist() for k in ('rollout_logprobs',"
@@ -84,8 +86,9 @@ def _wrapped(value):
     return isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
 
 
-def canonical_file(name, kind, data=None, path=None, allow_torch=False):
-    """The LogFile (in-memory Parquet, named ``name``) of a dump of this ``kind``; LogError if it cannot be read."""
+def canonical_file(name, kind, data=None, path=None, allow_torch=False, bounds=CLI_BOUNDS):
+    """The LogFile (in-memory Parquet, named ``name``) of a dump of this ``kind``; LogError if it cannot be read or
+    is over the ``bounds`` (its size and lines here; its tokens and sequences as the canonical table is read)."""
     if kind == "pickle":
         raise LogError(f"{name}: a pickle is never opened here (unpickling can run code); SkyRL's dump exports to "
                        f"Parquet with: {SKYRL_EXPORT}")
@@ -93,13 +96,37 @@ def canonical_file(name, kind, data=None, path=None, allow_torch=False):
         if not allow_torch:
             raise LogError(f"{name}: a torch .pt dump is read only by the command line (python -m toylab inspect, "
                            "with torch installed), never from an upload")
+        _check_size(name, data, path, bounds)
         table = _torch_table(name, _torch_payload(name, data, path))
     else:
+        _check_size(name, data, path, bounds)
         raw = data if data is not None else _read(name, path)
+        _check_lines(name, raw, bounds)
         table = _nemo_table(name, raw) if kind == "nemo" else _prime_table(name, raw)
     sink = io.BytesIO()
     pq.write_table(table, sink)
-    return LogFile(name, "parquet", False, data=sink.getvalue())
+    return LogFile(name, "parquet", False, sink.tell(), bounds, data=sink.getvalue())
+
+
+def _check_size(name, data, path, bounds):
+    size = len(data) if data is not None else _stat(name, path)
+    if size > bounds.file_bytes:
+        raise bounds.exceeded(name, "file_bytes", f"the file ({size:,} bytes)")
+
+
+def _stat(name, path):
+    try:
+        return os.path.getsize(path)
+    except OSError as error:
+        raise LogError(f"{name}: cannot read the file ({error.strerror or error})") from None
+
+
+def _check_lines(name, raw, bounds):
+    """The longest line against ``bounds.line_bytes`` (a dump is read whole: its size is already bounded)."""
+    ends = np.flatnonzero(np.frombuffer(raw, np.uint8) == 10)
+    lengths = np.diff(ends, prepend=-1, append=len(raw)) - 1
+    if lengths.size and lengths.max() > bounds.line_bytes:
+        raise bounds.exceeded(name, "line_bytes", f"line {int(np.argmax(lengths)) + 1}")
 
 
 def _read(name, path):

@@ -12,22 +12,20 @@ tokens drawn from μ (every mean a token mean with its clustered standard error,
                                            its se): the sampler's log-probs miss mass the trainer has — top-p or
                                            top-k truncation, or a temperature applied to the sampling but not to
                                            the logged log-probs
-    tail share at c    = mean 1[|log ρ| > c],   c = 1e-3, 1e-2, 0.1, 1
     |log ρ| quantiles  p50, p99, p99.9 and the maximum; the smallest ρ (the low tail) and the largest
     worst tokens       the response tokens with the largest |log ρ|: sequence, row, position, μ(y_t), π(y_t), log ρ
     worst sequences    the sequences with the largest |log W|: row, length, log W, their largest |log ρ|
 
-k3 = mean(ρ − 1 − log ρ) is the low-variance estimate of the KL itself (``statistics``).
+k3 = mean(ρ − 1 − log ρ) is the low-variance estimate of the KL itself, and the tail shares at |log ρ| > 1e-3, 1e-2,
+0.1 and 1 are among the statistics (``statistics``).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.your_run.parity import known
 from toylab.your_run.statistics import Estimate, token_mean
 
-TAIL_THRESHOLDS = (1e-3, 1e-2, 0.1, 1.0)
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 WORST = 10
 IDENTITY_SES = 3.0                # the identity check flags a mean ρ − 1 more than this many se from 0
@@ -37,7 +35,6 @@ IDENTITY_SES = 3.0                # the identity check flags a mean ρ − 1 mor
 class Magnitudes:
     chi2_low_variance: Estimate
     identity: Estimate
-    tail_shares: dict                 # c → Estimate
     abs_log_rho_quantiles: dict       # "p50", "p99", "p99.9", "max" → value
     min_rho: float
     max_rho: float
@@ -46,12 +43,11 @@ class Magnitudes:
 
     def identity_broken(self):
         """True when mean ρ − 1 is below 0 by more than IDENTITY_SES standard errors."""
-        se = known(self.identity.se)
+        se = self.identity.se
         return bool(se is not None and self.identity.value < -IDENTITY_SES * se)
 
     def as_dict(self):
         return {"chi2_low_variance": self.chi2_low_variance.as_dict(), "identity_mean_rho_minus_1": self.identity.as_dict(),
-                "tail_shares": [{"threshold": c, **share.as_dict()} for c, share in self.tail_shares.items()],
                 "abs_log_rho_quantiles": self.abs_log_rho_quantiles, "min_rho": self.min_rho,
                 "max_rho": self.max_rho, "worst_tokens": self.worst_tokens, "worst_sequences": self.worst_sequences}
 
@@ -59,14 +55,13 @@ class Magnitudes:
 def magnitudes(log, worst=WORST):
     """The Magnitudes of a RolloutLog."""
     log_rho = log.log_ratio
-    rho = np.exp(log_rho)
+    rho = log.ratio
     abs_log_rho = np.abs(log_rho)
     identity = token_mean(log, rho)
     quantiles = dict(zip(QUANTILES, map(float, np.quantile(abs_log_rho, list(QUANTILES.values()))), strict=True))
     return Magnitudes(
         chi2_low_variance=token_mean(log, (rho - 1) ** 2),
         identity=Estimate(identity.value - 1.0, identity.se),
-        tail_shares={c: token_mean(log, (abs_log_rho > c).astype(float)) for c in TAIL_THRESHOLDS},
         abs_log_rho_quantiles=quantiles | {"max": float(abs_log_rho.max())},
         min_rho=float(np.exp(log_rho.min())), max_rho=float(np.exp(log_rho.max())),
         worst_tokens=_worst_tokens(log, abs_log_rho, worst),

@@ -62,6 +62,7 @@ from toylab.your_run.statistics import Estimate, sequence_mean, token_mean
 
 SAFETY_BOUND = 20.0               # verl's clamp on log ratios (rollout_corr_helper.py)
 VERL_IS_THRESHOLD = 2.0           # verl's default rollout_is_threshold
+BEYOND_FLOAT64 = "beyond float64 on this log (its log-probabilities reach below −709, where e^−log p overflows)"
 WHOLE_VOCABULARY = ("needs the trainer's entropy over the whole vocabulary at each position; a log of sampled "
                     "tokens holds one token's probabilities (prime-rl's token export has it as 'entropy')")
 
@@ -83,16 +84,16 @@ class FrameworkMetric:
 def framework_metrics(log):
     """[FrameworkMetric] of a RolloutLog, framework by framework in the order of the module docstring."""
     log_mu, log_pi = log.sampler_logprobs, log.trainer_logprobs
-    log_rho = log_pi - log_mu
-    rho = np.exp(log_rho)
+    log_rho, rho = log.log_ratio, log.ratio
     lengths = log.lengths
     starts = log.offsets[:-1]
 
     def per_sequence_mean(values):
-        return np.add.reduceat(values, starts) / lengths
+        scale = _headroom(values)                              # log-probs may be as low as −1e308
+        return np.add.reduceat(values / scale, starts) / lengths * scale
 
     mean_log_mu, mean_log_pi = per_sequence_mean(log_mu), per_sequence_mean(log_pi)
-    d = mean_log_mu - mean_log_pi
+    d = per_sequence_mean(-log_rho)                          # = mean log μ − mean log π, without cancellation
     abs_log_rho = np.abs(log_rho)
     pi, mu = np.exp(log_pi), np.exp(log_mu)
     probability_gap = np.abs(pi - mu)
@@ -109,10 +110,10 @@ def framework_metrics(log):
     rows = [
         ("verl", "rollout_corr/kl", token_mean(log, -log_rho)),
         ("verl", "rollout_corr/k3_kl", k3_mean),
-        ("verl", "rollout_corr/training_ppl", sequence_mean(np.exp(-mean_log_pi))),
-        ("verl", "rollout_corr/training_log_ppl", sequence_mean(-mean_log_pi)),
-        ("verl", "rollout_corr/rollout_ppl", sequence_mean(np.exp(-mean_log_mu))),
-        ("verl", "rollout_corr/rollout_log_ppl", sequence_mean(-mean_log_mu)),
+        ("verl", "rollout_corr/training_ppl", _finite_mean(_exp(-mean_log_pi))),
+        ("verl", "rollout_corr/training_log_ppl", _finite_mean(-mean_log_pi)),
+        ("verl", "rollout_corr/rollout_ppl", _finite_mean(_exp(-mean_log_mu))),
+        ("verl", "rollout_corr/rollout_log_ppl", _finite_mean(-mean_log_mu)),
         ("verl", "rollout_corr/log_ppl_diff", sequence_mean(d)),
         ("verl", "rollout_corr/log_ppl_abs_diff", sequence_mean(np.abs(d))),
         ("verl", "rollout_corr/log_ppl_diff_max", float(d.max())),
@@ -157,13 +158,30 @@ def _metric(framework, name, value):
         return FrameworkMetric(framework, name, None, note="undefined on this log: it needs two tokens whose "
                                                            "values differ")
     if isinstance(value, Estimate):
-        return FrameworkMetric(framework, name, value.value, known(value.se))
+        return FrameworkMetric(framework, name, value.value, value.se)
     return FrameworkMetric(framework, name, value)
 
 
-def known(se):
-    """A standard error, or None where there is none (one sequence: None, or NaN before the logs' bounds)."""
-    return None if se is None or math.isnan(se) else se
+def _headroom(values):
+    """A power of two to divide by so that sums of a million values, and of their squares, stay finite (1 unless
+    they exceed 2^500; dividing by a power of two is exact)."""
+    top = float(np.abs(values).max()) if np.size(values) else 0.0
+    return 2.0 ** max(0, math.floor(math.log2(top)) - 500) if top > 0 else 1.0
+
+
+def _exp(values):
+    """e^values, inf where that is beyond float64 (a perplexity of log-probs below −709)."""
+    with np.errstate(over="ignore"):
+        return np.exp(values)
+
+
+def _finite_mean(values):
+    """sequence_mean of values scaled into range, or the reason it has no value."""
+    if not np.all(np.isfinite(values)):
+        return BEYOND_FLOAT64
+    scale = _headroom(values)
+    estimate = sequence_mean(values / scale)
+    return Estimate(estimate.value * scale, None if estimate.se is None else estimate.se * scale)
 
 
 def _shifted(estimate, offset):

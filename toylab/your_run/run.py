@@ -18,13 +18,15 @@ import io
 import os
 import re
 import zipfile
+import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.columns import choose
 from toylab.your_run.dumps import DUMP_NAMES, PICKLE_EXTENSIONS, TORCH_EXTENSIONS, canonical_file, dump_kind
 from toylab.your_run.files import EXTENSIONS, LogError, open_log_file, preview, read_batches
@@ -41,12 +43,26 @@ MAX_FILES = 10_000
 @dataclass(frozen=True)
 class RunFile:
     """One file of a run: its name within the run, the step and rank its path gives (None: not given), and
-    where its bytes are (``path`` on disk, or ``data`` in memory)."""
+    where its bytes are (``path`` on disk, ``data`` in memory, or ``archive``: a zip in memory, read only when the
+    file's step is)."""
     name: str
     step: int | None
     rank: int | None
     path: str | None = field(default=None, repr=False)
     data: bytes | None = field(default=None, repr=False)
+    archive: object = field(default=None, repr=False)       # zipfile.ZipFile holding the member ``name``
+
+    def loaded(self, bounds):
+        """This file with its bytes in ``data`` (a zip member is read now, refused first if over the bounds)."""
+        if self.archive is None:
+            return self
+        size = self.archive.getinfo(self.name).file_size
+        if size > bounds.file_bytes:
+            raise bounds.exceeded(self.name, "file_bytes", f"the file ({size:,} bytes uncompressed)")
+        try:
+            return replace(self, data=self.archive.read(self.name), archive=None)
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
+            raise LogError(f"{self.name}: cannot be read from the archive ({error})") from None
 
 
 @dataclass(frozen=True)
@@ -95,19 +111,21 @@ def directory_files(root):
     return found
 
 
-def zip_files(name, data, max_bytes):
-    """The RunFiles in a zip archive (read into memory, at most ``max_bytes`` uncompressed in all)."""
+def zip_files(name, data, bounds):
+    """The RunFiles in a zip archive in memory, each read (and bounded by ``bounds.file_bytes``) only when its step
+    is; the members' declared sizes may sum to ``bounds.text_bytes`` at most."""
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
         members = [member for member in archive.infolist() if not member.is_dir() and is_run_file(member.filename)]
-        if sum(member.file_size for member in members) > max_bytes:
-            raise LogError(f"{name}: its log files hold over {max_bytes / 2**20:,.0f} MB uncompressed")
-        if len(members) > MAX_FILES:
-            raise LogError(f"{name}: more than {MAX_FILES:,} log files")
-        found = [RunFile(member.filename, *step_and_rank(member.filename), data=archive.read(member))
-                 for member in sorted(members, key=lambda member: member.filename)]
     except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
         raise LogError(f"{name}: not a readable zip archive ({error})") from None
+    if len(members) > MAX_FILES:
+        raise LogError(f"{name}: more than {MAX_FILES:,} log files")
+    total = sum(member.file_size for member in members)
+    if total > bounds.text_bytes:
+        raise bounds.exceeded(name, "text_bytes", f"the archive's log files ({total:,} bytes uncompressed)")
+    found = [RunFile(member.filename, *step_and_rank(member.filename), archive=archive)
+             for member in sorted(members, key=lambda member: member.filename)]
     if not found:
         raise LogError(f"{name}: the archive holds no log files (Parquet, JSON Lines, CSV, or a framework's dump)")
     return found
@@ -118,18 +136,20 @@ def uploaded_files(uploads):
     return [RunFile(name, *step_and_rank(name), data=data) for name, data in uploads]
 
 
-def load_file(file, max_bytes=None, allow_torch=False, layouts=None, **explicit):
+def load_file(file, bounds=CLI_BOUNDS, allow_torch=False, layouts=None, **explicit):
     """(RolloutLog, LogFile, Preview) of one run file (an ordinary log or a framework's dump), columns detected or
     ``explicit``. ``layouts`` ({Parquet schema: (Preview, Columns)}, filled as files are read) lets the files of a
     run that share a Parquet schema share the first one's column choice instead of each previewing its rows."""
+    file = file.loaded(bounds)
     kind = dump_kind(file.name, _head(file))
     if kind is not None:
         if any(explicit.values()):
             raise LogError(f"{file.name}: a {DUMP_NAMES[kind]} dump is read as written: column options (--sampler, "
                            "--trainer, …) do not apply to it")
-        log_file = canonical_file(file.name, kind, data=file.data, path=file.path, allow_torch=allow_torch)
+        log_file = canonical_file(file.name, kind, data=file.data, path=file.path, allow_torch=allow_torch,
+                                  bounds=bounds)
     else:
-        log_file = open_log_file(file.name, data=file.data, path=file.path, max_bytes=max_bytes)
+        log_file = open_log_file(file.name, data=file.data, path=file.path, bounds=bounds)
     schema = _parquet_schema(log_file) if layouts is not None and log_file.format == "parquet" else None
     if schema is not None and schema in layouts:
         first_rows, columns = layouts[schema]
@@ -160,7 +180,7 @@ def _head(file, size=1 << 16):
         raise LogError(f"{file.name}: cannot read the file ({error.strerror or error})") from None
 
 
-def step_logs(files, max_bytes=None, allow_torch=False, **explicit):
+def step_logs(files, bounds=CLI_BOUNDS, allow_torch=False, **explicit):
     """StepLog per step, in step order, each read only when reached (files without a step in their path are
     read first, to split them by their ``step`` column)."""
     by_step, errors = {}, []
@@ -171,7 +191,7 @@ def step_logs(files, max_bytes=None, allow_torch=False, **explicit):
     split = {}
     for file in unstepped:
         try:
-            for step, log in _split_by_step_column(file, max_bytes, allow_torch, **explicit):
+            for step, log in _split_by_step_column(file, bounds, allow_torch, **explicit):
                 split.setdefault(step, []).append((file, log))
         except LogError as error:
             errors.append((file.name, str(error)))
@@ -184,7 +204,7 @@ def step_logs(files, max_bytes=None, allow_torch=False, **explicit):
         parts = split.pop(step, [])
         names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in parts)
         try:
-            logs = [load_file(file, max_bytes, allow_torch, layouts, **explicit)[0] for file in step_files]
+            logs = [load_file(file, bounds, allow_torch, layouts, **explicit)[0] for file in step_files]
             logs += [log for _, log in parts]
             return StepLog(step, names, merged(f"step {step}", logs))
         except LogError as error:
@@ -201,16 +221,17 @@ def step_logs(files, max_bytes=None, allow_torch=False, **explicit):
         yield StepLog(None, (name,), error=error)
 
 
-def _split_by_step_column(file, max_bytes, allow_torch, **explicit):
+def _split_by_step_column(file, bounds, allow_torch, **explicit):
     """(step, RolloutLog) for each value of the file's ``step`` column; LogError if its path names no step and
     it has no such column."""
-    log, log_file, first_rows = load_file(file, max_bytes, allow_torch, **explicit)
+    log, log_file, first_rows = load_file(file, bounds, allow_torch, **explicit)
     column = next((name for name in first_rows.columns if name.lower() == STEP_COLUMN), None)
     if column is None or first_rows.kinds[column] != "number":
         raise LogError(f"{file.name}: which step is it? Its path names none (step_N, global_step_N, "
-                       f"train_data_stepN, …) and it has no numeric {STEP_COLUMN!r} column")
+                       f"train_data_stepN, …) and it has no numeric {STEP_COLUMN!r} column (an upload keeps only "
+                       "its file name: upload a zip of the run's directory)")
     steps = np.concatenate([batch.column(0).to_numpy(zero_copy_only=False)
-                            for _, batch in read_batches(log_file, {column: "number"}, first_rows)])
+                            for _, batch, _ in read_batches(log_file, {column: "number"}, first_rows)])
     of_sequence = steps[log.rows - 1]
     if not np.all(np.isfinite(of_sequence) & (of_sequence == np.round(of_sequence))):
         bad = int(np.argmax(~(np.isfinite(of_sequence) & (of_sequence == np.round(of_sequence)))))
@@ -227,7 +248,8 @@ def subset(log, sequences):
     tokens = np.repeat(log.offsets[sequences] - starts, lengths) + np.arange(lengths.sum())
     return RolloutLog(log.name, log.columns, log.sampler_logprobs[tokens], log.trainer_logprobs[tokens],
                       np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                      None if log.rewards is None else log.rewards[sequences], log.rows[sequences], 0)
+                      None if log.rewards is None else log.rewards[sequences], log.rows[sequences], 0,
+                      None if log.advantages is None else log.advantages[sequences], log.notices)
 
 
 def merged(name, logs):
@@ -237,7 +259,10 @@ def merged(name, logs):
         return logs[0]
     lengths = np.concatenate([log.lengths for log in logs])
     rewards = None if any(log.rewards is None for log in logs) else np.concatenate([log.rewards for log in logs])
+    advantages = None if any(log.advantages is None for log in logs) else \
+        np.concatenate([log.advantages for log in logs])
     return RolloutLog(name, logs[0].columns, np.concatenate([log.sampler_logprobs for log in logs]),
                       np.concatenate([log.trainer_logprobs for log in logs]),
                       np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), rewards,
-                      np.concatenate([log.rows for log in logs]), sum(log.dropped for log in logs))
+                      np.concatenate([log.rows for log in logs]), sum(log.dropped for log in logs), advantages,
+                      tuple(dict.fromkeys(notice for log in logs for notice in log.notices)))

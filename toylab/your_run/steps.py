@@ -34,7 +34,7 @@ def step_summary(step, files, log, selection):
         "mean_length": statistics.mean_length.as_dict(), "k1": statistics.k1.as_dict(), "k3": statistics.k3.as_dict(),
         "chi2_token": statistics.chi2_token.as_dict(), "chi2_low_variance": sizes.chi2_low_variance.as_dict(),
         "identity_mean_rho_minus_1": sizes.identity.as_dict(), "ess_fraction": statistics.ess_fraction,
-        "tail_shares": [{"threshold": c, **share.as_dict()} for c, share in sizes.tail_shares.items()],
+        "tail_shares": [{"threshold": c, **share.as_dict()} for c, share in statistics.tail_shares.items()],
         "abs_log_rho_quantiles": sizes.abs_log_rho_quantiles, "max_abs_log_rho": sizes.abs_log_rho_quantiles["max"],
         "min_rho": sizes.min_rho,
         "mean_reward": None if statistics.mean_reward is None else statistics.mean_reward.as_dict(),

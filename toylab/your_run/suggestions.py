@@ -6,7 +6,9 @@ Each threshold below touches a token or sequence exactly when one statistic of i
 one side: above (the estimator clips or masks ratios above C) or below (below lo). For a share q of n items, the
 suggestion is a value with m = round(q·n) items beyond it: halfway between the m-th and (m + 1)-th most extreme
 values (in logs, for a ratio), so that no value sits on it; for m = 0 (below one item: nothing is touched), as far
-beyond the most extreme as half the gap to the next. ``touched`` is then m/n (ties can make it smaller). These are counts on this sample, as every number of a log.
+beyond the most extreme as half the gap to the next. ``touched`` is then m/n (ties can make it smaller); a value beyond float64 (W above e^709) is None; ``in_range`` says whether the value is one the estimator
+accepts (tok_tis.C ≥ 1, say: a C below 1 would clip most tokens). These are counts on this sample, as every number
+of a log.
 
     tok_tis.C, geo_rs_tok_tis.C, tok_mis.hi, tok_clip.C_max    tokens, ρ_t above
     tok_mis.lo, tok_clip.C_min                                 tokens, ρ_t below
@@ -19,9 +21,10 @@ beyond the most extreme as half the gap to the next. ``touched`` is then m/n (ti
 
 import numpy as np
 
-from toylab.catalogue.estimators import resolve_params
+from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 
 TARGET_SHARES = (0.001, 0.01, 0.1)
+LARGEST_LOG = float(np.log(np.finfo(float).max))      # 709.78: e^x is finite below it
 RULES = {
     ("tok_tis", "C"): ("tokens", "rho", "above"), ("geo_rs_tok_tis", "C"): ("tokens", "rho", "above"),
     ("tok_mis", "hi"): ("tokens", "rho", "above"), ("tok_clip", "C_max"): ("tokens", "rho", "above"),
@@ -44,7 +47,7 @@ def statistic(log, name):
         log_W = log.sequence_sums(log_rho)
         return log_W if name == "W" else log_W / log.lengths
     if name == "mean_k3":
-        return log.sequence_sums(np.exp(log_rho) - 1 - log_rho) / log.lengths
+        return log.sequence_sums(log.ratio - 1 - log_rho) / log.lengths
     return np.maximum.reduceat(np.abs(log_rho), log.offsets[:-1])
 
 
@@ -63,6 +66,11 @@ def value_beyond(values, share, side):
     return threshold, float(beyond.mean())
 
 
+def _ratio(log_value):
+    """e^log_value, or None beyond float64 (a sequence weight W can reach e^709 and more)."""
+    return float(np.exp(log_value)) if log_value < LARGEST_LOG else None
+
+
 def suggestions(log, selection, shares=TARGET_SHARES):
     """[{estimator, parameter, counts ("tokens"|"sequences"), side, current, at: [{share, value, touched}]}] for the
     thresholds of ``selection`` ({id: params}) that RULES covers."""
@@ -77,8 +85,10 @@ def suggestions(log, selection, shares=TARGET_SHARES):
         at = []
         for share in shares:
             threshold, touched = value_beyond(values, share, side)
-            at.append({"share": share, "value": float(threshold if name in ("mean_k3", "max_abs_log_rho")
-                                                      else np.exp(threshold)), "touched": touched})
+            value = float(threshold) if name in ("mean_k3", "max_abs_log_rho") else _ratio(threshold)
+            spec = ESTIMATORS[id].params[parameter]
+            at.append({"share": share, "value": value, "touched": touched,
+                       "in_range": value is not None and spec.low <= value <= spec.high})
         rows.append({"estimator": id, "parameter": parameter, "counts": counts, "side": side,
                      "current": params[parameter], "at": at})
     order = list(selection)
