@@ -1,7 +1,8 @@
 """A run on the Your run tab: several step files or a zip of a run, every metric against step.
 
 Each step's numbers are sample estimates of its batch, drawn with ± 2 standard errors; a red rule marks the step
-at which a metric first left its early range. Steps that could not be read are listed with their error, and the
+at which a metric first left its early range. The selected estimators' shares of tokens masked or clipped have a
+chart of their own, one line per estimator in its registry colour. Steps that could not be read are listed with their error, and the
 others are shown. The frameworks' own metrics of any step are in an expander.
 """
 
@@ -10,7 +11,7 @@ import streamlit as st
 from toylab.presentation import run_charts, run_frames
 from toylab.text import significant
 from toylab.your_run.files import LogError
-from toylab.your_run.steps import EARLY_MIN, EARLY_SHARE
+from toylab.your_run.steps import AFFECTED_SERIES, EARLY_MIN, EARLY_SHARE, series_keys
 from views import chart_element
 from views.caches import run_cache
 from views.user_text import code
@@ -38,13 +39,21 @@ def render(settings, sources):
         st.warning(f"{len(failed)} step(s) could not be read; the others are shown, and the chart skips those "
                    "steps.", icon=":material/warning:")
         st.dataframe(failed, hide_index=True, width="stretch")
-    left = {key: step for key, step in departures.items() if step is not None}
-    chart_element.draw(st, run_charts.steps_chart(run_frames.steps_frame(summaries, departures)))
+    labels = run_frames.step_labels(series_keys(summaries))
+    left = {key: step for key, step in departures.items() if step is not None and key in labels}
+    chart_element.draw(st, run_charts.steps_chart(run_frames.steps_frame(summaries, departures, labels)))
     st.caption(f"Each step's value ± 2 standard errors (clustered by sequence). Red rule: the first step whose "
                f"value ± 2 se lies wholly outside the metric's early range (its first {EARLY_SHARE:.0%} of steps, at "
-               f"least {EARLY_MIN})" + (": " + ", ".join(f"{run_frames.STEP_METRICS.get(key, key)} at step {step}"
-                                                         for key, step in left.items() if key in
-                                                         run_frames.STEP_METRICS) if left else "; none left it."))
+               f"least {EARLY_MIN})" + (": " + ", ".join(f"{labels[key]} at step {step}" for key, step in left.items())
+                                        if left else "; none left it."))
+    affected = run_frames.affected_steps_frame(summaries, departures)
+    if len(affected):
+        chart_element.draw(st, run_charts.affected_steps_chart(affected))
+        moved = [f"{key[len(AFFECTED_SERIES):]} at step {step}" for key, step in departures.items()
+                 if step is not None and key.startswith(AFFECTED_SERIES)]
+        st.caption("Shares of this sample's response tokens, at the sidebar's thresholds (no standard error). Dashed "
+                   "rule: the first step where an estimator's share left its early range (its early values' range "
+                   "widened by its own width)" + (": " + ", ".join(moved) + "." if moved else "; none left it."))
     steps = [summary["step"] for summary in read]
     with st.expander("The frameworks' own metrics, step by step"):
         step = st.select_slider("step", steps, value=steps[-1], key="your_run_frameworks_step") if len(steps) > 1 \

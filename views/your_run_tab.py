@@ -143,7 +143,7 @@ def render(settings):
     st.caption("Your own rollout log: the sampler's and the trainer's log-probabilities of the same sampled "
                "tokens. Every number from the file is a **sample estimate ± its standard error** "
                f"({STANDARD_ERRORS}), unlike the toy's exact numbers on the other tabs.")
-    upload, run_upload, example = st.columns([2, 2, 1], vertical_alignment="center")
+    upload, run_upload = st.columns(2)
     upload.file_uploader(f"Rollout log, or a zip of a run (at most {UPLOAD_LIMIT_MB} MB)", key=UPLOAD_KEY,
                          on_change=_uploaded, type=UPLOAD_TYPES, max_upload_size=UPLOAD_LIMIT_MB, help=FORMATS)
     run_upload.file_uploader(f"A run: its step files (at most {UPLOAD_LIMIT_MB} MB each, "
@@ -151,12 +151,13 @@ def render(settings):
                              type=RUN_UPLOAD_TYPES, accept_multiple_files=True, max_upload_size=UPLOAD_LIMIT_MB,
                              help="Every file dropped here joins the run in view; removing one here takes it out. "
                                   + FORMATS)
-    example.button("Use the example log", on_click=_use_example, args=(EXAMPLE,), icon=":material/science:",
-                   width="stretch", help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not "
-                                         "from a real model): the matched toy should come back near mismatch 0.5.")
-    example.button("Use the example run", on_click=_use_example, args=(EXAMPLE_RUN,), icon=":material/timeline:",
-                   width="stretch", help="Twelve steps generated from the toy at a realistic mismatch (per-token KL "
-                                         "near 1e-4) that drifts from step 9 on: not from a real model.")
+    with st.container(horizontal=True):
+        st.button("Use the example log", on_click=_use_example, args=(EXAMPLE,), icon=":material/science:",
+                  help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not from a real "
+                       "model): the matched toy should come back near mismatch 0.5.")
+        st.button("Use the example run", on_click=_use_example, args=(EXAMPLE_RUN,), icon=":material/timeline:",
+                  help="Twelve steps generated from the toy at a realistic mismatch (per-token KL near 1e-4) that "
+                       "drifts from step 9 on: not from a real model.")
     refused, lost = cache.run_notices()
     if refused:
         st.error(refused, icon=":material/error:")

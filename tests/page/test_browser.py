@@ -228,8 +228,8 @@ def test_a_run_of_several_files_shows_its_step_chart(app, tmp_path):
     shown("A run of 2 steps")
     run_input.set_input_files(str(paths[2]))
     shown("A run of 3 steps")
-    panel.locator('[data-testid="stVegaLiteChart"]').first.locator("canvas, svg.marks").first.wait_for(timeout=60_000)
-    assert rendered_charts(page) == 1
+    panel.locator('[data-testid="stVegaLiteChart"]').nth(1).locator("canvas, svg.marks").first.wait_for(timeout=60_000)
+    assert rendered_charts(page) == 2                    # the metrics against step, and the estimators' shares
     if os.environ.get("TOYLAB_SCREENSHOT") == "1":
         page.set_viewport_size({"width": 1280, "height": 1400})
         wait_for_app(page)

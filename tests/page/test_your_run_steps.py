@@ -47,11 +47,15 @@ def test_a_run_shows_every_metric_against_step_and_a_step_that_left_its_range(tm
     assert "k1 = mean(log μ − log π) at step 6" in at.caption[0].value
     frameworks = at.dataframe[-1].value
     assert "gen_kl_error" in list(frameworks["metric"])
+    assert {row["metric"] for row in data} >= {"share |log ρ| > 0.01", "share |log ρ| > 1"}
+    affected = chart_rows(at, 1)                           # each default estimator's share of tokens, step by step
+    assert {row["estimator"] for row in affected} >= {"tok_tis", "seq_mis"}
+    assert sorted({row["step"] for row in affected}) == list(range(1, 9))
 
 
-def chart_rows(at):
-    """The rows of the first chart's data sets."""
-    chart = at.get("vega_lite_chart")[0]
+def chart_rows(at, index=0):
+    """The rows of a chart's data sets (the first chart's by default)."""
+    chart = at.get("vega_lite_chart")[index]
     return [row for dataset in chart.proto.datasets for row in pa.ipc.open_stream(dataset.data.data).read_all().to_pylist()]
 
 

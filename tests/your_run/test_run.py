@@ -157,3 +157,29 @@ def test_the_example_run_is_reproducible_and_its_drift_is_found_first_by_k3():
     first_drift = next(step for step, mismatch in enumerate(MISMATCH, start=1) if mismatch > MISMATCH[0])
     assert left["k3"] == first_drift and left["chi2_low_variance"] == first_drift
     assert left["k1"] is None or left["k1"] > first_drift           # k1's standard error is ~100× k3's here
+
+
+def test_tail_shares_and_estimators_shares_are_followed_over_a_run():
+    """Each step's share of tokens with |log ρ| > c and each estimator's share of tokens affected, as series of the
+    run: their values against a direct count on the step's tokens, and their departures where the drift is."""
+    from rollout_logs import EXAMPLES
+
+    from examples.make_example_run import MISMATCH
+    from toylab.your_run.steps import series_keys, step_summary, value_and_se
+
+    data = (EXAMPLES / "example_run.zip").read_bytes()
+    selection = {"tok_mis": {"lo": 0.99, "hi": 1.01}}             # masks the tokens with ρ outside [0.99, 1.01]
+    steps = list(step_logs(zip_files("example_run.zip", data, CLI_BOUNDS)))
+    summaries = [step_summary(step.step, step.files, step.log, selection) for step in steps]
+    keys = series_keys(summaries)
+    assert "tail_share>0.001" in keys and "tail_share>1" in keys and "tokens_affected:tok_mis" in keys
+    for step, summary in zip(steps, summaries, strict=True):
+        log = step.log
+        log_rho = log.trainer_logprobs - log.sampler_logprobs
+        assert value_and_se(summary, "tail_share>0.001")[0] == pytest.approx(np.mean(np.abs(log_rho) > 1e-3))
+        rho = np.exp(log_rho)
+        assert value_and_se(summary, "tokens_affected:tok_mis")[0] == pytest.approx(np.mean((rho < 0.99) | (rho > 1.01)))
+    left = departures(summaries)
+    first_drift = next(step for step, mismatch in enumerate(MISMATCH, start=1) if mismatch > MISMATCH[0])
+    assert left["tail_share>0.001"] == left["tail_share>0.01"] == left["tokens_affected:tok_mis"] == first_drift
+    assert left["tail_share>1"] is None                                  # no token is that far off at any step

@@ -7,7 +7,7 @@ estimator's registry colour.
 
 import altair as alt
 
-from toylab.presentation.charts import readable, threshold_layers, tips
+from toylab.presentation.charts import estimator_colour, readable, threshold_layers, tips
 
 DATA_COLOUR = "#E69F00"          # the Ratios tab's sampled-batch colour
 LOG_RHO = "log ρ_t = log π(y_t) − log μ(y_t)"
@@ -87,6 +87,22 @@ def steps_chart(frame, columns=2):
     return readable(alt.layer(band, line, left, height=150, width=300).facet(
         facet=alt.Facet("metric:N", title=None, sort=list(dict.fromkeys(frame["metric"]))), columns=columns
     ).resolve_scale(y="independent"))
+
+
+def affected_steps_chart(frame):
+    """Each selected estimator's share of response tokens masked or clipped against step
+    (``run_frames.affected_steps_frame``), in its registry colour, with a rule in that colour at the step where the
+    share first left its early range."""
+    base = alt.Chart(frame)
+    x = alt.X("step:Q", title="step", axis=alt.Axis(format="d", tickMinStep=1))
+    colour = estimator_colour(frame["estimator"])
+    line = base.mark_line(point=True).encode(
+        x, alt.Y("value:Q", title="share of response tokens masked or clipped", axis=alt.Axis(format="%")), colour,
+        tips("estimator:N", "step:Q", alt.Tooltip("value:Q", format=".3%")))
+    left = base.transform_filter(alt.datum.left).mark_rule(strokeWidth=2.5, strokeDash=[5, 3]).encode(
+        x, colour, tips("estimator:N", alt.Tooltip("step:Q", title="left its early range at step")))
+    return readable(alt.layer(line, left, height=HEIGHT, title="What each selected estimator masks or clips, step "
+                                                               "by step"))
 
 
 def sequence_histogram_chart(frame, thresholds=None, kind="W"):

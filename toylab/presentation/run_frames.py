@@ -27,6 +27,7 @@ import pandas as pd
 
 from toylab.presentation.frames import THRESHOLD_COLUMNS, sequence_rules, token_rules
 from toylab.your_run.statistics import sequence_log_ratios
+from toylab.your_run.steps import AFFECTED_SERIES, TAIL_SERIES, series_keys, value_and_se
 
 BAND = (0.1, 0.9)
 
@@ -182,22 +183,47 @@ STEP_METRICS = {"k1": "k1 = mean(log μ − log π)", "k3": "k3 = mean(ρ − 1 
                 "mean_reward": "mean reward E_μ[r]"}
 
 
-def steps_frame(summaries, departures, metrics=STEP_METRICS):
-    """metric, step, value, low, high, left: each readable step's metrics (low/high = value ± 2 se where it has
-    one), ``left`` True at the step where the metric first left its early range (``steps.departures``)."""
+def step_labels(keys):
+    """{key: panel title} of the run's metrics among ``keys`` (``steps.series_keys``): STEP_METRICS's, then each
+    tail share; the estimators' shares have their own chart (``affected_steps_frame``)."""
+    labels = {key: label for key, label in STEP_METRICS.items() if key in keys}
+    return labels | {key: f"share |log ρ| > {key[len(TAIL_SERIES):]}" for key in keys if key.startswith(TAIL_SERIES)}
+
+
+def steps_frame(summaries, departures, metrics=None):
+    """metric, step, value, low, high, left: each readable step's metrics (``metrics``: {key: label}, by default
+    ``step_labels`` of the run's series; low/high = value ± 2 se where it has one), ``left`` True at the step where
+    the metric first left its early range (``steps.departures``)."""
+    metrics = step_labels(series_keys(summaries)) if metrics is None else metrics
     rows = []
     for summary in summaries:
         if "error" in summary:
             continue
         for key, label in metrics.items():
-            entry = summary.get(key)
-            if entry is None:
+            value, se = value_and_se(summary, key)
+            if value != value:
                 continue
-            value, se = (entry["value"], entry["se"]) if isinstance(entry, dict) else (entry, None)
-            spread = 0.0 if se is None or se != se else 2 * se
+            spread = 0.0 if se != se else 2 * se
             rows.append({"metric": label, "step": summary["step"], "value": value, "low": value - spread,
                          "high": value + spread, "left": departures.get(key) == summary["step"]})
     return pd.DataFrame(rows, columns=["metric", "step", "value", "low", "high", "left"])
+
+
+def affected_steps_frame(summaries, departures):
+    """estimator, step, value, left: each selected estimator's share of response tokens masked or clipped at each
+    readable step (an estimator left out of a step, e.g. one that needs rewards, has no row there); ``left`` True at
+    the step where that share first left its early range."""
+    keys = [key for key in series_keys(summaries) if key.startswith(AFFECTED_SERIES)]
+    rows = []
+    for summary in summaries:
+        if "error" in summary:
+            continue
+        for key in keys:
+            value, _ = value_and_se(summary, key)
+            if value == value:
+                rows.append({"estimator": key[len(AFFECTED_SERIES):], "step": summary["step"], "value": value,
+                             "left": departures.get(key) == summary["step"]})
+    return pd.DataFrame(rows, columns=["estimator", "step", "value", "left"])
 
 
 def failed_steps_frame(summaries):

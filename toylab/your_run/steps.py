@@ -23,6 +23,8 @@ EARLY_MIN = 3
 SPREAD = 2.0
 SERIES = ("k1", "k3", "chi2_token", "chi2_low_variance", "identity_mean_rho_minus_1", "ess_fraction", "max_abs_log_rho",
           "min_rho", "mean_reward")
+TAIL_SERIES = "tail_share>"          # + a threshold: the share of tokens with |log ρ| beyond it (its list entry)
+AFFECTED_SERIES = "tokens_affected:"  # + an estimator's name: its share of response tokens masked or clipped
 
 
 def step_summary(step, files, log, selection):
@@ -51,9 +53,32 @@ def failed_step(step, files, error):
     return {"step": step, "files": list(files), "error": error}
 
 
+def series_keys(summaries):
+    """The metrics followed over a run: SERIES, then a tail share per threshold (``tail_share>0.001``, …), then each
+    estimator's share of tokens affected (``tokens_affected:tok_tis``, …), in the order the summaries list them."""
+    readable = [summary for summary in summaries if "error" not in summary]
+    tails = dict.fromkeys(f"{TAIL_SERIES}{row['threshold']:g}" for summary in readable
+                          for row in summary.get("tail_shares", []))
+    affected = dict.fromkeys(f"{AFFECTED_SERIES}{row['name']}" for summary in readable
+                             for row in summary.get("estimators", []))
+    return (*SERIES, *tails, *affected)
+
+
+def _entry(summary, key):
+    if key.startswith(TAIL_SERIES):
+        threshold = float(key[len(TAIL_SERIES):])
+        return next(({"value": row["value"], "se": row["se"]} for row in summary.get("tail_shares", [])
+                     if row["threshold"] == threshold), None)
+    if key.startswith(AFFECTED_SERIES):
+        name = key[len(AFFECTED_SERIES):]
+        return next((row["tokens_affected"] for row in summary.get("estimators", []) if row["name"] == name), None)
+    return summary.get(key)
+
+
 def value_and_se(summary, key):
-    """(value, se) of a summary's metric; se NaN when it has none; (NaN, NaN) when the step has no such value."""
-    entry = summary.get(key)
+    """(value, se) of a summary's metric (a SERIES key, or a ``series_keys`` tail share or estimator share); se NaN
+    when it has none; (NaN, NaN) when the step has no such value."""
+    entry = _entry(summary, key)
     if isinstance(entry, dict):
         se = entry.get("se")
         return float(entry["value"]), math.nan if se is None else float(se)
@@ -88,9 +113,11 @@ def first_departure(points):
     return None
 
 
-def departures(summaries, keys=SERIES):
-    """{metric: the step at which it first left its early range (None: it did not)} over the readable steps."""
+def departures(summaries, keys=None):
+    """{metric: the step at which it first left its early range (None: it did not)} over the readable steps, for
+    ``keys`` (by default ``series_keys``)."""
     readable = [summary for summary in summaries if "error" not in summary]
+    keys = series_keys(readable) if keys is None else keys
     result = {}
     for key in keys:
         series = [(summary["step"], *value_and_se(summary, key)) for summary in readable]
