@@ -333,3 +333,28 @@ def test_read_log_uses_the_columns_it_is_given(tmp_path):
     first = preview(file)
     log = read_log(file, first, choose(first, file.name, mask=None))
     assert log.tokens == 7 and log.columns.mask == "response_mask"
+
+
+@pytest.mark.parametrize("format", ("csv", "jsonl", "parquet"))
+@pytest.mark.parametrize("key", ("text", "number"))
+def test_sequence_ids_met_across_many_batches_group_like_one_batch(tmp_path, monkeypatch, format, key):
+    """Ids are numbered batch by batch (new ones on): a sequence whose rows are spread over batches, in order or not,
+    gathers all its tokens; an ordered file and a shuffled one give the same log, both equal to a per-id sum."""
+    rng = np.random.default_rng(3)
+    ids = rng.integers(0, 300, 3000)
+    rows = [{"sequence_id": f"s{i}" if key == "text" else int(i), "position": position,
+             "sampler_logprobs": -float(rng.uniform(0.1, 2)), "trainer_logprobs": -float(rng.uniform(0.1, 2)),
+             "reward": float(i % 2)} for position, i in enumerate(ids)]
+    monkeypatch.setattr(log_files, "TOKENS_PER_BATCH", 256)
+    monkeypatch.setattr(log_files, "CHUNK_BYTES", 4096)
+    shuffled = load_log(str(write_log(tmp_path, "shuffled", rows, format)))
+    ordered_rows = sorted(rows, key=lambda row: (list(dict.fromkeys(ids)).index(int(str(row["sequence_id"])
+                                                                                     .lstrip("s"))), row["position"]))
+    ordered = load_log(str(write_log(tmp_path, "ordered", ordered_rows, format)))
+    assert_same_log(shuffled, ordered)
+    first_seen = list(dict.fromkeys(ids))
+    np.testing.assert_array_equal(ordered.lengths, [np.sum(ids == i) for i in first_seen])
+    np.testing.assert_allclose(ordered.sequence_sums(ordered.log_ratio),
+                               [sum(row["trainer_logprobs"] - row["sampler_logprobs"] for row in rows
+                                    if str(row["sequence_id"]).lstrip("s") == str(i)) for i in first_seen])
+    np.testing.assert_array_equal(ordered.rewards, [i % 2 for i in first_seen])

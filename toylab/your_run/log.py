@@ -368,7 +368,7 @@ class _TokenRows:
         self.ranges = {"sampler": _Range(), "trainer": _Range()}
         self.parts = {role: [] for role in ("sampler", "trainer", "codes", "response", "position", "reward",
                                             "advantage", "rows")}
-        self.numbers = {}                                     # every id met so far → its number (first appearance)
+        self.ids = None                                       # every id met so far, numbered by first appearance
 
     def add(self, first_row, batch):
         name, columns = self.name, self.columns
@@ -408,16 +408,19 @@ class _TokenRows:
                 self.parts[role].append(_numpy(batch.column(getattr(columns, role)))[response])
         self.parts["codes"].append(self._numbered(ids, rows))
         self.parts["response"].append(response)
-        self.parts["rows"].append(kept_rows)
+        self.parts["rows"].append(kept_rows.astype(np.int32))          # ≤ bounds.tokens + 1 rows: int32 is plenty
 
     def _numbered(self, ids, rows):
         """Each row's sequence number among every id met so far (new ids numbered on): the sequence bound is checked
-        as the ids are met, and each id is held once."""
+        as the ids are met, and each id is held once, in an Arrow array (a Python dict of 250,000 ids is 30 MB)."""
         local = ids.dictionary_encode()
-        names = local.dictionary.to_pylist()
-        numbers = self.numbers
-        number_of = np.fromiter((numbers.setdefault(name, len(numbers)) for name in names), np.int64, len(names))
-        self.tally.check_sequences(len(numbers), int(rows[-1]) if len(rows) else 0)
+        met = self.ids if self.ids is not None else pa.array([], local.dictionary.type)
+        found = pc.index_in(local.dictionary, value_set=met)
+        new = found.is_null().to_numpy(zero_copy_only=False)
+        number_of = found.to_numpy(zero_copy_only=False).copy() if not new.any() else \
+            np.where(new, len(met) + np.cumsum(new) - 1, found.fill_null(0).to_numpy(zero_copy_only=False))
+        self.ids = pa.concat_arrays([met, local.dictionary.filter(pa.array(new))]) if new.any() else met
+        self.tally.check_sequences(len(self.ids), int(rows[-1]) if len(rows) else 0)
         return number_of.astype(np.int32)[local.indices.to_numpy()]      # ≤ bounds.sequences: int32 is plenty
 
     def finish(self):
@@ -430,31 +433,29 @@ class _TokenRows:
             raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
         codes = np.concatenate(parts.pop("codes"))[np.concatenate(parts.pop("response"))]
         notices = self._interleaved(codes, parts["rows"])
-        counts = np.bincount(codes, minlength=len(self.numbers))
+        counts = np.bincount(codes, minlength=len(self.ids))
         kept = counts > 0                                     # sequences with a response token
-        codes = (np.cumsum(kept) - 1)[codes]
-        every = list(self.numbers)
-        names = [every[i] for i in np.flatnonzero(kept)]
+        codes = (np.cumsum(kept) - 1).astype(np.int32)[codes]
+        numbers = np.flatnonzero(kept)
+
+        def names(i):                                         # the id of sequence i, for a message
+            return self.ids[int(numbers[i])].as_py()
         lengths, dropped = counts[kept], int((~kept).sum())
-        self.tally.check_sequence(lengths, lambda i: f"sequence {quoted(names[i])}")
-        rows = np.concatenate(parts.pop("rows"))
-        if columns.position is not None:
-            positions = np.concatenate(parts.pop("position"))
-            order = np.lexsort((positions, codes))
-            self._check_positions(codes[order], positions[order], rows[order], names)
-            del positions
-        else:
-            order = np.argsort(codes, kind="stable")
-        del codes
-        rows = rows[order]
+        self.tally.check_sequence(lengths, lambda i: f"sequence {quoted(names(i))}")
+        positions = np.concatenate(parts.pop("position")) if columns.position is not None else None
+        order = _grouping_order(codes, positions)
+        rows = _gathered(np.concatenate(parts.pop("rows")), order)
+        if positions is not None:
+            self._check_positions(_gathered(codes, order), _gathered(positions, order), rows, names)
+        del codes, positions
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
         per_sequence = {}
         for role in ("reward", "advantage"):
             if getattr(columns, role) is not None:
-                per_sequence[role] = self._sequence_rewards(np.concatenate(parts.pop(role))[order], starts, rows,
-                                                            lengths, names, role)
-        sampler = np.concatenate(parts.pop("sampler"))[order]
-        trainer = np.concatenate(parts.pop("trainer"))[order]
+                per_sequence[role] = self._sequence_rewards(_gathered(np.concatenate(parts.pop(role)), order), starts,
+                                                            rows, lengths, names, role)
+        sampler = _gathered(np.concatenate(parts.pop("sampler")), order)
+        trainer = _gathered(np.concatenate(parts.pop("trainer")), order)
         return _assembled(name, columns, sampler, trainer, lengths, per_sequence.get("reward"),
                           np.minimum.reduceat(rows, starts), dropped, per_sequence.get("advantage"), notices)
 
@@ -466,18 +467,17 @@ class _TokenRows:
             return ()
         back = changes[first[np.searchsorted(numbers, codes[changes])] < changes][0]
         row = np.concatenate(rows)[back]
-        every = list(self.numbers)
         order = "position" if self.columns.position is not None else "file"
-        return (f"the rows of a sequence are not contiguous (at row {row}, sequence {quoted(every[codes[back]])} "
-                f"continues after other sequences' rows): each sequence's tokens were gathered by its id, in "
-                f"{order} order",)
+        return (f"the rows of a sequence are not contiguous (at row {row}, sequence "
+                f"{quoted(self.ids[int(codes[back])].as_py())} continues after other sequences' rows): each "
+                f"sequence's tokens were gathered by its id, in {order} order",)
 
     def _check_positions(self, codes, positions, rows, names):
         repeated = (codes[1:] == codes[:-1]) & (positions[1:] == positions[:-1])
         if repeated.any():
             i = int(np.argmax(repeated))
             first, second = sorted((rows[i], rows[i + 1]))
-            raise LogError(f"{self.name}: rows {first} and {second}: sequence {quoted(names[codes[i]])} has "
+            raise LogError(f"{self.name}: rows {first} and {second}: sequence {quoted(names(codes[i]))} has "
                            f"position {positions[i]:g} twice (column {quoted(self.columns.position)})")
 
     def _sequence_rewards(self, rewards, starts, rows, lengths, names, role="reward"):
@@ -492,14 +492,28 @@ class _TokenRows:
         if np.isnan(low).any():
             sequence = int(np.argmax(np.isnan(low)))
             raise LogError(f"{self.name}: row {rows[starts[sequence]]}, column {quoted(column)}: sequence "
-                           f"{quoted(names[sequence])} has no reward on any of its rows")
+                           f"{quoted(names(sequence))} has no reward on any of its rows")
         if (low != high).any():
             sequence = int(np.argmax(low != high))
             stop = starts[sequence] + lengths[sequence]
             own, own_rows = rewards[starts[sequence]:stop], rows[starts[sequence]:stop]
             first_low, first_high = own_rows[np.argmax(own == low[sequence])], own_rows[np.argmax(own == high[sequence])]
             raise LogError(f"{self.name}: rows {min(first_low, first_high)} and {max(first_low, first_high)}, column "
-                           f"{quoted(column)}: sequence {quoted(names[sequence])} has two rewards "
+                           f"{quoted(column)}: sequence {quoted(names(sequence))} has two rewards "
                            f"({low[sequence]:g} and {high[sequence]:g}); give its reward on every row, or on some "
                            "rows with the others empty")
         return low
+
+
+def _grouping_order(codes, positions):
+    """The permutation that groups the tokens by sequence code, each sequence's in position order (or file order);
+    None when they already are (the usual file: a sequence's rows together, in order), so nothing is copied."""
+    steps = np.diff(codes)
+    grouped = steps >= 0 if positions is None else (steps > 0) | ((steps == 0) & (np.diff(positions) > 0))
+    if grouped.all():
+        return None
+    return np.argsort(codes, kind="stable") if positions is None else np.lexsort((positions, codes))
+
+
+def _gathered(values, order):
+    return values if order is None else values[order]
