@@ -99,7 +99,9 @@ def test_a_file_named_with_markup_is_named_in_code_text_and_short():
     {"tab": MARKUP["image"]}, {"tab": MARKUP["link"] * 500}, {"est": "naive", MARKUP["image"]: "1"},
     {"est": "naive,tok_tis", "tok_tis.C": MARKUP["latex"]}, {"T": MARKUP["colour"]},
     {"est": "verl:decoupled_geo_rs", "verl:decoupled_geo_rs.rs_threshold": MARKUP["link"] * 1000},
-], ids=["tab image", "tab long link", "parameter name", "threshold latex", "T colour", "text threshold"])
+    {"framework": MARKUP["image"], "top_p": MARKUP["link"], "precision": MARKUP["colour"]},
+], ids=["tab image", "tab long link", "parameter name", "threshold latex", "T colour", "text threshold",
+        "framework and sampler"])
 def test_markup_in_a_link_is_code_text_in_short_notices(query):
     at = AppTest.from_file(APP, default_timeout=60)
     at.query_params.update(query)
