@@ -54,6 +54,11 @@ def render(settings, sources):
         st.caption("Shares of this sample's response tokens, at the sidebar's thresholds (no standard error). Dashed "
                    "rule: the first step where an estimator's share left its early range (its early values' range "
                    "widened by its own width)" + (": " + ", ".join(moved) + "." if moved else "; none left it."))
+    export = run_frames.steps_table(summaries)
+    st.download_button("The run's steps (CSV)", export.to_csv(index=False), file_name="run_steps.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/download:",
+                       help="A row per step: every metric charted above with its standard error, each estimator's "
+                            "share of tokens affected, and the error of a step that could not be read.")
     steps = [summary["step"] for summary in read]
     with st.expander("The frameworks' own metrics, step by step"):
         step = st.select_slider("step", steps, value=steps[-1], key="your_run_frameworks_step") if len(steps) > 1 \

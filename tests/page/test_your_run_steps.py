@@ -51,6 +51,7 @@ def test_a_run_shows_every_metric_against_step_and_a_step_that_left_its_range(tm
     affected = chart_rows(at, 1)                           # each default estimator's share of tokens, step by step
     assert {row["estimator"] for row in affected} >= {"tok_tis", "seq_mis"}
     assert sorted({row["step"] for row in affected}) == list(range(1, 9))
+    assert [button.proto.label for button in at.get("download_button")] == ["The run's steps (CSV)"]
 
 
 def chart_rows(at, index=0):

@@ -94,3 +94,23 @@ def test_steps_frame_marks_the_departure_and_skips_failed_steps():
     assert list(k1["low"]) == pytest.approx([0.08, 0.5]) and list(k1["high"]) == pytest.approx([0.12, 0.5])
     assert list(run_frames.failed_steps_frame(summaries)["error"]) == ["bad"]
     run_charts.steps_chart(frame).to_dict()
+
+
+def test_a_runs_steps_table_holds_every_followed_metric_with_its_se():
+    from toylab.your_run.steps import series_keys, value_and_se
+
+    summaries = [{"step": step, "files": [f"step_{step}.jsonl"], "sequences": 4, "tokens": 20,
+                  "k1": {"value": 0.01 * step, "se": 0.002}, "ess_fraction": 0.5,
+                  "tail_shares": [{"threshold": 0.01, "value": 0.1 * step, "se": 0.01}],
+                  "estimators": [{"name": "tok_tis", "tokens_affected": 0.05 * step, "sequences_affected": 0.2}]}
+                 for step in (1, 2)] + [{"step": 3, "files": ["step_3.jsonl"], "error": "bad"}]
+    table = run_frames.steps_table(summaries)
+    assert list(table["step"]) == [1, 2, 3] and list(table["error"]) == ["", "", "bad"]
+    for summary, (_, row) in zip(summaries[:2], table.iloc[:2].iterrows(), strict=True):
+        for key in series_keys(summaries):
+            value, se = value_and_se(summary, key)
+            assert row[key] == value or (np.isnan(row[key]) and np.isnan(value))
+            if f"{key}_se" in table:
+                assert row[f"{key}_se"] == se or (np.isnan(row[f"{key}_se"]) and np.isnan(se))
+    assert {"k1_se", "tail_share>0.01_se"} <= set(table.columns) and "ess_fraction_se" not in table.columns
+    assert table.loc[2, ["k1", "tail_share>0.01", "tokens_affected:tok_tis"]].isna().all()

@@ -13,6 +13,8 @@ Every count, mean and quantile is of the log's own tokens or sequences (a sample
     thresholds_in_view         the thresholds inside a histogram's range, and the ones beyond (listed, not drawn)
     quantile_frame             |log ρ| quantiles p50, p99, p99.9, max and the smallest and largest ρ
     steps_frame                a run's metrics against step, ± 2 se, the step where each left its early range
+    affected_steps_frame       each selected estimator's share of tokens masked or clipped, against step
+    steps_table                a run as a table to export: a row per step, each metric's value and se
     failed_steps_frame, frameworks_frame    the steps not read; a "frameworks" block as rows
     sequence_results_frame, token_results_frame, export_bytes    the per-sequence and per-token results, as CSV
                                or Parquet bytes
@@ -224,6 +226,24 @@ def affected_steps_frame(summaries, departures):
                 rows.append({"estimator": key[len(AFFECTED_SERIES):], "step": summary["step"], "value": value,
                              "left": departures.get(key) == summary["step"]})
     return pd.DataFrame(rows, columns=["estimator", "step", "value", "left"])
+
+
+def steps_table(summaries):
+    """A row per step (read or not): step, files, sequences, tokens, then for every followed metric
+    (``steps.series_keys``) its value and, where it has one, its se (``k1``, ``k1_se``, …, ``tail_share>0.01``,
+    ``tokens_affected:tok_tis``), and the error of a step that could not be read."""
+    keys = series_keys(summaries)
+    rows = []
+    for summary in summaries:
+        row = {"step": summary["step"], "files": " ".join(summary["files"]), "sequences": summary.get("sequences"),
+               "tokens": summary.get("tokens")}
+        for key in keys:
+            value, se = value_and_se(summary, key) if "error" not in summary else (np.nan, np.nan)
+            row[key], row[f"{key}_se"] = value, se
+        rows.append(row | {"error": summary.get("error", "")})
+    table = pd.DataFrame(rows)
+    return table.drop(columns=[column for column in table.columns if column.endswith("_se") and
+                               table[column].isna().all()])
 
 
 def failed_steps_frame(summaries):
