@@ -16,6 +16,8 @@ from views import chart_element
 from views.caches import run_cache
 from views.user_text import code
 
+NOTICES_SHOWN = 5
+
 
 def render(settings, sources):
     """The run view of ``sources`` (the tab's Sources: several step files, or one zip); an error in the tab if no
@@ -39,6 +41,10 @@ def render(settings, sources):
         st.warning(f"{len(failed)} step(s) could not be read; the others are shown, and the chart skips those "
                    "steps.", icon=":material/warning:")
         st.dataframe(failed, hide_index=True, width="stretch")
+    noticed = [f"step {summary['step']}: {notice}" for summary in read for notice in summary.get("notices", ())]
+    if noticed:
+        more = [f"… and {len(noticed) - NOTICES_SHOWN} more"] if len(noticed) > NOTICES_SHOWN else []
+        st.warning(code("; ".join(noticed[:NOTICES_SHOWN] + more)), icon=":material/info:")
     labels = run_frames.step_labels(series_keys(summaries))
     left = {key: step for key, step in departures.items() if step is not None and key in labels}
     chart_element.draw(st, run_charts.steps_chart(run_frames.steps_frame(summaries, departures, labels)))

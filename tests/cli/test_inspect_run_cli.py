@@ -93,3 +93,21 @@ def test_one_file_with_an_option_value_is_still_a_single_file(capsys, tmp_path):
     path = write_nemo(tmp_path, 1, toy_batch(4, seed=1))
     code, out = run(capsys, str(path), "--sampler", "nope")
     assert code == 2 and "a NeMo-RL dump is read as written: column options" in out.err
+
+
+def test_what_the_reader_noticed_in_a_step_is_in_the_text_and_the_json(capsys, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    for step, ids in ((1, ["a", "a", "b", "b"]), (2, ["a", "b", "a", "b"])):        # step 2: rows interleaved
+        folder = tmp_path / f"step_{step}"
+        folder.mkdir()
+        pq.write_table(pa.table({"sequence_id": ids, "sampler_logprobs": [-0.1, -0.2, -0.3, -0.4],
+                                 "trainer_logprobs": [-0.15, -0.2, -0.3, -0.5]}), folder / "tokens.parquet")
+    code, out = run(capsys, str(tmp_path), "--json")
+    result = json.loads(out.out)
+    assert code == 0 and [step["notices"] for step in result["steps"]][0] == []
+    assert "not contiguous (at row 3, sequence 'a'" in result["steps"][1]["notices"][0]
+    assert result["notes"] == [f"step 2: {result['steps'][1]['notices'][0]}"]
+    code, out = run(capsys, str(tmp_path))
+    assert code == 0 and f"Notice: step 2: {result['steps'][1]['notices'][0]}." in out.out.splitlines()

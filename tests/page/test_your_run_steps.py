@@ -71,3 +71,22 @@ def test_a_malformed_step_is_listed_and_the_others_shown(tmp_path):
     assert list(failed["step"]) == [2] and failed["error"][0].startswith("token_exports/step_2/rank_0.jsonl")
     assert "3 steps" in at.markdown[0].value and "2 steps read" in at.markdown[0].value
     assert sorted({row["step"] for row in chart_rows(at)}) == [1, 3]
+
+
+def test_what_the_reader_noticed_in_a_step_is_shown_as_code(tmp_path):
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    uploads = []
+    for step, ids in ((1, ["a", "a", "b", "b"]), (2, ["a", "b", "a", "**b**"]), (3, ["a", "a", "b", "b"])):
+        sink = io.BytesIO()
+        pq.write_table(pa.table({"sequence_id": ids, "sampler_logprobs": [-0.1, -0.2, -0.3, -0.4],
+                                 "trainer_logprobs": [-0.15, -0.2, -0.3, -0.5]}), sink)
+        uploads.append((f"step_{step}.parquet", sink.getvalue()))
+    at = run_view(uploads)
+    assert not at.exception and not at.error and len(at.warning) == 1
+    notice = at.warning[0].value
+    assert notice.startswith("` step 2: the rows of a sequence are not contiguous (at row 3, sequence 'a'")
+    assert notice.endswith(" `")                                     # one code span: a file's text is never Markdown

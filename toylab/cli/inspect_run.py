@@ -78,6 +78,8 @@ def report(arguments):
               "standard_errors": STANDARD_ERRORS}
     result["notes"] = [f"step {summary['step']}: not read: {summary['error']}" for summary in summaries
                        if "error" in summary]
+    result["notes"] += [f"step {summary['step']}: {notice}" for summary in summaries for notice in
+                        summary.get("notices", ())]
     return result
 
 
@@ -105,6 +107,7 @@ def as_text(result):
                      + ", ".join(f"{key} at step {step}" for key, step in left.items()))
     elif len(read) > 3:
         lines.append(f"No metric of {', '.join(SERIES)} left its early range (± 2 se).")
+    lines += [f"Notice: step {summary['step']}: {notice}." for summary in read for notice in summary["notices"]]
     return "\n".join(lines)
 
 

@@ -3,7 +3,8 @@
 A step's summary holds what a user watches over training, each a sample estimate of that step's batch with its
 standard error (``{"value", "se"}``): sequences, tokens, mean length, k1, k3, the token χ² both ways, the
 identity check mean ρ − 1, the ESS fraction of the sequence weights, the tail shares, the |log ρ| quantiles and
-the smallest ρ, the selected estimators' shares of tokens and sequences touched, and the frameworks' metrics.
+the smallest ρ, the selected estimators' shares of tokens and sequences touched, the frameworks' metrics, and what
+the reader noticed but did not refuse (``notices``: a column that may be the reward, interleaved sequences, …).
 
 Early range: over the first EARLY_SHARE of the steps (at least EARLY_MIN), the lowest value − 2 se to the highest
 value + 2 se. A metric *leaves* it at the first later step whose value ± 2 se lies wholly outside (above or
@@ -44,6 +45,7 @@ def step_summary(step, files, log, selection):
                         "sequences_affected": row.sequences_affected, **({"note": row.note} if row.note else {})}
                        for row in on_log(log, selection)],
         "frameworks": by_framework(framework_metrics(log)),
+        "notices": list(log.notices),
     }
     return summary
 
