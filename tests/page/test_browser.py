@@ -212,7 +212,8 @@ def test_your_run_upload_shows_the_statistics_and_charts(app):
 
 def test_a_run_of_several_files_shows_its_step_chart(app, tmp_path):
     """The run's uploader: two step files, then a third dropped on their own (the browser adds it to the first two,
-    whose bytes the tab holds), then one removed; a log on the log's uploader then replaces the run."""
+    whose bytes the tab holds), then one removed; a log on the log's uploader then replaces the run (and lets its
+    files go: a file dropped on the run's uploader next is a run of its own, and the tab says the others are gone)."""
     paths = [write_nemo(tmp_path, step, toy_batch(10, seed=step)) for step in (1, 2, 3)]
     page = open_page(app, "tab=Your%20run", table=False)
     panel = page.get_by_role("tabpanel", name="Your run")
@@ -240,6 +241,9 @@ def test_a_run_of_several_files_shows_its_step_chart(app, tmp_path):
     file_input(panel, "Rollout log").set_input_files(str(EXAMPLE_LOG))
     shown("k1 = mean(log μ − log π)")
     assert "A run of" not in panel.inner_text()
+    run_input.set_input_files(str(paths[1]))              # the two left in the run's uploader were let go meanwhile
+    shown("A run of 1 step")
+    assert "2 of the files in the run's uploader were let go" in panel.inner_text()
     page.close()
 
 
