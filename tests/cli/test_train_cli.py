@@ -119,9 +119,21 @@ def one_line_error(capsys, *argv):
 def test_a_run_over_the_memory_bound_is_refused_before_any_work(capsys, monkeypatch):
     monkeypatch.setattr(train_cli, "make_toy", pytest.fail)                 # no work at all
     err = one_line_error(capsys, "--mode", "sampled", "--runs", "10000")
-    assert "estimated to need 2.9 GB of memory, over the limit of 1 GB" in err
+    assert "estimated to need 4.3 GB of memory, over the limit of 1 GB" in err
     records = 8 * 9 * 10_000 * 101 * (6 * 4 + 8)                            # θ_k and the numbers of every run
-    assert estimated_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records > 2e9
+    listed = 32 * 9 * 10_000 * 101 * 5                                      # the per-step lists, Python floats
+    assert estimated_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records + listed > 3e9
+
+
+def test_a_run_whose_per_step_lists_would_pass_the_bound_is_refused(capsys, monkeypatch):
+    """110 runs of 2,000 steps at T = 11, V = 4 peaked at 1,254 MB (records 824 MB, the per-step lists 317 MB); 50
+    runs with --json at 633 MB (the JSON text is written once the records are freed)."""
+    monkeypatch.setattr(train_cli, "make_toy", pytest.fail)
+    err = one_line_error(capsys, "--T", "11", "--V", "4", "--mode", "sampled", "--steps", "2000", "--runs", "110")
+    assert "estimated to need 1.3 GB of memory, over the limit of 1 GB" in err
+    config = TrainingConfig(steps=2000, mode="sampled", runs=50)
+    assert estimated_bytes(11, 4, config, [0] * 9) == estimated_bytes(11, 4, config, [0] * 9, as_json=True)
+    assert estimated_bytes(6, 4, config, [0] * 9, as_json=True) > estimated_bytes(6, 4, config, [0] * 9)
 
 
 def test_a_run_over_the_time_bound_is_refused_before_any_work(capsys, monkeypatch):

@@ -97,7 +97,7 @@ def _check_cost(arguments):
             "fewer steps, estimators or runs, or a smaller N"
         raise ValueError(f"this run is estimated at {seconds:,.0f} s, over the limit of {LIMIT_SECONDS:,.0f} s "
                          f"({COMMAND_LINE_FACTOR} times the page's {PAGE_SECONDS:g} s); use {work}")
-    memory = estimated_bytes(arguments.T, arguments.V, config, ids)
+    memory = estimated_bytes(arguments.T, arguments.V, config, ids, as_json=arguments.json)
     if memory > MEMORY_LIMIT_BYTES:
         raise ValueError(f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
                          f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use fewer runs, steps or estimators, or a smaller N")
@@ -107,12 +107,12 @@ def _check_cost(arguments):
 def report(arguments):
     toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed, arguments.sampler_model)
     config = arguments.config
+    start = diagnostics(toy)            # before the run: its sums over all M sequences are freed before the records grow
     bar = ProgressBar("training", config.steps + 1) if arguments.seconds > PROGRESS_AFTER_S else None
     trajectories = train(toy, arguments.selection, arguments.baseline, config,
                          progress=None if bar is None else lambda k: bar.update(k + 1))
     if bar is not None:
         bar.close()
-    start = diagnostics(toy)
     return {
         "toy": toy_summary(toy) | {"J": start.J, "logged_reward": start.logged_reward, "kl_mu_pi": start.kl_mu_pi,
                                    "chi2_seq": start.chi2_seq, "unreachable_mass": start.unreachable_mass},
