@@ -308,7 +308,8 @@ async def upload(page, name, content):
     path = Path(UPLOADS.name) / name
     path.write_bytes(content)
     panel = page.get_by_role("tabpanel", name="Your run")
-    await panel.locator('input[type="file"]').set_input_files(files=[str(path)], timeout=600_000)
+    log_uploader = panel.locator('input[type="file"]').first        # the log's (issue 17 adds the run's after it)
+    await log_uploader.set_input_files(files=[str(path)], timeout=600_000)
 
 
 UPLOADS = tempfile.TemporaryDirectory(prefix="hostile-uploads-")

@@ -209,3 +209,8 @@ def wait_for_app(page, timeout: float = 60000) -> None:
                 f"Streamlit app not connected and idle after {timeout / 1000:.0f} s; last state: {state}"
             )
         page.wait_for_timeout(100)
+
+
+def file_input(container, label: str):
+    """The file input of the uploader in ``container`` whose label contains ``label``."""
+    return container.get_by_test_id("stFileUploader").filter(has_text=label).locator('input[type="file"]')

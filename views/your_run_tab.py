@@ -1,8 +1,13 @@
-"""The Your run tab: a user's own rollout log, its sample statistics and charts, and the toy that matches it.
+"""The Your run tab: a user's own rollout log, its sample statistics and charts, and the toy that matches it; or a
+whole run (several step files, or a zip of a run), every metric against step (``your_run_steps``).
 
-The file in view (an upload or the example) is kept for the session (``your_run_cache.shown``), so it survives a
-visit to another tab and is released when the session disconnects; the uploader's callback and the example button
-are the only ways to change it. Everything from the file —
+The files in view (uploads or an example) are kept for the session (``your_run_cache.shown``), so they survive a
+visit to another tab and are released when the session disconnects; the uploaders' callbacks and the example
+buttons are the only ways to change them. Two uploaders: the log's takes one file and a new one replaces it (a log,
+or a zip of a run); the run's takes several, and the run in view is the files in it, dropped together or one after
+another (in a browser a second drop on a multi-file uploader adds to the first, so one uploader for both would turn
+a second log into a two-step run).
+Everything from the file —
 its name, column names, values, the messages that quote them — is shown through ``user_text`` (code text, never
 Markdown). Reading shows a progress bar, which is also where Streamlit stops the reading when the user leaves
 the tab or uploads another file.
@@ -17,15 +22,22 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
-from toylab.presentation.run_frames import spread_frame, tail_share_frame
-from toylab.text import UNDEFINED, clipped, formatted
+from toylab.presentation.run_frames import (
+    frameworks_frame,
+    quantile_frame,
+    spread_frame,
+    tail_share_frame,
+    thresholds_in_view,
+)
+from toylab.text import UNDEFINED, clipped, percent, significant, with_error
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
 from toylab.your_run.bounds import LOG_RATIO_LIMIT, MB, PAGE_BOUNDS, REWARD_LIMIT
 from toylab.your_run.columns import NAMES, TITLES, choose
+from toylab.your_run.dumps import PICKLE_EXTENSIONS, TORCH_EXTENSIONS
 from toylab.your_run.files import EXTENSIONS, LogError
-from toylab.your_run.matching import comparison, comparison_frame, matched_length
+from toylab.your_run.matching import comparison, comparison_frame, matched_length, matching_estimate
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
-from views import chart_element, sidebar
+from views import chart_element, sidebar, your_run_compare, your_run_export, your_run_steps
 from views.caches import your_run_cache as cache
 from views.caches.your_run_cache import Source
 from views.estimators_tab import swatch
@@ -33,8 +45,12 @@ from views.user_text import code, value
 
 LABEL = "Your run"
 UPLOAD_KEY = "your_run_upload"
+RUN_UPLOAD_KEY = "your_run_run_upload"
+COMPARE_KEY = "your_run_compare"
 LENGTH_KEY = "your_run_match_length"
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "rollouts_per_sequence.parquet"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLE = EXAMPLES / "rollouts_per_sequence.parquet"
+EXAMPLE_RUN = EXAMPLES / "example_run.zip"
 NOT_SET = "—"
 UPLOAD_LIMIT_MB = PAGE_BOUNDS.file_bytes // MB   # Streamlit's uploader counts 1 MB as 10**6 bytes (but on Windows)
 FORMATS = (
@@ -43,28 +59,77 @@ FORMATS = (
     f"(sampler and trainer log-probs, optionally a 0/1 mask, and a reward) or a row per token with a sequence "
     f"id (and optionally a position). Recognised names: sampler {', '.join(NAMES['sampler'][::2])}; trainer "
     f"{', '.join(NAMES['trainer'][::2])}; mask {', '.join(NAMES['mask'])}; reward {', '.join(NAMES['reward'][::2])}; "
-    f"sequence id {', '.join(NAMES['sequence_id'])}; position {', '.join(NAMES['position'])}. In a CSV a list "
-    "cell is a quoted JSON list, \"[-0.1, -2.3]\". **Bounds** (checked while reading; a file over one gets an "
+    f"sequence id {', '.join(NAMES['sequence_id'])}; position {', '.join(NAMES['position'])}; advantage (used when "
+    f"there is no reward) {', '.join(NAMES['advantage'])}. In a CSV a list cell is a quoted JSON list, "
+    "\"[-0.1, -2.3]\". NeMo-RL's train_data_step*.jsonl and prime-rl's token exports are read as written; a torch "
+    "(.pt) or pickle dump is read only by the command line. **A run**: several step files (step_N, global_step_N, "
+    "train_data_stepN, … in their names) or a zip of a run's directory. **Bounds** (checked while reading; a file over one gets an "
     "error saying which): " + "; ".join(PAGE_BOUNDS.lines()) + f"; |log π − log μ| of a response token "
     f"{LOG_RATIO_LIMIT:g}; |reward| {REWARD_LIMIT:g}.")
 
 
+UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", ".zip", *TORCH_EXTENSIONS,
+                                                          *PICKLE_EXTENSIONS)]
+RUN_UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", *TORCH_EXTENSIONS,
+                                                              *PICKLE_EXTENSIONS)]
+RUN_UPLOAD_BYTES = 4 * PAGE_BOUNDS.file_bytes      # a run's files held by a session, in all
+
+
 def _uploaded():
-    """on_change: a new file's bytes are taken by the tab, and Streamlit's references to them go (its upload manager's
-    copy and the widget's value), so that they live exactly as long as this session shows them. The widget then
-    reports the file as deleted on a later run (its bytes are gone from Streamlit): that changes nothing; a removed
-    file (None) clears the tab."""
+    """on_change of the log's uploader: a new file's bytes are taken by the tab, and Streamlit's references to them
+    go (its upload manager's copy and the widget's value), so that they live exactly as long as this session shows
+    them. The widget then reports the file as deleted on a later run (its bytes are gone from Streamlit): that
+    changes nothing; a removed file (None) clears the tab unless a run from the run's uploader is in view. A new
+    file replaces what is in view."""
     file = st.session_state.get(UPLOAD_KEY)
     if file is None:
-        cache.show(None)
+        if not cache.run_in_view():
+            cache.show(None)
     elif isinstance(file, UploadedFile):
-        cache.show(Source.of(file.name, file.getvalue()))
+        cache.show((Source.of(file.name, file.getvalue()),))
         cache.drop_uploaded_copies()
         del st.session_state[UPLOAD_KEY]
 
 
-def _use_example():
-    cache.show(Source.of(f"examples/{EXAMPLE.name}", EXAMPLE.read_bytes()))
+def _run_uploaded():
+    """on_change of the run's uploader: the run in view is the files in that uploader, so a file dropped there joins
+    the run and a file removed there leaves it. A new file's bytes are taken as in ``_uploaded``; a file taken
+    before is reported deleted by the widget and is kept by its file id. The callback also runs after the widget's
+    value was dropped, with no file added or removed: that changes nothing (a log shown since stays). A file whose
+    bytes were let go (another log was shown since) cannot come back: the tab says so. Over RUN_UPLOAD_BYTES in all,
+    nothing new is kept."""
+    files = st.session_state.get(RUN_UPLOAD_KEY) or []
+    held = cache.run_in_view()
+    added = [file for file in files if isinstance(file, UploadedFile)]
+    removed = set(held) - {file.file_id for file in files}
+    if not added and not removed:
+        return
+    run = {file.file_id: held[file.file_id] if file.file_id in held else Source.of(file.name, file.getvalue())
+           for file in files if file.file_id in held or isinstance(file, UploadedFile)}
+    cache.drop_uploaded_copies()
+    st.session_state.pop(RUN_UPLOAD_KEY, None)
+    total = sum(len(source.data) for source in run.values())
+    if total > RUN_UPLOAD_BYTES:
+        cache.show_run({}, refused=f"These files hold {total / MB:,.0f} MB in all, over the page's "
+                                   f"{RUN_UPLOAD_BYTES / MB:,.0f} MB for a run: read a larger run with python -m "
+                                   "toylab inspect DIR.")
+    else:
+        cache.show_run(run, lost=len(files) - len(run))
+
+
+def _use_example(path):
+    cache.show((Source.of(f"examples/{path.name}", path.read_bytes()),))
+
+
+def _compared():
+    """on_change of the second log's uploader: taken as ``_uploaded`` takes the first."""
+    file = st.session_state.get(COMPARE_KEY)
+    if file is None:
+        cache.show_compared(None)
+    elif isinstance(file, UploadedFile):
+        cache.show_compared(Source.of(file.name, file.getvalue()))
+        cache.drop_uploaded_copies()
+        del st.session_state[COMPARE_KEY]
 
 
 def _open_match(settings, match):
@@ -78,36 +143,58 @@ def render(settings):
     st.caption("Your own rollout log: the sampler's and the trainer's log-probabilities of the same sampled "
                "tokens. Every number from the file is a **sample estimate ± its standard error** "
                f"({STANDARD_ERRORS}), unlike the toy's exact numbers on the other tabs.")
-    upload, example = st.columns([3, 1], vertical_alignment="center")
-    upload.file_uploader(f"Rollout log (at most {UPLOAD_LIMIT_MB} MB)", key=UPLOAD_KEY, on_change=_uploaded,
-                         type=[extension.lstrip(".") for extension in EXTENSIONS] + ["gz"],
-                         max_upload_size=UPLOAD_LIMIT_MB, help=FORMATS)
-    example.button("Use the example log", on_click=_use_example, icon=":material/science:", width="stretch",
-                   help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not from a real "
-                        "model): the matched toy should come back near mismatch 0.5.")
-    source = cache.shown()
-    if source is None:
-        st.info("Upload a rollout log, or use the example log.", icon=":material/upload_file:")
+    upload, run_upload = st.columns(2)
+    upload.file_uploader(f"Rollout log, or a zip of a run (at most {UPLOAD_LIMIT_MB} MB)", key=UPLOAD_KEY,
+                         on_change=_uploaded, type=UPLOAD_TYPES, max_upload_size=UPLOAD_LIMIT_MB, help=FORMATS)
+    run_upload.file_uploader(f"A run: its step files (at most {UPLOAD_LIMIT_MB} MB each, "
+                             f"{RUN_UPLOAD_BYTES // MB} MB in all)", key=RUN_UPLOAD_KEY, on_change=_run_uploaded,
+                             type=RUN_UPLOAD_TYPES, accept_multiple_files=True, max_upload_size=UPLOAD_LIMIT_MB,
+                             help="Every file dropped here joins the run in view; removing one here takes it out. "
+                                  + FORMATS)
+    with st.container(horizontal=True):
+        st.button("Use the example log", on_click=_use_example, args=(EXAMPLE,), icon=":material/science:",
+                  help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not from a real "
+                       "model): the matched toy should come back near mismatch 0.5.")
+        st.button("Use the example run", on_click=_use_example, args=(EXAMPLE_RUN,), icon=":material/timeline:",
+                  help="Twelve steps generated from the toy at a realistic mismatch (per-token KL near 1e-4) that "
+                       "drifts from step 9 on: not from a real model.")
+    refused, lost = cache.run_notices()
+    if refused:
+        st.error(refused, icon=":material/error:")
+    if lost:
+        st.warning(f"{lost} of the files in the run's uploader were let go when another log was shown: remove them "
+                   "there and drop them again to have them in the run.", icon=":material/warning:")
+    sources = cache.shown()
+    if not sources:
+        st.info("Upload a rollout log or a run, or use an example.", icon=":material/upload_file:")
         st.markdown(FORMATS)
         return
+    if cache.run_in_view() or len(sources) > 1 or sources[0].name.lower().endswith(".zip"):
+        your_run_steps.render(settings, sources)
+        return
+    source = sources[0]
     progress = st.empty()
     report = _reporter(progress, source)
     try:
         columns = _columns(source)
         results = cache.summary(source, columns, report)
         selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
-        rows, rewards, thresholds = cache.estimators(source, columns, selection, report)
+        rows, rewards, suggested, thresholds = cache.estimators(source, columns, selection, report)
     except LogError as error:
         progress.empty()
         st.error(code(error), icon=":material/error:")
         return
     progress.empty()
-    statistics = results["statistics"]
-    _headline(source, statistics)
+    statistics, sizes = results["statistics"], results["magnitudes"]
+    _headline(source, statistics, sizes, results["notices"])
     _token_charts(results, thresholds["tokens"])
     _sequence_charts(results, statistics, thresholds)
-    _estimator_table(rows, rewards, statistics)
-    _matched_toy(settings, statistics)
+    _estimator_table(rows, rewards, statistics, suggested)
+    _frameworks(results["frameworks"])
+    _matched_toy(settings, statistics, sizes)
+    with st.expander("Export the results, or compare with another log"):
+        your_run_export.render(cache.rollout_log(source, columns, report), source.name, "your_run_export")
+        _compare(source, columns, statistics, sizes)
 
 
 def _reporter(placeholder, source):
@@ -139,43 +226,75 @@ def _columns(source):
     return choose(preview, source.name, **explicit)
 
 
-def _headline(source, statistics):
+def _headline(source, statistics, sizes, notices):
     sequences = f"{statistics.sequences:,} sequence{'s' if statistics.sequences != 1 else ''}"
     st.markdown(f"{value(source.name)} · {sequences}, {statistics.tokens:,} response tokens"
                 + (f" ({statistics.dropped:,} sequences without response tokens left out)" if statistics.dropped
                    else ""))
+    for notice in notices:
+        st.warning(code(notice[0].upper() + notice[1:] + "."), icon=":material/info:")
+    if sizes.identity_broken():
+        st.warning(f"mean ρ − 1 = {with_error(sizes.identity.value, sizes.identity.se)} is below 0 by more than 3 "
+                   "standard errors: E_μ[ρ] = 1 fails, so the sampler's logged log-probabilities miss probability the "
+                   "trainer gives (top-p or top-k truncation, or a temperature applied to sampling but not to the "
+                   "logged log-probs).", icon=":material/warning:")
     metrics = [
-        ("mean length", statistics.mean_length, "{:.1f}", "Response tokens per sequence: mean ± se."),
-        ("k1 = mean(log μ − log π)", statistics.k1, "{:.4f}",
+        ("mean length", statistics.mean_length, "Response tokens per sequence: mean ± se."),
+        ("k1 = mean(log μ − log π)", statistics.k1,
          "Estimates the per-token KL(μ‖π): the mean over response tokens of log μ − log π, ± its standard error."),
-        ("k3 = mean(ρ − 1 − log ρ)", statistics.k3, "{:.4f}",
-         "Another unbiased estimate of the per-token KL(μ‖π) (each term ≥ 0), ± its standard error."),
-        ("token χ² = mean(ρ²) − 1", statistics.chi2_token, "{:.4g}",
-         "Estimates E_μ[ρ_t²] − 1, the per-token χ²: how much a per-token weight varies. Heavy-tailed: its "
-         "standard error can understate the uncertainty."),
+        ("k3 = mean(ρ − 1 − log ρ)", statistics.k3,
+         "Another unbiased estimate of the per-token KL(μ‖π) (each term ≥ 0): its standard error is far smaller "
+         "than k1's when the mismatch is small."),
+        ("χ² = mean((ρ − 1)²)", sizes.chi2_low_variance,
+         "Estimates the per-token χ² = E_μ[ρ²] − 1 (unbiased, as mean(ρ²) − 1 is, since E_μ[ρ] = 1) with a far "
+         "smaller standard error: a sum of squares, not a difference of two numbers near 1."),
+        ("mean ρ − 1", sizes.identity,
+         "0 in expectation when the logged log μ is the distribution the tokens were drawn from; below 0 flags "
+         "top-p/top-k truncation or a temperature missing from the logged log-probs."),
     ]
     if statistics.mean_reward is not None:
-        metrics.append(("mean reward E_μ[r]", statistics.mean_reward, "{:.4f}",
+        metrics.append(("mean reward E_μ[r]", statistics.mean_reward,
                         "The logged mean reward: rewards of sampler rollouts, E_μ[r], not the trainer's J = E_π[r]."))
     columns = st.columns(len(metrics) + 1)
-    for column, (label, estimate, style, help) in zip(columns, metrics, strict=False):
-        column.metric(label, formatted(estimate.value, style), delta=f"± {formatted(estimate.se, style)}", delta_color="off",
-                      delta_arrow="off", delta_description="standard error", help=help)
-    columns[-1].metric("ESS fraction (this sample)", f"{statistics.ess_fraction:.1%}",
+    for column, (label, estimate, help) in zip(columns, metrics, strict=False):
+        column.metric(label, significant(estimate.value), delta=f"± {significant(estimate.se, 2)}",
+                      delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
+    columns[-1].metric("ESS fraction (this sample)", percent(statistics.ess_fraction),
                        help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
                             "sequence-level IS effectively keeps. A property of this sample (no standard error).")
-    st.caption("Sample estimates, each with its standard error below it."
+    st.caption("Sample estimates to their significant digits, each with its standard error below it."
                + (f" {UNDEFINED}: {SINGLE_SEQUENCE}." if statistics.k1.se is None else ""))
 
 
 def _token_charts(results, thresholds):
     st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
     histogram, shares = st.columns([3, 1])
-    chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], thresholds))
+    inside, beyond = thresholds_in_view(thresholds, results["tokens"])
+    chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], inside))
+    if beyond is not None and len(beyond):
+        histogram.caption("Zoomed to the data (0.1 %–99.9 % of its tokens; the outlined end bins hold the rest). "
+                          "Beyond this view: " + "; ".join(f"{row.threshold} at log ρ = {significant(row.log_value)} "
+                                                           f"({percent(row.beyond)} of tokens beyond)"
+                                                           for row in beyond.itertuples()))
     shares.dataframe(_defined(tail_share_frame(results["statistics"])), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
-        "share": st.column_config.NumberColumn("share of tokens", format="percent"),
-        "se": st.column_config.NumberColumn("± se", format="percent")})
+        "share": st.column_config.NumberColumn("share of tokens", format="%.3g"),
+        "se": st.column_config.NumberColumn("± se", format="%.2g")})
+    shares.dataframe(quantile_frame(results["magnitudes"]), hide_index=True, width="stretch", column_config={
+        "value": st.column_config.NumberColumn(format="%.3g")})
+    with st.expander("The most extreme tokens and sequences"):
+        sizes = results["magnitudes"]
+        st.dataframe(pd.DataFrame(sizes.worst_tokens), hide_index=True, width="stretch", column_config={
+            "row": st.column_config.NumberColumn("row in the file"), "position": "position in the response",
+            "sampler_probability": st.column_config.NumberColumn("μ(y_t)", format="%.4g"),
+            "trainer_probability": st.column_config.NumberColumn("π(y_t)", format="%.4g"),
+            "log_rho": st.column_config.NumberColumn("log ρ_t", format="%.4g")})
+        st.dataframe(pd.DataFrame(sizes.worst_sequences), hide_index=True, width="stretch", column_config={
+            "row": st.column_config.NumberColumn("row in the file"), "length": "tokens",
+            "log_W": st.column_config.NumberColumn("log W", format="%.4g"),
+            "max_abs_log_rho": st.column_config.NumberColumn("largest |log ρ_t|", format="%.4g")})
+        st.caption("The tokens with the largest |log ρ_t| (the sampler's and the trainer's probability of the sampled "
+                   "token), and the sequences with the largest |log W|.")
     along, probability = st.columns(2)
     chart_element.draw(along, log_charts.position_chart(results["position"]))
     chart_element.draw(probability, log_charts.probability_chart(results["probability"]))
@@ -217,7 +336,7 @@ ESTIMATOR_COLUMNS = {
 }
 
 
-def _estimator_table(rows, rewards, statistics):
+def _estimator_table(rows, rewards, statistics, suggested):
     st.subheader("What each estimator would do to these sequences")
     if not rows:
         st.info("Select estimators in the sidebar to apply them to the log.")
@@ -234,8 +353,22 @@ def _estimator_table(rows, rewards, statistics):
             st.markdown(f"- **{row.name}** {what}: {row.note}.")
     st.caption("Computed by the same weight functions as the toy's exact table (``toylab.coefficients``), on this "
                "log's sequences: shares of its tokens and sequences, not probabilities. Estimators that read the "
-               "advantage (PPO-clip, the off-policy mask) use A = r − mean(r) of the log. Dashed rules on the "
+               "advantage (PPO-clip, the off-policy mask) use A = r − mean(r) of the log, or its own advantages when "
+               "it has them and no reward. Dashed rules on the "
                "histograms above: the selected thresholds, with the share of the log beyond each.")
+    if suggested:
+        st.dataframe(pd.DataFrame([{"threshold": f"{row['estimator']}.{row['parameter']}", "now": row["current"],
+                                    "counts": f"{row['counts']}, ratio {row['side']}",
+                                    **{f"touches {percent(point['share'])}": point["value"] for point in row["at"]}}
+                                   for row in suggested]),
+                     hide_index=True, width="stretch",
+                     column_config={name: st.column_config.NumberColumn(format="%.4g") for name in
+                                    ("now", "touches 0.1 %", "touches 1 %", "touches 10 %")})
+        outside = [f"{row['estimator']}.{row['parameter']} at {percent(point['share'])}" for row in suggested
+                   for point in row["at"] if not point["in_range"]]
+        st.caption("The value of each selected threshold at which it would mask or clip 0.1 %, 1 % and 10 % of this "
+                   "log's tokens (a per-token threshold) or sequences (a sequence-level one)"
+                   + (f"; outside the estimator's range: {', '.join(outside)}." if outside else "."))
     if rewards is None:
         return
     metrics = [("logged E_μ[r]", rewards.logged, "The mean reward of the log's sampler rollouts."),
@@ -246,30 +379,64 @@ def _estimator_table(rows, rewards, statistics):
             column.metric(label, NOT_SET, help=help + " — undefined: its mean or standard error is beyond float64 "
                                                       "(the sequence weights W reach e^709)")
         else:
-            column.metric(label, formatted(estimate.value), delta=f"± {formatted(estimate.se)}",
+            column.metric(label, significant(estimate.value), delta=f"± {significant(estimate.se, 2)}",
                           delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
     if statistics.ess_fraction < FEW_WEIGHTS:
         text = UNRELIABLE.format(statistics.ess_fraction)
         st.warning(text[0].upper() + text[1:] + ".", icon=":material/warning:")
 
 
-def _matched_toy(settings, statistics):
+def _frameworks(block):
+    with st.expander("Frameworks: the metrics your dashboard shows, on this log"):
+        frame = frameworks_frame(block)
+        frame["value"] = frame["value"].map(significant)
+        frame["se"] = frame["se"].map(lambda se: "" if se is None else significant(se, 2))
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.caption("Each framework's formula on this log's tokens, under its own name (toylab/your_run/parity.py "
+                   "cites the code); a mean carries its standard error, an extreme none.")
+
+
+def _compare(source, columns, statistics, sizes):
+    """A second upload, shown side by side with this log (before and after a fix, bf16 against fp8)."""
+    st.file_uploader(f"Compare with another log (at most {UPLOAD_LIMIT_MB} MB)", key=COMPARE_KEY, on_change=_compared,
+                     type=[extension.lstrip(".") for extension in EXTENSIONS] + ["gz"], max_upload_size=UPLOAD_LIMIT_MB)
+    second = cache.compared()
+    if second is None:
+        return
+    progress = st.empty()
+    try:
+        preview, _ = cache.detection(second.digest, second.name, second)
+        second_columns = choose(preview, second.name)
+        results = cache.summary(second, second_columns, _reporter(progress, second))
+        logs = {source.name: (cache.rollout_log(source, columns, _reporter(progress, source)), statistics, sizes),
+                second.name: (cache.rollout_log(second, second_columns, _reporter(progress, second)),
+                              results["statistics"], results["magnitudes"])}
+    except LogError as error:
+        progress.empty()
+        st.error(code(error), icon=":material/error:")
+        return
+    progress.empty()
+    your_run_compare.render(logs)
+
+
+def _matched_toy(settings, statistics, sizes):
     st.subheader("The toy that matches")
     data_T = matched_length(statistics.mean_length.value, settings.V)
     choice = st.radio("match at", ("sidebar", "data"), key=LENGTH_KEY, horizontal=True, format_func={
         "sidebar": f"the sidebar's T = {settings.T}",
         "data": f"the data's mean length (T = {data_T}, capped at the page's limit for V = {settings.V})"}.get)
     T = settings.T if choice == "sidebar" else data_T
-    match = cache.matched(statistics.k1, T, settings.V, settings.seed, settings.sampler)
-    st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics)))
-    table = _defined(comparison_frame(match, statistics))
+    match = cache.matched(matching_estimate(statistics)[1], T, settings.V, settings.seed, settings.sampler)
+    st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics, sizes)))
+    table = _defined(comparison_frame(match, statistics, sizes))
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "quantity": st.column_config.TextColumn("quantity"),
         "data": st.column_config.NumberColumn("data (sample estimate)", format="%.4g"),
         "se": st.column_config.NumberColumn("± se", format="%.2g"),
         "toy": st.column_config.NumberColumn("toy (exact)", format="%.4g"),
         "toy_low": st.column_config.NumberColumn("toy, lowest within 2 se", format="%.4g"),
-        "toy_high": st.column_config.NumberColumn("toy, highest within 2 se", format="%.4g")})
+        "toy_high": st.column_config.NumberColumn("toy, highest within 2 se", format="%.4g"),
+        "verdict": st.column_config.TextColumn("verdict")})
     st.button(f"Open the Estimators tab at this toy (T = {T}, V = {settings.V}, mismatch "
               f"{round(match.mismatch, 2):g}) →", key="your_run_open_match", on_click=_open_match,
               args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, its mismatch "

@@ -4,14 +4,20 @@ import json
 import subprocess
 import sys
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+from framework_dumps import toy_batch, write_nemo
 from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 
 from toylab.cli.main import main
 from toylab.state.settings import Settings
+from toylab.text import significant, with_error
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.log import load_log
-from toylab.your_run.matching import match_toy, matched_length
+from toylab.your_run.magnitudes import magnitudes
+from toylab.your_run.matching import match_toy, matched_length, matching_estimate
 from toylab.your_run.statistics import log_statistics
 
 EXAMPLE = str(EXAMPLES / "rollouts_per_token.jsonl.gz")
@@ -25,7 +31,7 @@ def run(capsys, *argv):
 @pytest.fixture(scope="module")
 def library():
     statistics = log_statistics(load_log(EXAMPLE))
-    return statistics, match_toy(statistics.k1, 6, 4, 0)
+    return statistics, match_toy(matching_estimate(statistics)[1], 6, 4, 0)
 
 
 def test_json_equals_the_library(capsys, library):
@@ -37,7 +43,20 @@ def test_json_equals_the_library(capsys, library):
     for key in ("k1", "k3", "chi2_token", "mean_length"):
         assert result[key] == getattr(statistics, key).as_dict(), key
     assert result["ess_fraction"] == statistics.ess_fraction
-    assert result["tail_shares"][2] == {"threshold": 1.0, **statistics.tail_shares[1.0].as_dict()}
+    assert result["tail_shares"][3] == {"threshold": 1.0, **statistics.tail_shares[1.0].as_dict()}
+    assert [row["threshold"] for row in result["tail_shares"]] == [0.001, 0.01, 0.1, 1.0]
+    sizes = magnitudes(load_log(EXAMPLE))
+    assert result["chi2_low_variance"] == sizes.chi2_low_variance.as_dict()
+    assert result["identity_mean_rho_minus_1"] == sizes.identity.as_dict()
+    assert result["abs_log_rho_quantiles"] == sizes.abs_log_rho_quantiles and result["min_rho"] == sizes.min_rho
+    assert result["worst_tokens"][0] == sizes.worst_tokens[0] and len(result["worst_sequences"]) == 10
+    assert result["matched_toy"]["matched_on"] == "k3"
+    assert list(result["frameworks"]) == ["verl", "NeMo-RL", "prime-rl", "slime", "open-instruct", "TRL"]
+    gen_kl = next(row for row in result["frameworks"]["NeMo-RL"] if row["name"] == "gen_kl_error")
+    assert gen_kl == {"name": "gen_kl_error", **statistics.k3.as_dict()}
+    assert [(row["estimator"], row["parameter"]) for row in result["threshold_suggestions"]][:2] == \
+        [("tok_tis", "C"), ("tok_mis", "hi")]
+    assert result["notices"] == [] and result["advantages"] == "r − mean(r)"
     assert result["log_W"]["quantiles"]["0.5"] == statistics.log_W.quantiles[0.5]
     assert result["mean_reward"] == statistics.mean_reward.as_dict()
     assert {key: result["matched_toy"][key] for key in ("T", "V", "seed", "mismatch", "mismatch_se")} == \
@@ -55,7 +74,7 @@ def test_match_at_the_data_length_and_other_toys(capsys, library):
     toy = json.loads(out.out)["matched_toy"]
     T = matched_length(statistics.mean_length.value, 3)
     assert (toy["T"], toy["V"], toy["seed"]) == (T, 3, 5) == (13, 3, 5)
-    assert toy["mismatch"] == match_toy(statistics.k1, T, 3, 5).mismatch
+    assert toy["mismatch"] == match_toy(matching_estimate(statistics)[1], T, 3, 5).mismatch
 
 
 def test_text_report(capsys, library):
@@ -64,10 +83,14 @@ def test_text_report(capsys, library):
     lines = out.out.splitlines()
     assert code == 0 and lines[0].startswith(f"{EXAMPLE}: a row per token; sampler 'sampler_logprobs'")
     assert lines[1] == f"240 sequences, {statistics.tokens:,} response tokens, mean length 55.1 ± 1.7"
-    assert any(f"{statistics.k1.value:.4f} ± {statistics.k1.se:.4f}" in line and line.strip().startswith("k1")
-               for line in lines)
-    assert f"Matched toy (exact): T=6 V=4 seed=0 mismatch={match.mismatch:.4f} ± {match.mismatch_se:.4f}" in lines
-    assert "  So per token the toy is a fair stand-in for this run." in lines
+    assert f"  k1 = mean(log μ − log π)   {with_error(statistics.k1.value, statistics.k1.se)}   per-token KL(μ‖π)" in lines
+    assert "  k3 = mean(ρ − 1 − log ρ)   0.169 ± 0.0017   per-token KL(μ‖π), low variance" in lines
+    assert "  share |log ρ| > 1         3.89 % ± 0.15 %" in lines
+    assert f"Matched toy (exact), on k3: T=6 V=4 seed=0 mismatch={significant(match.mismatch, 4)} ± " \
+           f"{significant(match.mismatch_se, 2)}" in lines
+    assert "  So per token the toy is a fair stand-in for this run, as far as this sample can tell." in lines
+    assert "0.0000" not in out.out
+    assert "  seq_tis.C (now 2; sequences, above): 16.36 / 3.888 / 0.08125*" in lines      # * : C < 1 is no TIS
 
 
 def test_columns_can_be_named(capsys, tmp_path):
@@ -136,3 +159,26 @@ def test_module_entry_point():
     done = subprocess.run([sys.executable, "-m", "toylab", "inspect", str(EXAMPLES / "make_example_log.py")],
                           capture_output=True, text=True)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "unknown extension" in done.stderr
+
+
+def test_a_realistic_log_is_shown_to_its_significant_digits(capsys, tmp_path):
+    """A bf16-sized mismatch (|log ρ| ~ 1e-3): every number readable, the small shares and the extremes shown."""
+    rng = np.random.default_rng(0)
+    sampler = -rng.exponential(1.0, (300, 40))
+    trainer = np.minimum(sampler + rng.normal(0, 0.01, sampler.shape), 0.0)
+    path = tmp_path / "bf16.parquet"
+    pq.write_table(pa.table({"rollout_log_probs": list(sampler), "old_log_probs": list(trainer)}), path)
+    code, out = run(capsys, str(path))
+    statistics = log_statistics(load_log(str(path)))
+    assert code == 0 and "0.0000" not in out.out
+    assert f"  k3 = mean(ρ − 1 − log ρ)   {with_error(statistics.k3.value, statistics.k3.se)}" in out.out
+    assert "e-05 ±" in out.out and "share |log ρ| > 0.001" in out.out and "p99.9" in out.out
+    assert "Matched toy (exact), on k3" in out.out
+
+
+def test_a_framework_dump_is_read_as_a_single_file(capsys, tmp_path):
+    path = write_nemo(tmp_path, 3, toy_batch(12, seed=5))
+    code, out = run(capsys, str(path), "--json")
+    result = json.loads(out.out)
+    assert code == 0 and result["sequences"] == 12 and result["columns"]["sampler"] == "sampler_logprobs"
+    assert result["mean_reward"] is not None

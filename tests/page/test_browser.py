@@ -9,8 +9,16 @@ import time
 from pathlib import Path
 
 import pytest
+from framework_dumps import toy_batch, write_nemo
 
-from tests.browser import browser_available, launch_browser, running_app, skip_or_fail, wait_for_app
+from tests.browser import (
+    browser_available,
+    file_input,
+    launch_browser,
+    running_app,
+    skip_or_fail,
+    wait_for_app,
+)
 from views.sidebar import picker_order
 
 pytestmark = pytest.mark.browser
@@ -176,18 +184,51 @@ def test_link_over_the_limit_is_refused_with_a_suggestion(app):
 def test_your_run_upload_shows_the_statistics_and_charts(app):
     page = open_page(app, "tab=Your%20run", table=False)
     panel = page.get_by_role("tabpanel", name="Your run")
-    panel.locator('input[type="file"]').set_input_files(str(EXAMPLE_LOG))
+    file_input(panel, "Rollout log").set_input_files(str(EXAMPLE_LOG))
     panel.locator('[data-testid="stVegaLiteChart"]').nth(4).locator("canvas, svg.marks").first.wait_for(timeout=60_000)
     wait_for_app(page)
     assert_no_exception(page)
     assert panel.locator('[data-testid="stVegaLiteChart"]').count() == 5
     assert rendered_charts(page) == 5
     metrics = [text.split() for text in panel.locator('[data-testid="stMetric"]').all_inner_texts()]
-    assert ["k1", "=", "mean(log", "μ", "−", "log", "π)", "0.1720", "±", "0.0046", "standard", "error"] in metrics
-    assert "At mismatch 0.508 ± 0.008" in panel.inner_text()
+    assert ["k1", "=", "mean(log", "μ", "−", "log", "π)", "0.172", "±", "0.0046", "standard", "error"] in metrics
+    assert "At mismatch 0.5032 ± 0.0029" in panel.inner_text()
     assert "What each estimator would do to these sequences" in panel.inner_text()
     cells = "|".join(panel.locator('[data-testid="stDataFrame"] td[role=gridcell]').all_text_contents())
     assert "tok_tis" in cells and "seq_mis" in cells                      # the estimator table has drawn
+    page.close()
+
+
+def test_a_run_of_several_files_shows_its_step_chart(app, tmp_path):
+    """The run's uploader: two step files, then a third dropped on their own (the browser adds it to the first two,
+    whose bytes the tab holds), then one removed; a log on the log's uploader then replaces the run (and lets its
+    files go: a file dropped on the run's uploader next is a run of its own, and the tab says the others are gone)."""
+    paths = [write_nemo(tmp_path, step, toy_batch(10, seed=step)) for step in (1, 2, 3)]
+    page = open_page(app, "tab=Your%20run", table=False)
+    panel = page.get_by_role("tabpanel", name="Your run")
+
+    def shown(text):
+        page.wait_for_timeout(500)
+        wait_for_app(page)
+        panel.get_by_text(text).first.wait_for(timeout=60_000)
+        assert_no_exception(page)
+
+    run_input = file_input(panel, "A run: its step files")
+    run_input.set_input_files([str(path) for path in paths[:2]])
+    shown("A run of 2 steps")
+    run_input.set_input_files(str(paths[2]))
+    shown("A run of 3 steps")
+    panel.locator('[data-testid="stVegaLiteChart"]').nth(1).locator("canvas, svg.marks").first.wait_for(timeout=60_000)
+    assert rendered_charts(page) == 2                    # the metrics against step, and the estimators' shares
+    panel.get_by_role("button", name=f"Remove {paths[1].name}").click()
+    shown("A run of 2 steps")
+    assert "A run of 3 steps" not in panel.inner_text()
+    file_input(panel, "Rollout log").set_input_files(str(EXAMPLE_LOG))
+    shown("k1 = mean(log μ − log π)")
+    assert "A run of" not in panel.inner_text()
+    run_input.set_input_files(str(paths[1]))              # the two left in the run's uploader were let go meanwhile
+    shown("A run of 1 step")
+    assert "2 of the files in the run's uploader were let go" in panel.inner_text()
     page.close()
 
 

@@ -9,7 +9,14 @@ from urllib.parse import quote
 import pytest
 from hostile_logs import HOST, MARKUP, jsonl, markup_cell, markup_names, row
 
-from tests.browser import browser_available, launch_browser, running_app, skip_or_fail, wait_for_app
+from tests.browser import (
+    browser_available,
+    file_input,
+    launch_browser,
+    running_app,
+    skip_or_fail,
+    wait_for_app,
+)
 
 pytestmark = pytest.mark.browser
 HOSTILE_ELEMENTS_JS = """host => [...document.querySelectorAll("*")].filter(element => {
@@ -53,7 +60,7 @@ class Page:
 
     def upload(self, name, content):
         panel = self.page.get_by_role("tabpanel", name="Your run")
-        panel.locator('input[type="file"]').set_input_files(
+        file_input(panel, "Rollout log").set_input_files(
             files=[{"name": name, "mimeType": "application/octet-stream", "buffer": content}])
         self.page.wait_for_timeout(500)
         wait_for_app(self.page)

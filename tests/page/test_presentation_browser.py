@@ -14,7 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import browser_available, launch_browser, running_app, skip_or_fail, wait_for_app
+from tests.browser import (
+    browser_available,
+    file_input,
+    launch_browser,
+    running_app,
+    skip_or_fail,
+    wait_for_app,
+)
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import LESSONS
@@ -238,7 +245,7 @@ def test_screenshots_for_the_readme(app):
     page.screenshot(path=str(DOCS / "training.png"))
     page.context.close()
     page, _ = open_page(app, "present=1&tab=Your%20run")
-    page.get_by_role("tabpanel", name="Your run").locator('input[type="file"]').set_input_files(str(EXAMPLE_LOG))
+    file_input(page.get_by_role("tabpanel", name="Your run"), "Rollout log").set_input_files(str(EXAMPLE_LOG))
     page.get_by_role("tabpanel", name="Your run").locator('[data-testid="stVegaLiteChart"]').first.wait_for()
     settle(page)
     page.screenshot(path=str(DOCS / "your_run.png"))

@@ -9,8 +9,10 @@ from rollout_logs import EXAMPLES
 from examples.make_example_log import TOY
 from toylab import make_toy
 from toylab.analysis.diagnostics import diagnostics
+from toylab.analysis.montecarlo import draw_tokens
 from toylab.engine.sampler import Sampler
-from toylab.your_run.log import load_log
+from toylab.your_run.log import RolloutLog, load_log
+from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.matching import (
     comparison,
     comparison_frame,
@@ -18,7 +20,9 @@ from toylab.your_run.matching import (
     kl_slope,
     match_toy,
     matched_length,
+    matching_estimate,
     per_token_kl,
+    shape_checks,
     tail_shares,
     toy_curve,
 )
@@ -26,8 +30,18 @@ from toylab.your_run.statistics import Estimate, log_statistics
 
 
 @pytest.fixture(scope="module")
-def statistics():
-    return log_statistics(load_log(str(EXAMPLES / "rollouts_per_sequence.parquet")))
+def log():
+    return load_log(str(EXAMPLES / "rollouts_per_sequence.parquet"))
+
+
+@pytest.fixture(scope="module")
+def statistics(log):
+    return log_statistics(log)
+
+
+@pytest.fixture(scope="module")
+def sizes(log):
+    return magnitudes(log)
 
 
 def test_the_curve_is_the_toy_and_its_kl(statistics):
@@ -86,27 +100,83 @@ def test_the_example_gives_back_its_generating_mismatch(statistics):
     assert match.toy_kl == pytest.approx(statistics.k1.value, rel=1e-12)
 
 
-def test_the_comparison_words(statistics):
-    same_toy = comparison(match_toy(statistics.k1, 6, 4, 0), statistics)
-    assert "At mismatch 0.508 ± 0.008" in same_toy[0]
-    assert all(line.endswith("consistent.") for line in same_toy[1:5])
-    assert same_toy[5] == "So per token the toy is a fair stand-in for this run."
-    assert "the data's 55 on average" in same_toy[6]
-    other_toy = comparison(match_toy(statistics.k1, 11, 4, 0), statistics)
-    assert "the data's is 0.41× the toy's" in other_toy[4] and "lighter tails" in other_toy[5]
-    clamped = comparison(match_toy(Estimate(9.0, 0.1), 6, 4, 0), statistics)
+def test_the_comparison_words(statistics, sizes):
+    name, kl = matching_estimate(statistics)
+    assert name == "k3" and statistics.k3.se < statistics.k1.se
+    same_toy = comparison(match_toy(kl, 6, 4, 0), statistics, sizes)
+    assert same_toy[0].startswith("At mismatch 0.5032 ± 0.0029 the toy (T = 6, V = 4, seed 0) has the data's per-token "
+                                  "KL, k3 = 0.169 ± 0.0017 (k3, not k1 = 0.172 ± 0.0046: its standard error is 2.66×")
+    assert all(line.endswith("consistent.") for line in same_toy[1:6])
+    assert same_toy[6] == "So per token the toy is a fair stand-in for this run, as far as this sample can tell."
+    assert "the data's 55 on average" in same_toy[7]
+    other_toy = comparison(match_toy(kl, 11, 4, 0), statistics, sizes)
+    assert other_toy[1].endswith("the data's is below the toy's range.") and "heavier in some places" in other_toy[6]
+    clamped = comparison(match_toy(Estimate(9.0, 0.1), 6, 4, 0), statistics, sizes)
     assert clamped[0].startswith("Even the page's largest mismatch, 2, gives the toy")
 
 
-def test_the_comparison_frame_keeps_data_and_toy_apart(statistics):
-    match = match_toy(statistics.k1, 6, 4, 0)
-    frame = comparison_frame(match, statistics)
-    assert list(frame.columns) == ["quantity", "data", "se", "toy", "toy_low", "toy_high"]
-    assert frame["data"][1] == statistics.chi2_token.value and frame["toy"][1] == match.toy_chi2_token
+def test_the_comparison_frame_keeps_data_and_toy_apart(statistics, sizes):
+    match = match_toy(matching_estimate(statistics)[1], 6, 4, 0)
+    frame = comparison_frame(match, statistics, sizes)
+    assert list(frame.columns) == ["quantity", "data", "se", "toy", "toy_low", "toy_high", "verdict"]
+    assert frame["data"][1] == sizes.chi2_low_variance.value and frame["toy"][1] == match.toy_chi2_token
     assert (frame["toy_low"] <= frame["toy"]).all() and (frame["toy"] <= frame["toy_high"]).all()
+    assert list(frame["verdict"]) == ["matched"] + ["consistent"] * 5
 
 
-def test_the_matched_toy_takes_the_sampler_model(statistics):
+def realistic_log(mismatch, sequences, seed, T=6, V=4, repeats=8):
+    """Sequences of the toy itself (token t from position t mod T)."""
+    toy = make_toy(T=T, V=V, mismatch=mismatch, seed=0)
+    rng = np.random.default_rng(seed)
+    position = np.arange(T * repeats) % T
+    tokens = draw_tokens(rng, toy.mu[position], (sequences,))
+    offsets = np.arange(sequences + 1) * T * repeats
+    return RolloutLog("toy", None, toy.log_mu[position, tokens].ravel(), toy.log_pi[position, tokens].ravel(),
+                      offsets, None, np.arange(1, sequences + 1), 0)
+
+
+def test_the_match_is_on_the_estimate_with_the_smaller_standard_error():
+    log = realistic_log(0.02, 400, seed=1)
+    statistics = log_statistics(log)
+    name, kl = matching_estimate(statistics)
+    assert name == "k3" and kl == statistics.k3 and statistics.k1.se > 20 * statistics.k3.se
+    match = match_toy(kl, 6, 4, 0)
+    assert abs(match.mismatch - 0.02) <= 3 * match.mismatch_se          # the generating mismatch, within 3 se
+    assert "(k3, not k1 = " in comparison(match, statistics, magnitudes(log))[0]
+
+
+def test_a_verdict_only_when_the_data_can_tell():
+    for sequences, verdict in ((1, "Whether the toy has this run's shape: cannot tell at this sample size."),
+                               (2000, "So per token the toy is a fair stand-in for this run, as far as this sample "
+                                      "can tell.")):
+        log = realistic_log(0.3, sequences, seed=2)
+        statistics = log_statistics(log)
+        match = match_toy(matching_estimate(statistics)[1], 6, 4, 0)
+        assert verdict in comparison(match, statistics, magnitudes(log))
+    checks = {check.quantity: check.verdict for check in shape_checks(match, statistics, magnitudes(log))}
+    assert checks["token χ²"] == "consistent" and set(checks.values()) <= {"consistent", "cannot tell"}
+
+
+def test_heavier_tails_than_the_toy_are_called_so():
+    log = realistic_log(0.1, 2000, seed=3)
+    trainer = log.trainer_logprobs.copy()
+    trainer[::50] -= 1.5                                                 # one token in 50 far off: a heavy tail
+    heavy = RolloutLog("heavy", None, log.sampler_logprobs, trainer, log.offsets, None, log.rows, 0)
+    statistics = log_statistics(heavy)
+    match = match_toy(matching_estimate(statistics)[1], 6, 4, 0)
+    checks = {check.quantity: check.verdict for check in shape_checks(match, statistics, magnitudes(heavy))}
+    assert checks["share |log ρ| > 1"] == "heavier"
+
+
+def test_no_token_beyond_a_threshold_is_not_lighter_than_a_rare_toy_share():
+    log = realistic_log(0.43, 2, seed=4)                 # the toy has about 1 % of its tokens beyond |log ρ| = 1
+    statistics = log_statistics(log)
+    match = match_toy(matching_estimate(statistics)[1], 6, 4, 0)
+    check = next(c for c in shape_checks(match, statistics, magnitudes(log)) if c.quantity == "share |log ρ| > 1")
+    assert check.data.value == 0 and check.toy_high > 0 and check.verdict == "cannot tell"
+
+
+def test_the_matched_toy_takes_the_sampler_model(statistics, sizes):
     """With a sampler model the curve is that toy's (its tables equal make_toy's), the match lands on the data's k1,
     the slope is the curve's own, and the JSON echoes the sampler. Truncation and rounding make KL(m) jump where a
     token leaves the kept set or a logit crosses a rounding step: the match is then a crossing, within the jump."""
@@ -124,4 +194,4 @@ def test_the_matched_toy_takes_the_sampler_model(statistics):
     assert statistics.k1.se / match.mismatch_se == pytest.approx(numeric, rel=0.05)
     assert match.as_dict()["temperature"] == 1.2
     zero = match_toy(Estimate(-0.01, 0.001), 6, 4, 0, sampler=Sampler(temperature=2.0))
-    assert zero.clamped == "zero" and "its sampler model alone gives a per-token KL" in comparison(zero, statistics)[0]
+    assert zero.clamped == "zero" and "its sampler model alone gives a per-token KL" in comparison(zero, statistics, sizes)[0]

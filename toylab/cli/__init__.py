@@ -5,5 +5,6 @@
     table          ``python -m toylab``: the exact table
     train          ``python -m toylab train``: gradient ascent with chosen estimators
     inspect        ``python -m toylab inspect FILE``: a rollout log's statistics and matched toy
+    inspect_run    ``python -m toylab inspect DIR``: a run (a directory, a zip, several files) step by step
     progress       a progress bar with the time left, on stderr
 """

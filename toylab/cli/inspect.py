@@ -19,14 +19,17 @@ from toylab.cli.arguments import (
 )
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import UNDEFINED, formatted, quoted
+from toylab.text import UNDEFINED, percent, quoted, significant, with_error
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE, on_log, reward_estimates
 from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
-from toylab.your_run.log import load_log
-from toylab.your_run.matching import comparison, match_toy, matched_length
+from toylab.your_run.magnitudes import magnitudes
+from toylab.your_run.matching import comparison, match_toy, matched_length, matching_estimate
+from toylab.your_run.parity import by_framework, framework_metrics
+from toylab.your_run.run import RunFile, load_file
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS, TAIL_THRESHOLDS, log_statistics
+from toylab.your_run.suggestions import suggestions
 
-ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
+ROLES = ("sampler", "trainer", "mask", "reward", "advantage", "sequence_id", "position")
 BOUNDS_HELP = "\n".join(["bounds, checked while reading (a file over one is refused in one line):",
                          *(f"  {line}" for line in CLI_BOUNDS.lines()),
                          f"  |log π − log μ| of a response token: {LOG_RATIO_LIMIT:g}; |reward|: {REWARD_LIMIT:g}",
@@ -76,28 +79,45 @@ def _check_toy_arguments(arguments):
 
 def report(arguments):
     explicit = {role: getattr(arguments, role) for role in ROLES}
-    log = load_log(arguments.file, bounds=CLI_BOUNDS, **explicit)
+    log = load_file(RunFile(arguments.file, None, None, path=arguments.file), bounds=CLI_BOUNDS, allow_torch=True,
+                    **explicit)[0]
     statistics = log_statistics(log)
+    sizes = magnitudes(log)
     T = matched_length(statistics.mean_length.value, arguments.V) if arguments.T == "data" else arguments.T
-    match = match_toy(statistics.k1, T, arguments.V, arguments.seed, sampler=arguments.sampler_model)
+    matched_on, kl = matching_estimate(statistics)
+    match = match_toy(kl, T, arguments.V, arguments.seed, sampler=arguments.sampler_model)
     result = {
         "file": log.name, "shape": log.columns.shape, "columns": log.columns.roles(),
         "sequences": statistics.sequences, "tokens": statistics.tokens,
         "sequences_without_response_tokens": statistics.dropped,
         "mean_length": statistics.mean_length.as_dict(),
         "k1": statistics.k1.as_dict(), "k3": statistics.k3.as_dict(),
-        "chi2_token": statistics.chi2_token.as_dict(),
+        "chi2_token": statistics.chi2_token.as_dict(), "chi2_low_variance": sizes.chi2_low_variance.as_dict(),
+        "identity_mean_rho_minus_1": sizes.identity.as_dict(),
         "tail_shares": [{"threshold": c, **statistics.tail_shares[c].as_dict()} for c in TAIL_THRESHOLDS],
+        "abs_log_rho_quantiles": sizes.abs_log_rho_quantiles, "min_rho": sizes.min_rho, "max_rho": sizes.max_rho,
+        "worst_tokens": sizes.worst_tokens, "worst_sequences": sizes.worst_sequences,
         "log_W": statistics.log_W.as_dict(), "log_rho_geo": statistics.log_rho_geo.as_dict(),
         "ess_fraction": statistics.ess_fraction,
         "mean_reward": None if statistics.mean_reward is None else statistics.mean_reward.as_dict(),
         "standard_errors": STANDARD_ERRORS,
-        "matched_toy": {**match.as_dict(), "summary": comparison(match, statistics)},
+        "matched_toy": {**match.as_dict(), "matched_on": matched_on, "summary": comparison(match, statistics, sizes)},
         "estimators": [row.as_dict() for row in on_log(log, arguments.selection)],
+        "threshold_suggestions": suggestions(log, arguments.selection),
         "reward_estimates": None if log.rewards is None else reward_estimates(log).as_dict(),
+        "advantages": "the log's own" if log.rewards is None and log.advantages is not None else
+                      "r − mean(r)" if log.rewards is not None else None,
+        "frameworks": by_framework(framework_metrics(log)),
+        "notices": list(log.notices) + ([IDENTITY_BROKEN.format(with_error(sizes.identity.value, sizes.identity.se))]
+                                        if sizes.identity_broken() else []),
     }
     result["notes"] = _notes(result)
     return result
+
+
+IDENTITY_BROKEN = ("mean ρ − 1 = {} is below 0 by more than 3 standard errors: E_μ[ρ] = 1 fails, so the sampler's "
+                   "logged log-probabilities miss probability the trainer gives (top-p or top-k truncation, or a "
+                   "temperature applied to sampling but not to the logged log-probs)")
 
 
 def _notes(result):
@@ -128,54 +148,79 @@ def as_text(result):
     shape = "a row per sequence" if result["shape"] == "sequence" else "a row per token"
     lines = [f"{result['file']}: {shape}; {columns}",
              f"{result['sequences']:,} sequences, {result['tokens']:,} response tokens, mean length "
-             f"{_pm(result['mean_length'], '{:.1f}')}"
+             f"{_pm(result['mean_length'])}"
              + (f" ({result['sequences_without_response_tokens']:,} sequences without response tokens left out)"
-                if result["sequences_without_response_tokens"] else ""),
-             "", f"Sample estimates ± {STANDARD_ERRORS}:",
-             f"  k1 = mean(log μ − log π)   {_pm(result['k1'], '{:.4f}')}   per-token KL(μ‖π)",
-             f"  k3 = mean(ρ − 1 − log ρ)   {_pm(result['k3'], '{:.4f}')}   per-token KL(μ‖π)",
-             f"  χ²_token = mean(ρ²) − 1    {_pm(result['chi2_token'], '{:.4g}')}"]
-    lines += [f"  share |log ρ| > {row['threshold']:<4g}      {_pm(row, '{:.2%}')}" for row in result["tail_shares"]]
+                if result["sequences_without_response_tokens"] else "")]
+    lines += [f"Notice: {notice}." for notice in result["notices"]]
+    lines += ["", f"Sample estimates ± {STANDARD_ERRORS}:",
+              f"  k1 = mean(log μ − log π)   {_pm(result['k1'])}   per-token KL(μ‖π)",
+              f"  k3 = mean(ρ − 1 − log ρ)   {_pm(result['k3'])}   per-token KL(μ‖π), low variance",
+              f"  χ² = mean((ρ − 1)²)        {_pm(result['chi2_low_variance'])}   per-token χ², low variance",
+              f"  χ² = mean(ρ²) − 1          {_pm(result['chi2_token'])}",
+              f"  mean ρ − 1                 {_pm(result['identity_mean_rho_minus_1'])}   0 if μ is what was sampled"]
+    lines += [f"  share |log ρ| > {row['threshold']:<6g}    {percent(row['value'])} ± {percent(row['se'], 2)}"
+              for row in result["tail_shares"]]
+    quantiles = result["abs_log_rho_quantiles"]
+    lines.append("  |log ρ|: " + ", ".join(f"{name} {significant(value)}" for name, value in quantiles.items())
+                 + f"; smallest ρ {significant(result['min_rho'])}, largest ρ {significant(result['max_rho'])}")
     for name, key in (("log W", "log_W"), ("log ρ_geo", "log_rho_geo")):
         spread = result[key]
-        quantiles = " ".join(f"{value:.3g}" for value in spread["quantiles"].values())
-        lines.append(f"  {name}: mean {_pm(spread['mean'], '{:.4g}')}, sd {_number(spread['sd'], '{:.3g}')}, "
-                     f"5/25/50/75/95 %: {quantiles}, range {spread['min']:.3g} to {spread['max']:.3g}")
-    lines.append(f"  ESS fraction of these {result['sequences']:,} sequence weights: {result['ess_fraction']:.2%}")
+        values = " ".join(significant(value) for value in spread["quantiles"].values())
+        lines.append(f"  {name}: mean {_pm(spread['mean'])}, sd {significant(spread['sd'])}, 5/25/50/75/95 %: "
+                     f"{values}, range {significant(spread['min'])} to {significant(spread['max'])}")
+    lines.append(f"  ESS fraction of these {result['sequences']:,} sequence weights: {percent(result['ess_fraction'])}")
     if result["mean_reward"] is not None:
-        lines.append(f"  mean reward E_μ[r]: {_pm(result['mean_reward'], '{:.4f}')}")
+        lines.append(f"  mean reward E_μ[r]: {_pm(result['mean_reward'])}")
     rewards = result["reward_estimates"]
     if rewards is not None:
-        lines.append(f"  J = E_π[r] by seq_is: {_pm(rewards['seq_is'], '{:.4f}') if rewards['seq_is'] else '—'},  "
-                     f"by self-normalised IS: {_pm(rewards['snis'], '{:.4f}')}")
+        lines.append(f"  J = E_π[r] by seq_is: {_pm(rewards['seq_is']) if rewards['seq_is'] else UNDEFINED},  "
+                     f"by self-normalised IS: {_pm(rewards['snis'])}")
         if result["ess_fraction"] < FEW_WEIGHTS:
             lines.append("  " + UNRELIABLE.format(result["ess_fraction"]))
+    lines += ["", "The most extreme tokens (position in the response, μ and π of the token, log ρ):"]
+    lines += [f"  row {row['row']}, position {row['position']}: μ {significant(row['sampler_probability'])}, π "
+              f"{significant(row['trainer_probability'])}, log ρ {significant(row['log_rho'])}"
+              for row in result["worst_tokens"][:5]]
+    lines += ["The most extreme sequences (by |log W|):"]
+    lines += [f"  row {row['row']}: {row['length']:,} tokens, log W {significant(row['log_W'])}, largest |log ρ| "
+              f"{significant(row['max_abs_log_rho'])}" for row in result["worst_sequences"][:5]]
     lines += ["", "What each estimator does to these sequences (shares of this log, not probabilities):",
-              f"  {'estimator':<28}{'tokens hit':>11}{'seqs hit':>10}{'weight mean':>13}{'sd':>9}{'ESS':>8}"]
+              f"  {'estimator':<28}{'tokens hit':>12}{'seqs hit':>11}{'weight mean':>13}{'sd':>10}{'ESS':>9}"]
     for row in result["estimators"]:
         if row["note"] and row["tokens_affected"] is not None:
-            lines.append(f"  {row['name']:<28}{row['tokens_affected']:>11.2%}{row['sequences_affected']:>10.2%}  "
-                         f"{UNDEFINED} {row['note']}")
+            lines.append(f"  {row['name']:<28}{percent(row['tokens_affected']):>12}{percent(row['sequences_affected']):>11}"
+                         f"  {UNDEFINED} {row['note']}")
         elif row["note"]:
             lines.append(f"  {row['name']:<28}{UNDEFINED} {row['note']}")
         else:
-            lines.append(f"  {row['name']:<28}{row['tokens_affected']:>11.2%}{row['sequences_affected']:>10.2%}"
-                         f"{row['weight_mean']:>13.4g}{row['weight_sd']:>9.3g}{row['ess_fraction']:>8.1%}")
+            lines.append(f"  {row['name']:<28}{percent(row['tokens_affected']):>12}{percent(row['sequences_affected']):>11}"
+                         f"{significant(row['weight_mean'], 4):>13}{significant(row['weight_sd']):>10}"
+                         f"{percent(row['ess_fraction']):>9}")
+    if result["advantages"] == "the log's own":
+        lines.append("  (the estimators that read the advantage use the log's own advantages: it has no reward)")
+    if result["threshold_suggestions"]:
+        lines += ["", "Thresholds that would touch 0.1 % / 1 % / 10 % of this log (* outside the estimator's range):"]
+        for row in result["threshold_suggestions"]:
+            at = " / ".join(significant(point["value"], 4) + ("" if point["in_range"] else "*") for point in row["at"])
+            lines.append(f"  {row['estimator']}.{row['parameter']} (now {significant(row['current'])}; "
+                         f"{row['counts']}, {row['side']}): {at}")
+    lines += ["", "The frameworks' own metrics on this log (the JSON's \"frameworks\" has them all):"]
+    for framework, rows in result["frameworks"].items():
+        shown = [f"{row['name']} {significant(row['value'])}" + ("" if row.get("se") is None else
+                                                                f" ± {significant(row['se'], 2)}")
+                 for row in rows if row["value"] is not None][:4]
+        lines.append(f"  {framework}: " + "; ".join(shown))
     match = result["matched_toy"]
-    lines += ["", f"Matched toy (exact): T={match['T']} V={match['V']} seed={match['seed']} "
-                  f"mismatch={match['mismatch']:.4f} ± {_number(match['mismatch_se'], '{:.4f}')}"]
+    lines += ["", f"Matched toy (exact), on {match['matched_on']}: T={match['T']} V={match['V']} seed={match['seed']} "
+                  f"mismatch={significant(match['mismatch'], 4)} ± {significant(match['mismatch_se'], 2)}"]
     lines += [f"  {sentence}" for sentence in match["summary"]]
     if result["notes"]:
         lines += ["", "Notes (why a value is —):"] + [f"  {note}" for note in result["notes"]]
     return "\n".join(lines)
 
 
-def _pm(estimate, style):
-    return f"{formatted(estimate['value'], style)} ± {formatted(estimate['se'], style)}"
-
-
-def _number(value, style):
-    return formatted(value, style)
+def _pm(estimate):
+    return with_error(estimate["value"], estimate["se"])
 
 
 def main(argv=None):

@@ -8,7 +8,15 @@ estimator's registry colour.
 import altair as alt
 import pandas as pd
 
-from toylab.presentation.charts import SPAN_SCALE, readable, threshold_layers, tips, x_span
+from toylab.presentation.charts import (
+    SPAN_SCALE,
+    TEXT,
+    estimator_colour,
+    readable,
+    threshold_layers,
+    tips,
+    x_span,
+)
 from toylab.presentation.frames import ratio_domain
 
 DATA_COLOUR = "#E69F00"          # the Ratios tab's sampled-batch colour
@@ -23,13 +31,15 @@ def _domain(frame, thresholds):
 
 def _count_bars(frame, count, x_title, domain=None):
     """Bars from bin_start to bin_end on a log count axis (bars start below 1, so a single count shows), over
-    ``domain`` if given (with ``charts.x_span`` beside them)."""
+    ``domain`` if given (with ``charts.x_span`` beside them); an end bin that also counts the tail beyond the view
+    (``tail``) is outlined."""
     scale = SPAN_SCALE if domain else alt.Undefined
-    return alt.Chart(frame).mark_bar(color=DATA_COLOUR, opacity=0.85).encode(
+    return alt.Chart(frame).mark_bar(color=DATA_COLOUR, opacity=0.85, stroke=TEXT).encode(
         alt.X("bin_start:Q", title=x_title, scale=scale), alt.X2("bin_end:Q"),
         alt.Y(f"{count}:Q", scale=alt.Scale(type="log"), title=f"{count} (log scale)"), alt.Y2Datum(0.5),
-        tips(alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
-             alt.Tooltip(f"{count}:Q", format=",")))
+        alt.StrokeWidth("tail:N", scale=alt.Scale(domain=[False, True], range=[0, 2]), legend=None),
+        tips(alt.Tooltip("bin_start:Q", format=".3g"), alt.Tooltip("bin_end:Q", format=".3g"),
+             alt.Tooltip(f"{count}:Q", format=","), alt.Tooltip("tail:N", title="includes the tail beyond")))
 
 
 def token_histogram_chart(frame, thresholds=None):
@@ -68,6 +78,50 @@ def probability_chart(frame):
     """Where the mismatch lives: log ρ_t against the sampler's own probability of the token."""
     return _binned_chart(frame, alt.X("log10_mu:Q", title="log10 μ(y_t), the sampler's probability of the token"),
                          "log ρ_t against the sampler's probability")
+
+
+def overlaid_histogram_chart(frame):
+    """Several logs' log ρ_t on the same bins (``log_frames.overlaid_histogram_frame``): each log's share of its
+    tokens per bin, as steps, one colour per log."""
+    return readable(alt.Chart(frame, height=HEIGHT, title="log ρ_t of each log (share of its tokens)").mark_line(
+        interpolate="step-after", strokeWidth=2.5).encode(
+        alt.X("bin_start:Q", title=LOG_RHO), alt.Y("share:Q", scale=alt.Scale(type="log"), title="share of tokens (log)"),
+        alt.Color("log:N", scale=alt.Scale(range=[DATA_COLOUR, "#0072B2", "#009E73", "#CC79A7"]), title="log"),
+        tips("log:N", alt.Tooltip("bin_start:Q", format=".3g"), alt.Tooltip("bin_end:Q", format=".3g"),
+             alt.Tooltip("tokens:Q", format=","), alt.Tooltip("share:Q", format=".3g"))))
+
+
+def steps_chart(frame, columns=2):
+    """A run's metrics against step (``log_frames.steps_frame``), one small panel each with its own y scale, in the
+    frame's order: the value, its ± 2 se band, and a red rule at the step where it first left its early range."""
+    base = alt.Chart(frame)
+    x = alt.X("step:Q", title="step")
+    band = base.mark_area(color=DATA_COLOUR, opacity=0.25).encode(x, alt.Y("low:Q", title=None), alt.Y2("high:Q"))
+    line = base.mark_line(color=DATA_COLOUR, point=True).encode(
+        x, alt.Y("value:Q"), tips("metric:N", "step:Q", alt.Tooltip("value:Q", format=".4g"),
+                                  alt.Tooltip("low:Q", format=".4g", title="− 2 se"),
+                                  alt.Tooltip("high:Q", format=".4g", title="+ 2 se")))
+    left = base.transform_filter(alt.datum.left).mark_rule(color="#D55E00", strokeWidth=2.5, strokeDash=[5, 3]).encode(
+        x, tips("metric:N", alt.Tooltip("step:Q", title="left its early range at step")))
+    return readable(alt.layer(band, line, left, height=150, width=300).facet(
+        facet=alt.Facet("metric:N", title=None, sort=list(dict.fromkeys(frame["metric"]))), columns=columns
+    ).resolve_scale(y="independent"))
+
+
+def affected_steps_chart(frame):
+    """Each selected estimator's share of response tokens masked or clipped against step
+    (``run_frames.affected_steps_frame``), in its registry colour, with a rule in that colour at the step where the
+    share first left its early range."""
+    base = alt.Chart(frame)
+    x = alt.X("step:Q", title="step", axis=alt.Axis(format="d", tickMinStep=1))
+    colour = estimator_colour(frame["estimator"])
+    line = base.mark_line(point=True).encode(
+        x, alt.Y("value:Q", title="share of response tokens masked or clipped", axis=alt.Axis(format="%")), colour,
+        tips("estimator:N", "step:Q", alt.Tooltip("value:Q", format=".3%")))
+    left = base.transform_filter(alt.datum.left).mark_rule(strokeWidth=2.5, strokeDash=[5, 3]).encode(
+        x, colour, tips("estimator:N", alt.Tooltip("step:Q", title="left its early range at step")))
+    return readable(alt.layer(line, left, height=HEIGHT, title="What each selected estimator masks or clips, step "
+                                                               "by step"))
 
 
 def sequence_histogram_chart(frame, thresholds=None, kind="W"):

@@ -1,37 +1,85 @@
 """The DataFrames behind the Your run charts: a rollout log's per-token and per-sequence ratios, binned.
 
 Every count, mean and quantile is of the log's own tokens or sequences (a sample, not a distribution):
-    token_histogram_frame      log ρ_t = log π − log μ of every response token, in equal-width bins
+    token_histogram_frame      log ρ_t = log π − log μ of every response token, in equal-width bins over the
+                               data's 0.1 %–99.9 % quantiles (zoomed to the data: the few tokens beyond are
+                               counted in the end bins, marked ``tail``)
     position_frame             log ρ_t against the token's position in its response, positions binned
     probability_frame          log ρ_t against the sampler's probability μ(y_t) of the token, log10-binned
     sequence_histogram_frame   log W = Σ_t log ρ_t or log ρ_geo = log W / L per sequence, in bins
     *_threshold_frame          the selected estimators' thresholds on those axes and the share of the log's
                                tokens or sequences beyond each (the same rules the Ratios tab draws)
+    overlaid_histogram_frame   several logs' log ρ_t on one set of bins, each bin's share of its log
+    thresholds_in_view         the thresholds inside a histogram's range, and the ones beyond (listed, not drawn)
+    quantile_frame             |log ρ| quantiles p50, p99, p99.9, max and the smallest and largest ρ
+    steps_frame                a run's metrics against step, ± 2 se, the step where each left its early range
+    affected_steps_frame       each selected estimator's share of tokens masked or clipped, against step
+    steps_table                a run as a table to export: a row per step, each metric's value and se
+    failed_steps_frame, frameworks_frame    the steps not read; a "frameworks" block as rows
+    sequence_results_frame, token_results_frame, export_bytes    the per-sequence and per-token results, as CSV
+                               or Parquet bytes
+    side_by_side_frame         two (or more) logs' numbers in one table, each with its se
 A binned frame has per bin the token count, the mean of log ρ_t and its 10 % and 90 % quantiles.
 """
+
+import io
 
 import numpy as np
 import pandas as pd
 
 from toylab.presentation.frames import THRESHOLD_COLUMNS, sequence_rules, token_rules
 from toylab.your_run.statistics import sequence_log_ratios
+from toylab.your_run.steps import AFFECTED_SERIES, TAIL_SERIES, series_keys, value_and_se
 
 BAND = (0.1, 0.9)
 
 
-def _histogram(values, bins, count_name):
-    """Equal-width bins over the values' range (one bin of width 1 around them when they all but coincide)."""
-    low, high = float(values.min()), float(values.max())
+ZOOM = (0.001, 0.999)
+
+
+def _zoomed(values):
+    """The ``ZOOM`` quantiles, each an order statistic inside them (interpolating towards a lone outlier would
+    stretch the view)."""
+    return float(np.quantile(values, ZOOM[0], method="higher")), float(np.quantile(values, ZOOM[1], method="lower"))
+
+
+def _histogram(values, bins, count_name, zoom=None):
+    """Equal-width bins over the values' range, or over their ``zoom`` quantiles with the values beyond counted in
+    the end bins (``tail`` True there); one bin of width 1 around them when they all but coincide."""
+    low, high = (float(values.min()), float(values.max())) if zoom is None else _zoomed(values)
+    if high - low < 1e-9 * max(1.0, abs(low)):
+        low, high = float(values.min()), float(values.max())
     if high - low < 1e-9 * max(1.0, abs(low)):
         low, high, bins = low - 0.5, high + 0.5, 1
-    counts, edges = np.histogram(values, bins=bins, range=(low, high))
-    frame = pd.DataFrame({"bin_start": edges[:-1], "bin_end": edges[1:], count_name: counts})
+    counts, edges = np.histogram(np.clip(values, low, high), bins=bins, range=(low, high))
+    tail = np.zeros(bins, bool)
+    tail[0], tail[-1] = bool((values < low).any()), bool((values > high).any())
+    frame = pd.DataFrame({"bin_start": edges[:-1], "bin_end": edges[1:], count_name: counts, "tail": tail})
     return frame[frame[count_name] > 0].reset_index(drop=True)
 
 
 def token_histogram_frame(log, bins=60):
-    """bin_start, bin_end, tokens: the response tokens' log ρ_t (empty bins left out: the count axis is log)."""
-    return _histogram(log.log_ratio, bins, "tokens")
+    """bin_start, bin_end, tokens, tail: the response tokens' log ρ_t zoomed to the data (``ZOOM`` quantiles; empty
+    bins left out: the count axis is log)."""
+    return _histogram(log.log_ratio, bins, "tokens", ZOOM)
+
+
+def overlaid_histogram_frame(logs, bins=60):
+    """log, bin_start, bin_end, tokens, share, tail: several logs' log ρ_t on one set of bins (over all their
+    tokens' ``ZOOM`` quantiles), each bin's count and its share of that log's tokens."""
+    values = {name: log.log_ratio for name, log in logs.items()}
+    low, high = _zoomed(np.concatenate(list(values.values())))
+    if high - low < 1e-12:
+        low, high = low - 0.5, high + 0.5
+    frames = []
+    for name, log_rho in values.items():
+        counts, edges = np.histogram(np.clip(log_rho, low, high), bins=bins, range=(low, high))
+        tail = np.zeros(bins, bool)
+        tail[0], tail[-1] = bool((log_rho < low).any()), bool((log_rho > high).any())
+        frames.append(pd.DataFrame({"log": name, "bin_start": edges[:-1], "bin_end": edges[1:], "tokens": counts,
+                                    "share": counts / len(log_rho), "tail": tail}))
+    frame = pd.concat(frames, ignore_index=True)
+    return frame[frame["tokens"] > 0].reset_index(drop=True)
 
 
 def sequence_histogram_frame(log, kind="W", bins=40):
@@ -110,3 +158,161 @@ def sequence_threshold_frame(log, selection, kind="W"):
              "beyond": _beyond(values, log_value, side)}
             for id, threshold, value, log_value, side in sequence_rules(selection, kind)]
     return pd.DataFrame(rows, columns=THRESHOLD_COLUMNS)
+
+
+def thresholds_in_view(thresholds, histogram):
+    """(the thresholds inside the histogram's range, the ones beyond it): a rule far outside the data would stretch
+    the axis until the data is one spike, so those are listed instead of drawn."""
+    if thresholds is None or not len(thresholds):
+        return thresholds, thresholds
+    low, high = histogram["bin_start"].min(), histogram["bin_end"].max()
+    inside = thresholds["log_value"].between(low, high)
+    return thresholds[inside].reset_index(drop=True), thresholds[~inside].reset_index(drop=True)
+
+
+def quantile_frame(sizes):
+    """quantity, value: the |log ρ| quantiles p50, p99, p99.9, the maximum and the smallest ρ of a log's tokens."""
+    rows = [{"quantity": f"|log ρ| {name}", "value": value} for name, value in sizes.abs_log_rho_quantiles.items()]
+    return pd.DataFrame(rows + [{"quantity": "smallest ρ", "value": sizes.min_rho},
+                                {"quantity": "largest ρ", "value": sizes.max_rho}])
+
+
+# -- a run: its metrics against step -------------------------------------------------------------------------
+
+STEP_METRICS = {"k1": "k1 = mean(log μ − log π)", "k3": "k3 = mean(ρ − 1 − log ρ)",
+                "chi2_low_variance": "χ² = mean((ρ − 1)²)", "identity_mean_rho_minus_1": "mean ρ − 1 (≈ 0)",
+                "ess_fraction": "ESS fraction of W", "max_abs_log_rho": "max |log ρ|", "min_rho": "smallest ρ",
+                "mean_reward": "mean reward E_μ[r]"}
+
+
+def step_labels(keys):
+    """{key: panel title} of the run's metrics among ``keys`` (``steps.series_keys``): STEP_METRICS's, then each
+    tail share; the estimators' shares have their own chart (``affected_steps_frame``)."""
+    labels = {key: label for key, label in STEP_METRICS.items() if key in keys}
+    return labels | {key: f"share |log ρ| > {key[len(TAIL_SERIES):]}" for key in keys if key.startswith(TAIL_SERIES)}
+
+
+def steps_frame(summaries, departures, metrics=None):
+    """metric, step, value, low, high, left: each readable step's metrics (``metrics``: {key: label}, by default
+    ``step_labels`` of the run's series; low/high = value ± 2 se where it has one), ``left`` True at the step where
+    the metric first left its early range (``steps.departures``)."""
+    metrics = step_labels(series_keys(summaries)) if metrics is None else metrics
+    rows = []
+    for summary in summaries:
+        if "error" in summary:
+            continue
+        for key, label in metrics.items():
+            value, se = value_and_se(summary, key)
+            if value != value:
+                continue
+            spread = 0.0 if se != se else 2 * se
+            rows.append({"metric": label, "step": summary["step"], "value": value, "low": value - spread,
+                         "high": value + spread, "left": departures.get(key) == summary["step"]})
+    return pd.DataFrame(rows, columns=["metric", "step", "value", "low", "high", "left"])
+
+
+def affected_steps_frame(summaries, departures):
+    """estimator, step, value, left: each selected estimator's share of response tokens masked or clipped at each
+    readable step (an estimator left out of a step, e.g. one that needs rewards, has no row there); ``left`` True at
+    the step where that share first left its early range."""
+    keys = [key for key in series_keys(summaries) if key.startswith(AFFECTED_SERIES)]
+    rows = []
+    for summary in summaries:
+        if "error" in summary:
+            continue
+        for key in keys:
+            value, _ = value_and_se(summary, key)
+            if value == value:
+                rows.append({"estimator": key[len(AFFECTED_SERIES):], "step": summary["step"], "value": value,
+                             "left": departures.get(key) == summary["step"]})
+    return pd.DataFrame(rows, columns=["estimator", "step", "value", "left"])
+
+
+def steps_table(summaries):
+    """A row per step (read or not): step, files, sequences, tokens, then for every followed metric
+    (``steps.series_keys``) its value and, where it has one, its se (``k1``, ``k1_se``, …, ``tail_share>0.01``,
+    ``tokens_affected:tok_tis``), and the error of a step that could not be read."""
+    keys = series_keys(summaries)
+    rows = []
+    for summary in summaries:
+        row = {"step": summary["step"], "files": " ".join(summary["files"]), "sequences": summary.get("sequences"),
+               "tokens": summary.get("tokens")}
+        for key in keys:
+            value, se = value_and_se(summary, key) if "error" not in summary else (np.nan, np.nan)
+            row[key], row[f"{key}_se"] = value, se
+        rows.append(row | {"error": summary.get("error", "")})
+    table = pd.DataFrame(rows)
+    return table.drop(columns=[column for column in table.columns if column.endswith("_se") and
+                               table[column].isna().all()])
+
+
+def failed_steps_frame(summaries):
+    """step, files, error: the steps that could not be read."""
+    return pd.DataFrame([{"step": summary["step"], "files": ", ".join(summary["files"]), "error": summary["error"]}
+                         for summary in summaries if "error" in summary], columns=["step", "files", "error"])
+
+
+def frameworks_frame(block):
+    """framework, metric, value, se, note: a "frameworks" block (``parity.by_framework``) as rows."""
+    return pd.DataFrame([{"framework": framework, "metric": row["name"], "value": row["value"], "se": row.get("se"),
+                          "note": row.get("note", "")} for framework, rows in block.items() for row in rows],
+                        columns=["framework", "metric", "value", "se", "note"])
+
+
+# -- the per-sequence and per-token results, for export ------------------------------------------------------
+
+def sequence_results_frame(log):
+    """One row per sequence: sequence, row (in the file), tokens, log_W, log_rho_geo, max_abs_log_rho, mean_k3 and
+    the reward where the log has one."""
+    log_rho = log.log_ratio
+    log_W = log.sequence_sums(log_rho)
+    frame = pd.DataFrame({"sequence": np.arange(log.sequences), "row": log.rows, "tokens": log.lengths,
+                          "log_W": log_W, "log_rho_geo": log_W / log.lengths,
+                          "max_abs_log_rho": np.maximum.reduceat(np.abs(log_rho), log.offsets[:-1]),
+                          "mean_k3": log.sequence_sums(np.exp(log_rho) - 1 - log_rho) / log.lengths})
+    if log.rewards is not None:
+        frame["reward"] = log.rewards
+    return frame
+
+
+def token_results_frame(log):
+    """One row per response token: sequence, position, sampler_logprob (log μ), trainer_logprob (log π), log_rho."""
+    return pd.DataFrame({"sequence": np.repeat(np.arange(log.sequences), log.lengths), "position": log.positions,
+                         "sampler_logprob": log.sampler_logprobs, "trainer_logprob": log.trainer_logprobs,
+                         "log_rho": log.log_ratio})
+
+
+def export_bytes(frame, format):
+    """A frame as the bytes of a CSV ("csv") or Parquet ("parquet") file."""
+    if format == "csv":
+        return frame.to_csv(index=False).encode()
+    if format == "parquet":
+        sink = io.BytesIO()
+        frame.to_parquet(sink, index=False)
+        return sink.getvalue()
+    raise ValueError(f"format must be 'csv' or 'parquet', got {format!r}")
+
+
+# -- two logs side by side ------------------------------------------------------------------------------------
+
+def side_by_side_frame(named):
+    """quantity, then per log its value and se: {name: (LogStatistics, Magnitudes)} side by side."""
+    rows = []
+    first = next(iter(named.values()))
+    quantities = [("sequences", lambda st, sz: (st.sequences, None)), ("response tokens", lambda st, sz: (st.tokens, None)),
+                  ("k1", lambda st, sz: (st.k1.value, st.k1.se)), ("k3", lambda st, sz: (st.k3.value, st.k3.se)),
+                  ("χ² = mean((ρ − 1)²)", lambda st, sz: (sz.chi2_low_variance.value, sz.chi2_low_variance.se)),
+                  ("mean ρ − 1", lambda st, sz: (sz.identity.value, sz.identity.se)),
+                  ("ESS fraction of W", lambda st, sz: (st.ess_fraction, None))]
+    quantities += [(f"share |log ρ| > {c:g}", lambda st, sz, c=c: (st.tail_shares[c].value, st.tail_shares[c].se))
+                   for c in first[0].tail_shares]
+    quantities += [(f"|log ρ| {name}", lambda st, sz, name=name: (sz.abs_log_rho_quantiles[name], None))
+                   for name in first[1].abs_log_rho_quantiles]
+    quantities.append(("smallest ρ", lambda st, sz: (sz.min_rho, None)))
+    for label, get in quantities:
+        row = {"quantity": label}
+        for name, (statistics, sizes) in named.items():
+            value, se = get(statistics, sizes)
+            row[f"{name}"], row[f"{name} ± se"] = value, se
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -8,4 +8,10 @@
     statistics     sample statistics (k1, k3, χ², ESS, tails), each with its standard error
     applied        what each estimator would do to the log, through the one batch interface
     matching       the toy whose exact KL matches the log
+    dumps          what frameworks dump (NeMo-RL, prime-rl, slime, Miles; SkyRL refused), read as written
+    run            a run: its files by step and rank, read one step at a time, ranks merged
+    steps          a run as a time series: a summary per step, and where each metric left its early range
+    magnitudes     the sizes a real run's mismatch has: low-variance estimates, tails, extremes, worst tokens
+    suggestions    the threshold at which each estimator would touch 0.1 %, 1 %, 10 % of the log
+    parity         the frameworks' own mismatch metrics, under their names, from the two log-prob columns
 """

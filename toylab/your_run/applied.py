@@ -14,7 +14,8 @@ These are counts on this sample, not probabilities under μ. The sums are kept s
 weights up to float64's largest stay summable; an estimator whose weights themselves overflow float64 (W = e^800
 on a long sequence) keeps its shares and gets a note instead of a weight summary. Estimators that read the advantage (PPO-clip
 against the sampler, the off-policy sequence mask, verl's bypass_ppo_clip presets) get A_b = r_b − mean(r),
-the log's own centred reward, when the log has rewards, and are left out (with the reason) when it has none.
+the log's own centred reward, when the log has rewards, or else the log's own advantages (a dump of prime-rl, SkyRL
+or TRL holds advantages, not rewards), and are left out (with the reason) when it has neither.
 Batch-coupled estimators have no weight of their own on a sequence: they are left out with the reason.
 
 With rewards, the log also estimates the trainer's expected reward J = E_π[r] by importance sampling,
@@ -66,7 +67,7 @@ def on_log(log, selection):
              if ESTIMATORS[id].exact and not ESTIMATORS[id].on_policy}
     totals = {id: _Totals() for id in exact}
     left_out = {}
-    advantage_of = None if log.rewards is None else log.rewards - log.rewards.mean()
+    advantage_of = advantages_of(log)
     for batch in log.batches():
         advantages = None if advantage_of is None else advantage_of[batch.start:batch.start + len(batch.mask)]
         sequences = GivenSequences(batch.trainer_logprobs, batch.sampler_logprobs, batch.mask, advantages)
@@ -76,11 +77,19 @@ def on_log(log, selection):
             try:
                 with np.errstate(over="ignore", invalid="ignore"):     # weights past float64: see _Totals
                     coefficient, _, affected = marks(id, sequences, params)
-            except ValueError as error:            # the advantage is needed and the log has no rewards
-                left_out[id] = f"needs rewards: {error}"
+            except ValueError as error:            # the advantage is needed and the log has neither
+                left_out[id] = f"needs rewards or advantages: {error}"
                 continue
             totals[id].add(coefficient[batch.mask], affected)
     return [_row(id, totals.get(id), left_out.get(id) or _why_not(id)) for id in selection]
+
+
+def advantages_of(log):
+    """A_b for the estimators that read it: r_b − mean(r) when the log has rewards, else its own advantages
+    (prime-rl, SkyRL, TRL dump those), else None."""
+    if log.rewards is not None:
+        return log.rewards - log.rewards.mean()
+    return log.advantages
 
 
 def _why_not(id):

@@ -4,15 +4,25 @@ Roles and the names recognised for them (case-insensitive):
 
     sampler       the inference engine's log-probs of the sampled tokens (log μ), e.g. verl's rollout_log_probs
     trainer       the trainer's log-probs of the same tokens (log π), e.g. verl's old_log_probs
-    mask          1 = a response token, 0 = ignored (prompt, padding); optional
-    reward        one number per sequence; optional
+    mask          1 or true = a response token, 0 or false = ignored (prompt, padding); optional
+    reward        one number per sequence, or per token in a row-per-sequence log (verl's token_level_scores:
+                  summed over the sequence, as verl does); optional
+    advantage     the advantage A of each sequence, used when the log has no reward (prime-rl, SkyRL and TRL
+                  dump advantages, not rewards): one number per sequence, or per token (its mean over the
+                  sequence's response tokens); optional
     sequence_id   which sequence a row belongs to (row-per-token logs only)
     position      the token's place in its sequence (row-per-token logs only; file order otherwise)
 
 Shape: when the log-prob columns hold lists, a row is a sequence ("sequence"); when they hold numbers, a
 row is a token ("token") and a sequence id column is required. Any role can be named explicitly; a
 column whose first values are all in [0, 1] and not all ≤ 0 looks like probabilities, not
-log-probabilities, and is never picked by name alone.
+log-probabilities, and is never picked by name alone. The names cover the frameworks' own (NeMo-RL's
+generation_logprobs/prev_logprobs/token_loss_mask, slime's and Miles' rollout_log_probs/log_probs/loss_masks,
+SkyRL's rollout_logprobs/action_log_probs/loss_mask, prime-rl's inference_logprobs/trainer_logprobs/loss_mask).
+
+Two things a reader would otherwise drop in silence become ``notices`` on the Columns: a numeric column with one
+number per sequence when no reward is recognised (it may be the reward), and, in a row-per-token log, a column
+named like a position that is not used as the position (tokens then keep file order).
 """
 
 from dataclasses import dataclass, fields
@@ -24,17 +34,24 @@ from toylab.your_run.files import LogError
 
 NAMES = {
     "sampler": ("rollout_log_probs", "rollout_logprobs", "sampler_logprobs", "sampler_log_probs",
-                "inference_logprobs", "inference_log_probs"),
+                "inference_logprobs", "inference_log_probs", "generation_logprobs", "generation_log_probs",
+                "sampling_logprobs", "sampling_per_token_logps"),
     "trainer": ("old_log_probs", "old_logprobs", "trainer_logprobs", "trainer_log_probs", "training_logprobs",
-                "training_log_probs"),
-    "mask": ("response_mask", "loss_mask", "mask"),
-    "reward": ("reward", "rewards", "score", "scores"),
+                "training_log_probs", "prev_logprobs", "prev_log_probs", "log_probs", "action_log_probs",
+                "old_per_token_logps"),
+    "mask": ("response_mask", "loss_mask", "mask", "token_loss_mask", "loss_masks", "completion_mask"),
+    "reward": ("reward", "rewards", "score", "scores", "token_level_scores", "token_level_rewards", "acc",
+               "raw_reward"),
+    "advantage": ("advantage", "advantages"),
     "sequence_id": ("sequence_id", "seq_id", "sample_id", "uid"),
-    "position": ("position", "pos", "token_index", "token_position"),
+    "position": ("position", "pos", "token_index", "token_position", "position_id", "position_ids"),
 }
 TITLES = {"sampler": "the sampler's log-probabilities (log μ)", "trainer": "the trainer's log-probabilities (log π)",
-          "mask": "the response mask", "reward": "the reward", "sequence_id": "the sequence id",
-          "position": "the token position"}
+          "mask": "the response mask", "reward": "the reward", "advantage": "the advantage",
+          "sequence_id": "the sequence id", "position": "the token position"}
+POSITION_LIKE = ("pos", "position", "index", "idx", "offset")       # parts of a name that may mean a position
+NOT_REWARD_LIKE = ("id", "idx", "index", "len", "length", "step", "rank", "position", "pos", "version", "time",
+                   "seed", "epoch", "count", "num", "tokens")
 NUMERIC_KINDS = ("number", "list")
 MOST_LISTED = 8                       # column names a message lists
 
@@ -47,21 +64,24 @@ class Columns:
     shape: str                        # "sequence": a row per sequence | "token": a row per token
     mask: str | None = None
     reward: str | None = None
+    advantage: str | None = None
     sequence_id: str | None = None
     position: str | None = None
+    per_token: tuple = ()             # of reward and advantage, the roles whose column holds a list per sequence
+    notices: tuple = ()               # what the reader would otherwise drop in silence (module docstring)
 
     def roles(self):
         """{role: column} for the roles this log has."""
         return {field.name: getattr(self, field.name) for field in fields(self)
-                if field.name != "shape" and getattr(self, field.name) is not None}
+                if field.name not in ("shape", "per_token", "notices") and getattr(self, field.name) is not None}
 
     def kinds(self):
         """{column: kind} for ``log_files.read_batches``."""
         per_sequence = self.shape == "sequence"
         kind = {"sampler": "numbers" if per_sequence else "number",
                 "trainer": "numbers" if per_sequence else "number",
-                "mask": "flags" if per_sequence else "flag", "reward": "number", "sequence_id": "key",
-                "position": "number"}
+                "mask": "flags" if per_sequence else "flag", "sequence_id": "key", "position": "number"}
+        kind |= {role: "numbers" if role in self.per_token else "number" for role in ("reward", "advantage")}
         return {column: kind[role] for role, column in self.roles().items()}
 
 
@@ -133,7 +153,31 @@ def choose(preview, name, **explicit):
                        f"saying which sequence it belongs to is needed; none is named "
                        f"{', '.join(NAMES['sequence_id'])}")
     _check_roles(preview, name, chosen, shape)
-    return Columns(shape=shape, **chosen)
+    per_token = tuple(role for role in ("reward", "advantage") if chosen[role] and preview.kinds[chosen[role]] == "list")
+    return Columns(shape=shape, **chosen, per_token=per_token, notices=_notices(preview, chosen, shape))
+
+
+def _notices(preview, chosen, shape):
+    """A numeric column that may be the reward when none is chosen; a position-like column left unused."""
+    used = set(chosen.values())
+    notices = []
+    if chosen["reward"] is None:
+        scalar = "number" if shape == "sequence" else None
+        candidates = [column for column in preview.columns if column not in used and preview.kinds[column] == scalar
+                      and not any(part in column.lower() for part in NOT_REWARD_LIKE)]
+        if candidates:
+            notices.append(f"no reward column is recognised, but {listed(candidates, 3)} "
+                           f"{'holds' if len(candidates) == 1 else 'hold'} one number per sequence and may be the "
+                           f"reward: choose it as the reward (--reward {candidates[0]}) to see E_μ[r] and the IS "
+                           "estimates of J")
+    if shape == "token" and chosen["position"] is None:
+        unused = [column for column in preview.columns if column not in used and preview.kinds[column] == "number"
+                  and any(part in column.lower() for part in POSITION_LIKE)]
+        if unused:
+            notices.append(f"column {quoted(unused[0])} may hold token positions but is not used: each sequence's "
+                           f"tokens keep the file's order; choose it as the position (--position {unused[0]}) if "
+                           "the rows are not in order")
+    return tuple(notices)
 
 
 def _shape(preview, name, chosen):
@@ -151,8 +195,9 @@ def _shape(preview, name, chosen):
 
 
 def _check_roles(preview, name, chosen, shape):
+    per_sequence = ("number", "list", "empty") if shape == "sequence" else ("number", "empty")
     allowed = {"mask": ("list", "bools", "empty") if shape == "sequence" else ("number", "bool", "empty"),
-               "reward": ("number", "empty"), "sequence_id": ("number", "text", "empty"),
+               "reward": per_sequence, "advantage": per_sequence, "sequence_id": ("number", "text", "empty"),
                "position": ("number", "empty")}
     for role, kinds in allowed.items():
         column = chosen[role]

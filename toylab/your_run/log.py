@@ -4,12 +4,17 @@
     log.sampler_logprobs, log.trainer_logprobs  # (n,) log μ(y_t) and log π(y_t) of every response token
     log.offsets                                 # (B + 1,): sequence b is tokens offsets[b]:offsets[b + 1]
     log.rewards                                 # (B,) or None
+    log.advantages                              # (B,) or None: the dump's own advantages, where it has no reward
+    log.notices                                 # what the reader noticed but did not refuse
     for batch in log.batches():                 # padded (b, L) arrays, a bounded number of cells each
         batch.sampler_logprobs, batch.trainer_logprobs, batch.mask, batch.rewards
 
 Only response tokens are kept (mask 1, or every token when there is no mask), in sequence order; a
 sequence's tokens keep their order (file order, or the position column's). A token's position is its index
-among its sequence's response tokens. Sequences without a response token are left out and counted.
+among its sequence's response tokens. Sequences without a response token are left out and counted. A reward
+given per token (verl's token_level_scores) is summed over the sequence, as verl sums it; an advantage given per
+token (prime-rl, SkyRL) is averaged over the sequence's response tokens. In a row-per-token log whose sequences'
+rows are interleaved, the tokens are gathered by id and ``notices`` says so.
 
 Checked while reading, chunk by chunk (the first problem found is raised as a one-line ``LogError`` naming
 the file, row, column and element): missing or non-numeric values, NaN or ±inf log-probabilities of
@@ -23,6 +28,7 @@ size. Values at masked tokens are not checked: padding is often 0 or NaN.
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +64,8 @@ class RolloutLog:
     rewards: np.ndarray | None        # (B,)
     rows: np.ndarray                  # (B,) each sequence's row in the file, from 1 (row per token: its first response token's)
     dropped: int                      # sequences without a response token, left out
+    advantages: np.ndarray | None = None   # (B,): the log's own advantage of each sequence
+    notices: tuple = ()               # what the reader noticed but did not refuse, one sentence each
 
     @property
     def sequences(self):
@@ -72,10 +80,15 @@ class RolloutLog:
         """(B,) response tokens per sequence."""
         return np.diff(self.offsets)
 
-    @property
+    @cached_property
     def log_ratio(self):
-        """(n,) log ρ_t = log π(y_t) − log μ(y_t)."""
+        """(n,) log ρ_t = log π(y_t) − log μ(y_t), computed once (every statistic of the log reads it)."""
         return self.trainer_logprobs - self.sampler_logprobs
+
+    @cached_property
+    def ratio(self):
+        """(n,) ρ_t = π(y_t)/μ(y_t), computed once."""
+        return np.exp(self.log_ratio)
 
     @property
     def positions(self):
@@ -83,9 +96,11 @@ class RolloutLog:
         return np.arange(self.tokens) - np.repeat(self.offsets[:-1], self.lengths)
 
     def nbytes(self):
-        """Bytes held by the log's arrays."""
+        """Bytes held by the log's arrays (log ρ and ρ too, once computed)."""
+        derived = [self.__dict__[name] for name in ("log_ratio", "ratio") if name in self.__dict__]
         return sum(array.nbytes for array in (self.sampler_logprobs, self.trainer_logprobs, self.offsets, self.rows,
-                                              *([] if self.rewards is None else [self.rewards])))
+                                              *([] if self.rewards is None else [self.rewards]),
+                                              *([] if self.advantages is None else [self.advantages]), *derived))
 
     def sequence_sums(self, per_token):
         """(B,) Σ_t x_t within each sequence, for an (n,) array."""
@@ -218,13 +233,13 @@ def _check_mask(name, values, where):
         raise LogError(f"{name}: {where(i)}: {what} (a mask value is 0 or 1)")
 
 
-def _check_rewards(name, column, rewards, rows):
+def _check_rewards(name, column, rewards, rows, role="reward"):
     good = np.abs(rewards) <= REWARD_LIMIT
     if not good.all():
         i = int(np.argmin(good))
         what = "missing or NaN" if np.isnan(rewards[i]) else f"{rewards[i]:+g}"
-        raise LogError(f"{name}: row {rows[i]}, column {quoted(column)}: {what} (a reward must be a finite number "
-                       f"within ±{REWARD_LIMIT:g})")
+        raise LogError(f"{name}: row {rows[i]}, column {quoted(column)}: {what} (a{'n' if role[0] == 'a' else ''} "
+                       f"{role} must be a finite number within ±{REWARD_LIMIT:g})")
 
 
 def _numpy(array):
@@ -238,7 +253,7 @@ class _SequenceRows:
         self.name, self.columns = name, columns
         self.tally = _Tally(name, bounds)
         self.ranges = {"sampler": _Range(), "trainer": _Range()}
-        self.parts = {"sampler": [], "trainer": [], "lengths": [], "rewards": [], "rows": []}
+        self.parts = {"sampler": [], "trainer": [], "lengths": [], "rewards": [], "advantages": [], "rows": []}
 
     def add(self, first_row, batch):
         name, columns = self.name, self.columns
@@ -294,10 +309,34 @@ class _SequenceRows:
         row_of_token = np.repeat(np.arange(batch.num_rows), lengths["sampler"])
         self.parts["lengths"].append(np.bincount(row_of_token[response], minlength=batch.num_rows))
         self.parts["rows"].append(rows)
-        if columns.reward is not None:
-            rewards = _numpy(batch.column(columns.reward))
-            _check_rewards(name, columns.reward, rewards, rows)
-            self.parts["rewards"].append(rewards)
+        for role, part in (("reward", "rewards"), ("advantage", "advantages")):
+            column = getattr(columns, role)
+            if column is None:
+                continue
+            if role in columns.per_token:
+                values = self._per_sequence(batch.column(column), response, role, rows, lengths["sampler"])
+            else:
+                values = _numpy(batch.column(column))
+            _check_rewards(name, column, values, rows, role)
+            self.parts[part].append(values)
+
+    def _per_sequence(self, lists, response, role, rows, lengths):
+        """A per-token reward summed over each row's tokens (verl's token_level_scores.sum(-1)), or a per-token
+        advantage averaged over each row's response tokens; NaN for a row without any."""
+        count = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+        wrong = (count != lengths) & (count > 0)
+        if wrong.any():
+            i = int(np.argmax(wrong))
+            raise LogError(f"{self.name}: row {rows[i]}, column {quoted(getattr(self.columns, role))}: {count[i]} "
+                           f"values for {lengths[i]} tokens (a per-token {role} needs one value per token)")
+        values = _numpy(lists.flatten())
+        row_of = np.repeat(np.arange(len(count)), count)
+        if role == "reward":
+            return np.bincount(row_of, weights=np.nan_to_num(values), minlength=len(count))
+        taken = response[: len(values)] if count.sum() == lengths.sum() else np.ones(len(values), bool)
+        sums = np.bincount(row_of[taken], weights=values[taken], minlength=len(count))
+        tokens = np.bincount(row_of[taken], minlength=len(count))
+        return np.where(tokens > 0, sums / np.maximum(tokens, 1), np.nan)
 
     def finish(self):
         if not self.parts["rows"]:
@@ -305,16 +344,17 @@ class _SequenceRows:
         lengths = np.concatenate(self.parts["lengths"])
         kept = lengths > 0
         rewards = np.concatenate(self.parts["rewards"])[kept] if self.columns.reward is not None else None
+        advantages = np.concatenate(self.parts["advantages"])[kept] if self.columns.advantage is not None else None
         return _assembled(self.name, self.columns, np.concatenate(self.parts["sampler"]),
                           np.concatenate(self.parts["trainer"]), lengths[kept], rewards,
-                          np.concatenate(self.parts["rows"])[kept], int((~kept).sum()))
+                          np.concatenate(self.parts["rows"])[kept], int((~kept).sum()), advantages)
 
 
-def _assembled(name, columns, sampler, trainer, lengths, rewards, rows, dropped):
+def _assembled(name, columns, sampler, trainer, lengths, rewards, rows, dropped, advantages=None, notices=()):
     if len(lengths) == 0:
         raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
     return RolloutLog(name, columns, sampler, trainer, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                      rewards, rows, dropped)
+                      rewards, rows, dropped, advantages, tuple(columns.notices) + tuple(notices))
 
 
 # -- a row per token ------------------------------------------------------------------------------------------
@@ -326,7 +366,8 @@ class _TokenRows:
         self.name, self.columns = name, columns
         self.tally = _Tally(name, bounds)
         self.ranges = {"sampler": _Range(), "trainer": _Range()}
-        self.parts = {role: [] for role in ("sampler", "trainer", "codes", "response", "position", "reward", "rows")}
+        self.parts = {role: [] for role in ("sampler", "trainer", "codes", "response", "position", "reward",
+                                            "advantage", "rows")}
         self.ids = None                                       # every id met so far, numbered by first appearance
 
     def add(self, first_row, batch):
@@ -362,8 +403,9 @@ class _TokenRows:
                 raise LogError(f"{name}: row {kept_rows[i]}, column {quoted(columns.position)}: {what} (a position "
                                "is a whole number)")
             self.parts["position"].append(positions)
-        if columns.reward is not None:
-            self.parts["reward"].append(_numpy(batch.column(columns.reward))[response])
+        for role in ("reward", "advantage"):
+            if getattr(columns, role) is not None:
+                self.parts[role].append(_numpy(batch.column(getattr(columns, role)))[response])
         self.parts["codes"].append(self._numbered(ids, rows))
         self.parts["response"].append(response)
         self.parts["rows"].append(kept_rows.astype(np.int32))          # ≤ bounds.tokens + 1 rows: int32 is plenty
@@ -390,6 +432,7 @@ class _TokenRows:
         if not sum(len(rows) for rows in parts["rows"]):
             raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
         codes = np.concatenate(parts.pop("codes"))[np.concatenate(parts.pop("response"))]
+        notices = self._interleaved(codes, parts["rows"])
         counts = np.bincount(codes, minlength=len(self.ids))
         kept = counts > 0                                     # sequences with a response token
         codes = (np.cumsum(kept) - 1).astype(np.int32)[codes]
@@ -406,14 +449,28 @@ class _TokenRows:
             self._check_positions(_gathered(codes, order), _gathered(positions, order), rows, names)
         del codes, positions
         starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        rewards = None
-        if columns.reward is not None:
-            rewards = self._sequence_rewards(_gathered(np.concatenate(parts.pop("reward")), order), starts, rows,
-                                             lengths, names)
+        per_sequence = {}
+        for role in ("reward", "advantage"):
+            if getattr(columns, role) is not None:
+                per_sequence[role] = self._sequence_rewards(_gathered(np.concatenate(parts.pop(role)), order), starts,
+                                                            rows, lengths, names, role)
         sampler = _gathered(np.concatenate(parts.pop("sampler")), order)
         trainer = _gathered(np.concatenate(parts.pop("trainer")), order)
-        return _assembled(name, columns, sampler, trainer, lengths, rewards, np.minimum.reduceat(rows, starts),
-                          dropped)
+        return _assembled(name, columns, sampler, trainer, lengths, per_sequence.get("reward"),
+                          np.minimum.reduceat(rows, starts), dropped, per_sequence.get("advantage"), notices)
+
+    def _interleaved(self, codes, rows):
+        """A notice if some sequence's rows are not contiguous (another sequence's rows come between them)."""
+        changes = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+        numbers, first = np.unique(codes, return_index=True)
+        if len(changes) + 1 == len(numbers):
+            return ()
+        back = changes[first[np.searchsorted(numbers, codes[changes])] < changes][0]
+        row = np.concatenate(rows)[back]
+        order = "position" if self.columns.position is not None else "file"
+        return (f"the rows of a sequence are not contiguous (at row {row}, sequence "
+                f"{quoted(self.ids[int(codes[back])].as_py())} continues after other sequences' rows): each "
+                f"sequence's tokens were gathered by its id, in {order} order",)
 
     def _check_positions(self, codes, positions, rows, names):
         repeated = (codes[1:] == codes[:-1]) & (positions[1:] == positions[:-1])
@@ -423,9 +480,9 @@ class _TokenRows:
             raise LogError(f"{self.name}: rows {first} and {second}: sequence {quoted(names(codes[i]))} has "
                            f"position {positions[i]:g} twice (column {quoted(self.columns.position)})")
 
-    def _sequence_rewards(self, rewards, starts, rows, lengths, names):
-        """One reward per sequence: equal on all its rows that give one (others may be empty)."""
-        column = self.columns.reward
+    def _sequence_rewards(self, rewards, starts, rows, lengths, names, role="reward"):
+        """One reward (or advantage) per sequence: equal on all its rows that give one (others may be empty)."""
+        column = getattr(self.columns, role)
         beyond = np.abs(rewards) > REWARD_LIMIT
         if beyond.any():
             i = int(np.argmax(beyond))

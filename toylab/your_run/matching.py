@@ -1,4 +1,4 @@
-"""The toy that matches a rollout log: the mismatch whose exact per-token KL(μ‖π) equals the log's k1.
+"""The toy that matches a rollout log: the mismatch whose exact per-token KL(μ‖π) equals the log's estimate of it.
 
 At fixed T, V and seed only μ_t = softmax(θ_t + m·b_t) moves with the mismatch m, and the toy's per-token KL
 
@@ -6,13 +6,15 @@ At fixed T, V and seed only μ_t = softmax(θ_t + m·b_t) moves with the mismatc
 
 increases with m: μ_t is π_t tilted by exp(m·b_t), so KL_t = m·E_μt[b_t] − log E_πt[exp(m·b_t)] and
 dKL_t/dm = m·Var_μt(b_t) ≥ 0. The match is a bisection on the page's range [0, 2] of m, from the (T, V)
-tables alone. The data's k1 is an estimate, so the mismatch is too: k1 ∓ se mapped through the curve gives
-an interval, and linearised, se(m) = se(k1) / KL'(m). A k1 at or below 0 matches m = 0, one beyond
-KL(2) is clamped at 2; ``Match.clamped`` says which.
+tables alone. The data's KL is an estimate — k3 or k1, whichever has the smaller standard error
+(``matching_estimate``) — so the mismatch is too: the estimate ∓ se mapped through the curve gives an interval,
+and linearised, se(m) = se / KL'(m). An estimate at or below 0 matches m = 0, one beyond KL(2) is clamped at 2;
+``Match.clamped`` says which.
 
-The toy's token χ² and tail shares are compared with the data's allowing for both uncertainties: the
-data's value ± 2 se against the toy's range over the mismatches whose KL is within 2 se of k1 (a tail share
-of the toy is a step function of m: a token's |log ρ| crosses the threshold at some m).
+The toy's token χ² and tail shares are compared with the data's allowing for both uncertainties: the data's
+low-variance χ² = mean((ρ − 1)²) and its tail shares ± 2 se against the toy's range over the mismatches whose KL
+is within 2 se of the estimate (a tail share of the toy is a step function of m: a token's |log ρ| crosses the
+threshold at some m); a verdict only where the sample can tell (``shape_checks``).
 """
 
 from dataclasses import dataclass
@@ -24,11 +26,13 @@ from toylab.analysis.diagnostics import token_chi2, token_kl
 from toylab.engine.sampler import DEFAULT_SAMPLER
 from toylab.engine.toy import Toy, make_toy
 from toylab.state.query import MISMATCH_RANGE, PAGE_SIZE_LIMIT
-from toylab.text import formatted
+from toylab.text import significant, with_error
 from toylab.your_run.statistics import SINGLE_SEQUENCE, TAIL_THRESHOLDS
 
 BISECTION_STEPS = 60
 CLOSE = 2.0                       # "close": within this many standard errors
+APART = 3.0                       # a shape verdict: the data's value this many standard errors beyond the toy's range
+                                  # (five quantities are compared: at 2 se one would differ by chance one time in five)
 RANGE_POINTS = 41                 # mismatches at which the toy's range is taken
 
 
@@ -39,9 +43,9 @@ class Match:
     V: int
     seed: int
     mismatch: float
-    mismatch_se: float | None     # se(k1) / KL'(mismatch); None when clamped or k1 has no se (one sequence)
-    interval: tuple | None        # (KL⁻¹(k1 − se), KL⁻¹(k1 + se)), within the range; None without an se
-    clamped: str | None           # None, "zero" (k1 ≤ 0) or "top" (k1 ≥ KL at the range's top)
+    mismatch_se: float | None     # se(KL) / KL'(mismatch); None when clamped or the estimate has no se (one sequence)
+    interval: tuple | None        # (KL⁻¹(KL − se), KL⁻¹(KL + se)), within the range; None without an se
+    clamped: str | None           # None, "zero" (KL ≤ 0) or "top" (KL ≥ the toy's KL at the range's top)
     toy_kl: float                 # exact per-token KL(μ‖π) of the toy at the mismatch
     top_kl: float                 # exact per-token KL at the range's top
     toy_chi2_token: float         # exact mean_t χ²_t
@@ -108,22 +112,23 @@ def matched_length(mean_length, V, limit=PAGE_SIZE_LIMIT):
     return int(min(max(1, round(mean_length)), largest))
 
 
-def match_toy(k1, T, V, seed, high=MISMATCH_RANGE[1], sampler=DEFAULT_SAMPLER):
-    """The Match for a k1 Estimate (value, se) at T, V, seed and the sampler model."""
+def match_toy(kl, T, V, seed, high=MISMATCH_RANGE[1], sampler=DEFAULT_SAMPLER):
+    """The Match for an Estimate (value, se) of the per-token KL (``matching_estimate``) at T, V, seed and the
+    sampler model."""
     curve = toy_curve(T, V, seed, sampler)
     top_kl = per_token_kl(curve(high))
-    mismatch = inverse_kl(curve, k1.value, high)
-    clamped = "zero" if k1.value <= 0 else "top" if k1.value >= top_kl else None
+    mismatch = inverse_kl(curve, kl.value, high)
+    clamped = "zero" if kl.value <= 0 else "top" if kl.value >= top_kl else None
     toy = curve(mismatch)
     slope = kl_slope(toy, curve)
-    se = k1.se / slope if clamped is None and slope > 0 and k1.se is not None else None
+    se = kl.se / slope if clamped is None and slope > 0 and kl.se is not None else None
 
     def kl_interval(width):
-        if k1.se is None:
+        if kl.se is None:
             return mismatch, mismatch
-        return inverse_kl(curve, k1.value - width * k1.se, high), inverse_kl(curve, k1.value + width * k1.se, high)
+        return inverse_kl(curve, kl.value - width * kl.se, high), inverse_kl(curve, kl.value + width * kl.se, high)
 
-    interval = kl_interval(1.0) if k1.se is not None else None
+    interval = kl_interval(1.0) if kl.se is not None else None
     nearby = [curve(m) for m in [mismatch, *np.linspace(*kl_interval(CLOSE), RANGE_POINTS)]]
     values = {"chi2_token": [_rounded(float(token_chi2(t).mean())) for t in nearby]}
     values |= {c: [tail_shares(t)[c] for t in nearby] for c in TAIL_THRESHOLDS}
@@ -132,46 +137,99 @@ def match_toy(k1, T, V, seed, high=MISMATCH_RANGE[1], sampler=DEFAULT_SAMPLER):
                  {key: (min(found), max(found)) for key, found in values.items()}, sampler)
 
 
-def comparison(match, statistics):
-    """Sentences: where the match lands, and how close the toy's token χ² and tail shares are to the data's."""
-    k1 = statistics.k1
+def matching_estimate(statistics):
+    """(name, Estimate) of the per-token KL the toy is matched on: k3 or k1, whichever has the smaller standard
+    error (both estimate KL(μ‖π); at a realistic mismatch k1's terms ±log ρ cancel and its error is 30–100× k3's).
+    k1 when neither has a standard error (one sequence)."""
+    k1, k3 = statistics.k1, statistics.k3
+    if k3.se is not None and (k1.se is None or k3.se < k1.se):
+        return "k3", k3
+    return "k1", k1
+
+
+@dataclass(frozen=True)
+class ShapeCheck:
+    """One quantity of the data against the toy: the data's estimate, the toy's exact value and its range over the
+    mismatches within CLOSE se, and the verdict: "consistent", "heavier", "lighter" or "cannot tell"."""
+    quantity: str
+    data: object                      # Estimate
+    toy: float
+    toy_low: float
+    toy_high: float
+    verdict: str
+
+
+def shape_checks(match, statistics, sizes):
+    """ShapeChecks of the token χ² (the data's low-variance mean((ρ − 1)²), ``magnitudes``) and the tail shares.
+
+    The data's interval is its value ± APART se (a share with no token beyond reaches up to 3/n, the rule of
+    three); it is "heavier" or "lighter" when wholly above or below the toy's range, "consistent" when it overlaps
+    that range and lies within a factor 2 of the toy's value — and otherwise the sample is too small to tell."""
+    rows = [("token χ²", sizes.chi2_low_variance, match.toy_chi2_token, match.toy_ranges["chi2_token"])]
+    rows += [(f"share |log ρ| > {c:g}", statistics.tail_shares[c], match.toy_tail_shares[c], match.toy_ranges[c])
+             for c in TAIL_THRESHOLDS]
+    checks = []
+    for quantity, data, toy, (low, high) in rows:
+        checks.append(ShapeCheck(quantity, data, toy, low, high,
+                                 _verdict(data, toy, low, high, statistics.tokens, quantity.startswith("share"))))
+    return checks
+
+
+def _verdict(data, toy, low, high, tokens, share):
+    if data.se is None:
+        return "cannot tell"
+    data_low, data_high = data.value - APART * data.se, data.value + APART * data.se
+    if share:
+        data_low, data_high = max(data_low, 0.0), max(data_high, 3 / tokens)
+    if data_low > high:
+        return "heavier"
+    if data_high < low:
+        return "lighter"
+    if toy > 0 and data_low >= toy / 2 and data_high <= 2 * toy:
+        return "consistent"
+    return "cannot tell"
+
+
+def comparison(match, statistics, sizes):
+    """Sentences: where the match lands (on the KL estimate with the smaller standard error), and whether the
+    data's token χ² and tail shares are the toy's — a verdict only where the sample can tell."""
+    name, kl = matching_estimate(statistics)
     where = f"T = {match.T}, V = {match.V}, seed {match.seed}" + (
         "" if match.sampler.is_default else f", sampler {match.sampler.describe()}")
-    data_k1 = f"k1 = {k1.value:.4g} ± {formatted(k1.se, '{:.2g}')}"
+    data_kl = f"{name} = {with_error(kl.value, kl.se)}"
+    other = statistics.k1 if name == "k3" else statistics.k3
+    if name == "k3" and other.se is not None and kl.se:
+        data_kl += f" (k3, not k1 = {with_error(other.value, other.se)}: its standard error is {other.se / kl.se:.3g}× smaller)"
     if match.clamped == "zero":
-        lines = [f"The data's {data_k1} is not above 0: sampler and trainer agree within "
-                 f"this sample, and the matching toy ({where}) has mismatch 0"
+        lines = [f"The data's {data_kl} is not above 0: sampler and trainer agree within this sample, and the "
+                 f"matching toy ({where}) has mismatch 0"
                  + (", where every estimator coincides." if match.sampler.is_default else
-                    f", where its sampler model alone gives a per-token KL of {match.toy_kl:.4g}.")]
+                    f", where its sampler model alone gives a per-token KL of {significant(match.toy_kl)}.")]
     elif match.clamped == "top":
         lines = [f"Even the page's largest mismatch, {match.mismatch:g}, gives the toy ({where}) a per-token KL of "
-                 f"only {match.top_kl:.4g}, below the data's {data_k1}: the toy is "
-                 "clamped there and understates this run's mismatch."]
+                 f"only {significant(match.top_kl)}, below the data's {data_kl}: the toy is clamped there and "
+                 "understates this run's mismatch."]
     else:
-        lines = [f"At mismatch {match.mismatch:.3f} ± {formatted(match.mismatch_se, '{:.3f}')} the toy ({where}) has "
-                 f"the data's per-token KL, {data_k1}."]
-    rows = [("token χ²", "chi2_token", match.toy_chi2_token, statistics.chi2_token, "{:.3g}")]
-    rows += [(f"share of tokens with |log ρ| > {c:g}", c, match.toy_tail_shares[c], statistics.tail_shares[c],
-              "{:.1%}") for c in TAIL_THRESHOLDS]
-    close = True
-    for name, key, toy_value, data, style in rows:
-        low, high = match.toy_ranges[key]
-        text = (f"{name}: data {formatted(data.value, style)} ± {formatted(data.se, style)}, toy "
-                f"{style.format(toy_value)} ({style.format(low)} to {style.format(high)} over the mismatches within "
+        lines = [f"At mismatch {significant(match.mismatch, 4)} ± {significant(match.mismatch_se, 2)} the toy "
+                 f"({where}) has the data's per-token KL, {data_kl}."]
+    checks = shape_checks(match, statistics, sizes)
+    for check in checks:
+        text = (f"{check.quantity}: data {with_error(check.data.value, check.data.se)}, toy {significant(check.toy)} "
+                f"({significant(check.toy_low)} to {significant(check.toy_high)} over the mismatches within "
                 f"{CLOSE:g} se)")
-        margin = CLOSE * (data.se or 0.0)
-        if data.value + margin >= low and data.value - margin <= high:
-            lines.append(f"{text}: consistent.")
-        else:
-            close = False
-            lines.append(f"{text}: the data's is {_times(data.value, toy_value)} the toy's.")
-    heavier = statistics.tail_shares[TAIL_THRESHOLDS[-1]].value > match.toy_tail_shares[TAIL_THRESHOLDS[-1]]
-    lines.append("So per token the toy is a fair stand-in for this run." if close else
-                 "So the toy has this run's average mismatch but not its shape: the data's ratios have "
-                 f"{'heavier' if heavier else 'lighter'} tails, so the toy's shares of clipped and masked tokens "
-                 "are only indicative.")
-    if k1.se is None:
-        lines.append(f"— : {SINGLE_SEQUENCE}; the comparison takes the data's numbers as exact.")
+        lines.append(f"{text}: {VERDICT_WORDS[check.verdict]}.")
+    verdicts = {check.verdict for check in checks}
+    if verdicts & {"heavier", "lighter"}:
+        tails = verdicts & {"heavier", "lighter"}
+        how = f"{tails.pop()} tails" if len(tails) == 1 else "a different shape (heavier in some places, lighter in others)"
+        lines.append(f"So the toy has this run's average mismatch but not its shape: the data's ratios have {how}, so "
+                     "the toy's shares of clipped and masked tokens are only indicative.")
+    elif "consistent" in verdicts:
+        lines.append("So per token the toy is a fair stand-in for this run, as far as this sample can tell.")
+    else:
+        lines.append("Whether the toy has this run's shape: cannot tell at this sample size.")
+    if statistics.k1.se is None:
+        lines.append(f"— : {SINGLE_SEQUENCE}.")
     length = statistics.mean_length.value
     if length > 1.5 * match.T:
         lines.append(f"The toy's sequences have {match.T} tokens, the data's {length:.0f} on average: sequence-level "
@@ -179,23 +237,22 @@ def comparison(match, statistics):
     return lines
 
 
+VERDICT_WORDS = {"consistent": "consistent", "heavier": "the data's is above the toy's range",
+                 "lighter": "the data's is below the toy's range", "cannot tell": "cannot tell at this sample size"}
+
+
 def _rounded(value):
     """0 for rounding noise (χ² at mismatch 0 is ~1e-17)."""
     return 0.0 if abs(value) < 1e-12 else value
 
 
-def _times(data, toy):
-    if abs(toy) < 1e-12:
-        return "above" if data > 0 else "below"
-    return f"{data / toy:.2g}×"
-
-
-def comparison_frame(match, statistics):
+def comparison_frame(match, statistics, sizes):
     """quantity, data (sample estimate), se, toy (exact at the matched mismatch), toy_low, toy_high (over the
-    mismatches within CLOSE se): the data's and the toy's numbers side by side, never in one column."""
-    rows = [("per-token KL: data k1, toy exact", statistics.k1, match.toy_kl, (match.toy_kl, match.toy_kl)),
-            ("token χ²", statistics.chi2_token, match.toy_chi2_token, match.toy_ranges["chi2_token"])]
-    rows += [(f"share |log ρ| > {c:g}", statistics.tail_shares[c], match.toy_tail_shares[c], match.toy_ranges[c])
-             for c in TAIL_THRESHOLDS]
-    return pd.DataFrame([{"quantity": name, "data": data.value, "se": data.se, "toy": toy, "toy_low": low,
-                          "toy_high": high} for name, data, toy, (low, high) in rows])
+    mismatches within CLOSE se), verdict: the data's and the toy's numbers side by side, never in one column."""
+    name, kl = matching_estimate(statistics)
+    rows = [{"quantity": f"per-token KL: data {name}, toy exact", "data": kl.value, "se": kl.se, "toy": match.toy_kl,
+             "toy_low": match.toy_kl, "toy_high": match.toy_kl, "verdict": "matched"}]
+    rows += [{"quantity": check.quantity, "data": check.data.value, "se": check.data.se, "toy": check.toy,
+              "toy_low": check.toy_low, "toy_high": check.toy_high, "verdict": check.verdict}
+             for check in shape_checks(match, statistics, sizes)]
+    return pd.DataFrame(rows)

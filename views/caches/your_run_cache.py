@@ -36,10 +36,14 @@ from toylab.text import clipped
 from toylab.your_run import applied as log_estimators
 from toylab.your_run.bounds import PAGE_BOUNDS
 from toylab.your_run.columns import detect
+from toylab.your_run.dumps import canonical_file, dump_kind
 from toylab.your_run.files import open_log_file, preview
 from toylab.your_run.log import read_log
+from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.matching import match_toy
+from toylab.your_run.parity import by_framework, framework_metrics
 from toylab.your_run.statistics import log_statistics
+from toylab.your_run.suggestions import suggestions
 from views.caches.bounded_cache import ByteBoundedCache
 from views.caches.work_slots import give_back_memory, log_work
 
@@ -68,7 +72,8 @@ class Source:
 
 @st.cache_resource(scope="session", max_entries=1, show_spinner=False)
 def _session_file(session):
-    """{"source": the Source this session's tab shows}: released with the session. ``session`` is a token kept in
+    """{"source": the Sources this session's tab shows, "run": a run uploaded file by file, "compared": a second log,
+    and the run's notices}: released with the session. ``session`` is a token kept in
     its session state (Streamlit's own session id is one fixed value in streamlit.testing)."""
     return {}
 
@@ -78,12 +83,40 @@ def _held():
 
 
 def shown():
-    """The Source this session's tab shows, or None."""
+    """The Sources this session's tab shows (one log, several step files, or a zip), or None."""
     return _held().get("source")
 
 
-def show(source):
-    _held()["source"] = source
+def show(sources):
+    """Show these Sources (a tuple: one log, or a zip of a run), or nothing (None); a run uploaded file by file is let
+    go."""
+    _held().update(source=sources, run={}, refused="", lost=0)
+
+
+def run_in_view():
+    """{file id: Source} of the run uploaded file by file that this session's tab shows ({} when it shows none)."""
+    return _held().get("run", {})
+
+
+def show_run(run, refused="", lost=0):
+    """Show the run ``run`` ({file id: Source}, in upload order); ``refused``: why its files were not kept; ``lost``:
+    how many files in its uploader were let go before (``run_notices``)."""
+    _held().update(source=tuple(run.values()) or None, run=dict(run), refused=refused, lost=lost)
+
+
+def run_notices():
+    """(why the run's last files were refused or "", how many files in its uploader were let go before)."""
+    held = _held()
+    return held.get("refused", ""), held.get("lost", 0)
+
+
+def compared():
+    """The Source this session's tab shows side by side with the first (a second upload), or None."""
+    return _held().get("compared")
+
+
+def show_compared(source):
+    _held()["compared"] = source
 
 
 def drop_uploaded_copies():
@@ -94,6 +127,11 @@ def drop_uploaded_copies():
 
 
 def _file(source):
+    """The source's LogFile: a framework's dump (NeMo-RL, prime-rl) as its canonical table; a torch or pickle file
+    refused (an upload is never unpickled)."""
+    kind = dump_kind(source.name, source.data[:1 << 16])
+    if kind is not None:
+        return canonical_file(source.name, kind, data=source.data, allow_torch=False, bounds=PAGE_BOUNDS)
     return open_log_file(source.name, data=source.data, bounds=PAGE_BOUNDS)
 
 
@@ -140,11 +178,13 @@ def _lease(key):
 
 
 def summary(source, columns, progress):
-    """The log's statistics and the frames of its charts."""
+    """The log's statistics, magnitudes, frameworks' metrics, notices and the frames of its charts."""
     def build():
         with log_work(waiting=lambda: progress(None)):
             log = rollout_log(source, columns, progress)
-            return {"statistics": log_statistics(log), "tokens": log_frames.token_histogram_frame(log),
+            return {"statistics": log_statistics(log), "magnitudes": magnitudes(log),
+                    "frameworks": by_framework(framework_metrics(log)), "notices": log.notices,
+                    "tokens": log_frames.token_histogram_frame(log),
                     "position": log_frames.position_frame(log), "probability": log_frames.probability_frame(log),
                     "W": log_frames.sequence_histogram_frame(log, "W"),
                     "geo": log_frames.sequence_histogram_frame(log, "geo")}
@@ -152,13 +192,15 @@ def summary(source, columns, progress):
 
 
 def estimators(source, columns, selection, progress):
-    """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold frames
-    on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value), ...)), ...)."""
+    """What the selected estimators do to the log: (their rows, the reward estimates or None, the threshold
+    suggestions, the threshold frames on log ρ_t, log W and log ρ_geo); ``selection`` is ((id, ((name, value),
+    ...)), ...)."""
     def build():
         with log_work(waiting=lambda: progress(None)):
             log = rollout_log(source, columns, progress)
             chosen = {id: dict(params) for id, params in selection}
             return (log_estimators.on_log(log, chosen), log_estimators.reward_estimates(log),
+                    suggestions(log, chosen),
                     {"tokens": log_frames.token_threshold_frame(log, chosen),
                      "W": log_frames.sequence_threshold_frame(log, chosen, "W"),
                      "geo": log_frames.sequence_threshold_frame(log, chosen, "geo")})
@@ -166,6 +208,7 @@ def estimators(source, columns, selection, progress):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def matched(k1, T, V, seed, sampler):
-    """The Match for the data's k1 Estimate at T, V, seed and the sidebar's sampler model."""
-    return match_toy(k1, T, V, seed, sampler=sampler)
+def matched(kl, T, V, seed, sampler):
+    """The Match for the data's per-token KL Estimate (the one with the smaller se) at T, V, seed and the sidebar's
+    sampler model."""
+    return match_toy(kl, T, V, seed, sampler=sampler)

@@ -1,0 +1,126 @@
+"""``python -m toylab inspect DIR``: a run — a directory, a zip of one, or several files — read step by step.
+
+Every step is a sample: its numbers are estimates with standard errors, printed to their significant digits. A
+step whose file is malformed is reported on its own line and the other steps are still read; a bad argument, or
+a run with no readable step, prints one line, ``toylab: error: ...``, and exits with status 2.
+"""
+
+import math
+import os
+import sys
+
+from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_from_overrides
+from toylab.state.settings import DEFAULT_ESTIMATORS
+from toylab.text import percent, significant, with_error
+from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.files import LogError
+from toylab.your_run.run import RunFile, directory_files, step_and_rank, step_logs, zip_files
+from toylab.your_run.statistics import STANDARD_ERRORS
+from toylab.your_run.steps import SERIES, departures, failed_step, step_summary
+
+ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
+
+
+def is_run(arguments):
+    """True when an inspect command's arguments name a run rather than one log file: a directory, a zip, or
+    several existing files."""
+    paths = [argument for argument in arguments if not argument.startswith("-") and os.path.exists(argument)]
+    return len(paths) > 1 or any(os.path.isdir(path) or path.lower().endswith(".zip") for path in paths)
+
+
+def parse_arguments(argv):
+    parser = ToylabParser(prog="python -m toylab inspect", description=__doc__.splitlines()[0])
+    parser.add_argument("paths", metavar="RUN", nargs="+",
+                        help="a directory of step files (step_N/…, global_step_N…, train_data_stepN.jsonl, …), a zip "
+                             "of one, or several files")
+    for role in ROLES:
+        parser.add_argument(f"--{role.replace('_', '-')}", metavar="COL", help=f"the column holding the {role} "
+                            "(default: recognised by name)")
+    parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
+                        help="the estimators to apply to each step (default: the page's default selection)")
+    parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
+                        help="override a threshold of a chosen estimator (repeatable)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    arguments = parser.parse_args(argv)
+    try:
+        arguments.selection = selection_from_overrides(arguments.set, chosen_ids(arguments.estimators))
+    except ValueError as error:
+        parser.error(str(error))
+    return parser, arguments
+
+
+def run_files(paths):
+    """The RunFiles the paths name; LogError if one cannot be read."""
+    if len(paths) == 1 and os.path.isdir(paths[0]):
+        return directory_files(paths[0])
+    if len(paths) == 1:
+        with open(paths[0], "rb") as stream:
+            return zip_files(paths[0], stream.read(), CLI_BOUNDS)
+    missing = [path for path in paths if not os.path.isfile(path)]
+    if missing:
+        raise LogError(f"{missing[0]}: no such file")
+    return [RunFile(path, *step_and_rank(path), path=path) for path in paths]
+
+
+def report(arguments):
+    explicit = {role: getattr(arguments, role) for role in ROLES}
+    files = run_files(arguments.paths)
+    summaries = []
+    for step in step_logs(files, bounds=CLI_BOUNDS, allow_torch=True, **explicit):
+        if step.log is None:
+            summaries.append(failed_step(step.step, step.files, step.error))
+        else:
+            summaries.append(step_summary(step.step, step.files, step.log, arguments.selection))
+    if all("error" in summary for summary in summaries):
+        raise LogError(summaries[0]["error"])
+    result = {"run": arguments.paths[0] if len(arguments.paths) == 1 else list(arguments.paths),
+              "files": len(files), "steps": summaries, "departures": departures(summaries),
+              "standard_errors": STANDARD_ERRORS}
+    result["notes"] = [f"step {summary['step']}: not read: {summary['error']}" for summary in summaries
+                       if "error" in summary]
+    result["notes"] += [f"step {summary['step']}: {notice}" for summary in summaries for notice in
+                        summary.get("notices", ())]
+    return result
+
+
+def as_text(result):
+    read = [summary for summary in result["steps"] if "error" not in summary]
+    lines = [f"{result['run']}: {result['files']:,} files, {len(result['steps']):,} steps "
+             f"({sum(summary['tokens'] for summary in read):,} response tokens)",
+             f"Each step's numbers are sample estimates ± {STANDARD_ERRORS}.", "",
+             f"{'step':>6} {'seqs':>7} {'tokens':>10}  {'k1':<20}{'k3':<20}{'mean (ρ−1)²':<20}{'mean ρ − 1':<22}"
+             f"{'max |log ρ|':>11} {'min ρ':>9} {'|log ρ|>0.01':>13}"]
+    for summary in result["steps"]:
+        step = "?" if summary["step"] is None else summary["step"]
+        if "error" in summary:
+            lines.append(f"{step:>6}  not read: {summary['error']}")
+            continue
+        share = next(row for row in summary["tail_shares"] if row["threshold"] == 0.01)
+        lines.append(f"{step:>6} {summary['sequences']:>7,} {summary['tokens']:>10,}  "
+                     f"{_pm(summary['k1']):<20}{_pm(summary['k3']):<20}{_pm(summary['chi2_low_variance']):<20}"
+                     f"{_pm(summary['identity_mean_rho_minus_1']):<22}{significant(summary['max_abs_log_rho']):>11} "
+                     f"{significant(summary['min_rho']):>9} {percent(share['value']):>13}")
+    lines.append("")
+    left = {key: step for key, step in result["departures"].items() if step is not None}
+    if left:
+        lines.append("First step outside the early range (the first 20 % of steps, ± 2 se): "
+                     + ", ".join(f"{key} at step {step}" for key, step in left.items()))
+    elif len(read) > 3:
+        lines.append(f"No metric of {', '.join(SERIES)} left its early range (± 2 se).")
+    lines += [f"Notice: step {summary['step']}: {notice}." for summary in read for notice in summary["notices"]]
+    return "\n".join(lines)
+
+
+def _pm(estimate):
+    se = estimate["se"]
+    return with_error(estimate["value"], None if se is None or math.isnan(se) else se)
+
+
+def main(argv=None):
+    parser, arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
+    try:
+        result = report(arguments)
+    except (ValueError, OSError, MemoryError) as error:
+        parser.error(str(error) if isinstance(error, ValueError | OSError) else "out of memory: the run is too large")
+    print(json_text(result) if arguments.json else as_text(result))
+    return 0

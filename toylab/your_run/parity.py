@@ -1,0 +1,215 @@
+"""The mismatch metrics frameworks log, under their own names, computed from a log's two log-prob columns.
+
+Each is the framework's formula on the log's response tokens, read from its code at the commit named; a user
+holds them against their own dashboard. Every number is still a sample statistic of this batch: a mean over
+tokens carries its standard error clustered by sequence (``statistics.token_mean``), a mean over sequences
+s/√B; extremes, spreads and correlations have none. With ρ = π/μ, log ρ = log π − log μ, tokens y ~ μ:
+
+verl (b178a3c) — ``compute_offpolicy_metrics`` and ``compute_is_metrics`` (verl/trainer/ppo/rollout_corr_helper.py),
+``calculate_debug_metrics`` (verl/utils/debug/metrics.py):
+    rollout_corr/kl                     token mean of log μ − log π
+    rollout_corr/k3_kl                  token mean of ρ − 1 − log ρ
+    rollout_corr/training_ppl           mean over sequences of exp(−mean_t log π);  rollout_ppl: of log μ
+    rollout_corr/training_log_ppl       mean over sequences of −mean_t log π;        rollout_log_ppl: of log μ
+    rollout_corr/log_ppl_diff           mean over sequences of d_b = mean_t log μ − mean_t log π (_abs_diff:
+                                        of |d_b|; _max, _min: its extremes)
+    rollout_corr/ppl_ratio              mean over sequences of exp(d_b)
+    rollout_corr/chi2_token             token mean of exp(2·clamp(log ρ, ±20)) − 1
+    rollout_corr/chi2_seq               mean over sequences of exp(2·clamp(Σ_t log ρ, ±20)) − 1
+    rollout_corr/rollout_is_eff_sample_size   1 / token mean of (w/w̄)², w = clamp(weight, 1/C, C), the weight
+                                        exp(clamp(log ρ, ±20)) per token (rollout_is="token") or
+                                        exp(clamp(Σ_t log ρ, ±20)) per sequence ("sequence"), C = 2 (its default)
+    training/rollout_probs_diff_mean    token mean of |π − μ| (probabilities, though its docstring says log-prob
+                                        diff); _max, _std (unbiased) over the tokens
+    training/rollout_actor_probs_pearson_corr   Pearson correlation of π and μ over the tokens
+NeMo-RL (7ea279a) — ``ClippedPGLossFn.__call__`` (nemo_rl/algorithms/loss/loss_functions.py) at its default
+kl_type "k3", ``compute_and_apply_seq_logprob_error_masking`` (nemo_rl/algorithms/grpo.py):
+    token_mult_prob_error               token mean of exp(|log ρ|)
+    gen_kl_error                        token mean of ρ − 1 − log ρ   (k3 of KL(μ‖π))
+    policy_kl_error                     token mean of 1/ρ − 1 + log ρ (k3 with the roles swapped; tokens are
+                                        still drawn from μ, so it does not estimate KL(π‖μ))
+    js_divergence_error                 token mean of ½(a − 1 − log a) + ½(g − 1 − log g), a = π/m, g = μ/m,
+                                        m = ½(π + μ) of the sampled token: NeMo's per-token formula. Its docs call it
+                                        the Jensen–Shannon divergence, which needs both whole next-token
+                                        distributions; a log holds one token's probabilities, so no log can
+                                        estimate the divergence itself.
+    max/mean/min_seq_mult_prob_error    of each sequence's mean of exp(|log ρ|)
+prime-rl (559b447) — ``compute_importance_ratio_and_mismatch_kl`` (src/prime_rl/trainer/rl/loss.py), logged by
+``Tensors.compute_stats`` (src/prime_rl/trainer/utils.py):
+    mismatch_kl/all/mean                token mean of ρ − 1 − log ρ; /max over the tokens
+    kl_ent_ratio/mean                   mismatch_kl / the trainer's mean entropy: the entropy sums over the whole
+                                        vocabulary, which a log of sampled tokens does not hold
+slime (624b824) — ``train_rollout_logprob_abs_diff`` in slime/backends/megatron_utils/loss.py, reduced by
+``get_sum_of_sample_mean`` (cp_utils.py) at its default (per-sample means):
+    train_rollout_logprob_abs_diff      mean over sequences of each sequence's mean |log ρ|
+open-instruct (e6c3044) — ``compute_vllm_local_debug_metrics`` (open_instruct/grpo_utils.py):
+    debug/vllm_vs_local_logprob_diff_mean   token mean of |log ρ|; _max; _std (unbiased)
+    debug/vllm_local_reverse_kl         token mean of μ·(log μ − log π)
+TRL (f2cd577) — ``_generate_and_score_completions`` (trl/trainer/grpo_trainer.py):
+    sampling/sampling_logp_difference/mean, /max   token mean and maximum of |log ρ|
+
+A framework averages these over its own batch (verl and NeMo over the global batch; open-instruct over each
+micro-batch, then over the micro-batches; TRL per process, then over processes), so on the same tokens a
+token mean here equals its number where it takes one batch, and is within the standard error otherwise.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from toylab.your_run.statistics import Estimate, sequence_mean, token_mean
+
+SAFETY_BOUND = 20.0               # verl's clamp on log ratios (rollout_corr_helper.py)
+VERL_IS_THRESHOLD = 2.0           # verl's default rollout_is_threshold
+BEYOND_FLOAT64 = "beyond float64 on this log (its log-probabilities reach below −709, where e^−log p overflows)"
+WHOLE_VOCABULARY = ("needs the trainer's entropy over the whole vocabulary at each position; a log of sampled "
+                    "tokens holds one token's probabilities (prime-rl's token export has it as 'entropy')")
+
+
+@dataclass(frozen=True)
+class FrameworkMetric:
+    """One framework's metric on a log: its value and standard error (None: it has none, or the log cannot give
+    the value, with the reason in ``note``)."""
+    framework: str
+    name: str
+    value: float | None
+    se: float | None = None
+    note: str = ""
+
+    def as_dict(self):
+        return {"name": self.name, "value": self.value, "se": self.se, **({"note": self.note} if self.note else {})}
+
+
+def framework_metrics(log):
+    """[FrameworkMetric] of a RolloutLog, framework by framework in the order of the module docstring."""
+    log_mu, log_pi = log.sampler_logprobs, log.trainer_logprobs
+    log_rho, rho = log.log_ratio, log.ratio
+    lengths = log.lengths
+    starts = log.offsets[:-1]
+
+    def per_sequence_mean(values):
+        scale = _headroom(values)                              # log-probs may be as low as −1e308
+        return np.add.reduceat(values / scale, starts) / lengths * scale
+
+    mean_log_mu, mean_log_pi = per_sequence_mean(log_mu), per_sequence_mean(log_pi)
+    d = per_sequence_mean(-log_rho)                          # = mean log μ − mean log π, without cancellation
+    abs_log_rho = np.abs(log_rho)
+    pi, mu = np.exp(log_pi), np.exp(log_mu)
+    probability_gap = np.abs(pi - mu)
+    inverse = 1 / rho
+    exp_abs_log_rho = np.maximum(rho, inverse)                                   # e^|log ρ|
+    k3 = rho - 1 - log_rho
+    k3_mean, abs_mean = token_mean(log, k3), token_mean(log, abs_log_rho)       # each shown under several names
+    seq_mult = per_sequence_mean(exp_abs_log_rho)
+    log_W = np.add.reduceat(log_rho, starts)
+    clamped = rho if abs_log_rho.max() <= SAFETY_BOUND else np.exp(np.clip(log_rho, -SAFETY_BOUND, SAFETY_BOUND))
+    # NeMo's mixture m = (π + μ)/2 of the sampled token: π/m = 2ρ/(1 + ρ), μ/m = 2/(1 + ρ)
+    log_half_sum = np.log1p(rho) - math.log(2)
+    js = 0.5 * (2 * rho / (1 + rho) - 1 - (log_rho - log_half_sum)) + 0.5 * (2 / (1 + rho) - 1 + log_half_sum)
+    rows = [
+        ("verl", "rollout_corr/kl", token_mean(log, -log_rho)),
+        ("verl", "rollout_corr/k3_kl", k3_mean),
+        ("verl", "rollout_corr/training_ppl", _finite_mean(_exp(-mean_log_pi))),
+        ("verl", "rollout_corr/training_log_ppl", _finite_mean(-mean_log_pi)),
+        ("verl", "rollout_corr/rollout_ppl", _finite_mean(_exp(-mean_log_mu))),
+        ("verl", "rollout_corr/rollout_log_ppl", _finite_mean(-mean_log_mu)),
+        ("verl", "rollout_corr/log_ppl_diff", sequence_mean(d)),
+        ("verl", "rollout_corr/log_ppl_abs_diff", sequence_mean(np.abs(d))),
+        ("verl", "rollout_corr/log_ppl_diff_max", float(d.max())),
+        ("verl", "rollout_corr/log_ppl_diff_min", float(d.min())),
+        ("verl", "rollout_corr/ppl_ratio", sequence_mean(np.exp(d))),
+        ("verl", "rollout_corr/chi2_token",
+         _shifted(token_mean(log, clamped**2), -1.0)),
+        ("verl", "rollout_corr/chi2_seq", _shifted(sequence_mean(np.exp(2 * np.clip(log_W, -SAFETY_BOUND,
+                                                                                      SAFETY_BOUND))), -1.0)),
+        ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=token)", _verl_ess(clamped)),
+        ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=sequence)",
+         _verl_ess(np.exp(np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), lengths)),
+        ("verl", "training/rollout_probs_diff_mean", token_mean(log, probability_gap)),
+        ("verl", "training/rollout_probs_diff_max", float(probability_gap.max())),
+        ("verl", "training/rollout_probs_diff_std", _sd(probability_gap)),
+        ("verl", "training/rollout_actor_probs_pearson_corr", _correlation(pi, mu)),
+        ("NeMo-RL", "token_mult_prob_error", token_mean(log, exp_abs_log_rho)),
+        ("NeMo-RL", "gen_kl_error", k3_mean),
+        ("NeMo-RL", "policy_kl_error", token_mean(log, inverse - 1 + log_rho)),
+        ("NeMo-RL", "js_divergence_error", token_mean(log, js)),
+        ("NeMo-RL", "max_seq_mult_prob_error", float(seq_mult.max())),
+        ("NeMo-RL", "mean_seq_mult_prob_error", sequence_mean(seq_mult)),
+        ("NeMo-RL", "min_seq_mult_prob_error", float(seq_mult.min())),
+        ("prime-rl", "mismatch_kl/all/mean", k3_mean),
+        ("prime-rl", "mismatch_kl/all/max", float(k3.max())),
+        ("prime-rl", "kl_ent_ratio/mean", WHOLE_VOCABULARY),
+        ("slime", "train_rollout_logprob_abs_diff", sequence_mean(per_sequence_mean(abs_log_rho))),
+        ("open-instruct", "debug/vllm_vs_local_logprob_diff_mean", abs_mean),
+        ("open-instruct", "debug/vllm_vs_local_logprob_diff_max", float(abs_log_rho.max())),
+        ("open-instruct", "debug/vllm_vs_local_logprob_diff_std", _sd(abs_log_rho)),
+        ("open-instruct", "debug/vllm_local_reverse_kl", token_mean(log, mu * -log_rho)),
+        ("TRL", "sampling/sampling_logp_difference/mean", abs_mean),
+        ("TRL", "sampling/sampling_logp_difference/max", float(abs_log_rho.max())),
+    ]
+    return [_metric(framework, name, value) for framework, name, value in rows]
+
+
+def _metric(framework, name, value):
+    if isinstance(value, str):
+        return FrameworkMetric(framework, name, None, note=value)
+    if value is None:
+        return FrameworkMetric(framework, name, None, note="undefined on this log: it needs two tokens whose "
+                                                           "values differ")
+    if isinstance(value, Estimate):
+        return FrameworkMetric(framework, name, value.value, value.se)
+    return FrameworkMetric(framework, name, value)
+
+
+def _headroom(values):
+    """A power of two to divide by so that sums of a million values, and of their squares, stay finite (1 unless
+    they exceed 2^500; dividing by a power of two is exact)."""
+    top = float(np.abs(values).max()) if np.size(values) else 0.0
+    return 2.0 ** max(0, math.floor(math.log2(top)) - 500) if top > 0 else 1.0
+
+
+def _exp(values):
+    """e^values, inf where that is beyond float64 (a perplexity of log-probs below −709)."""
+    with np.errstate(over="ignore"):
+        return np.exp(values)
+
+
+def _finite_mean(values):
+    """sequence_mean of values scaled into range, or the reason it has no value."""
+    if not np.all(np.isfinite(values)):
+        return BEYOND_FLOAT64
+    scale = _headroom(values)
+    estimate = sequence_mean(values / scale)
+    return Estimate(estimate.value * scale, None if estimate.se is None else estimate.se * scale)
+
+
+def _shifted(estimate, offset):
+    return Estimate(estimate.value + offset, estimate.se)
+
+
+def _verl_ess(weights, counts=None, threshold=VERL_IS_THRESHOLD):
+    """verl's rollout_is_eff_sample_size: 1 / mean((w / mean w)²) over the tokens, w clamped to [1/threshold,
+    threshold]; ``counts`` repeats each weight (a sequence weight on each of its tokens)."""
+    clamped = np.clip(weights, 1 / threshold, threshold)
+    mean = np.average(clamped, weights=counts)
+    return float(1.0 / np.average((clamped / mean) ** 2, weights=counts))
+
+
+def _sd(values):
+    return float(values.std(ddof=1)) if len(values) > 1 else None
+
+
+def _correlation(x, y):
+    """Pearson's r = Σ(x − x̄)(y − ȳ) / √(Σ(x − x̄)²·Σ(y − ȳ)²) (torch.corrcoef's), None when either is constant."""
+    x, y = x - x.mean(), y - y.mean()
+    denominator = np.sqrt(np.dot(x, x) * np.dot(y, y))
+    return float(np.dot(x, y) / denominator) if len(x) > 1 and denominator > 0 else None
+
+
+def by_framework(metrics):
+    """{framework: [metric as a dict]}, frameworks in order: the JSON's "frameworks" block."""
+    block = {}
+    for metric in metrics:
+        block.setdefault(metric.framework, []).append(metric.as_dict())
+    return block

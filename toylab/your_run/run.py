@@ -1,0 +1,268 @@
+"""A run: the files of many steps (and ranks), each step read as one log.
+
+A run is a directory, a zip archive of one, or several files (uploads). Each file's step comes from its path —
+the last of ``step_N``, ``step-N``, ``stepN``, ``global_step_N``, ``train_data_stepN`` in it, or a file name
+that is only a number (slime's ``{rollout_id}.pt``, verl's ``{step}.jsonl``) or two (Miles'
+``{rollout_id}_{rank}.pt``) — or, for a file whose path names no step, from its ``step`` column (its rows are
+split by that column). A step's files (one per rank: ``rank_R``, Miles' second number) are read one by one and
+merged into one log: their sequences concatenated, rank by rank.
+
+Reading is one step at a time (``step_logs``): while the caller works on one step, the next is read in a
+thread (reading a file mostly runs outside Python's lock), and a step's log is dropped once the caller moves on,
+so memory holds two steps, whatever the run's length. A step whose file is malformed is reported with the file's one-line
+error and the other steps go on; a file that is no log at all (a config, a checkpoint) is not a run file: only
+the log and dump extensions are read.
+"""
+
+import io
+import os
+import re
+import zipfile
+import zlib
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.columns import choose
+from toylab.your_run.dumps import DUMP_NAMES, PICKLE_EXTENSIONS, TORCH_EXTENSIONS, canonical_file, dump_kind
+from toylab.your_run.files import EXTENSIONS, LogError, open_log_file, preview, read_batches
+from toylab.your_run.log import RolloutLog, read_log
+
+STEP = re.compile(r"(?:^|[^a-z])(?:global_)?(?:train_data_)?step[_-]?(\d+)", re.IGNORECASE)
+RANK = re.compile(r"(?:^|[^a-z])rank[_-]?(\d+)", re.IGNORECASE)
+BARE = re.compile(r"^(\d+)(?:_(\d+))?$")
+RUN_EXTENSIONS = (*EXTENSIONS, ".gz", *TORCH_EXTENSIONS, *PICKLE_EXTENSIONS)
+STEP_COLUMN = "step"
+MAX_FILES = 10_000
+
+
+@dataclass(frozen=True)
+class RunFile:
+    """One file of a run: its name within the run, the step and rank its path gives (None: not given), and
+    where its bytes are (``path`` on disk, ``data`` in memory, or ``archive``: a zip in memory, read only when the
+    file's step is)."""
+    name: str
+    step: int | None
+    rank: int | None
+    path: str | None = field(default=None, repr=False)
+    data: bytes | None = field(default=None, repr=False)
+    archive: object = field(default=None, repr=False)       # zipfile.ZipFile holding the member ``name``
+
+    def loaded(self, bounds):
+        """This file with its bytes in ``data`` (a zip member is read now, refused first if over the bounds)."""
+        if self.archive is None:
+            return self
+        size = self.archive.getinfo(self.name).file_size
+        if size > bounds.file_bytes:
+            raise bounds.exceeded(self.name, "file_bytes", f"the file ({size:,} bytes uncompressed)")
+        try:
+            return replace(self, data=self.archive.read(self.name), archive=None)
+        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
+            raise LogError(f"{self.name}: cannot be read from the archive ({error})") from None
+
+
+@dataclass(frozen=True)
+class StepLog:
+    """A step's merged log, or (log None) the one-line error that stopped it; step None: a file whose step
+    could not be told."""
+    step: int | None
+    files: tuple
+    log: RolloutLog | None = None
+    error: str | None = None
+
+
+def step_and_rank(name):
+    """(step, rank) from a run file's path; either is None when the path does not say."""
+    parts = name.replace("\\", "/").split("/")
+    stem = parts[-1].split(".")[0]
+    steps = [int(match) for part in parts for match in STEP.findall(part)]
+    ranks = [int(match) for part in parts for match in RANK.findall(part)]
+    bare = BARE.match(stem)
+    if not steps and bare:
+        steps = [int(bare.group(1))]
+        if bare.group(2) is not None and not ranks:
+            ranks = [int(bare.group(2))]
+    return (steps[-1] if steps else None), (ranks[-1] if ranks else None)
+
+
+def is_run_file(name):
+    base = os.path.basename(name)
+    return not base.startswith(".") and base.lower().endswith(RUN_EXTENSIONS) and not base.lower().endswith(".zip")
+
+
+def directory_files(root):
+    """The RunFiles under a directory, in path order."""
+    found = []
+    for folder, folders, names in os.walk(root):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, root)
+            if is_run_file(relative):
+                found.append(RunFile(relative, *step_and_rank(relative), path=path))
+                if len(found) > MAX_FILES:
+                    raise LogError(f"{root}: more than {MAX_FILES:,} log files; give a directory of one run")
+    if not found:
+        raise LogError(f"{root}: no log files in it (Parquet, JSON Lines, CSV, or a framework's dump)")
+    return found
+
+
+def zip_files(name, data, bounds):
+    """The RunFiles in a zip archive in memory, each read (and bounded by ``bounds.file_bytes``) only when its step
+    is; the members' declared sizes may sum to ``bounds.text_bytes`` at most."""
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        members = [member for member in archive.infolist() if not member.is_dir() and is_run_file(member.filename)]
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
+        raise LogError(f"{name}: not a readable zip archive ({error})") from None
+    if len(members) > MAX_FILES:
+        raise LogError(f"{name}: more than {MAX_FILES:,} log files")
+    total = sum(member.file_size for member in members)
+    if total > bounds.text_bytes:
+        raise bounds.exceeded(name, "text_bytes", f"the archive's log files ({total:,} bytes uncompressed)")
+    found = [RunFile(member.filename, *step_and_rank(member.filename), archive=archive)
+             for member in sorted(members, key=lambda member: member.filename)]
+    if not found:
+        raise LogError(f"{name}: the archive holds no log files (Parquet, JSON Lines, CSV, or a framework's dump)")
+    return found
+
+
+def uploaded_files(uploads):
+    """The RunFiles of uploads, a list of (name, bytes)."""
+    return [RunFile(name, *step_and_rank(name), data=data) for name, data in uploads]
+
+
+def load_file(file, bounds=CLI_BOUNDS, allow_torch=False, layouts=None, **explicit):
+    """(RolloutLog, LogFile, Preview) of one run file (an ordinary log or a framework's dump), columns detected or
+    ``explicit``. ``layouts`` ({Parquet schema: (Preview, Columns)}, filled as files are read) lets the files of a
+    run that share a Parquet schema share the first one's column choice instead of each previewing its rows."""
+    file = file.loaded(bounds)
+    kind = dump_kind(file.name, _head(file))
+    if kind is not None:
+        if any(explicit.values()):
+            raise LogError(f"{file.name}: a {DUMP_NAMES[kind]} dump is read as written: column options (--sampler, "
+                           "--trainer, …) do not apply to it")
+        log_file = canonical_file(file.name, kind, data=file.data, path=file.path, allow_torch=allow_torch,
+                                  bounds=bounds)
+    else:
+        log_file = open_log_file(file.name, data=file.data, path=file.path, bounds=bounds)
+    schema = _parquet_schema(log_file) if layouts is not None and log_file.format == "parquet" else None
+    if schema is not None and schema in layouts:
+        first_rows, columns = layouts[schema]
+    else:
+        first_rows = preview(log_file)
+        columns = choose(first_rows, log_file.name, **explicit)
+        if schema is not None:
+            layouts[schema] = first_rows, columns
+    return read_log(log_file, first_rows, columns), log_file, first_rows
+
+
+def _parquet_schema(log_file):
+    """The file's Arrow schema as text (None if its footer cannot be read: the reader will say why)."""
+    try:
+        source = log_file.path if log_file.data is None else pa.BufferReader(log_file.data)
+        return str(pq.read_schema(source))
+    except (pa.ArrowInvalid, OSError):
+        return None
+
+
+def _head(file, size=1 << 16):
+    if file.data is not None:
+        return file.data[:size]
+    try:
+        with open(file.path, "rb") as stream:
+            return stream.read(size)
+    except OSError as error:
+        raise LogError(f"{file.name}: cannot read the file ({error.strerror or error})") from None
+
+
+def step_logs(files, bounds=CLI_BOUNDS, allow_torch=False, **explicit):
+    """StepLog per step, in step order, each read only when reached (files without a step in their path are
+    read first, to split them by their ``step`` column)."""
+    by_step, errors = {}, []
+    for file in files:
+        if file.step is not None:
+            by_step.setdefault(file.step, []).append(file)
+    unstepped = [file for file in files if file.step is None]
+    split = {}
+    for file in unstepped:
+        try:
+            for step, log in _split_by_step_column(file, bounds, allow_torch, **explicit):
+                split.setdefault(step, []).append((file, log))
+        except LogError as error:
+            errors.append((file.name, str(error)))
+    if errors and not by_step and not split:
+        raise LogError(errors[0][1])
+    layouts = {}
+
+    def read(step):
+        step_files = sorted(by_step.get(step, []), key=lambda file: (file.rank is None, file.rank, file.name))
+        parts = split.pop(step, [])
+        names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in parts)
+        try:
+            logs = [load_file(file, bounds, allow_torch, layouts, **explicit)[0] for file in step_files]
+            logs += [log for _, log in parts]
+            return StepLog(step, names, merged(f"step {step}", logs))
+        except LogError as error:
+            return StepLog(step, names, error=str(error))
+
+    with ThreadPoolExecutor(max_workers=1) as reader:          # the next step is read while this one is used
+        steps = sorted(set(by_step) | set(split))
+        coming = reader.submit(read, steps[0]) if steps else None
+        for index in range(len(steps)):
+            current = coming.result()
+            coming = reader.submit(read, steps[index + 1]) if index + 1 < len(steps) else None
+            yield current
+    for name, error in errors:
+        yield StepLog(None, (name,), error=error)
+
+
+def _split_by_step_column(file, bounds, allow_torch, **explicit):
+    """(step, RolloutLog) for each value of the file's ``step`` column; LogError if its path names no step and
+    it has no such column."""
+    log, log_file, first_rows = load_file(file, bounds, allow_torch, **explicit)
+    column = next((name for name in first_rows.columns if name.lower() == STEP_COLUMN), None)
+    if column is None or first_rows.kinds[column] != "number":
+        raise LogError(f"{file.name}: which step is it? Its path names none (step_N, global_step_N, "
+                       f"train_data_stepN, …) and it has no numeric {STEP_COLUMN!r} column (an upload keeps only "
+                       "its file name: upload a zip of the run's directory)")
+    steps = np.concatenate([batch.column(0).to_numpy(zero_copy_only=False)
+                            for _, batch, _ in read_batches(log_file, {column: "number"}, first_rows)])
+    of_sequence = steps[log.rows - 1]
+    if not np.all(np.isfinite(of_sequence) & (of_sequence == np.round(of_sequence))):
+        bad = int(np.argmax(~(np.isfinite(of_sequence) & (of_sequence == np.round(of_sequence)))))
+        raise LogError(f"{file.name}: row {log.rows[bad]}, column {column!r}: {of_sequence[bad]:g} is not a step "
+                       "number (a whole number)")
+    for step in np.unique(of_sequence):
+        yield int(step), subset(log, np.flatnonzero(of_sequence == step))
+
+
+def subset(log, sequences):
+    """The RolloutLog of some of a log's sequences (indices, in order)."""
+    lengths = log.lengths[sequences]
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    tokens = np.repeat(log.offsets[sequences] - starts, lengths) + np.arange(lengths.sum())
+    return RolloutLog(log.name, log.columns, log.sampler_logprobs[tokens], log.trainer_logprobs[tokens],
+                      np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                      None if log.rewards is None else log.rewards[sequences], log.rows[sequences], 0,
+                      None if log.advantages is None else log.advantages[sequences], log.notices)
+
+
+def merged(name, logs):
+    """One RolloutLog of several (ranks of one step): sequences concatenated; rewards kept only if every log has
+    them."""
+    if len(logs) == 1:
+        return logs[0]
+    lengths = np.concatenate([log.lengths for log in logs])
+    rewards = None if any(log.rewards is None for log in logs) else np.concatenate([log.rewards for log in logs])
+    advantages = None if any(log.advantages is None for log in logs) else \
+        np.concatenate([log.advantages for log in logs])
+    return RolloutLog(name, logs[0].columns, np.concatenate([log.sampler_logprobs for log in logs]),
+                      np.concatenate([log.trainer_logprobs for log in logs]),
+                      np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), rewards,
+                      np.concatenate([log.rows for log in logs]), sum(log.dropped for log in logs), advantages,
+                      tuple(dict.fromkeys(notice for log in logs for notice in log.notices)))

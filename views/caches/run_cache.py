@@ -1,0 +1,60 @@
+"""Cached computations of a run on the Your run tab: its step summaries, keyed on the files' content hash.
+
+The summaries are small (a few kilobytes a step) and are what is kept; the steps' logs are read one at a time
+(``toylab.your_run.run.step_logs``) in the server's one log slot (``work_slots.log_work``), so a run's reading
+takes no more memory than a log's, each file within ``bounds.PAGE_BOUNDS``, a zip's members read only when their
+step is. A run whose every step is malformed raises ``LogError``, which is not cached.
+"""
+
+import hashlib
+
+from toylab.your_run.bounds import PAGE_BOUNDS
+from toylab.your_run.files import LogError
+from toylab.your_run.run import step_logs, uploaded_files, zip_files
+from toylab.your_run.steps import departures, failed_step, step_summary
+from views.caches.bounded_cache import ByteBoundedCache
+from views.caches.work_slots import give_back_memory, log_work
+
+RUNS = ByteBoundedCache(4, lambda summaries: 1)          # the last four runs' summaries, over all sessions
+
+
+def digest(sources):
+    """One sha256 over the sources' names and contents' digests, in order."""
+    hashed = hashlib.sha256()
+    for source in sources:
+        hashed.update(source.name.encode() + b"\0" + source.digest.encode())
+    return hashed.hexdigest()
+
+
+def run_files(sources):
+    """The RunFiles of the sources: the members of a zip, or the files themselves; LogError if they are more text
+    in all than one log may be (``PAGE_BOUNDS.text_bytes``)."""
+    if len(sources) == 1 and sources[0].name.lower().endswith(".zip"):
+        return zip_files(sources[0].name, sources[0].data, PAGE_BOUNDS)
+    total = sum(len(source.data) for source in sources)
+    if total > PAGE_BOUNDS.text_bytes:
+        raise PAGE_BOUNDS.exceeded(f"{len(sources)} files", "text_bytes", f"the run ({total:,} bytes)")
+    return uploaded_files([(source.name, source.data) for source in sources])
+
+
+def run_summaries(sources, selection, progress):
+    """(summaries, departures) of the run; ``selection`` is ((id, ((name, value), ...)), ...); ``progress(share,
+    text)`` is called before each step is read (share None: waiting for the reading slot)."""
+    def build():
+        chosen = {id: dict(params) for id, params in selection}
+        files = run_files(sources)
+        steps = sorted({file.step for file in files if file.step is not None})
+        summaries = []
+        with log_work(waiting=lambda: progress(None, "Waiting for another log to be read (one at a time) …")):
+            try:
+                for index, step in enumerate(step_logs(files, bounds=PAGE_BOUNDS, allow_torch=False)):
+                    progress(min(1.0, index / max(len(steps), 1)), f"Reading step {step.step} ({index + 1} of "
+                                                                    f"{max(len(steps), index + 1)}) …")
+                    summaries.append(failed_step(step.step, step.files, step.error) if step.log is None
+                                     else step_summary(step.step, step.files, step.log, chosen))
+            finally:
+                give_back_memory()            # the steps' buffers, whether the reading finished, failed or was stopped
+        if all("error" in summary for summary in summaries):
+            raise LogError(summaries[0]["error"])
+        return summaries, departures(summaries)
+    return RUNS.get((digest(sources), selection), build)

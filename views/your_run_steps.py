@@ -1,0 +1,78 @@
+"""A run on the Your run tab: several step files or a zip of a run, every metric against step.
+
+Each step's numbers are sample estimates of its batch, drawn with ± 2 standard errors; a red rule marks the step
+at which a metric first left its early range. The selected estimators' shares of tokens masked or clipped have a
+chart of their own, one line per estimator in its registry colour. Steps that could not be read are listed with their error, and the
+others are shown. The frameworks' own metrics of any step are in an expander.
+"""
+
+import streamlit as st
+
+from toylab.presentation import run_charts, run_frames
+from toylab.text import significant
+from toylab.your_run.files import LogError
+from toylab.your_run.steps import AFFECTED_SERIES, EARLY_MIN, EARLY_SHARE, series_keys
+from views import chart_element
+from views.caches import run_cache
+from views.user_text import code
+
+NOTICES_SHOWN = 5
+
+
+def render(settings, sources):
+    """The run view of ``sources`` (the tab's Sources: several step files, or one zip); an error in the tab if no
+    step of it can be read."""
+    selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
+    placeholder = st.empty()
+    try:
+        summaries, departures = run_cache.run_summaries(
+            sources, selection, lambda share, text: placeholder.progress(share or 0.0, text=text))
+    except LogError as error:
+        placeholder.empty()
+        st.error(code(error), icon=":material/error:")
+        return
+    placeholder.empty()
+    read = [summary for summary in summaries if "error" not in summary]
+    plural = "s" if len(summaries) != 1 else ""
+    st.markdown(f"**A run of {len(summaries):,} step{plural}** ({sum(s['tokens'] for s in read):,} response tokens in "
+                f"{sum(s['sequences'] for s in read):,} sequences, {len(read):,} steps read)")
+    failed = run_frames.failed_steps_frame(summaries)
+    if len(failed):
+        st.warning(f"{len(failed)} step(s) could not be read; the others are shown, and the chart skips those "
+                   "steps.", icon=":material/warning:")
+        st.dataframe(failed, hide_index=True, width="stretch")
+    noticed = [f"step {summary['step']}: {notice}" for summary in read for notice in summary.get("notices", ())]
+    if noticed:
+        more = [f"… and {len(noticed) - NOTICES_SHOWN} more"] if len(noticed) > NOTICES_SHOWN else []
+        st.warning(code("; ".join(noticed[:NOTICES_SHOWN] + more)), icon=":material/info:")
+    labels = run_frames.step_labels(series_keys(summaries))
+    left = {key: step for key, step in departures.items() if step is not None and key in labels}
+    chart_element.draw(st, run_charts.steps_chart(run_frames.steps_frame(summaries, departures, labels)))
+    st.caption(f"Each step's value ± 2 standard errors (clustered by sequence). Red rule: the first step whose "
+               f"value ± 2 se lies wholly outside the metric's early range (its first {EARLY_SHARE:.0%} of steps, at "
+               f"least {EARLY_MIN})" + (": " + ", ".join(f"{labels[key]} at step {step}" for key, step in left.items())
+                                        if left else "; none left it."))
+    affected = run_frames.affected_steps_frame(summaries, departures)
+    if len(affected):
+        chart_element.draw(st, run_charts.affected_steps_chart(affected))
+        moved = [f"{key[len(AFFECTED_SERIES):]} at step {step}" for key, step in departures.items()
+                 if step is not None and key.startswith(AFFECTED_SERIES)]
+        st.caption("Shares of this sample's response tokens, at the sidebar's thresholds (no standard error). Dashed "
+                   "rule: the first step where an estimator's share left its early range (its early values' range "
+                   "widened by its own width)" + (": " + ", ".join(moved) + "." if moved else "; none left it."))
+    export = run_frames.steps_table(summaries)
+    st.download_button("The run's steps (CSV)", export.to_csv(index=False), file_name="run_steps.csv",
+                       mime="text/csv", on_click="ignore", icon=":material/download:",
+                       help="A row per step: every metric charted above with its standard error, each estimator's "
+                            "share of tokens affected, and the error of a step that could not be read.")
+    steps = [summary["step"] for summary in read]
+    with st.expander("The frameworks' own metrics, step by step"):
+        step = st.select_slider("step", steps, value=steps[-1], key="your_run_frameworks_step") if len(steps) > 1 \
+            else steps[0]
+        summary = next(summary for summary in read if summary["step"] == step)
+        frame = run_frames.frameworks_frame(summary["frameworks"])
+        frame["value"] = frame["value"].map(significant)
+        frame["se"] = frame["se"].map(lambda se: "" if se is None or se != se else significant(se, 2))
+        st.dataframe(frame, hide_index=True, width="stretch")
+        st.caption("Each framework's formula on this step's tokens, under its own name (toylab/your_run/parity.py "
+                   "cites the code); a mean carries its standard error, an extreme none.")
