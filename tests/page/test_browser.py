@@ -12,11 +12,7 @@ import pytest
 from framework_dumps import toy_batch, write_nemo
 
 from tests.browser import (
-    browser_available,
     file_input,
-    launch_browser,
-    running_app,
-    skip_or_fail,
     wait_for_app,
 )
 from views.sidebar import picker_order
@@ -34,21 +30,6 @@ _DONE_JS = """before => {
     const text = cells.map(c => c.textContent).join("|");
     return !busy && text.length > 0 && text !== before;
 }"""
-
-
-@pytest.fixture(scope="module")
-def app():
-    ok, reason = browser_available()
-    if not ok:
-        skip_or_fail(reason)
-    from playwright.sync_api import sync_playwright
-
-    with running_app("streamlit_app.py") as url, sync_playwright() as playwright:
-        browser = launch_browser(playwright)
-        try:
-            yield url, browser
-        finally:
-            browser.close()
 
 
 def open_page(app, query="", table=True):

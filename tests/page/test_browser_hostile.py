@@ -10,11 +10,7 @@ import pytest
 from hostile_logs import HOST, MARKUP, jsonl, markup_cell, markup_names, row
 
 from tests.browser import (
-    browser_available,
     file_input,
-    launch_browser,
-    running_app,
-    skip_or_fail,
     wait_for_app,
 )
 
@@ -28,21 +24,6 @@ HOSTILE_ELEMENTS_JS = """host => [...document.querySelectorAll("*")].filter(elem
         || (element.matches("[class*=olored], [style*=color]") && text.includes("alarm"))   // :red[…]
         || (element.matches("img") && (element.getAttribute("alt") || "") === "img");
 }).map(element => element.outerHTML.slice(0, 200))"""
-
-
-@pytest.fixture(scope="module")
-def app():
-    ok, reason = browser_available()
-    if not ok:
-        skip_or_fail(reason)
-    from playwright.sync_api import sync_playwright
-
-    with running_app("streamlit_app.py") as url, sync_playwright() as playwright:
-        browser = launch_browser(playwright)
-        try:
-            yield url, browser
-        finally:
-            browser.close()
 
 
 class Page:

@@ -15,11 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import (
-    browser_available,
     file_input,
-    launch_browser,
-    running_app,
-    skip_or_fail,
     wait_for_app,
 )
 from toylab.lessons.lesson import settings as lesson_settings
@@ -89,21 +85,6 @@ CUT_JS = """() => {
     }
     return cut;
 }"""
-
-
-@pytest.fixture(scope="module")
-def app():
-    ok, reason = browser_available()
-    if not ok:
-        skip_or_fail(reason)
-    from playwright.sync_api import sync_playwright
-
-    with running_app("streamlit_app.py") as url, sync_playwright() as playwright:
-        browser = launch_browser(playwright)
-        try:
-            yield url, browser
-        finally:
-            browser.close()
 
 
 def open_page(app, query="", scheme="light", viewport=SCREEN, zoom=1.0):

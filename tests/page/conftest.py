@@ -1,0 +1,22 @@
+"""The page's browser tests share one fixture: the app served by ``streamlit run`` and a headless Chromium."""
+
+import pytest
+
+from tests.browser import browser_available, launch_browser, running_app, skip_or_fail
+
+
+@pytest.fixture(scope="module")
+def app():
+    """(url, browser): the app served for one test module, and Chromium (skipped, or failed under
+    TOYLAB_REQUIRE_BROWSER=1, when it cannot run)."""
+    ok, reason = browser_available()
+    if not ok:
+        skip_or_fail(reason)
+    from playwright.sync_api import sync_playwright
+
+    with running_app("streamlit_app.py") as url, sync_playwright() as playwright:
+        browser = launch_browser(playwright)
+        try:
+            yield url, browser
+        finally:
+            browser.close()
