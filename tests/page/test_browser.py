@@ -201,6 +201,9 @@ def test_a_run_of_several_files_shows_its_step_chart(app, tmp_path):
     shown("A run of 3 steps")
     panel.locator('[data-testid="stVegaLiteChart"]').nth(1).locator("canvas, svg.marks").first.wait_for(timeout=60_000)
     assert rendered_charts(page) == 2                    # the metrics against step, and the estimators' shares
+    widths = [box["width"] for box in (chart.bounding_box() for chart in
+                                       panel.locator('[data-testid="stVegaLiteChart"]').all())]
+    assert min(widths) > 300                              # drawn, not a chart of no width
     panel.get_by_role("button", name=f"Remove {paths[1].name}").click()
     shown("A run of 2 steps")
     assert "A run of 3 steps" not in panel.inner_text()

@@ -93,7 +93,8 @@ def test_steps_frame_marks_the_departure_and_skips_failed_steps():
     assert list(k1["step"]) == [1, 3] and list(k1["left"]) == [False, True]
     assert list(k1["low"]) == pytest.approx([0.08, 0.5]) and list(k1["high"]) == pytest.approx([0.12, 0.5])
     assert list(run_frames.failed_steps_frame(summaries)["error"]) == ["bad"]
-    run_charts.steps_chart(frame).to_dict()
+    spec = run_charts.steps_chart(frame).to_dict()
+    assert "autosize" not in spec and spec["spec"]["width"] == 300      # a facet sized by its panels (fit-x: 0 px)
 
 
 def test_a_runs_steps_table_holds_every_followed_metric_with_its_se():

@@ -97,9 +97,10 @@ def x_span(domain):
 def readable(chart):
     """The top-level chart with the page's text sizes and colours (set in place: configure_* copies the chart). A
     single or layered chart fits its width to its column and keeps its plot's height, growing by what is drawn
-    above the plot (threshold labels) instead of squeezing it; a compound chart keeps its panels' sizes."""
+    above the plot (threshold labels) instead of squeezing it; a compound or faceted chart keeps its panels' sizes
+    (fit-x on a facet gives it no width at all)."""
     chart.config = READABLE
-    if not isinstance(chart, alt.ConcatChart | alt.HConcatChart | alt.VConcatChart):
+    if not isinstance(chart, alt.ConcatChart | alt.HConcatChart | alt.VConcatChart | alt.FacetChart):
         chart.autosize = FIT_WIDTH
     return chart
 
