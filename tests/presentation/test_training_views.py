@@ -131,6 +131,8 @@ def test_charts_serialise_with_registry_colours(expected, sampled, sga):
                                                ESTIMATORS["naive"].colour)]
     built.append(training_charts.sga_chart(training_frames.second_order_frame(exact, np.logspace(-2, 2, 9), toy.J),
                                            training_frames.monte_carlo_frame(monte, exact), 1.0))
+    stepped = built[0].to_dict()                                         # the J chart draws a step axis
+    assert any(node.get("field") == "step" and "axis" in node for node in _walk(stepped))
     for chart in built:
         spec = chart.to_dict()
         json.dumps(spec)
@@ -138,6 +140,8 @@ def test_charts_serialise_with_registry_colours(expected, sampled, sga):
         for node in _walk(spec):
             if node.get("field") == "estimator" and "scale" in node:
                 assert node["scale"] == {"domain": list(ESTIMATORS), "range": [e.colour for e in ESTIMATORS.values()]}
+            if node.get("field") == "step" and "axis" in node:                 # whole steps, no tick at 0.5
+                assert node["axis"]["format"] == "d" and node["axis"]["tickMinStep"] == 1
 
 
 def test_sampled_chart_has_bands_and_expected_does_not(expected, sampled):

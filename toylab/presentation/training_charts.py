@@ -28,6 +28,7 @@ PANEL_HEIGHT = 200
 BAND_OPACITY = 0.18
 SYMLOG_CONSTANT = 1e-3     # the SGA axis is linear within ±0.001 of zero, logarithmic beyond
 
+STEP_AXIS = alt.Axis(format="d", tickMinStep=1)        # steps are whole numbers: no tick at 0.5
 
 def _curves(data, x, y, ids, highlight, sampled, legend=True, same=None):
     """Median lines (and, for sampled runs, 10–90 % bands) per estimator; lines and bands share one legend."""
@@ -52,7 +53,7 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
     legend only where asked (the tab's charts share the J chart's colours); a lesson's ``marks`` on it."""
     data = quantity_curves(curves, quantity, sampled, log)
     ids = list(dict.fromkeys(data["estimator"]))
-    x = alt.X("step:Q", title="step k")
+    x = alt.X("step:Q", title="step k", axis=STEP_AXIS)
     y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=alt.Scale(type="log") if log else alt.Undefined)
     layers = _curves(alt.Chart(data), x, y, ids, legend_highlight(), sampled, legend=legend, same=same)
     if quantity == "cosine":
@@ -94,7 +95,7 @@ def logged_chart(frame, estimator, colour, marks=None):
     long["series"] = long["series"].map(names)
     gap = alt.Chart(frame).mark_area(opacity=0.18, color=colour).encode(
         alt.X("step:Q"), alt.Y("J:Q"), alt.Y2("logged_reward:Q"))
-    x, y = alt.X("step:Q", title="step k"), alt.Y("value:Q", title="reward")
+    x, y = alt.X("step:Q", title="step k", axis=STEP_AXIS), alt.Y("value:Q", title="reward")
     lines = alt.Chart(long).mark_line(strokeWidth=2.5, color=colour).encode(
         x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="bottom"),
                              scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
