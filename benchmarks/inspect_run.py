@@ -3,7 +3,7 @@
 
     python benchmarks/inspect_run.py [--steps 50] [--tokens 100000000] [--engines]
 
-The run is what the README's verl recipe writes: per step, two ranks' Parquet files (``step_N/rank_R.parquet``),
+The run is what the verl recipe of docs/your-run.md writes: per step, two ranks' Parquet files (``step_N/rank_R.parquet``),
 a row per sequence with ``rollout_log_probs`` and ``old_log_probs`` (float64 lists; 200 to 1,800 tokens, 1,000
 on average) and a reward; log μ = −Exponential(1) per token, log π = min(log μ + Normal(0, 0.01), 0) — a
 per-token KL near 5e-5, a bf16 sampler's size. It is written to a temporary directory (1.6 GB at the default

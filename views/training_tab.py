@@ -193,7 +193,7 @@ def _sga_view(settings, config):
             "and then the batches under-state the spread too. The check: the batches' variance of ⟨∇J, ĝ_N⟩ against "
             "its exact value; below half of it the interval is not trusted (hollow dot, dashed bar) — measured at "
             "mismatch 1, such intervals covered the truth in 23–46 % of repeats at small lr, those that passed in "
-            "94–100 % (README, Training)."
+            "94–100 % (docs/training.md)."
             + (f" Not trusted here: {', '.join(heavy)}." if heavy else " Every checked interval passes here.")
             + (f" Unchecked (batch-coupled, no exact variance): {', '.join(unchecked)}." if unchecked else ""))
     if len(adam):

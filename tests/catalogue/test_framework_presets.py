@@ -27,7 +27,7 @@ from frozen_verl_newest import VERL_ICEPOP
 from toylab import EXACT_IDS, PRESET_IDS, additive_terms, coefficients, exact_moments, kept_tokens, make_toy
 from toylab.catalogue.presets import PRESETS
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+FRAMEWORKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "frameworks.md"
 FLOAT32 = 3e-7
 FLOAT64 = 1e-12
 # framework → (its frozen numbers, {preset option: frozen entry}, rtol)
@@ -301,10 +301,10 @@ def test_every_exact_id_is_finite_on_a_ragged_batch_beyond_every_clamp():
         assert np.all(np.isfinite(c)) and np.all(c[mask == 0] == 0), estimator
 
 
-def test_the_readme_tables_are_the_rows():
-    """README.md's table of each framework has one row per preset, with its parameters' defaults and the row's
+def test_the_framework_tables_are_the_rows():
+    """docs/frameworks.md's table of each framework has one row per preset, with its parameters' defaults and the row's
     "on the toy" text (regenerated from the rows whenever they change)."""
-    text = README.read_text()
+    text = FRAMEWORKS_PAGE.read_text()
     for preset in PRESETS:
         row = next(line for line in text.splitlines() if line.startswith(f"| {preset.id} |"))
         assert preset.equals.replace("|", r"\|") in row, preset.id

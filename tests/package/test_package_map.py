@@ -1,5 +1,5 @@
 """The package's folders are its map: every folder's docstring names its modules, the top level stays small,
-the README's map names every folder, and the library never imports the page."""
+CONTRIBUTING.md's map names every folder, and the library never imports the page."""
 
 import re
 from pathlib import Path
@@ -7,7 +7,7 @@ from pathlib import Path
 import toylab
 
 PACKAGE = Path(toylab.__file__).parent
-README = PACKAGE.parent / "README.md"
+CONTRIBUTING = PACKAGE.parent / "CONTRIBUTING.md"
 TOP_LEVEL_LIMIT = 12
 
 
@@ -48,8 +48,8 @@ def test_every_folder_but_the_top_only_documents():
         assert text.strip().endswith('"""') and text.count('"""') == 2, folder.relative_to(PACKAGE.parent)
 
 
-def test_the_readme_names_every_folder_with_its_idea():
-    section = README.read_text().split("## How it is organised", 1)[1].split("\n## ", 1)[0]
+def test_contributing_names_every_folder_with_its_idea():
+    section = CONTRIBUTING.read_text().split("# How it is organised", 1)[1].split("\n## ", 1)[0]
     for folder in folders()[1:]:
         assert f"{folder.relative_to(PACKAGE.parent).as_posix()}/" in section, folder.name
 

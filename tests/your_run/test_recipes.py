@@ -1,4 +1,4 @@
-"""The README's recipes for verl and TRL users, run as written against stand-ins for the frameworks' classes that
+"""The recipes in docs/your-run.md for verl and TRL users, run as written against stand-ins for the frameworks' classes that
 hand them toy batches as arrays (``tolist`` works alike on arrays and tensors); toylab then reads what they wrote."""
 
 import re
@@ -13,12 +13,12 @@ from framework_dumps import Batch, expected, toy_batch
 from toylab.your_run.run import directory_files, step_logs
 from toylab.your_run.statistics import log_statistics
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+YOUR_RUN_PAGE = Path(__file__).resolve().parents[2] / "docs" / "your-run.md"
 
 
 def recipe(name):
-    """The README's python block that starts with the comment ``# {name} recipe``."""
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    """The python block of docs/your-run.md that starts with the comment ``# {name} recipe``."""
+    blocks = re.findall(r"```python\n(.*?)```", YOUR_RUN_PAGE.read_text(), flags=re.DOTALL)
     return next(block for block in blocks if block.startswith(f"# {name} recipe"))
 
 

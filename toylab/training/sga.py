@@ -23,7 +23,7 @@ spread as much as the mean. The first-order part of the gain, lr·⟨∇J, ĝ_N�
 lr²·Var⟨∇J, ĝ⟩/N (``SecondOrder.slope_variance``, summed over all M sequences); the batches' own variance of
 ⟨∇J, ĝ_N⟩ (``MonteCarloImprovement.slope_sample_variance``) below TAIL_CHECK of it says the batches have not seen
 the tail, and the interval is not to be trusted. Measured at mismatch 1 (``benchmarks/sga_coverage.py``; the
-README gives the figures): where the check passed, ±2 s.e. covered the truth in 94–100 % of repeats; where it
+docs/training.md gives the figures): where the check passed, ±2 s.e. covered the truth in 94–100 % of repeats; where it
 failed (sequence IS: nearly always) it covered 23–46 % at small lr with 200 batches.
 
 With Adam the step actually taken is not lr·ĝ_N but Adam's update from its state after k steps of on_policy's run
