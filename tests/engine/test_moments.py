@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from dense import DenseToy, assert_exact_equals_dense
+from tiers import catalogue_and_one_preset_per_framework, fast_then_slow
 
 from toylab import ESTIMATORS, EXACT_IDS, exact_moments, exact_table, make_toy, resolve_params
 from toylab.engine import moments as moments_module
@@ -25,7 +26,7 @@ def test_exact_moments_equal_dense_brute_force(toy_pair, estimator, baseline):
 
 
 @pytest.mark.parametrize("chunk", [4, 16])
-@pytest.mark.parametrize("estimator", EXACT_IDS)
+@pytest.mark.parametrize("estimator", fast_then_slow(EXACT_IDS, catalogue_and_one_preset_per_framework(EXACT_IDS)))
 def test_the_pass_in_chunks_equals_dense_brute_force(toy_pair, estimator, chunk, monkeypatch):
     """The exact pass goes through the sequences in prefix chunks (moments.CHUNK); with tiny chunks every
     prefix path (fixed tokens, carried products, token marks in the prefix) is taken, and still equals the

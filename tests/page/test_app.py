@@ -93,6 +93,7 @@ def test_every_tab_renders_when_opened(label, charts):
     assert all(tab_content(at, other) == [] for other in TAB_CHARTS if other != label)
 
 
+@pytest.mark.slow
 def test_a_lesson_button_sets_the_sidebar_the_url_and_the_tab():
     at = run(tab="Lessons")
     for lesson in LESSONS:

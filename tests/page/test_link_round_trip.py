@@ -82,12 +82,14 @@ def opens(name, value):
     assert at.query_params == to_query(settings_) | view_query(view), link
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(URL_PARAMETERS))
 def test_every_parameter_opens_at_each_choice_and_both_ends_of_its_range(name):
     for value in special_values(name):
         opens(name, value)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(st.data())
 def test_every_parameter_opens_at_interior_values(data):

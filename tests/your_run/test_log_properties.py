@@ -15,6 +15,7 @@ import math
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,6 +122,7 @@ def assert_finite_or_none(value):
             assert_finite_or_none(item)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(log=logs())
 def test_any_generated_log_is_read_to_finite_numbers_or_refused_in_one_line(tmp_path_factory, log):
@@ -142,6 +144,7 @@ def test_any_gzip_of_random_bytes_is_refused_in_one_line(tmp_path_factory, conte
     outcome(tmp_path_factory.mktemp("gzip"), f"random.{extension}", packed[:len(packed) - cut])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(rows=st.integers(1, 2_000), per_sequence=st.integers(1, 120), format=st.sampled_from(FORMATS))
 def test_logs_around_the_bounds_are_read_within_them_and_refused_beyond(tmp_path_factory, rows, per_sequence, format):
