@@ -25,7 +25,7 @@ def pytest_collection_modifyitems(config, items):
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
         if "app" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
     if config.getoption("--all-tiers") or config.option.markexpr:
         return
     slow = [item for item in items if item.get_closest_marker("slow")]

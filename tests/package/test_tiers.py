@@ -1,0 +1,78 @@
+"""The tiers: ``python -m pytest`` leaves the slow tier out, ``--all-tiers`` (what the README says CI runs, and what
+``.ci/run`` runs) keeps it, and a sweep split by ``tests/tiers.py`` keeps every case in one tier or the other."""
+
+import re
+from pathlib import Path
+
+import pytest
+from tiers import catalogue_and_one_preset_per_framework, fast_then_slow
+
+from toylab import EXACT_IDS
+from toylab.catalogue.presets import FRAMEWORKS
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+TIERED = """
+import pytest
+
+def test_fast():
+    pass
+
+@pytest.mark.slow
+def test_slow():
+    pass
+
+@pytest.mark.browser
+def test_in_a_browser():
+    pass
+"""
+
+
+def readme_commands():
+    """The commands of the README's "Tests" code block, comments dropped."""
+    section = (ROOT / "README.md").read_text().split("\n## Tests\n", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, flags=re.S).group(1)
+    return [line.split("#", 1)[0].strip() for line in block.splitlines()]
+
+
+def test_ci_runs_the_readmes_every_tier_command():
+    fast, every = readme_commands()
+    assert fast == "python -m pytest" and "--all-tiers" in every and "-n 2" in every
+    ci = [line.split("||", 1)[0].strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert every in ci
+
+
+@pytest.fixture
+def tiered(pytester):
+    pytester.makeconftest((ROOT / "tests" / "conftest.py").read_text())
+    pytester.makeini("[pytest]\nmarkers =\n    slow: slow tier\n    browser: drives a browser\n")
+    pytester.makepyfile(TIERED)
+    return pytester
+
+
+def test_the_fast_tier_leaves_out_slow_and_browser_tests_and_says_so(tiered):
+    result = tiered.runpytest()
+    result.assert_outcomes(passed=1, deselected=2)
+    result.stdout.fnmatch_lines(["*2 slow tests deselected*--all-tiers*"])
+
+
+@pytest.mark.parametrize("options, passed", [(["--all-tiers"], 3), (["-m", "slow"], 2), (["-m", "browser"], 1)])
+def test_all_tiers_or_a_marker_choice_runs_the_slow_tier(tiered, options, passed):
+    tiered.runpytest(*options).assert_outcomes(passed=passed, deselected=3 - passed)
+
+
+def test_a_split_sweep_keeps_every_value_and_its_id():
+    fast = catalogue_and_one_preset_per_framework(EXACT_IDS)
+    split = fast_then_slow(EXACT_IDS, fast)
+    values = [getattr(param, "values", (param,))[0] for param in split]
+    assert values == list(EXACT_IDS)
+    assert [param for param in split if not hasattr(param, "marks")] == fast
+    assert all(mark.name == "slow" for param in split if hasattr(param, "marks") for mark in param.marks)
+
+
+def test_the_fast_cases_are_the_catalogue_and_one_preset_of_each_framework():
+    fast = catalogue_and_one_preset_per_framework(EXACT_IDS)
+    assert {id for id in EXACT_IDS if ":" not in id} <= set(fast)
+    presets = [id for id in fast if ":" in id]
+    assert sorted(id.partition(":")[0] for id in presets) == sorted(FRAMEWORKS)
