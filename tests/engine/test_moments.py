@@ -10,6 +10,7 @@ from toylab.engine import moments as moments_module
 
 TOYS = [(6, 4, 0.3, 0), (5, 3, 1.0, 7), (4, 5, 0.05, 3), (3, 4, 2.0, 21)]
 BASELINES = ["none", "logged", "true"]
+FAST_IDS = catalogue_and_one_preset_per_framework(EXACT_IDS)   # every preset: python -m pytest --all-tiers
 
 
 @pytest.fixture(scope="module", params=TOYS, ids=lambda t: "T{}V{}m{}s{}".format(*t))
@@ -19,14 +20,14 @@ def toy_pair(request):
 
 
 @pytest.mark.parametrize("baseline", BASELINES)
-@pytest.mark.parametrize("estimator", EXACT_IDS)
+@pytest.mark.parametrize("estimator", fast_then_slow(EXACT_IDS, FAST_IDS))
 def test_exact_moments_equal_dense_brute_force(toy_pair, estimator, baseline):
     toy, dense = toy_pair
     assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator), baseline)
 
 
 @pytest.mark.parametrize("chunk", [4, 16])
-@pytest.mark.parametrize("estimator", fast_then_slow(EXACT_IDS, catalogue_and_one_preset_per_framework(EXACT_IDS)))
+@pytest.mark.parametrize("estimator", fast_then_slow(EXACT_IDS, FAST_IDS))
 def test_the_pass_in_chunks_equals_dense_brute_force(toy_pair, estimator, chunk, monkeypatch):
     """The exact pass goes through the sequences in prefix chunks (moments.CHUNK); with tiny chunks every
     prefix path (fixed tokens, carried products, token marks in the prefix) is taken, and still equals the
