@@ -5,8 +5,10 @@ space exhaustively, or takes more than about 2 s. Browser tests (``@pytest.mark.
 tier is deselected unless ``--all-tiers`` is given or ``-m`` chooses the tests (``-m slow``, ``-m browser``). An
 exhaustive sweep keeps a fast subset that reaches every code path: ``tests/tiers.py``.
 
-Under pytest-xdist (``-n 2 --dist loadgroup``, as CI runs), the tests that share a module's served app (the ``app``
-fixture of ``tests/page/conftest.py``) go to one worker, so each module starts its app once.
+Under pytest-xdist, CI runs ``-n 2 --dist loadfile``: a file's tests go to one process, so a browser module starts
+its served app (the module-scoped ``app`` fixture of ``tests/page/conftest.py``) once. (``--dist loadgroup`` with
+``xdist_group`` marks would spread the rest finer, but pytest-xdist 3.8 ignores the marks under pytest 9.2:
+pytest-dev/pytest-xdist#1386.)
 """
 
 import pytest
@@ -24,8 +26,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.slow)
-        if "app" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.partition("::")[0]))
     if config.getoption("--all-tiers") or config.option.markexpr:
         return
     slow = [item for item in items if item.get_closest_marker("slow")]
