@@ -44,7 +44,9 @@ def test_ci_runs_the_readmes_every_tier_command():
 
 
 @pytest.fixture
-def tiered(pytester):
+def tiered(pytester, monkeypatch):
+    """A project with the tiers' conftest and a fast, a slow and a browser test (no other plugin: quicker)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     pytester.makeconftest((ROOT / "tests" / "conftest.py").read_text())
     pytester.makeini("[pytest]\nmarkers =\n    slow: slow tier\n    browser: drives a browser\n")
     pytester.makepyfile(TIERED)
