@@ -258,14 +258,9 @@ def test_miles_rewards_without_the_rollout_dump_are_refused_with_the_reason(tmp_
     batch = toy_batch(8, seed=7)
     miles.write_rollout(tmp_path, 0, batch, dp=2)
     log = steps_of(tmp_path / "train_data")[0].log
-    assert_step(log, Batch(*_in_index_order(batch, 0)), rewards=False)
+    assert_step(log, batch, rewards=False)                     # by sample index: here the rollout order
     assert log.rewards is None
     assert any("no reward read" in notice and "rollout_data/" in notice for notice in log.notices)
-
-
-def _in_index_order(batch, rollout):
-    """The batch as a reader without the rollout dump orders it: by sample index (here the rollout order)."""
-    return batch.sampler, batch.trainer, batch.rewards, batch.advantages
 
 
 def test_a_missing_miles_data_parallel_rank_is_a_notice(tmp_path):
@@ -280,15 +275,16 @@ def test_a_missing_miles_data_parallel_rank_is_a_notice(tmp_path):
     assert any("4 of the batch's 8 sequences found" in notice for notice in log.notices)
 
 
-def test_miles_bf16_rollout_log_probs_are_read(tmp_path):
-    """--true-on-policy-mode --bf16 keeps the sampler's log-probs in bfloat16 (data.py 25–31)."""
+@pytest.mark.parametrize("flag, dtype", [("bf16", "bfloat16"), ("fp16", "float16")])
+def test_miles_half_precision_rollout_log_probs_are_read(tmp_path, flag, dtype):
+    """--true-on-policy-mode with --bf16 or --fp16 keeps the sampler's log-probs in that dtype (data.py 25–31)."""
     pytest.importorskip("torch", reason="a .pt dump is read only with torch installed")
     from framework_writers import miles
     batch = toy_batch(8, seed=9)
-    miles.write_rollout(tmp_path, 0, batch, dp=2, rollout_dtype="bf16")
+    miles.write_rollout(tmp_path, 0, batch, dp=2, rollout_dtype=flag)
     log = steps_of(tmp_path)[0].log
-    assert_step(log, miles.seen(batch, rollout_dtype="bf16"))
-    assert any("bfloat16" in notice for notice in log.notices)
+    assert_step(log, miles.seen(batch, rollout_dtype=flag))
+    assert any(notice.startswith(f"rollout_log_probs stored in {dtype} ") for notice in log.notices)
 
 
 def test_miles_notices_reach_the_text_and_the_json(tmp_path, capsys):
@@ -362,3 +358,21 @@ def test_the_export_command_runs_as_printed(tmp_path):
     path = os.pathsep.join([skyrl.importable(tmp_path / "shim"), *sys.path])
     subprocess.run([sys.executable, *command[1:]], env={**os.environ, "PYTHONPATH": path}, check=True)
     assert_step(steps_of(tmp_path)[3].log, skyrl_batch(), rewards=False)
+
+
+def test_a_miles_file_that_does_not_hold_what_its_writer_writes_is_one_line(tmp_path):
+    torch = pytest.importorskip("torch", reason="a .pt dump is read only with torch installed")
+    from framework_writers import miles
+    miles.write_rollout(tmp_path, 0, toy_batch(4, seed=1), dp=2)
+    path = tmp_path / "train_data" / "0_0.pt"
+    payload = torch.load(path, weights_only=True)
+    for change, words in ((lambda data: data.update(sample_indices=["a", "b"]), "does not hold numbers"),
+                          (lambda data: data["log_probs"].pop(), "'log_probs' has 1 samples"),
+                          (lambda data: data.update(raw_reward=[{"acc": 1.0}] * 4), "not numbers"),
+                          (lambda data: data.update(sample_indices=[90, 91]), "not in the rollout dump")):
+        broken = {**payload, "rollout_data": {key: list(value) if isinstance(value, list) else value
+                                              for key, value in payload["rollout_data"].items()}}
+        change(broken["rollout_data"])
+        torch.save(broken, path)
+        step = steps_of(tmp_path)[0]
+        assert step.log is None and words in step.error and "\n" not in step.error

@@ -25,6 +25,10 @@ def combined(shards, orders):
     in rollout order when the rollout dump is there (else by sample index)."""
     order = orders[0].order if orders else None
     locations = _locations(shards)
+    if order is not None and not set(locations) <= set(order):
+        stray = sorted(set(locations) - set(order))
+        raise LogError(f"{shards[0].name}: sample {stray[0]} is not in the rollout dump {orders[0].name} "
+                       f"({len(stray)} such): the train and rollout dumps are of different rollouts")
     indices = [index for index in order if index in locations] if order is not None else sorted(locations)
     rows = {index: _row(shards, index, locations[index]) for index in indices}
     readable = [index for index in indices if rows[index]["log_probs"] is not None

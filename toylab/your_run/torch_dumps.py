@@ -37,6 +37,7 @@ FIELDS = ("rollout_log_probs", "log_probs", "loss_masks", "advantages")
 SHARDED = ("rollout_log_probs", "log_probs", "advantages")        # per token, a context-parallel rank's slice
 ROLES = {"rollout_log_probs": "the sampler's log-probs", "log_probs": "the trainer's log-probs"}
 NARROW = {"torch.bfloat16": "bfloat16 (8 significant bits)", "torch.float16": "float16 (11 significant bits)"}
+NARROW_ERROR = {"torch.bfloat16": "2⁻⁸", "torch.float16": "2⁻¹¹"}
 
 
 class LeftOut(LogError):
@@ -83,10 +84,11 @@ def read_payload(name, payload):
 
 # -- numbers out of tensors ----------------------------------------------------------------------------------------
 
-def _floats(value, dtypes):
-    """A tensor's (or list's) values as float64, its torch dtype noted in ``dtypes`` (bfloat16 has no numpy twin)."""
+def _floats(value, dtypes, key):
+    """A tensor's (or list's) values as float64 (a bfloat16 tensor has no numpy twin: widened by torch first), its
+    torch dtype noted in ``dtypes[key]``."""
     if type(value).__module__.startswith("torch"):
-        dtypes.add(str(value.dtype))
+        dtypes.setdefault(key, set()).add(str(value.dtype))
         value = value.detach().double()
     return np.asarray(value, dtype=float).reshape(-1)
 
@@ -94,19 +96,17 @@ def _floats(value, dtypes):
 def _lists(name, key, values, dtypes):
     """A list<float64> array of per-sample tensors (or lists)."""
     try:
-        return pa.array([None if value is None else _floats(value, dtypes) for value in values],
+        return pa.array([None if value is None else _floats(value, dtypes, key) for value in values],
                         type=pa.list_(pa.float64()))
     except (TypeError, ValueError, RuntimeError) as error:
         raise LogError(f"{name}: {key!r} does not hold numbers per sample ({error})") from None
 
 
 def narrow_notice(dtypes):
-    """A notice when log-probs were stored in a half-precision dtype: their rounding is part of every log ρ."""
-    narrow = sorted(NARROW[dtype] for dtype in dtypes if dtype in NARROW)
-    if not narrow:
-        return []
-    return [f"log-probs stored in {' and '.join(narrow)}: each is that dtype's rounding of the framework's value, "
-            "so |log ρ| carries up to 2^-8 (bfloat16) or 2^-11 (float16) of |log μ| from storage alone"]
+    """A notice per log-prob field stored in a half-precision dtype: its rounding is part of every log ρ."""
+    return [f"{key} stored in {NARROW[dtype]}: read exactly, but each value is that dtype's rounding of the "
+            f"framework's, so each log ρ carries up to {NARROW_ERROR[dtype]} of |log μ| or |log π| from storage alone"
+            for key in ROLES for dtype in sorted(dtypes.get(key, ())) if dtype in NARROW]
 
 
 def table_of(name, columns, rewards=None, advantages=None):
@@ -118,8 +118,16 @@ def table_of(name, columns, rewards=None, advantages=None):
     mask = columns.get("loss_masks")
     advantage = None if advantages is None else sequence_means(
         name, advantages, mask if mask is not None else ones_like(columns["log_probs"]), "advantages")
-    reward = None if rewards is None else pa.array([float(value) for value in rewards], pa.float64())
+    reward = None if rewards is None else pa.array([_reward(name, value) for value in rewards], pa.float64())
     return canonical(columns["rollout_log_probs"], columns["log_probs"], mask, reward, advantage)
+
+
+def _reward(name, value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise LogError(f"{name}: raw_reward holds {type(value).__name__} values, not numbers (a reward_key picks one "
+                       "of a dict's rewards; dump the number)") from None
 
 
 # -- slime: one file per rollout -------------------------------------------------------------------------------
@@ -128,7 +136,7 @@ def _slime_part(name, payload):
     samples = payload["samples"]
     if not isinstance(samples, list) or not all(isinstance(sample, dict) for sample in samples):
         raise LogError(f"{name}: slime's 'samples' is not a list of dicts")
-    dtypes = set()
+    dtypes = {}
     columns = {key: _lists(name, key, [sample.get(key) for sample in samples], dtypes) for key in FIELDS
                if any(sample.get(key) is not None for sample in samples)}
     rewards, notices = _slime_rewards(name, samples, payload.get("raw_reward"))
@@ -161,16 +169,20 @@ def _miles_part(name, payload):
     if indices is None:
         raise LogError(f"{name}: Miles' rollout_data has no 'sample_indices' (each row's sample): the ranks of a "
                        "step cannot be matched")
-    dtypes = set()
-    fields = {key: [_floats(value, dtypes) for value in data[key]] for key in FIELDS if data.get(key) is not None}
-    for key, values in fields.items():
+    dtypes = {}
+    try:
+        fields = {key: [_floats(value, dtypes, key) for value in data[key]] for key in FIELDS if data.get(key) is not None}
+        shard = {"rank": payload.get("rank"), "cp_rank": int(payload.get("cp_rank") or 0),
+                 "cp_size": int(payload.get("cp_size") or 1), "qkv_format": payload.get("qkv_format", "thd"),
+                 "indices": [int(index) for index in indices], "raw_reward": data.get("raw_reward"),
+                 "response_lengths": [int(n) for n in data.get("response_lengths") or []],
+                 "total_lengths": [int(n) for n in data.get("total_lengths") or []], "fields": fields}
+    except (TypeError, ValueError, RuntimeError) as error:
+        raise LogError(f"{name}: Miles' rollout_data does not hold numbers where its writer puts them ({error})") \
+            from None
+    for key, values in [*fields.items(), *((key, shard[key]) for key in ("response_lengths", "total_lengths"))]:
         if len(values) != len(indices):
             raise LogError(f"{name}: {key!r} has {len(values)} samples, 'sample_indices' {len(indices)}")
-    shard = {"rank": payload.get("rank"), "cp_rank": int(payload.get("cp_rank") or 0),
-             "cp_size": int(payload.get("cp_size") or 1), "qkv_format": payload.get("qkv_format", "thd"),
-             "indices": [int(index) for index in indices], "raw_reward": data.get("raw_reward"),
-             "response_lengths": [int(n) for n in data.get("response_lengths", [])],
-             "total_lengths": [int(n) for n in data.get("total_lengths", [])], "fields": fields}
     if shard["cp_size"] > 1 and shard["qkv_format"] != "thd":
         raise LogError(f"{name}: a context-parallel shard in qkv_format {shard['qkv_format']!r}: its slices depend on "
                        "the padded length of its micro-batch, which the dump does not hold; dump with qkv_format thd")
