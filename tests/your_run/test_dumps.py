@@ -52,6 +52,8 @@ def test_nemo_rl_sample_loss_mask_drops_a_sequence(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     log = read(path)
     assert log.sequences == 4 and log.dropped == 1
+    assert log.notices == ("1 sequence without a response token (masked out everywhere, e.g. NeMo-RL's "
+                           "sample_loss_mask 0) left out",)
     assert np.array_equal(log.sampler_logprobs, np.concatenate(batch.sampler[:2] + batch.sampler[3:]))
 
 

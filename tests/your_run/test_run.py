@@ -176,3 +176,18 @@ def test_tail_shares_and_estimators_shares_are_followed_over_a_run():
     first_drift = next(step for step, mismatch in enumerate(MISMATCH, start=1) if mismatch > MISMATCH[0])
     assert left["tail_share>0.001"] == left["tail_share>0.01"] == left["tokens_affected:tok_mis"] == first_drift
     assert left["tail_share>1"] is None                                  # no token is that far off at any step
+
+
+def test_rewards_that_only_some_ranks_give_are_left_out_with_a_notice(tmp_path):
+    batches = {rank: toy_batch(5, seed=rank) for rank in (0, 1)}
+    for rank, batch in batches.items():
+        columns = {"rollout_log_probs": batch.sampler, "old_log_probs": batch.trainer}
+        if rank == 0:
+            columns["reward"] = batch.rewards
+        (tmp_path / "step_1").mkdir(exist_ok=True)
+        pq.write_table(pa.table(columns), tmp_path / "step_1" / f"rank_{rank}.parquet")
+    step = next(step_logs(directory_files(tmp_path)))
+    assert_step(step, joined(batches[0], batches[1]))
+    assert step.log.rewards is None
+    assert step.log.notices == ("rewards left out: step_1/rank_1.parquet has none, and a step's rewards are kept "
+                                "only when every file has them",)

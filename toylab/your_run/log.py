@@ -365,8 +365,10 @@ class _SequenceRows:
 def _assembled(name, columns, sampler, trainer, lengths, rewards, rows, dropped, advantages=None, notices=()):
     if len(lengths) == 0:
         raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
+    left_out = (f"{dropped:,} sequence{'s' if dropped > 1 else ''} without a response token (masked out everywhere, "
+                f"e.g. NeMo-RL's sample_loss_mask 0) left out",) if dropped else ()
     return RolloutLog(name, columns, sampler, trainer, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                      rewards, rows, dropped, advantages, tuple(columns.notices) + tuple(notices))
+                      rewards, rows, dropped, advantages, tuple(columns.notices) + tuple(notices) + left_out)
 
 
 # -- a row per token ------------------------------------------------------------------------------------------

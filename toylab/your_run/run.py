@@ -334,7 +334,12 @@ def subset(log, sequences):
 def merged(name, logs, notices=()):
     """One RolloutLog of several (ranks of one step): sequences concatenated; rewards, advantages and entropies kept
     only if every log has them; the logs' notices and ``notices``, each once."""
-    noticed = tuple(dict.fromkeys([*notices, *(notice for log in logs for notice in log.notices)]))
+    dropped = [field for field in ("rewards", "advantages") if 0 < sum(getattr(log, field) is None for log in logs)
+               < len(logs)]
+    partial = [f"{field} left out: {', '.join(log.name for log in logs if getattr(log, field) is None)} "
+               f"{'has' if sum(getattr(log, field) is None for log in logs) == 1 else 'have'} none, and a step's "
+               f"{field} are kept only when every file has them" for field in dropped]
+    noticed = tuple(dict.fromkeys([*notices, *(notice for log in logs for notice in log.notices), *partial]))
     if len(logs) == 1:
         return replace(logs[0], notices=noticed)
     lengths = np.concatenate([log.lengths for log in logs])
