@@ -624,16 +624,21 @@ def _trainer_fields(rollout_data, by_index, advantages, log_dtype):
 
 
 def write_rollout(dump_details, rollout_id, batch, dp=1, tp=1, pp=1, cp=1, n_samples_per_prompt=2,
-                  rollout_dtype=None, log_dtype=None):
+                  rollout_dtype=None, log_dtype=None, conversations=False):
     """The rollout dump and every rank's train dump of one rollout (module docstring); the train dumps' paths.
     ``rollout_dtype``: "bf16" or "fp16" runs Miles with ``--true-on-policy-mode`` and that flag (the sampler's
-    log-probs kept in that dtype); ``log_dtype`` the trainer's log-probs' dtype (float32 by default)."""
+    log-probs kept in that dtype); ``log_dtype`` the trainer's log-probs' dtype (float32 by default);
+    ``conversations``: the samples carry their messages (the session and multi-turn paths), which Miles writes to
+    ``{dump_details}/trajectory/{rollout_id}.jsonl`` (arguments.py 3186)."""
     args = Namespace(save_debug_rollout_data=f"{dump_details}/rollout_data/{{rollout_id}}.pt",
                      save_debug_train_data=f"{dump_details}/train_data/{{rollout_id}}_{{rank}}.pt",
-                     save_debug_trajectory_data=None, balance_data=False, qkv_format="thd",
+                     save_debug_trajectory_data=f"{dump_details}/trajectory/{{rollout_id}}.jsonl",
+                     balance_data=False, qkv_format="thd",
                      true_on_policy_mode=rollout_dtype is not None, bf16=rollout_dtype == "bf16",
                      fp16=rollout_dtype == "fp16")
     samples = samples_of(batch, rollout_id, n_samples_per_prompt)
+    for sample in samples if conversations else ():
+        sample.metadata["messages"] = [{"role": "user", "content": "2 + 2?"}, {"role": "assistant", "content": "4"}]
     save_debug_rollout_data(args, samples, rollout_id, evaluation=False)
     shards = split_train_data_by_dp_raw(args, train_data(samples, n_samples_per_prompt), dp_size=dp)
     by_index = {sample.index: trainer for sample, trainer in zip(samples, batch.trainer, strict=True)}

@@ -79,7 +79,8 @@ def inspect(capsys, *argv):
 
 
 def test_every_layout_names_its_framework_and_writer():
-    assert [layout.key for layout in LAYOUTS] == ["nemo_validation", "nemo", "prime", "torch", "pickle"]
+    assert [layout.key for layout in LAYOUTS] == ["nemo_validation", "miles_trajectory", "nemo", "prime", "torch",
+                                                  "pickle"]
     assert all(layout.framework and "(" in layout.writer for layout in LAYOUTS)
 
 
@@ -250,6 +251,20 @@ def test_miles_dumps_in_every_layout_equal_a_direct_computation(tmp_path, layout
         assert ("tensor-parallel copies, equal value for value): counted once" in notices) == ("tp" in parallel)
         assert ("pipeline stages before the last" in notices) == ("pp" in parallel)
         assert ("reassembled" in notices) == ("cp" in parallel)
+
+
+def test_miles_trajectory_sidecars_are_left_out_of_their_steps(tmp_path):
+    pytest.importorskip("torch", reason="a .pt dump is read only with torch installed")
+    from framework_writers import miles
+    batches = {rollout: toy_batch(6, seed=rollout) for rollout in (0, 1)}
+    for rollout, batch in batches.items():
+        miles.write_rollout(tmp_path, rollout, batch, dp=2, conversations=True)
+    assert sorted(os.listdir(tmp_path / "trajectory")) == ["0.jsonl", "1.jsonl"]
+    steps = steps_of(tmp_path)
+    for rollout, batch in batches.items():
+        assert_step(steps[rollout].log, batch)
+        assert f"trajectory/{rollout}.jsonl: Miles' trajectory sidecar (each sample's conversation, no log-probs): " \
+               "left out" in steps[rollout].log.notices
 
 
 def test_miles_rewards_without_the_rollout_dump_are_refused_with_the_reason(tmp_path):

@@ -11,6 +11,8 @@ a known layout that holds no log is ``LeftOut`` with its reason, which becomes a
     NeMo-RL validation  ``val_data_step{N}.jsonl`` (``validate()`` in nemo_rl/algorithms/grpo.py 4014–4021, 7ea279a):
                         the validation rollouts' messages and rewards, no log-probs: left out, never merged into
                         the training step N.
+    Miles trajectory    ``{dump_details}/trajectory/{rollout_id}.jsonl`` (miles/ray/rollout/debug_data.py
+                        ``save_debug_trajectory_data``, 31f1ca9): each sample's conversation, no log-probs: left out.
     NeMo-RL             ``train_data_step{N}.jsonl`` (grpo.py 3629–3653, ``log_batched_dict_as_jsonl`` in
                         nemo_rl/utils/logger.py): every value wrapped in a 1-element list (the batch sliced one
                         sample at a time); generation_logprobs (μ), prev_logprobs (π), token_loss_mask times
@@ -110,6 +112,14 @@ def _is_prime(name, head):
     return first is not None and "schema_version" in first and all(key in first for key in PRIME_FIELDS)
 
 
+def _is_miles_trajectory(name, head):
+    """Miles' conversation sidecar, ``{dump_details}/trajectory/{rollout_id}.jsonl`` (debug_data.py
+    ``save_debug_trajectory_data``): a row per sample with its ``messages``."""
+    parts = name.replace("\\", "/").split("/")
+    first = _first_record(head) if len(parts) > 1 and parts[-2] == "trajectory" else None
+    return first is not None and {"sample_index", "messages"} <= set(first)
+
+
 def _wrapped(value):
     return isinstance(value, list) and len(value) == 1 and isinstance(value[0], list)
 
@@ -119,6 +129,10 @@ def _wrapped(value):
 def _nemo_validation(name, data, path, allow_torch, bounds):
     raise LeftOut(f"{name}: NeMo-RL's validation data (validate() writes the validation rollouts' messages and "
                   "rewards, no log-probs): left out, not part of the training step")
+
+
+def _miles_trajectory(name, data, path, allow_torch, bounds):
+    raise LeftOut(f"{name}: Miles' trajectory sidecar (each sample's conversation, no log-probs): left out")
 
 
 def _nemo(name, data, path, allow_torch, bounds):
@@ -188,6 +202,8 @@ LAYOUTS = (
     Layout("nemo_validation", "NeMo-RL", "validate(), nemo_rl/algorithms/grpo.py 4014–4021 (7ea279a)",
            lambda name, head: bool(NEMO_VALIDATION.match(os.path.basename(name.replace("\\", "/")))),
            _nemo_validation),
+    Layout("miles_trajectory", "Miles", "save_debug_trajectory_data, miles/ray/rollout/debug_data.py (31f1ca9)",
+           _is_miles_trajectory, _miles_trajectory),
     Layout("nemo", "NeMo-RL", "Logger.log_batched_dict_as_jsonl, nemo_rl/utils/logger.py (7ea279a)", _is_nemo, _nemo),
     Layout("prime", "prime-rl", "TokenExporter.export, src/prime_rl/trainer/rl/token_export.py (559b447)", _is_prime,
            _prime),
