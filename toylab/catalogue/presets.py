@@ -1,8 +1,7 @@
 """Every framework's presets in one table: which module holds a framework's rows, factors and formulas.
 
-Adding a framework is one module in ``frameworks/`` (copy ``frameworks/trl.py``: PRESETS, ``factors`` and
-``latex``; MEAN_EPSILON when its sequence means add a constant to the token count) and one entry in FRAMEWORKS
-below; the registry (``estimators``) picks its presets up.
+Adding a framework is one module in ``frameworks/`` (copy ``frameworks/trl.py``: PRESETS, ``factors`` returning
+its ``Rules``, and ``latex``) and one entry in FRAMEWORKS below; the registry (``estimators``) picks its presets up.
 """
 
 from toylab.catalogue.frameworks import (
@@ -26,20 +25,15 @@ FRAMEWORKS = {"verl": verl, "trl": trl, "slime": slime, "miles": slime, "skyrl":
 PRESETS = [preset for module in dict.fromkeys(FRAMEWORKS.values()) for preset in module.PRESETS]
 
 
-def factors(preset, params):
-    """(factors, clamp, rejections leave the loss mask): the preset's configuration, its parameters set, turned
-    into registry ids with parameters by its framework's rules."""
+def rules(preset, params):
+    """The preset's configuration, its parameters set, turned into ``Rules`` (registry ids with parameters, and
+    the framework's clamp and means) by its framework's module."""
     return FRAMEWORKS[preset.framework].factors(preset.resolved(params))
 
 
 def batch_family(preset, params):
     """(registry id, parameters) of the batch-coupled family a batch-coupled preset is (AReaL's m2_threshold)."""
     return FRAMEWORKS[preset.framework].batch_family(preset.resolved(params))
-
-
-def mean_epsilon(preset):
-    """What the framework's sequence means add to the token count (verl's and NeMo-RL's masked_mean: 10⁻⁸)."""
-    return getattr(FRAMEWORKS[preset.framework], "MEAN_EPSILON", 0.0)
 
 
 def latex(preset):

@@ -14,7 +14,7 @@ The log ratio is taken in float32.
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "4aef98d"
@@ -87,19 +87,19 @@ PRESETS = [
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of an actor's rejection_sampling configuration."""
+    """The Rules of an actor's rejection_sampling configuration."""
     level, action = config["rejection_sampling.level"], config["rejection_sampling.action"]
     lower, upper = config["rejection_sampling.lower"], config["rejection_sampling.upper"]
     if action == "clamp":
         clamp = "tok_clip" if level == "token" else "geo_clip"
-        return [(clamp, {"C_min": max(lower or 0.0, 0.0), "C_max": upper})], None, True
+        return Rules([(clamp, {"C_min": max(lower or 0.0, 0.0), "C_max": upper})])
     metric = config["rejection_sampling.metric"]
     scope = "token" if level == "token" else SCOPES[config["rejection_sampling.agg"]]
     if metric == "ratio":
         weight = ("tok_is", {}) if level == "token" else ("gspo_geo", {})
-        return [weight, ratio_band(scope, lower, upper)], None, True
+        return Rules([weight, ratio_band(scope, lower, upper)])
     band = ("rs", {"statistic": STATISTICS[metric], "scope": scope, "lo": lower, "hi": upper})
-    return [("tok_is", {}), band], None, True
+    return Rules([("tok_is", {}), band])
 
 
 def batch_family(config):

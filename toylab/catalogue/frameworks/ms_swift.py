@@ -12,7 +12,7 @@ geometric mean of the clamped token ratios, exp(Σ log ρ̃_t / L).
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "3602360"
@@ -42,13 +42,13 @@ PRESETS = [
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of rollout_importance_sampling_mode."""
+    """The Rules of rollout_importance_sampling_mode."""
     mode, threshold = config["rollout_importance_sampling_mode"], config["rollout_importance_sampling_threshold"]
     factor = {"token_truncate": [("tok_tis", {"C": threshold})],
               "token_mask": [("tok_mis", {"lo": 0.0, "hi": threshold})],
               "sequence_truncate": [("geo_tis", {"C": threshold})],
               "sequence_mask": [("tok_is", {}), weights_only(ratio_band("seq_mean", None, threshold))]}[mode]
-    return factor, SAFETY_BOUND, False
+    return Rules(factor, SAFETY_BOUND, False)
 
 
 LATEX = {"token_truncate": r"c_t = \min(\tilde\rho_t, \tau)",

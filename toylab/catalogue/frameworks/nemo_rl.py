@@ -14,7 +14,7 @@ masked_mean divides by the count + 10⁻⁸.
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "7ea279a"
@@ -73,12 +73,12 @@ PRESETS = [
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of a ClippedPGLossConfig (+ GRPO's error mask)."""
+    """The Rules of a ClippedPGLossConfig (+ GRPO's error mask)."""
     factors = _weights(config) if config["use_importance_sampling_correction"] else []
     if config.get("grpo.seq_logprob_error_threshold"):
         factors.append(("rs", {"statistic": "mult_error", "scope": "seq_mean", "lo": None,
                                "hi": config["grpo.seq_logprob_error_threshold"]}))
-    return factors, None, True
+    return Rules(factors, mean_epsilon=MEAN_EPSILON)
 
 
 def _weights(config):

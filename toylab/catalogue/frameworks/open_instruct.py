@@ -15,7 +15,7 @@ default); response_mask is left as it is.
 import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "e6c3044"
@@ -69,9 +69,9 @@ def _positive(bound):
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of GRPOExperimentConfig's rho fields."""
+    """The Rules of GRPOExperimentConfig's rho fields."""
     if not config["use_rho_correction"]:
-        return [], CLAMP, False
+        return Rules([], CLAMP, False)
     lower, upper = config["rho_clamp_lower_bound"], config["rho_clamp_upper_bound"]
     sequence = config["rho_mask_sequence_level"]
     clamp = "geo_clip" if sequence else "tok_clip"
@@ -82,7 +82,7 @@ def factors(config):
         factors.append(("tv_mask", {"lo": mask_lower or 0.0, "hi": mask_upper or math.inf}))
     elif mask_lower or mask_upper:
         factors.append(weights_only(ratio_band("seq_mean" if sequence else "token", mask_lower, mask_upper)))
-    return factors, CLAMP, False
+    return Rules(factors, CLAMP, False)
 
 
 def latex(preset):

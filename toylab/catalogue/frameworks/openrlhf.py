@@ -14,7 +14,7 @@ exp(mean_t log π/μ), and PPO-clipped: the vLLM weights are not applied.
 import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "3c3be62"
@@ -57,17 +57,17 @@ PRESETS = [
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of OpenRLHF's PolicyLoss configuration."""
+    """The Rules of OpenRLHF's PolicyLoss configuration."""
     if config["policy_loss_type"] == "gspo":
         clip = {"eps_low": config["eps_clip_low"], "eps_high": config["eps_clip_high"], "C_dual": math.inf}
-        return [("gspo_clip", clip)], None, False
+        return Rules([("gspo_clip", clip)], None, False)
     low, high = config["is_correction_threshold"]
     kind = config["is_correction_type"]
     if kind == "icepop":
-        return [("tok_mis", {"lo": low, "hi": high})], None, False
+        return Rules([("tok_mis", {"lo": low, "hi": high})], None, False)
     if kind == "seq-mask-tis":
-        return [("tok_is", {}), weights_only(ratio_band("seq_mean", low, high))], None, False
-    return [("tok_clip", {"C_min": low, "C_max": high})], None, False
+        return Rules([("tok_is", {}), weights_only(ratio_band("seq_mean", low, high))], None, False)
+    return Rules([("tok_clip", {"C_min": low, "C_max": high})], None, False)
 
 
 LATEX = {"tis": r"c_t = \mathrm{clamp}(\rho_t, \ell, u)",

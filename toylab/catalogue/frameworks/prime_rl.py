@@ -12,7 +12,7 @@ default 1 (a different adv_tau is this estimator times adv_tau with kl_tau/adv_t
 """
 
 from toylab.catalogue.frameworks.factors import weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "559b447"
@@ -40,15 +40,15 @@ PRESETS = [
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of trainer.loss."""
+    """The Rules of trainer.loss."""
     penalty = ("k2_penalty", {"tau": config["kl_tau"]})
     if config["type"] == "ipo":
         threshold = config["ipo_threshold"]
         band = ("rs", {"statistic": "prob_diff", "scope": "token", "lo": -threshold, "hi": threshold})
-        return [("tok_is", {}), weights_only(band), penalty], None, False
+        return Rules([("tok_is", {}), weights_only(band), penalty], None, False)
     keep = ("dppo", {"delta_low": config["dppo_mask_low"], "delta_high": config["dppo_mask_high"],
                      "dppo_type": "binary_tv"})
-    return [keep, penalty], None, False
+    return Rules([keep, penalty], None, False)
 
 
 def latex(preset):

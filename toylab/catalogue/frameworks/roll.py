@@ -14,7 +14,7 @@ tensor, so mask_sum + 1e-8 is a float32 in which the 10⁻⁸ is lost: its means
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "8eb27cc"
@@ -78,13 +78,13 @@ PRESETS = [
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of a train_infer_correction setting (or pg_variant topr)."""
+    """The Rules of a train_infer_correction setting (or pg_variant topr)."""
     if config.get("pg_variant") == "topr":
-        return [], None, True
+        return Rules([])
     if "is_weight.weight_type" in config:
         level = config["is_weight.weight_type"]
         weight = {"token": "tok_tis", "geometric": "geo_tis", "sequence": "seq_tis"}[level]
-        return [(weight, {"C": config["is_weight.upper_bound"]})], None, True
+        return Rules([(weight, {"C": config["is_weight.upper_bound"]})])
     scope = SCOPES[config["filter.agg_type"]]
     factors = []
     if config.get("filter.ratio_enabled", True):
@@ -92,7 +92,7 @@ def factors(config):
     if config.get("filter.diff_enabled"):
         factors.append(("rs", {"statistic": "prob_diff", "scope": scope, "lo": config["filter.diff_low"],
                                "hi": config["filter.diff_high"]}))
-    return factors, None, True
+    return Rules(factors)
 
 
 RATIO = {"token": r"\rho_t", "geometric": r"\rho_{geo}", "sequence": "W"}

@@ -12,7 +12,7 @@ The PPO ratio is against the trainer's old log-probs (1 on the toy's step); dppo
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "a956457"
@@ -104,7 +104,7 @@ PRESETS = [
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of an AlgorithmConfig's policy loss and off-policy correction."""
+    """The Rules of an AlgorithmConfig's policy loss and off-policy correction."""
     factors = []
     if config["policy_loss_type"] == "rollout_is":
         factors.append(weights_only(("tok_mis", {"lo": 1 - config["eps_clip_low"], "hi": 1 + config["eps_clip_high"]})))
@@ -125,7 +125,7 @@ def factors(config):
         factors.append(ratio_band("seq_mean", off["geo_mask_low"], off["geo_mask_high"]))
     if off.get("sequence_mask_metric") == "product":
         factors.append(ratio_band("seq_sum", off["product_mask_low"], off["product_mask_high"]))
-    return factors, SAFETY_BOUND, True
+    return Rules(factors, SAFETY_BOUND, True, clamp_sums=True)
 
 
 LATEX = {

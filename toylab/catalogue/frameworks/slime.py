@@ -18,7 +18,7 @@ log-probs: 1 on the toy's step.
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMITS = {"slime": "624b824", "miles": "31f1ca9"}
@@ -106,14 +106,15 @@ PRESETS = _rows("slime") + _rows("miles")
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of slime's --use-tis configuration."""
+    """The Rules of slime's --use-tis configuration: mis.py clamps the sum (or mean) of a sequence's raw log
+    ratios, not each token before it (compute_log_ratio, mis.py lines 192–198; the clamp at 222 and 250)."""
     path = config["custom_tis_function_path"] or ""
     if path.endswith("compute_mis_weights_with_cp"):
-        return mis_factors(config), SAFETY_BOUND, True
+        return Rules(mis_factors(config), SAFETY_BOUND, True, clamp_sums=True)
     low, high = config["tis_clip_low"], config["tis_clip"]
     if path.endswith("icepop_function"):
-        return [("tok_mis", {"lo": low, "hi": high})], None, False
-    return [("tok_clip", {"C_min": low, "C_max": high})], None, False
+        return Rules([("tok_mis", {"lo": low, "hi": high})], None, False)
+    return Rules([("tok_clip", {"C_min": low, "C_max": high})], None, False)
 
 
 def mis_factors(config):

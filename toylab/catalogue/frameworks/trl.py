@@ -8,7 +8,7 @@ TRL's GRPO ratio is against the trainer's own old log-probs, 1 on the toy's sing
 weight alone; TRL does not clamp, and its masks zero a weight but leave the token in the loss's denominator.
 """
 
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMIT = "f2cd577"
@@ -33,13 +33,13 @@ PRESETS = [Preset(f"trl:{mode}", f'GRPOConfig(vllm_importance_sampling_mode="{mo
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of TRL's vllm_importance_sampling_mode."""
+    """The Rules of TRL's vllm_importance_sampling_mode."""
     bounds = {"C_min": config["clip_min"], "C_max": config["clip_max"]}
     factor = {"token_truncate": ("tok_clip", bounds),
               "token_mask": ("tok_mis", {"lo": bounds["C_min"], "hi": bounds["C_max"]}),
               "sequence_truncate": ("seq_clip", bounds),
               "sequence_mask": ("seq_band", bounds)}[config["mode"]]
-    return [factor], None, False
+    return Rules([factor], None, False)
 
 
 def latex(preset):

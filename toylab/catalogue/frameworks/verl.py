@@ -23,7 +23,7 @@ import math
 
 from toylab.catalogue.aggregation import VERL_EPSILON
 from toylab.catalogue.frameworks.factors import weights_only
-from toylab.catalogue.frameworks.preset import Joined, Preset, Ref
+from toylab.catalogue.frameworks.preset import Joined, Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 from toylab.text import quoted
 
@@ -78,7 +78,7 @@ def _number(text, option):
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of a RolloutCorrectionConfig (+ actor clip ratios)."""
+    """The Rules of a RolloutCorrectionConfig (+ actor clip ratios)."""
     ppo = config.get("bypass_mode", False) and config.get("loss_type", "ppo_clip") == "ppo_clip"
     factors = []
     if config.get("rollout_is") and not ppo:
@@ -92,7 +92,7 @@ def factors(config):
         factors.append(("ppo_clip", {"eps_low": config.get("clip_ratio_low", 0.2),
                                      "eps_high": config.get("clip_ratio_high", 0.2),
                                      "C_dual": config.get("clip_ratio_c", 3.0)}))
-    return factors, VERL_CLAMP, True
+    return Rules(factors, VERL_CLAMP, True, mean_epsilon=MEAN_EPSILON)
 
 
 def is_weight(level, threshold):

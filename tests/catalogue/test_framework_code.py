@@ -1,0 +1,36 @@
+"""Every framework preset computes what its framework's own code computes, on the ragged batch and at the boundary
+probes: numbers frozen from running that code (tests/catalogue/reference/<framework>/, framework_reference.py).
+
+toylab's side is the public batch interface, ``toylab.coefficients`` and ``toylab.kept_tokens``. A framework that
+computes in float64 is compared at 10⁻¹², one that exponentiates in float32 (Miles' PPO ratio, SkyRL's
+safe_exp_delta, AReaL's log ratio) at its float32 rounding; which tokens get a zero coefficient, and which tokens
+the loss mask keeps, must agree exactly in both.
+"""
+
+import numpy as np
+import pytest
+from framework_reference import assert_frozen_equal, batch, case_id, cases, frameworks, load, tolerance
+
+from toylab import PRESET_IDS, coefficients, kept_tokens
+
+CASES = [pytest.param(framework, case, id=case_id(case)) for framework in frameworks() for case in cases(framework)]
+
+
+@pytest.mark.parametrize("framework, case", CASES)
+def test_preset_equals_its_framework_code(framework, case):
+    trainer, sampler, mask, advantages = batch(framework, case["batch"])
+    actual = coefficients(case["preset"], trainer, sampler, mask, advantages, **case["params"])
+    assert_frozen_equal(actual, case["coefficients"], tolerance(framework, case["batch"]))
+    if "kept" in case:
+        kept = kept_tokens(case["preset"], trainer, sampler, mask, advantages, **case["params"])
+        np.testing.assert_array_equal(kept, np.array(case["kept"], bool))
+
+
+@pytest.mark.parametrize("framework", frameworks())
+def test_every_preset_of_the_framework_is_frozen_at_the_probes(framework):
+    """Each of the framework's presets has numbers on the ragged batch and at the boundary probes."""
+    data = load(framework)
+    presets = {preset for preset in PRESET_IDS if preset.partition(":")[0] == framework}
+    for kind in ("ragged", "probes"):
+        frozen = {case["preset"] for case in data["cases"] if case["batch"].partition("/")[0] == kind}
+        assert presets <= frozen, (kind, sorted(presets - frozen))
