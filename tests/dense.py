@@ -28,16 +28,16 @@ NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv
                 "gspo_clip")
 
 
-def bernoulli_kl(p, q):
+def bernoulli_kl(p, q, epsilon=0.0):
     """KL between Bernoulli(p) and Bernoulli(q), straight from its definition: Σ over the two outcomes of
     a·log(a/b), with 0·log(0/b) = 0 and a·log(a/0) = +∞ for a > 0 (a truncating sampler's μ_t(y_t) is 1 where it
-    keeps one token)."""
+    keeps one token); ``epsilon`` added to a and b in the second outcome's logarithm (SkyRL's guard)."""
     total = np.zeros(np.broadcast_shapes(np.shape(p), np.shape(q)))
-    for a, b in ((p, q), (1 - p, 1 - q)):
+    for a, b, guard in ((p, q, 0.0), (1 - p, 1 - q, epsilon)):
         a, b = np.broadcast_to(a, total.shape), np.broadcast_to(b, total.shape)
-        finite = (a > 0) & (b > 0)
-        total[finite] += a[finite] * np.log(a[finite] / b[finite])
-        total[(a > 0) & (b == 0)] = np.inf
+        finite = (a > 0) & (b + guard > 0)
+        total[finite] += a[finite] * np.log((a[finite] + guard) / (b[finite] + guard))
+        total[(a > 0) & (b + guard == 0)] = np.inf
     return total
 
 
@@ -317,7 +317,7 @@ class DenseToy:
             if p["dppo_type"] == "binary_tv":
                 keep_positive, keep_negative = up <= p["delta_high"], -up <= p["delta_low"]
             else:
-                kl = bernoulli_kl(mu, pi)                      # μ log(μ/π) + (1 − μ) log((1 − μ)/(1 − π))
+                kl = bernoulli_kl(mu, pi, p.get("kl_epsilon", 0.0))   # μ log(μ/π) + (1 − μ) log((1 − μ + ε)/(1 − π + ε))
                 keep_positive = ~((up > 0) & (kl > p["delta_high"]))
                 keep_negative = ~((up < 0) & (kl > p["delta_low"]))
             return rho * np.where(advantage > 0, keep_positive, keep_negative) * self.live

@@ -45,14 +45,16 @@ from toylab.catalogue.weights import TokenClass, Weights
 DPPO_TYPES = ("binary_tv", "binary_kl")
 
 
-def dppo(stats, delta_low, delta_high, dppo_type):
+def dppo(stats, delta_low, delta_high, dppo_type, kl_epsilon=0.0):
     """ρ_t times DPPO's trust-region mask, by the sign of the advantage; a mask zeroes a weight only. The ratio is
-    differentiated, so a token beyond a framework's clamp of the log ratio (SkyRL's safe_exp_delta) has none."""
+    differentiated, so a token beyond a framework's clamp of the log ratio (SkyRL's safe_exp_delta) has none.
+    ``kl_epsilon`` is added to both probabilities inside the binary KL's second logarithm (SkyRL: 10⁻⁸, which
+    moves the KL where π or μ is within ~10⁻⁵ of 1)."""
     moved = np.exp(stats.log_pi) - np.exp(stats.log_mu)
     if dppo_type == "binary_tv":
         positive, negative = moved <= delta_high, moved >= -delta_low
     else:
-        divergence = bernoulli_kl(stats.log_mu, stats.log_pi)
+        divergence = bernoulli_kl(stats.log_mu, stats.log_pi, kl_epsilon)
         positive, negative = (moved <= 0) | (divergence <= delta_high), (moved >= 0) | (divergence <= delta_low)
     live = ~stats.clamped_out
     positive, negative = positive & live, negative & live

@@ -22,12 +22,13 @@ Each stays finite or +∞ (never NaN) where μ_t(y_t) = 0 (log ρ = +∞), a tok
 import numpy as np
 
 
-def bernoulli_kl(log_p, log_q):
-    """KL(Bern(p)‖Bern(q)) = p·log(p/q) + (1 − p)·log((1 − p)/(1 − q)) from log p, log q; 0·log 0 = 0."""
+def bernoulli_kl(log_p, log_q, epsilon=0.0):
+    """KL(Bern(p)‖Bern(q)) = p·log(p/q) + (1 − p)·log((1 − p + ε)/(1 − q + ε)) from log p, log q; 0·log 0 = 0;
+    ε = 0 but for a framework that guards the second logarithm (SkyRL's binary_kl: 10⁻⁸)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         not_p = -np.expm1(log_p)
         first = np.where(log_p > -np.inf, np.exp(log_p) * (log_p - log_q), 0.0)
-        second = np.where(not_p > 0, not_p * (np.log(not_p) - np.log(-np.expm1(log_q))), 0.0)
+        second = np.where(not_p > 0, not_p * (np.log(not_p + epsilon) - np.log(-np.expm1(log_q) + epsilon)), 0.0)
     return first + second
 
 

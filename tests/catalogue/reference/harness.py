@@ -94,17 +94,21 @@ def clamp_rows():
     return rows
 
 
-def threshold_rows(ratio, exactly=True):
+def threshold_rows(ratio, float32=False):
     """At a ratio threshold c: one row with tokens at log c ∓ 10⁻⁴; two rows whose W is c·e^∓10⁻⁴ and two whose
-    geometric mean is, their tokens spread around; and a one-token row at log c exactly when exp(log c) = c."""
+    geometric mean is, their tokens spread around; and a one-token row at log c exactly when exp(log c) is c in
+    float64 (and in float32, for a framework that exponentiates in float32): there the inequality's strictness
+    decides."""
     x = math.log(ratio)
     rows = [row([x - STEP, x + STEP, 0.01, -0.01, 0.002, 0.0])]
     for offset in (-STEP, STEP):
         rows.append(row([0.3, -0.2, x + offset - 0.1]))
         geometric = x + offset
         rows.append(row([geometric + 0.2, geometric - 0.2, geometric + 0.1, geometric - 0.1, geometric, geometric]))
-    if exactly and math.exp(x) == ratio and float(torch.exp(torch.tensor(x, dtype=torch.float32))) == \
-            float(np.float32(ratio)):
+    exact = math.exp(x) == ratio and float(torch.exp(torch.tensor(x, dtype=torch.float64))) == ratio
+    if float32:
+        exact = exact and float(torch.exp(torch.tensor(x, dtype=torch.float32))) == ratio
+    if exact:
         rows.append(row([x]))
     return rows
 
@@ -132,6 +136,21 @@ def _solve(function, target, low, high):
     return (low + high) / 2
 
 
+def probability_threshold_rows(function, target, samplers=(0.3, 0.6)):
+    """One row per sampler probability μ: tokens whose f(π, μ) is target·e^∓10⁻⁴, with π above μ and below it
+    (f grows as π moves away from μ: a probability difference, a Bernoulli KL)."""
+    rows = []
+    for mu in samplers:
+        tokens = []
+        for direction, room in ((1.0, 1.0 - mu), (-1.0, mu)):
+            for offset in (-STEP, STEP):
+                gap = _solve(lambda t, d=direction, m=mu: function(m + d * t, m), target * math.exp(offset), 0.0,
+                             room * (1 - 1e-12))
+                tokens.append((mu + direction * gap, mu))
+        rows.extend(probability_rows([tokens]))
+    return rows
+
+
 def probability_rows(pairs):
     """Rows of tokens given as (π, μ) probabilities."""
     rows = []
@@ -143,10 +162,10 @@ def probability_rows(pairs):
     return rows
 
 
-def probe_batch(ratios=(), extra=(), exactly=True):
-    """The clamp rows, the threshold rows of each ratio threshold, and any ``extra`` rows, each with A = +0.9
-    and A = −0.6."""
-    rows = clamp_rows() + [r for ratio in ratios for r in threshold_rows(ratio, exactly)] + list(extra)
+def probe_batch(ratios=(), extra=(), float32=False):
+    """The clamp rows, the threshold rows of each ratio threshold (> 0), and any ``extra`` rows, each with
+    A = +0.9 and A = −0.6."""
+    rows = clamp_rows() + [r for ratio in ratios if ratio > 0 for r in threshold_rows(ratio, float32)] + list(extra)
     doubled = [(r, a) for r in rows for a in (POSITIVE, NEGATIVE)]
     return {"trainer": [r[0] for r, _ in doubled], "sampler": [r[1] for r, _ in doubled],
             "mask": [r[2] for r, _ in doubled], "advantages": [a for _, a in doubled]}
@@ -186,7 +205,7 @@ class Numbers:
         self.header = {"framework": framework, "repository": repository, "commit": commit,
                        "generator": generator, "float32": float32, "notes": notes,
                        "torch": torch.__version__, "python": platform.python_version()}
-        self.batches, self.cases = {}, []
+        self.batches, self.cases, self.findings = {}, [], {}
 
     def batch(self, name, batch):
         self.batches[name] = {key: [list(map(float if key != "mask" else int, r)) if isinstance(r, list) else r
@@ -202,6 +221,10 @@ class Numbers:
             case["note"] = note
         self.cases.append(case)
 
+    def finding(self, name, batch, coefficient, note):
+        """Numbers that are not a preset's, kept for a test that shows what the framework's code does."""
+        self.findings[name] = {"batch": batch, "coefficients": as_list(coefficient), "note": note}
+
     def write(self, path):
         """JSON, one batch or case per line block, floats as Python writes them (they read back bit for bit)."""
         lines = ["{"]
@@ -212,6 +235,12 @@ class Numbers:
         for name in names:
             comma = "," if name != names[-1] else ""
             lines.append(f"    {json.dumps(name)}: {json.dumps(self.batches[name])}{comma}")
+        lines.append("  },")
+        lines.append('  "findings": {')
+        names = list(self.findings)
+        for name in names:
+            comma = "," if name != names[-1] else ""
+            lines.append(f"    {json.dumps(name)}: {json.dumps(self.findings[name])}{comma}")
         lines.append("  },")
         lines.append('  "cases": [')
         for i, case in enumerate(self.cases):

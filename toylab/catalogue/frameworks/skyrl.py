@@ -17,6 +17,7 @@ from toylab.catalogue.weights import Param
 
 COMMIT = "a956457"
 SAFETY_BOUND = 20.0
+BINARY_KL_EPSILON = 1e-8             # dppo_policy_loss: log((1 − μ + eps)/(1 − π + eps)), ppo_utils.py 910–913
 PREFIX = "trainer.algorithm."
 FLOAT32 = "SkyRL exponentiates in float32 (safe_exp_delta): its weights differ from these in the 7th digit"
 ORDER = ("the outlier and token masks run first, and the sequence TIS ratio and the geometric mask are then taken "
@@ -111,7 +112,7 @@ def factors(config):
     off = {key.partition(".")[2]: value for key, value in config.items() if key.startswith("off_policy_correction.")}
     if config["policy_loss_type"] == "dppo":
         factors.append(("dppo", {"delta_low": config["dppo.delta_low"], "delta_high": config["dppo.delta_high"],
-                                 "dppo_type": config["dppo.dppo_type"]}))
+                                 "dppo_type": config["dppo.dppo_type"], "kl_epsilon": BINARY_KL_EPSILON}))
     if "outlier_token_is_threshold_low" in off:
         factors.append(("outlier_rs", {"lo": off["outlier_token_is_threshold_low"],
                                        "hi": off["outlier_token_is_threshold_high"]}))

@@ -660,6 +660,7 @@ for _name in ("miles", "miles.backends", "miles.backends.training_utils"):
 sys.modules["miles.backends.training_utils.cp_utils"] = _cp_utils
 
 FRAMEWORK, REPOSITORY, COMMIT = "miles", "radixark/miles", "31f1ca961a94cb860cec3b2dea34ec332bfa8f76"
+FLOAT32 = True                          # the PPO ratio is exponentiated in float32
 LEVELS = {"mis": "token", "mis_sequence": "sequence", "mis_geometric": "geometric"}
 MIS_YAML = {"token": (0.5, 2.0), "sequence": (0.5, 2.0), "geometric": (0.9999, 1.0001)}
 SETTINGS = {
@@ -721,12 +722,13 @@ def run(option, args, batch):
 
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/miles/generate.py",
-                              float32=True)
+                              float32=FLOAT32)
     ragged = numbers.batch("ragged", harness.RAGGED)
     for option, settings in SETTINGS.items():
         for setting, params in settings.items():
             args = arguments(option, params)
-            probes = numbers.batch(f"probes/{option}/{setting}", harness.probe_batch(thresholds(option, args)))
+            probe = harness.probe_batch(thresholds(option, args), float32=FLOAT32)
+            probes = numbers.batch(f"probes/{option}/{setting}", probe)
             for batch in (ragged, probes):
                 c, kept = run(option, args, numbers.batches[batch])
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, c,

@@ -571,6 +571,7 @@ for _name in ("slime", "slime.backends", "slime.backends.megatron_utils"):
 sys.modules["slime.backends.megatron_utils.cp_utils"] = _cp_utils
 
 FRAMEWORK, REPOSITORY, COMMIT = "slime", "THUDM/slime", "624b824a898ab0ec1fcb4d373004c7f3852bf515"
+FLOAT32 = False
 LEVELS = {"mis": "token", "mis_sequence": "sequence", "mis_geometric": "geometric"}
 MIS_YAML = {"token": (0.5, 2.0), "sequence": (0.5, 2.0), "geometric": (0.9999, 1.0001)}
 SETTINGS = {
@@ -636,7 +637,8 @@ def main():
     for option, settings in SETTINGS.items():
         for setting, params in settings.items():
             args = arguments(option, params)
-            probes = numbers.batch(f"probes/{option}/{setting}", harness.probe_batch(thresholds(option, args)))
+            probe = harness.probe_batch(thresholds(option, args), float32=FLOAT32)
+            probes = numbers.batch(f"probes/{option}/{setting}", probe)
             for batch in (ragged, probes):
                 c, kept = run(option, args, numbers.batches[batch])
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, c,
