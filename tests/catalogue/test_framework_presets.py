@@ -10,18 +10,16 @@ in float32 (Miles' PPO ratio, SkyRL's safe_exp_delta, AReaL's log ratio) are com
 from pathlib import Path
 
 import framework_numbers as verl_batch
+import framework_reference
 import numpy as np
 import pytest
 from frozen_areal import AREAL
 from frozen_batch import ADVANTAGES, MASK, SAMPLER, TRAINER
 from frozen_ms_swift import MS_SWIFT
-from frozen_nemo_rl import NEMO_RL
 from frozen_open_instruct import OPEN_INSTRUCT
 from frozen_openrlhf import OPENRLHF
 from frozen_prime_rl import PRIME_RL
 from frozen_roll import ROLL
-from frozen_skyrl import SKYRL
-from frozen_slime import MILES, SLIME
 from frozen_verl_newest import VERL_ICEPOP
 
 from toylab import EXACT_IDS, PRESET_IDS, additive_terms, coefficients, exact_moments, kept_tokens, make_toy
@@ -32,14 +30,7 @@ FLOAT32 = 3e-7
 FLOAT64 = 1e-12
 # framework → (its frozen numbers, {preset option: frozen entry}, rtol)
 FROZEN = {
-    "slime": (SLIME, ("use_tis", "icepop", "mis", "mis_sequence", "mis_geometric"), FLOAT64),
-    "miles": (MILES, ("use_tis", "icepop", "mis", "mis_sequence", "mis_geometric"), FLOAT32),
-    "skyrl": (SKYRL, ("tis_ratio_type_token", "tis_ratio_type_sequence", "sequence_mask_metric_geometric",
-                      "sequence_mask_metric_product", "outlier_token_is_threshold", "token_mask_is_threshold",
-                      "dppo_binary_tv", "dppo_binary_kl", "rollout_is"), FLOAT32),
     "openrlhf": (OPENRLHF, ("tis", "icepop", "seq-mask-tis", "gspo"), FLOAT64),
-    "nemo_rl": (NEMO_RL, ("use_importance_sampling_correction", "tis", "icepop", "seq-mask-tis",
-                          "sequence_level_importance_ratios", "seq_logprob_error_threshold"), FLOAT64),
     "areal": (AREAL, ("token_mask", "token_clamp", "sequence_mask", "sequence_clamp"), FLOAT32),
     "roll": (ROLL, ("is_weight_token", "is_weight_geometric", "is_weight_sequence", "ratio_filter_token",
                     "ratio_filter_geometric", "ratio_filter_sequence", "diff_filter_token", "diff_filter_geometric",
@@ -49,7 +40,7 @@ FROZEN = {
                                       "rho_mask_tv_divergence"), FLOAT64),
 }
 # frozen entries that are not coefficients of a preset, each checked by its own test below
-OTHER = {("skyrl", "token_mask_then_sequence_tis"), ("roll", "token_mean_ignores_the_filter"), ("areal", "m2po")}
+OTHER = {("roll", "token_mean_ignores_the_filter"), ("areal", "m2po")}
 
 
 def cases():
@@ -85,17 +76,9 @@ def test_every_frozen_entry_is_a_preset_or_has_its_own_test():
         assert {(framework, entry) for entry in numbers} - {(framework, option) for option in options} <= OTHER
     tested = {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options}
     tested |= {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop", "areal:m2_threshold"} | \
-        {f"prime_rl:{option}" for option in PRIME_RL}
+        {f"prime_rl:{option}" for option in PRIME_RL} | \
+        {p.id for p in PRESETS if p.framework in framework_reference.frameworks()}
     assert set(PRESET_IDS) - tested == {p.id for p in PRESETS if p.framework in ("verl", "trl")} - tested
-
-
-@pytest.mark.parametrize("framework, numbers", [("slime", SLIME), ("miles", MILES)])
-@pytest.mark.parametrize("option", ["mis", "mis_sequence", "mis_geometric"])
-def test_slime_rejections_leave_the_loss_mask(framework, numbers, option):
-    """mis.py returns a modified loss mask: the rejected and vetoed tokens leave it (slime still divides each
-    sequence by its original token count, rollout_mask_sums)."""
-    kept = kept_tokens(f"{framework}:{option}", TRAINER, SAMPLER, MASK, ADVANTAGES)
-    np.testing.assert_array_equal(kept, np.array(numbers[option]["kept"], bool))
 
 
 @pytest.mark.parametrize("name", ["slime:icepop", "openrlhf:icepop", "nemo_rl:icepop", "ms_swift:token_mask",
@@ -174,7 +157,7 @@ def test_areal_kl_k3_is_the_reverse_of_its_help():
 def test_skyrl_sequence_ratio_is_taken_over_the_tokens_the_token_mask_left():
     """With token_mask_is_threshold (0.5, 2) and tis_ratio_type sequence, row 1's W is exp of the log ratios of the
     three tokens the mask kept, not of all four."""
-    frozen = np.array(SKYRL["token_mask_then_sequence_tis"])
+    frozen = np.array(framework_reference.load("skyrl")["findings"]["token_mask_then_sequence_tis"]["coefficients"])
     log_r = np.array(TRAINER[1][:4]) - np.array(SAMPLER[1][:4])
     kept = (np.exp(log_r) >= 0.5) & (np.exp(log_r) <= 2)
     assert not kept.all()
@@ -225,7 +208,8 @@ EQUAL_ON_THE_TOY = [
     ("nemo_rl:tis", {}, "tok_tis", {"C": 2.0}),
     ("nemo_rl:icepop", {}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
     ("nemo_rl:sequence_level_importance_ratios", {}, "seq_is", {}),
-    ("nemo_rl:sequence_level_importance_ratios", {"truncated_importance_sampling_type": "tis"}, "seq_tis", {"C": 2.0}),
+    ("nemo_rl:sequence_level_tis", {}, "seq_tis", {"C": 2.0}),
+    ("nemo_rl:sequence_level_icepop", {}, "seq_band", {"C_min": 0.5, "C_max": 5.0}),
     ("areal:token_mask", {}, "rs", band("token", -1000.0, L5, "tok_is")),
     ("areal:token_mask", {"lower": "0.5"}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
     ("areal:token_clamp", {}, "tok_tis", {"C": 5.0}),

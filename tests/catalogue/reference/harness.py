@@ -69,10 +69,14 @@ VERL_BATCH = {
 # -- the probes -----------------------------------------------------------------------------------------------
 
 def token(log_ratio, position):
-    """(trainer, sampler) log-probabilities of a token with this log ratio: the likelier side at a probability
-    that varies with the position (e^−0.1 … e^−0.6), the other below it."""
+    """(trainer, sampler) log-probabilities of a token with this log ratio, trainer − sampler equal to it to the
+    last bit: the likelier side at a probability that varies with the position (e^−0.1 … e^−0.6), the other
+    below it; where that rounds, the pair (−x, −2x) (or (2x, x) for x < 0), whose difference is exact."""
     high = -0.1 * (1 + position % 6)
-    return (high, high - log_ratio) if log_ratio >= 0 else (high + log_ratio, high)
+    pair = (high, high - log_ratio) if log_ratio >= 0 else (high + log_ratio, high)
+    if pair[0] - pair[1] == log_ratio:
+        return pair
+    return (-log_ratio, -2 * log_ratio) if log_ratio >= 0 else (2 * log_ratio, log_ratio)
 
 
 def row(log_ratios):
@@ -97,15 +101,15 @@ def clamp_rows():
 def threshold_rows(ratio, float32=False):
     """At a ratio threshold c: one row with tokens at log c ∓ 10⁻⁴; two rows whose W is c·e^∓10⁻⁴ and two whose
     geometric mean is, their tokens spread around; and a one-token row at log c exactly when exp(log c) is c in
-    float64 (and in float32, for a framework that exponentiates in float32): there the inequality's strictness
-    decides."""
+    float64 in every library (libm, numpy and torch differ by an ulp at some) and in float32 for a framework that
+    exponentiates in float32: there the inequality's strictness decides."""
     x = math.log(ratio)
     rows = [row([x - STEP, x + STEP, 0.01, -0.01, 0.002, 0.0])]
     for offset in (-STEP, STEP):
         rows.append(row([0.3, -0.2, x + offset - 0.1]))
         geometric = x + offset
         rows.append(row([geometric + 0.2, geometric - 0.2, geometric + 0.1, geometric - 0.1, geometric, geometric]))
-    exact = math.exp(x) == ratio and float(torch.exp(torch.tensor(x, dtype=torch.float64))) == ratio
+    exact = math.exp(x) == float(np.exp(x)) == float(torch.exp(torch.tensor(x, dtype=torch.float64))) == ratio
     if float32:
         exact = exact and float(torch.exp(torch.tensor(x, dtype=torch.float32))) == ratio
     if exact:

@@ -4,7 +4,7 @@
   DPPOConfig, AlgorithmConfig), skyrl/backends/skyrl_train/utils/off_policy_correction_utils.py
   (compute_tis_ratio, compute_sequence_mask, compute_outlier_token_mask, compute_token_mask),
   skyrl/backends/skyrl_train/utils/ppo_utils.py (ppo_policy_loss, dppo_policy_loss, rollout_is_policy_loss);
-  docs/content/docs/algorithms/off_policy_correction.mdx. Frozen numbers: tests/catalogue/frozen_skyrl.py.
+  docs/content/docs/algorithms/off_policy_correction.mdx. Frozen numbers: tests/catalogue/reference/skyrl/.
 
 The TIS ratio multiplies the loss; the sequence, outlier and token masks remove tokens from the loss mask. The
 ratios are exp of the log ratio clamped at ±20 (safe_exp_delta, in float32), the sequence one of the clamped sum.

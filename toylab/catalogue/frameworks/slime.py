@@ -5,7 +5,7 @@
   icepop_function, policy_loss_function), examples/train_infer_mismatch_helper/mis.py (compute_mis_weights) and
   mis.yaml (its settings). Miles 31f1ca961a94cb860cec3b2dea34ec332bfa8f76 — the same functions in
   miles/backends/training_utils/loss_hub/corrections.py and examples/infra_features/train_infer_mismatch_helper/.
-  Frozen numbers from running that code: tests/catalogue/frozen_slime.py.
+  Frozen numbers from running that code: tests/catalogue/reference/slime/ and miles/ (generate.py, numbers.json).
 
 --use-tis alone multiplies each token's loss by clamp(ρ_t, tis_clip_low, tis_clip) (no log-ratio clamp);
 icepop_function (--custom-tis-function-path …loss.icepop_function) by ρ_t·1[tis_clip_low ≤ ρ_t ≤ tis_clip]; both
