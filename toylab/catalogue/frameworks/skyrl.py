@@ -11,6 +11,8 @@ ratios are exp of the log ratio clamped at ±20 (safe_exp_delta, in float32), th
 The PPO ratio is against the trainer's old log-probs (1 on the toy's step); dppo and rollout_is use the sampler's.
 """
 
+import math
+
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
@@ -107,8 +109,10 @@ PRESETS = [
 def factors(config):
     """The Rules of an AlgorithmConfig's policy loss and off-policy correction."""
     factors = []
-    if config["policy_loss_type"] == "rollout_is":
-        factors.append(weights_only(("tok_mis", {"lo": 1 - config["eps_clip_low"], "hi": 1 + config["eps_clip_high"]})))
+    if config["policy_loss_type"] == "rollout_is":              # (ratio > 1 − eps_low) & (ratio < 1 + eps_high)
+        bounds = {"lo": math.nextafter(1 - config["eps_clip_low"], math.inf),
+                  "hi": math.nextafter(1 + config["eps_clip_high"], -math.inf)}
+        factors.append(weights_only(("tok_mis", bounds)))
     off = {key.partition(".")[2]: value for key, value in config.items() if key.startswith("off_policy_correction.")}
     if config["policy_loss_type"] == "dppo":
         factors.append(("dppo", {"delta_low": config["dppo.delta_low"], "delta_high": config["dppo.delta_high"],

@@ -678,7 +678,8 @@ SETTINGS = {
                                                                 "token_mask_is_threshold_high": 1.5}},
     "dppo_binary_tv": {"defaults": {}, "alternative": {"delta_low": 0.1, "delta_high": 0.3}},
     "dppo_binary_kl": {"defaults": {}, "alternative": {"delta_low": 0.05, "delta_high": 0.05}},
-    "rollout_is": {"defaults": {}, "alternative": {"eps_clip_low": 0.1, "eps_clip_high": 0.3}},
+    "rollout_is": {"defaults": {}, "alternative": {"eps_clip_low": 0.1, "eps_clip_high": 0.3},
+                   "float32_bounds": {"eps_clip_low": 0.5, "eps_clip_high": 0.25}},
 }
 # probabilities within 10⁻⁸ of 1, where the 1e-8 inside binary_kl's second logarithm matters
 NEAR_ONE = [[(1 - 1e-9, 1 - 2e-9), (1 - 1e-7, 0.999), (0.999, 1 - 1e-7), (1 - 3e-8, 1 - 1e-8), (0.5, 1 - 1e-10)]]
