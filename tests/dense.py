@@ -44,8 +44,10 @@ def bernoulli_kl(p, q, epsilon=0.0):
 def statistic_values(statistic, log_rho, probabilities=None):
     """A rejection statistic per token, written out from its definition (π_t(y_t), μ_t(y_t) = ``probabilities``)."""
     rho = np.exp(log_rho)
-    if statistic in ("prob_diff", "kpop"):
+    if statistic in ("prob_diff", "kpop", "binary_kl"):
         pi, mu = probabilities
+        if statistic == "binary_kl":                     # AReaL: both probabilities clamped to [1e-8, 1 − 1e-8]
+            pi, mu = np.clip(pi, 1e-8, 1 - 1e-8), np.clip(mu, 1e-8, 1 - 1e-8)
         return pi - mu if statistic == "prob_diff" else np.maximum(bernoulli_kl(pi, mu), bernoulli_kl(mu, pi))
     return {"log_ratio": log_rho, "k1": -log_rho, "k2": log_rho**2 / 2, "k3": rho - 1 - log_rho,
             "k3_reverse": 1 / rho - 1 + log_rho, "mult_error": np.exp(np.abs(log_rho))}[statistic]
@@ -306,7 +308,10 @@ class DenseToy:
         if estimator == "geo_tis":
             return np.minimum(geo, p["C"]) * ones
         if estimator == "geo_clip":
-            return np.clip(geo, p["C_min"], p["C_max"]) * ones
+            decided_by = {"mean": geo, "sum": np.exp(self.log_sum), "max": rho.max(axis=1, keepdims=True)}[
+                p.get("decided_by", "mean")]
+            out = (decided_by < p["C_min"]) | (decided_by > p["C_max"])
+            return np.where(out, np.clip(geo, p["C_min"], p["C_max"]), geo) * ones
         if estimator == "outlier_rs":
             return ((rho >= p["lo"]) & (rho <= p["hi"])).all(axis=1, keepdims=True) * ones
         if estimator == "veto":

@@ -13,7 +13,6 @@ import framework_numbers as verl_batch
 import framework_reference
 import numpy as np
 import pytest
-from frozen_areal import AREAL
 from frozen_batch import ADVANTAGES, MASK, SAMPLER, TRAINER
 from frozen_ms_swift import MS_SWIFT
 from frozen_open_instruct import OPEN_INSTRUCT
@@ -31,7 +30,6 @@ FLOAT64 = 1e-12
 # framework → (its frozen numbers, {preset option: frozen entry}, rtol)
 FROZEN = {
     "openrlhf": (OPENRLHF, ("tis", "icepop", "seq-mask-tis", "gspo"), FLOAT64),
-    "areal": (AREAL, ("token_mask", "token_clamp", "sequence_mask", "sequence_clamp"), FLOAT32),
     "roll": (ROLL, ("is_weight_token", "is_weight_geometric", "is_weight_sequence", "ratio_filter_token",
                     "ratio_filter_geometric", "ratio_filter_sequence", "diff_filter_token", "diff_filter_geometric",
                     "diff_filter_sequence", "topr"), FLOAT64),
@@ -40,7 +38,7 @@ FROZEN = {
                                       "rho_mask_tv_divergence"), FLOAT64),
 }
 # frozen entries that are not coefficients of a preset, each checked by its own test below
-OTHER = {("roll", "token_mean_ignores_the_filter"), ("areal", "m2po")}
+OTHER = {("roll", "token_mean_ignores_the_filter")}
 
 
 def cases():
@@ -75,7 +73,7 @@ def test_every_frozen_entry_is_a_preset_or_has_its_own_test():
     for framework, (numbers, options, _) in FROZEN.items():
         assert {(framework, entry) for entry in numbers} - {(framework, option) for option in options} <= OTHER
     tested = {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options}
-    tested |= {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop", "areal:m2_threshold"} | \
+    tested |= {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"} | \
         {f"prime_rl:{option}" for option in PRIME_RL} | \
         {p.id for p in PRESETS if p.framework in framework_reference.frameworks()}
     assert set(PRESET_IDS) - tested == {p.id for p in PRESETS if p.framework in ("verl", "trl")} - tested
@@ -102,16 +100,6 @@ def test_prime_rl_gradient_is_the_weighted_advantage_plus_the_penalty(option, se
     d = additive_terms(name, TRAINER, SAMPLER, MASK, ADVANTAGES, **params)
     frozen_equal(c, frozen["coefficient"], FLOAT64)
     np.testing.assert_allclose(c * np.array(ADVANTAGES)[:, None] + d, frozen["gradient"], rtol=FLOAT64, atol=1e-15)
-
-
-@pytest.mark.parametrize("setting", ["defaults", "alternative"])
-def test_areal_m2po_keeps_the_tokens_areal_keeps(setting):
-    """areal:m2_threshold is batch-coupled: on this batch its coefficients are AReaL's M2PO loss mask (no behaviour
-    weight without rejection_sampling), and so are the tokens it keeps."""
-    params, frozen = ({}, AREAL["m2po"]["defaults"]) if setting == "defaults" else AREAL["m2po"]["alternative"]
-    np.testing.assert_array_equal(on_batch("areal:m2_threshold", **params), np.array(frozen, float))
-    np.testing.assert_array_equal(kept_tokens("areal:m2_threshold", TRAINER, SAMPLER, MASK, ADVANTAGES, **params),
-                                  np.array(frozen, bool))
 
 
 # -- verl's newest presets, on verl's batch ------------------------------------------------------------------
@@ -144,10 +132,15 @@ def test_openrlhf_seq_mask_tis_does_not_clamp_the_token_weight():
     assert c[2, 0] == pytest.approx(np.exp(12.0), rel=1e-12) and c[2, 0] > 5.0
 
 
+def frozen_case(framework, preset, setting, batch="ragged"):
+    return next(case for case in framework_reference.cases(framework)
+                if (case["preset"], case["setting"], case["batch"]) == (preset, setting, batch))
+
+
 def test_areal_kl_k3_is_the_reverse_of_its_help():
     """metric kl_k3's help says k3 = r − log r − 1; the code masks by 1/r − 1 + log r: at upper 0.5 the token with
     log r = 1.1 is kept (r − 1 − log r = 0.90) and the one with log r = −0.9 rejected (r − 1 − log r = 0.31)."""
-    frozen = np.array(AREAL["token_mask"]["kl_k3"][1])
+    frozen = np.array(frozen_case("areal", "areal:token_mask", "kl_k3")["coefficients"])
     log_r = np.array(TRAINER) - np.array(SAMPLER)
     forward = np.exp(log_r) - 1 - log_r
     assert forward[4, 0] > 0.5 and frozen[4, 0] != 0

@@ -6,7 +6,8 @@
               "ratio" reading: lo ≤ log ρ_geo ≤ hi is C_low ≤ ρ_geo ≤ C_high with lo = log C_low), or
               k3_reverse = 1/ρ − 1 + log ρ (AReaL kl_k3 as coded, NeMo-RL policy_kl_error), mult_error = e^|log ρ|
               (NeMo-RL's seq_logprob_error_threshold: seq_mean, hi), prob_diff = π_t(y_t) − μ_t(y_t) (ROLL's
-              diff_enabled filters) or kpop (``statistics.STATISTICS``); times the weight of any exact
+              diff_enabled filters), kpop or binary_kl (AReaL's KPop, clamped probabilities;
+              ``statistics.STATISTICS``); times the weight of any exact
               estimator (the registry chains it), so rejections chain (all must pass)
     tok_clip  clamp(ρ_t, C_min, C_max)                      two-sided token truncation (TRL token_truncate)
     seq_clip  clamp(W, C_min, C_max)                        two-sided sequence truncation (TRL sequence_truncate)
@@ -32,7 +33,7 @@ from toylab.catalogue.corrections import rejection_kept, sequence_tis, token_tis
 from toylab.catalogue.frameworks.verl import VERL_CLAMP
 from toylab.catalogue.weights import TokenClass, Weights
 
-REJECTION_STATISTICS = ("k1", "k2", "k3", "log_ratio", "k3_reverse", "mult_error", "prob_diff", "kpop")
+REJECTION_STATISTICS = ("k1", "k2", "k3", "log_ratio", "k3_reverse", "mult_error", "prob_diff", "kpop", "binary_kl")
 REJECTION_SCOPES = ("token", "seq_sum", "seq_mean", "seq_max")
 IS_LEVELS = ("token", "sequence")
 BATCH_MEAN_FLOOR = 1e-8          # verl leaves the weights unnormalised when their batch mean is below this

@@ -43,12 +43,16 @@ def geometric_tis(stats, C):
     return Weights(sequence=np.minimum(np.exp(log_geo), C), sequence_affected=log_geo > np.log(C))
 
 
-def geometric_clip(stats, C_min, C_max):
-    log_geo = geometric_log_ratio(stats)
-    with np.errstate(divide="ignore"):
-        low, high = np.log(C_min), np.log(C_max)
-    return Weights(sequence=np.clip(np.exp(log_geo), C_min, C_max),
-                   sequence_affected=(log_geo < low) | (log_geo > high))
+def geometric_clip(stats, C_min, C_max, decided_by="mean"):
+    """clamp(ρ_geo, C_min, C_max); ``decided_by`` sum or max clamps only the sequences whose W or max_t ρ_t is
+    outside [C_min, C_max] and leaves the others' ρ_geo (AReaL's level sequence, action clamp, agg sum or max)."""
+    geo = np.exp(geometric_log_ratio(stats))
+    if decided_by == "mean":
+        return Weights(sequence=np.clip(geo, C_min, C_max), sequence_affected=(geo < C_min) | (geo > C_max))
+    with np.errstate(over="ignore"):
+        decision = np.exp(stats.sequence_statistic("log_ratio", decided_by))
+    out = (decision < C_min) | (decision > C_max)
+    return Weights(sequence=np.where(out, np.clip(geo, C_min, C_max), geo), sequence_affected=out)
 
 
 def outlier_kept(stats, lo, hi):

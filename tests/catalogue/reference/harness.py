@@ -99,12 +99,13 @@ def clamp_rows():
 
 
 def threshold_rows(ratio, float32=False):
-    """At a ratio threshold c: one row with tokens at log c ∓ 10⁻⁴; two rows whose W is c·e^∓10⁻⁴ and two whose
-    geometric mean is, their tokens spread around; and a one-token row at log c exactly when exp(log c) is c in
-    float64 in every library (libm, numpy and torch differ by an ulp at some) and in float32 for a framework that
-    exponentiates in float32: there the inequality's strictness decides."""
+    """At a ratio threshold c: one row with tokens at log c ∓ 10⁻⁴, and each alone (a sequence's largest ratio);
+    two rows whose W is c·e^∓10⁻⁴ and two whose geometric mean is, their tokens spread around; and a one-token row
+    at log c exactly when exp(log c) is c in float64 in every library (libm, numpy and torch differ by an ulp at
+    some) and in float32 for a framework that exponentiates in float32: there the inequality's strictness
+    decides."""
     x = math.log(ratio)
-    rows = [row([x - STEP, x + STEP, 0.01, -0.01, 0.002, 0.0])]
+    rows = [row([x - STEP, x + STEP, 0.01, -0.01, 0.002, 0.0]), row([x - STEP]), row([x + STEP])]
     for offset in (-STEP, STEP):
         rows.append(row([0.3, -0.2, x + offset - 0.1]))
         geometric = x + offset
@@ -117,15 +118,19 @@ def threshold_rows(ratio, float32=False):
     return rows
 
 
-def statistic_rows(function, target, low=0.0, high=30.0):
-    """Rows where a per-token statistic f(log ρ) (increasing in |log ρ| on [low, high], f(0) = 0) sits at the
-    target ·e^∓10⁻⁴, on each side of log ρ = 0: one token each, and a whole row at it (its mean)."""
+def statistic_rows(function, target, sums=True):
+    """Rows where a per-token statistic f(log ρ) (increasing in |log ρ|, f(0) below the target) is at the
+    target·e^∓10⁻⁴, on each side of log ρ = 0: one such token alone (its value, sum, mean and max), T of them
+    (their mean and max) and, with ``sums``, T tokens at target/T each (their sum)."""
     rows = []
     for sign in (1.0, -1.0):
-        xs = [sign * _solve(lambda x, sign=sign: function(sign * x), target * math.exp(offset), low, high)
-              for offset in (-STEP, STEP)]
-        rows.append(row([xs[0], xs[1], 0.0, 0.001]))
-        rows.extend(row([x] * T) for x in xs)
+        for offset in (-STEP, STEP):
+            value = target * math.exp(offset)
+            x = sign * _solve(lambda x, sign=sign: function(sign * x), value, 0.0, 30.0)
+            rows += [row([x]), row([x] * T)]
+            if sums:
+                share = sign * _solve(lambda x, sign=sign: function(sign * x), value / T, 0.0, 30.0)
+                rows.append(row([share] * T))
     return rows
 
 
@@ -140,19 +145,21 @@ def _solve(function, target, low, high):
     return (low + high) / 2
 
 
-def probability_threshold_rows(function, target, samplers=(0.3, 0.6)):
-    """One row per sampler probability μ: tokens whose f(π, μ) is target·e^∓10⁻⁴, with π above μ and below it
-    (f grows as π moves away from μ: a probability difference, a Bernoulli KL)."""
-    rows = []
+def probability_statistic_rows(function, target, samplers=(0.3, 0.6), sums=True):
+    """The same for a statistic f(π, μ) of the sampled token's probabilities (growing as π moves away from μ: a
+    probability difference, a Bernoulli KL): for each sampler probability μ, with π above it and below it."""
+    pairs = []
     for mu in samplers:
-        tokens = []
         for direction, room in ((1.0, 1.0 - mu), (-1.0, mu)):
             for offset in (-STEP, STEP):
-                gap = _solve(lambda t, d=direction, m=mu: function(m + d * t, m), target * math.exp(offset), 0.0,
-                             room * (1 - 1e-12))
-                tokens.append((mu + direction * gap, mu))
-        rows.extend(probability_rows([tokens]))
-    return rows
+                def gap(value, d=direction, m=mu, r=room):
+                    return m + d * _solve(lambda t: function(m + d * t, m), value, 0.0, r * (1 - 1e-12))
+                value = target * math.exp(offset)
+                token = (gap(value), mu)
+                pairs += [[token], [token] * T]
+                if sums:
+                    pairs.append([(gap(value / T), mu)] * T)
+    return probability_rows(pairs)
 
 
 def probability_rows(pairs):

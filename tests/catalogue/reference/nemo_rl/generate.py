@@ -1028,7 +1028,7 @@ def thresholds(fields, threshold):
 
 def extra_rows(threshold):
     """The sequence mean of e^|log ρ| at the error threshold ·e^∓10⁻⁴."""
-    return [] if threshold is None else harness.statistic_rows(lambda x: math.exp(abs(x)), threshold)
+    return [] if threshold is None else harness.statistic_rows(lambda x: math.exp(abs(x)), threshold, sums=False)
 
 
 def run(fields, threshold, batch):

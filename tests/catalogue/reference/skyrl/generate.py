@@ -719,10 +719,11 @@ def extra_rows(option, cfg):
     rows = harness.probability_rows(NEAR_ONE)
     for delta in {cfg.dppo.delta_low, cfg.dppo.delta_high}:
         if option == "dppo_binary_tv":
-            rows += harness.probability_threshold_rows(lambda p, q: abs(p - q), delta)
+            rows += harness.probability_statistic_rows(lambda p, q: abs(p - q), delta, sums=False)
         else:
-            rows += harness.probability_threshold_rows(
-                lambda p, q: q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p)), delta, (0.3, 0.6, 0.97, 0.999))
+            rows += harness.probability_statistic_rows(
+                lambda p, q: q * math.log(q / p) + (1 - q) * math.log((1 - q) / (1 - p)), delta, (0.3, 0.6, 0.97, 0.999),
+                sums=False)
     return rows
 
 
