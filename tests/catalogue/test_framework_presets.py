@@ -18,7 +18,6 @@ from frozen_ms_swift import MS_SWIFT
 from frozen_open_instruct import OPEN_INSTRUCT
 from frozen_openrlhf import OPENRLHF
 from frozen_prime_rl import PRIME_RL
-from frozen_roll import ROLL
 from frozen_verl_newest import VERL_ICEPOP
 
 from toylab import EXACT_IDS, PRESET_IDS, additive_terms, coefficients, exact_moments, kept_tokens, make_toy
@@ -30,15 +29,12 @@ FLOAT64 = 1e-12
 # framework → (its frozen numbers, {preset option: frozen entry}, rtol)
 FROZEN = {
     "openrlhf": (OPENRLHF, ("tis", "icepop", "seq-mask-tis", "gspo"), FLOAT64),
-    "roll": (ROLL, ("is_weight_token", "is_weight_geometric", "is_weight_sequence", "ratio_filter_token",
-                    "ratio_filter_geometric", "ratio_filter_sequence", "diff_filter_token", "diff_filter_geometric",
-                    "diff_filter_sequence", "topr"), FLOAT64),
     "ms_swift": (MS_SWIFT, ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"), FLOAT64),
     "open_instruct": (OPEN_INSTRUCT, ("use_rho_correction", "rho_mask", "rho_mask_sequence_level",
                                       "rho_mask_tv_divergence"), FLOAT64),
 }
 # frozen entries that are not coefficients of a preset, each checked by its own test below
-OTHER = {("roll", "token_mean_ignores_the_filter")}
+OTHER = set()
 
 
 def cases():
@@ -158,12 +154,18 @@ def test_skyrl_sequence_ratio_is_taken_over_the_tokens_the_token_mask_left():
     assert not np.isclose(frozen[1, 0], min(np.exp(log_r.sum()), 5.0), rtol=1e-3)
 
 
-def test_roll_token_mean_ignores_the_filters():
-    """agg_loss's token-mean never reads loss_mask: a token the ratio filter removed still has coefficient 1."""
-    filtered = np.array(ROLL["ratio_filter_token"]["defaults"])
-    token_mean = np.array(ROLL["token_mean_ignores_the_filter"])
+def test_roll_token_mean_ignores_the_filters_on_the_workers_path_only():
+    """agg_loss's token-mean never reads loss_mask: on the worker's path (enable_old_logprobs_recompute false) a token
+    the ratio filter removed keeps coefficient 1; on ROLL's default path (init_kl_coef 0.2 turns the recompute on)
+    apply_train_infer_correction_to_batch filters response_mask first, and op_compute_log_probs multiplies the
+    log-probs by it: the filtered tokens have none, as toylab's roll:ratio_filter_token keeps them."""
+    findings = framework_reference.load("roll")["findings"]
+    filtered = np.array(frozen_case("roll", "roll:ratio_filter_token", "defaults")["coefficients"])
     assert np.any((filtered == 0) & (np.array(MASK) == 1))
-    np.testing.assert_array_equal(token_mean, np.array(MASK, float))
+    np.testing.assert_array_equal(findings["token_mean_ignores_the_filter"]["coefficients"], np.array(MASK, float))
+    kept = kept_tokens("roll:ratio_filter_token", TRAINER, SAMPLER, MASK, ADVANTAGES)
+    np.testing.assert_allclose(findings["token_mean_on_the_recompute_path"]["coefficients"], kept.astype(float),
+                               rtol=1e-12)
 
 
 # -- on the toy: which catalogue estimator each preset equals (the README's column) ---------------------------
