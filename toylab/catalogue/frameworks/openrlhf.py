@@ -3,7 +3,7 @@
   OpenRLHF 3c3be6234e0cb353e76bb8019947db9dfe99fca7 — openrlhf/cli/train_ppo_ray.py
   (--algo.advantage.is_correction_enable, is_correction_threshold [0.5, 5.0], is_correction_type,
   --actor.policy_loss_type, --actor.eps_clip_low_high), openrlhf/models/loss.py (PolicyLoss, aggregate_loss).
-  Frozen numbers from running PolicyLoss: tests/catalogue/frozen_openrlhf.py.
+  Frozen numbers from running PolicyLoss: tests/catalogue/reference/openrlhf/.
 
 With is_correction_enable the PPO loss (ratio against the trainer's old log-probs: 1 on the toy's step) is
 multiplied per token by the vLLM weight; nothing leaves action_mask and there is no log-ratio clamp. With
