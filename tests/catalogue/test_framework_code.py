@@ -4,14 +4,15 @@ probes: numbers frozen from running that code (tests/catalogue/reference/<framew
 toylab's side is the public batch interface, ``toylab.coefficients`` and ``toylab.kept_tokens``. A framework that
 computes in float64 is compared at 10⁻¹², one that exponentiates in float32 (Miles' PPO ratio, SkyRL's
 safe_exp_delta, AReaL's log ratio) at its float32 rounding; which tokens get a zero coefficient, and which tokens
-the loss mask keeps, must agree exactly in both.
+the loss mask keeps, must agree exactly in both; where a loss has a term that does not depend on A (prime-rl's
+kl_tau), the whole gradient c·A + d (``toylab.additive_terms``) is compared too.
 """
 
 import numpy as np
 import pytest
 from framework_reference import assert_frozen_equal, batch, case_id, cases, frameworks, load, tolerance
 
-from toylab import PRESET_IDS, coefficients, kept_tokens
+from toylab import PRESET_IDS, additive_terms, coefficients, kept_tokens
 
 CASES = [pytest.param(framework, case, id=case_id(case)) for framework in frameworks() for case in cases(framework)]
 
@@ -24,6 +25,10 @@ def test_preset_equals_its_framework_code(framework, case):
     if "kept" in case:
         kept = kept_tokens(case["preset"], trainer, sampler, mask, advantages, **case["params"])
         np.testing.assert_array_equal(kept, np.array(case["kept"], bool))
+    if "gradient" in case:                     # a term that does not depend on A: −∂loss/∂log π = c·A + d
+        additive = additive_terms(case["preset"], trainer, sampler, mask, advantages, **case["params"])
+        np.testing.assert_allclose(actual * advantages[:, None] + additive, case["gradient"],
+                                   rtol=tolerance(framework, case["batch"]), atol=1e-15)
 
 
 @pytest.mark.parametrize("framework", frameworks())

@@ -16,10 +16,9 @@ import pytest
 from frozen_batch import ADVANTAGES, MASK, SAMPLER, TRAINER
 from frozen_ms_swift import MS_SWIFT
 from frozen_open_instruct import OPEN_INSTRUCT
-from frozen_prime_rl import PRIME_RL
 from frozen_verl_newest import VERL_ICEPOP
 
-from toylab import EXACT_IDS, PRESET_IDS, additive_terms, coefficients, exact_moments, kept_tokens, make_toy
+from toylab import EXACT_IDS, PRESET_IDS, coefficients, exact_moments, kept_tokens, make_toy
 from toylab.catalogue.presets import PRESETS
 
 FRAMEWORKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "frameworks.md"
@@ -66,7 +65,6 @@ def test_every_frozen_entry_is_a_preset_or_has_its_own_test():
         assert {(framework, entry) for entry in numbers} - {(framework, option) for option in options} <= OTHER
     tested = {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options}
     tested |= {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"} | \
-        {f"prime_rl:{option}" for option in PRIME_RL} | \
         {p.id for p in PRESETS if p.framework in framework_reference.frameworks()}
     assert set(PRESET_IDS) - tested == {p.id for p in PRESETS if p.framework in ("verl", "trl")} - tested
 
@@ -79,19 +77,6 @@ def test_weights_only_masks_keep_the_tokens_in_the_loss_mask(name):
     c = coefficients(name, trainer, sampler, mask, verl_batch.ADVANTAGES if name.startswith("verl") else ADVANTAGES)
     assert np.any((c == 0) & (np.array(mask) == 1)), "the mask zeroes some weight on this batch"
     np.testing.assert_array_equal(kept_tokens(name, trainer, sampler, mask), np.array(mask, bool))
-
-
-@pytest.mark.parametrize("option", ["default", "ipo"])
-@pytest.mark.parametrize("setting", ["defaults", "alternative"])
-def test_prime_rl_gradient_is_the_weighted_advantage_plus_the_penalty(option, setting):
-    """prime-rl's gradient −∂loss/∂log π = c·A + d: c from its loss at kl_tau = 0, d = −2·kl_tau·log ρ_t the
-    penalty's (toylab.additive_terms), on every response token, masked or not."""
-    params, frozen = ({}, PRIME_RL[option]["defaults"]) if setting == "defaults" else PRIME_RL[option]["alternative"]
-    name = f"prime_rl:{option}"
-    c = on_batch(name, **params)
-    d = additive_terms(name, TRAINER, SAMPLER, MASK, ADVANTAGES, **params)
-    frozen_equal(c, frozen["coefficient"], FLOAT64)
-    np.testing.assert_allclose(c * np.array(ADVANTAGES)[:, None] + d, frozen["gradient"], rtol=FLOAT64, atol=1e-15)
 
 
 # -- verl's newest presets, on verl's batch ------------------------------------------------------------------

@@ -223,11 +223,15 @@ class Numbers:
                                     for r in value] for key, value in batch.items()}
         return name
 
-    def add(self, preset, params, batch, coefficient, kept=None, setting="", note=""):
+    def add(self, preset, params, batch, coefficient, kept=None, setting="", note="", gradient=None):
+        """One case: the coefficients c (and the loss mask left, and for a loss with a term that does not depend
+        on A the whole gradient −∂loss/∂log π = c·A + d)."""
         case = {"preset": preset, "setting": setting, "params": params, "batch": batch,
                 "coefficients": as_list(coefficient)}
         if kept is not None:
             case["kept"] = torch.as_tensor(kept).to(torch.int64).tolist()
+        if gradient is not None:
+            case["gradient"] = as_list(gradient)
         if note:
             case["note"] = note
         self.cases.append(case)

@@ -3,7 +3,7 @@
   prime-rl 559b44772e471d1538537b8805cc77f3824a5e64 — packages/prime-rl-configs/src/prime_rl/configs/trainer.py
   (DefaultLossConfig: dppo_mask_low/high 0.2, adv_tau 1, kl_tau 10⁻³; IPOLossConfig: ipo_threshold 0.1),
   src/prime_rl/trainer/rl/loss.py (default_loss_fn, ipo_loss_fn, compute_loss). Frozen numbers from running that
-  code: tests/catalogue/frozen_prime_rl.py.
+  code: tests/catalogue/reference/prime_rl/.
 
 The loss is per token −adv_tau·A·ρ_t·keep_t + kl_tau·(log ρ_t)², ρ_t = π/μ against the inference log-probs,
 summed over the loss mask: the mask only zeroes the policy term, and the penalty's gradient −2·kl_tau·log ρ_t
