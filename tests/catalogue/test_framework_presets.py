@@ -14,7 +14,6 @@ import framework_reference
 import numpy as np
 import pytest
 from frozen_batch import ADVANTAGES, MASK, SAMPLER, TRAINER
-from frozen_ms_swift import MS_SWIFT
 from frozen_open_instruct import OPEN_INSTRUCT
 from frozen_verl_newest import VERL_ICEPOP
 
@@ -26,7 +25,6 @@ FLOAT32 = 3e-7
 FLOAT64 = 1e-12
 # framework → (its frozen numbers, {preset option: frozen entry}, rtol)
 FROZEN = {
-    "ms_swift": (MS_SWIFT, ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"), FLOAT64),
     "open_instruct": (OPEN_INSTRUCT, ("use_rho_correction", "rho_mask", "rho_mask_sequence_level",
                                       "rho_mask_tv_divergence"), FLOAT64),
 }

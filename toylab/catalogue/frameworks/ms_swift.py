@@ -4,7 +4,7 @@
   rollout_importance_sampling_mode, rollout_importance_sampling_threshold 2.0), swift/rlhf_trainers/grpo_trainer.py
   (_apply_rollout_importance_sampling, _compute_sequence_level_ratios; the Megatron trainer's copy is the same),
   docs/source_en/Instruction/GRPO/AdvancedResearch/training_inference_mismatch.md. Frozen numbers from running
-  that code: tests/catalogue/frozen_ms_swift.py.
+  that code: tests/catalogue/reference/ms_swift/.
 
 The weights multiply the per-token loss (its PPO ratio against the trainer's old log-probs: 1 on the toy's step);
 nothing leaves completion_mask. Each token's log ratio is clamped at ±20 first; the "sequence" ratio is the
