@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from framework_reference import assert_frozen_equal, batch, case_id, cases, frameworks, load, tolerance
 
-from toylab import PRESET_IDS, additive_terms, coefficients, kept_tokens
+from toylab import PRESET_IDS, additive_terms, coefficients, kept_tokens, resolve_params
 
 CASES = [pytest.param(framework, case, id=case_id(case)) for framework in frameworks() for case in cases(framework)]
 
@@ -39,3 +39,22 @@ def test_every_preset_of_the_framework_is_frozen_at_the_probes(framework):
     for kind in ("ragged", "probes"):
         frozen = {case["preset"] for case in data["cases"] if case["batch"].partition("/")[0] == kind}
         assert presets <= frozen, (kind, sorted(presets - frozen))
+
+
+@pytest.mark.parametrize("preset, params, words", [
+    ("open_instruct:rho_mask", {"rho_mask_upper_bound": 1.0005}, "outside"),
+    ("areal:token_mask", {"upper": 0.8}, "≤ 1 for the ratio metric"),
+    ("areal:sequence_mask", {"metric": "kl_k3", "upper": 0.0}, "≤ 0 for kl_k3"),
+    ("slime:mis_sequence", {"tis_lower_bound": 1.0, "tis_upper_bound": 1.0}, "tis_lower_bound < tis_upper_bound"),
+    ("nemo_rl:sequence_level_icepop", {"truncated_importance_sampling_ratio_min": 0.9,
+                                       "truncated_importance_sampling_ratio": 1.0}, None),
+])
+def test_a_preset_refuses_what_its_framework_refuses(preset, params, words):
+    """Each framework's own config validation (open-instruct's GRPOExperimentConfig.__post_init__, through the
+    parameters' ranges; AReaL's RejectionSamplingConfig, slime's mis.py assertions, NeMo-RL's ClippedPGLossFn,
+    through their modules' check): a preset is only a combination the framework runs."""
+    if words is None:
+        resolve_params(preset, params)                   # min ≤ max: NeMo-RL runs it
+        return
+    with pytest.raises(ValueError, match=words):
+        resolve_params(preset, params)

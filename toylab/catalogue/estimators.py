@@ -541,6 +541,11 @@ def resolve_params(estimator_id, overrides=None):
     for low, high in BOUND_PAIRS:
         if low in params and high in params and params[low] is not None and params[low] > params[high]:
             raise ValueError(f"{estimator_id}: {low} = {params[low]:g} is above {high} = {params[high]:g}")
+    if estimator_id in presets.BY_ID:
+        try:
+            presets.check(presets.BY_ID[estimator_id], params)
+        except ValueError as error:
+            raise ValueError(f"{estimator_id}: {error}") from None
     return params
 
 

@@ -23,12 +23,21 @@ FRAMEWORKS = {"verl": verl, "trl": trl, "slime": slime, "miles": slime, "skyrl":
               "nemo_rl": nemo_rl, "areal": areal, "roll": roll, "prime_rl": prime_rl, "ms_swift": ms_swift,
               "open_instruct": open_instruct}
 PRESETS = [preset for module in dict.fromkeys(FRAMEWORKS.values()) for preset in module.PRESETS]
+BY_ID = {preset.id: preset for preset in PRESETS}
 
 
 def rules(preset, params):
     """The preset's configuration, its parameters set, turned into ``Rules`` (registry ids with parameters, and
     the framework's clamp and means) by its framework's module."""
     return FRAMEWORKS[preset.framework].factors(preset.resolved(params))
+
+
+def check(preset, params):
+    """Raise ValueError where the framework's own code refuses the configuration (its module's ``check``, written
+    from its config validation), so that a preset is only ever a combination the framework runs."""
+    module = FRAMEWORKS[preset.framework]
+    if hasattr(module, "check"):
+        module.check(preset.resolved(params))
 
 
 def batch_family(preset, params):

@@ -111,6 +111,24 @@ PRESETS = [
 ]
 
 
+def check(config):
+    """RejectionSamplingConfig.__post_init__ (areal/api/cli_args.py 1627–1660): lower ≤ upper; for the ratio metric
+    upper > 1 and lower > 0; for kl_k2 and kl_k3 upper > 0 (binary_kl, which it refuses outright, is let through
+    here as apply_rejection_sampling computes it)."""
+    if config.get("rejection_sampling") is None and "rejection_sampling.level" not in config:
+        return
+    lower, upper = config["rejection_sampling.lower"], config["rejection_sampling.upper"]
+    metric = config.get("rejection_sampling.metric", "ratio")
+    if lower is not None and lower > upper:
+        raise ValueError(f"AReaL refuses lower = {lower:g} above upper = {upper:g}")
+    if metric == "ratio" and upper <= 1.0:
+        raise ValueError(f"AReaL refuses upper = {upper:g} ≤ 1 for the ratio metric")
+    if metric == "ratio" and lower is not None and lower <= 0:
+        raise ValueError(f"AReaL refuses lower = {lower:g} ≤ 0 for the ratio metric")
+    if metric in ("kl_k2", "kl_k3") and upper <= 0:
+        raise ValueError(f"AReaL refuses upper = {upper:g} ≤ 0 for {metric}")
+
+
 def factors(config):
     """The Rules of an actor's rejection_sampling configuration."""
     level, action = config["rejection_sampling.level"], config["rejection_sampling.action"]

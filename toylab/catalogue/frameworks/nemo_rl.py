@@ -82,6 +82,13 @@ PRESETS = [
 ]
 
 
+def check(config):
+    """ClippedPGLossFn.__init__ (loss_functions.py 292–323): the ratio positive, the _min at most the ratio."""
+    low, high = config[f"{RATIO}_min"], config[RATIO]
+    if high is not None and low is not None and low > high:
+        raise ValueError(f"NeMo-RL refuses {RATIO}_min = {low:g} above {RATIO} = {high:g}")
+
+
 def factors(config):
     """The Rules of a ClippedPGLossConfig (+ GRPO's error mask): masked_mean's means divide by L + 10⁻⁸ (the
     geometric mean of seq-mask-tis), the error mask's by L itself (compute_and_apply_seq_logprob_error_masking)."""

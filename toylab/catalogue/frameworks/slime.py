@@ -105,6 +105,16 @@ def option_text(option, config, loss_file, mis_file):
 PRESETS = _rows("slime") + _rows("miles")
 
 
+def check(config):
+    """mis.py's clip and mask assert lower < upper (lines 125, 140), and the rejection runs mask (line 254)."""
+    if "tis_level" not in config:
+        return
+    uses_bounds = config["tis_mode"] in ("clip", "mask") or config["use_rs"] == "true"
+    if uses_bounds and not config["tis_lower_bound"] < config["tis_upper_bound"]:
+        raise ValueError(f"mis.py asserts tis_lower_bound < tis_upper_bound, got {config['tis_lower_bound']:g} and "
+                         f"{config['tis_upper_bound']:g}")
+
+
 def factors(config):
     """The Rules of slime's --use-tis configuration: mis.py clamps the sum (or mean) of a sequence's raw log
     ratios, not each token before it (compute_log_ratio, mis.py lines 192–198; the clamp at 222 and 250)."""
