@@ -193,7 +193,8 @@ class DenseToy:
         if estimator == "ppo_clip":
             keep_positive = rho <= 1 + p["eps_high"]
             keep_negative = (rho >= 1 - p["eps_low"]) & (rho <= p["C_dual"])
-            return rho * np.where(advantage < 0, keep_negative, keep_positive) * self.live
+            tie = np.where(rho == p["C_dual"], 0.5, 1.0)      # torch.min's tie at the dual clip: half the gradient
+            return rho * np.where(advantage < 0, keep_negative * tie, keep_positive) * self.live
         if estimator in ("on_policy", "naive"):
             return ones
         if estimator == "tok_is":
@@ -286,7 +287,8 @@ class DenseToy:
             live = np.abs(log_rho) <= 20                       # a clamped ratio is a constant: no gradient
             keep_positive = (ratio <= 1 + config["clip_ratio_high"]) & live
             keep_negative = (ratio >= 1 - config["clip_ratio_low"]) & (ratio <= config["clip_ratio_c"]) & live
-            coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative, keep_positive)
+            tie = np.where(ratio == config["clip_ratio_c"], 0.5, 1.0)   # torch.min's tie: half the gradient
+            coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative * tie, keep_positive)
         return coefficient
 
     def factors(self, preset, params, advantage, baseline):

@@ -1,43 +1,24 @@
-"""Every framework preset of issue 19 computes what its framework's code computes: numbers frozen from running it.
+"""What the frameworks' frozen numbers show beyond each preset's coefficients (those are test_framework_code.py's):
+masks that leave the loss mask alone, findings in the frameworks' code, which catalogue estimator each preset equals
+on the toy, and that the docs' tables are the rows.
 
-The numbers are in tests/catalogue/frozen_<framework>.py, each module's docstring naming the commit, the functions
-run and how; toylab's side is the public batch interface, ``toylab.coefficients`` (and ``kept_tokens``), on the
-same batch (frozen_batch.py; verl's newest presets on tests/framework_numbers.py's). Frameworks that exponentiate
-in float32 (Miles' PPO ratio, SkyRL's safe_exp_delta, AReaL's log ratio) are compared at rtol 3e-7, the others at
-1e-12; which tokens get a zero coefficient must agree exactly in both.
+The numbers are tests/catalogue/reference/<framework>/numbers.json (framework_reference.py); toylab's side is the
+public batch interface, ``toylab.coefficients`` (and ``kept_tokens``), on the same ragged batch.
 """
 
 from pathlib import Path
 
-import framework_numbers as verl_batch
 import framework_reference
 import numpy as np
 import pytest
-from frozen_batch import ADVANTAGES, MASK, SAMPLER, TRAINER
-from frozen_verl_newest import VERL_ICEPOP
 
 from toylab import EXACT_IDS, PRESET_IDS, coefficients, exact_moments, kept_tokens, make_toy
 from toylab.catalogue.presets import PRESETS
 
 FRAMEWORKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "frameworks.md"
 FLOAT32 = 3e-7
-FLOAT64 = 1e-12
-# framework → (its frozen numbers, {preset option: frozen entry}, rtol)
-FROZEN = {
-}
-# frozen entries that are not coefficients of a preset, each checked by its own test below
-OTHER = set()
-
-
-def cases():
-    for framework, (numbers, options, rtol) in FROZEN.items():
-        for option in options:
-            for setting, value in numbers[option].items():
-                if setting == "defaults":
-                    yield pytest.param(f"{framework}:{option}", {}, value, rtol, id=f"{framework}:{option}-defaults")
-                elif setting != "kept":
-                    params, frozen = value
-                    yield pytest.param(f"{framework}:{option}", params, frozen, rtol, id=f"{framework}:{option}-{setting}")
+TRAINER, SAMPLER, MASK, ADVANTAGES = framework_reference.batch("slime", "ragged")
+VERL_TRAINER, VERL_SAMPLER, VERL_MASK, VERL_ADVANTAGES = framework_reference.batch("verl", "ragged")
 
 
 def on_batch(name, advantages=ADVANTAGES, **params):
@@ -50,49 +31,32 @@ def frozen_equal(actual, frozen, rtol):
     np.testing.assert_allclose(actual, frozen, rtol=rtol, atol=0)
 
 
-@pytest.mark.parametrize("name, params, frozen, rtol", list(cases()))
-def test_preset_equals_its_framework_code(name, params, frozen, rtol):
-    frozen_equal(on_batch(name, ADVANTAGES, **params), frozen, rtol)
+def frozen_case(framework, preset, setting, batch="ragged"):
+    return next(case for case in framework_reference.cases(framework)
+                if (case["preset"], case["setting"], case["batch"]) == (preset, setting, batch))
 
 
-def test_every_frozen_entry_is_a_preset_or_has_its_own_test():
-    for framework, (numbers, options, _) in FROZEN.items():
-        assert {(framework, entry) for entry in numbers} - {(framework, option) for option in options} <= OTHER
-    tested = {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options}
-    tested |= {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"} | \
-        {p.id for p in PRESETS if p.framework in framework_reference.frameworks()}
-    assert set(PRESET_IDS) - tested == {p.id for p in PRESETS if p.framework in ("verl", "trl")} - tested
+def test_every_framework_has_frozen_numbers():
+    assert {preset.framework for preset in PRESETS} <= set(framework_reference.frameworks())
+    assert {preset.id for preset in PRESETS} == set(PRESET_IDS)
 
 
 @pytest.mark.parametrize("name", ["slime:icepop", "openrlhf:icepop", "nemo_rl:icepop", "ms_swift:token_mask",
                                   "skyrl:rollout_is", "open_instruct:rho_mask", "verl:decoupled_token_icepop"])
 def test_weights_only_masks_keep_the_tokens_in_the_loss_mask(name):
-    trainer, sampler, mask = (TRAINER, SAMPLER, MASK) if not name.startswith("verl") else \
-        (np.array(verl_batch.SAMPLER) + np.array(verl_batch.LOG_RATIO), verl_batch.SAMPLER, verl_batch.MASK)
-    c = coefficients(name, trainer, sampler, mask, verl_batch.ADVANTAGES if name.startswith("verl") else ADVANTAGES)
+    trainer, sampler, mask, advantages = (VERL_TRAINER, VERL_SAMPLER, VERL_MASK, VERL_ADVANTAGES) \
+        if name.startswith("verl") else (TRAINER, SAMPLER, MASK, ADVANTAGES)
+    c = coefficients(name, trainer, sampler, mask, advantages)
     assert np.any((c == 0) & (np.array(mask) == 1)), "the mask zeroes some weight on this batch"
     np.testing.assert_array_equal(kept_tokens(name, trainer, sampler, mask), np.array(mask, bool))
-
-
-# -- verl's newest presets, on verl's batch ------------------------------------------------------------------
-
-VERL_TRAINER = np.array(verl_batch.SAMPLER) + np.array(verl_batch.LOG_RATIO)
-
-
-@pytest.mark.parametrize("name", ["verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"])
-@pytest.mark.parametrize("setting", ["defaults", "alternative"])
-def test_verl_icepop_presets(name, setting):
-    entry = VERL_ICEPOP["decoupled_token_icepop"]
-    params, frozen = ({}, entry["defaults"]) if setting == "defaults" else entry["alternative"]
-    frozen_equal(coefficients(name, VERL_TRAINER, verl_batch.SAMPLER, verl_batch.MASK, verl_batch.ADVANTAGES,
-                              **params), frozen, FLOAT64)
 
 
 def test_verl_sequence_icepop_threshold():
     """A "lower_upper" threshold at rollout_is="sequence" zeroes W outside the band (seq_band, weights only)."""
     from test_frameworks import custom_verl
     config = {"rollout_is": "sequence", "rollout_is_threshold": "0.8_1.5", "rollout_rs": None, "bypass_mode": False}
-    frozen_equal(custom_verl(config)[0], VERL_ICEPOP["sequence_icepop_0.8_1.5"], FLOAT64)
+    frozen = framework_reference.load("verl")["findings"]["custom/sequence_icepop_0.8_1.5"]["coefficients"]
+    frozen_equal(custom_verl(config)[0], frozen, 1e-12)
 
 
 # -- findings the frozen numbers show -------------------------------------------------------------------------
@@ -102,11 +66,6 @@ def test_openrlhf_seq_mask_tis_does_not_clamp_the_token_weight():
     ρ_t = e^12 unclamped."""
     c = on_batch("openrlhf:seq-mask-tis")
     assert c[2, 0] == pytest.approx(np.exp(12.0), rel=1e-12) and c[2, 0] > 5.0
-
-
-def frozen_case(framework, preset, setting, batch="ragged"):
-    return next(case for case in framework_reference.cases(framework)
-                if (case["preset"], case["setting"], case["batch"]) == (preset, setting, batch))
 
 
 def test_areal_kl_k3_is_the_reverse_of_its_help():

@@ -14,7 +14,8 @@
     seq_band  W·1[C_min ≤ W ≤ C_max]                        two-sided sequence mask (TRL sequence_mask)
     ppo_clip  PPO's clipped surrogate against the sampler: the gradient of −min(r·A, clip(r, 1−ε_low,
               1+ε_high)·A), with verl's dual clip at C_dual for A < 0, is c_t = ρ_t·1[ρ_t ≤ 1 + ε_high] when
-              A ≥ 0 and c_t = ρ_t·1[1 − ε_low ≤ ρ_t ≤ C_dual] when A < 0 (exact given A)
+              A ≥ 0 and c_t = ρ_t·1[1 − ε_low ≤ ρ_t ≤ C_dual] when A < 0 (exact given A; ρ_t/2 at ρ_t = C_dual,
+              where torch splits the gradient of a tied min)
     opsm      the off-policy sequence mask of DeepSeek-V3.2: drop a sequence when A < 0 and
               mean_t(log μ − log π) > δ; times any exact weight (the registry chains it)
     tis_bn    batch-normalised truncated IS (verl rollout_is_batch_normalize): min(ρ_t, C) or min(W, C), through
@@ -64,12 +65,15 @@ def sequence_band(stats, C_min, C_max):
 
 
 def ppo_clip(stats, eps_low, eps_high, C_dual):
-    """Token weights of PPO-clip with ratio ρ_t = π/μ; a token outside verl's ±20 clamp has gradient 0."""
+    """Token weights of PPO-clip with ratio ρ_t = π/μ; a token outside verl's ±20 clamp has gradient 0. At ρ_t =
+    C_dual exactly (A < 0) the dual clip's torch.min(−A·C_dual, −A·ρ) is a tie, and torch passes each side half the
+    gradient: the weight is ρ_t/2 there (verl 1dda039 core_algos.py compute_policy_loss_vanilla, 1354–1355)."""
     rho, live = stats.rho, ~stats.clamped_out
     positive = (rho <= 1 + eps_high) & live
     negative = (rho >= 1 - eps_low) & (rho <= C_dual) & live
+    negative_weight = np.where(negative, np.where(rho == C_dual, rho / 2, rho), 0.0)
     return Weights(token=np.where(positive, rho, 0.0), token_affected=~positive,
-                   classes=(TokenClass(stats.advantage < 0, np.where(negative, rho, 0.0), ~negative),))
+                   classes=(TokenClass(stats.advantage < 0, negative_weight, ~negative),))
 
 
 def off_policy_mask(stats, delta):

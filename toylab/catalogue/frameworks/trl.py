@@ -32,6 +32,13 @@ PRESETS = [Preset(f"trl:{mode}", f'GRPOConfig(vllm_importance_sampling_mode="{mo
                   dict(PARAMS), note, COMMIT) for mode, alias, base, equals, note in _TRL]
 
 
+def check(config):
+    """GRPOConfig.__post_init__ (trl/trainer/grpo_config.py 1131–1139): a set clip_min must be below clip_max."""
+    if config["clip_min"] and config["clip_min"] >= config["clip_max"]:
+        raise ValueError(f"TRL refuses vllm_importance_sampling_clip_min {config['clip_min']:g} ≥ clip_max "
+                         f"{config['clip_max']:g}")
+
+
 def factors(config):
     """The Rules of TRL's vllm_importance_sampling_mode."""
     bounds = {"C_min": config["clip_min"], "C_max": config["clip_max"]}
