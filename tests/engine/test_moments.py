@@ -64,6 +64,21 @@ def test_presets_beyond_their_clamps_equal_dense_brute_force(clamped_toy_pair, e
 
 
 @pytest.mark.parametrize("estimator, params", [
+    ("slime:mis_sequence", {"tis_mode": "mask"}), ("slime:mis_geometric", {"tis_mode": "mask", "rs_veto_threshold": 0.0,
+                                                                           "tis_lower_bound": 0.9, "tis_upper_bound": 1.2}),
+    ("miles:mis_sequence", {"tis_mode": "clip"}), ("areal:sequence_clamp", {"agg": "sum", "upper": 2.0}),
+    ("areal:sequence_clamp", {"agg": "max", "upper": 2.5}),
+    ("areal:sequence_mask", {"metric": "binary_kl", "agg": "max", "upper": 0.5}),
+    ("areal:token_mask", {"metric": "binary_kl", "upper": 0.5}), ("skyrl:dppo_binary_kl", {"delta_low": 0.05}),
+])
+def test_preset_options_beyond_their_clamps_equal_dense_brute_force(clamped_toy_pair, estimator, params):
+    """The options beside each preset's defaults: slime's mask and clip modes through the clamp of the sum, AReaL's
+    agg sum and max for the clamp and its binary_kl (KPop) metric, SkyRL's guarded binary KL."""
+    toy, dense = clamped_toy_pair
+    assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator, params), "logged")
+
+
+@pytest.mark.parametrize("estimator, params", [
     ("tok_tis", {"C": 1.1}), ("tok_mis", {"lo": 0.9, "hi": 1.2}), ("seq_tis", {"C": 1.05}),
     ("seq_mis", {"C": 1.5}), ("geo_rs", {"lo": 0.95, "hi": 1.03}), ("geo_rs_tok_tis", {"lo": 0.9, "hi": 1.1, "C": 1.2}),
     ("k3_rs", {"delta": 0.02}), ("trm", {"eps": 0.3}),
