@@ -216,11 +216,12 @@ def test_every_exact_id_is_finite_on_a_ragged_batch_beyond_every_clamp():
 
 
 def test_the_framework_tables_are_the_rows():
-    """docs/frameworks.md's table of each framework has one row per preset, with its parameters' defaults and the row's
-    "on the toy" text (regenerated from the rows whenever they change)."""
+    """docs/frameworks.md's table of each framework has one row per preset, with its parameters' defaults, the row's
+    "on the toy" text and where the framework's code computes it (regenerated from the rows whenever they change)."""
     text = FRAMEWORKS_PAGE.read_text()
     for preset in PRESETS:
         row = next(line for line in text.splitlines() if line.startswith(f"| {preset.id} |"))
         assert preset.equals.replace("|", r"\|") in row, preset.id
+        assert preset.code and preset.code in row, preset.id
         for name in preset.params:
             assert f"{name}=" in row, (preset.id, name)

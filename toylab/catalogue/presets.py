@@ -57,7 +57,8 @@ def registry_rows(base_colours):
     for preset in PRESETS:
         step = used.get(preset.base, 0)
         used[preset.base] = step + 1
-        source = f"{preset.option} — {preset.alias} ({preset.framework} {preset.commit}); on the toy: {preset.equals}"
+        source = (f"{preset.option} — {preset.alias} ({preset.framework} {preset.commit}: {preset.code}); on the toy: "
+                  f"{preset.equals}")
         rows.append((preset, {
             "id": preset.id, "label": f"{preset.framework} {preset.id.partition(':')[2]} ({preset.alias})",
             "latex": latex(preset), "source": source + (f". Code vs docs: {preset.note}" if preset.note else ""),

@@ -18,7 +18,7 @@ token's probability, both probabilities clamped to [10⁻⁸, 1 − 10⁻⁸].
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "cbff54d"
@@ -109,6 +109,13 @@ PRESETS = [
            "toylab's m2po family defaults its weight to ρ_t; AReaL applies behave_imp_weight only when "
            "rejection_sampling is set", COMMIT, batch=True),
 ]
+
+FUNCTIONAL = "areal/utils/functional/functional.py"
+CODE = {"*": f"{FUNCTIONAL} 185–437 (apply_rejection_sampling), 452–596 (ppo_actor_loss_fn)",
+        "kpop": f"{FUNCTIONAL} 248–258 (metric binary_kl), 440–450 (compute_binary_kl_divergence), 452–596 "
+                "(ppo_actor_loss_fn)",
+        "m2_threshold": "areal/trainer/ppo/actor.py 933–1014 (_apply_m2po_masking, _get_m2po_loss_mask)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def check(config):

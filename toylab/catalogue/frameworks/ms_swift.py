@@ -12,7 +12,7 @@ geometric mean of the clamped token ratios, exp(Σ log ρ̃_t / L).
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "3602360"
@@ -39,6 +39,10 @@ PRESETS = [
          "tok_is × 1[ρ_geo ≤ threshold]: ρ_t·1[ρ_geo ≤ threshold]; nothing leaves the loss mask",
          COLLISION.format(mode="sequence_mask", trl="W·1[C_min ≤ W ≤ C_max]") + "; " + MASK_DOCS),
 ]
+
+CODE = {"*": "swift/rlhf_trainers/grpo_trainer.py 2328–2376 (_apply_rollout_importance_sampling: the ±20 clamp at 2346), "
+                 "2311–2326 (_compute_sequence_level_ratios)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def factors(config):

@@ -15,7 +15,7 @@ masked_mean divides by the count + 10⁻⁸.
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "7ea279a"
@@ -80,6 +80,12 @@ PRESETS = [
          "with use_importance_sampling_correction the IS weights multiply this mask; its mean divides by L "
          "(grpo.py), not by L + 10⁻⁸ as masked_mean does"),
 ]
+
+LOSS_FILE = "nemo_rl/algorithms/loss/loss_functions.py"
+CODE = {"*": f"{LOSS_FILE} 374–788 (ClippedPGLossFn.__call__: the weights 568–595, their truncation 596–670)",
+        "seq_logprob_error_threshold": "nemo_rl/algorithms/grpo.py 2513–2640 (compute_and_apply_seq_logprob_error_"
+                                       "masking: the mean 2556–2561, ≤ threshold 2590)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def check(config):

@@ -15,7 +15,7 @@ default); response_mask is left as it is.
 import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "e6c3044"
@@ -64,6 +64,10 @@ PRESETS = [
          "|ρ_t − 1| over the tokens; a lower bound drops tokens of the sequences closest to the sampler; the upper "
          "bound 2 is open-instruct's test_rho_mask_tv_divergence value (the config's default, 0, turns it off)"),
 ]
+
+CODE = {"*": "open_instruct/grpo_utils.py 410–463 (compute_rho_correction: the ±10 clamp at 419), 504–538 "
+                 "(compute_grpo_loss)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def _positive(bound):

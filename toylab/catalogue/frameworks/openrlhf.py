@@ -14,7 +14,7 @@ exp(mean_t log π/μ), and PPO-clipped: the vLLM weights are not applied.
 import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "3c3be62"
@@ -54,6 +54,10 @@ PRESETS = [
          "the docs call it GSPO; GSPO's ratio is against the old policy, this one against the vLLM log-probs; "
          "--actor.dual_clip (default off) is not a parameter here"),
 ]
+
+CODE = {"*": "openrlhf/models/loss.py 155–230 (PolicyLoss.forward: the vLLM weights 197–218)",
+        "gspo": "openrlhf/models/loss.py 155–230 (PolicyLoss.forward: the GSPO ratio against the vLLM log-probs 170–177)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def factors(config):

@@ -8,7 +8,7 @@ its rows, the function ``factors`` that turns a configuration into registry ids 
 framework's code (its ``Rules``), and ``latex``, the coefficient in the framework's symbols.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class Preset:
     note: str = ""            # where the framework's code and documentation disagree
     commit: str = ""          # the framework's commit the row was read at
     batch: bool = False       # batch-coupled: its module's batch_family names the family (Monte Carlo only)
+    code: str = ""            # where the framework's code computes it: file and lines at the commit
 
     @property
     def framework(self):
@@ -82,6 +83,11 @@ class Preset:
                 return params[value.name]
             return value.text(params) if isinstance(value, Joined) else value
         return {key: value_of(value) for key, value in self.config.items()}
+
+
+def with_code(presets, code):
+    """The presets with their ``code`` citation: code[option], else code["*"] (the file and lines that compute it)."""
+    return [replace(preset, code=code.get(preset.id.partition(":")[2], code.get("*", ""))) for preset in presets]
 
 
 def shade(colour, step):

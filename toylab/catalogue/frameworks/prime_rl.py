@@ -12,7 +12,7 @@ default 1 (a different adv_tau is this estimator times adv_tau with kl_tau/adv_t
 """
 
 from toylab.catalogue.frameworks.factors import weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "559b447"
@@ -37,6 +37,10 @@ PRESETS = [
            {"ipo_threshold": Param(0.1, 0.0, 1.0, "ipo_threshold: drops tokens with |π − μ| above it"),
             "kl_tau": KL_TAU}, IPO_NOTE, COMMIT),
 ]
+
+CODE = {"default": "src/prime_rl/trainer/rl/loss.py 109–162 (default_loss_fn)",
+        "ipo": "src/prime_rl/trainer/rl/loss.py 164–196 (ipo_loss_fn)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def factors(config):

@@ -22,7 +22,7 @@ never reads loss_mask, removes the filtered tokens there and keeps them on the w
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "8eb27cc"
@@ -84,6 +84,12 @@ PRESETS = [
          "policy; the code clamps the token ratio π/π_old (the trainer's old log-probs), not the sampler's, and "
          "splits by score > 0, not by the advantage"),
 ]
+
+CODE = {"*": "roll/utils/train_infer_corrections.py 65–173 (compute_train_infer_correction), 176–255 "
+                 "(apply_train_infer_correction_to_batch, ROLL's default path); roll/pipeline/agentic/"
+                 "agentic_actor_pg_worker.py 29–147 (loss_func)",
+        "topr": "roll/pipeline/agentic/agentic_actor_pg_worker.py 260–349 (_compute_topr_loss)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def factors(config):

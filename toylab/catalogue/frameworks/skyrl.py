@@ -14,7 +14,7 @@ The PPO ratio is against the trainer's old log-probs (1 on the toy's step); dppo
 import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "a956457"
@@ -104,6 +104,22 @@ PRESETS = [
          {"eps_clip_low": _bound(0.2, 0.0, 1.0, "ρ_t at or below 1 − eps_clip_low is zeroed"),
           "eps_clip_high": _bound(0.2, 0.0, 10.0, "ρ_t at or above 1 + eps_clip_high is zeroed")}, FLOAT32),
 ]
+
+UTILS = "skyrl/backends/skyrl_train/utils/"
+CODE = {"tis_ratio_type_token": f"{UTILS}off_policy_correction_utils.py 24–72 (compute_tis_ratio)",
+        "tis_ratio_type_sequence": f"{UTILS}off_policy_correction_utils.py 24–72 (compute_tis_ratio: the sum "
+                                   "clamped at 63–64)",
+        "sequence_mask_metric_geometric": f"{UTILS}off_policy_correction_utils.py 191–254 (compute_sequence_mask: "
+                                          "the clamp after the masked mean at 222–224)",
+        "sequence_mask_metric_product": f"{UTILS}off_policy_correction_utils.py 191–254 (compute_sequence_mask: the "
+                                        "clamp after the masked sum at 239–240)",
+        "outlier_token_is_threshold": f"{UTILS}off_policy_correction_utils.py 75–134 (compute_outlier_token_mask)",
+        "token_mask_is_threshold": f"{UTILS}off_policy_correction_utils.py 137–188 (compute_token_mask)",
+        "dppo_binary_tv": f"{UTILS}ppo_utils.py 867–935 (dppo_policy_loss: the ratio in the graph at 890)",
+        "dppo_binary_kl": f"{UTILS}ppo_utils.py 867–935 (dppo_policy_loss: the ratio in the graph at 890, the "
+                          "binary KL at 910–913)",
+        "rollout_is": f"{UTILS}ppo_utils.py 825–863 (rollout_is_policy_loss: the strict band at 850)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def factors(config):

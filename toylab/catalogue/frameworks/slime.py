@@ -56,12 +56,23 @@ MIS_NOTE = ("README: the sequence level rejects by a “mean IS weight”, the c
             "token's |log ρ| > 20")
 
 
+CODE = {"slime": {"use_tis": "slime/backends/megatron_utils/loss.py 884–905 (vanilla_tis_function)",
+                  "icepop": "slime/backends/megatron_utils/loss.py 908–931 (icepop_function)",
+                  "mis": "examples/train_infer_mismatch_helper/mis.py 150–307 (compute_mis_weights: the log ratio at "
+                         "each level 192–200, its clamp 222 and 250, the veto 82–100)"},
+        "miles": {"use_tis": "miles/backends/training_utils/loss_hub/corrections.py 7–32 (vanilla_tis_function)",
+                  "icepop": "miles/backends/training_utils/loss_hub/corrections.py 35–62 (icepop_function)",
+                  "mis": "examples/infra_features/train_infer_mismatch_helper/mis.py 151–308 (compute_mis_weights: the "
+                         "log ratio at each level 193–201, its clamp 223 and 251, the veto 83–101)"}}
+
+
 def _rows(framework):
     commit, loss_file, mis_file = COMMITS[framework], LOSS_FILE[framework], MIS_FILE[framework]
 
     def row(option, alias, config, base, equals, params, note=""):
+        code = CODE[framework].get(option, CODE[framework]["mis"])
         return Preset(f"{framework}:{option}", option_text(option, config, loss_file, mis_file), alias, config, base,
-                      equals, params, note, commit)
+                      equals, params, note, commit, code=code)
 
     def mis(level, lower, upper, base, equals):
         config = {"use_tis": True, "custom_tis_function_path": f"{mis_file}.compute_mis_weights_with_cp",

@@ -8,7 +8,7 @@ TRL's GRPO ratio is against the trainer's own old log-probs, 1 on the toy's sing
 weight alone; TRL does not clamp, and its masks zero a weight but leave the token in the loss's denominator.
 """
 
-from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "f2cd577"
@@ -30,6 +30,9 @@ _TRL = [("token_truncate", "token-level TIS", "tok_tis",
 PRESETS = [Preset(f"trl:{mode}", f'GRPOConfig(vllm_importance_sampling_mode="{mode}")', alias,
                   {"mode": mode, "clip_min": Ref("clip_min"), "clip_max": Ref("clip_max")}, base, equals,
                   dict(PARAMS), note, COMMIT) for mode, alias, base, equals, note in _TRL]
+CODE = {"*": "trl/trainer/grpo_trainer.py 2579–2623 (the vLLM importance-sampling ratio), 2991–3150 "
+                 "(_compute_loss)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def check(config):

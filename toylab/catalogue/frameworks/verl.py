@@ -21,7 +21,7 @@ import math
 
 from toylab.catalogue.aggregation import VERL_EPSILON
 from toylab.catalogue.frameworks.factors import weights_only
-from toylab.catalogue.frameworks.preset import Joined, Preset, Ref, Rules
+from toylab.catalogue.frameworks.preset import Joined, Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 from toylab.text import quoted
 
@@ -222,6 +222,19 @@ PRESETS = [
     _verl("bypass_pg_token_icepop", "REINFORCE + Token-IcePop", "tok_mis", "verl:decoupled_token_icepop", _icepop(),
           ICEPOP, ICEPOP_NOTE),
 ]
+
+CLASSMETHODS = {"decoupled_token_is": 187, "decoupled_seq_is": 201, "decoupled_token_icepop": 215,
+                "decoupled_seq_is_rs": 236, "decoupled_geo_rs": 261, "bypass_ppo_clip": 284,
+                "bypass_ppo_clip_geo_rs": 303, "bypass_ppo_clip_k3_rs": 327, "bypass_pg_is": 352,
+                "bypass_pg_token_icepop": 373, "bypass_pg_geo_rs": 399, "decoupled_geo_rs_seq_tis": 423,
+                "decoupled_geo_rs_token_tis": 448, "bypass_pg_geo_rs_seq_tis": 473, "bypass_pg_geo_rs_token_tis": 501,
+                "decoupled_k3_rs": 531, "decoupled_k3_rs_seq_tis": 557, "decoupled_k3_rs_token_tis": 582, "disabled": 608}
+CODE = {name: f"verl/trainer/config/algorithm.py {line} (the classmethod); verl/trainer/ppo/rollout_corr_helper.py "
+              "197–414 (compute_rollout_rejection_mask), 522–658 (compute_rollout_correction_weights); "
+              "verl/trainer/ppo/core_algos.py " + ("2413–2548 (compute_policy_loss_bypass_mode)" if name.startswith("bypass")
+                                                   else "1286–1378 (compute_policy_loss_vanilla)")
+        for name, line in CLASSMETHODS.items()}
+PRESETS = with_code(PRESETS, CODE)
 
 
 # -- the coefficient in verl's symbols ----------------------------------------------------------------------
