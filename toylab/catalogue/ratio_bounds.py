@@ -21,7 +21,7 @@ Sources, read at these commits:
   log ratio is below log C_v leaves the loss mask).
 
 The frameworks clamp log ratios to ±20 first (slime's SAFETY_BOUND, SkyRL's safe_exp_delta): the families here
-do not, so they differ only where a log ratio is beyond ±20 (the presets say where). Bounds compare log ratios:
+do not; a preset applies its framework's clamp, of each token or of the sequence's sum (``frameworks.preset.Rules``). Bounds compare log ratios:
 log lo ≤ log ρ_t is lo ≤ ρ_t, exactly, with no rounding of exp.
 
 Exact moments: geo_tis and geo_clip are sequence weights (the O(M) pass); outlier_rs and veto keep a sequence

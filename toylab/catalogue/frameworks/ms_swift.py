@@ -30,7 +30,7 @@ def _row(mode, alias, base, equals, note=""):
 
 
 PRESETS = [
-    _row("token_truncate", "token TIS", "tok_tis", "tok_tis(C = threshold) (differs where |log ρ_t| > 20)"),
+    _row("token_truncate", "token TIS", "tok_tis", "tok_tis(C = threshold) (differs where log ρ_t < −20: e^−20 there)"),
     _row("token_mask", "token MIS, one-sided", "tok_mis",
          "ρ_t·1[ρ_t ≤ threshold]: tok_mis(lo = 0, hi = threshold); the masked tokens stay in the loss mask"),
     _row("sequence_truncate", "geometric TIS", "geo_tis", "geo_tis(C = threshold), ρ_geo of the ±20-clamped ratios",

@@ -7,8 +7,10 @@
   docs/content/docs/algorithms/off_policy_correction.mdx. Frozen numbers: tests/catalogue/reference/skyrl/.
 
 The TIS ratio multiplies the loss; the sequence, outlier and token masks remove tokens from the loss mask. The
-ratios are exp of the log ratio clamped at ±20 (safe_exp_delta, in float32), the sequence one of the clamped sum.
-The PPO ratio is against the trainer's old log-probs (1 on the toy's step); dppo and rollout_is use the sampler's.
+ratios are exp of the log ratio clamped at ±20 (safe_exp_delta, in float32): each token's, and for the sequence
+weight and masks the clamp of the masked sum or mean of the raw log ratios (clamp_sums). The PPO ratio is against
+the trainer's old log-probs (1 on the toy's step); dppo and rollout_is use the sampler's, and dppo's stays in the
+loss's graph, so a token beyond ±20 has no gradient there.
 """
 
 import math

@@ -51,9 +51,7 @@ def _mis_params(lower, upper):
 MIS_NOTE = ("README: the sequence level rejects by a “mean IS weight”, the code by the product W; it lists "
             "tis_mode truncate and clip, the code also masks; it says the veto is independent of IS/RS settings, the "
             "code vetoes only when use_rs is on; mis.yaml's tis_batch_normalize: true (normalising the weights by "
-            "their batch mean, the rejected tokens' included) is batch-coupled and not part of the preset; toylab "
-            "clamps each token's log ratio at ±20 before a sum, slime clamps the sum: they differ only where a "
-            "token's |log ρ| > 20")
+            "their batch mean, the rejected tokens' included) is batch-coupled and not part of the preset")
 
 
 CODE = {"slime": {"use_tis": "slime/backends/megatron_utils/loss.py 884–905 (vanilla_tis_function)",

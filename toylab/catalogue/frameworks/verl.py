@@ -217,8 +217,8 @@ PRESETS = [
           {"is_threshold": IS_THRESHOLD, "rs_threshold": K3_THRESHOLD}, TOKEN_TIS_NOTE.removeprefix("; ")),
     _verl("disabled", "metrics only", "naive", "naive", {}),
     _verl("decoupled_token_icepop", "Token-IcePop", "tok_mis",
-          "tok_mis with lo = threshold_lower, hi = threshold (differs where |log ρ_t| > 20); the masked tokens stay "
-          "in response_mask", _icepop(), ICEPOP, ICEPOP_NOTE),
+          "tok_mis with lo = threshold_lower, hi = threshold (verl's ±20 clamp changes nothing with bounds inside "
+          "[e^−20, e^20]); the masked tokens stay in response_mask", _icepop(), ICEPOP, ICEPOP_NOTE),
     _verl("bypass_pg_token_icepop", "REINFORCE + Token-IcePop", "tok_mis", "verl:decoupled_token_icepop", _icepop(),
           ICEPOP, ICEPOP_NOTE),
 ]
