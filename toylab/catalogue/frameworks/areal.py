@@ -47,7 +47,7 @@ def _optional_bound(text):
 
 
 def _params(level, action, upper=5.0):
-    low = -1000.0 if action == "mask" else 1.0            # action clamp: metric ratio, whose upper AReaL keeps > 1
+    low = -1000.0 if action == "mask" else 1.001          # action clamp: metric ratio, whose upper AReaL keeps > 1
     params = {"upper": Param(upper, low, 1000.0, "rejection_sampling.upper: the metric's upper bound (AReaL refuses "
                                                  "upper ≤ 1 for the ratio metric)"),
               "lower": Param("none", help="rejection_sampling.lower: the metric's lower bound, or none",
