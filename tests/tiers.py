@@ -5,8 +5,10 @@ import pytest
 
 
 def fast_then_slow(values, fast):
-    """``values`` as parameters, each one not in ``fast`` marked slow; test ids stay the values'."""
-    return [value if value in fast else pytest.param(value, marks=pytest.mark.slow) for value in values]
+    """``values`` as parameters, each one not in ``fast`` marked slow; test ids stay the values'. A case of several
+    arguments is a tuple."""
+    return [value if value in fast else pytest.param(*value if isinstance(value, tuple) else (value,),
+                                                     marks=pytest.mark.slow) for value in values]
 
 
 def catalogue_and_one_preset_per_framework(ids):

@@ -78,3 +78,8 @@ def test_the_fast_cases_are_the_catalogue_and_one_preset_of_each_framework():
     assert {id for id in EXACT_IDS if ":" not in id} <= set(fast)
     presets = [id for id in fast if ":" in id]
     assert sorted(id.partition(":")[0] for id in presets) == sorted(FRAMEWORKS)
+
+
+def test_a_case_of_several_arguments_keeps_them_in_either_tier():
+    fast, slow = fast_then_slow([("T3", 4), ("T6", 4)], [("T3", 4)])
+    assert fast == ("T3", 4) and slow.values == ("T6", 4) and [mark.name for mark in slow.marks] == ["slow"]
