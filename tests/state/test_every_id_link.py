@@ -9,48 +9,18 @@ reopen them with no notice. (tests/page/test_every_id_page.py opens the same lin
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from link_edges import edges, text, thresholds_of
 
-from toylab.catalogue.estimators import ESTIMATORS, EXACT_IDS, resolve_params
+from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.state.query import CONTROL_NAMES, FIELDS, controls_of, make_settings, parse_link, to_query
 
-POLICY_IDS = [id for id in EXACT_IDS if not ESTIMATORS[id].on_policy]
-TEXT_VALUES = ("none", "None", "0.5", "2", "0.8_1.1", "1.25")    # tried on every text threshold; kept where it parses
 PROPERTY = settings(derandomize=True, database=None, deadline=None, max_examples=200)
-
-
-def edges(param):
-    """The values a link may give a threshold at the ends of what it allows: each choice, each estimator it may name,
-    both ends of a range; for a text threshold its default and the texts of TEXT_VALUES it accepts."""
-    if param.choices is not None:
-        return list(param.choices)
-    if param.parse is not None:
-        accepted = []
-        for text in (param.default, *TEXT_VALUES):
-            try:
-                param.parse(text)
-            except ValueError:
-                continue
-            accepted.append(text)
-        return list(dict.fromkeys(accepted))
-    if isinstance(param.default, str):
-        return POLICY_IDS
-    return [param.low, param.default, param.high]
-
-
-def text(value):
-    return value if isinstance(value, str) else f"{value:.10g}"
-
-
 CASES = [(id, name, value) for id, estimator in ESTIMATORS.items() for name, param in estimator.params.items()
          for value in edges(param)]
 
 
 def link_of(id, values):
     return {"est": id} | thresholds_of(id, values)
-
-
-def thresholds_of(id, values):
-    return {f"{id}.{name}": text(value) for name, value in values.items()}
 
 
 def assert_round_trip(link):
