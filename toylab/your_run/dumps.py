@@ -43,6 +43,7 @@ import pyarrow.parquet as pq
 
 from toylab.your_run.bounds import CLI_BOUNDS, MB
 from toylab.your_run.files import LogError, LogFile
+from toylab.your_run.text_rows import first_line, loads
 
 CANONICAL = {"sampler": "sampler_logprobs", "trainer": "trainer_logprobs", "mask": "mask", "reward": "reward",
              "advantage": "advantage"}
@@ -70,8 +71,8 @@ def dump_kind(name, head):
         return None
     line = head.split(b"\n", 1)[0]
     try:
-        first = json.loads(line)
-    except ValueError:
+        first = loads(line)
+    except ValueError:                                  # not JSON, nested too deeply, or an integer too long
         return None
     if not isinstance(first, dict):
         return None
@@ -140,7 +141,7 @@ def _read(name, path):
 # -- NeMo-RL: unwrap the 1-element lists ---------------------------------------------------------------------
 
 def _nemo_table(name, raw):
-    first = json.loads(raw.split(b"\n", 1)[0])
+    first = loads(raw.split(b"\n", 1)[0])
     present = [field for field in NEMO_FIELDS if field in first]
     schema = pa.schema([(field, pa.list_(pa.list_(pa.float64()) if NEMO_FIELDS[field] == "numbers"
                                          else pa.float64())) for field in present])
@@ -281,9 +282,11 @@ def _first_bad_row(name, raw, schema):
             continue
         row += 1
         try:
-            record = json.loads(line)
-        except ValueError as error:
+            record = loads(line)
+        except json.JSONDecodeError as error:
             return LogError(f"{name}: row {row} is not valid JSON ({error.msg} at character {error.colno})")
+        except ValueError as error:                     # nested too deeply, or an integer of over 4,300 digits
+            return LogError(f"{name}: row {row} cannot be read ({first_line(error)})")
         for field in schema:
             value = record.get(field.name)
             problem = _misfit(value, field.type)
