@@ -98,11 +98,11 @@ def exotic_step_names(digits=5_000):
                                        step_log(), "step_1.jsonl": step_log()})
 
 
-def exotic_step_column():
-    """A log without a step in its name whose ``step`` column holds 1e300 and a whole number of 400 digits."""
-    lines = [json.dumps(row() | {"step": 1}), json.dumps(row() | {"step": 1e300}),
-             json.dumps(row())[:-1] + ', "step": ' + "9" * 400 + "}"]
-    return "run.jsonl", ("\n".join(lines) + "\n").encode()
+def exotic_step_column(step="1e300"):
+    """A run zip of one log without a step in its name, whose ``step`` column holds ``step`` (1e300, or a whole
+    number of 400 digits) beside an ordinary step."""
+    lines = [json.dumps(row() | {"step": 1}), json.dumps(row())[:-1] + f', "step": {step}}}']
+    return "exotic_step_column.zip", zipped({"log.jsonl": ("\n".join(lines) + "\n").encode()})
 
 
 def surrogate_ids():

@@ -13,7 +13,7 @@ from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant, with_error
 from toylab.your_run.bounds import CLI_BOUNDS
-from toylab.your_run.files import LogError
+from toylab.your_run.files import LogError, regular_file
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, step_logs, zip_files
 from toylab.your_run.statistics import STANDARD_ERRORS
 from toylab.your_run.steps import SERIES, departures, failed_step, step_summary
@@ -54,8 +54,8 @@ def run_files(paths):
     if len(paths) == 1 and os.path.isdir(paths[0]):
         return directory_files(paths[0])
     if len(paths) == 1:
-        with open(paths[0], "rb") as stream:
-            return zip_files(paths[0], stream.read(), CLI_BOUNDS)
+        regular_file(paths[0], paths[0])
+        return zip_files(paths[0], paths[0], CLI_BOUNDS)
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:
         raise LogError(f"{missing[0]}: no such file")

@@ -1,6 +1,7 @@
 """Your run: a user's own rollout log, read, checked and measured; every number a sample estimate with its s.e.
 
     bounds         what a log may be (sizes, columns, tokens, values), and the counted stream that checks them
+    gunzip         gzip read member by member in zlib, its headers and members bounded
     files          what format a file really is, a preview, and its columns in chunks
     text_rows      the slow reader of a text log, row by row, that names the first bad value
     columns        which column is which, and which of the two shapes the log has
@@ -9,6 +10,7 @@
     applied        what each estimator would do to the log, through the one batch interface
     matching       the toy whose exact KL matches the log
     dumps          what frameworks dump (NeMo-RL, prime-rl, slime, Miles; SkyRL refused), read as written
+    archives       a run's zip: its directory checked before it is parsed, its members inflated through a counter
     run            a run: its files by step and rank, read one step at a time, ranks merged
     steps          a run as a time series: a summary per step, and where each metric left its early range
     magnitudes     the sizes a real run's mismatch has: low-variance estimates, tails, extremes, worst tokens

@@ -21,6 +21,7 @@ characters each).
 import codecs
 import io
 import os
+import stat
 import struct
 import zlib
 from dataclasses import dataclass
@@ -141,10 +142,20 @@ def _tail(path, size):
 
 
 def _size(name, path):
+    return regular_file(name, path).st_size
+
+
+def regular_file(name, path):
+    """The os.stat of ``path`` (links followed); LogError if it cannot be read or is not a regular file: a pipe, a
+    device or a socket is never opened (reading one may never end)."""
     try:
-        return os.path.getsize(path)
+        status = os.stat(path)
     except OSError as error:
         raise LogError(f"{name}: cannot read the file ({error.strerror or error})") from None
+    if not stat.S_ISREG(status.st_mode):
+        what = "a directory" if stat.S_ISDIR(status.st_mode) else "a pipe, a device or a socket"
+        raise LogError(f"{name}: not a regular file ({what}); only regular files are read")
+    return status
 
 
 def _head(path, size=8):
