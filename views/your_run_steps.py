@@ -25,7 +25,7 @@ def render(settings, sources):
     selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
     placeholder = st.empty()
     try:
-        summaries, departures = run_cache.run_summaries(
+        summaries, departures, cut = run_cache.run_summaries(
             sources, selection, lambda share, text: placeholder.progress(share or 0.0, text=text))
     except LogError as error:
         placeholder.empty()
@@ -36,6 +36,8 @@ def render(settings, sources):
     plural = "s" if len(summaries) != 1 else ""
     st.markdown(f"**A run of {len(summaries):,} step{plural}** ({sum(s['tokens'] for s in read):,} response tokens in "
                 f"{sum(s['sequences'] for s in read):,} sequences, {len(read):,} steps read)")
+    if cut:
+        st.warning(f"{cut} Read the whole run with python -m toylab inspect.", icon=":material/content_cut:")
     failed = run_frames.failed_steps_frame(summaries)
     if len(failed):
         st.warning(f"{len(failed)} step(s) could not be read; the others are shown, and the chart skips those "

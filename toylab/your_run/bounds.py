@@ -16,10 +16,13 @@
     sequences             sequences of the file, those without a response token included: rows of a row-per-
                           sequence log, distinct ids of a row-per-token log (counted as the ids are met)
     tokens_per_sequence   tokens of one sequence
+    steps                 steps of a run read (the first ones, in step order; a notice says how many of how many)
+    run_seconds           seconds a run's reading may take: the steps read by then are shown, with that notice
 
 A log within the bounds reads in under 1 GB (the command line) and adds under 300 MB to the page's server
 (``benchmarks/hostile_upload.py`` measures both). Units are decimal: 1 MB = 1,000,000 bytes, as in
-Streamlit's uploader. A bound exceeded is one ``LogError`` line that names it.
+Streamlit's uploader. A bound exceeded is one ``LogError`` line that names it; a run over its steps or its seconds is
+shown as far as it was read, with a notice (``steps.step_summaries``).
 
 Values are bounded too: a log-ratio |log ρ_t| = |log π − log μ| above LOG_RATIO_LIMIT (ρ_t² would not fit in
 float64, and the token χ² needs it) and a reward above REWARD_LIMIT in size are refused, with their row.
@@ -52,6 +55,8 @@ class Bounds:
     tokens: int = 2_000_000
     sequences: int = 250_000
     tokens_per_sequence: int = 1_000_000
+    steps: int = 10_000
+    run_seconds: int = 600
 
     def but(self, **changes):
         return replace(self, **changes)
@@ -64,6 +69,8 @@ class Bounds:
         value = getattr(self, field)
         if field.endswith("bytes"):
             return f"{value / MB:,.0f} MB" if value % MB == 0 else f"{value:,} bytes"
+        if field.endswith("seconds"):
+            return f"{value:,} s"
         return f"{value:,}"
 
     def exceeded(self, name, field, what):
@@ -72,12 +79,13 @@ class Bounds:
 
 
 SHORT = {"file_bytes": "file size", "text_bytes": "text once decompressed", "gzip_members": "gzip members",
-         "line_bytes": "one line of text",
-         "columns": "columns", "footer_bytes": "a Parquet file's metadata (its footer)", "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
-         "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence"}
+         "line_bytes": "one line of text", "columns": "columns", "footer_bytes": "a Parquet file's metadata (its footer)",
+         "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
+         "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence",
+         "steps": "steps of a run read (the first ones)", "run_seconds": "reading a run (the steps read by then)"}
 UNITS = {"file_bytes": "per file", "text_bytes": "of text once decompressed", "gzip_members": "gzip members per file",
-         "line_bytes": "per line of text",
-         "columns": "columns per file", "footer_bytes": "of Parquet metadata", "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
+         "line_bytes": "per line of text", "columns": "columns per file", "footer_bytes": "of Parquet metadata",
+         "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
          "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence"}
 ADVICE = {"file_bytes": "compress it (.gz) or keep fewer sequences",
           "text_bytes": "keep fewer sequences or columns",
@@ -88,7 +96,7 @@ ADVICE = {"file_bytes": "compress it (.gz) or keep fewer sequences",
           "tokens": "keep fewer sequences (a random sample estimates the same numbers)",
           "sequences": "keep fewer sequences (a random sample estimates the same numbers)",
           "tokens_per_sequence": "keep shorter sequences"}
-PAGE_BOUNDS = Bounds(file_bytes=50 * MB)                       # an upload on the page
+PAGE_BOUNDS = Bounds(file_bytes=50 * MB, steps=1_000, run_seconds=30)      # an upload on the page
 CLI_BOUNDS = Bounds(file_bytes=200 * MB, tokens=4_000_000)     # python -m toylab inspect, and load_log
 
 
