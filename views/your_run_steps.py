@@ -13,6 +13,7 @@ from toylab.text import significant
 from toylab.your_run.files import LogError
 from toylab.your_run.steps import AFFECTED_SERIES, EARLY_MIN, EARLY_SHARE, series_keys
 from views import chart_element
+from views import your_run_uploads as uploads
 from views.caches import run_cache
 from views.user_text import code
 
@@ -27,7 +28,8 @@ def render(settings, sources):
     try:
         summaries, departures, cut = run_cache.run_summaries(
             sources, selection, lambda share, text: placeholder.progress(share or 0.0, text=text))
-    except LogError as error:
+    except LogError as error:                    # no step of it can be read: let its files go at once
+        uploads.refuse(str(error))
         placeholder.empty()
         st.error(code(error), icon=":material/error:")
         return
