@@ -6,9 +6,10 @@
 - A member is read only if it is stored or deflated (what zip, shutil, Finder and Explorer write): ``zipfile``
   inflates bzip2 and LZMA in unbounded calls, a few kilobytes into gigabytes; an encrypted member, or another method
   (Deflate64, …), is one line naming it.
-- A member is inflated a chunk at a time through a counter that stops one chunk past ``bounds.file_bytes``,
-  whatever size its header declares (``zipfile`` stops at the declared size, and a deflated member's chunk is
-  inflated at most READ_BYTES at a time).
+- A member is read only if the size it declares is within ``bounds.file_bytes``, and then READ_BYTES at a time:
+  ``zipfile`` counts what it inflates against that declared size and stops there, whatever the data holds (a member
+  declaring 0 bytes that inflates to 1 GiB reads as 0 bytes and fails its CRC), and inflates at most the bytes asked
+  for in one call (``ZipFile.read`` asks for all of it at once: 1 GiB, then cut to the declared 0).
 Every problem is a ``LogError``: one line naming the archive or the member.
 """
 
@@ -75,8 +76,8 @@ def _directory(stream):
 
 
 def member_bytes(archive, name, bounds):
-    """The bytes of the member ``name``, inflated through a counter; LogError if it is encrypted, compressed by a
-    method not read here, corrupt, or over ``bounds.file_bytes`` once inflated."""
+    """The bytes of the member ``name``, READ_BYTES at a time; LogError if it is encrypted, compressed by a method not
+    read here, corrupt (its CRC), or declares over ``bounds.file_bytes``."""
     info = archive.getinfo(name)
     if info.flag_bits & 0x1:
         raise LogError(f"{name}: encrypted in the archive (a password-protected zip); zip the run without a password")
@@ -86,13 +87,10 @@ def member_bytes(archive, name, bounds):
                        "Deflate (zip's default)")
     if info.file_size > bounds.file_bytes:
         raise bounds.exceeded(name, "file_bytes", f"the file ({info.file_size:,} bytes uncompressed)")
-    chunks, size = [], 0
+    chunks = []
     try:
         with archive.open(info) as stream:
             while chunk := stream.read(READ_BYTES):
-                size += len(chunk)
-                if size > bounds.file_bytes:
-                    raise bounds.exceeded(name, "file_bytes", f"the file (over {size:,} bytes inflated)")
                 chunks.append(chunk)
     except READ_ERRORS as error:
         raise LogError(f"{name}: cannot be read from the archive ({_first_line(error)})") from None
