@@ -1,58 +1,152 @@
-"""What a training run costs, estimated before it starts: its seconds and its peak memory.
+"""What a training run costs, known before it runs: its seconds, measured on small copies of it, and its memory.
 
-Seconds, from rates measured on a 2-core machine (rough; the page refuses a run estimated over PAGE_SECONDS,
-the command line over PAGE_SECONDS × COMMAND_LINE_FACTOR):
+Seconds. A run is K + 1 steps of the same work, and a step's seconds depend on more than its sizes: an estimator's
+weight function may cost thirty times another's, the sampler model adds its own tables, and the machine and its load
+set the pace. So a step is timed, not guessed: ``probe`` runs ``train`` for one step (K = 1: two steps' work) on
+copies of the run small enough to take milliseconds, with the same estimators, baseline, optimizer, noise and toy,
+and a line through those times gives a step at the run's size:
 
-    expected mode:  (K + 1) · M · (estimators whose mean is enumerated, not factorised) · SECONDS_PER_ENUMERATED_STEP
-    sampled mode:   (K + 1) · estimators · runs · N · SECONDS_PER_SAMPLED_SEQUENCE
+    expected:  step(M) = a + b·M                 M = V**T sequences enumerated; copies at T₁ < T₂ ≤ T, the same V,
+                                                 M₂ ≤ PROBE_SEQUENCES (a copy at the run's own T when M is that small)
+    sampled:   step(r, N) = a + b·r + c·r·N      r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
+                                                 run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
+                                                 (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
 
-Bytes, from the arrays the loop keeps and one step's temporaries (measured: about 9 float64 per sampled token
-of a step, 5 per sequence of the toy in expected mode; the constants below leave a margin):
+    seconds = (K + 1)·step                       coefficients below 0 (timing noise) are taken as 0
 
-    records:     8 · estimators · runs · (K + 1) · (T·V + 8)       θ_k and the per-step numbers (runs = 1 expected)
-    one step:    8 · FLOATS_PER_SAMPLED_TOKEN · runs · N · T         sampled mode
-                 8 · FLOATS_PER_ENUMERATED_SEQUENCE · M             expected mode
-    the start:   8 · FLOATS_PER_ENUMERATED_SEQUENCE · M             the toy's diagnostics at θ₀, summed over all M
-                                                                     sequences before the run (its peak, not added)
-    lists:       LISTED_BYTES_PER_VALUE · estimators · runs · (K + 1) · LISTS      the command line's per-step lists
-                 of every run (Python floats in lists), built from the records, which are then freed
-    JSON text:   JSON_BYTES_PER_VALUE · (the same count)           ``--json``: a second list, the text joined, encoded
+(a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
+sequences). A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS × PROBE_DRAWS draws, per
+estimator: a small part of any run worth refusing, and the page keeps the line (``Probe``) for the next settings.
 
-    peak = BASE_BYTES (the interpreter, numpy and toylab) + the largest of: records + one step + lists, the start,
-    lists + JSON text. Measured at T = 11, V = 4, 9 estimators, 2,000 steps, N = 64: 110 runs peaked at 1,254 MB
-    (estimated 1,305), 50 runs with --json at 633 MB (estimated 676).
+Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
+checks the whole model on a grid):
+
+    records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
+                                                     expected): exact
+    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
+                 sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T + FLOATS_PER_TABLE_ENTRY · E·r·T·V)
+    run          records + one step: what the page's server adds, refused over MEMORY_LIMIT_BYTES
+    command line BASE_BYTES + the largest of: run + lists, the toy's diagnostics (8·FLOATS_PER_ENUMERATED_SEQUENCE·M),
+                 lists + JSON text; lists: LISTED_BYTES_PER_VALUE per step value of every run (Python floats),
+                 JSON text: JSON_BYTES_PER_VALUE per value (``--json``)
 """
 
-from toylab.engine.recursion import FACTORS
+import time
+from dataclasses import dataclass
 
-SECONDS_PER_ENUMERATED_STEP = 2.5e-8        # one enumerated estimator, one step, per sequence of the toy
-SECONDS_PER_SAMPLED_SEQUENCE = 4e-7         # one drawn sequence of one run of one estimator, one step
+from toylab.engine.recursion import FACTORS
+from toylab.engine.toy import make_toy
+from toylab.training.loop import TrainingConfig, train
+
 PAGE_SECONDS = 10.0                         # the page refuses a run estimated over this
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
-BASE_BYTES = 150 * 2**20
-FLOATS_PER_SAMPLED_TOKEN = 12
-FLOATS_PER_ENUMERATED_SEQUENCE = 8
-MEMORY_LIMIT_BYTES = 10**9                  # the command line refuses a run estimated over this
+MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over this
+PROBE_SEQUENCES = 2**16                     # the larger copy of an expected run enumerates at most this many
+PROBE_RUNS, PROBE_DRAWS = 8, 256            # the copies of a sampled run
+PROBE_REPEATS = 2                           # each copy is timed this many times: the least counts
+BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
+FLOATS_PER_ENUMERATED_SEQUENCE = 10         # measured 6.4 (the default estimators) to 15 (every one)
+FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
+FLOATS_PER_TABLE_ENTRY = 60                 # measured 62: the runs' tables, the optimizer's state, the step
 LISTED_BYTES_PER_VALUE = 32                 # a float object and its place in a list
 JSON_BYTES_PER_VALUE = 68
 LISTS = {"expected": 7, "sampled": 5}       # per-step lists of a run (sampled: no rel_bias, step_cosine)
+RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides θ
 
 
-def estimated_seconds(T, V, config, estimator_ids):
-    """Rough seconds of ``training.train`` for these estimators under ``config``."""
+@dataclass(frozen=True)
+class Probe:
+    """A step's seconds as a line through timed copies of a run: a + b·M (expected) or a + b·r + c·r·N (sampled)."""
+    mode: str
+    a: float
+    b: float
+    c: float = 0.0
+
+    def step_seconds(self, M, runs, N):
+        if self.mode == "expected":
+            return self.a + self.b * M
+        return self.a + self.b * runs + self.c * runs * N
+
+    def seconds(self, T, V, config):
+        """Seconds of ``train`` under ``config`` on a toy of T, V."""
+        return (config.steps + 1) * self.step_seconds(V**T, config.runs, config.N)
+
+
+def probe(toy_key, selection, baseline, config, timer=time.thread_time):
+    """The Probe of ``train`` on the toy of ``toy_key`` (T, V, mismatch, seed, sampler) with ``selection`` ({id:
+    overrides}), ``baseline`` and ``config``'s mode, optimizer and noise (its steps, runs and N are the line's
+    variables); ValueError as ``train`` raises it."""
+    T, V, mismatch, seed, sampler = toy_key
+
+    def timed(T, runs=1, N=1):
+        """A step's seconds: the least of PROBE_REPEATS times of K = 3 less K = 1 (the run's setup cancels), over 2."""
+        toy = make_toy(T, V, mismatch, seed, sampler)
+        times = {}
+        for steps in (1, 3) * PROBE_REPEATS:
+            copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N,
+                                  runs=runs, noise=config.noise)
+            start = timer()
+            train(toy, selection, baseline, copy)
+            times[steps] = min(times.get(steps, float("inf")), timer() - start)
+        return max(0.0, times[3] - times[1]) / 2
+
     if config.mode == "expected":
-        enumerated = sum(id not in FACTORS for id in estimator_ids)
-        return enumerated * V**T * (config.steps + 1) * SECONDS_PER_ENUMERATED_STEP
-    return len(estimator_ids) * config.runs * config.N * (config.steps + 1) * SECONDS_PER_SAMPLED_SEQUENCE
+        T2 = max((t for t in range(1, T + 1) if V**t <= PROBE_SEQUENCES), default=1)
+        T1 = max(1, T2 - (2 if V == 2 else 1))
+        if T1 == T2:
+            return Probe("expected", timed(T2), 0.0)
+        small, large = timed(T1), timed(T2)
+        b = max(0.0, (large - small) / (V**T2 - V**T1))
+        return Probe("expected", max(0.0, small - b * V**T1), b)
+    low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
+    runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
+    base = timed(T, 1, low)                                                  # a + b + c·low
+    wide = timed(T, runs, low) if runs > 1 else base                         # a + (b + c·low)·runs
+    deep = timed(T, runs, draws) if draws > low else wide                    # a + (b + c·draws)·runs
+    c = max(0.0, (deep - wide) / (runs * (draws - low))) if draws > low else 0.0
+    b = max(0.0, (wide - base) / (runs - 1) - c * low) if runs > 1 else 0.0
+    return Probe("sampled", max(0.0, base - b - c * low), b, c)
 
 
-def estimated_bytes(T, V, config, estimator_ids, as_json=False):
-    """Peak bytes of ``python -m toylab train`` for these estimators under ``config`` (an upper estimate): the run,
-    its per-step lists, and their JSON text if ``as_json``."""
+def run_bytes(T, V, config, estimator_ids):
+    """Bytes a run adds while it runs: its records and one step's temporaries (see the module docstring)."""
     runs = config.runs if config.mode == "sampled" else 1
-    records = 8 * len(estimator_ids) * runs * (config.steps + 1) * (T * V + 8)
+    count = len(estimator_ids)
+    records = 8 * count * runs * (config.steps + 1) * (T * V + RECORDED[config.mode])
+    if config.mode == "expected":
+        enumerates = any(id not in FACTORS for id in estimator_ids)
+        step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
+    else:
+        step = 8 * (FLOATS_PER_DRAWN_TOKEN * config.runs * config.N * T
+                    + FLOATS_PER_TABLE_ENTRY * count * config.runs * T * V)
+    return records + step
+
+
+def command_line_bytes(T, V, config, estimator_ids, as_json=False):
+    """Peak bytes of ``python -m toylab train`` (see the module docstring)."""
+    runs = config.runs if config.mode == "sampled" else 1
     values = len(estimator_ids) * runs * (config.steps + 1) * LISTS[config.mode]
     lists, text = LISTED_BYTES_PER_VALUE * values, JSON_BYTES_PER_VALUE * values if as_json else 0
-    enumerated = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T
-    step = 8 * FLOATS_PER_SAMPLED_TOKEN * config.runs * config.N * T if config.mode == "sampled" else enumerated
-    return BASE_BYTES + max(records + step + lists, enumerated, lists + text)
+    diagnostics = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T
+    return BASE_BYTES + max(run_bytes(T, V, config, estimator_ids) + lists, diagnostics, lists + text)
+
+
+def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note=""):
+    """Why a run is refused, in words, or None: its bytes (``memory``, default ``run_bytes``) over
+    MEMORY_LIMIT_BYTES, or its seconds (``probed()``, the Probe: called only when the memory fits) over
+    ``seconds_limit`` (``limit_note`` follows the limit: how it was set)."""
+    memory = run_bytes(T, V, config, estimator_ids) if memory is None else memory
+    fewer = "fewer steps or estimators, or a smaller toy" if config.mode == "expected" else \
+        "fewer steps, estimators or runs, or a smaller N"
+    if memory > MEMORY_LIMIT_BYTES:
+        return (f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
+                f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use {fewer}")
+    seconds = probed().seconds(T, V, config)
+    if seconds > seconds_limit:
+        return (f"this run is estimated at {_seconds(seconds)}, over the limit of {seconds_limit:,.0f} s{limit_note}; "
+                f"use {fewer}")
+    return None
+
+
+def _seconds(seconds):
+    return f"{seconds:,.0f} s" if seconds >= 10 else f"{seconds:.1f} s"
