@@ -115,7 +115,7 @@ def test_a_run_over_the_memory_bound_is_refused_before_any_work(capsys, monkeypa
     monkeypatch.setattr(train_cli, "make_toy", pytest.fail)                 # no work at all: no toy, no probe
     monkeypatch.setattr(cost, "make_toy", pytest.fail)
     err = one_line_error(capsys, "--mode", "sampled", "--runs", "10000")
-    assert "estimated to need 5.3 GB of memory, over the limit of 1 GB" in err
+    assert "estimated to need 4.8 GB of memory, over the limit of 1 GB" in err
     records = 8 * 9 * 10_000 * 101 * (6 * 4 + 6)                            # θ_k and the numbers of every run
     listed = 32 * 9 * 10_000 * 101 * 5                                      # the per-step lists, Python floats
     assert command_line_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records + listed > 3e9

@@ -35,7 +35,7 @@ def test_the_probe_recovers_an_expected_step_a_plus_b_m(monkeypatch, T, V):
     monkeypatch.setattr(cost, "train", clock.train)
     line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock)
     config = TrainingConfig(steps=500)
-    assert line.seconds(T, V, config) == pytest.approx(501 * (2e-3 + 7e-8 * V**T))
+    assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-8 * V**T))
     assert clock.now < 12 * (clock.setup + 4 * (2e-3 + 7e-8 * cost.PROBE_SEQUENCES))       # the copies stay small
 
 
@@ -47,7 +47,7 @@ def test_the_probe_recovers_a_sampled_step_a_plus_b_r_plus_c_r_n(monkeypatch, ru
     monkeypatch.setattr(cost, "train", clock.train)
     config = TrainingConfig(steps=300, mode="sampled", runs=runs, N=N)
     line = cost.probe((16, 2, 0.3, 0, DEFAULT_SAMPLER), selection, "none", config, timer=clock)
-    assert line.seconds(16, 2, config) == pytest.approx(301 * (1e-3 + 4e-5 * runs + 5e-7 * runs * N))
+    assert line.seconds(16, 2, config) == pytest.approx(clock.setup + 301 * (1e-3 + 4e-5 * runs + 5e-7 * runs * N))
 
 
 def test_timing_noise_below_zero_is_taken_as_zero(monkeypatch):
@@ -66,7 +66,9 @@ def test_the_records_bytes_are_the_trajectories_bytes(config):
                if isinstance(value, np.ndarray))
     step = cost.run_bytes(5, 3, config, ids) - kept                        # what is left is the step's temporaries
     expected_step = 8 * cost.FLOATS_PER_ENUMERATED_SEQUENCE * 3**5 if config.mode == "expected" else \
-        8 * (cost.FLOATS_PER_DRAWN_TOKEN * 3 * 11 * 5 + cost.FLOATS_PER_TABLE_ENTRY * len(ids) * 3 * 5 * 3)
+        8 * (cost.FLOATS_PER_DRAWN_TOKEN * 3 * 11 * 5 + len(ids) * 3 * (cost.FLOATS_PER_TABLE_ENTRY * 5 * 3
+                                                                         + cost.FLOATS_PER_COUNT_PAIR * 25
+                                                                         + cost.FLOATS_PER_RUN))
     assert step == expected_step
 
 

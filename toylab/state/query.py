@@ -312,6 +312,13 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
     return settings, view, notices
 
 
+def dropped_link_notice(parameters, characters, most_parameters, most_characters):
+    """The notice for a link the server dropped unread: over its most parameters or characters."""
+    return (f"This link has {parameters:,} parameters in {characters:,} characters, over the {most_parameters:,} "
+            f"parameters or {most_characters:,} characters the server reads: it read none of them, and the page shows "
+            "the default view. A link the page writes holds one parameter per control changed from its default.")
+
+
 def view_query(view):
     """{URL name: string} of the view parameters the address shows: those that differ from their default and
     belong to every tab or to the open one (``ViewParameter.shown``)."""

@@ -12,7 +12,8 @@ and a line through those times gives a step at the run's size:
                                                  run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
                                                  (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
 
-    seconds = (K + 1)·step                       coefficients below 0 (timing noise) are taken as 0
+    seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
+                                                 coefficients below 0 (timing noise) are taken as 0
 
 (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
 sequences). A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS × PROBE_DRAWS draws, per
@@ -24,7 +25,8 @@ checks the whole model on a grid):
     records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
                                                      expected): exact
     one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
-                 sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T + FLOATS_PER_TABLE_ENTRY · E·r·T·V)
+                 sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T
+                                + E·r·(FLOATS_PER_TABLE_ENTRY · T·V + FLOATS_PER_COUNT_PAIR · T² + FLOATS_PER_RUN))
     run          records + one step: what the page's server adds, refused over MEMORY_LIMIT_BYTES
     command line BASE_BYTES + the largest of: run + lists, the toy's diagnostics (8·FLOATS_PER_ENUMERATED_SEQUENCE·M),
                  lists + JSON text; lists: LISTED_BYTES_PER_VALUE per step value of every run (Python floats),
@@ -43,11 +45,13 @@ COMMAND_LINE_FACTOR = 30                    # … and the command line one over 
 MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over this
 PROBE_SEQUENCES = 2**16                     # the larger copy of an expected run enumerates at most this many
 PROBE_RUNS, PROBE_DRAWS = 8, 256            # the copies of a sampled run
-PROBE_REPEATS = 2                           # each copy is timed this many times: the least counts
+QUICK_PROBE_SECONDS = 0.05                  # a copy timed faster than this is timed twice: the least counts
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
-FLOATS_PER_ENUMERATED_SEQUENCE = 10         # measured 6.4 (the default estimators) to 15 (every one)
+FLOATS_PER_ENUMERATED_SEQUENCE = 12         # measured 6.4 (the default estimators) to 15 (every one)
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
-FLOATS_PER_TABLE_ENTRY = 60                 # measured 62: the runs' tables, the optimizer's state, the step
+FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
+FLOATS_PER_COUNT_PAIR = 4                   # … its count recursion over (position, count of token 0) …
+FLOATS_PER_RUN = 100                        # … and its per-run numbers (fitted to 8 toys, T = 4 to 16, V = 2 to 8)
 LISTED_BYTES_PER_VALUE = 32                 # a float object and its place in a list
 JSON_BYTES_PER_VALUE = 68
 LISTS = {"expected": 7, "sampled": 5}       # per-step lists of a run (sampled: no rel_bias, step_cosine)
@@ -56,11 +60,13 @@ RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides 
 
 @dataclass(frozen=True)
 class Probe:
-    """A step's seconds as a line through timed copies of a run: a + b·M (expected) or a + b·r + c·r·N (sampled)."""
+    """A step's seconds as a line through timed copies of a run: a + b·M (expected) or a + b·r + c·r·N (sampled);
+    and the seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy."""
     mode: str
     a: float
     b: float
     c: float = 0.0
+    setup: float = 0.0
 
     def step_seconds(self, M, runs, N):
         if self.mode == "expected":
@@ -69,7 +75,7 @@ class Probe:
 
     def seconds(self, T, V, config):
         """Seconds of ``train`` under ``config`` on a toy of T, V."""
-        return (config.steps + 1) * self.step_seconds(V**T, config.runs, config.N)
+        return self.setup + (config.steps + 1) * self.step_seconds(V**T, config.runs, config.N)
 
 
 def probe(toy_key, selection, baseline, config, timer=time.thread_time):
@@ -79,33 +85,40 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time):
     T, V, mismatch, seed, sampler = toy_key
 
     def timed(T, runs=1, N=1):
-        """A step's seconds: the least of PROBE_REPEATS times of K = 3 less K = 1 (the run's setup cancels), over 2."""
+        """(a step's seconds, the setup's): a step is the time of K = 3 less K = 1, over 2, and the setup what K = 1
+        takes beyond its two steps; the least of two such when they take under QUICK_PROBE_SECONDS (a short time is
+        a noisy one)."""
         toy = make_toy(T, V, mismatch, seed, sampler)
-        times = {}
-        for steps in (1, 3) * PROBE_REPEATS:
-            copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N,
-                                  runs=runs, noise=config.noise)
-            start = timer()
-            train(toy, selection, baseline, copy)
-            times[steps] = min(times.get(steps, float("inf")), timer() - start)
-        return max(0.0, times[3] - times[1]) / 2
+        times = {1: float("inf"), 3: float("inf")}
+        for _ in range(2):
+            for steps in times:
+                copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N,
+                                      runs=runs, noise=config.noise)
+                start = timer()
+                train(toy, selection, baseline, copy)
+                times[steps] = min(times[steps], timer() - start)
+            if times[1] + times[3] >= QUICK_PROBE_SECONDS:
+                break
+        step = max(0.0, times[3] - times[1]) / 2
+        return step, max(0.0, times[1] - 2 * step)
 
     if config.mode == "expected":
         T2 = max((t for t in range(1, T + 1) if V**t <= PROBE_SEQUENCES), default=1)
         T1 = max(1, T2 - (2 if V == 2 else 1))
+        large, setup = timed(T2)
         if T1 == T2:
-            return Probe("expected", timed(T2), 0.0)
-        small, large = timed(T1), timed(T2)
+            return Probe("expected", large, 0.0, setup=setup)
+        small, _ = timed(T1)
         b = max(0.0, (large - small) / (V**T2 - V**T1))
-        return Probe("expected", max(0.0, small - b * V**T1), b)
+        return Probe("expected", max(0.0, small - b * V**T1), b, setup=setup)
     low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
-    base = timed(T, 1, low)                                                  # a + b + c·low
-    wide = timed(T, runs, low) if runs > 1 else base                         # a + (b + c·low)·runs
-    deep = timed(T, runs, draws) if draws > low else wide                    # a + (b + c·draws)·runs
+    base, setup = timed(T, 1, low)                                           # a + b + c·low
+    wide, setup = timed(T, runs, low) if runs > 1 else (base, setup)        # a + (b + c·low)·runs
+    deep, setup = timed(T, runs, draws) if draws > low else (wide, setup)   # a + (b + c·draws)·runs
     c = max(0.0, (deep - wide) / (runs * (draws - low))) if draws > low else 0.0
     b = max(0.0, (wide - base) / (runs - 1) - c * low) if runs > 1 else 0.0
-    return Probe("sampled", max(0.0, base - b - c * low), b, c)
+    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup)
 
 
 def run_bytes(T, V, config, estimator_ids):
@@ -118,7 +131,8 @@ def run_bytes(T, V, config, estimator_ids):
         step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
     else:
         step = 8 * (FLOATS_PER_DRAWN_TOKEN * config.runs * config.N * T
-                    + FLOATS_PER_TABLE_ENTRY * count * config.runs * T * V)
+                    + count * config.runs * (FLOATS_PER_TABLE_ENTRY * T * V + FLOATS_PER_COUNT_PAIR * T * T
+                                             + FLOATS_PER_RUN))
     return records + step
 
 
