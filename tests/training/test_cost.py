@@ -33,6 +33,7 @@ class Clock:
 def test_the_probe_recovers_an_expected_step_a_plus_b_m(monkeypatch, T, V):
     clock = Clock(lambda M, config: 2e-3 + 7e-8 * M)
     monkeypatch.setattr(cost, "train", clock.train)
+    monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)        # the fake clock has no caches
     line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock)
     config = TrainingConfig(steps=500)
     assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-8 * V**T))
@@ -45,9 +46,19 @@ def test_the_probe_recovers_an_expected_step_a_plus_b_m(monkeypatch, T, V):
 def test_the_probe_recovers_a_sampled_step_a_plus_b_r_plus_c_r_n(monkeypatch, runs, N, selection):
     clock = Clock(lambda M, config: 1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N)
     monkeypatch.setattr(cost, "train", clock.train)
+    monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)
     config = TrainingConfig(steps=300, mode="sampled", runs=runs, N=N)
     line = cost.probe((16, 2, 0.3, 0, DEFAULT_SAMPLER), selection, "none", config, timer=clock)
     assert line.seconds(16, 2, config) == pytest.approx(clock.setup + 301 * (1e-3 + 4e-5 * runs + 5e-7 * runs * N))
+
+
+def test_the_bandwidth_factor_scales_only_what_the_copies_did_not_reach(monkeypatch):
+    monkeypatch.setattr(cost, "_seconds_per_number", lambda size: 1e-9 * (1 + size / 2**20))
+    assert cost.bandwidth_factor(2**14, 2**16) == 1.0 == cost.bandwidth_factor(2**16, 2**16)
+    assert cost.bandwidth_factor(2**22, 2**16) == pytest.approx(5 / (1 + 2**-4))
+    line = cost.Probe("expected", 1e-3, 1e-8, setup=0.5, probed=2**16)
+    assert line.seconds(11, 4, TrainingConfig(steps=9)) == pytest.approx(
+        0.5 + 10 * (1e-3 + 1e-8 * 4**11 * cost.bandwidth_factor(4**11, 2**16)))
 
 
 def test_timing_noise_below_zero_is_taken_as_zero(monkeypatch):

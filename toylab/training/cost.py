@@ -6,14 +6,18 @@ set the pace. So a step is timed, not guessed: ``probe`` runs ``train`` for one 
 copies of the run small enough to take milliseconds, with the same estimators, baseline, optimizer, noise and toy,
 and a line through those times gives a step at the run's size:
 
-    expected:  step(M) = a + b·M                 M = V**T sequences enumerated; copies at T₁ < T₂ ≤ T, the same V,
+    expected:  step(M) = a + b·M·f               M = V**T sequences enumerated; copies at T₁ < T₂ ≤ T, the same V,
                                                  M₂ ≤ PROBE_SEQUENCES (a copy at the run's own T when M is that small)
-    sampled:   step(r, N) = a + b·r + c·r·N      r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
+    sampled:   step(r, N) = a + b·r + c·r·N·f    r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
                                                  run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
                                                  (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
 
     seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
                                                  coefficients below 0 (timing noise) are taken as 0
+
+f (``bandwidth_factor``): arrays larger than the largest copy's no longer fit the processor's caches, and numpy
+allocates each temporary afresh, page by page: a number there costs up to 4 times more (measured here from 2**16 to
+2**22). f is that ratio for the run's arrays against the copy's, measured once per process on a small kernel.
 
 (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
 sequences). A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS × PROBE_DRAWS draws, per
@@ -33,8 +37,12 @@ checks the whole model on a grid):
                  JSON text: JSON_BYTES_PER_VALUE per value (``--json``)
 """
 
+import functools
+import math
 import time
 from dataclasses import dataclass
+
+import numpy as np
 
 from toylab.engine.recursion import FACTORS
 from toylab.engine.toy import make_toy
@@ -45,6 +53,7 @@ COMMAND_LINE_FACTOR = 30                    # … and the command line one over 
 MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over this
 PROBE_SEQUENCES = 2**16                     # the larger copy of an expected run enumerates at most this many
 PROBE_RUNS, PROBE_DRAWS = 8, 256            # the copies of a sampled run
+KERNEL_LARGEST = 22                         # bandwidth_factor's kernel runs on arrays of at most 2**22 numbers
 QUICK_PROBE_SECONDS = 0.05                  # a copy timed faster than this is timed twice: the least counts
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 12         # measured 6.4 (the default estimators) to 15 (every one)
@@ -60,22 +69,53 @@ RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides 
 
 @dataclass(frozen=True)
 class Probe:
-    """A step's seconds as a line through timed copies of a run: a + b·M (expected) or a + b·r + c·r·N (sampled);
-    and the seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy."""
+    """A step's seconds as a line through timed copies of a run: a + b·M (expected) or a + b·r + c·r·N (sampled),
+    its last term scaled by ``bandwidth_factor`` beyond the largest copy's arrays (``probed`` numbers); and the
+    seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy."""
     mode: str
     a: float
     b: float
     c: float = 0.0
     setup: float = 0.0
+    probed: int = 1
 
-    def step_seconds(self, M, runs, N):
+    def step_seconds(self, T, V, runs, N):
         if self.mode == "expected":
-            return self.a + self.b * M
-        return self.a + self.b * runs + self.c * runs * N
+            return self.a + self.b * V**T * bandwidth_factor(V**T, self.probed)
+        return self.a + self.b * runs + self.c * runs * N * bandwidth_factor(runs * N * T, self.probed)
 
     def seconds(self, T, V, config):
         """Seconds of ``train`` under ``config`` on a toy of T, V."""
-        return self.setup + (config.steps + 1) * self.step_seconds(V**T, config.runs, config.N)
+        return self.setup + (config.steps + 1) * self.step_seconds(T, V, config.runs, config.N)
+
+
+def bandwidth_factor(size, probed):
+    """How many times more a number costs in arrays of ``size`` numbers than in arrays of ``probed`` (1 when not
+    larger): the arrays of a large run leave the processor's caches and are allocated afresh, page by page. Measured
+    once per process and size on a kernel that allocates as the engine does (``_seconds_per_number``)."""
+    if size <= probed:
+        return 1.0
+    return max(1.0, _seconds_per_number(_power_of_two(size)) / _seconds_per_number(_power_of_two(probed)))
+
+
+def _power_of_two(size):
+    return 1 << max(10, min(KERNEL_LARGEST, round(math.log2(size))))
+
+
+@functools.cache
+def _seconds_per_number(size):
+    """Thread CPU seconds per number of z = x·y + x; w = where(z > ½, z, 0); w.sum() on arrays of ``size`` (a power
+    of two), the least of three passes over at least 2**KERNEL_LARGEST numbers."""
+    rng = np.random.default_rng(0)
+    x, y = rng.random(size), rng.random(size)
+    repeats, best = max(1, (1 << KERNEL_LARGEST) // size), float("inf")
+    for _ in range(3):
+        start = time.thread_time()
+        for _ in range(repeats):
+            z = x * y + x
+            np.where(z > 0.5, z, 0.0).sum()
+        best = min(best, time.thread_time() - start)
+    return best / (repeats * size)
 
 
 def probe(toy_key, selection, baseline, config, timer=time.thread_time):
@@ -107,10 +147,10 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time):
         T1 = max(1, T2 - (2 if V == 2 else 1))
         large, setup = timed(T2)
         if T1 == T2:
-            return Probe("expected", large, 0.0, setup=setup)
+            return Probe("expected", large, 0.0, setup=setup, probed=V**T2)
         small, _ = timed(T1)
         b = max(0.0, (large - small) / (V**T2 - V**T1))
-        return Probe("expected", max(0.0, small - b * V**T1), b, setup=setup)
+        return Probe("expected", max(0.0, small - b * V**T1), b, setup=setup, probed=V**T2)
     low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
     base, setup = timed(T, 1, low)                                           # a + b + c·low
@@ -118,7 +158,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time):
     deep, setup = timed(T, runs, draws) if draws > low else (wide, setup)   # a + (b + c·draws)·runs
     c = max(0.0, (deep - wide) / (runs * (draws - low))) if draws > low else 0.0
     b = max(0.0, (wide - base) / (runs - 1) - c * low) if runs > 1 else 0.0
-    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup)
+    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup, runs * draws * T)
 
 
 def run_bytes(T, V, config, estimator_ids):
