@@ -7,7 +7,8 @@ copies of the run small enough to take milliseconds, with the same estimators, b
 and a line through those times gives a step at the run's size:
 
     expected:  step(M) = a + b·M·f               M = V**T sequences enumerated; copies at T₁ < T₂ ≤ T, the same V,
-                                                 M₂ ≤ PROBE_SEQUENCES (a copy at the run's own T when M is that small)
+                                                 M₂ ≤ PROBE_SEQUENCES, ≤ PROBE_WORK per enumerating estimator but
+                                                 not below PROBE_SEQUENCES_LEAST (the run's own T when M is small)
     sampled:   step(r, N) = a + b·r + c·r·N·f    r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
                                                  run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
                                                  (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
@@ -51,10 +52,13 @@ from toylab.training.loop import TrainingConfig, train
 PAGE_SECONDS = 10.0                         # the page refuses a run estimated over this
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
 MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over this
-PROBE_SEQUENCES = 2**16                     # the larger copy of an expected run enumerates at most this many
-PROBE_RUNS, PROBE_DRAWS = 8, 256            # the copies of a sampled run
+PROBE_SEQUENCES = 2**18                     # the larger copy of an expected run enumerates at most this many …
+PROBE_SEQUENCES_LEAST = 2**14               # … and at least this many when the run does (if its M allows) …
+PROBE_WORK = 2**21                          # … and about this many over all its enumerating estimators
+PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run
 KERNEL_LARGEST = 22                         # bandwidth_factor's kernel runs on arrays of at most 2**22 numbers
-QUICK_PROBE_SECONDS = 0.05                  # a copy timed faster than this is timed twice: the least counts
+QUICK_PROBE_SECONDS = 0.05                  # a copy is timed again (the least counts) until this is spent …
+PROBE_REPEATS = 5                           # … at most this many times
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 12         # measured 6.4 (the default estimators) to 15 (every one)
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
@@ -126,25 +130,28 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time):
 
     def timed(T, runs=1, N=1):
         """(a step's seconds, the setup's): a step is the time of K = 3 less K = 1, over 2, and the setup what K = 1
-        takes beyond its two steps; the least of two such when they take under QUICK_PROBE_SECONDS (a short time is
-        a noisy one)."""
+        takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they have taken
+        QUICK_PROBE_SECONDS in all (a short time is a noisy one)."""
         toy = make_toy(T, V, mismatch, seed, sampler)
-        times = {1: float("inf"), 3: float("inf")}
-        for _ in range(2):
+        times, spent = {1: float("inf"), 3: float("inf")}, 0.0
+        for _ in range(PROBE_REPEATS):
             for steps in times:
                 copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N,
                                       runs=runs, noise=config.noise)
                 start = timer()
                 train(toy, selection, baseline, copy)
                 times[steps] = min(times[steps], timer() - start)
-            if times[1] + times[3] >= QUICK_PROBE_SECONDS:
+                spent += timer() - start
+            if spent >= QUICK_PROBE_SECONDS:
                 break
         step = max(0.0, times[3] - times[1]) / 2
         return step, max(0.0, times[1] - 2 * step)
 
     if config.mode == "expected":
-        T2 = max((t for t in range(1, T + 1) if V**t <= PROBE_SEQUENCES), default=1)
-        T1 = max(1, T2 - (2 if V == 2 else 1))
+        enumerated = max(1, sum(id not in FACTORS for id in selection))
+        largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // enumerated))
+        T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
+        T1 = max(1, T2 - (2 if V < 4 else 1))                              # M₁ ≤ M₂/4
         large, setup = timed(T2)
         if T1 == T2:
             return Probe("expected", large, 0.0, setup=setup, probed=V**T2)
