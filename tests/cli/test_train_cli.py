@@ -136,7 +136,7 @@ def test_a_run_whose_per_step_lists_would_pass_the_bound_is_refused(capsys, monk
 def test_a_run_over_the_time_bound_is_refused_before_it_runs(capsys, monkeypatch):
     """Its time is a probe's: small copies of the run, timed; the run itself never starts."""
     monkeypatch.setattr(train_cli, "train", pytest.fail)
-    monkeypatch.setattr(cost, "probe", lambda *args, **kwargs: cost.Probe("expected", 0.0, 1e-6))
+    monkeypatch.setattr(cost, "probe", lambda *args, **kwargs: cost.Probe("expected", 0.0, 1e-6, probed=4**11))
     err = one_line_error(capsys, "--T", "11", "--V", "4", "--steps", "2000", "--estimators", "seq_mis,geo_rs,k3_rs")
     assert f"estimated at {2001 * 4**11 * 1e-6:,.0f} s, over the limit of 300 s (30 times the page's 10 s)" in err
 
@@ -162,7 +162,7 @@ def test_the_progress_bar_estimates_the_time_left(monkeypatch):
 def test_the_page_and_the_command_line_share_the_estimate(monkeypatch):
     from views.caches import training_cache
     assert training_cache.LIMIT_SECONDS == PAGE_SECONDS
-    line = cost.Probe("sampled", 1e-3, 1e-4, 1e-5)
+    line = cost.Probe("sampled", 1e-3, 1e-4, 1e-5, probed=4000 * 128 * 10)          # no bandwidth factor
     monkeypatch.setattr(training_cache, "probe", lambda *args: line)
     settings = Settings(T=10, V=4)
     config = TrainingConfig(steps=50, mode="sampled", N=128, runs=4000)
