@@ -9,16 +9,18 @@ and a line through those times gives a step at the run's size:
     expected:  step(M) = a + b·M·f               M = V**T sequences enumerated; copies at T₁ < T₂ ≤ T, the same V,
                                                  M₂ ≤ PROBE_SEQUENCES, ≤ PROBE_WORK per enumerating estimator but
                                                  not below PROBE_SEQUENCES_LEAST (the run's own T when M is small)
-    sampled:   step(r, N) = a + b·r + c·r·N·f    r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
+    sampled:   step(r, N) = a + b·r + c·r·N      r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
                                                  run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
                                                  (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
 
     seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
                                                  coefficients below 0 (timing noise) are taken as 0
 
-f (``bandwidth_factor``): arrays larger than the largest copy's no longer fit the processor's caches, and numpy
+f (``bandwidth_factor``): M-vectors larger than the largest copy's no longer fit the processor's caches, and numpy
 allocates each temporary afresh, page by page: a number there costs up to 4 times more (measured here from 2**16 to
-2**22). f is that ratio for the run's arrays against the copy's, measured once per process on a small kernel.
+2**22). f is that ratio for the run's M against the copy's, measured once per process on a small kernel. (A sampled
+run's arrays, r·N·T numbers, showed no such penalty on the grid of benchmarks/training_cost.py: scaled, its
+predictions were up to 6 times too long.)
 
 (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
 sequences). A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS × PROBE_DRAWS draws, per
@@ -73,8 +75,8 @@ RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides 
 
 @dataclass(frozen=True)
 class Probe:
-    """A step's seconds as a line through timed copies of a run: a + b·M (expected) or a + b·r + c·r·N (sampled),
-    its last term scaled by ``bandwidth_factor`` beyond the largest copy's arrays (``probed`` numbers); and the
+    """A step's seconds as a line through timed copies of a run: a + b·M (expected: b·M scaled by ``bandwidth_factor``
+    beyond the largest copy's ``probed`` sequences) or a + b·r + c·r·N (sampled); and the
     seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy."""
     mode: str
     a: float
@@ -86,7 +88,7 @@ class Probe:
     def step_seconds(self, T, V, runs, N):
         if self.mode == "expected":
             return self.a + self.b * V**T * bandwidth_factor(V**T, self.probed)
-        return self.a + self.b * runs + self.c * runs * N * bandwidth_factor(runs * N * T, self.probed)
+        return self.a + self.b * runs + self.c * runs * N
 
     def seconds(self, T, V, config):
         """Seconds of ``train`` under ``config`` on a toy of T, V."""
@@ -165,7 +167,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time):
     deep, setup = timed(T, runs, draws) if draws > low else (wide, setup)   # a + (b + c·draws)·runs
     c = max(0.0, (deep - wide) / (runs * (draws - low))) if draws > low else 0.0
     b = max(0.0, (wide - base) / (runs - 1) - c * low) if runs > 1 else 0.0
-    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup, runs * draws * T)
+    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup)
 
 
 def run_bytes(T, V, config, estimator_ids):
