@@ -49,7 +49,8 @@ st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON)
                    initial_sidebar_state="collapsed" if presentation.on() else "auto", menu_items=header.MENU)
 presentation.style()
 settings, notices = sidebar.render()
-dropped = address.dropped_link()
+with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
+    dropped = address.dropped_link()
 for notice in notices + ([dropped] if dropped else []):
     st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
 problem = toy_problem(settings)

@@ -55,7 +55,7 @@ PAGE_SECONDS = 10.0                         # the page refuses a run estimated o
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
 MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over this
 PROBE_SEQUENCES = 2**18                     # the larger copy of an expected run enumerates at most this many …
-PROBE_SEQUENCES_LEAST = 2**14               # … and at least this many when the run does (if its M allows) …
+PROBE_SEQUENCES_LEAST = 2**16               # … and at least this many when the run does (if its M allows) …
 PROBE_WORK = 2**21                          # … and about this many over all its enumerating estimators
 PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run
 KERNEL_LARGEST = 22                         # bandwidth_factor's kernel runs on arrays of at most 2**22 numbers
@@ -153,7 +153,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time):
         enumerated = max(1, sum(id not in FACTORS for id in selection))
         largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // enumerated))
         T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
-        T1 = max(1, T2 - (2 if V < 4 else 1))                              # M₁ ≤ M₂/4
+        T1 = max(1, T2 - (2 if V < 4 else 1))                              # M₁ ≤ M₂/4: b from the difference
         large, setup = timed(T2)
         if T1 == T2:
             return Probe("expected", large, 0.0, setup=setup, probed=V**T2)
