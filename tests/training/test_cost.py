@@ -61,11 +61,29 @@ def test_the_bandwidth_factor_scales_only_what_the_copies_did_not_reach(monkeypa
         0.5 + 10 * (1e-3 + 1e-8 * 4**11 * cost.bandwidth_factor(4**11, 2**16)))
 
 
-def test_timing_noise_below_zero_is_taken_as_zero(monkeypatch):
+def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monkeypatch):
+    cpu = Clock(lambda M, config: 1e-3 + 1e-8 * M)
+    wall = Clock(lambda M, config: 3 * (1e-3 + 1e-8 * M), setup=3 * cpu.setup)          # three times longer
+    monkeypatch.setattr(cost, "train", lambda *args: (cpu.train(*args), wall.train(*args)))
+    line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=cpu,
+                      clock=wall)
+    config = TrainingConfig(steps=1000)
+    assert line.slowdown == pytest.approx(3) and line.wall_seconds(10, 4, config) == pytest.approx(
+        3 * line.seconds(10, 4, config))
+    limit = 2 * line.seconds(10, 4, config)                                          # the CPU's fit, the wall's not
+    assert "over the limit" in cost.refusal(10, 4, config, ["naive"], lambda: line, limit)
+
+
+def test_a_larger_copy_timed_no_slower_puts_all_of_its_time_on_the_sequences(monkeypatch):
+    """Timing noise can make the larger copy look no slower: the estimate then errs long (refusing more), not short."""
     clock = Clock(lambda M, config: 1e-3 - 1e-9 * M)                      # a step that "gets faster" with M
     monkeypatch.setattr(cost, "train", clock.train)
-    line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock)
-    assert line.b == 0 and line.a > 0
+    line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock,
+                      clock=clock)
+    large, small = 4**9, 4**8                                              # the copies: T = 9 and T = 8
+    assert line.b == pytest.approx((1e-3 - 1e-9 * large) / large)
+    assert line.a == pytest.approx(1e-3 - 1e-9 * small - line.b * small)
+    assert line.step_seconds(10, 4, 1, 1) > 1e-3                           # longer than any copy took
 
 
 @pytest.mark.parametrize("config", [TrainingConfig(steps=7), TrainingConfig(steps=5, mode="sampled", runs=3, N=11)])

@@ -99,7 +99,7 @@ def _check_cost(arguments):
                            limit_note=f" ({COMMAND_LINE_FACTOR} times the page's {PAGE_SECONDS:g} s)")
     if refused:
         raise ValueError(refused)
-    return probed[0].seconds(T, V, config)
+    return probed[0].wall_seconds(T, V, config)
 
 
 def report(arguments):

@@ -16,6 +16,9 @@ and a line through those times gives a step at the run's size:
     seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
                                                  coefficients below 0 (timing noise) are taken as 0
 
+Seconds of the thread's CPU, so that other work does not blur the line; a run is refused by the seconds it would take
+on the wall's clock: those, times how much longer the copies took by that clock (a busy server's users wait longer).
+
 f (``bandwidth_factor``): M-vectors larger than the largest copy's no longer fit the processor's caches, and numpy
 allocates each temporary afresh, page by page: a number there costs up to 4 times more (measured here from 2**16 to
 2**22). f is that ratio for the run's M against the copy's, measured once per process on a small kernel. (A sampled
@@ -43,7 +46,7 @@ checks the whole model on a grid):
 import functools
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -76,14 +79,16 @@ RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides 
 @dataclass(frozen=True)
 class Probe:
     """A step's seconds as a line through timed copies of a run: a + b·M (expected: b·M scaled by ``bandwidth_factor``
-    beyond the largest copy's ``probed`` sequences) or a + b·r + c·r·N (sampled); and the
-    seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy."""
+    beyond the largest copy's ``probed`` sequences) or a + b·r + c·r·N (sampled); and the seconds a run takes to set
+    up (its records, optimizer, generators), measured on the largest copy. Seconds of the thread's CPU; ``slowdown``
+    is how much longer the copies took by the clock on the wall (other work on the machine), at least 1."""
     mode: str
     a: float
     b: float
     c: float = 0.0
     setup: float = 0.0
     probed: int = 1
+    slowdown: float = 1.0
 
     def step_seconds(self, T, V, runs, N):
         if self.mode == "expected":
@@ -91,8 +96,12 @@ class Probe:
         return self.a + self.b * runs + self.c * runs * N
 
     def seconds(self, T, V, config):
-        """Seconds of ``train`` under ``config`` on a toy of T, V."""
+        """CPU seconds of ``train`` under ``config`` on a toy of T, V."""
         return self.setup + (config.steps + 1) * self.step_seconds(T, V, config.runs, config.N)
+
+    def wall_seconds(self, T, V, config):
+        """Seconds on the wall's clock: the CPU seconds, as slowed as the copies were."""
+        return self.seconds(T, V, config) * self.slowdown
 
 
 def bandwidth_factor(size, probed):
@@ -124,31 +133,41 @@ def _seconds_per_number(size):
     return best / (repeats * size)
 
 
-def probe(toy_key, selection, baseline, config, timer=time.thread_time):
+def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter):
     """The Probe of ``train`` on the toy of ``toy_key`` (T, V, mismatch, seed, sampler) with ``selection`` ({id:
     overrides}), ``baseline`` and ``config``'s mode, optimizer and noise (its steps, runs and N are the line's
-    variables); ValueError as ``train`` raises it."""
+    variables); ValueError as ``train`` raises it. ``timer`` measures CPU seconds, ``clock`` the wall's."""
     T, V, mismatch, seed, sampler = toy_key
+    spent = {"cpu": 0.0, "wall": 0.0}
 
     def timed(T, runs=1, N=1):
         """(a step's seconds, the setup's): a step is the time of K = 3 less K = 1, over 2, and the setup what K = 1
         takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they have taken
         QUICK_PROBE_SECONDS in all (a short time is a noisy one)."""
         toy = make_toy(T, V, mismatch, seed, sampler)
-        times, spent = {1: float("inf"), 3: float("inf")}, 0.0
+        times, here = {1: float("inf"), 3: float("inf")}, 0.0
         for _ in range(PROBE_REPEATS):
             for steps in times:
                 copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N,
                                       runs=runs, noise=config.noise)
-                start = timer()
+                start, wall = timer(), clock()
                 train(toy, selection, baseline, copy)
-                times[steps] = min(times[steps], timer() - start)
-                spent += timer() - start
-            if spent >= QUICK_PROBE_SECONDS:
+                cpu, wall = timer() - start, clock() - wall
+                times[steps] = min(times[steps], cpu)
+                here += cpu
+                spent["cpu"] += cpu
+                spent["wall"] += wall
+            if here >= QUICK_PROBE_SECONDS:
                 break
         step = max(0.0, times[3] - times[1]) / 2
         return step, max(0.0, times[1] - 2 * step)
 
+    line = _line(timed, T, V, selection, config)
+    return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
+
+
+def _line(timed, T, V, selection, config):
+    """The Probe through the copies ``timed(T, runs, N)`` gives (see ``probe``)."""
     if config.mode == "expected":
         enumerated = max(1, sum(id not in FACTORS for id in selection))
         largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // enumerated))
@@ -158,7 +177,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time):
         if T1 == T2:
             return Probe("expected", large, 0.0, setup=setup, probed=V**T2)
         small, _ = timed(T1)
-        b = max(0.0, (large - small) / (V**T2 - V**T1))
+        b = (large - small) / (V**T2 - V**T1) if large > small else large / V**T2    # noise: all of it on b
         return Probe("expected", max(0.0, small - b * V**T1), b, setup=setup, probed=V**T2)
     low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
@@ -204,7 +223,7 @@ def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, lim
     if memory > MEMORY_LIMIT_BYTES:
         return (f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
                 f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use {fewer}")
-    seconds = probed().seconds(T, V, config)
+    seconds = probed().wall_seconds(T, V, config)
     if seconds > seconds_limit:
         return (f"this run is estimated at {_seconds(seconds)}, over the limit of {seconds_limit:,.0f} s{limit_note}; "
                 f"use {fewer}")
