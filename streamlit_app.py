@@ -11,7 +11,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from toylab.state.query import toy_problem
+from toylab.state.query import threshold_problem, toy_problem
 from views import (
     address,
     errors_tab,
@@ -53,7 +53,7 @@ with st.sidebar:                        # a script with no layout: at the sideba
     dropped = address.dropped_link()
 for notice in notices + ([dropped] if dropped else []):
     st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
-problem = toy_problem(settings)
+problem = toy_problem(settings) or threshold_problem(settings)
 if problem:
     st.error(problem, icon=":material/block:")
     address.write(settings)
