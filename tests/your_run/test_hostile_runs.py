@@ -230,11 +230,11 @@ def test_gzip_members_with_padding_and_header_fields_read_as_python_s_gzip_reads
 
 
 @pytest.mark.parametrize("content", [
-    gzip.compress(b"x" * 1000)[:-5],                                  # a truncated trailer
-    gzip.compress(b"x" * 1000) + b"garbage",                          # not a gzip member after the first
-    gzip.compress(b"x" * 1000)[:-8] + b"\0" * 8,                      # a wrong CRC
-    b"\x1f\x8b\x07" + gzip.compress(b"x")[3:],                          # an unknown method
-])
+    gzip.compress(b"x" * 1000, mtime=0)[:-5],                         # a truncated trailer
+    gzip.compress(b"x" * 1000, mtime=0) + b"garbage",                 # not a gzip member after the first
+    gzip.compress(b"x" * 1000, mtime=0)[:-8] + b"\0" * 8,             # a wrong CRC
+    b"\x1f\x8b\x07" + gzip.compress(b"x", mtime=0)[3:],                 # an unknown method
+], ids=["truncated", "garbage after", "wrong CRC", "unknown method"])
 def test_corrupt_gzip_fails_where_python_s_gzip_fails_and_is_one_line(content):
     with pytest.raises(READ_ERRORS):
         gzip.GzipFile(fileobj=io.BytesIO(content)).read()
