@@ -3,7 +3,8 @@
 Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; each tab's ``render(settings)``
 runs only while that tab is open, under the lesson on show (if it opens that tab). Append ``(label, render)`` to
 TABS to add a tab. The link the session opened is read first (it may ask for presentation mode, which collapses
-the sidebar), and the address is written last, once, with the link of what the page shows.
+the sidebar), and the address is written last, once, with the link of what the page shows. An unexpected error
+in a tab is a notice in that tab (``last_resort``): the other tabs, the sidebar and the address go on.
 """
 
 from pathlib import Path
@@ -16,6 +17,7 @@ from views import (
     errors_tab,
     estimators_tab,
     header,
+    last_resort,
     length_tab,
     lessons_tab,
     mismatch_sweep_tab,
@@ -47,7 +49,9 @@ st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON)
                    initial_sidebar_state="collapsed" if presentation.on() else "auto", menu_items=header.MENU)
 presentation.style()
 settings, notices = sidebar.render()
-for notice in notices:
+with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
+    dropped = address.dropped_link()
+for notice in notices + ([dropped] if dropped else []):
     st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
 problem = toy_problem(settings) or threshold_problem(settings)
 if problem:
@@ -59,7 +63,7 @@ with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
 for tab, (label, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
                                 TABS, strict=True):
     if tab.open:
-        with tab, st.spinner("Computing…"):
+        with tab, st.spinner("Computing…"), last_resort.contained(label):
             tour.banner(label, settings)
             render(settings)
 address.write(settings)

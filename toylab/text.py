@@ -37,6 +37,13 @@ def listed(values, most=3):
     return shown + (f" and {len(values) - most} more" if len(values) > most else "")
 
 
+def distinct(names):
+    """The names, each repeated one numbered by its place: ("a.jsonl", "a.jsonl") → ("a.jsonl (1)", "a.jsonl (2)"),
+    so that two files that share a name stay two columns, two lines, two keys."""
+    names = list(names)
+    return tuple(f"{name} ({index + 1})" if names.count(name) > 1 else name for index, name in enumerate(names))
+
+
 def clipped(text, limit=QUOTE_LIMIT):
     """The text with unprintable characters escaped (as repr writes them), at most ``limit`` characters, cut in the
     middle: 'a_very_long_name_of_a_r…_run.jsonl.gz' keeps the end, where a file's extension is."""

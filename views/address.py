@@ -12,8 +12,23 @@ the signal Streamlit's own URL-bound widgets follow); the page then reads that a
 
 import streamlit as st
 from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+from streamlit.runtime.state.query_params import (
+    CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
+    CLIENT_STATE_QUERY_STRING_MAX_LENGTH,
+)
 
-from toylab.state.query import VIEW_PARAMETERS, to_query, view_query
+from toylab.state.query import VIEW_PARAMETERS, dropped_link_notice, to_query, view_query
+
+DROPPED_KEY = "_toylab_dropped_link"
+DROPPED_JS = """
+export default function ({ data, setStateValue }) {
+    const query = window.location.search.replace(/^\\?/, "");
+    const fields = query ? query.split("&").length : 0;
+    const over = fields > data.fields || query.length > data.length;
+    setStateValue("dropped", over ? { fields: fields, characters: query.length } : null);
+}
+"""
+_DROPPED = st.components.v2.component("toylab_dropped_link", js=DROPPED_JS)
 
 
 def query():
@@ -41,6 +56,19 @@ def open_view(view, linked, navigation=False):
 def view():
     """Every view parameter's current value: session state's, or its default where the page has not set it."""
     return {name: st.session_state.get(name, parameter.default) for name, parameter in VIEW_PARAMETERS.items()}
+
+
+def dropped_link():
+    """A notice when Streamlit dropped the link unread (over its CLIENT_STATE_QUERY_STRING_MAX_FIELDS parameters or
+    CLIENT_STATE_QUERY_STRING_MAX_LENGTH characters, it hands the page no parameter at all), or None. Only the browser
+    still has that link: a script without layout checks it there and tells the page, which reruns."""
+    result = _DROPPED(key=DROPPED_KEY, data={"fields": CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
+                                              "length": CLIENT_STATE_QUERY_STRING_MAX_LENGTH},
+                      default={"dropped": None}, on_dropped_change=lambda: None, height=0)
+    dropped = result.dropped
+    return None if not dropped else dropped_link_notice(dropped["fields"], dropped["characters"],
+                                                        CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
+                                                        CLIENT_STATE_QUERY_STRING_MAX_LENGTH)
 
 
 def write(settings):

@@ -32,6 +32,7 @@ from toylab.state.query import (
     MISMATCH_RANGE,
     SAMPLER_FIELDS,
     VIEW_PARAMETERS,
+    controls_of,
     make_settings,
     parse_link,
 )
@@ -116,13 +117,7 @@ def picker_order(framework):
 
 def set_controls(settings):
     """Put a Settings into the controls' session state (call before the widgets, e.g. from a callback)."""
-    for name in ("T", "V", "mismatch", "seed", "baseline", "N", *SAMPLER_FIELDS):
-        st.session_state[name] = getattr(settings, name)
-    st.session_state["agg"] = settings.aggregation
-    st.session_state["est"] = list(settings.estimators)
-    for id in settings.estimators:
-        for name, value in settings.params(id).items():
-            st.session_state[f"{id}.{name}"] = value
+    st.session_state.update(controls_of(settings))
 
 
 def _threshold_controls(estimators):

@@ -88,15 +88,12 @@ def render(settings):
     config = controls(settings)
     selection = training_cache.trained(settings, config.mode)
     left_out = training_cache.left_out(settings, config.mode)
-    seconds = training_cache.estimated_seconds(settings, config, selection)
-    if seconds > training_cache.LIMIT_SECONDS:
-        st.info(f"This run would take about {seconds:.0f} s (over {training_cache.LIMIT_SECONDS:.0f} s): use fewer "
-                "steps" + (", runs or a smaller batch size N" if config.mode == "sampled" else
-                           " or a smaller toy (the estimators that do not factorise enumerate all M sequences "
-                           "at every step)") + ".", icon=":material/hourglass:")
-        return
     with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
         try:
+            refused = training_cache.refusal(settings, config, selection)
+            if refused:
+                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
+                return
             trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
         except ValueError as error:
             st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")

@@ -13,6 +13,7 @@ from toylab.text import significant
 from toylab.your_run.files import LogError
 from toylab.your_run.steps import AFFECTED_SERIES, EARLY_MIN, EARLY_SHARE, series_keys
 from views import chart_element
+from views import your_run_uploads as uploads
 from views.caches import run_cache
 from views.user_text import code
 
@@ -25,9 +26,10 @@ def render(settings, sources):
     selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
     placeholder = st.empty()
     try:
-        summaries, departures = run_cache.run_summaries(
+        summaries, departures, cut = run_cache.run_summaries(
             sources, selection, lambda share, text: placeholder.progress(share or 0.0, text=text))
-    except LogError as error:
+    except LogError as error:                    # no step of it can be read: let its files go at once
+        uploads.refuse(str(error))
         placeholder.empty()
         st.error(code(error), icon=":material/error:")
         return
@@ -36,6 +38,8 @@ def render(settings, sources):
     plural = "s" if len(summaries) != 1 else ""
     st.markdown(f"**A run of {len(summaries):,} step{plural}** ({sum(s['tokens'] for s in read):,} response tokens in "
                 f"{sum(s['sequences'] for s in read):,} sequences, {len(read):,} steps read)")
+    if cut:
+        st.warning(f"{cut} Read the whole run with python -m toylab inspect.", icon=":material/content_cut:")
     failed = run_frames.failed_steps_frame(summaries)
     if len(failed):
         st.warning(f"{len(failed)} step(s) could not be read; the others are shown, and the chart skips those "

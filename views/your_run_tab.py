@@ -1,9 +1,9 @@
 """The Your run tab: a user's own rollout log, its sample statistics and charts, and the toy that matches it; or a
 whole run (several step files, or a zip of a run), every metric against step (``your_run_steps``).
 
-The files in view (uploads or an example) are kept for the session (``your_run_cache.shown``), so they survive a
-visit to another tab and are released when the session disconnects; the uploaders' callbacks and the example
-buttons are the only ways to change them. Two uploaders: the log's takes one file and a new one replaces it (a log,
+The files in view (uploads or an example) are kept for the session (``your_run_uploads``: its callbacks and the
+example buttons are the only ways to change them, and a file that cannot be read is let go at once), so they survive
+a visit to another tab and are released when the session disconnects. Two uploaders: the log's takes one file and a new one replaces it (a log,
 or a zip of a run); the run's takes several, and the run in view is the files in it, dropped together or one after
 another (in a browser a second drop on a multi-file uploader adds to the first, so one uploader for both would turn
 a second log into a two-step run).
@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pandas as pd
 import streamlit as st
-from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
@@ -29,7 +28,7 @@ from toylab.presentation.run_frames import (
     tail_share_frame,
     thresholds_in_view,
 )
-from toylab.text import UNDEFINED, clipped, percent, significant, with_error
+from toylab.text import UNDEFINED, clipped, distinct, percent, significant, with_error
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
 from toylab.your_run.bounds import LOG_RATIO_LIMIT, MB, PAGE_BOUNDS, REWARD_LIMIT
 from toylab.your_run.columns import NAMES, TITLES, choose
@@ -38,15 +37,12 @@ from toylab.your_run.files import EXTENSIONS, LogError
 from toylab.your_run.matching import comparison, comparison_frame, matched_length, matching_estimate
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
 from views import chart_element, sidebar, your_run_compare, your_run_export, your_run_steps
+from views import your_run_uploads as uploads
 from views.caches import your_run_cache as cache
-from views.caches.your_run_cache import Source
 from views.estimators_tab import swatch
 from views.user_text import code, value
 
 LABEL = "Your run"
-UPLOAD_KEY = "your_run_upload"
-RUN_UPLOAD_KEY = "your_run_run_upload"
-COMPARE_KEY = "your_run_compare"
 LENGTH_KEY = "your_run_match_length"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE = EXAMPLES / "rollouts_per_sequence.parquet"
@@ -72,64 +68,6 @@ UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", ".zi
                                                           *PICKLE_EXTENSIONS)]
 RUN_UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", *TORCH_EXTENSIONS,
                                                               *PICKLE_EXTENSIONS)]
-RUN_UPLOAD_BYTES = 4 * PAGE_BOUNDS.file_bytes      # a run's files held by a session, in all
-
-
-def _uploaded():
-    """on_change of the log's uploader: a new file's bytes are taken by the tab, and Streamlit's references to them
-    go (its upload manager's copy and the widget's value), so that they live exactly as long as this session shows
-    them. The widget then reports the file as deleted on a later run (its bytes are gone from Streamlit): that
-    changes nothing; a removed file (None) clears the tab unless a run from the run's uploader is in view. A new
-    file replaces what is in view."""
-    file = st.session_state.get(UPLOAD_KEY)
-    if file is None:
-        if not cache.run_in_view():
-            cache.show(None)
-    elif isinstance(file, UploadedFile):
-        cache.show((Source.of(file.name, file.getvalue()),))
-        cache.drop_uploaded_copies()
-        del st.session_state[UPLOAD_KEY]
-
-
-def _run_uploaded():
-    """on_change of the run's uploader: the run in view is the files in that uploader, so a file dropped there joins
-    the run and a file removed there leaves it. A new file's bytes are taken as in ``_uploaded``; a file taken
-    before is reported deleted by the widget and is kept by its file id. The callback also runs after the widget's
-    value was dropped, with no file added or removed: that changes nothing (a log shown since stays). A file whose
-    bytes were let go (another log was shown since) cannot come back: the tab says so. Over RUN_UPLOAD_BYTES in all,
-    nothing new is kept."""
-    files = st.session_state.get(RUN_UPLOAD_KEY) or []
-    held = cache.run_in_view()
-    added = [file for file in files if isinstance(file, UploadedFile)]
-    removed = set(held) - {file.file_id for file in files}
-    if not added and not removed:
-        return
-    run = {file.file_id: held[file.file_id] if file.file_id in held else Source.of(file.name, file.getvalue())
-           for file in files if file.file_id in held or isinstance(file, UploadedFile)}
-    cache.drop_uploaded_copies()
-    st.session_state.pop(RUN_UPLOAD_KEY, None)
-    total = sum(len(source.data) for source in run.values())
-    if total > RUN_UPLOAD_BYTES:
-        cache.show_run({}, refused=f"These files hold {total / MB:,.0f} MB in all, over the page's "
-                                   f"{RUN_UPLOAD_BYTES / MB:,.0f} MB for a run: read a larger run with python -m "
-                                   "toylab inspect DIR.")
-    else:
-        cache.show_run(run, lost=len(files) - len(run))
-
-
-def _use_example(path):
-    cache.show((Source.of(f"examples/{path.name}", path.read_bytes()),))
-
-
-def _compared():
-    """on_change of the second log's uploader: taken as ``_uploaded`` takes the first."""
-    file = st.session_state.get(COMPARE_KEY)
-    if file is None:
-        cache.show_compared(None)
-    elif isinstance(file, UploadedFile):
-        cache.show_compared(Source.of(file.name, file.getvalue()))
-        cache.drop_uploaded_copies()
-        del st.session_state[COMPARE_KEY]
 
 
 def _open_match(settings, match):
@@ -144,43 +82,54 @@ def render(settings):
                "tokens. Every number from the file is a **sample estimate ± its standard error** "
                f"({STANDARD_ERRORS}), unlike the toy's exact numbers on the other tabs.")
     upload, run_upload = st.columns(2)
-    upload.file_uploader(f"Rollout log, or a zip of a run (at most {UPLOAD_LIMIT_MB} MB)", key=UPLOAD_KEY,
-                         on_change=_uploaded, type=UPLOAD_TYPES, max_upload_size=UPLOAD_LIMIT_MB, help=FORMATS)
+    upload.file_uploader(f"Rollout log, or a zip of a run (at most {UPLOAD_LIMIT_MB} MB)", key=uploads.UPLOAD_KEY,
+                         on_change=uploads.uploaded, type=UPLOAD_TYPES, max_upload_size=UPLOAD_LIMIT_MB, help=FORMATS)
     run_upload.file_uploader(f"A run: its step files (at most {UPLOAD_LIMIT_MB} MB each, "
-                             f"{RUN_UPLOAD_BYTES // MB} MB in all)", key=RUN_UPLOAD_KEY, on_change=_run_uploaded,
+                             f"{uploads.RUN_UPLOAD_BYTES // MB} MB in all)", key=uploads.RUN_UPLOAD_KEY,
+                             on_change=uploads.run_uploaded,
                              type=RUN_UPLOAD_TYPES, accept_multiple_files=True, max_upload_size=UPLOAD_LIMIT_MB,
                              help="Every file dropped here joins the run in view; removing one here takes it out. "
                                   + FORMATS)
     with st.container(horizontal=True):
-        st.button("Use the example log", on_click=_use_example, args=(EXAMPLE,), icon=":material/science:",
+        st.button("Use the example log", on_click=uploads.use_example, args=(EXAMPLE,), icon=":material/science:",
                   help="240 sequences generated from the toy T = 6, V = 4, mismatch 0.5, seed 0 (not from a real "
                        "model): the matched toy should come back near mismatch 0.5.")
-        st.button("Use the example run", on_click=_use_example, args=(EXAMPLE_RUN,), icon=":material/timeline:",
+        st.button("Use the example run", on_click=uploads.use_example, args=(EXAMPLE_RUN,), icon=":material/timeline:",
                   help="Twelve steps generated from the toy at a realistic mismatch (per-token KL near 1e-4) that "
                        "drifts from step 9 on: not from a real model.")
-    refused, lost = cache.run_notices()
+    refused, error, lost = uploads.notices()
     if refused:
         st.error(refused, icon=":material/error:")
+    if error:
+        st.error(code(error), icon=":material/error:")
     if lost:
-        st.warning(f"{lost} of the files in the run's uploader were let go when another log was shown: remove them "
-                   "there and drop them again to have them in the run.", icon=":material/warning:")
-    sources = cache.shown()
+        st.warning(f"{lost} of the files in the run's uploader were let go (another log was shown, or they could not "
+                   "be read): remove them there and drop them again to have them in the run.",
+                   icon=":material/warning:")
+    sources = uploads.shown()
     if not sources:
         st.info("Upload a rollout log or a run, or use an example.", icon=":material/upload_file:")
         st.markdown(FORMATS)
         return
-    if cache.run_in_view() or len(sources) > 1 or sources[0].name.lower().endswith(".zip"):
+    if uploads.run_in_view() or len(sources) > 1 or sources[0].name.lower().endswith(".zip"):
         your_run_steps.render(settings, sources)
         return
     source = sources[0]
     progress = st.empty()
     report = _reporter(progress, source)
     try:
-        columns = _columns(source)
+        detected = cache.detection(source.digest, source.name, source, report)
+    except LogError as error:                    # the file itself cannot be read: let it go at once
+        uploads.refuse(str(error))
+        progress.empty()
+        st.error(code(error), icon=":material/error:")
+        return
+    try:
+        columns = _columns(source, *detected)
         results = cache.summary(source, columns, report)
         selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
         rows, rewards, suggested, thresholds = cache.estimators(source, columns, selection, report)
-    except LogError as error:
+    except LogError as error:                    # with these columns: another pick may read it, so it is kept
         progress.empty()
         st.error(code(error), icon=":material/error:")
         return
@@ -207,9 +156,8 @@ def _reporter(placeholder, source):
     return progress
 
 
-def _columns(source):
+def _columns(source, preview, detection):
     """The Columns: detected, or picked (the pickers sit in an expander, open when detection is unsure)."""
-    preview, detection = cache.detection(source.digest, source.name, source)
     for doubt in detection.doubts:
         st.warning(f"{code(f'{source.name}: {doubt}')} Check the columns below.", icon=":material/help:")
     explicit = {}
@@ -398,25 +346,30 @@ def _frameworks(block):
 
 def _compare(source, columns, statistics, sizes):
     """A second upload, shown side by side with this log (before and after a fix, bf16 against fp8)."""
-    st.file_uploader(f"Compare with another log (at most {UPLOAD_LIMIT_MB} MB)", key=COMPARE_KEY, on_change=_compared,
-                     type=[extension.lstrip(".") for extension in EXTENSIONS] + ["gz"], max_upload_size=UPLOAD_LIMIT_MB)
-    second = cache.compared()
+    st.file_uploader(f"Compare with another log (at most {UPLOAD_LIMIT_MB} MB)", key=uploads.COMPARE_KEY,
+                     on_change=uploads.compared_uploaded, type=[extension.lstrip(".") for extension in EXTENSIONS]
+                     + ["gz"], max_upload_size=UPLOAD_LIMIT_MB)
+    if uploads.compared_notice():
+        st.error(code(uploads.compared_notice()), icon=":material/error:")
+    second = uploads.compared()
     if second is None:
         return
     progress = st.empty()
     try:
-        preview, _ = cache.detection(second.digest, second.name, second)
+        preview, _ = cache.detection(second.digest, second.name, second, _reporter(progress, second))
         second_columns = choose(preview, second.name)
-        results = cache.summary(second, second_columns, _reporter(progress, second))
-        logs = {source.name: (cache.rollout_log(source, columns, _reporter(progress, source)), statistics, sizes),
-                second.name: (cache.rollout_log(second, second_columns, _reporter(progress, second)),
-                              results["statistics"], results["magnitudes"])}
-    except LogError as error:
+        results = cache.summary(second, second_columns, _reporter(progress, second), compared=True)
+        first_log = cache.rollout_log(source, columns, _reporter(progress, source))
+        second_log = cache.rollout_log(second, second_columns, _reporter(progress, second), compared=True)
+    except LogError as error:                    # its columns are detected, never picked: let it go at once
+        uploads.refuse_compared(str(error))
         progress.empty()
         st.error(code(error), icon=":material/error:")
         return
     progress.empty()
-    your_run_compare.render(logs)
+    first_name, second_name = distinct((source.name, second.name))       # two files may share a name
+    your_run_compare.render({first_name: (first_log, statistics, sizes),
+                             second_name: (second_log, results["statistics"], results["magnitudes"])})
 
 
 def _matched_toy(settings, statistics, sizes):

@@ -13,13 +13,8 @@ from toylab.cli import progress
 from toylab.cli import train as train_cli
 from toylab.cli.main import main
 from toylab.state.settings import Settings
-from toylab.training.cost import (
-    PAGE_SECONDS,
-    SECONDS_PER_ENUMERATED_STEP,
-    SECONDS_PER_SAMPLED_SEQUENCE,
-    estimated_bytes,
-    estimated_seconds,
-)
+from toylab.training import cost
+from toylab.training.cost import PAGE_SECONDS, command_line_bytes
 from toylab.training.loop import TrainingConfig, train
 
 
@@ -117,32 +112,33 @@ def one_line_error(capsys, *argv):
 
 
 def test_a_run_over_the_memory_bound_is_refused_before_any_work(capsys, monkeypatch):
-    monkeypatch.setattr(train_cli, "make_toy", pytest.fail)                 # no work at all
+    monkeypatch.setattr(train_cli, "make_toy", pytest.fail)                 # no work at all: no toy, no probe
+    monkeypatch.setattr(cost, "make_toy", pytest.fail)
     err = one_line_error(capsys, "--mode", "sampled", "--runs", "10000")
-    assert "estimated to need 4.3 GB of memory, over the limit of 1 GB" in err
-    records = 8 * 9 * 10_000 * 101 * (6 * 4 + 8)                            # θ_k and the numbers of every run
+    assert "estimated to need 4.8 GB of memory, over the limit of 1 GB" in err
+    records = 8 * 9 * 10_000 * 101 * (6 * 4 + 6)                            # θ_k and the numbers of every run
     listed = 32 * 9 * 10_000 * 101 * 5                                      # the per-step lists, Python floats
-    assert estimated_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records + listed > 3e9
+    assert command_line_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records + listed > 3e9
 
 
 def test_a_run_whose_per_step_lists_would_pass_the_bound_is_refused(capsys, monkeypatch):
     """110 runs of 2,000 steps at T = 11, V = 4 peaked at 1,254 MB (records 824 MB, the per-step lists 317 MB); 50
     runs with --json at 633 MB (the JSON text is written once the records are freed)."""
     monkeypatch.setattr(train_cli, "make_toy", pytest.fail)
+    monkeypatch.setattr(cost, "make_toy", pytest.fail)
     err = one_line_error(capsys, "--T", "11", "--V", "4", "--mode", "sampled", "--steps", "2000", "--runs", "110")
     assert "estimated to need 1.3 GB of memory, over the limit of 1 GB" in err
     config = TrainingConfig(steps=2000, mode="sampled", runs=50)
-    assert estimated_bytes(11, 4, config, [0] * 9) == estimated_bytes(11, 4, config, [0] * 9, as_json=True)
-    assert estimated_bytes(6, 4, config, [0] * 9, as_json=True) > estimated_bytes(6, 4, config, [0] * 9)
+    assert command_line_bytes(11, 4, config, [0] * 9) == command_line_bytes(11, 4, config, [0] * 9, as_json=True)
+    assert command_line_bytes(6, 4, config, [0] * 9, as_json=True) > command_line_bytes(6, 4, config, [0] * 9)
 
 
-def test_a_run_over_the_time_bound_is_refused_before_any_work(capsys, monkeypatch):
-    monkeypatch.setattr(train_cli, "make_toy", pytest.fail)
+def test_a_run_over_the_time_bound_is_refused_before_it_runs(capsys, monkeypatch):
+    """Its time is a probe's: small copies of the run, timed; the run itself never starts."""
+    monkeypatch.setattr(train_cli, "train", pytest.fail)
+    monkeypatch.setattr(cost, "probe", lambda *args, **kwargs: cost.Probe("expected", 0.0, 1e-6, probed=4**11))
     err = one_line_error(capsys, "--T", "11", "--V", "4", "--steps", "2000", "--estimators", "seq_mis,geo_rs,k3_rs")
-    assert "over the limit of 300 s (30 times the page's 10 s)" in err
-    config = TrainingConfig(steps=2000)
-    assert estimated_seconds(11, 4, config, ["seq_mis", "geo_rs", "k3_rs", "trm"]) == pytest.approx(   # trm factorises
-        3 * 4**11 * 2001 * SECONDS_PER_ENUMERATED_STEP)
+    assert f"estimated at {2001 * 4**11 * 1e-6:,.0f} s, over the limit of 300 s (30 times the page's 10 s)" in err
 
 
 def test_a_long_run_shows_its_progress_on_stderr(capsys, monkeypatch):
@@ -163,11 +159,14 @@ def test_the_progress_bar_estimates_the_time_left(monkeypatch):
     assert "25%" in stream.getvalue() and "2/8" in stream.getvalue() and "about 30 s left" in stream.getvalue()
 
 
-def test_the_page_and_the_command_line_share_the_estimate():
+def test_the_page_and_the_command_line_share_the_estimate(monkeypatch):
     from views.caches import training_cache
     assert training_cache.LIMIT_SECONDS == PAGE_SECONDS
+    line = cost.Probe("sampled", 1e-3, 1e-4, 1e-5)
+    monkeypatch.setattr(training_cache, "probe", lambda *args: line)
     settings = Settings(T=10, V=4)
-    config = TrainingConfig(steps=50, mode="sampled", N=128, runs=4)
+    config = TrainingConfig(steps=50, mode="sampled", N=128, runs=4000)
     selection = (("naive", ()), ("seq_is", ()))
-    assert training_cache.estimated_seconds(settings, config, selection) == \
-        estimated_seconds(10, 4, config, ["naive", "seq_is"]) == 2 * 4 * 128 * 51 * SECONDS_PER_SAMPLED_SEQUENCE
+    expected = cost.refusal(10, 4, config, ["naive", "seq_is"], lambda: line, PAGE_SECONDS)
+    assert training_cache.refusal(settings, config, selection) == expected
+    assert expected.startswith(f"this run is estimated at {51 * (1e-3 + 1e-4 * 4000 + 1e-5 * 4000 * 128):,.0f} s")

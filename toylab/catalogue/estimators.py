@@ -549,6 +549,12 @@ def resolve_params(estimator_id, overrides=None):
     return params
 
 
+def checked_param(estimator_id, name, value):
+    """One parameter's value checked against its own range or choices, not against its pair (a link may move both
+    ends of a band past each other's default); ValueError names what is wrong."""
+    return _checked(estimator_id, name, ESTIMATORS[estimator_id].params[name], value)
+
+
 def _checked(estimator_id, name, param, value):
     if param.choices is not None:
         if value not in param.choices:

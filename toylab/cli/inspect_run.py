@@ -14,10 +14,10 @@ from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant, with_error
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.dumps import with_commands_apart
-from toylab.your_run.files import LogError
+from toylab.your_run.files import LogError, regular_file
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, step_logs, zip_files
 from toylab.your_run.statistics import STANDARD_ERRORS
-from toylab.your_run.steps import SERIES, departures, failed_step, step_summary
+from toylab.your_run.steps import SERIES, departures, step_summaries
 
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
 
@@ -55,8 +55,8 @@ def run_files(paths):
     if len(paths) == 1 and os.path.isdir(paths[0]):
         return directory_files(paths[0])
     if len(paths) == 1:
-        with open(paths[0], "rb") as stream:
-            return zip_files(paths[0], stream.read(), CLI_BOUNDS)
+        regular_file(paths[0], paths[0])
+        return zip_files(paths[0], paths[0], CLI_BOUNDS)
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:
         raise LogError(f"{missing[0]}: no such file")
@@ -66,19 +66,17 @@ def run_files(paths):
 def report(arguments):
     explicit = {role: getattr(arguments, role) for role in ROLES}
     files = run_files(arguments.paths)
-    summaries = []
-    for step in step_logs(files, bounds=CLI_BOUNDS, allow_torch=True, **explicit):
-        if step.log is None:
-            summaries.append(failed_step(step.step, step.files, step.error))
-        else:
-            summaries.append(step_summary(step.step, step.files, step.log, arguments.selection))
+    steps = len({file.step for file in files if file.step is not None})
+    summaries, cut = step_summaries(step_logs(files, bounds=CLI_BOUNDS, allow_torch=True, **explicit), steps,
+                                   arguments.selection, CLI_BOUNDS)
     if all("error" in summary for summary in summaries):
         raise LogError(summaries[0]["error"])
     result = {"run": arguments.paths[0] if len(arguments.paths) == 1 else list(arguments.paths),
               "files": len(files), "steps": summaries, "departures": departures(summaries),
-              "standard_errors": STANDARD_ERRORS}
-    result["notes"] = [f"step {summary['step']}: not read: {summary['error']}" for summary in summaries
-                       if "error" in summary]
+              "standard_errors": STANDARD_ERRORS, "cut_short": cut or None}
+    result["notes"] = [cut] if cut else []
+    result["notes"] += [f"step {summary['step']}: not read: {summary['error']}" for summary in summaries
+                        if "error" in summary]
     result["notes"] += [f"step {summary['step']}: {notice}" for summary in summaries for notice in
                         summary.get("notices", ())]
     return result
@@ -109,6 +107,7 @@ def as_text(result):
     elif len(read) > 3:
         lines.append(f"No metric of {', '.join(SERIES)} left its early range (± 2 se).")
     lines += [f"Notice: step {summary['step']}: {notice}." for summary in read for notice in summary["notices"]]
+    lines += [f"Notice: {result['cut_short']}"] if result["cut_short"] else []
     return "\n".join(lines)
 
 

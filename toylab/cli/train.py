@@ -1,9 +1,9 @@
 """``python -m toylab train``: gradient ascent with chosen estimators on one toy, as a summary or JSON.
 
-A bad argument prints one line, ``toylab: error: ...``, and exits with status 2. So does, before any work, a run
-whose estimated time (``training.cost``) is over COMMAND_LINE_FACTOR times the page's limit, or whose estimated
-memory is over MEMORY_LIMIT_BYTES; a run estimated at over PROGRESS_AFTER_S seconds shows a progress bar with
-the time left on stderr.
+A bad argument prints one line, ``toylab: error: ...``, and exits with status 2. So does, before the run, a run
+whose estimated memory is over MEMORY_LIMIT_BYTES (known from its sizes), or whose time is over COMMAND_LINE_FACTOR
+times the page's limit (measured on small copies of it: ``training.cost``); a run estimated at over
+PROGRESS_AFTER_S seconds shows a progress bar with the time left on stderr.
 """
 
 
@@ -24,13 +24,8 @@ from toylab.cli.table import toy_line, toy_summary
 from toylab.engine.toy import make_toy
 from toylab.state.query import INTEGER_RANGES
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.training.cost import (
-    COMMAND_LINE_FACTOR,
-    MEMORY_LIMIT_BYTES,
-    PAGE_SECONDS,
-    estimated_bytes,
-    estimated_seconds,
-)
+from toylab.training import cost
+from toylab.training.cost import COMMAND_LINE_FACTOR, MEMORY_LIMIT_BYTES, PAGE_SECONDS
 from toylab.training.loop import (
     LIMITS,
     MODES,
@@ -53,9 +48,9 @@ PROGRESS_AFTER_S = 2.0
 def parse_arguments(argv):
     parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0],
                           epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s ({COMMAND_LINE_FACTOR} times the "
-                                 f"page's {PAGE_SECONDS:g} s) or {MEMORY_LIMIT_BYTES / 1e9:g} GB of memory is refused "
-                                 f"before it starts; one estimated at over {PROGRESS_AFTER_S:g} s shows its progress "
-                                 "on stderr.")
+                                 f"page's {PAGE_SECONDS:g} s; timed on small copies of it) or "
+                                 f"{MEMORY_LIMIT_BYTES / 1e9:g} GB of memory is refused before it starts; one "
+                                 f"estimated at over {PROGRESS_AFTER_S:g} s shows its progress on stderr.")
     add_toy_arguments(parser)
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
                         help="estimators to train with (default: the page's default selection)")
@@ -89,19 +84,22 @@ def parse_arguments(argv):
 
 
 def _check_cost(arguments):
-    """The run's estimated seconds; ValueError naming the bound if its time or memory is over the limits."""
+    """The run's estimated seconds; ValueError naming the bound if its memory (known from its sizes, checked first)
+    or its time (a probe of small copies of it: ``training.cost``) is over the limits."""
     config, ids = arguments.config, list(arguments.selection)
-    seconds = estimated_seconds(arguments.T, arguments.V, config, ids)
-    if seconds > LIMIT_SECONDS:
-        work = "fewer steps or estimators, or a smaller toy" if config.mode == "expected" else \
-            "fewer steps, estimators or runs, or a smaller N"
-        raise ValueError(f"this run is estimated at {seconds:,.0f} s, over the limit of {LIMIT_SECONDS:,.0f} s "
-                         f"({COMMAND_LINE_FACTOR} times the page's {PAGE_SECONDS:g} s); use {work}")
-    memory = estimated_bytes(arguments.T, arguments.V, config, ids, as_json=arguments.json)
-    if memory > MEMORY_LIMIT_BYTES:
-        raise ValueError(f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
-                         f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use fewer runs, steps or estimators, or a smaller N")
-    return seconds
+    T, V = arguments.T, arguments.V
+    toy_key = (T, V, arguments.mismatch, arguments.seed, arguments.sampler_model)
+    probed = []
+
+    def probe():
+        probed.append(cost.probe(toy_key, arguments.selection, arguments.baseline, config))
+        return probed[0]
+    refused = cost.refusal(T, V, config, ids, probe, LIMIT_SECONDS,
+                           memory=cost.command_line_bytes(T, V, config, ids, as_json=arguments.json),
+                           limit_note=f" ({COMMAND_LINE_FACTOR} times the page's {PAGE_SECONDS:g} s)")
+    if refused:
+        raise ValueError(refused)
+    return probed[0].wall_seconds(T, V, config)
 
 
 def report(arguments):

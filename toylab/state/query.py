@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toylab.catalogue.aggregation import AGGREGATIONS
-from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
+from toylab.catalogue.estimators import BASELINES, ESTIMATORS, checked_param, resolve_params
 from toylab.catalogue.presets import FRAMEWORKS
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
 from toylab.engine.toy import EXACT_SIZE_LIMIT, make_toy, more_sequences_than, range_problem
@@ -185,9 +185,20 @@ def parse_number(raw, kind, low, high):
     return kind(number) + 0                 # + 0 turns -0.0 into 0.0
 
 
+def normalised(raw, number):
+    """Why the number read from ``raw`` is written differently in the address, for a notice (None if it is not): other
+    numerals than 0–9 ("٣", "３" read as 3), or a sign on zero ("-0" read as 0)."""
+    text = raw.strip()
+    if not text.isascii():
+        return "is written with characters other than ASCII digits"
+    if number == 0 and text[:1] in "+-" and text:
+        return "has a sign on zero"
+    return None
+
+
 def clean_float(value):
-    """The float as the URL writes it (10 significant digits), so a link reopens the same toy."""
-    return float(f"{float(value):.10g}")
+    """The float as the URL writes it (10 significant digits, and 0 for -0), so a link reopens the same toy."""
+    return float(f"{float(value):.10g}") + 0.0
 
 
 def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=DEFAULTS.seed,
@@ -208,6 +219,19 @@ def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=D
                     thresholds=tuple(overrides), baseline=baseline, N=int(N), aggregation=aggregation,
                     top_p=clean_float(top_p), top_k=int(top_k), temperature=clean_float(temperature),
                     precision=precision)
+
+
+def controls_of(settings):
+    """{control's key: its value} of a Settings, as the sidebar's widgets hold them (the keys are the URL names): a
+    threshold as its control holds it, the text of a text threshold (areal's "none", verl's "0.8_1.1") and not what
+    that text parses to (None, a pair). ``make_settings`` of these values gives the Settings back."""
+    controls = {name: getattr(settings, FIELDS.get(name, name)) for name in CONTROL_NAMES}
+    controls["est"] = list(settings.estimators)
+    overrides = {(id, name): value for id, name, value in settings.thresholds}
+    for id in settings.estimators:
+        for name, param in ESTIMATORS[id].params.items():
+            controls[f"{id}.{name}"] = overrides.get((id, name), param.default)
+    return controls
 
 
 def size_problem(T, V, limit=PAGE_SIZE_LIMIT):
@@ -298,6 +322,13 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
     return settings, view, notices
 
 
+def dropped_link_notice(parameters, characters, most_parameters, most_characters):
+    """The notice for a link the server dropped unread: over its most parameters or characters."""
+    return (f"This link has {parameters:,} parameters in {characters:,} characters, over the {most_parameters:,} "
+            f"parameters or {most_characters:,} characters the server reads: it read none of them, and the page shows "
+            "the default view. A link the page writes holds one parameter per control changed from its default.")
+
+
 def view_query(view):
     """{URL name: string} of the view parameters the address shows: those that differ from their default and
     belong to every tab or to the open one (``ViewParameter.shown``)."""
@@ -339,9 +370,17 @@ def _parse_control(params, name, notices):
     if name not in params:
         return CONTROL_PARAMETERS[name].default
     try:
-        return CONTROL_PARAMETERS[name].parse(params[name])
+        value = CONTROL_PARAMETERS[name].parse(params[name])
     except ValueError as why:
         return _fallback(notices, name, params[name], why)
+    _notice_normalised(notices, name, params[name], value, CONTROL_PARAMETERS[name])
+    return value
+
+
+def _notice_normalised(notices, name, raw, value, parameter):
+    """A notice when a number's text is not as the address writes it (``normalised``)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and (why := normalised(raw, value)):
+        notices.append(f"URL parameter {name} = {quoted(raw)} {why}: read as {parameter.to_url(value)}.")
 
 
 def _parse_view(params, name, settings, view, notices):
@@ -350,11 +389,13 @@ def _parse_view(params, name, settings, view, notices):
     if name not in params:
         return parameter.default
     try:
-        return parameter.parse(params[name], settings, view)
+        value = parameter.parse(params[name], settings, view)
     except ValueError as why:
         notices.append(f"URL parameter {name} = {quoted(params[name])} {why}; using the default "
                        f"{name} = {parameter.to_url(parameter.default)}.")
         return parameter.default
+    _notice_normalised(notices, name, params[name], value, parameter)
+    return value
 
 
 def _parse_estimators(params, notices):
@@ -383,13 +424,15 @@ def _parse_thresholds(params, estimators, notices):
             unselected.append(key)
         else:
             try:
-                resolve_params(id, {name: raw})
+                checked_param(id, name, raw)
             except ValueError as error:
                 default = ESTIMATORS[id].params[name].default
                 notices.append(f"URL parameter {key} = {quoted(raw)}: {error}; using the default {key} = {default}.")
             else:
-                thresholds[(id, name)] = raw if isinstance(ESTIMATORS[id].params[name].default, str) \
-                    else float(raw)
+                text = isinstance(ESTIMATORS[id].params[name].default, str)
+                thresholds[(id, name)] = raw if text else clean_float(raw)
+                if not text and (why := normalised(raw, clean_float(raw))):
+                    notices.append(f"URL parameter {key} = {quoted(raw)} {why}: read as {clean_float(raw):g}.")
     for keys, why in ((no_such, "no such estimator threshold"), (unselected, "not among the selected estimators")):
         if keys:
             notices.append(f"URL parameter{'s' if len(keys) > 1 else ''} {listed(keys)} ignored: {why}.")

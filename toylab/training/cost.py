@@ -1,58 +1,234 @@
-"""What a training run costs, estimated before it starts: its seconds and its peak memory.
+"""What a training run costs, known before it runs: its seconds, measured on small copies of it, and its memory.
 
-Seconds, from rates measured on a 2-core machine (rough; the page refuses a run estimated over PAGE_SECONDS,
-the command line over PAGE_SECONDS × COMMAND_LINE_FACTOR):
+Seconds. A run is K + 1 steps of the same work, and a step's seconds depend on more than its sizes: an estimator's
+weight function may cost thirty times another's, the sampler model adds its own tables, and the machine and its load
+set the pace. So a step is timed, not guessed: ``probe`` runs ``train`` for one step (K = 1: two steps' work) on
+copies of the run small enough to take milliseconds, with the same estimators, baseline, optimizer, noise and toy,
+and a line through those times gives a step at the run's size:
 
-    expected mode:  (K + 1) · M · (estimators whose mean is enumerated, not factorised) · SECONDS_PER_ENUMERATED_STEP
-    sampled mode:   (K + 1) · estimators · runs · N · SECONDS_PER_SAMPLED_SEQUENCE
+    expected:  step(M) = a + b·M·f               M = V**T sequences enumerated; copies at T₁ < T₂ ≤ T, the same V,
+                                                 M₂ ≤ PROBE_SEQUENCES, ≤ PROBE_WORK per enumerating estimator but
+                                                 not below PROBE_SEQUENCES_LEAST (the run's own T when M is small)
+    sampled:   step(r, N) = a + b·r + c·r·N      r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
+                                                 run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
+                                                 (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
 
-Bytes, from the arrays the loop keeps and one step's temporaries (measured: about 9 float64 per sampled token
-of a step, 5 per sequence of the toy in expected mode; the constants below leave a margin):
+    seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
+                                                 coefficients below 0 (timing noise) are taken as 0
 
-    records:     8 · estimators · runs · (K + 1) · (T·V + 8)       θ_k and the per-step numbers (runs = 1 expected)
-    one step:    8 · FLOATS_PER_SAMPLED_TOKEN · runs · N · T         sampled mode
-                 8 · FLOATS_PER_ENUMERATED_SEQUENCE · M             expected mode
-    the start:   8 · FLOATS_PER_ENUMERATED_SEQUENCE · M             the toy's diagnostics at θ₀, summed over all M
-                                                                     sequences before the run (its peak, not added)
-    lists:       LISTED_BYTES_PER_VALUE · estimators · runs · (K + 1) · LISTS      the command line's per-step lists
-                 of every run (Python floats in lists), built from the records, which are then freed
-    JSON text:   JSON_BYTES_PER_VALUE · (the same count)           ``--json``: a second list, the text joined, encoded
+Seconds of the thread's CPU, so that other work does not blur the line; a run is refused by the seconds it would take
+on the wall's clock: those, times how much longer the copies took by that clock (a busy server's users wait longer).
 
-    peak = BASE_BYTES (the interpreter, numpy and toylab) + the largest of: records + one step + lists, the start,
-    lists + JSON text. Measured at T = 11, V = 4, 9 estimators, 2,000 steps, N = 64: 110 runs peaked at 1,254 MB
-    (estimated 1,305), 50 runs with --json at 633 MB (estimated 676).
+f (``bandwidth_factor``): M-vectors larger than the largest copy's no longer fit the processor's caches, and numpy
+allocates each temporary afresh, page by page: a number there costs up to 4 times more (measured here from 2**16 to
+2**22). f is that ratio for the run's M against the copy's, measured once per process on a small kernel. (A sampled
+run's arrays, r·N·T numbers, showed no such penalty on the grid of benchmarks/training_cost.py: scaled, its
+predictions were up to 6 times too long.)
+
+(a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
+sequences). A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS × PROBE_DRAWS draws, per
+estimator: a small part of any run worth refusing, and the page keeps the line (``Probe``) for the next settings.
+
+Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
+checks the whole model on a grid):
+
+    records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
+                                                     expected): exact
+    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
+                 sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T
+                                + E·r·(FLOATS_PER_TABLE_ENTRY · T·V + FLOATS_PER_COUNT_PAIR · T² + FLOATS_PER_RUN))
+    run          records + one step: what the page's server adds, refused over MEMORY_LIMIT_BYTES
+    command line BASE_BYTES + the largest of: run + lists, the toy's diagnostics (8·FLOATS_PER_ENUMERATED_SEQUENCE·M),
+                 lists + JSON text; lists: LISTED_BYTES_PER_VALUE per step value of every run (Python floats),
+                 JSON text: JSON_BYTES_PER_VALUE per value (``--json``)
 """
 
-from toylab.engine.recursion import FACTORS
+import functools
+import math
+import time
+from dataclasses import dataclass, replace
 
-SECONDS_PER_ENUMERATED_STEP = 2.5e-8        # one enumerated estimator, one step, per sequence of the toy
-SECONDS_PER_SAMPLED_SEQUENCE = 4e-7         # one drawn sequence of one run of one estimator, one step
+import numpy as np
+
+from toylab.engine.recursion import FACTORS
+from toylab.engine.toy import make_toy
+from toylab.training.loop import TrainingConfig, train
+
 PAGE_SECONDS = 10.0                         # the page refuses a run estimated over this
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
-BASE_BYTES = 150 * 2**20
-FLOATS_PER_SAMPLED_TOKEN = 12
-FLOATS_PER_ENUMERATED_SEQUENCE = 8
-MEMORY_LIMIT_BYTES = 10**9                  # the command line refuses a run estimated over this
+MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over this
+PROBE_SEQUENCES = 2**18                     # the larger copy of an expected run enumerates at most this many …
+PROBE_SEQUENCES_LEAST = 2**16               # … and at least this many when the run does (if its M allows) …
+PROBE_WORK = 2**21                          # … and about this many over all its enumerating estimators
+PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run
+KERNEL_LARGEST = 22                         # bandwidth_factor's kernel runs on arrays of at most 2**22 numbers
+QUICK_PROBE_SECONDS = 0.05                  # a copy is timed again (the least counts) until this is spent …
+PROBE_REPEATS = 5                           # … at most this many times
+BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
+FLOATS_PER_ENUMERATED_SEQUENCE = 12         # measured 6.4 (the default estimators) to 15 (every one)
+FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
+FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
+FLOATS_PER_COUNT_PAIR = 4                   # … its count recursion over (position, count of token 0) …
+FLOATS_PER_RUN = 100                        # … and its per-run numbers (fitted to 8 toys, T = 4 to 16, V = 2 to 8)
 LISTED_BYTES_PER_VALUE = 32                 # a float object and its place in a list
 JSON_BYTES_PER_VALUE = 68
 LISTS = {"expected": 7, "sampled": 5}       # per-step lists of a run (sampled: no rel_bias, step_cosine)
+RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides θ
 
 
-def estimated_seconds(T, V, config, estimator_ids):
-    """Rough seconds of ``training.train`` for these estimators under ``config``."""
+@dataclass(frozen=True)
+class Probe:
+    """A step's seconds as a line through timed copies of a run: a + b·M (expected: b·M scaled by ``bandwidth_factor``
+    beyond the largest copy's ``probed`` sequences) or a + b·r + c·r·N (sampled); and the seconds a run takes to set
+    up (its records, optimizer, generators), measured on the largest copy. Seconds of the thread's CPU; ``slowdown``
+    is how much longer the copies took by the clock on the wall (other work on the machine), at least 1."""
+    mode: str
+    a: float
+    b: float
+    c: float = 0.0
+    setup: float = 0.0
+    probed: int = 1
+    slowdown: float = 1.0
+
+    def step_seconds(self, T, V, runs, N):
+        if self.mode == "expected":
+            return self.a + self.b * V**T * bandwidth_factor(V**T, self.probed)
+        return self.a + self.b * runs + self.c * runs * N
+
+    def seconds(self, T, V, config):
+        """CPU seconds of ``train`` under ``config`` on a toy of T, V."""
+        return self.setup + (config.steps + 1) * self.step_seconds(T, V, config.runs, config.N)
+
+    def wall_seconds(self, T, V, config):
+        """Seconds on the wall's clock: the CPU seconds, as slowed as the copies were."""
+        return self.seconds(T, V, config) * self.slowdown
+
+
+def bandwidth_factor(size, probed):
+    """How many times more a number costs in arrays of ``size`` numbers than in arrays of ``probed`` (1 when not
+    larger): the arrays of a large run leave the processor's caches and are allocated afresh, page by page. Measured
+    once per process and size on a kernel that allocates as the engine does (``_seconds_per_number``)."""
+    if size <= probed:
+        return 1.0
+    return max(1.0, _seconds_per_number(_power_of_two(size)) / _seconds_per_number(_power_of_two(probed)))
+
+
+def _power_of_two(size):
+    return 1 << max(10, min(KERNEL_LARGEST, round(math.log2(size))))
+
+
+@functools.cache
+def _seconds_per_number(size):
+    """Thread CPU seconds per number of z = x·y + x; w = where(z > ½, z, 0); w.sum() on arrays of ``size`` (a power
+    of two), the least of three passes over at least 2**KERNEL_LARGEST numbers."""
+    rng = np.random.default_rng(0)
+    x, y = rng.random(size), rng.random(size)
+    repeats, best = max(1, (1 << KERNEL_LARGEST) // size), float("inf")
+    for _ in range(3):
+        start = time.thread_time()
+        for _ in range(repeats):
+            z = x * y + x
+            np.where(z > 0.5, z, 0.0).sum()
+        best = min(best, time.thread_time() - start)
+    return best / (repeats * size)
+
+
+def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter):
+    """The Probe of ``train`` on the toy of ``toy_key`` (T, V, mismatch, seed, sampler) with ``selection`` ({id:
+    overrides}), ``baseline`` and ``config``'s mode, optimizer and noise (its steps, runs and N are the line's
+    variables); ValueError as ``train`` raises it. ``timer`` measures CPU seconds, ``clock`` the wall's."""
+    T, V, mismatch, seed, sampler = toy_key
+    spent = {"cpu": 0.0, "wall": 0.0}
+
+    def timed(T, runs=1, N=1):
+        """(a step's seconds, the setup's): a step is the time of K = 3 less K = 1, over 2, and the setup what K = 1
+        takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they have taken
+        QUICK_PROBE_SECONDS in all (a short time is a noisy one)."""
+        toy = make_toy(T, V, mismatch, seed, sampler)
+        times, here = {1: float("inf"), 3: float("inf")}, 0.0
+        for _ in range(PROBE_REPEATS):
+            for steps in times:
+                copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N,
+                                      runs=runs, noise=config.noise)
+                start, wall = timer(), clock()
+                train(toy, selection, baseline, copy)
+                cpu, wall = timer() - start, clock() - wall
+                times[steps] = min(times[steps], cpu)
+                here += cpu
+                spent["cpu"] += cpu
+                spent["wall"] += wall
+            if here >= QUICK_PROBE_SECONDS:
+                break
+        step = max(0.0, times[3] - times[1]) / 2
+        return step, max(0.0, times[1] - 2 * step)
+
+    line = _line(timed, T, V, selection, config)
+    return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
+
+
+def _line(timed, T, V, selection, config):
+    """The Probe through the copies ``timed(T, runs, N)`` gives (see ``probe``)."""
     if config.mode == "expected":
-        enumerated = sum(id not in FACTORS for id in estimator_ids)
-        return enumerated * V**T * (config.steps + 1) * SECONDS_PER_ENUMERATED_STEP
-    return len(estimator_ids) * config.runs * config.N * (config.steps + 1) * SECONDS_PER_SAMPLED_SEQUENCE
+        enumerated = max(1, sum(id not in FACTORS for id in selection))
+        largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // enumerated))
+        T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
+        T1 = max(1, T2 - (2 if V < 4 else 1))                              # M₁ ≤ M₂/4: b from the difference
+        large, setup = timed(T2)
+        if T1 == T2:
+            return Probe("expected", large, 0.0, setup=setup, probed=V**T2)
+        small, _ = timed(T1)
+        b = (large - small) / (V**T2 - V**T1) if large > small else large / V**T2    # noise: all of it on b
+        return Probe("expected", max(0.0, small - b * V**T1), b, setup=setup, probed=V**T2)
+    low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
+    runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
+    base, setup = timed(T, 1, low)                                           # a + b + c·low
+    wide, setup = timed(T, runs, low) if runs > 1 else (base, setup)        # a + (b + c·low)·runs
+    deep, setup = timed(T, runs, draws) if draws > low else (wide, setup)   # a + (b + c·draws)·runs
+    c = max(0.0, (deep - wide) / (runs * (draws - low))) if draws > low else 0.0
+    b = max(0.0, (wide - base) / (runs - 1) - c * low) if runs > 1 else 0.0
+    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup)
 
 
-def estimated_bytes(T, V, config, estimator_ids, as_json=False):
-    """Peak bytes of ``python -m toylab train`` for these estimators under ``config`` (an upper estimate): the run,
-    its per-step lists, and their JSON text if ``as_json``."""
+def run_bytes(T, V, config, estimator_ids):
+    """Bytes a run adds while it runs: its records and one step's temporaries (see the module docstring)."""
     runs = config.runs if config.mode == "sampled" else 1
-    records = 8 * len(estimator_ids) * runs * (config.steps + 1) * (T * V + 8)
+    count = len(estimator_ids)
+    records = 8 * count * runs * (config.steps + 1) * (T * V + RECORDED[config.mode])
+    if config.mode == "expected":
+        enumerates = any(id not in FACTORS for id in estimator_ids)
+        step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
+    else:
+        step = 8 * (FLOATS_PER_DRAWN_TOKEN * config.runs * config.N * T
+                    + count * config.runs * (FLOATS_PER_TABLE_ENTRY * T * V + FLOATS_PER_COUNT_PAIR * T * T
+                                             + FLOATS_PER_RUN))
+    return records + step
+
+
+def command_line_bytes(T, V, config, estimator_ids, as_json=False):
+    """Peak bytes of ``python -m toylab train`` (see the module docstring)."""
+    runs = config.runs if config.mode == "sampled" else 1
     values = len(estimator_ids) * runs * (config.steps + 1) * LISTS[config.mode]
     lists, text = LISTED_BYTES_PER_VALUE * values, JSON_BYTES_PER_VALUE * values if as_json else 0
-    enumerated = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T
-    step = 8 * FLOATS_PER_SAMPLED_TOKEN * config.runs * config.N * T if config.mode == "sampled" else enumerated
-    return BASE_BYTES + max(records + step + lists, enumerated, lists + text)
+    diagnostics = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T
+    return BASE_BYTES + max(run_bytes(T, V, config, estimator_ids) + lists, diagnostics, lists + text)
+
+
+def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note=""):
+    """Why a run is refused, in words, or None: its bytes (``memory``, default ``run_bytes``) over
+    MEMORY_LIMIT_BYTES, or its seconds (``probed()``, the Probe: called only when the memory fits) over
+    ``seconds_limit`` (``limit_note`` follows the limit: how it was set)."""
+    memory = run_bytes(T, V, config, estimator_ids) if memory is None else memory
+    fewer = "fewer steps or estimators, or a smaller toy" if config.mode == "expected" else \
+        "fewer steps, estimators or runs, or a smaller N"
+    if memory > MEMORY_LIMIT_BYTES:
+        return (f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
+                f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use {fewer}")
+    seconds = probed().wall_seconds(T, V, config)
+    if seconds > seconds_limit:
+        return (f"this run is estimated at {_seconds(seconds)}, over the limit of {seconds_limit:,.0f} s{limit_note}; "
+                f"use {fewer}")
+    return None
+
+
+def _seconds(seconds):
+    return f"{seconds:,.0f} s" if seconds >= 10 else f"{seconds:.1f} s"

@@ -2,19 +2,27 @@
 
     file_bytes            the file as given (an upload, or a file on disk), compressed or not
     text_bytes            a text log after decompression: counted as the decompressor delivers it
+    gzip_members          members of a gzip file (RFC 1952 allows many, each with its own header; bgzip writes one
+                          per 64 kB of text): counted as each starts (``gunzip``)
     line_bytes            one line of a text log: counted in the same stream, so no line is ever held whole
                           before it is known to fit (a CSV cell may be this long too)
     columns               columns of the file (a CSV header, the keys of the first JSON rows, a Parquet schema)
+    footer_bytes          a Parquet file's metadata (its footer: the schema, and a few dozen bytes per column chunk
+                          of every row group), checked from the file's last 8 bytes before it is parsed: parsed, a
+                          column chunk takes about 800 bytes, so this bounds the chunks and row groups too
     tokens                tokens of the file, masked ones included, and its rows (a row counts as one token
                           even if it holds none; so does a line of text, blank or not, counted in the stream):
                           counted batch by batch, for Parquet from its metadata first
     sequences             sequences of the file, those without a response token included: rows of a row-per-
                           sequence log, distinct ids of a row-per-token log (counted as the ids are met)
     tokens_per_sequence   tokens of one sequence
+    steps                 steps of a run read (the first ones, in step order; a notice says how many of how many)
+    run_seconds           seconds a run's reading may take: the steps read by then are shown, with that notice
 
 A log within the bounds reads in under 1 GB (the command line) and adds under 300 MB to the page's server
 (``benchmarks/hostile_upload.py`` measures both). Units are decimal: 1 MB = 1,000,000 bytes, as in
-Streamlit's uploader. A bound exceeded is one ``LogError`` line that names it.
+Streamlit's uploader. A bound exceeded is one ``LogError`` line that names it; a run over its steps or its seconds is
+shown as far as it was read, with a notice (``steps.step_summaries``).
 
 Values are bounded too: a log-ratio |log ρ_t| = |log π − log μ| above LOG_RATIO_LIMIT (ρ_t² would not fit in
 float64, and the token χ² needs it) and a reward above REWARD_LIMIT in size are refused, with their row.
@@ -40,11 +48,15 @@ class Bounds:
     """The largest log a reader accepts (see the module docstring)."""
     file_bytes: int
     text_bytes: int = 1_000 * MB
+    gzip_members: int = 100_000
     line_bytes: int = 16 * MB
     columns: int = 1_000
+    footer_bytes: int = 4 * MB
     tokens: int = 2_000_000
     sequences: int = 250_000
     tokens_per_sequence: int = 1_000_000
+    steps: int = 10_000
+    run_seconds: int = 600
 
     def but(self, **changes):
         return replace(self, **changes)
@@ -57,6 +69,8 @@ class Bounds:
         value = getattr(self, field)
         if field.endswith("bytes"):
             return f"{value / MB:,.0f} MB" if value % MB == 0 else f"{value:,} bytes"
+        if field.endswith("seconds"):
+            return f"{value:,} s"
         return f"{value:,}"
 
     def exceeded(self, name, field, what):
@@ -64,20 +78,25 @@ class Bounds:
         return LogError(f"{name}: {what} is over the limit of {self.amount(field)} {UNITS[field]}; {ADVICE[field]}")
 
 
-SHORT = {"file_bytes": "file size", "text_bytes": "text once decompressed", "line_bytes": "one line of text",
-         "columns": "columns", "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
-         "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence"}
-UNITS = {"file_bytes": "per file", "text_bytes": "of text once decompressed", "line_bytes": "per line of text",
-         "columns": "columns per file", "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
+SHORT = {"file_bytes": "file size", "text_bytes": "text once decompressed", "gzip_members": "gzip members",
+         "line_bytes": "one line of text", "columns": "columns", "footer_bytes": "a Parquet file's metadata (its footer)",
+         "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
+         "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence",
+         "steps": "steps of a run read (the first ones)", "run_seconds": "reading a run (the steps read by then)"}
+UNITS = {"file_bytes": "per file", "text_bytes": "of text once decompressed", "gzip_members": "gzip members per file",
+         "line_bytes": "per line of text", "columns": "columns per file", "footer_bytes": "of Parquet metadata",
+         "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
          "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence"}
 ADVICE = {"file_bytes": "compress it (.gz) or keep fewer sequences",
           "text_bytes": "keep fewer sequences or columns",
+          "gzip_members": "recompress it as one member (gzip -dc FILE | gzip)",
           "line_bytes": "a sequence this long fits in Parquet (a list column), or keep fewer columns",
           "columns": "keep the log-prob, mask, reward and id columns",
+          "footer_bytes": "write it in fewer row groups (pyarrow's default row_group_size), or keep fewer columns",
           "tokens": "keep fewer sequences (a random sample estimates the same numbers)",
           "sequences": "keep fewer sequences (a random sample estimates the same numbers)",
           "tokens_per_sequence": "keep shorter sequences"}
-PAGE_BOUNDS = Bounds(file_bytes=50 * MB)                       # an upload on the page
+PAGE_BOUNDS = Bounds(file_bytes=50 * MB, steps=1_000, run_seconds=30)      # an upload on the page
 CLI_BOUNDS = Bounds(file_bytes=200 * MB, tokens=4_000_000)     # python -m toylab inspect, and load_log
 
 

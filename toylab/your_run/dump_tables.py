@@ -14,6 +14,7 @@ import pyarrow.json as pa_json
 
 from toylab.your_run.bounds import MB
 from toylab.your_run.files import LogError
+from toylab.your_run.text_rows import first_line, loads
 
 CANONICAL = {"sampler": "sampler_logprobs", "trainer": "trainer_logprobs", "mask": "mask", "reward": "reward",
              "advantage": "advantage"}
@@ -108,9 +109,11 @@ def _first_bad_row(name, raw, schema):
             continue
         row += 1
         try:
-            record = json.loads(line)
-        except ValueError as error:
+            record = loads(line)
+        except json.JSONDecodeError as error:
             return LogError(f"{name}: row {row} is not valid JSON ({error.msg} at character {error.colno})")
+        except ValueError as error:                     # nested too deeply, or an integer of over 4,300 digits
+            return LogError(f"{name}: row {row} cannot be read ({first_line(error)})")
         for field in schema:
             value = record.get(field.name)
             problem = _misfit(value, field.type)

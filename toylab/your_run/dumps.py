@@ -32,7 +32,6 @@ a known layout that holds no log is ``LeftOut`` with its reason, which becomes a
 """
 
 import io
-import json
 import os
 import re
 from collections.abc import Callable
@@ -54,6 +53,7 @@ from toylab.your_run.dump_tables import (
     sequence_sums,
 )
 from toylab.your_run.files import LogError, LogFile
+from toylab.your_run.text_rows import loads
 from toylab.your_run.torch_dumps import LeftOut, Part, read_payload, torch_payload
 
 PICKLE_EXTENSIONS = (".pkl", ".pickle")
@@ -93,8 +93,8 @@ def _extension(name):
 def _first_record(head):
     """The first line of a JSON Lines head as a dict (None if it is not one)."""
     try:
-        first = json.loads(head.split(b"\n", 1)[0])
-    except ValueError:
+        first = loads(head.split(b"\n", 1)[0])
+    except ValueError:                                  # not JSON, nested too deeply, or an integer too long
         return None
     return first if isinstance(first, dict) else None
 
@@ -137,7 +137,7 @@ def _miles_trajectory(name, data, path, allow_torch, bounds):
 
 def _nemo(name, data, path, allow_torch, bounds):
     raw = _text(name, data, path, bounds)
-    first = json.loads(raw.split(b"\n", 1)[0])
+    first = loads(raw.split(b"\n", 1)[0])
     present = [field for field in NEMO_FIELDS if field in first]
     schema = pa.schema([(field, pa.list_(pa.list_(pa.float64()) if NEMO_FIELDS[field] == "numbers"
                                          else pa.float64())) for field in present])

@@ -19,9 +19,10 @@ characters each).
 """
 
 import codecs
-import gzip
 import io
 import os
+import stat
+import struct
 import zlib
 from dataclasses import dataclass
 
@@ -34,6 +35,7 @@ import pyarrow.parquet as pq
 
 from toylab.text import quoted
 from toylab.your_run.bounds import CLI_BOUNDS, MB, Bounds, CountedText, LogError, buffered
+from toylab.your_run.gunzip import Gunzipped
 from toylab.your_run.text_rows import (
     SHOWN_ITEMS,
     checked,
@@ -79,7 +81,7 @@ class LogFile:
     def counted(self):
         """The file's bytes as a binary stream, decompressed and counted (``bounds.CountedText``)."""
         raw = open(self.path, "rb") if self.data is None else io.BytesIO(self.data)
-        source = gzip.GzipFile(fileobj=raw) if self.compressed else raw
+        source = Gunzipped(self.name, self.bounds, raw) if self.compressed else raw
         return CountedText(self.name, self.bounds, raw, source, self.size)
 
     def raw(self):
@@ -117,16 +119,43 @@ def open_log_file(name, data=None, path=None, bounds=CLI_BOUNDS):
         if not head.startswith(PARQUET_MAGIC):
             raise LogError(f"{name}: not a Parquet file: it does not start with PAR1 "
                            f"(it looks like {_looks_like(head)})")
+        _check_footer(file)
         return file
     _check_text(file)
     return file
 
 
+def _check_footer(file):
+    """A Parquet file's metadata within ``bounds.footer_bytes``, from its last 8 bytes (the footer's length, then
+    PAR1), before anything parses it; a file without that tail is left to pyarrow to refuse."""
+    tail = file.data[-8:] if file.data is not None else _tail(file.path, 8)
+    if len(tail) == 8 and tail.endswith(PARQUET_MAGIC):
+        length = struct.unpack("<I", tail[:4])[0]
+        if length > file.bounds.footer_bytes:
+            raise file.bounds.exceeded(file.name, "footer_bytes", f"its metadata ({length:,} bytes)")
+
+
+def _tail(path, size):
+    with open(path, "rb") as stream:
+        stream.seek(max(0, os.path.getsize(path) - size))
+        return stream.read(size)
+
+
 def _size(name, path):
+    return regular_file(name, path).st_size
+
+
+def regular_file(name, path):
+    """The os.stat of ``path`` (links followed); LogError if it cannot be read or is not a regular file: a pipe, a
+    device or a socket is never opened (reading one may never end)."""
     try:
-        return os.path.getsize(path)
+        status = os.stat(path)
     except OSError as error:
         raise LogError(f"{name}: cannot read the file ({error.strerror or error})") from None
+    if not stat.S_ISREG(status.st_mode):
+        what = "a directory" if stat.S_ISDIR(status.st_mode) else "a pipe, a device or a socket"
+        raise LogError(f"{name}: not a regular file ({what}); only regular files are read")
+    return status
 
 
 def _head(path, size=8):
@@ -296,7 +325,18 @@ def _arrow_shown(column, row, kind):
         return shown(_decoded(pc.list_flatten(value)).slice(0, SHOWN_ITEMS + 1).to_pylist())
     if pa.types.is_nested(value.type):
         return f"a {value.type}"[:40]
+    if not _valid(value):
+        return "text that is not valid UTF-8"
     return shown(value.to_pylist()[0])
+
+
+def _valid(array):
+    """Whether the array's text (if any) is valid UTF-8: Parquet can store any bytes in a string column."""
+    try:
+        array.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
 
 
 def _python_kind(value):
@@ -383,7 +423,7 @@ def _parquet(file):
         parquet = pq.ParquetFile(file.path if file.data is None else pa.BufferReader(file.data),
                                  buffer_size=PARQUET_BUFFER, pre_buffer=False)     # pages read as decoded
         names = parquet.schema_arrow.names
-    except (pa.ArrowException, OSError) as error:
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as error:
         raise LogError(f"{file.name}: cannot be read as Parquet ({quoted(first_line(error), 80)})") from None
     bounds, metadata = file.bounds, parquet.metadata
     if len(names) > bounds.columns or metadata.num_columns > bounds.columns:
@@ -472,6 +512,9 @@ def _cast(file, array, column, kind, first_row):
     if kind == "key":
         if kind_found not in ("number", "text", "empty") or pa.types.is_nested(array.type):
             raise LogError(f"{file.name}: column {quoted(column)} holds {_described(kind_found)}, not sequence ids")
+        if not _valid(array):
+            row = first_row + _first_invalid(array) + 1
+            raise LogError(f"{file.name}: row {row}, column {quoted(column)}: the id is not valid UTF-8 text")
         return _converted(file, array, column, pa.string())
     wanted = {"number": ("number",), "flag": ("number", "bool"), "numbers": ("list",),
               "flags": ("list", "bools")}[kind]
@@ -492,6 +535,15 @@ def _converted(file, array, column, type):
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
         raise LogError(f"{file.name}: column {quoted(column)}: its {array.type} values cannot be read as "
                        f"{type} ({quoted(first_line(error), 60)})") from None
+
+
+def _first_invalid(array):
+    """The first element whose text is not valid UTF-8 (the array holds one), by halving: O(len(array))."""
+    low, high = 0, len(array)                   # the first invalid element lies in [low, high)
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if _valid(array.slice(low, middle - low)) else (low, middle)
+    return low
 
 
 def _first_valid(array):

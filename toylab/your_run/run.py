@@ -20,8 +20,6 @@ the log and dump extensions are read.
 import io
 import os
 import re
-import zipfile
-import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
@@ -29,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from toylab.text import quoted
+from toylab.your_run.archives import member_bytes, open_archive
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.columns import choose
 from toylab.your_run.dumps import (
@@ -41,12 +41,13 @@ from toylab.your_run.dumps import (
     dump_kind,
     read_dump,
 )
-from toylab.your_run.files import EXTENSIONS, LogError, open_log_file, preview, read_batches
+from toylab.your_run.files import EXTENSIONS, LogError, open_log_file, preview, read_batches, regular_file
 from toylab.your_run.log import RolloutLog, read_log
 
-STEP = re.compile(r"(?:^|[^a-z])(?:global_)?(?:train_data_)?step[_-]?(\d+)", re.IGNORECASE)
-RANK = re.compile(r"(?:^|[^a-z])rank[_-]?(\d+)", re.IGNORECASE)
-BARE = re.compile(r"^(\d+)(?:_(\d+))?$")
+STEP = re.compile(r"(?:^|[^a-z])(?:global_)?(?:train_data_)?step[_-]?(\d+)", re.IGNORECASE | re.ASCII)
+RANK = re.compile(r"(?:^|[^a-z])rank[_-]?(\d+)", re.IGNORECASE | re.ASCII)
+BARE = re.compile(r"^(\d+)(?:_(\d+))?$", re.ASCII)
+STEP_DIGITS = 15                  # a step or rank below 10**15: exact in float64, and on a chart's axis
 RUN_EXTENSIONS = (*EXTENSIONS, ".gz", *TORCH_EXTENSIONS, *PICKLE_EXTENSIONS)
 STEP_COLUMN = "step"
 MAX_FILES = 10_000
@@ -65,16 +66,13 @@ class RunFile:
     archive: object = field(default=None, repr=False)       # zipfile.ZipFile holding the member ``name``
 
     def loaded(self, bounds):
-        """This file with its bytes in ``data`` (a zip member is read now, refused first if over the bounds)."""
+        """This file with its bytes in ``data`` (a zip member is read now, within the bounds: ``archives``); a file on
+        disk as it is, if it is a regular file (a pipe named step_1.jsonl would never end)."""
+        if self.path is not None:
+            regular_file(self.name, self.path)
         if self.archive is None:
             return self
-        size = self.archive.getinfo(self.name).file_size
-        if size > bounds.file_bytes:
-            raise bounds.exceeded(self.name, "file_bytes", f"the file ({size:,} bytes uncompressed)")
-        try:
-            return replace(self, data=self.archive.read(self.name), archive=None)
-        except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as error:
-            raise LogError(f"{self.name}: cannot be read from the archive ({error})") from None
+        return replace(self, data=member_bytes(self.archive, self.name, bounds), archive=None)
 
 
 @dataclass(frozen=True)
@@ -91,14 +89,22 @@ def step_and_rank(name):
     """(step, rank) from a run file's path; either is None when the path does not say."""
     parts = name.replace("\\", "/").split("/")
     stem = parts[-1].split(".")[0]
-    steps = [int(match) for part in parts for match in STEP.findall(part)]
-    ranks = [int(match) for part in parts for match in RANK.findall(part)]
+    steps = [_number(name, match) for part in parts for match in STEP.findall(part)]
+    ranks = [_number(name, match) for part in parts for match in RANK.findall(part)]
     bare = BARE.match(stem)
     if not steps and bare:
-        steps = [int(bare.group(1))]
+        steps = [_number(name, bare.group(1))]
         if bare.group(2) is not None and not ranks:
-            ranks = [int(bare.group(2))]
+            ranks = [_number(name, bare.group(2))]
     return (steps[-1] if steps else None), (ranks[-1] if ranks else None)
+
+
+def _number(name, digits):
+    """A step or rank number from a path; LogError naming the file if it has over STEP_DIGITS digits."""
+    if len(digits.lstrip("0")) > STEP_DIGITS:
+        raise LogError(f"{quoted(name)}: its path names a step or rank of {len(digits):,} digits, over "
+                       f"{STEP_DIGITS}; rename the file")
+    return int(digits)
 
 
 def is_run_file(name):
@@ -123,14 +129,12 @@ def directory_files(root):
     return found
 
 
-def zip_files(name, data, bounds):
-    """The RunFiles in a zip archive in memory, each read (and bounded by ``bounds.file_bytes``) only when its step
-    is; the members' declared sizes may sum to ``bounds.text_bytes`` at most."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-        members = [member for member in archive.infolist() if not member.is_dir() and is_run_file(member.filename)]
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError) as error:
-        raise LogError(f"{name}: not a readable zip archive ({error})") from None
+def zip_files(name, source, bounds):
+    """The RunFiles in a zip archive (``source``: its bytes, or its path), each read (and bounded by
+    ``bounds.file_bytes``) only when its step is; the members' declared sizes may sum to ``bounds.text_bytes`` at
+    most. The archive's directory is checked before it is parsed, and a name in it twice is refused (``archives``)."""
+    archive = open_archive(name, io.BytesIO(source) if isinstance(source, bytes) else source)
+    members = [member for member in archive.infolist() if not member.is_dir() and is_run_file(member.filename)]
     if len(members) > MAX_FILES:
         raise LogError(f"{name}: more than {MAX_FILES:,} log files")
     total = sum(member.file_size for member in members)
@@ -311,10 +315,11 @@ def _split_by_step_column(file, bounds, allow_torch, **explicit):
     steps = np.concatenate([batch.column(0).to_numpy(zero_copy_only=False)
                             for _, batch, _ in read_batches(log_file, {column: "number"}, first_rows)])
     of_sequence = steps[log.rows - 1]
-    if not np.all(np.isfinite(of_sequence) & (of_sequence == np.round(of_sequence))):
-        bad = int(np.argmax(~(np.isfinite(of_sequence) & (of_sequence == np.round(of_sequence)))))
+    whole = np.isfinite(of_sequence) & (of_sequence == np.round(of_sequence)) & (np.abs(of_sequence) < 10**STEP_DIGITS)
+    if not np.all(whole):
+        bad = int(np.argmax(~whole))
         raise LogError(f"{file.name}: row {log.rows[bad]}, column {column!r}: {of_sequence[bad]:g} is not a step "
-                       "number (a whole number)")
+                       f"number (a whole number of at most {STEP_DIGITS} digits)")
     for step in np.unique(of_sequence):
         yield int(step), subset(log, np.flatnonzero(of_sequence == step))
 

@@ -13,6 +13,7 @@ the extremes) has no ± 2 se: its early range is the early values' range widened
 """
 
 import math
+import time
 
 from toylab.your_run.applied import on_log
 from toylab.your_run.magnitudes import magnitudes
@@ -53,6 +54,25 @@ def step_summary(step, files, log, selection):
 def failed_step(step, files, error):
     """The summary of a step that could not be read: its files and the one-line error."""
     return {"step": step, "files": list(files), "error": error}
+
+
+def step_summaries(step_logs, steps, selection, bounds, progress=None, clock=time.monotonic):
+    """(summaries, notice) of a run's StepLogs (``run.step_logs``, in step order): a ``step_summary`` per step read,
+    or its ``failed_step``; at most ``bounds.steps`` of them, and those read within ``bounds.run_seconds``. ``steps``
+    is how many steps the run has (as far as its paths tell); ``notice`` says how many were read when the bounds
+    stopped the reading ("" when every step was). ``progress(index, step)`` is called before each step is summarised."""
+    summaries, start = [], clock()
+    for index, step in enumerate(step_logs):
+        if index == bounds.steps or clock() - start > bounds.run_seconds:
+            limit = f"at most {bounds.steps:,} steps" if index == bounds.steps else \
+                f"as many steps as {bounds.run_seconds:,} s allow"
+            return summaries, (f"The first {index:,} steps of {max(steps, index + 1):,} were read: {limit} of a run "
+                               "are read here.")
+        if progress is not None:
+            progress(index, step)
+        summaries.append(failed_step(step.step, step.files, step.error) if step.log is None
+                         else step_summary(step.step, step.files, step.log, selection))
+    return summaries, ""
 
 
 def series_keys(summaries):

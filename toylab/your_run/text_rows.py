@@ -98,13 +98,24 @@ def checked(file, value, row, column, kind):
     where = f"{file.name}: row {row}, column {quoted(column)}"
     if kind == "key":
         if isinstance(value, str | int) and not isinstance(value, bool):
-            return str(value)
+            return unicode(str(value), f"{where}: the id")
         raise LogError(f"{where}: {shown(value)} is not a sequence id (text or an integer)")
     if kind in ("number", "flag"):
         return number(value, kind == "flag", where)
     if not isinstance(value, list):
         raise LogError(f"{where}: {shown(value)} where a list of numbers is expected")
     return [number(item, kind == "flags", f"{where}, element {index + 1}") for index, item in enumerate(value)]
+
+
+def unicode(text, what):
+    """The text, if it is valid Unicode; else LogError '<what> … is not valid Unicode' (JSON's escapes can write a
+    lone surrogate, \\ud800 to \\udfff, which no UTF-8 text holds)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise LogError(f"{what} {quoted(text)} is not valid Unicode (it holds a lone surrogate, \\ud800 to "
+                       "\\udfff)") from None
+    return text
 
 
 def number(value, boolean_allowed, where):
@@ -192,6 +203,8 @@ def json_record(file, row, line):
         raise LogError(f"{file.name}: row {row} is not a JSON object but {shown(record)}")
     if len(record) > file.bounds.columns:
         raise file.bounds.exceeded(file.name, "columns", f"row {row} ({len(record):,} keys)")
+    for key in record:
+        unicode(key, f"{file.name}: row {row}: the column name")
     return record
 
 

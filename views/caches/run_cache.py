@@ -11,7 +11,7 @@ import hashlib
 from toylab.your_run.bounds import PAGE_BOUNDS
 from toylab.your_run.files import LogError
 from toylab.your_run.run import step_logs, uploaded_files, zip_files
-from toylab.your_run.steps import departures, failed_step, step_summary
+from toylab.your_run.steps import departures, step_summaries
 from views.caches.bounded_cache import ByteBoundedCache
 from views.caches.work_slots import give_back_memory, log_work
 
@@ -38,23 +38,24 @@ def run_files(sources):
 
 
 def run_summaries(sources, selection, progress):
-    """(summaries, departures) of the run; ``selection`` is ((id, ((name, value), ...)), ...); ``progress(share,
-    text)`` is called before each step is read (share None: waiting for the reading slot)."""
+    """(summaries, departures, notice: how many steps were read if the page's bounds cut the run short, else "")
+    of the run; ``selection`` is ((id, ((name, value), ...)), ...); ``progress(share, text)`` is called before each
+    step is read (share None: waiting for the reading slot)."""
     def build():
         chosen = {id: dict(params) for id, params in selection}
-        files = run_files(sources)
-        steps = sorted({file.step for file in files if file.step is not None})
-        summaries = []
         with log_work(waiting=lambda: progress(None, "Waiting for another log to be read (one at a time) …")):
             try:
-                for index, step in enumerate(step_logs(files, bounds=PAGE_BOUNDS, allow_torch=False)):
-                    progress(min(1.0, index / max(len(steps), 1)), f"Reading step {step.step} ({index + 1} of "
-                                                                    f"{max(len(steps), index + 1)}) …")
-                    summaries.append(failed_step(step.step, step.files, step.error) if step.log is None
-                                     else step_summary(step.step, step.files, step.log, chosen))
+                files = run_files(sources)
+                steps = len({file.step for file in files if file.step is not None})
+
+                def reading(index, step):
+                    progress(min(1.0, index / max(steps, 1)),
+                             f"Reading step {step.step} ({index + 1} of {max(steps, index + 1)}) …")
+                summaries, cut = step_summaries(step_logs(files, bounds=PAGE_BOUNDS, allow_torch=False), steps,
+                                                chosen, PAGE_BOUNDS, reading)
             finally:
                 give_back_memory()            # the steps' buffers, whether the reading finished, failed or was stopped
         if all("error" in summary for summary in summaries):
             raise LogError(summaries[0]["error"])
-        return summaries, departures(summaries)
+        return summaries, departures(summaries), cut
     return RUNS.get((digest(sources), selection), build)

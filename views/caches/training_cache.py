@@ -1,6 +1,8 @@
 """Cached computations of the Training tab, keyed on the toy, the trained selection, the baseline and the tab's
 controls; plus the work limits that keep a re-render within seconds on the largest toys."""
 
+from dataclasses import replace
+
 import numpy as np
 import streamlit as st
 
@@ -9,6 +11,8 @@ from toylab.training import cost
 from toylab.training.loop import REFERENCE, cannot_train, train, trained_ids
 from toylab.training.sga import monte_carlo_improvement, second_order, toy_at
 from views.caches import cache
+from views.caches.bounded_cache import ByteBoundedCache
+from views.caches.work_slots import large_work
 
 SGA_CURVE_LRS = tuple(float(lr) for lr in np.logspace(-2, 2, 33))          # 0.01 … 100, the second-order lines
 SGA_SAMPLED_LRS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)     # Monte Carlo points (plus the chosen lr)
@@ -17,6 +21,7 @@ SGA_MOST_BATCHES = 4000         # small N: more batches, cheaply (±2 s.e. under
 SGA_FEWEST_BATCHES = 30
 SECONDS_PER_SECOND_ORDER = 7e-7             # measured: E[ĝᵀHĝ] of one estimator, per sequence of the toy
 LIMIT_SECONDS = cost.PAGE_SECONDS
+TRAJECTORY_CACHE_BYTES = 256 * 2**20        # runs kept over every session (the one just asked for always stays)
 
 
 def trained(settings, mode):
@@ -31,15 +36,40 @@ def left_out(settings, mode):
     return [f"{id} ({why})" for id in settings.estimators if (why := cannot_train(id, mode, settings.N))]
 
 
-def estimated_seconds(settings, config, selection):
-    """A rough time for ``trajectories`` (``training.cost``), to refuse what would freeze the page."""
-    return cost.estimated_seconds(settings.T, settings.V, config, [id for id, _ in selection])
+def refusal(settings, config, selection):
+    """Why ``trajectories`` would not finish within the page's seconds or memory (``training.cost.refusal``), or
+    None. Its memory is known from its sizes; its seconds from a probe of small copies of it, which is kept for the
+    next steps, runs or N (it depends on the toy, the selection, the baseline and the mode, optimizer and noise)."""
+    ids = [id for id, _ in selection]
+    return cost.refusal(settings.T, settings.V, config, ids, lambda: probe(settings.toy_key, selection,
+                                                                          settings.baseline, _probed(config)),
+                        LIMIT_SECONDS)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+def _probed(config):
+    """The config a probe depends on: its mode, optimizer and noise, and runs and N as far as the probe goes."""
+    return replace(config, steps=1, lr=1.0, runs=min(config.runs, cost.PROBE_RUNS), N=min(config.N, cost.PROBE_DRAWS))
+
+
+@st.cache_data(max_entries=64, show_spinner="Timing small copies of the run …")
+def probe(toy_key, selection, baseline, config):
+    """The run's ``cost.Probe``: a line through the timed steps of small copies of it."""
+    return cost.probe(toy_key, {id: dict(params) for id, params in selection}, baseline, config)
+
+
+TRAJECTORIES = ByteBoundedCache(TRAJECTORY_CACHE_BYTES, lambda runs: sum(
+    value.nbytes for trajectory in runs.values() for value in vars(trajectory).values()
+    if isinstance(value, np.ndarray)))
+
+
 def trajectories(toy_key, selection, baseline, config):
-    """{id: Trajectory} of ``training.train`` on the toy; ``selection`` as from ``trained``."""
-    return train(cache.toy(*toy_key), {id: dict(params) for id, params in selection}, baseline, config)
+    """{id: Trajectory} of ``training.train`` on the toy; ``selection`` as from ``trained``. Kept by bytes over every
+    session, shared, never copied (a run's records reach MEMORY_LIMIT_BYTES), and computed in a large-work slot."""
+    def build():
+        work = cost.run_bytes(toy_key[0], toy_key[1], config, [id for id, _ in selection]) // 8
+        with large_work(work):
+            return train(cache.toy(*toy_key), {id: dict(params) for id, params in selection}, baseline, config)
+    return TRAJECTORIES.get((toy_key, selection, baseline, config), build)
 
 
 def sga_batches(N):

@@ -4,11 +4,11 @@ A loaded log is the only large thing here, and it is bounded three ways:
 
 - by bytes across sessions: LOGS keeps at most LOG_CACHE_BYTES of logs, least recently used first out (like the
   toy cache); a log dropped while a session still shows it is read again when that session next needs it;
-- by session: each session leases the one log it shows (a session-scoped resource, released when the session
-  disconnects or shows another file or columns), and a log no session leases is dropped at once; the file's own
-  bytes are held for the session the same way (``shown``), and Streamlit's copy of an upload is dropped as soon as
-  the tab has taken it (Streamlit keeps uploads until a session is shut down, which a closed browser tab's never is:
-  streamlit/streamlit#12607, #9218);
+- by session: each session leases the log it shows and the one it compares with it (session-scoped resources,
+  released when the session disconnects or shows another file or columns), and a log no session leases is dropped
+  at once; the file's own bytes are held for the session the same way (``views.your_run_uploads``, which bounds them
+  over all sessions), and Streamlit's copy of an upload is dropped as soon as the tab has taken it (Streamlit keeps
+  uploads until a session is shut down, which a closed browser tab's never is: streamlit/streamlit#12607, #9218);
 - while it is read or summarised: that work takes the server's one log slot (``work_slots.log_work``), so at most
   one log's working memory exists at a time and one upload keeps at most one core busy, and the file's
   ``bounds.PAGE_BOUNDS`` cap what that work can take.
@@ -24,12 +24,10 @@ which no cache keeps, so the message comes back on every rerun.
 
 import hashlib
 import threading
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from toylab.presentation import run_frames as log_frames
 from toylab.text import clipped
@@ -49,7 +47,6 @@ from views.caches.work_slots import give_back_memory, log_work
 
 LOG_CACHE_BYTES = 200 * 2**20        # logs kept over all sessions (a log at the page's bound is 32 MB and more)
 SHOWN_ENTRIES = 32                   # summaries, and estimator rows, kept
-SESSION_KEY = "_your_run_session"
 LOGS = ByteBoundedCache(LOG_CACHE_BYTES, lambda log: log.nbytes())
 SUMMARIES = ByteBoundedCache(SHOWN_ENTRIES, lambda summary: 1)
 ESTIMATOR_ROWS = ByteBoundedCache(SHOWN_ENTRIES, lambda rows: 1)
@@ -70,62 +67,6 @@ class Source:
         return cls(clipped(name), data, hashlib.sha256(data).hexdigest())
 
 
-@st.cache_resource(scope="session", max_entries=1, show_spinner=False)
-def _session_file(session):
-    """{"source": the Sources this session's tab shows, "run": a run uploaded file by file, "compared": a second log,
-    and the run's notices}: released with the session. ``session`` is a token kept in
-    its session state (Streamlit's own session id is one fixed value in streamlit.testing)."""
-    return {}
-
-
-def _held():
-    return _session_file(st.session_state.setdefault(SESSION_KEY, uuid.uuid4().hex))
-
-
-def shown():
-    """The Sources this session's tab shows (one log, several step files, or a zip), or None."""
-    return _held().get("source")
-
-
-def show(sources):
-    """Show these Sources (a tuple: one log, or a zip of a run), or nothing (None); a run uploaded file by file is let
-    go."""
-    _held().update(source=sources, run={}, refused="", lost=0)
-
-
-def run_in_view():
-    """{file id: Source} of the run uploaded file by file that this session's tab shows ({} when it shows none)."""
-    return _held().get("run", {})
-
-
-def show_run(run, refused="", lost=0):
-    """Show the run ``run`` ({file id: Source}, in upload order); ``refused``: why its files were not kept; ``lost``:
-    how many files in its uploader were let go before (``run_notices``)."""
-    _held().update(source=tuple(run.values()) or None, run=dict(run), refused=refused, lost=lost)
-
-
-def run_notices():
-    """(why the run's last files were refused or "", how many files in its uploader were let go before)."""
-    held = _held()
-    return held.get("refused", ""), held.get("lost", 0)
-
-
-def compared():
-    """The Source this session's tab shows side by side with the first (a second upload), or None."""
-    return _held().get("compared")
-
-
-def show_compared(source):
-    _held()["compared"] = source
-
-
-def drop_uploaded_copies():
-    """Forget Streamlit's copy of this session's uploads (the tab keeps its own, ``shown``)."""
-    context = get_script_run_ctx()
-    if context is not None:
-        context.uploaded_file_mgr.remove_session_files(context.session_id)
-
-
 def _file(source):
     """The source's LogFile: a framework's dump (NeMo-RL, prime-rl) as its canonical table; a torch or pickle file
     refused (an upload is never unpickled)."""
@@ -136,14 +77,20 @@ def _file(source):
 
 
 @st.cache_data(max_entries=8, show_spinner=False)
-def detection(digest, name, _source):
-    """(Preview, Detection) of the file's first rows (at most 100 rows and about 1 MB of them)."""
-    first_rows = preview(_file(_source))
+def detection(digest, name, _source, _progress):
+    """(Preview, Detection) of the file's first rows (at most 100 rows and about 1 MB of them), read in the log slot
+    (a Parquet footer is parsed there too)."""
+    with log_work(waiting=lambda: _progress(None)):
+        try:
+            first_rows = preview(_file(_source))
+        finally:
+            give_back_memory()
     return first_rows, detect(first_rows)
 
 
-def rollout_log(source, columns, progress):
-    """The RolloutLog with these Columns, leased by this session; read (reporting ``progress``) if no session has it."""
+def rollout_log(source, columns, progress, compared=False):
+    """The RolloutLog with these Columns, leased by this session (as the log it shows, or as the one it compares with
+    it: two leases, so that each is read once); read (reporting ``progress``) if no session has it."""
     key = (source.digest, columns)
 
     def build():
@@ -154,7 +101,7 @@ def rollout_log(source, columns, progress):
             finally:
                 give_back_memory()            # the reading's buffers, whether it finished, failed or was stopped
     log = LOGS.get(key, build)
-    _lease(key)
+    (_lease_compared if compared else _lease)(key)
     return log
 
 
@@ -171,17 +118,29 @@ def _release(key):
 
 @st.cache_resource(scope="session", max_entries=1, show_spinner=False, on_release=_release)
 def _lease(key):
-    """This session's hold on the log ``key``: one per session, released when it disconnects or leases another."""
+    """This session's hold on the log ``key`` it shows: one per session, released when it disconnects or leases
+    another."""
+    return _take(key)
+
+
+@st.cache_resource(scope="session", max_entries=1, show_spinner=False, on_release=_release)
+def _lease_compared(key):
+    """This session's hold on the log ``key`` it compares with the one it shows, as ``_lease``."""
+    return _take(key)
+
+
+def _take(key):
     with _leases_lock:
         _leases[key] += 1
     return key
 
 
-def summary(source, columns, progress):
-    """The log's statistics, magnitudes, frameworks' metrics, notices and the frames of its charts."""
+def summary(source, columns, progress, compared=False):
+    """The log's statistics, magnitudes, frameworks' metrics, notices and the frames of its charts (``compared``: of
+    the log compared with the one shown, ``rollout_log``)."""
     def build():
         with log_work(waiting=lambda: progress(None)):
-            log = rollout_log(source, columns, progress)
+            log = rollout_log(source, columns, progress, compared)
             return {"statistics": log_statistics(log), "magnitudes": magnitudes(log),
                     "frameworks": by_framework(framework_metrics(log)), "notices": log.notices,
                     "tokens": log_frames.token_histogram_frame(log),

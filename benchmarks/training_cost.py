@@ -1,0 +1,119 @@
+"""Training's cost model (toylab/training/cost.py) against the runs it predicts, on a grid of T, V, N, runs, steps and
+estimators, in both modes.
+
+    python benchmarks/training_cost.py [--json out.json] [--quick]
+
+Each point runs in a fresh process: the model's prediction first (the probe of small copies, timed; the memory from
+the sizes), then the run itself, ``train``, timed by its thread's CPU time (what the probe measures: the page's server
+runs other sessions' work beside it) and by the wall clock (against the probe's CPU seconds times its slowdown), its added memory the rise of the process's resident
+high-water mark (VmHWM) over its resident size just before. Printed: predicted and measured seconds and MB, their
+ratio (predicted / measured), the probe's own seconds, and the load average (2 shared cores here: a loaded machine
+slows the run and the probe alike, but not always by as much).
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = "naive,tok_is,tok_tis,tok_mis,seq_is,seq_tis,seq_mis,geo_rs"
+CHILD = """
+import json, sys, time
+from pathlib import Path
+from toylab import make_toy
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.engine.sampler import DEFAULT_SAMPLER
+from toylab.training import cost
+from toylab.training.loop import TrainingConfig, train, trained_ids
+
+def rss(field):
+    line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith(field))
+    return int(line.split()[1]) * 1024
+
+point = json.loads(sys.argv[1])
+ids = list(ESTIMATORS) if point["estimators"] == "all" else point["estimators"].split(",")
+config = TrainingConfig(steps=point["steps"], mode=point["mode"], N=point["N"], runs=point["runs"])
+ids = trained_ids(ids, config.mode, config.N)
+selection = {id: {} for id in ids}
+start = time.perf_counter()
+line = cost.probe((point["T"], point["V"], 0.3, 0, DEFAULT_SAMPLER), selection, "none", config)
+probe_seconds = time.perf_counter() - start
+toy = make_toy(point["T"], point["V"])
+before = rss("VmRSS")
+wall, cpu = time.perf_counter(), time.thread_time()
+train(toy, selection, "none", config)
+cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+print(json.dumps({"trained": len(ids), "predicted_s": line.seconds(point["T"], point["V"], config),
+                  "predicted_wall_s": line.wall_seconds(point["T"], point["V"], config),
+                  "cpu_s": cpu, "wall_s": wall, "probe_s": probe_seconds,
+                  "predicted_mb": cost.run_bytes(point["T"], point["V"], config, ids) / 1e6,
+                  "measured_mb": (rss("VmHWM") - before) / 1e6}))
+"""
+
+
+def grid(quick):
+    """The points: every size in both modes, with the default estimators and with all of them."""
+    expected = [(6, 4, 200), (8, 4, 100), (10, 4, 20), (11, 4, 5), (16, 2, 100), (20, 2, 10), (8, 5, 20), (7, 8, 5),
+                (12, 3, 10)]
+    sampled = [(6, 4, 64, 8, 100), (6, 4, 2, 64, 100), (6, 4, 1024, 8, 50), (6, 4, 4096, 32, 5), (16, 2, 2, 64, 50),
+               (16, 2, 256, 16, 20), (10, 4, 64, 1, 200), (6, 8, 512, 64, 10)]
+    points = []
+    for estimators in (DEFAULT, "all"):
+        scale = 1 if estimators == DEFAULT else 10
+        for T, V, steps in expected:
+            points.append({"mode": "expected", "T": T, "V": V, "steps": max(2, steps // scale), "N": 64, "runs": 1,
+                           "estimators": estimators})
+        for T, V, N, runs, steps in sampled:
+            points.append({"mode": "sampled", "T": T, "V": V, "steps": max(2, steps // scale), "N": N, "runs": runs,
+                           "estimators": estimators})
+    return points[::4] if quick else points
+
+
+def measure(point):
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(point)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=1800)
+    if done.returncode:
+        raise RuntimeError(done.stderr.strip().splitlines()[-1])
+    return point | json.loads(done.stdout)
+
+
+def label(point):
+    size = f"T={point['T']} V={point['V']}"
+    draws = f" N={point['N']} runs={point['runs']}" if point["mode"] == "sampled" else ""
+    which = "all" if point["estimators"] == "all" else "default"
+    return f"{point['mode']} {size}{draws} K={point['steps']}, {which} ({point['trained']})"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the rows to this file")
+    parser.add_argument("--quick", action="store_true", help="every fourth point")
+    arguments = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
+    rows = []
+    print("| run | predicted CPU s | measured | ratio | predicted wall s | measured | ratio | probe s | predicted MB "
+          "| measured MB | ratio |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for point in grid(arguments.quick):
+        row = measure(point)
+        rows.append(row)
+        print(f"| {label(row)} | {row['predicted_s']:.3g} | {row['cpu_s']:.3g} | {row['predicted_s'] / row['cpu_s']:.2f} "
+              f"| {row['predicted_wall_s']:.3g} | {row['wall_s']:.3g} | {row['predicted_wall_s'] / row['wall_s']:.2f} "
+              f"| {row['probe_s']:.2f} | {row['predicted_mb']:.3g} | {row['measured_mb']:.3g} "
+              f"| {row['predicted_mb'] / max(row['measured_mb'], 0.1):.2f} |", flush=True)
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    worst_time = max(max(r["predicted_s"] / r["cpu_s"], r["cpu_s"] / r["predicted_s"]) for r in rows)
+    worst_wall = max(max(r["predicted_wall_s"] / r["wall_s"], r["wall_s"] / r["predicted_wall_s"]) for r in rows)
+    large = [r for r in rows if r["measured_mb"] >= 10]
+    worst_memory = max(max(r["predicted_mb"] / r["measured_mb"], r["measured_mb"] / r["predicted_mb"]) for r in large)
+    print(f"worst factor: CPU seconds {worst_time:.2f}, wall seconds {worst_wall:.2f} over {len(rows)} runs; memory "
+          f"{worst_memory:.2f} over the {len(large)} runs that add 10 MB or more")
+    if arguments.json:
+        Path(arguments.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
