@@ -2,12 +2,14 @@
 
 import base64
 import re
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
 
-from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.estimators import BASELINES, ESTIMATORS
 from toylab.presentation import charts, frames
+from toylab.state.query import NO_COMPARISON
 from toylab.text import UNDEFINED
 from views import chart_element, presentation, tour
 from views.caches import cache
@@ -45,7 +47,9 @@ SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): th
 }
 PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
 PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
-PRESENT_HEIGHT = 350                     # the scatter beside the table, both in view at 1280×720
+PRESENT_HEIGHT = 300                     # the scatter beside the table, both in view at 1280×720
+COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter
+BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}
 
 
 def swatch(colour):
@@ -93,7 +97,12 @@ def render(settings):
     truncates = bool(table["rel_floor"].gt(0).any())
     marks = tour.marks(settings, "bias_std")
     height = PRESENT_HEIGHT if presentation.on() else frames.SCATTER_HEIGHT
-    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height), settings.N, height, marks)
+    compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
+    before = None
+    if compared not in (NO_COMPARISON, settings.baseline):
+        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
+    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
+                                  marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
     columns = COLUMNS | (SPLIT_COLUMNS if truncates else {})
     if presentation.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
@@ -104,9 +113,14 @@ def render(settings):
     else:
         st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
         _notes(st, settings, table, same, truncates)
-    st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
-                       mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
-                                             f"{UNDEFINED} marks an undefined number, its reason in the note column")
+    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
+        st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
+                           mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
+                                                 f"{UNDEFINED} marks an undefined number, its reason in the note column")
+        st.radio("compare with the baseline", (NO_COMPARISON, *BASELINES), key=COMPARE_KEY, persist_state="session",
+                 horizontal=True, format_func=lambda name: name if name == NO_COMPARISON else f"b = {BASELINE_VALUES[name]}",
+                 help="Draw each estimator also at this baseline, hollow, with a line to where it is at the sidebar's: "
+                      "what the baseline moves.", width="content")
     if not presentation.on():
         chart_element.draw(st, chart)
     with st.expander(f"Formulas of the {len(settings.estimators)} selected estimators"):

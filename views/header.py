@@ -9,6 +9,7 @@ same numbers — with the introduction and what each number is in its tooltip.
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, KEYS
+from toylab.text import headline
 from views import presentation
 from views.caches import cache
 
@@ -22,11 +23,11 @@ def metrics(settings):
     d = cache.toy_diagnostics(settings.toy_key)
     numbers = [
         ("M sequences", "M", f"{d.M:,}", "M = V**T: every sequence is enumerated, so every number here is exact."),
-        ("J = E_π[r]", "J", f"{d.J:.4f}", "The objective the trainer climbs: expected reward under the trainer π."),
-        ("E_μ[r] logged", "E_μ[r]", f"{d.logged_reward:.4f}",
+        ("J = E_π[r]", "J", headline(d.J), "The objective the trainer climbs: expected reward under the trainer π."),
+        ("E_μ[r] logged", "E_μ[r]", headline(d.logged_reward),
          "The mean reward a rollout log shows: sequences come from the sampler μ, so this is not J."),
-        ("‖∇J‖", "‖∇J‖", f"{d.grad_norm:.4f}", "Norm of the true policy gradient; every relative error divides by it."),
-        ("KL(μ‖π)", "KL(μ‖π)", f"{d.kl_mu_pi:.4f}",
+        ("‖∇J‖", "‖∇J‖", headline(d.grad_norm), "Norm of the true policy gradient; every relative error divides by it."),
+        ("KL(μ‖π)", "KL(μ‖π)", headline(d.kl_mu_pi),
          "Σ_t KL_t(μ_t‖π_t) = −E_μ[log W]: how far the sampler is from the trainer (0 when they agree)."),
         ("χ²_seq", "χ²_seq", f"{d.chi2_seq:.4g}",
          "E_μ[W²] − 1 = ∏_t(1 + χ²_t) − 1: the variance of the sequence ratio W; it grows exponentially in T."),

@@ -28,14 +28,27 @@ def _long(rows, keys, metrics):
         .assign(metric=lambda f: f["metric"].map(METRICS))
 
 
-def threshold_frame(rows, best):
-    """(estimator, parameter, threshold, chosen, best, metric, value); ``best`` = sweeps.best_thresholds(rows).
-    Relative bias keeps its zeros (a linear axis); std and RMSE drop what a log axis cannot show."""
+def threshold_frame(rows, best, batch=""):
+    """(estimator, parameter, threshold, chosen, best, batch, metric, value); ``best`` = sweeps.best_thresholds(rows),
+    ``batch`` names the batch size ("N = 64"). Relative bias keeps its zeros (a linear axis); std and RMSE drop what a
+    log axis cannot show."""
     frame = pd.DataFrame(rows)
     frame["best"] = [row["threshold"] == best[row["estimator"]]["threshold"] for row in rows]
-    long = _long(frame, ["estimator", "parameter", "threshold", "chosen", "best"], METRICS)
+    frame["batch"] = batch
+    long = _long(frame, ["estimator", "parameter", "threshold", "chosen", "best", "batch"], METRICS)
     bias = long["metric"] == METRICS["rel_bias"]
     return pd.concat([long[bias], _positive(long[~bias])], ignore_index=True)
+
+
+def compared_threshold_frame(sweeps):
+    """The threshold frames of one sweep at several batch sizes, [(N, rows, best)], the first the sidebar's: its rows
+    keep every metric; the others' only std and RMSE (the bias does not depend on N), none of them "chosen"."""
+    (N, rows, best), *others = sweeps
+    parts = [threshold_frame(rows, best, f"N = {N:,}")]
+    for N, rows, best in others:
+        other = threshold_frame(rows, best, f"N = {N:,}")
+        parts.append(other[other["metric"] != METRICS["rel_bias"]].assign(chosen=False))
+    return pd.concat(parts, ignore_index=True)
 
 
 def sampler_frame(estimator_rows, parameter="mismatch"):

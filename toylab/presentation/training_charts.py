@@ -72,13 +72,14 @@ def objective_chart(curves, sampled, same=None, marks=None, height=360):
                                 if sampled else ")"))
 
 
-def cosine_chart(curves, sampled, same=None, marks=None):
-    """The cosine to ∇J against step: of the exact mean E ĝ (expected), of the step taken (sampled); 0 marked."""
-    if sampled:
-        return curve_chart(curves, "cosine", sampled, height=260, same=same, marks=marks,
-                           title="cosine to ∇J of the step taken: below 0, the step lowers J")
-    return curve_chart(curves, "cosine", sampled, height=240, same=same, marks=marks,
-                       title="cosine to ∇J of the mean gradient E ĝ (exact): below 0, the flow lowers J")
+def cosine_chart(curves, sampled, same=None, marks=None, height=None, short=False):
+    """The cosine to ∇J against step: of the exact mean E ĝ (expected), of the step taken (sampled); 0 marked.
+    ``short``: a title that fits a narrow column."""
+    what = "the step taken" if sampled else "the mean gradient E ĝ (exact)"
+    title = f"cosine to ∇J of {'the step' if sampled else 'E ĝ'}: below 0, J falls" if short else \
+        f"cosine to ∇J of {what}: below 0, the {'step' if sampled else 'flow'} lowers J"
+    return curve_chart(curves, "cosine", sampled, height=height or (260 if sampled else 240), same=same, marks=marks,
+                       title=title)
 
 
 def step_cosine_chart(curves, same=None):
@@ -87,7 +88,7 @@ def step_cosine_chart(curves, same=None):
                        title="cosine to ∇J of the step Adam takes from E ĝ (it rescales each coordinate)")
 
 
-def logged_chart(frame, estimator, colour, marks=None):
+def logged_chart(frame, estimator, colour, marks=None, height=300):
     """One estimator's J (solid) and the logged reward E_μ[r] (dotted), with the gap between them shaded; a lesson's
     ``marks`` on it."""
     names = {"J": "J = E_π[r] (true)", "logged_reward": "E_μ[r] (what the log shows)"}
@@ -97,11 +98,11 @@ def logged_chart(frame, estimator, colour, marks=None):
         alt.X("step:Q"), alt.Y("J:Q"), alt.Y2("logged_reward:Q"))
     x, y = alt.X("step:Q", title="step k", axis=STEP_AXIS), alt.Y("value:Q", title="reward")
     lines = alt.Chart(long).mark_line(strokeWidth=2.5, color=colour).encode(
-        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="bottom"),
+        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="top", direction="horizontal"),
                              scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
         tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
     annotations = mark_layers(marks) if marks is not None else []
-    return readable(alt.layer(gap, lines, *annotations, height=300, title=f"{estimator}: the training log against J"))
+    return readable(alt.layer(gap, lines, *annotations, height=height, title=f"{estimator}: the training log against J"))
 
 
 def sga_chart(curves, monte_carlo, chosen_lr, adam=None):
