@@ -40,11 +40,17 @@ def render(settings):
     panel = sweep_panel.picker("mismatch_panel", panel_column)
     estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
     chosen = getattr(settings, parameter)
-    chart = sweep_charts.sampler_chart(sweep_frames.sampler_frame(estimator_rows, parameter),
+    estimators = sweep_frames.sampler_frame(estimator_rows, parameter)
+    lying = sweep_frames.coincident(estimators, parameter)
+    chart = sweep_charts.sampler_chart(sweep_frames.styled(estimators, lying),
                                        sweep_frames.divergence_frame(divergence_rows, parameter),
                                        sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter, panel,
-                                       marks=tour.marks(settings, "sampler_divergence"))
+                                       marks=tour.marks(settings, "sampler_divergence"),
+                                       labels=sweep_frames.legend_words(lying))
     chart_element.draw(st, chart, width="stretch" if panel else "content")
+    note = sweep_frames.coincident_note(lying, estimators[parameter], parameter)
+    if note:
+        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
                f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed "
                f"alone, so {ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."

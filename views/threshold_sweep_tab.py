@@ -33,14 +33,19 @@ def render(settings):
     if compared and compared != settings.N:
         sweeps.append((compared, *sweep_cache.threshold_sweep(replace(settings, N=compared))[:2]))
     frame = sweep_frames.compared_threshold_frame(sweeps)
+    lying = sweep_frames.coincident(frame, "threshold")
     at_edge = [f"{id} at its {row['edge']} edge ({row['parameter']} = {row['threshold']:.3g})"
                for id, row in best.items() if row["edge"]]
     if at_edge:                                    # above the chart, so a room sees it with the chart
         st.caption(":material/first_page: The lowest RMSE lies at the edge of the range swept for " + "; ".join(at_edge)
                    + ": the best threshold may lie beyond it, outside what the estimator allows.")
-    chart_element.draw(st, sweep_charts.threshold_chart(frame, rule_of_thumb, panel,
-                                                        marks=tour.marks(settings, "threshold_rmse")),
+    chart_element.draw(st, sweep_charts.threshold_chart(sweep_frames.styled(frame, lying), rule_of_thumb, panel,
+                                                        marks=tour.marks(settings, "threshold_rmse"),
+                                                        labels=sweep_frames.legend_words(lying)),
                        width="stretch" if panel else "content")
+    note = sweep_frames.coincident_note(lying, frame["threshold"], "threshold")
+    if note:
+        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
                f"over its allowed range ({grid_points(settings.V**settings.T)} log-spaced values plus the chosen one; "

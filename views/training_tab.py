@@ -115,15 +115,14 @@ def render(settings):
             return
     sampled = config.mode == "sampled"
     curves = training_frames.curve_frame(trajectories)
-    same = training_frames.duplicates(trajectories)
     ids = list(trajectories)
     if st.session_state.get(KEY["pick"]) not in ids:
         st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
     pick = _pick(where, ids) if lesson else None
     draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
-                curves, sampled, same, tour.marks(settings, "training_J"), height=size)),
+                curves, sampled, tour.marks(settings, "training_J"), height=size)),
             "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
-                curves, sampled, same, tour.marks(settings, "training_cosine"), height=size,
+                curves, sampled, tour.marks(settings, "training_cosine"), height=size,
                 short=bool(lesson))),
             "training_logged": lambda at, size: chart_element.draw(at, training_charts.logged_chart(
                 training_frames.logged_frame(trajectories[pick]), pick, ESTIMATORS[pick].colour,
@@ -135,10 +134,10 @@ def render(settings):
     if "training_cosine" not in lesson:
         draw["training_cosine"](st, None)
     if not sampled and config.optimizer == "adam":
-        chart_element.draw(st, training_charts.step_cosine_chart(curves, same))
+        chart_element.draw(st, training_charts.step_cosine_chart(curves))
+    lying = training_frames.coincident_note(curves, sampled)
     st.caption(_about_the_run(settings, config, left_out)
-               + (f" Identical runs, drawn in short dashes over each other: {training_frames.same_note(same)}." if same
-                  else ""))
+               + (f" On the J chart, drawn in short dashes over the line each lies on: {lying}." if lying else ""))
 
     left, right = st.columns(2)
     with left:

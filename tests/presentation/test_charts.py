@@ -9,7 +9,7 @@ import pytest
 from toylab import exact_moments, make_toy
 from toylab.analysis.montecarlo import monte_carlo, summarise
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import charts, frames
+from toylab.presentation import charts, coincidence, frames
 from toylab.state.settings import Settings
 
 SETTINGS = Settings(estimators=("naive", "tok_tis", "tok_mis", "seq_is", "seq_tis", "geo_rs", "grpo"))
@@ -35,7 +35,8 @@ def built():
            for kind in ("W", "geo")},
         "errors": charts.error_chart(frames.error_curve_frame(moments),
                                      frames.monte_carlo_frame(summarise(errors, (1, 10, 100))),
-                                     frames.crossover_frame(moments, moments["seq_is"]), same),
+                                     frames.crossover_frame(moments, moments["seq_is"]),
+                                     coincidence.coincidences(frames.error_curve_frame(moments), "N", "rel_rmse", log=True)),
     }
 
 
@@ -148,5 +149,8 @@ def test_a_duplicate_is_a_ring_named_with_what_it_equals(built):
 
 def test_a_duplicate_line_is_dashed_over_the_one_it_equals(built):
     spec = built["errors"].to_dict()
-    calculations = [node["calculate"] for node in _walk(spec) if "calculate" in node and node.get("as") == "line"]
-    assert calculations and '"geo_rs"' in calculations[0] and '"naive"' not in calculations[0]
+    styles = {row["estimator"]: row["line"] for rows in spec["datasets"].values() for row in rows if "line" in row}
+    assert styles["geo_rs"] == "1 of 1" and set(styles.values()) - {"1 of 1"} == {"own"}
+    legend = next(node["legend"] for node in _walk(spec) if isinstance(node.get("legend"), dict)
+                  and node.get("field") == "estimator")
+    assert "geo_rs = naive here" in legend["labelExpr"]

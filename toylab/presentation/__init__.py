@@ -8,4 +8,6 @@ Altair charts (pure functions, no computation).
     training_frames, training_charts  the Training tab
     run_frames, run_charts            the Your run tab
     labels                            where a chart's text labels go so that none overprints another
+    coincidence                       which lines lie on others, how to draw them so that both show, and the words
+    colours                           how far apart two colours look (CIEDE2000): alike ones get a dash
 """

@@ -7,8 +7,8 @@ instead of building a new one, the most of a browser's work after a slider step.
 the page's own text colour, so it keeps the theme's full contrast on the light and on the dark background, and
 follows a theme switch without a rerun. No label overprints another: the scatter's names are placed by
 ``labels``, each threshold gets its own row above the plot. Estimators whose numbers are identical on the toy
-(``same``: {id: the earlier id it equals}) are drawn so that both show — a ring round the point, a dashed line
-over the solid one — and the legend says "= naive here".
+(``same``: {id: the earlier id it equals}) are drawn so that both show — a ring round the point — and a line that
+lies on another (``coincidence``) in short dashes over it; the legend says "= naive here" or "≈ naive".
 """
 
 import json
@@ -17,7 +17,7 @@ import altair as alt
 import pandas as pd
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import frames
+from toylab.presentation import coincidence, frames
 
 FONT, TITLE_FONT = 16, 17
 TEXT = "currentColor"
@@ -34,7 +34,7 @@ LOG_DOMAIN_SCALE = alt.Scale(type="log", nice=False, padding=0)
 MARK_NAMES = {"ring": "lesson_mark_ring", "rule": "lesson_mark_rule", "number": "lesson_mark_number",
               "rule_number": "lesson_mark_rule_number"}   # a lesson's marks, named: a browser test finds them in the SVG
 SPAN_SCALE = alt.Scale(nice=False, zero=False, padding=0)
-LINE_DASHES = alt.Scale(domain=["own", "reference", "same"], range=[[1, 0], [7, 4], [3, 3]])
+LINE_DASHES = alt.Scale(domain=list(coincidence.DASHES), range=list(coincidence.DASHES.values()))
 
 
 def colour_scale():
@@ -42,31 +42,29 @@ def colour_scale():
     return alt.Scale(domain=list(ESTIMATORS), range=[e.colour for e in ESTIMATORS.values()])
 
 
-def legend_names(same):
-    """A Vega expression for a legend's labels: each estimator's id, "geo_rs = naive here" for a duplicate."""
+def legend_names(labels):
+    """A Vega expression for a legend's labels: each estimator's id, or its label in ``labels`` ({id: text}, e.g.
+    "geo_rs = naive here": ``coincidence.legend_words``)."""
     expression = "datum.label"
-    for id, first in (same or {}).items():
-        expression = f"datum.label === {json.dumps(id)} ? {json.dumps(f'{id} = {first} here')} : {expression}"
+    for id, text in (labels or {}).items():
+        expression = f"datum.label === {json.dumps(id)} ? {json.dumps(text)} : {expression}"
     return expression
 
 
-def estimator_legend(ids, same=None, orient=alt.Undefined):
-    """The estimator legend: only ``ids`` (the ones on the chart), duplicates named."""
-    return alt.Legend(title="estimator", values=list(dict.fromkeys(ids)), labelExpr=legend_names(same), orient=orient)
+def estimator_legend(ids, labels=None, orient=alt.Undefined):
+    """The estimator legend: only ``ids`` (the ones on the chart), with ``labels`` where an estimator lies on another."""
+    return alt.Legend(title="estimator", values=list(dict.fromkeys(ids)), labelExpr=legend_names(labels), orient=orient)
 
 
-def estimator_colour(ids, legend=True, same=None, orient=alt.Undefined):
+def estimator_colour(ids, legend=True, labels=None, orient=alt.Undefined):
     """Colour by the ``estimator`` field, with ``estimator_legend`` (or none)."""
-    return alt.Color("estimator:N", scale=colour_scale(), legend=estimator_legend(ids, same, orient) if legend else None)
+    return alt.Color("estimator:N", scale=colour_scale(), legend=estimator_legend(ids, labels, orient) if legend else None)
 
 
-def line_dash(same, reference=None):
-    """(expression, channel) for a ``line`` field: solid lines; dashed for ``reference``; short dashes for a
-    duplicate, drawn over the line it equals so that both colours show (``chart.transform_calculate(line=…)``)."""
-    duplicates = json.dumps(list(same or {}))
-    style = (f"datum.estimator === {json.dumps(reference)} ? 'reference' : " if reference else "") + \
-        f"(indexof({duplicates}, datum.estimator) >= 0 ? 'same' : 'own')"
-    return style, alt.StrokeDash("line:N", scale=LINE_DASHES, legend=None)
+def line_dash():
+    """The ``line`` field (``coincidence.with_line_styles``) as dashes: solid, long dashes for the reference, and the
+    phased short dashes of lines drawn over another (``coincidence.DASHES``)."""
+    return alt.StrokeDash("line:N", scale=LINE_DASHES, legend=None)
 
 
 def tips(*fields):
@@ -129,7 +127,7 @@ def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None, compare
         x, y, alt.Detail("level:Q"), alt.Order("order:Q"), alt.Tooltip("level:Q", title="relative RMSE"))
     tooltip = tips("estimator:N", "label:N", alt.Tooltip("rel_bias:Q", format=".3f"),
                    alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
-    legend = estimator_legend(points["estimator"], scatter.same)
+    legend = estimator_legend(points["estimator"], {id: f"{id} = {first} here" for id, first in scatter.same.items()})
     dots = alt.Chart(points).mark_point(filled=True, strokeWidth=3).encode(    # a ring is a dot with no fill
         x, y, alt.Color("estimator:N", scale=colour_scale(), legend=legend),
         alt.Stroke("estimator:N", scale=colour_scale(), legend=legend), opacity, tooltip,
@@ -256,20 +254,20 @@ def sequence_ratio_chart(histogram, thresholds, kind="W", marks=None, height=320
 
 # -- error versus batch size ----------------------------------------------------------------------------
 
-def error_chart(curves, monte_carlo, crossovers, same=None, height=480):
-    """Log-log relative error against N: exact curves (a duplicate dashed over the line it equals), bias floors
-    (dashed), Monte Carlo rms with the 10–90 % spread, and the first batch size at which seq_is wins (open
-    diamonds)."""
+def error_chart(curves, monte_carlo, crossovers, coincident=(), height=480):
+    """Log-log relative error against N: exact curves (one that lies on another, ``coincident``, in phased short
+    dashes over it), bias floors (dashed), Monte Carlo rms with the 10–90 % spread, and the first batch size at which
+    seq_is wins (open diamonds)."""
     highlight = legend_highlight()
     opacity = highlighted_opacity()
     ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
     x = alt.X("N:Q", scale=alt.Scale(type="log", domain=[1, 100_000]), title="batch size N",
               axis=alt.Axis(format="~s"))
     y = alt.Y("rel_rmse:Q", scale=alt.Scale(type="log"), title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
-    colour = estimator_colour(ids, same=same)
-    dash_style, dash = line_dash(same)
-    lines = alt.Chart(curves).transform_calculate(line=dash_style).mark_line(strokeWidth=2.5).encode(
-        x, y, colour, dash, opacity,
+    colour = estimator_colour(ids, labels=coincidence.legend_words(coincident))
+    styled = coincidence.with_line_styles(curves, coincidence.line_styles(coincident, ids))
+    lines = alt.Chart(styled).mark_line(strokeWidth=2.5).encode(
+        x, y, colour, line_dash(), opacity,
         tips("estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f"))
     ).add_params(highlight)
     floors = alt.Chart(curves[curves["rel_bias"] > 1e-9]).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(

@@ -17,6 +17,8 @@ from toylab.presentation.charts import (
     colour_scale,
     highlighted_opacity,
     legend_highlight,
+    legend_names,
+    line_dash,
     mark_layers,
     readable,
     tips,
@@ -30,12 +32,13 @@ LEGEND_ORIENT = {False: "top", True: "right"}
 QUANTITY_COLOURS = alt.Scale(scheme="dark2")
 
 
-def estimator_colour(ids, alone=False):
-    """Registry colours; the legend (only ``ids``) sits above the panels in columns, or beside a panel shown ``alone``
-    (full width: its height is the plot's); every layer of every panel gives the same legend, so there is one."""
+def estimator_colour(ids, alone=False, labels=None):
+    """Registry colours; the legend (only ``ids``, with ``labels`` for those that lie on another) sits above the panels
+    in columns, or beside a panel shown ``alone`` (full width: its height is the plot's); every layer of every panel
+    gives the same legend, so there is one."""
     return alt.Color("estimator:N", scale=colour_scale(),
                      legend=alt.Legend(title="estimator", values=list(ids), orient=LEGEND_ORIENT[alone],
-                                       columns=LEGEND_COLUMNS[alone]))
+                                       columns=LEGEND_COLUMNS[alone], labelExpr=legend_names(labels)))
 
 
 def _quantity_colour(alone=False):
@@ -53,18 +56,15 @@ def _y(title, log):
     return alt.Y("value:Q", title=title, scale=alt.Scale(type="log", nice=False, padding=8) if log else alt.Undefined)
 
 
-def _estimator_lines(data, x, y, ids, highlight, alone=False, batches=()):
-    """One line per estimator in its registry colour, faded unless highlighted in the legend (one legend for every
-    panel: each gives it the same spec); the panel that holds the legend's selection gets ``highlight``. With two
-    ``batches`` (batch sizes, "N = 4"), the second's lines dashed."""
+def _estimator_lines(data, x, y, ids, highlight, alone=False, labels=None):
+    """One line per estimator in its registry colour, dashed by its ``line`` style (``sweep_frames.styled``: one that
+    lies on another in phased short dashes over it, a second batch size's long-dashed), faded unless highlighted in
+    the legend (one legend for every panel: each gives it the same spec); the panel that holds the legend's selection
+    gets ``highlight``."""
     opacity = highlighted_opacity()
-    dash = alt.StrokeDash("batch:N", scale=alt.Scale(domain=list(batches), range=[[1, 0], [8, 4]]),
-                          legend=alt.Legend(title="batch size", orient=LEGEND_ORIENT[alone], symbolType="stroke")) \
-        if len(batches) > 1 else alt.Undefined
     lines = data.mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=30)).encode(
-        x=x, y=y, color=estimator_colour(ids, alone), strokeDash=dash, opacity=opacity,
-        tooltip=tips("estimator:N", *(["batch:N"] if len(batches) > 1 else []), _x_tip(x),
-                     alt.Tooltip("value:Q", format=".4g")))
+        x=x, y=y, color=estimator_colour(ids, alone, labels), strokeDash=line_dash(), opacity=opacity,
+        tooltip=tips("estimator:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g")))
     return lines.add_params(highlight) if highlight is not None else lines
 
 
@@ -88,12 +88,13 @@ THRESHOLD_PANELS = {"bias": ("relative bias", False), "std": ("relative std at N
                     "rmse": ("relative RMSE at N", True)}
 
 
-def threshold_chart(frame, rule_of_thumb, panel=None, marks=None):
+def threshold_chart(frame, rule_of_thumb, panel=None, marks=None, labels=None):
     """Relative bias, std and RMSE at N against the threshold (log x), per thresholded estimator. Diamonds:
     each estimator's lowest-RMSE threshold; hollow circles: the chosen one; dashed grey rule: the rule of
-    thumb C* = sqrt(2(1 + χ²_seq)) for seq_tis, its value written above it. With several batch sizes in ``frame``
-    (``sweep_frames.compared_threshold_frame``) the second's std and RMSE are dashed. ``panel``: one of
+    thumb C* = sqrt(2(1 + χ²_seq)) for seq_tis, its value written at its top. With two batch sizes in ``frame``
+    (``sweep_frames.compared_threshold_frame``) the second's std and RMSE are long-dashed (its ``line`` style). ``panel``: one of
     THRESHOLD_PANELS alone; ``marks``: a lesson's annotations (``frames.mark_frame``) on the RMSE panel."""
+    frame = frame if "line" in frame else frame.assign(line="own")
     ids = list(dict.fromkeys(frame["estimator"]))
     batches = list(dict.fromkeys(frame["batch"])) if "batch" in frame else []
     opacity = highlighted_opacity()
@@ -105,9 +106,9 @@ def threshold_chart(frame, rule_of_thumb, panel=None, marks=None):
         data = alt.Chart(frame).transform_filter(alt.datum.metric == metric)
         y = _y(metric, log_y)
         lines = _estimator_lines(data, x, y, ids, legend_highlight() if leading else None, alone=panel is not None,
-                                 batches=batches)
+                                 labels=labels)
         points = [data.transform_filter(getattr(alt.datum, field)).mark_point(**style).encode(
-            x=x, y=y, color=estimator_colour(ids, panel is not None), opacity=opacity,
+            x=x, y=y, color=estimator_colour(ids, panel is not None, labels), opacity=opacity,
             tooltip=tips("estimator:N", *(["batch:N"] if len(batches) > 1 else []),
                          alt.Tooltip("threshold:Q", format=".4g", title=title)))
             for field, title, style in (("best", "lowest RMSE at N", {"shape": "diamond", "size": 170, "filled": True}),
@@ -120,7 +121,8 @@ def threshold_chart(frame, rule_of_thumb, panel=None, marks=None):
         return alt.layer(lines, *points, rule, label, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
     names = list(THRESHOLD_PANELS)
-    title = "exact, against the threshold · diamonds: the lowest RMSE · dashed grey: C* = sqrt(2(1 + χ²_seq))"
+    title = "exact, against the threshold · diamonds: the lowest RMSE · dashed grey: C* = sqrt(2(1 + χ²_seq))" + (
+        f" · long dashes: at {batches[1]}" if len(batches) > 1 else "")
     if panel is not None:
         return _alone(build(panel, leading=True), title)
     return _stack([build(name, leading=index == 0) for index, name in enumerate(names)], title)
@@ -140,11 +142,12 @@ def _swept_x(parameter):
     return alt.X(f"{parameter}:Q", title=title, scale=alt.Scale(type="log" if log_x else "linear"))
 
 
-def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", panel=None, marks=None):
+def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", panel=None, marks=None, labels=None):
     """Relative bias (linear) and relative RMSE at N (log) of each estimator as one sampler parameter moves, over
     the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel the bias floor (dashed, in the text colour)
     where the sampler truncates; the dashed grey rule is the chosen value. ``panel``: "rmse", "bias" or
     "divergence" alone; ``marks``: a lesson's annotations on the divergence panel."""
+    estimators = estimators if "line" in estimators else estimators.assign(line="own")
     ids = list(dict.fromkeys(estimators["estimator"]))
     _, log_x = SWEPT_AXES[parameter]
     x = _swept_x(parameter)
@@ -160,7 +163,7 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
         metric, log_y = {"bias": ("relative bias", False), "rmse": ("relative RMSE at N", True)}[name]
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         layers = [_estimator_lines(data, x, _y(metric, log_y), ids, legend_highlight() if leading else None,
-                                   alone=panel is not None), rule]
+                                   alone=panel is not None, labels=labels), rule]
         if name == "bias" and len(floor):
             layers.append(alt.Chart(floor).mark_line(color=TEXT, strokeDash=[8, 4], strokeWidth=2).encode(
                 x=x, y=alt.Y("value:Q"), tooltip=[_x_tip(x), alt.Tooltip("value:Q", format=".4g", title="bias floor")]))
@@ -190,7 +193,7 @@ def _method_points(frame, x, y, colour, opacity, tooltip, alone=False):
 LENGTH_PANELS = ("divergence", "probability", "bias", "std_ratio")
 
 
-def length_chart(divergences, probabilities, estimators, panel=None, marks=None):
+def length_chart(divergences, probabilities, estimators, panel=None, marks=None, labels=None):
     """Against T (log x): χ²_seq and the ESS fraction (log y); P(W > C) and P(ρ_geo outside band) (linear);
     each estimator's relative bias and its std ÷ on-policy std at the same T (log y). Point shape says how
     each value was computed; Monte Carlo points carry ±2 s.e. bars. ``panel``: one of LENGTH_PANELS alone;
@@ -217,11 +220,12 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None)
         metric, title = {"bias": (METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
                          "std_ratio": (STD_RATIO, "std ÷ on-policy std (same T)")}[name]
         frame = estimators[estimators["metric"] == metric]
+        frame = frame if "line" in frame else frame.assign(line="own")
         y = _y(title, log=True)
-        lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone),
-                                                                 detail=alt.Detail("estimator:N"), opacity=opacity)
+        lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone, labels),
+                                                                 strokeDash=line_dash(), opacity=opacity)
         lines = lines.add_params(legend_highlight()) if leading else lines
-        points = _method_points(frame, x, y, estimator_colour(ids, alone), opacity,
+        points = _method_points(frame, x, y, estimator_colour(ids, alone, labels), opacity,
                                 tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"), alone)
         annotations = mark_layers(marks) if marks is not None and name == "std_ratio" else []
         return alt.layer(lines, *points, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
