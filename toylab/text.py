@@ -63,11 +63,6 @@ def significant(value, digits=3):
     return f"{value:.{digits}g}"
 
 
-def with_error(value, se, digits=3):
-    """A sample estimate and its standard error, '6.16e-05 ± 1.7e-05' (the error to two significant digits)."""
-    return f"{significant(value, digits)} ± {significant(se, 2)}"
-
-
 def percent(share, digits=3):
     """A share as a percentage to ``digits`` significant digits: '0.0123 %', '12.5 %'."""
     return UNDEFINED if share is None or share != share else f"{100 * share:.{digits}g} %"

@@ -10,10 +10,11 @@ import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, KEYS
 from toylab.text import headline
-from views import presentation
+from views import presentation, your_run_tab
 from views.caches import cache
 
 TITLE = "toylab: sampler μ ≠ trainer π"
+TAB_KEY = "tab"                     # the open tab (views.sidebar.TAB_KEY)
 KEYS_TEXT = ", ".join(f"**{key}** {what}" for key, what in KEYS.items())
 MENU = {"About": f"**{TITLE}**\n\n{INTRODUCTION}\n\nKeyboard: {KEYS_TEXT}. Every view is a link: copy the address."}
 
@@ -58,7 +59,8 @@ def render(settings):
     with st.container(horizontal=True, vertical_alignment="center"):
         st.title(TITLE, width="stretch")
         presentation.button(st)
-    st.caption(INTRODUCTION)
+    st.caption(INTRODUCTION + (" The numbers below are the toy's (exact), not your file's: those are in the tab."
+                               if st.session_state.get(TAB_KEY) == your_run_tab.LABEL else ""))
     with st.container(horizontal=True, gap="medium", key="toylab_header"):
         for label, _, value, help in numbers:
             st.metric(label, value, help=help, width="content")
@@ -68,6 +70,8 @@ def _one_line(settings, numbers):
     toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
         + ("" if settings.sampler.is_default else ", " + settings.sampler.describe().replace("τ = ", "τ "))
     brand = "**toylab** · " if settings.sampler.is_default else ""        # a sampler setting takes its room
+    if st.session_state.get(TAB_KEY) == your_run_tab.LABEL:                          # not the file's numbers: say whose
+        brand = "**the toy (exact)** · "
     about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
                            f"Keyboard: {KEYS_TEXT}."])
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):
