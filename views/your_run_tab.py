@@ -234,7 +234,7 @@ def _columns(source, files):
         st.warning(f"{code(f'{source.name}: {doubt}')} Check the columns below.", icon=":material/help:")
     explicit = {}
     with st.expander("Columns", expanded=True) if detection.unsure else files:
-        st.markdown("**Columns**")
+        st.caption("The columns: which holds what (detected; pick another to change it)")
         pickers = st.columns(len(NAMES))
         for picker, role in zip(pickers, NAMES, strict=True):
             required = role in ("sampler", "trainer")
