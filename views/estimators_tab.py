@@ -38,10 +38,10 @@ COLUMNS = {
 }
 SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
     "rel_floor": st.column_config.NumberColumn(
-        "bias: out-of-reach floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
+        "bias floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
                                           "The same for every estimator on μ; no weight on what it draws removes it"),
     "rel_rest": st.column_config.NumberColumn(
-        "bias: rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
+        "bias rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
                                          "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
                                          "|floor − rest| ≤ rel bias ≤ floor + rest"),
 }
@@ -109,6 +109,7 @@ def render(settings):
         chart_element.draw(left, chart)
         right.dataframe(shown[PRESENT_SPLIT_COLUMNS if truncates else PRESENT_COLUMNS], column_config=columns,
                         hide_index=True, width="stretch")
+        right.caption(frames.names_note(table["estimator"]))           # the ids, named without hovering
         _notes(right, settings, table, same, truncates)
     else:
         st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")

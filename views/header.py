@@ -70,8 +70,8 @@ def _one_line(settings, numbers):
     toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
         + ("" if settings.sampler.is_default else ", " + settings.sampler.describe().replace("τ = ", "τ "))
     brand = "**toylab** · " if settings.sampler.is_default else ""        # a sampler setting takes its room
-    if st.session_state.get(TAB_KEY) == your_run_tab.LABEL:                          # not the file's numbers: say whose
-        brand = "**the toy (exact)** · "
+    if st.session_state.get(TAB_KEY) == your_run_tab.LABEL:             # not the file's numbers: say whose
+        brand = "**the toy (exact)** · " if settings.sampler.is_default else "**toy** · "
     about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
                            f"Keyboard: {KEYS_TEXT}."])
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import training_charts, training_frames
+from toylab.presentation import frames, training_charts, training_frames
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
 from toylab.training.optimizers import OPTIMIZERS
@@ -154,6 +154,8 @@ def render(settings):
     summary = training_frames.summary_frame(trajectories)
     st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
+    if presentation.on():                                    # the long names left the table: say them once
+        st.caption(frames.names_note(summary["estimator"]))
     _sga_view(settings, config)
 
 

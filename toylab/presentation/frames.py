@@ -69,6 +69,11 @@ def cosine_text(cosine):
     return UNDEFINED if math.isnan(cosine) else f"{cosine:+.4f}"
 
 
+def names_note(ids):
+    """'naive: naive (no correction) · tok_is: token IS · …': each id's name, for a table that shows ids alone."""
+    return " · ".join(f"{id}: {ESTIMATORS[id].label}" for id in dict.fromkeys(ids))
+
+
 def table_csv(table):
     """The table as CSV at full precision; an undefined number is written UNDEFINED, its reason in ``note``."""
     return table.to_csv(index=False, na_rep=UNDEFINED)
