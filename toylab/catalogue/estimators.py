@@ -86,13 +86,15 @@ def chained(mask):
 
 def preset_weights(preset, stats, **params):
     """A framework preset's Weights: its configuration turned into factors (registry ids with parameters) by the
-    framework's own rules, each evaluated through the framework's log-ratio clamp and the 10⁻⁸ its sequence means
-    may add to the token count; a factor whose mask only zeroes a weight keeps the masked tokens in the loss mask
-    (``frameworks.factors``)."""
-    factors, clamp, masks_leave_loss = presets.factors(preset, params)
-    epsilon = presets.mean_epsilon(preset)
-    view = stats.clamped(math.inf if clamp is None else clamp, epsilon) if clamp is not None or epsilon else stats
-    return combine(*(_factor_weights(view, masks_leave_loss, *factor) for factor in factors))
+    framework's own rules, each evaluated through the framework's log-ratio clamp (of each token, or of a
+    sequence's sum) and the 10⁻⁸ its sequence means may add to the token count; a factor whose mask only zeroes
+    a weight keeps the masked tokens in the loss mask (``frameworks.preset.Rules``)."""
+    rules = presets.rules(preset, params)
+    view = stats
+    if rules.clamp is not None or rules.mean_epsilon:
+        bound = math.inf if rules.clamp is None else rules.clamp
+        view = stats.clamped(bound, rules.mean_epsilon, rules.clamp_sums)
+    return combine(*(_factor_weights(view, rules.rejections_leave_loss_mask, *factor) for factor in rules.factors))
 
 
 def _preset_estimator(preset, row):
@@ -539,6 +541,11 @@ def resolve_params(estimator_id, overrides=None):
     for low, high in BOUND_PAIRS:
         if low in params and high in params and params[low] is not None and params[low] > params[high]:
             raise ValueError(f"{estimator_id}: {low} = {params[low]:g} is above {high} = {params[high]:g}")
+    if estimator_id in presets.BY_ID:
+        try:
+            presets.check(presets.BY_ID[estimator_id], params)
+        except ValueError as error:
+            raise ValueError(f"{estimator_id}: {error}") from None
     return params
 
 

@@ -13,6 +13,7 @@ from toylab.presentation.estimates import with_se
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant
 from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, step_logs, zip_files
 from toylab.your_run.statistics import STANDARD_ERRORS
@@ -120,6 +121,8 @@ def main(argv=None):
     try:
         result = report(arguments)
     except (ValueError, OSError, MemoryError) as error:
-        parser.error(str(error) if isinstance(error, ValueError | OSError) else "out of memory: the run is too large")
+        if isinstance(error, MemoryError):
+            parser.error("out of memory: the run is too large")
+        parser.error(*with_commands_apart(str(error)))
     print(json_text(result) if arguments.json else as_text(result))
     return 0
