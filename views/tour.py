@@ -12,6 +12,7 @@ from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import KEYS, LESSONS
 from toylab.presentation import frames
+from toylab.state.query import VIEW_PARAMETERS
 from views import address, sidebar
 
 LESSONS_TAB = "Lessons"
@@ -38,9 +39,10 @@ def _open_lessons():
 
 def on_show(settings):
     """(number, lesson) of the lesson whose view the page is at, or None."""
-    view = address.view()
-    return next(((number, lesson) for number, lesson, shown, opened in VIEWS
-                 if shown == settings and all(view[name] == value for name, value in opened.items())), None)
+    view = address.view()          # a control that does not matter in this view (a sweep's panel when not presenting)
+    return next(((number, lesson) for number, lesson, shown, opened in VIEWS       # does not take the lesson away
+                 if shown == settings and all(view[name] == value for name, value in opened.items()
+                                              if VIEW_PARAMETERS[name].shown(view))), None)
 
 
 def marks(settings, chart):
