@@ -7,7 +7,7 @@ from functools import partial
 
 import streamlit as st
 
-from toylab.catalogue.estimators import BASELINES, ESTIMATORS
+from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
 from toylab.state.query import NO_COMPARISON
 from toylab.text import UNDEFINED
@@ -48,8 +48,8 @@ SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): th
 PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
 PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
 PRESENT_HEIGHT = 300                     # the scatter beside the table, both in view at 1280×720
-COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter
-BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}
+COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter (its
+BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control in the sidebar, beside the baseline)
 
 
 def swatch(colour):
@@ -114,14 +114,9 @@ def render(settings):
     else:
         st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
         _notes(st, settings, table, same, truncates)
-    with st.container(horizontal=True, vertical_alignment="center", gap="medium"):
-        st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
-                           mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
-                                                 f"{UNDEFINED} marks an undefined number, its reason in the note column")
-        st.radio("compare with the baseline", (NO_COMPARISON, *BASELINES), key=COMPARE_KEY, persist_state="session",
-                 horizontal=True, format_func=lambda name: name if name == NO_COMPARISON else f"b = {BASELINE_VALUES[name]}",
-                 help="Draw each estimator also at this baseline, hollow, with a line to where it is at the sidebar's: "
-                      "what the baseline moves.", width="content")
+    st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
+                       mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
+                                             f"{UNDEFINED} marks an undefined number, its reason in the note column")
     if not presentation.on():
         chart_element.draw(st, chart)
     with st.expander(f"Formulas of the {len(settings.estimators)} selected estimators"):

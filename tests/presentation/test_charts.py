@@ -4,6 +4,7 @@ disabling it (Vega-Lite warns "Conflicting legend property"); legends highlight;
 
 import json
 
+import pandas as pd
 import pytest
 
 from toylab import exact_moments, make_toy
@@ -154,3 +155,21 @@ def test_a_duplicate_line_is_dashed_over_the_one_it_equals(built):
     legend = next(node["legend"] for node in _walk(spec) if isinstance(node.get("legend"), dict)
                   and node.get("field") == "estimator")
     assert "geo_rs = naive here" in legend["labelExpr"]
+
+
+def test_log_axes_fit_their_data(built):
+    """A log axis rounded out to whole decades spanned 0.1–10 for curves within 0.8–1.6 (the Threshold sweep's RMSE
+    panel): every log value axis here takes its data's extent (nice off), a few pixels to spare."""
+    from toylab.presentation import sweep_charts, training_charts
+    from toylab.presentation.sweep_frames import threshold_frame
+    rows = [{"estimator": "seq_tis", "parameter": "C", "threshold": c, "chosen": c == 2.0, "rel_bias": 0.1 / c,
+             "rel_std": 0.8 + 0.01 * c, "rel_rmse": 0.9 + 0.01 * c} for c in (1.0, 2.0, 4.0)]
+    frame = threshold_frame(rows, {"seq_tis": rows[0] | {"edge": "lower"}})
+    curves = pd.DataFrame({"estimator": "naive", "quantity": "χ²_seq", "step": [0, 1, 2], "median": [1.0, 1.1, 1.2],
+                           "q10": [1.0, 1.1, 1.2], "q90": [1.0, 1.1, 1.2]})
+    charts = [built["errors"], sweep_charts.threshold_chart(frame, 2.0),
+              training_charts.curve_chart(curves, "chi2_seq", False, log=True)]
+    for chart in charts:
+        scales = [node["scale"] for node in _walk(chart.to_dict()) if isinstance(node.get("scale"), dict)
+                  and node["scale"].get("type") == "log" and node.get("field") in ("value", "rel_rmse", "median")]
+        assert scales and all(scale.get("nice") is False for scale in scales)

@@ -31,6 +31,7 @@ FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 DOMAIN_SCALE = alt.Scale(nice=False, zero=False, padding=0)  # the domain is the extent of an invisible layer of its
                                                              # corners: numbers stay data, not spec
 LOG_DOMAIN_SCALE = alt.Scale(type="log", nice=False, padding=0)
+LOG_FIT = alt.Scale(type="log", nice=False, padding=8)      # a log axis on its data's extent, not out to whole decades
 MARK_NAMES = {"ring": "lesson_mark_ring", "rule": "lesson_mark_rule", "number": "lesson_mark_number",
               "rule_number": "lesson_mark_rule_number"}   # a lesson's marks, named: a browser test finds them in the SVG
 SPAN_SCALE = alt.Scale(nice=False, zero=False, padding=0)
@@ -263,7 +264,7 @@ def error_chart(curves, monte_carlo, crossovers, coincident=(), height=480):
     ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
     x = alt.X("N:Q", scale=alt.Scale(type="log", domain=[1, 100_000]), title="batch size N",
               axis=alt.Axis(format="~s"))
-    y = alt.Y("rel_rmse:Q", scale=alt.Scale(type="log"), title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
+    y = alt.Y("rel_rmse:Q", scale=LOG_FIT, title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
     colour = estimator_colour(ids, labels=coincidence.legend_words(coincident))
     styled = coincidence.with_line_styles(curves, coincidence.line_styles(coincident, ids))
     lines = alt.Chart(styled).mark_line(strokeWidth=2.5).encode(

@@ -13,6 +13,7 @@ import pandas as pd
 from toylab.analysis.sweeps import PRECISION_ORDER
 from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
+    LOG_FIT,
     TEXT,
     colour_scale,
     highlighted_opacity,
@@ -53,7 +54,7 @@ def _resolve(**scales):
 
 def _y(title, log):
     """The value axis; a log one fits its data (no rounding out to whole decades) with a few pixels to spare."""
-    return alt.Y("value:Q", title=title, scale=alt.Scale(type="log", nice=False, padding=8) if log else alt.Undefined)
+    return alt.Y("value:Q", title=title, scale=LOG_FIT if log else alt.Undefined)
 
 
 def _estimator_lines(data, x, y, ids, highlight, alone=False, labels=None):

@@ -13,6 +13,7 @@ from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
     FADED,
     HIGHLIGHT,
+    LOG_FIT,
     TEXT,
     estimator_colour,
     highlighted_opacity,
@@ -56,7 +57,7 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
     data = quantity_curves(curves, quantity, sampled, log)
     ids = list(dict.fromkeys(data["estimator"]))
     x = alt.X("step:Q", title="step k", axis=STEP_AXIS)
-    y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=alt.Scale(type="log") if log else alt.Undefined)
+    y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=LOG_FIT if log else alt.Undefined)
     layers = _curves(data, x, y, ids, legend_highlight(), sampled, legend=legend,
                      coincident=coincident(curves, quantity, sampled, log))
     if quantity == "cosine":
