@@ -166,7 +166,7 @@ def _pick(where, ids):
 
 
 LESSON_CHARTS = ("training_J", "training_cosine", "training_logged")
-LESSON_HEIGHTS = {1: 250, "main": 270, "beside": 70}     # plot heights that keep a lesson's charts in view at 720 px
+LESSON_HEIGHTS = {1: 240, "main": 270, "beside": 70}     # plot heights that keep a lesson's charts in view at 720 px
 
 
 def _lesson_charts(marked, draw):

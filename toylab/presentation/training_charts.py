@@ -102,7 +102,7 @@ def logged_chart(frame, estimator, colour, marks=None, height=300):
         alt.X("step:Q"), alt.Y("J:Q"), alt.Y2("logged_reward:Q"))
     x, y = alt.X("step:Q", title="step k", axis=STEP_AXIS), alt.Y("value:Q", title="reward")
     lines = alt.Chart(long).mark_line(strokeWidth=2.5, color=colour).encode(
-        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="top", direction="horizontal"),
+        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=None, orient="top", direction="horizontal"),
                              scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
         tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
     annotations = mark_layers(marks) if marks is not None else []
