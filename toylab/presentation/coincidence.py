@@ -7,7 +7,7 @@ axis: about 2 pixels on a 300-pixel plot, under a 2.5-pixel line). A later serie
 registry's) lies on an earlier one where it equals it at RUN or more consecutive x values (or at all, if fewer), or is
 drawn on top of it at a share HIDDEN or more of them; of several, the one it lies on most. It is drawn in short dashes over that one, the k-th of n on one line in its own phase of the dash
 (``line_styles``: each colour shows in turn), and named: "geo_rs = naive" where equal everywhere, "tok_mis = tok_is
-at step ≤ 16" where equal on a part, "tok_tis ≈ tok_is (within 0.28 %)" where only drawn on top of each other. A
+at step ≤ 16" where equal on a part, "tok_tis ≈ tok_is (within 0.0011)" where only drawn on top of each other. A
 line whose colour looks like an earlier line's (``colours``) is dash-dotted, so colour is never the only difference.
 """
 
@@ -33,7 +33,8 @@ class Coincidence:
     shared: int           # x values both series have
     equal: tuple          # the x values where they are equal within EXACT
     close: tuple          # the x values where they lie on each other (equal ones included)
-    within: float         # the largest relative difference where they lie on each other
+    within: float         # the largest difference where they lie on each other: relative on a log axis, else absolute
+    relative: bool = True
 
     @property
     def everywhere(self):
@@ -80,9 +81,9 @@ def coincidences(frame, x, y, series="estimator", log=False):
                 gap = np.abs(np.log10(a) - np.log10(b)) if log else np.abs(a - b)
             close = equal | (gap <= tolerance)
             if _run(equal) >= min(RUN, len(a)) or close.mean() >= HIDDEN:
-                relative = np.abs(a - b) / np.where(size > 0, size, 1.0)
+                gaps = np.abs(a - b) / np.where(size > 0, size, 1.0) if log else np.abs(a - b)
                 candidates.append(Coincidence(id, first, len(a), tuple(xs[equal]), tuple(xs[close]),
-                                              float(relative[close].max())))
+                                              float(gaps[close].max()), log))
         if candidates:
             found.append(max(candidates, key=lambda c: (len(c.close), len(c.equal))))   # the first on ties
     return found
@@ -113,14 +114,16 @@ def _value(x):
     return f"{x:g}" if isinstance(x, int | float | np.number) else str(x)
 
 
-def _relative(value):
-    """'0.28 %' or '1.1e-08' (relative)."""
-    return f"{100 * value:.2g} %" if value >= 1e-4 else f"{value:.2g}"
+def _within(c):
+    """How close: '0.28 %' or '1.1e-08 relative' on a log axis, '0.0021' (in the axis's units) on a linear one."""
+    if not c.relative:
+        return f"{c.within:.2g}"
+    return f"{100 * c.within:.2g} %" if c.within >= 1e-4 else f"{c.within:.2g} relative"
 
 
 def describe(found, xs, name):
     """Each coincidence in words, for a caption: 'geo_rs = naive', 'tok_mis = tok_is at step ≤ 16', 'tok_tis ≈
-    tok_is (within 0.28 %)'; ``xs`` are the chart's x values (in order), ``name`` what x is ("step")."""
+    tok_is (within 0.0011)'; ``xs`` are the chart's x values (in order), ``name`` what x is ("step")."""
     xs = sorted(set(xs)) if all(isinstance(x, int | float | np.number) for x in xs) else list(dict.fromkeys(xs))
     words = []
     for c in found:
@@ -131,7 +134,7 @@ def describe(found, xs, name):
             words.append(f"{c.id} = {c.first}{_part(equal, xs, name)}")
         else:
             also = f", equal{_part(equal, xs, name)}" if equal else ""
-            words.append(f"{c.id} ≈ {c.first}{_part(c.close, xs, name)} (within {_relative(c.within)}{also})")
+            words.append(f"{c.id} ≈ {c.first}{_part(c.close, xs, name)} (within {_within(c)}{also})")
     return "; ".join(words)
 
 
