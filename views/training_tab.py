@@ -143,10 +143,10 @@ def render(settings):
     with left:
         if not lesson:
             pick = _pick(st, ids)
-        if "training_logged" not in lesson:
+        if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
             draw["training_logged"](st, 300)
-        st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
-                   "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
+            st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
+                       "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
         st.markdown("**Does training make the mismatch worse?**")
         chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))

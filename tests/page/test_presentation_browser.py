@@ -222,10 +222,7 @@ def test_screenshots_for_the_readme(app):
     page, _ = open_page(app, "present=1")
     page.screenshot(path=str(DOCS / "screenshot.png"))
     page.context.close()
-    page, _ = open_page(app, lesson_link(collapse) + "&present=1")           # the lesson, scrolled to its chart
-    page.get_by_role("tabpanel", name="Training").locator('[data-testid="stVegaLiteChart"]').first.evaluate(
-        """chart => { chart.scrollIntoView({block: 'start'});
-                     document.querySelector('[data-testid="stMain"]').scrollBy(0, -70); }""")
+    page, _ = open_page(app, lesson_link(collapse) + "&present=1")           # the lesson as the tour shows it
     page.wait_for_timeout(500)
     page.screenshot(path=str(DOCS / "training.png"))
     page.context.close()
