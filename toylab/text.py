@@ -30,6 +30,14 @@ def formatted(value, style="{:.4f}"):
     return f"{value:.4g}" if abs(value) >= LONGEST_FIXED else style.format(value)
 
 
+def headline(value, decimals=4, digits=2):
+    """A headline number to ``decimals`` places — or, when that would read 0.0000 for a number that is not 0, to
+    ``digits`` significant digits (7.9e-07): a small KL is not no KL."""
+    if value != 0 and abs(value) < 0.5 * 10**-decimals:
+        return significant(value, digits)
+    return f"{value:.{decimals}f}"
+
+
 def listed(values, most=3):
     """'a', 'b', 'c' and 2 more: at most ``most`` values, each quoted."""
     values = list(values)
@@ -60,11 +68,6 @@ def significant(value, digits=3):
     if value is None or value != value:
         return UNDEFINED
     return f"{value:.{digits}g}"
-
-
-def with_error(value, se, digits=3):
-    """A sample estimate and its standard error, '6.16e-05 ± 1.7e-05' (the error to two significant digits)."""
-    return f"{significant(value, digits)} ± {significant(se, 2)}"
 
 
 def percent(share, digits=3):

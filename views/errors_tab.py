@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import charts, frames
+from toylab.presentation import charts, coincidence, frames
 from views import chart_element, presentation
 from views.caches import cache
 
@@ -22,15 +22,17 @@ def render(settings):
         monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
                                                          settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
-    same = frames.duplicates(moments)
-    chart_element.draw(st, charts.error_chart(frames.error_curve_frame(moments), monte_carlo, crossovers, same=same,
+    curves = frames.error_curve_frame(moments)
+    lying = coincidence.coincidences(curves, "N", "rel_rmse", log=True)
+    chart_element.draw(st, charts.error_chart(curves, monte_carlo, crossovers, lying,
                                               height=420 if presentation.on() else 480))
     st.caption(f"Lines: exact sqrt(bias² + var/N)/‖∇J‖. Dots: Monte Carlo rms over "
                f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "
                "have dots only). Dashed: each biased estimator's relative bias, the level its error tends to as N "
                "grows. Diamonds: where seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole "
                "batch size where it does. Click a legend entry to highlight one estimator."
-               + (f" Identical on this toy, drawn dashed over each other: {frames.same_note(same)}." if same else ""))
+               + (f" Drawn in short dashes over the line each lies on: {coincidence.describe(lying, curves['N'], 'N')}."
+                  if lying else ""))
     st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
     for id, sizes in undefined.items():
         st.caption(f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "

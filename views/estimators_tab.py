@@ -2,12 +2,14 @@
 
 import base64
 import re
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
+from toylab.state.query import NO_COMPARISON
 from toylab.text import UNDEFINED
 from views import chart_element, presentation, tour
 from views.caches import cache
@@ -36,16 +38,18 @@ COLUMNS = {
 }
 SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
     "rel_floor": st.column_config.NumberColumn(
-        "bias: out-of-reach floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
+        "bias floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
                                           "The same for every estimator on μ; no weight on what it draws removes it"),
     "rel_rest": st.column_config.NumberColumn(
-        "bias: rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
+        "bias rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
                                          "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
                                          "|floor − rest| ≤ rel bias ≤ floor + rest"),
 }
 PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
 PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
-PRESENT_HEIGHT = 350                     # the scatter beside the table, both in view at 1280×720
+PRESENT_HEIGHT = 300                     # the scatter beside the table, both in view at 1280×720
+COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter (its
+BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control in the sidebar, beside the baseline)
 
 
 def swatch(colour):
@@ -93,13 +97,19 @@ def render(settings):
     truncates = bool(table["rel_floor"].gt(0).any())
     marks = tour.marks(settings, "bias_std")
     height = PRESENT_HEIGHT if presentation.on() else frames.SCATTER_HEIGHT
-    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height), settings.N, height, marks)
+    compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
+    before = None
+    if compared not in (NO_COMPARISON, settings.baseline):
+        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
+    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
+                                  marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
     columns = COLUMNS | (SPLIT_COLUMNS if truncates else {})
     if presentation.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
         chart_element.draw(left, chart)
         right.dataframe(shown[PRESENT_SPLIT_COLUMNS if truncates else PRESENT_COLUMNS], column_config=columns,
                         hide_index=True, width="stretch")
+        right.caption(frames.names_note(table["estimator"]))           # the ids, named without hovering
         _notes(right, settings, table, same, truncates)
     else:
         st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")

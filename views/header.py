@@ -9,10 +9,12 @@ same numbers — with the introduction and what each number is in its tooltip.
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, KEYS
-from views import presentation
+from toylab.text import headline
+from views import presentation, your_run_tab
 from views.caches import cache
 
 TITLE = "toylab: sampler μ ≠ trainer π"
+TAB_KEY = "tab"                     # the open tab (views.sidebar.TAB_KEY)
 KEYS_TEXT = ", ".join(f"**{key}** {what}" for key, what in KEYS.items())
 MENU = {"About": f"**{TITLE}**\n\n{INTRODUCTION}\n\nKeyboard: {KEYS_TEXT}. Every view is a link: copy the address."}
 
@@ -22,11 +24,11 @@ def metrics(settings):
     d = cache.toy_diagnostics(settings.toy_key)
     numbers = [
         ("M sequences", "M", f"{d.M:,}", "M = V**T: every sequence is enumerated, so every number here is exact."),
-        ("J = E_π[r]", "J", f"{d.J:.4f}", "The objective the trainer climbs: expected reward under the trainer π."),
-        ("E_μ[r] logged", "E_μ[r]", f"{d.logged_reward:.4f}",
+        ("J = E_π[r]", "J", headline(d.J), "The objective the trainer climbs: expected reward under the trainer π."),
+        ("E_μ[r] logged", "E_μ[r]", headline(d.logged_reward),
          "The mean reward a rollout log shows: sequences come from the sampler μ, so this is not J."),
-        ("‖∇J‖", "‖∇J‖", f"{d.grad_norm:.4f}", "Norm of the true policy gradient; every relative error divides by it."),
-        ("KL(μ‖π)", "KL(μ‖π)", f"{d.kl_mu_pi:.4f}",
+        ("‖∇J‖", "‖∇J‖", headline(d.grad_norm), "Norm of the true policy gradient; every relative error divides by it."),
+        ("KL(μ‖π)", "KL(μ‖π)", headline(d.kl_mu_pi),
          "Σ_t KL_t(μ_t‖π_t) = −E_μ[log W]: how far the sampler is from the trainer (0 when they agree)."),
         ("χ²_seq", "χ²_seq", f"{d.chi2_seq:.4g}",
          "E_μ[W²] − 1 = ∏_t(1 + χ²_t) − 1: the variance of the sequence ratio W; it grows exponentially in T."),
@@ -57,7 +59,8 @@ def render(settings):
     with st.container(horizontal=True, vertical_alignment="center"):
         st.title(TITLE, width="stretch")
         presentation.button(st)
-    st.caption(INTRODUCTION)
+    st.caption(INTRODUCTION + (" The numbers below are the toy's (exact), not your file's: those are in the tab."
+                               if st.session_state.get(TAB_KEY) == your_run_tab.LABEL else ""))
     with st.container(horizontal=True, gap="medium", key="toylab_header"):
         for label, _, value, help in numbers:
             st.metric(label, value, help=help, width="content")
@@ -67,6 +70,8 @@ def _one_line(settings, numbers):
     toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
         + ("" if settings.sampler.is_default else ", " + settings.sampler.describe().replace("τ = ", "τ "))
     brand = "**toylab** · " if settings.sampler.is_default else ""        # a sampler setting takes its room
+    if st.session_state.get(TAB_KEY) == your_run_tab.LABEL:             # not the file's numbers: say whose
+        brand = "**the toy (exact)** · " if settings.sampler.is_default else "**toy** · "
     about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
                            f"Keyboard: {KEYS_TEXT}."])
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):

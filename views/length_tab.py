@@ -25,11 +25,17 @@ def render(settings):
             break
         population += point_population
         estimators += point_estimators
+    estimator_frame = sweep_frames.length_estimator_frame(estimators)
+    lying = sweep_frames.coincident(estimator_frame, "T", sweep_frames.LENGTH_LOG_METRICS)
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
                                       sweep_frames.length_probability_frame(population),
-                                      sweep_frames.length_estimator_frame(estimators), panel,
-                                      marks=tour.marks(settings, "length_std_ratio"))
+                                      sweep_frames.styled(estimator_frame, lying), panel,
+                                      marks=tour.marks(settings, "length_std_ratio"),
+                                      labels=sweep_frames.legend_words(lying))
     chart_element.draw(st, chart, width="stretch" if panel else "content")
+    note = sweep_frames.coincident_note(lying, estimator_frame["T"], "T")
+    if note:
+        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
     overflowed = sweep_frames.length_overflow_notes(population, estimators)
     if overflowed:
         st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)

@@ -19,7 +19,7 @@ def render(settings):
               icon=":material/play_arrow:", type="primary", help="Lesson 1 (key N)")
     for number, lesson in enumerate(LESSONS, start=1):
         with st.container(border=True):
-            st.markdown(f"**{number}.** {lesson.text}")
+            st.markdown(f"**{number}. {lesson.claim}** {lesson.text}")
             st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=tour.show, args=(lesson,))
             evidence = tour.evidence(lesson.id)
             with st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold")):

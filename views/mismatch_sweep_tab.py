@@ -1,11 +1,12 @@
 """The mismatch sweep tab: every selected estimator's exact error as the sampler moves away from the trainer —
-by the scale of its logit error, its top-p, or its temperature (the ``sweep`` control, in the URL)."""
+by the scale of its logit error, its top-p, its temperature, or the precision it rounds its logits to (the ``sweep``
+control, in the URL)."""
 
 import streamlit as st
 
 from toylab.presentation import sweep_charts, sweep_frames
 from toylab.state.query import SWEPT
-from views import chart_element, presentation, sweep_panel
+from views import chart_element, presentation, sweep_panel, tour
 from views.caches import sweep_cache
 
 LABEL = "Mismatch sweep"
@@ -18,6 +19,9 @@ ABOUT = {
              "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
     "temperature": "only the sampler's temperature τ moves (μ ∝ exp(z/τ)); the trainer has none, so even at mismatch 0 "
                    "τ ≠ 1 is a mismatch. Low τ sharpens μ: the ratios of the tokens it rarely draws grow fast.",
+    "precision": "only the precision the sampler rounds its logits to moves: none, fp16 (10 mantissa bits), bf16 (7). "
+                 "The trainer does not round, so even at mismatch 0 rounding is a mismatch; where it is exactly 0 (no "
+                 "rounding at mismatch 0) a log axis draws no point.",
 }
 
 
@@ -32,16 +36,23 @@ def render(settings):
         label_visibility="collapsed" if present else "visible", format_func=(lambda name: f"sweep {name}") if present
         else str,
         help="Which part of the sampler model moves — mismatch: the scale of the logit error b; top_p; temperature: the "
-             "sampler's τ — the others stay at the sidebar's values. (The options are written as the link writes them.)")
+             "sampler's τ; precision: the rounding of its logits (none, fp16, bf16) — the others stay at the sidebar's values. (The options are written as the link writes them.)")
     panel = sweep_panel.picker("mismatch_panel", panel_column)
     estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
-    chosen = settings.mismatch if parameter == "mismatch" else getattr(settings, parameter)
-    chart = sweep_charts.sampler_chart(sweep_frames.sampler_frame(estimator_rows, parameter),
+    chosen = getattr(settings, parameter)
+    estimators = sweep_frames.sampler_frame(estimator_rows, parameter)
+    lying = sweep_frames.coincident(estimators, parameter)
+    chart = sweep_charts.sampler_chart(sweep_frames.styled(estimators, lying),
                                        sweep_frames.divergence_frame(divergence_rows, parameter),
-                                       sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter, panel)
+                                       sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter, panel,
+                                       marks=tour.marks(settings, "sampler_divergence"),
+                                       labels=sweep_frames.legend_words(lying))
     chart_element.draw(st, chart, width="stretch" if panel else "content")
+    note = sweep_frames.coincident_note(lying, estimators[parameter], parameter)
+    if note:
+        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
                f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed "
                f"alone, so {ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."
-               + (f" Left out, W beyond float64 there: {parameter} = {', '.join(f'{v:.3g}' for v in left_out)}."
+               + (f" Left out, W beyond float64 there: {parameter} = {', '.join(v if isinstance(v, str) else f'{v:.3g}' for v in left_out)}."
                   if left_out else ""))

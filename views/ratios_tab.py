@@ -10,6 +10,7 @@ from views.caches import cache
 DRAW_KEY = "draw"
 PANELS_KEY = "ratio_panels"
 PLOT_WIDTH = {True: (1000, 480), False: (420, 240)}   # the narrowest plots, full width and half (presenting or not)
+SEQUENCE_HEIGHT = {True: 260, False: 320}             # the sequence ratio's plots: presenting, both in view
 EXPLAINED = ("Grey: the exact μ-probability. Orange: one sampled batch of N = {N:,} sequences (draw {draw}), what a "
              "training log would show. Dashed: the selected estimators' thresholds, with the probability beyond each "
              "in a row above the plot.")
@@ -20,10 +21,14 @@ def _resample():
 
 
 def render(settings):
+    """The per-token ratios, then the sequence ratios; a lesson that marks the sequence ratios gets them first."""
     toy = cache.settings_toy(settings)
     selection = settings.selection()
     draw = st.session_state.get(DRAW_KEY, 0)
     present = presentation.on()
+    lesson_first = any(chart.startswith("sequence_") for chart in tour.marked(settings))
+    if lesson_first:
+        _sequence_charts(settings, toy, selection, draw, present, heading=False)
     left, right = st.columns([3, 1], vertical_alignment="center")
     (left.caption if present else left.markdown)(EXPLAINED.format(N=settings.N, draw=draw))
     right.button("Resample the batch", on_click=_resample, icon=":material/casino:", width="stretch")
@@ -42,15 +47,25 @@ def render(settings):
                                                          height=240 if present else 320,
                                                          plot_width=PLOT_WIDTH[present][0]))
     chart_element.draw(st, chart)
+    if not lesson_first:
+        _sequence_charts(settings, toy, selection, draw, present)
+    _sequence_facts(settings, toy, selection)
 
-    st.subheader("Sequence ratio")
-    facts = cache.sequence_facts(settings.toy_key)
-    sequence_thresholds = {kind: frames.sequence_threshold_frame(toy, selection, kind) for kind in ("W", "geo")}
+
+def _sequence_charts(settings, toy, selection, draw, present, heading=True):
+    """log W and log ρ_geo side by side, each with its thresholds and a lesson's marks."""
+    if heading:
+        st.subheader("Sequence ratio")
     for column, kind in zip(st.columns(2), ("W", "geo"), strict=True):
         histogram = cache.sequence_histogram(settings.toy_key, kind, settings.N, draw)
         chart_element.draw(column, charts.sequence_ratio_chart(
-            histogram, sequence_thresholds[kind], kind, marks=tour.marks(settings, f"sequence_{kind}"),
+            histogram, frames.sequence_threshold_frame(toy, selection, kind), kind,
+            marks=tour.marks(settings, f"sequence_{kind}"), height=SEQUENCE_HEIGHT[present],
             plot_width=PLOT_WIDTH[present][1]))
+
+
+def _sequence_facts(settings, toy, selection):
+    facts = cache.sequence_facts(settings.toy_key)
     with st.container(horizontal=True, gap="medium"):
         st.metric("E_μ[W]", f"{facts['mean_W']:.6f}", width="content",
                   help="Σ of π(y) over the sequences μ draws: exactly 1, IS reweights μ to π on average — less the "
@@ -60,6 +75,6 @@ def render(settings):
         st.metric("P_μ(W > 1)", f"{facts['above_one']:.4f}", help="Share of sampled sequences up-weighted.",
                   width="content")
         st.metric("E_μ[log W]", f"{facts['mean_log_W']:.4f}", help="= −KL(μ‖π).", width="content")
-        for row in sequence_thresholds["W"].itertuples():
+        for row in frames.sequence_threshold_frame(toy, selection, "W").itertuples():
             st.metric(f"P(W > {row.value:g}) · {row.threshold}", f"{row.beyond:.4f}", width="content",
                       help="μ-probability that this sequence-level threshold clips or masks.")

@@ -30,6 +30,7 @@ from toylab.state.query import (
     DEFAULTS,
     INTEGER_RANGES,
     MISMATCH_RANGE,
+    NO_COMPARISON,
     SAMPLER_FIELDS,
     VIEW_PARAMETERS,
     controls_of,
@@ -39,6 +40,7 @@ from toylab.state.query import (
 from views import address, sampler_controls
 
 TAB_KEY = "tab"
+COMPARE_KEY = "compare_baseline"         # a view parameter of the Estimators tab (toylab.state.query), set here
 FRAMEWORK_KEY = "framework"
 FRAMEWORK_NAMES = {ANY_FRAMEWORK: "none (catalogue first)"}
 SELECT_ALL_UP_TO = 30                    # "Select all matches" once a search leaves at most this many ids
@@ -97,6 +99,11 @@ def render():
         st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
                  help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
                       "shows, E_μ[r]; 'true' is J = E_π[r].")
+        st.radio("compare with the baseline (Estimators)", (NO_COMPARISON, *BASELINES), key=COMPARE_KEY, horizontal=True,
+                 format_func=lambda name: name if name == NO_COMPARISON else BASELINE_NAMES[name].split(" (")[0],
+                 help="The Estimators tab's scatter draws each estimator also at this baseline, hollow, with a line to "
+                      "where it is at the baseline above: what the baseline moves. Here, not in the tab: a control of "
+                      "the first tab kept while another is open would cost every fresh page a second run.")
         st.number_input("batch size N", *INTEGER_RANGES["N"], step=1, key="N",
                         help="Sequences per gradient estimate: the std shrinks as 1/√N, the bias does not.")
         st.selectbox("loss aggregation", AGGREGATIONS, key="agg",

@@ -12,6 +12,7 @@ from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import KEYS, LESSONS
 from toylab.presentation import frames
+from toylab.state.query import VIEW_PARAMETERS
 from views import address, sidebar
 
 LESSONS_TAB = "Lessons"
@@ -38,9 +39,10 @@ def _open_lessons():
 
 def on_show(settings):
     """(number, lesson) of the lesson whose view the page is at, or None."""
-    view = address.view()
-    return next(((number, lesson) for number, lesson, shown, opened in VIEWS
-                 if shown == settings and all(view[name] == value for name, value in opened.items())), None)
+    view = address.view()          # a control that does not matter in this view (a sweep's panel when not presenting)
+    return next(((number, lesson) for number, lesson, shown, opened in VIEWS       # does not take the lesson away
+                 if shown == settings and all(view[name] == value for name, value in opened.items()
+                                              if VIEW_PARAMETERS[name].shown(view))), None)
 
 
 def marks(settings, chart):
@@ -58,26 +60,36 @@ def marks(settings, chart):
     return frame.iloc[[number - 1 for number, _ in numbered]].reset_index(drop=True)
 
 
+def marked(settings):
+    """The charts (keys of ``toylab.lessons.lesson.CHARTS``) the lesson on show marks, in the order of its marks; empty
+    when no lesson is on show. A tab draws these first, sized to be in view with the lesson box."""
+    shown = on_show(settings)
+    return [] if shown is None else list(dict.fromkeys(mark.chart for mark in evidence(shown[1].id).marks))
+
+
 def banner(tab, settings):
-    """On top of ``tab``: the lesson on show (if it opens this tab), its marks in words, and the tour's buttons."""
+    """On top of ``tab``: the lesson on show (if it opens this tab) in one row — its claim, which names the marks by
+    their numbers, and the tour's buttons; its full statement and its marks in words on demand (*Why*)."""
     shown = on_show(settings)
     if shown is None or shown[1].tab != tab:
         return
     number, lesson = shown
     with st.container(border=True, key="lesson_banner"):
-        statement, steps = st.columns([4, 1], vertical_alignment="top")
-        statement.markdown(f"**Lesson {number} of {len(LESSONS)}.** {lesson.text}")
-        statement.caption(" · ".join(f"**{index}** {mark.text}" for index, mark in
-                                     enumerate(evidence(lesson.id).marks, start=1)) + " — numbered on the charts.")
-        with steps.container(horizontal=True, gap="small"):
+        statement, steps = st.columns([2.3, 1], vertical_alignment="center", gap="small")
+        statement.markdown(f"**Lesson {number} of {len(LESSONS)}.** {lesson.claim}")
+        with steps.container(horizontal=True, gap="small", horizontal_alignment="right"):
+            with st.popover("Why", icon=":material/info:", help="The lesson in full, and each numbered mark in words"):
+                st.markdown(lesson.text)
+                st.markdown("\n".join(f"{index}. {mark.text}" for index, mark in
+                                       enumerate(evidence(lesson.id).marks, start=1)))
             if number > 1:
-                st.button("Previous", key="lesson_previous", on_click=show, args=(LESSONS[number - 2],),
-                          shortcut="B", icon=":material/arrow_back:", help=f"Lesson {number - 1} (key B)")
+                st.button("", key="lesson_previous", on_click=show, args=(LESSONS[number - 2],),
+                          shortcut="B", icon=":material/arrow_back:", help=f"Previous: lesson {number - 1} (key B)")
             if number < len(LESSONS):
                 st.button("Next", key="lesson_next", on_click=show, args=(LESSONS[number],), shortcut="N",
                           icon=":material/arrow_forward:", help=f"Lesson {number + 1} (key N)")
-            st.button("All lessons", key="lesson_all", on_click=_open_lessons, shortcut="L",
-                      icon=":material/list:", help="The Lessons tab (key L)")
+            st.button("", key="lesson_all", on_click=_open_lessons, shortcut="L",
+                      icon=":material/list:", help="All lessons: the Lessons tab (key L)")
 
 
 def keys_text():

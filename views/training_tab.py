@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import training_charts, training_frames
+from toylab.presentation import frames, training_charts, training_frames
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
 from toylab.training.optimizers import OPTIMIZERS
@@ -55,9 +55,9 @@ def _shown(columns):
     return {name: column for name, column in columns.items() if name != "label" or not presentation.on()}
 
 
-def controls(settings):
-    """The tab's controls (each in the URL) as a TrainingConfig; N is the sidebar's batch size."""
-    mode_column, optimizer_column, noise_column, lr_column, steps_column, runs_column = st.columns(
+def controls(settings, where=st):
+    """The tab's controls (each in the URL), in ``where``, as a TrainingConfig; N is the sidebar's batch size."""
+    mode_column, optimizer_column, noise_column, lr_column, steps_column, runs_column = where.columns(
         [2, 1.3, 1.6, 2, 2, 1.5])
     mode = mode_column.radio("mode", MODES, key=KEY["mode"], persist_state="session", horizontal=True,
                              help="expected: step along each estimator's exact mean gradient (what its bias does). "
@@ -84,8 +84,20 @@ def controls(settings):
     return TrainingConfig(steps, lr, optimizer, mode, settings.N, runs, noise)
 
 
+def _run_in_words():
+    """The run the controls set, in a few words (a lesson's collapsed controls): 'expected · sgd · lr 1 · 300 steps'."""
+    value = {name: st.session_state.get(url, VIEW_PARAMETERS[url].default) for name, url in KEY.items()}
+    return (f"{value['mode']} · {value['optimizer']} · lr {VIEW_PARAMETERS[KEY['lr']].to_url(value['lr'])} · "
+            f"{value['steps']} steps · b {value['noise']}")
+
+
 def render(settings):
-    config = controls(settings)
+    """The controls, then J, the cosine, one estimator's training log and the mismatch against step, the summary and
+    the SGA view. A lesson on show gets the charts it marks first, sized to be in view at 1280×720, its run's
+    controls folded away."""
+    lesson = [chart for chart in tour.marked(settings) if chart in LESSON_CHARTS]
+    where = st.expander(f"The run: {_run_in_words()}", icon=":material/tune:") if lesson else st
+    config = controls(settings, where)
     selection = training_cache.trained(settings, config.mode)
     left_out = training_cache.left_out(settings, config.mode)
     with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
@@ -100,27 +112,38 @@ def render(settings):
             return
     sampled = config.mode == "sampled"
     curves = training_frames.curve_frame(trajectories)
-    same = training_frames.duplicates(trajectories)
-    chart_element.draw(st, training_charts.objective_chart(curves, sampled, same, tour.marks(settings, "training_J"),
-                                                           height=300 if presentation.on() else 360))
-    chart_element.draw(st, training_charts.cosine_chart(curves, sampled, same, tour.marks(settings, "training_cosine")))
+    ids = list(trajectories)
+    if st.session_state.get(KEY["pick"]) not in ids:
+        st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
+    pick = _pick(where, ids) if lesson else None
+    draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
+                curves, sampled, tour.marks(settings, "training_J"), height=size)),
+            "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
+                curves, sampled, tour.marks(settings, "training_cosine"), height=size,
+                short=bool(lesson))),
+            "training_logged": lambda at, size: chart_element.draw(at, training_charts.logged_chart(
+                training_frames.logged_frame(trajectories[pick]), pick, ESTIMATORS[pick].colour,
+                tour.marks(settings, "training_logged"), height=size))}
+    if lesson:
+        _lesson_charts(lesson, draw)
+    if "training_J" not in lesson:
+        draw["training_J"](st, 300 if presentation.on() else 360)
+    if "training_cosine" not in lesson:
+        draw["training_cosine"](st, None)
     if not sampled and config.optimizer == "adam":
-        chart_element.draw(st, training_charts.step_cosine_chart(curves, same))
+        chart_element.draw(st, training_charts.step_cosine_chart(curves))
+    lying = training_frames.coincident_note(curves, sampled)
     st.caption(_about_the_run(settings, config, left_out)
-               + (f" Identical runs, drawn in short dashes over each other: {training_frames.same_note(same)}." if same
-                  else ""))
+               + (f" On the J chart, drawn in short dashes over the line each lies on: {lying}." if lying else ""))
 
     left, right = st.columns(2)
     with left:
-        ids = list(trajectories)
-        if st.session_state.get(KEY["pick"]) not in ids:
-            st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
-        pick = st.selectbox("estimator whose training log to show", ids, key=KEY["pick"], persist_state="session", help="Its logged reward E_μ[r] against the true J, step by step.")
-        logged = training_frames.logged_frame(trajectories[pick])
-        chart_element.draw(st, training_charts.logged_chart(logged, pick, ESTIMATORS[pick].colour,
-                                                            tour.marks(settings, "training_logged")))
-        st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
-                   "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
+        if not lesson:
+            pick = _pick(st, ids)
+        if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
+            draw["training_logged"](st, 300)
+            st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
+                       "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
         st.markdown("**Does training make the mismatch worse?**")
         chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
@@ -128,7 +151,31 @@ def render(settings):
     summary = training_frames.summary_frame(trajectories)
     st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
+    if presentation.on():                                    # the long names left the table: say them once
+        st.caption(frames.names_note(summary["estimator"]))
     _sga_view(settings, config)
+
+
+def _pick(where, ids):
+    """The estimator whose training log is shown (its selectbox, in ``where``)."""
+    return where.selectbox("estimator whose training log to show", ids, key=KEY["pick"], persist_state="session",
+                           help="Its logged reward E_μ[r] against the true J, step by step.")
+
+
+LESSON_CHARTS = ("training_J", "training_cosine", "training_logged")
+LESSON_HEIGHTS = {1: 240, "main": 270, "beside": 70}     # plot heights that keep a lesson's charts in view at 720 px
+
+
+def _lesson_charts(marked, draw):
+    """A lesson's marked charts at the top: one across the width, or the first on the left and the others stacked
+    on its right."""
+    if len(marked) == 1:
+        draw[marked[0]](st, LESSON_HEIGHTS[1])
+        return
+    main, beside = st.columns([3, 2], gap="medium")
+    draw[marked[0]](main, LESSON_HEIGHTS["main"])
+    for chart in marked[1:]:
+        draw[chart](beside, LESSON_HEIGHTS["beside"])
 
 
 def _about_the_run(settings, config, left_out):

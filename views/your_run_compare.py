@@ -4,7 +4,7 @@ its standard error in one table, and their log ρ_t histograms overlaid on the s
 import streamlit as st
 
 from toylab.presentation import run_charts, run_frames
-from toylab.text import significant
+from toylab.presentation.estimates import se_text, value_text
 from views import chart_element
 
 
@@ -14,7 +14,7 @@ def render(named):
     table = run_frames.side_by_side_frame({name: (statistics, sizes) for name, (_, statistics, sizes) in named.items()})
     shown = table.copy()
     for column in shown.columns[1:]:
-        shown[column] = shown[column].map(lambda value: "" if value is None or value != value else significant(value))
+        shown[column] = shown[column].map(se_text if column.endswith(" ± se") else value_text)
     st.dataframe(shown, hide_index=True, width="stretch")
     st.caption("Sample estimates of each log, each with its standard error (clustered by sequence); compare two "
                "logs by their values against both errors.")

@@ -3,13 +3,11 @@ whole run (several step files, or a zip of a run), every metric against step (``
 
 The files in view (uploads or an example) are kept for the session (``your_run_uploads``: its callbacks and the
 example buttons are the only ways to change them, and a file that cannot be read is let go at once), so they survive
-a visit to another tab and are released when the session disconnects. Two uploaders: the log's takes one file and a new one replaces it (a log,
-or a zip of a run); the run's takes several, and the run in view is the files in it, dropped together or one after
-another (in a browser a second drop on a multi-file uploader adds to the first, so one uploader for both would turn
-a second log into a two-step run).
-Everything from the file —
-its name, column names, values, the messages that quote them — is shown through ``user_text`` (code text, never
-Markdown). Reading shows a progress bar, which is also where Streamlit stops the reading when the user leaves
+a visit to another tab and are released when the session disconnects. Two uploaders: the log's takes one file and a
+new one replaces it (a log, or a zip of a run); the run's takes several, and the run in view is the files in it,
+dropped together or one after another (in a browser a second drop on a multi-file uploader adds to the first, so one
+uploader for both would turn a second log into a two-step run). Everything from the file — its name, column names,
+values, the messages that quote them — is shown through ``user_text`` (code text, never Markdown). Reading shows a progress bar, which is also where Streamlit stops the reading when the user leaves
 the tab or uploads another file.
 """
 
@@ -21,6 +19,8 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
+from toylab.presentation import run_verdict
+from toylab.presentation.estimates import se_text, value_text, with_se
 from toylab.presentation.run_frames import (
     frameworks_frame,
     quantile_frame,
@@ -28,15 +28,17 @@ from toylab.presentation.run_frames import (
     tail_share_frame,
     thresholds_in_view,
 )
-from toylab.text import UNDEFINED, clipped, distinct, percent, significant, with_error
+from toylab.state.query import clean_float
+from toylab.text import clipped, distinct, percent
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
+from toylab.your_run.bottom_line import bottom_line
 from toylab.your_run.bounds import LOG_RATIO_LIMIT, MB, PAGE_BOUNDS, REWARD_LIMIT
 from toylab.your_run.columns import NAMES, TITLES, choose
 from toylab.your_run.dumps import PICKLE_EXTENSIONS, TORCH_EXTENSIONS
 from toylab.your_run.files import EXTENSIONS, LogError
-from toylab.your_run.matching import comparison, comparison_frame, matched_length, matching_estimate
+from toylab.your_run.matching import matched_length, matching_estimate
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
-from views import chart_element, sidebar, your_run_compare, your_run_export, your_run_steps
+from views import chart_element, presentation, sidebar, your_run_compare, your_run_export, your_run_steps
 from views import your_run_uploads as uploads
 from views.caches import your_run_cache as cache
 from views.estimators_tab import swatch
@@ -48,6 +50,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE = EXAMPLES / "rollouts_per_sequence.parquet"
 EXAMPLE_RUN = EXAMPLES / "example_run.zip"
 NOT_SET = "—"
+PRESENT_HEIGHT = 200          # the first chart's plot when presenting: in view under the numbers at 1280×720
 UPLOAD_LIMIT_MB = PAGE_BOUNDS.file_bytes // MB   # Streamlit's uploader counts 1 MB as 10**6 bytes (but on Windows)
 FORMATS = (
     f"**Accepted:** Parquet, JSON Lines or CSV (the text ones may be gzip-compressed), at most "
@@ -72,12 +75,38 @@ RUN_UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", 
 
 def _open_match(settings, match):
     """on_click: the sidebar (and so the URL) to the matched toy, and the Estimators tab open."""
-    sidebar.set_controls(replace(settings, T=match.T, V=match.V, seed=match.seed,
-                                 mismatch=round(match.mismatch, 2)))
+    sidebar.set_controls(replace(settings, T=match.T, V=match.V, seed=match.seed, mismatch=clean_float(match.mismatch)))
     st.session_state[sidebar.TAB_KEY] = "Estimators"
 
 
 def render(settings):
+    sources = uploads.shown()
+    files = st.expander("Files and columns (change them here)", icon=":material/upload_file:") if sources \
+        else st.container()
+    with files:
+        _files()
+    refused, error, lost = uploads.notices()
+    if refused:
+        st.error(refused, icon=":material/error:")
+    if error:
+        st.error(code(error), icon=":material/error:")
+    if lost:
+        st.warning(f"{lost} of the files in the run's uploader were let go (another log was shown, or they could not "
+                   "be read): remove them there and drop them again to have them in the run.",
+                   icon=":material/warning:")
+    if not sources:
+        st.info("Upload a rollout log or a run, or use an example.", icon=":material/upload_file:")
+        st.markdown(FORMATS)
+        return
+    if uploads.run_in_view() or len(sources) > 1 or sources[0].name.lower().endswith(".zip"):
+        your_run_steps.render(settings, sources)
+        return
+    _log(settings, sources[0], files)
+
+
+def _files():
+    """What this tab reads, how its numbers differ from the toy's, the two uploaders and the examples: on top until a
+    file is in view, then folded away (the first chart in view at 1280×720)."""
     st.caption("Your own rollout log: the sampler's and the trainer's log-probabilities of the same sampled "
                "tokens. Every number from the file is a **sample estimate ± its standard error** "
                f"({STANDARD_ERRORS}), unlike the toy's exact numbers on the other tabs.")
@@ -97,24 +126,11 @@ def render(settings):
         st.button("Use the example run", on_click=uploads.use_example, args=(EXAMPLE_RUN,), icon=":material/timeline:",
                   help="Twelve steps generated from the toy at a realistic mismatch (per-token KL near 1e-4) that "
                        "drifts from step 9 on: not from a real model.")
-    refused, error, lost = uploads.notices()
-    if refused:
-        st.error(refused, icon=":material/error:")
-    if error:
-        st.error(code(error), icon=":material/error:")
-    if lost:
-        st.warning(f"{lost} of the files in the run's uploader were let go (another log was shown, or they could not "
-                   "be read): remove them there and drop them again to have them in the run.",
-                   icon=":material/warning:")
-    sources = uploads.shown()
-    if not sources:
-        st.info("Upload a rollout log or a run, or use an example.", icon=":material/upload_file:")
-        st.markdown(FORMATS)
-        return
-    if uploads.run_in_view() or len(sources) > 1 or sources[0].name.lower().endswith(".zip"):
-        your_run_steps.render(settings, sources)
-        return
-    source = sources[0]
+
+
+def _log(settings, source, files):
+    """One log: its numbers with the bottom line first, its charts, what the estimators do, and the matched toy; the
+    column pickers in ``files`` (with the uploaders) unless detection is unsure."""
     progress = st.empty()
     report = _reporter(progress, source)
     try:
@@ -125,7 +141,7 @@ def render(settings):
         st.error(code(error), icon=":material/error:")
         return
     try:
-        columns = _columns(source, *detected)
+        columns = _columns(source, files, *detected)
         results = cache.summary(source, columns, report)
         selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
         rows, rewards, suggested, thresholds = cache.estimators(source, columns, selection, report)
@@ -136,7 +152,8 @@ def render(settings):
     progress.empty()
     statistics, sizes = results["statistics"], results["magnitudes"]
     _headline(source, statistics, sizes, results["notices"])
-    _token_charts(results, thresholds["tokens"])
+    st.markdown(run_verdict.bottom_line_text(bottom_line(statistics, rewards, rows), rewards), help=run_verdict.RULE)
+    _token_charts(results, thresholds["tokens"], statistics, sizes)
     _sequence_charts(results, statistics, thresholds)
     _estimator_table(rows, rewards, statistics, suggested)
     _frameworks(results["frameworks"])
@@ -156,12 +173,14 @@ def _reporter(placeholder, source):
     return progress
 
 
-def _columns(source, preview, detection):
-    """The Columns: detected, or picked (the pickers sit in an expander, open when detection is unsure)."""
+def _columns(source, files, preview, detection):
+    """The Columns: detected, or picked (the pickers sit with the files, or in an expander of their own, open, when
+    detection is unsure)."""
     for doubt in detection.doubts:
         st.warning(f"{code(f'{source.name}: {doubt}')} Check the columns below.", icon=":material/help:")
     explicit = {}
-    with st.expander("Columns", expanded=detection.unsure):
+    with st.expander("Columns", expanded=True) if detection.unsure else files:
+        st.caption("The columns: which holds what (detected; pick another to change it)")
         pickers = st.columns(len(NAMES))
         for picker, role in zip(pickers, NAMES, strict=True):
             required = role in ("sampler", "trainer")
@@ -182,10 +201,14 @@ def _headline(source, statistics, sizes, notices):
     for notice in notices:
         st.warning(code(notice[0].upper() + notice[1:] + "."), icon=":material/info:")
     if sizes.identity_broken():
-        st.warning(f"mean ρ − 1 = {with_error(sizes.identity.value, sizes.identity.se)} is below 0 by more than 3 "
+        st.warning(f"mean ρ − 1 = {with_se(sizes.identity.value, sizes.identity.se)} is below 0 by more than 3 "
                    "standard errors: E_μ[ρ] = 1 fails, so the sampler's logged log-probabilities miss probability the "
                    "trainer gives (top-p or top-k truncation, or a temperature applied to sampling but not to the "
                    "logged log-probs).", icon=":material/warning:")
+
+
+def _metrics(statistics, sizes):
+    """The log's headline numbers, each a sample estimate with its standard error below it."""
     metrics = [
         ("mean length", statistics.mean_length, "Response tokens per sequence: mean ± se."),
         ("k1 = mean(log μ − log π)", statistics.k1,
@@ -205,23 +228,27 @@ def _headline(source, statistics, sizes, notices):
                         "The logged mean reward: rewards of sampler rollouts, E_μ[r], not the trainer's J = E_π[r]."))
     columns = st.columns(len(metrics) + 1)
     for column, (label, estimate, help) in zip(columns, metrics, strict=False):
-        column.metric(label, significant(estimate.value), delta=f"± {significant(estimate.se, 2)}",
+        column.metric(label, value_text(estimate.value), delta=f"± {se_text(estimate.se)}" if se_text(estimate.se) else None,
                       delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
     columns[-1].metric("ESS fraction (this sample)", percent(statistics.ess_fraction),
                        help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
                             "sequence-level IS effectively keeps. A property of this sample (no standard error).")
-    st.caption("Sample estimates to their significant digits, each with its standard error below it."
-               + (f" {UNDEFINED}: {SINGLE_SEQUENCE}." if statistics.k1.se is None else ""))
+    if statistics.k1.se is None:
+        st.caption(f"No standard errors: {SINGLE_SEQUENCE}.")
 
 
-def _token_charts(results, thresholds):
-    st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
+def _token_charts(results, thresholds, statistics, sizes):
+    """The first chart (log ρ_t of every token) with the tail shares beside it, then the log's headline numbers, the
+    most extreme tokens and the mismatch along the response and against μ."""
+    if not presentation.on():                    # presenting: the chart's own title, and the chart in view
+        st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
     histogram, shares = st.columns([3, 1])
     inside, beyond = thresholds_in_view(thresholds, results["tokens"])
-    chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], inside))
+    chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], inside,
+                                                                   height=PRESENT_HEIGHT if presentation.on() else None))
     if beyond is not None and len(beyond):
         histogram.caption("Zoomed to the data (0.1 %–99.9 % of its tokens; the outlined end bins hold the rest). "
-                          "Beyond this view: " + "; ".join(f"{row.threshold} at log ρ = {significant(row.log_value)} "
+                          "Beyond this view: " + "; ".join(f"{row.threshold} at log ρ = {value_text(row.log_value)} "
                                                            f"({percent(row.beyond)} of tokens beyond)"
                                                            for row in beyond.itertuples()))
     shares.dataframe(_defined(tail_share_frame(results["statistics"])), hide_index=True, width="stretch", column_config={
@@ -230,6 +257,7 @@ def _token_charts(results, thresholds):
         "se": st.column_config.NumberColumn("± se", format="%.2g")})
     shares.dataframe(quantile_frame(results["magnitudes"]), hide_index=True, width="stretch", column_config={
         "value": st.column_config.NumberColumn(format="%.3g")})
+    _metrics(statistics, sizes)
     with st.expander("The most extreme tokens and sequences"):
         sizes = results["magnitudes"]
         st.dataframe(pd.DataFrame(sizes.worst_tokens), hide_index=True, width="stretch", column_config={
@@ -327,8 +355,8 @@ def _estimator_table(rows, rewards, statistics, suggested):
             column.metric(label, NOT_SET, help=help + " — undefined: its mean or standard error is beyond float64 "
                                                       "(the sequence weights W reach e^709)")
         else:
-            column.metric(label, significant(estimate.value), delta=f"± {significant(estimate.se, 2)}",
-                          delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
+            column.metric(label, value_text(estimate.value), delta=f"± {se_text(estimate.se)}" if se_text(estimate.se)
+                          else None, delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
     if statistics.ess_fraction < FEW_WEIGHTS:
         text = UNRELIABLE.format(statistics.ess_fraction)
         st.warning(text[0].upper() + text[1:] + ".", icon=":material/warning:")
@@ -337,8 +365,8 @@ def _estimator_table(rows, rewards, statistics, suggested):
 def _frameworks(block):
     with st.expander("Frameworks: the metrics your dashboard shows, on this log"):
         frame = frameworks_frame(block)
-        frame["value"] = frame["value"].map(significant)
-        frame["se"] = frame["se"].map(lambda se: "" if se is None else significant(se, 2))
+        frame["value"] = frame["value"].map(value_text)
+        frame["se"] = frame["se"].map(se_text)
         st.dataframe(frame, hide_index=True, width="stretch")
         st.caption("Each framework's formula on this log's tokens, under its own name (toylab/your_run/parity.py "
                    "cites the code); a mean carries its standard error, an extreme none.")
@@ -380,8 +408,8 @@ def _matched_toy(settings, statistics, sizes):
         "data": f"the data's mean length (T = {data_T}, capped at the page's limit for V = {settings.V})"}.get)
     T = settings.T if choice == "sidebar" else data_T
     match = cache.matched(matching_estimate(statistics)[1], T, settings.V, settings.seed, settings.sampler)
-    st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics, sizes)))
-    table = _defined(comparison_frame(match, statistics, sizes))
+    st.markdown("\n".join(f"- {sentence}" for sentence in run_verdict.comparison(match, statistics, sizes)))
+    table = _defined(run_verdict.comparison_frame(match, statistics, sizes))
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "quantity": st.column_config.TextColumn("quantity"),
         "data": st.column_config.NumberColumn("data (sample estimate)", format="%.4g"),
@@ -390,10 +418,9 @@ def _matched_toy(settings, statistics, sizes):
         "toy_low": st.column_config.NumberColumn("toy, lowest within 2 se", format="%.4g"),
         "toy_high": st.column_config.NumberColumn("toy, highest within 2 se", format="%.4g"),
         "verdict": st.column_config.TextColumn("verdict")})
-    st.button(f"Open the Estimators tab at this toy (T = {T}, V = {settings.V}, mismatch "
-              f"{round(match.mismatch, 2):g}) →", key="your_run_open_match", on_click=_open_match,
-              args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, its mismatch "
-                                          "rounded to the slider's step of 0.01, and opens the Estimators tab.")
+    st.button(run_verdict.open_match_label(match, statistics), key="your_run_open_match", on_click=_open_match,
+              args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, at the mismatch "
+                                          "found (not rounded to the slider's step), and opens the Estimators tab.")
 
 
 def _defined(frame):

@@ -106,12 +106,14 @@ def test_large_toys_get_coarser_grids():
     assert sweep_grid("temperature", 4**6)[[0, -1]].tolist() == [0.25, 4.0]
     top_p = sweep_grid("top_p", 4**6)
     assert top_p[-1] == 1.0 and 0 < top_p[0] < top_p[-2] < 1 and len(top_p) == 41
+    assert sweep_grid("precision", 4**11) == ("none", "fp16", "bf16")      # no rounding, then ever coarser
 
 
 @pytest.mark.parametrize("parameter, sampler", [("top_p", Sampler(top_k=3, precision="bf16")),
-                                                ("temperature", Sampler(top_p=0.9))])
+                                                ("temperature", Sampler(top_p=0.9)),
+                                                ("precision", Sampler(top_p=0.9, precision="bf16"))])
 def test_sampler_sweeps_equal_the_table_and_the_dense_sums(parameter, sampler):
-    """Every point of a top-p or temperature sweep is the table of the toy with that sampler; its divergences, π-mass
+    """Every point of a top-p, temperature or precision sweep is the table of the toy with that sampler; its divergences, π-mass
     out of reach and bias floor equal the dense sums over the sequences μ can draw."""
     settings = Settings(T=4, V=3, mismatch=0.6, seed=5, estimators=("naive", "tok_tis", "seq_is", "seq_mis"),
                         baseline="logged", N=16, **sampler.parameters())

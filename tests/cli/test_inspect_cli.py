@@ -12,8 +12,9 @@ from framework_dumps import toy_batch, write_nemo
 from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 
 from toylab.cli.main import main
+from toylab.presentation.estimates import with_se
 from toylab.state.settings import Settings
-from toylab.text import significant, with_error
+from toylab.text import significant
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.log import load_log
 from toylab.your_run.magnitudes import magnitudes
@@ -83,7 +84,7 @@ def test_text_report(capsys, library):
     lines = out.out.splitlines()
     assert code == 0 and lines[0].startswith(f"{EXAMPLE}: a row per token; sampler 'sampler_logprobs'")
     assert lines[1] == f"240 sequences, {statistics.tokens:,} response tokens, mean length 55.1 ± 1.7"
-    assert f"  k1 = mean(log μ − log π)   {with_error(statistics.k1.value, statistics.k1.se)}   per-token KL(μ‖π)" in lines
+    assert f"  k1 = mean(log μ − log π)   {with_se(statistics.k1.value, statistics.k1.se)}   per-token KL(μ‖π)" in lines
     assert "  k3 = mean(ρ − 1 − log ρ)   0.169 ± 0.0017   per-token KL(μ‖π), low variance" in lines
     assert "  share |log ρ| > 1         3.89 % ± 0.15 %" in lines
     assert f"Matched toy (exact), on k3: T=6 V=4 seed=0 mismatch={significant(match.mismatch, 4)} ± " \
@@ -171,7 +172,7 @@ def test_a_realistic_log_is_shown_to_its_significant_digits(capsys, tmp_path):
     code, out = run(capsys, str(path))
     statistics = log_statistics(load_log(str(path)))
     assert code == 0 and "0.0000" not in out.out
-    assert f"  k3 = mean(ρ − 1 − log ρ)   {with_error(statistics.k3.value, statistics.k3.se)}" in out.out
+    assert f"  k3 = mean(ρ − 1 − log ρ)   {with_se(statistics.k3.value, statistics.k3.se)}" in out.out
     assert "e-05 ±" in out.out and "share |log ρ| > 0.001" in out.out and "p99.9" in out.out
     assert "Matched toy (exact), on k3" in out.out
 

@@ -15,7 +15,6 @@ from toylab.lessons.tour import LESSONS
 from toylab.state.query import (
     INTEGER_RANGES,
     MISMATCH_RANGE,
-    TRAINING_CONTROLS,
     VIEW_DEFAULTS,
     VIEW_PARAMETERS,
     parse_link,
@@ -121,12 +120,13 @@ def test_the_variance_lesson_fails_without_mismatch():
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 def test_a_lessons_link_parses_back_to_its_setting_and_view(lesson):
     assert set(lesson.view) <= {name for name, parameter in VIEW_PARAMETERS.items() if parameter.tab == lesson.tab}
-    assert set(lesson.view) <= set(TRAINING_CONTROLS.values())
-    view = view_of(lesson)
-    link = to_query(settings(lesson)) | view_query(VIEW_DEFAULTS | view)
-    reopened, reopened_view, notices = parse_link(link)
-    assert (reopened, notices) == (settings(lesson), [])
-    assert {name: reopened_view[name] for name in view} == view
+    for present in (False, True):             # a sweep's panel is in the link only in presentation mode
+        view = view_of(lesson) | {"present": present}
+        link = to_query(settings(lesson)) | view_query(VIEW_DEFAULTS | view)
+        reopened, reopened_view, notices = parse_link(link)
+        assert (reopened, notices) == (settings(lesson), [])
+        shown = {name for name in view if VIEW_PARAMETERS[name].shown(VIEW_DEFAULTS | view)}
+        assert {name: reopened_view[name] for name in shown} == {name: view[name] for name in shown}
 
 
 def test_the_collapse_lesson_fails_where_a_baseline_rescues_the_mask():

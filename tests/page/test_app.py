@@ -11,7 +11,7 @@ from toylab.analysis.diagnostics import diagnostics
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
-from toylab.state.query import VIEW_DEFAULTS, parse_query
+from toylab.state.query import VIEW_DEFAULTS, VIEW_PARAMETERS, parse_query
 from toylab.state.settings import Settings
 from views.estimators_tab import plain
 
@@ -110,9 +110,12 @@ def test_a_lesson_button_sets_the_sidebar_the_url_and_the_tab():
 
 
 def shown_lesson(at):
-    """(the banner's first line, the view parameters' values) of a page."""
+    """(the banner's first line, the values of the view parameters that matter in this view) of a page: a sweep's
+    panel matters only in presentation mode, and only there is it in the link."""
     banner = [block for block in at.markdown if block.value.startswith("**Lesson ")]
-    return (banner[0].value.split(".**")[0] if banner else None), {name: at.session_state[name] for name in VIEW_DEFAULTS}
+    view = {name: at.session_state[name] for name in VIEW_DEFAULTS}
+    return (banner[0].value.split(".**")[0] if banner else None), \
+        {name: value for name, value in view.items() if VIEW_PARAMETERS[name].shown(view)}
 
 
 @pytest.mark.parametrize("number, lesson", list(enumerate(LESSONS, start=1)), ids=[lesson.id for lesson in LESSONS])
@@ -124,8 +127,8 @@ def test_a_lessons_button_leaves_a_link_that_reopens_exactly_its_view(number, le
     assert not reopened.exception and not reopened.warning
     assert shown_lesson(reopened) == shown_lesson(at) and shown_lesson(at)[0] == f"**Lesson {number} of {len(LESSONS)}"
     assert dict(reopened.query_params) == link
-    captions = " ".join(caption.value for caption in reopened.caption)
-    assert all(mark.text in captions for mark in lesson.check(lesson_settings(lesson)).marks)
+    why = " ".join(markdown.value for markdown in reopened.markdown)          # the marks in words, under Why
+    assert lesson.text in why and all(mark.text in why for mark in lesson.check(lesson_settings(lesson)).marks)
 
 
 def test_next_and_previous_step_through_the_lessons_and_a_change_leaves_the_lesson():

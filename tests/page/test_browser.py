@@ -204,6 +204,7 @@ def test_a_run_of_several_files_shows_its_step_chart(app, tmp_path):
     widths = [box["width"] for box in (chart.bounding_box() for chart in
                                        panel.locator('[data-testid="stVegaLiteChart"]').all())]
     assert min(widths) > 300                              # drawn, not a chart of no width
+    panel.get_by_text("Files and columns").click()       # with a run in view the uploaders are folded away
     panel.get_by_role("button", name=f"Remove {paths[1].name}").click()
     shown("A run of 2 steps")
     assert "A run of 3 steps" not in panel.inner_text()

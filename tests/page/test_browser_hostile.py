@@ -119,6 +119,7 @@ def test_an_upload_whose_bytes_streamlit_let_go_of_keeps_working(app):
     page.page.wait_for_timeout(500)
     wait_for_app(page.page)
     assert "2 sequences" in panel.inner_text() and page.page.locator('[data-testid="stException"]').count() == 0
+    panel.get_by_text("Files and columns").click()       # with a file in view the uploaders are folded away
     panel.get_by_role("button", name="Remove a.jsonl").click()
     page.page.wait_for_timeout(500)
     wait_for_app(page.page)

@@ -120,7 +120,7 @@ def test_a_log_of_one_sequence_shows_dashes_with_the_reason(case):
     assert not at.error
     assert_no_nan(at)
     shown = {metric.label: metric.delta for metric in at.metric}
-    assert shown["k1 = mean(log μ − log π)"] == "± —"
+    assert not shown["k1 = mean(log μ − log π)"]           # no "± —" under every number: the caption says why
     assert any("a log of one sequence has no standard error" in caption.value for caption in at.caption)
     assert any("a log of one sequence has no standard error" in markdown.value for markdown in at.markdown)
     for frame in at.dataframe:                                          # no column of "None" cells

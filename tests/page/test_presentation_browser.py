@@ -32,8 +32,12 @@ SMALLEST_TEXT, LEAST_CONTRAST = 16, 4.5
 SAMPLER = "&top_p=0.95&top_k=3&temperature=0.75&precision=bf16&N=100000"   # the longest header: every sampler field
 IGNORED_CONSOLE = ("Failed to load resource",)    # the page icon's font file, fetched from the internet (offline here)
 
-CHARTS_DRAWN_JS = """() => [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(e => e.checkVisibility())
-    .every(e => e.querySelector('svg.marks, canvas'))"""
+CHARTS_DRAWN_JS = """() => {       /* the header drawn (not a skeleton between two runs) and every visible chart drawn */
+    const header = document.querySelector('.st-key-toylab_header');
+    return !!header && !header.querySelector('[data-testid="stSkeleton"]') && !!header.innerText.trim()
+        && [...document.querySelectorAll('[data-testid="stVegaLiteChart"]')].filter(e => e.checkVisibility())
+            .every(e => e.querySelector('svg.marks, canvas'));
+}"""
 
 # What a viewer sees of the open tab, in page coordinates (the main area scrolled to its top).
 LAYOUT_JS = """() => {
@@ -218,10 +222,7 @@ def test_screenshots_for_the_readme(app):
     page, _ = open_page(app, "present=1")
     page.screenshot(path=str(DOCS / "screenshot.png"))
     page.context.close()
-    page, _ = open_page(app, lesson_link(collapse) + "&present=1")           # the lesson, scrolled to its chart
-    page.get_by_role("tabpanel", name="Training").locator('[data-testid="stVegaLiteChart"]').first.evaluate(
-        """chart => { chart.scrollIntoView({block: 'start'});
-                     document.querySelector('[data-testid="stMain"]').scrollBy(0, -70); }""")
+    page, _ = open_page(app, lesson_link(collapse) + "&present=1")           # the lesson as the tour shows it
     page.wait_for_timeout(500)
     page.screenshot(path=str(DOCS / "training.png"))
     page.context.close()

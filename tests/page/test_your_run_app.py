@@ -12,9 +12,10 @@ from framework_dumps import toy_batch, write_nemo
 from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 from streamlit.testing.v1 import AppTest
 
+from toylab.presentation.estimates import with_se
 from toylab.state.query import parse_query
 from toylab.state.settings import Settings
-from toylab.text import percent, significant, with_error
+from toylab.text import percent, significant
 from toylab.your_run.applied import on_log, reward_estimates
 from toylab.your_run.dumps import SKYRL_EXPORT
 from toylab.your_run.log import load_log
@@ -100,8 +101,8 @@ def test_the_example_shows_the_library_numbers(example):
     shown = metrics(example)
     assert shown["k1 = mean(log μ − log π)"] == f"{significant(statistics.k1.value)} ± {significant(statistics.k1.se, 2)}"
     assert shown["k3 = mean(ρ − 1 − log ρ)"] == "0.169 ± 0.0017"
-    assert shown["χ² = mean((ρ − 1)²)"] == with_error(sizes.chi2_low_variance.value, sizes.chi2_low_variance.se)
-    assert shown["mean ρ − 1"] == with_error(sizes.identity.value, sizes.identity.se)
+    assert shown["χ² = mean((ρ − 1)²)"] == with_se(sizes.chi2_low_variance.value, sizes.chi2_low_variance.se)
+    assert shown["mean ρ − 1"] == with_se(sizes.identity.value, sizes.identity.se)
     assert shown["ESS fraction (this sample)"] == percent(statistics.ess_fraction) == "2.26 %"
     assert shown["mean length"] == "55.1 ± 1.7"
     assert charts(example) == 5
@@ -142,9 +143,11 @@ def test_the_match_button_opens_the_estimators_tab_at_the_matched_toy():
     at.button(key="your_run_open_match").click().run()
     assert not at.exception and not at.error
     assert at.session_state["tab"] == "Estimators"
-    assert at.slider(key="mismatch").value == 0.5 and at.slider(key="T").value == 6     # k3's match, 0.5032
-    settings, notices = parse_query(dict(at.query_params))
-    assert notices == [] and settings.mismatch == 0.5 and dict(at.query_params)["mismatch"] == "0.5"
+    statistics = log_statistics(load_log(str(EXAMPLES / "rollouts_per_token.parquet")))
+    found = match_toy(matching_estimate(statistics)[1], 6, 4, 0).mismatch                  # k3's match, 0.5032…
+    assert at.slider(key="mismatch").value == pytest.approx(found, rel=1e-9) and at.slider(key="T").value == 6
+    settings, notices = parse_query(dict(at.query_params))     # the link carries the mismatch as found, not 0.5
+    assert notices == [] and settings.mismatch == pytest.approx(found, rel=1e-9) and settings.mismatch != 0.5
     assert at.dataframe[0].value["estimator"].iloc[0] == "on_policy"           # the Estimators table is shown
     at.session_state["tab"] = LABEL                                             # back: the file is still there
     at.run()
@@ -214,7 +217,7 @@ def test_the_example_shows_what_each_selected_estimator_does_to_it(example):
     assert list(table["ess_fraction"]) == [row.ess_fraction for row in expected]
     assert any("on_policy** is not applied" in markdown.value for markdown in example.markdown)
     estimates = reward_estimates(log)
-    assert metrics(example)["J by self-normalised IS"] == with_error(estimates.snis.value, estimates.snis.se)
+    assert metrics(example)["J by self-normalised IS"] == with_se(estimates.snis.value, estimates.snis.se)
     assert any("sample ESS fraction is 2.3%" in warning.value for warning in example.warning)
 
 
@@ -257,7 +260,7 @@ def test_a_zip_of_a_run_and_the_example_run(tmp_path):
     at = run()
     next(button for button in at.button if button.label == "Use the example run").click().run()
     assert not at.exception and not at.error and sorted({row["step"] for row in step_chart_rows(at)}) == list(range(1, 13))
-    caption = next(caption.value for caption in at.caption if "Red rule" in caption.value)
+    caption = next(caption.value for caption in at.caption if "Dashed vermilion rule" in caption.value)
     assert "k3 = mean(ρ − 1 − log ρ) at step 9" in caption
 
 

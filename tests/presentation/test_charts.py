@@ -4,12 +4,13 @@ disabling it (Vega-Lite warns "Conflicting legend property"); legends highlight;
 
 import json
 
+import pandas as pd
 import pytest
 
 from toylab import exact_moments, make_toy
 from toylab.analysis.montecarlo import monte_carlo, summarise
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import charts, frames
+from toylab.presentation import charts, coincidence, frames
 from toylab.state.settings import Settings
 
 SETTINGS = Settings(estimators=("naive", "tok_tis", "tok_mis", "seq_is", "seq_tis", "geo_rs", "grpo"))
@@ -35,7 +36,8 @@ def built():
            for kind in ("W", "geo")},
         "errors": charts.error_chart(frames.error_curve_frame(moments),
                                      frames.monte_carlo_frame(summarise(errors, (1, 10, 100))),
-                                     frames.crossover_frame(moments, moments["seq_is"]), same),
+                                     frames.crossover_frame(moments, moments["seq_is"]),
+                                     coincidence.coincidences(frames.error_curve_frame(moments), "N", "rel_rmse", log=True)),
     }
 
 
@@ -148,5 +150,26 @@ def test_a_duplicate_is_a_ring_named_with_what_it_equals(built):
 
 def test_a_duplicate_line_is_dashed_over_the_one_it_equals(built):
     spec = built["errors"].to_dict()
-    calculations = [node["calculate"] for node in _walk(spec) if "calculate" in node and node.get("as") == "line"]
-    assert calculations and '"geo_rs"' in calculations[0] and '"naive"' not in calculations[0]
+    styles = {row["estimator"]: row["line"] for rows in spec["datasets"].values() for row in rows if "line" in row}
+    assert styles["geo_rs"] == "1 of 1" and set(styles.values()) - {"1 of 1"} == {"own"}
+    legend = next(node["legend"] for node in _walk(spec) if isinstance(node.get("legend"), dict)
+                  and node.get("field") == "estimator")
+    assert "geo_rs = naive here" in legend["labelExpr"]
+
+
+def test_log_axes_fit_their_data(built):
+    """A log axis rounded out to whole decades spanned 0.1–10 for curves within 0.8–1.6 (the Threshold sweep's RMSE
+    panel): every log value axis here takes its data's extent (nice off), a few pixels to spare."""
+    from toylab.presentation import sweep_charts, training_charts
+    from toylab.presentation.sweep_frames import threshold_frame
+    rows = [{"estimator": "seq_tis", "parameter": "C", "threshold": c, "chosen": c == 2.0, "rel_bias": 0.1 / c,
+             "rel_std": 0.8 + 0.01 * c, "rel_rmse": 0.9 + 0.01 * c} for c in (1.0, 2.0, 4.0)]
+    frame = threshold_frame(rows, {"seq_tis": rows[0] | {"edge": "lower"}})
+    curves = pd.DataFrame({"estimator": "naive", "quantity": "χ²_seq", "step": [0, 1, 2], "median": [1.0, 1.1, 1.2],
+                           "q10": [1.0, 1.1, 1.2], "q90": [1.0, 1.1, 1.2]})
+    charts = [built["errors"], sweep_charts.threshold_chart(frame, 2.0),
+              training_charts.curve_chart(curves, "chi2_seq", False, log=True)]
+    for chart in charts:
+        scales = [node["scale"] for node in _walk(chart.to_dict()) if isinstance(node.get("scale"), dict)
+                  and node["scale"].get("type") == "log" and node.get("field") in ("value", "rel_rmse", "median")]
+        assert scales and all(scale.get("nice") is False for scale in scales)

@@ -3,6 +3,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from dense import DenseToy
 
@@ -213,3 +214,16 @@ def test_threshold_labels_get_a_row_each_and_stay_inside_the_narrowest_plot(toy,
         text_width, _ = text_size(row.text, frames.FONT)
         left, right = (at, at + text_width) if row.align == "left" else (at - text_width, at)
         assert left >= -1e-9 and (right <= width + 1e-9 or left <= 1e-9)   # inside, or from the left edge on
+
+
+def test_a_label_that_fits_neither_side_of_its_rule_covers_it_inside_the_plot():
+    """geo_rs.hi's label sat about 100 px from its rule (lesson 7): one too wide for either side is centred on its rule,
+    moved only as far as the plot's edge asks."""
+    width, name = 480, "a_long_threshold_name.hi"
+    for at in (0.3, 0.5, 0.62):
+        thresholds = pd.DataFrame({"threshold": [name], "log_value": [at], "side": ["above"], "beyond": [0.0]})
+        (row,) = frames.threshold_label_frame(thresholds, (0.0, 1.0), "P", width).itertuples()
+        text_width, _ = text_size(row.text, frames.FONT)
+        assert text_width > max(at, 1 - at) * width and row.align == "left"      # fits neither side
+        left = row.log_value * width
+        assert -1e-9 <= left and left + text_width <= width + 1e-9 and left < at * width < left + text_width

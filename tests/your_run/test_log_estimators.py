@@ -48,6 +48,12 @@ def test_token_truncation_counts_the_tokens_above_the_cap(example):
     assert row.weight_sd == pytest.approx(weights.std(), rel=1e-9)
     assert (row.weight_min, row.weight_max) == (pytest.approx(weights.min()), pytest.approx(weights.max()))
     assert row.ess_fraction == pytest.approx(weights.sum() ** 2 / (weights.size * np.sum(weights**2)), rel=1e-12)
+    change = [np.abs(np.minimum(np.exp(s), C) - 1) for s in per_sequence(example)]    # per sequence, |c − 1|
+    sums, lengths = np.array([c.sum() for c in change]), np.array([len(c) for c in change])
+    mean, B = sums.sum() / lengths.sum(), len(change)
+    assert row.weight_change.value == pytest.approx(np.concatenate(change).mean(), rel=1e-12)
+    assert row.weight_change.se == pytest.approx(
+        math.sqrt(B / (B - 1) * np.sum((sums - mean * lengths) ** 2)) / lengths.sum(), rel=1e-9)
 
 
 def test_sequence_masks_and_geometric_rejection_use_each_sequences_own_length(example):
@@ -97,7 +103,8 @@ def test_streaming_in_small_batches_gives_the_same_numbers(example, monkeypatch)
     assert len(list(example.batches())) > 20
     for one, streamed in zip(whole, on_log(example, selection), strict=True):
         for key, value in one.as_dict().items():
-            assert streamed.as_dict()[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value)
+            assert streamed.as_dict()[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float | dict)
+                                               else value)
 
 
 def test_advantage_readers_need_rewards_and_use_the_centred_reward(example, tmp_path):
@@ -135,6 +142,8 @@ def test_reward_estimates_are_the_formulas(example):
     snis = np.sum(W * r) / np.sum(W)
     assert estimates.snis.value == pytest.approx(snis, rel=1e-12)
     assert estimates.snis.se == pytest.approx(math.sqrt(np.sum(W**2 * (r - snis) ** 2)) / np.sum(W), rel=1e-12)
+    assert estimates.correction.value == pytest.approx(np.mean(W * r) - r.mean(), rel=1e-9)      # seq_is − logged
+    assert estimates.correction.se == pytest.approx(np.std((W - 1) * r, ddof=1) / math.sqrt(B), rel=1e-12)
 
 
 def test_on_short_sequences_both_importance_estimates_find_the_exact_J(tmp_path):

@@ -11,11 +11,10 @@ from toylab import make_toy
 from toylab.analysis.diagnostics import diagnostics
 from toylab.analysis.montecarlo import draw_tokens
 from toylab.engine.sampler import Sampler
+from toylab.presentation.run_verdict import comparison, comparison_frame
 from toylab.your_run.log import RolloutLog, load_log
 from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.matching import (
-    comparison,
-    comparison_frame,
     inverse_kl,
     kl_slope,
     match_toy,
@@ -110,7 +109,7 @@ def test_the_comparison_words(statistics, sizes):
     assert same_toy[6] == "So per token the toy is a fair stand-in for this run, as far as this sample can tell."
     assert "the data's 55 on average" in same_toy[7]
     other_toy = comparison(match_toy(kl, 11, 4, 0), statistics, sizes)
-    assert other_toy[1].endswith("the data's is below the toy's range.") and "heavier in some places" in other_toy[6]
+    assert other_toy[1].endswith("the data's is below the toy's range.") and "tails heavier at some sizes, lighter at others" in other_toy[6]
     clamped = comparison(match_toy(Estimate(9.0, 0.1), 6, 4, 0), statistics, sizes)
     assert clamped[0].startswith("Even the page's largest mismatch, 2, gives the toy")
 

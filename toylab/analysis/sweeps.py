@@ -9,7 +9,8 @@ Every point is a full exact pass over the M sequences, so large toys get a coars
 The rule of thumb of Li et al. (2025) for sequence truncation is C* = sqrt(2(1 + χ²_seq)).
 
 Sampler sweep: the same numbers for every selected exact estimator as one parameter of the sampler moves — the
-mismatch in [0, 2], top-p in (0, 1] or the temperature in [0.25, 4] — the others held; θ and b come from the seed
+mismatch in [0, 2], top-p in (0, 1], the temperature in [0.25, 4] or the precision the logits are rounded to (none,
+fp16, bf16: ever coarser) — the others held; θ and b come from the seed
 alone, so only μ moves. Per toy also KL(μ‖π), χ²_seq, the π-mass out of reach and the bias floor
 ‖∇J − ∇J_S‖/‖∇J‖ at the baseline (``engine.moments``). A point whose W would leave float64
 (``toy.range_problem``) is left out and listed.
@@ -46,11 +47,20 @@ SWEEP_GRIDS = {
     "top_p": lambda points: np.append(1 - np.geomspace(0.95, 1e-3, points - 1), 1.0),   # dense near 1, where it cuts
     "temperature": lambda points: np.geomspace(*TEMPERATURE_RANGE, points),             # log-spaced around 1
 }
+PRECISION_ORDER = ("none", "fp16", "bf16")          # the precision sweep's values, from no rounding to the coarsest
 
 
 def sweep_grid(parameter, M):
-    """The values a sampler sweep visits (``SWEEP_GRIDS``), ``grid_points(M)`` of them."""
-    return SWEEP_GRIDS[parameter](grid_points(M))
+    """The values a sampler sweep visits (``SWEEP_GRIDS``), ``grid_points(M)`` of them; the precisions in
+    PRECISION_ORDER."""
+    return PRECISION_ORDER if parameter == "precision" else SWEEP_GRIDS[parameter](grid_points(M))
+
+
+def sweep_values(parameter, M, chosen):
+    """The grid and the chosen value, in order (a number as a float; a precision as its name)."""
+    if parameter == "precision":
+        return list(PRECISION_ORDER)
+    return [float(value) for value in np.unique(np.append(sweep_grid(parameter, M), chosen))]
 
 
 def moments_row(moments, N):
@@ -88,15 +98,14 @@ def rule_of_thumb(toy):
 
 
 def sampler_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline, N):
-    """(estimator rows, divergence rows, left out) as ``parameter`` (mismatch, top_p or temperature) runs over its
-    grid and its chosen value (the mismatch, or the Sampler's): per toy, each selected exact estimator's
+    """(estimator rows, divergence rows, left out) as ``parameter`` (mismatch, top_p, temperature or precision) runs
+    over its grid and its chosen value (the mismatch, or the Sampler's): per toy, each selected exact estimator's
     rel_bias/rel_std/rel_rmse at N; the toy's KL(μ‖π), χ²_seq, unreachable_mass and rel_floor; and the values
     left out because W would leave float64 there."""
     chosen = mismatch if parameter == "mismatch" else getattr(sampler, parameter)
     exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
     estimator_rows, divergence_rows, left_out = [], [], []
-    for value in np.unique(np.append(sweep_grid(parameter, V**T), chosen)):
-        value = float(value)
+    for value in sweep_values(parameter, V**T, chosen):
         try:
             toy = make_toy(T, V, value, seed, sampler) if parameter == "mismatch" else \
                 make_toy(T, V, mismatch, seed, replace(sampler, **{parameter: value}))

@@ -219,7 +219,7 @@ _ENTRIES = [
         weights=corrections.geometric_rs,
         params={"lo": _threshold(0.5, 0.01, 1, "lower bound on ρ_geo"),
                 "hi": _threshold(2, 1, 100, "upper bound on ρ_geo")},
-        colour="#44AA99",
+        colour="#785EF0",    # violet: the teal #44AA99 was ΔE 9.6 from tok_mis,
     ),
     Estimator(
         id="geo_rs_tok_tis",

@@ -17,14 +17,16 @@ from toylab.cli.arguments import (
     sampler_of,
     selection_from_overrides,
 )
+from toylab.presentation.estimates import with_se
+from toylab.presentation.run_verdict import comparison
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import UNDEFINED, percent, quoted, significant, with_error
+from toylab.text import UNDEFINED, percent, quoted, significant
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE, on_log, reward_estimates
 from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
 from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.magnitudes import magnitudes
-from toylab.your_run.matching import comparison, match_toy, matched_length, matching_estimate
+from toylab.your_run.matching import match_toy, matched_length, matching_estimate
 from toylab.your_run.parity import by_framework, framework_metrics
 from toylab.your_run.run import RunFile, load_file
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS, TAIL_THRESHOLDS, log_statistics
@@ -109,7 +111,7 @@ def report(arguments):
         "advantages": "the log's own" if log.rewards is None and log.advantages is not None else
                       "r − mean(r)" if log.rewards is not None else None,
         "frameworks": by_framework(framework_metrics(log)),
-        "notices": list(log.notices) + ([IDENTITY_BROKEN.format(with_error(sizes.identity.value, sizes.identity.se))]
+        "notices": list(log.notices) + ([IDENTITY_BROKEN.format(with_se(sizes.identity.value, sizes.identity.se))]
                                         if sizes.identity_broken() else []),
     }
     result["notes"] = _notes(result)
@@ -207,8 +209,7 @@ def as_text(result):
                          f"{row['counts']}, {row['side']}): {at}")
     lines += ["", "The frameworks' own metrics on this log (the JSON's \"frameworks\" has them all):"]
     for framework, rows in result["frameworks"].items():
-        shown = [f"{row['name']} {significant(row['value'])}" + ("" if row.get("se") is None else
-                                                                f" ± {significant(row['se'], 2)}")
+        shown = [f"{row['name']} {with_se(row['value'], row.get('se'))}"
                  for row in rows if row["value"] is not None][:4]
         lines.append(f"  {framework}: " + "; ".join(shown))
     match = result["matched_toy"]
@@ -221,7 +222,7 @@ def as_text(result):
 
 
 def _pm(estimate):
-    return with_error(estimate["value"], estimate["se"])
+    return with_se(estimate["value"], estimate["se"])
 
 
 def main(argv=None):

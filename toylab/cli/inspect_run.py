@@ -5,13 +5,13 @@ step whose file is malformed is reported on its own line and the other steps are
 a run with no readable step, prints one line, ``toylab: error: ...``, and exits with status 2.
 """
 
-import math
 import os
 import sys
 
 from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_from_overrides
+from toylab.presentation.estimates import with_se
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import percent, significant, with_error
+from toylab.text import percent, significant
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError, regular_file
@@ -112,8 +112,7 @@ def as_text(result):
 
 
 def _pm(estimate):
-    se = estimate["se"]
-    return with_error(estimate["value"], None if se is None or math.isnan(se) else se)
+    return with_se(estimate["value"], estimate["se"])
 
 
 def main(argv=None):

@@ -1,5 +1,8 @@
 """A lesson: a plain statement, the setting and tab that show it, and the check that computes its evidence.
 
+A lesson's ``claim`` is what a room reads on top of its chart: at most CLAIM_LENGTH characters (two lines of the
+lesson box at 1280 px), naming its marks by their numbers, "(1)"; ``text`` says it in full, and why, on demand.
+
 A lesson's ``controls`` are sidebar values under their session-state keys (T, V, mismatch, seed, est,
 baseline, N, the sampler's top_p, top_k, temperature and precision, and "id.param" thresholds); ``settings(lesson)``
 is the Settings they make. ``view`` holds the values of its tab's own controls that differ from their defaults, under
@@ -16,18 +19,20 @@ from toylab.engine.toy import make_toy
 from toylab.state.query import SAMPLER_FIELDS, VIEW_PARAMETERS, make_settings
 
 UNBIASED = 1e-9
+CLAIM_LENGTH = 150
 
 
 CHARTS = {"bias_std": "Estimators", "sequence_W": "Ratios", "sequence_geo": "Ratios",
-          "threshold_rmse": "Threshold sweep", "length_std_ratio": "Sequence length", "training_J": "Training",
-          "training_cosine": "Training", "training_logged": "Training"}     # chart name → the tab that draws it
+          "threshold_rmse": "Threshold sweep", "sampler_divergence": "Mismatch sweep",
+          "length_std_ratio": "Sequence length", "training_J": "Training", "training_cosine": "Training",
+          "training_logged": "Training"}     # chart name → the tab that draws it
 
 
 @dataclass(frozen=True)
 class Mark:
     chart: str                   # a key of CHARTS
     text: str                    # what the mark shows, in a sentence
-    x: float                     # on the chart's x axis (a sweep's threshold, a step, log W, …)
+    x: float | str               # on the chart's x axis (a sweep's threshold, a step, log W, …; a name on a nominal one)
     y: float | None = None       # on its y axis; None: a mark at x alone (a rule across the plot)
 
 
@@ -46,6 +51,7 @@ class Lesson:
     tab: str
     check: Callable
     view: dict = field(default_factory=dict)
+    claim: str = ""
 
 
 def settings(lesson):

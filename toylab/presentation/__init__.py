@@ -7,5 +7,9 @@ Altair charts (pure functions, no computation).
     sweep_frames, sweep_charts        the threshold, mismatch and length sweeps
     training_frames, training_charts  the Training tab
     run_frames, run_charts            the Your run tab
+    run_verdict                       the words and table of a log's verdict: its bottom line, the matched toy
+    estimates                         a sample estimate with its standard error, written one way everywhere
     labels                            where a chart's text labels go so that none overprints another
+    coincidence                       which lines lie on others, how to draw them so that both show, and the words
+    colours                           how far apart two colours look (CIEDE2000): alike ones get a dash
 """

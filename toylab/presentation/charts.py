@@ -7,8 +7,8 @@ instead of building a new one, the most of a browser's work after a slider step.
 the page's own text colour, so it keeps the theme's full contrast on the light and on the dark background, and
 follows a theme switch without a rerun. No label overprints another: the scatter's names are placed by
 ``labels``, each threshold gets its own row above the plot. Estimators whose numbers are identical on the toy
-(``same``: {id: the earlier id it equals}) are drawn so that both show — a ring round the point, a dashed line
-over the solid one — and the legend says "= naive here".
+(``same``: {id: the earlier id it equals}) are drawn so that both show — a ring round the point — and a line that
+lies on another (``coincidence``) in short dashes over it; the legend says "= naive here" or "≈ naive".
 """
 
 import json
@@ -17,7 +17,7 @@ import altair as alt
 import pandas as pd
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import frames
+from toylab.presentation import coincidence, frames
 
 FONT, TITLE_FONT = 16, 17
 TEXT = "currentColor"
@@ -28,9 +28,14 @@ SAMPLE_COLOUR = "#E69F00"            # a sampled batch
 ROW = 22                             # pixels per row of threshold labels above a plot
 LEGEND_LABEL_LIMIT = 360
 FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
-EXTENT_SCALE = alt.Scale(nice=False, zero=True, padding=0)   # the domain is the data's extent: numbers stay data
+DOMAIN_SCALE = alt.Scale(nice=False, zero=False, padding=0)  # the domain is the extent of an invisible layer of its
+                                                             # corners: numbers stay data, not spec
+LOG_DOMAIN_SCALE = alt.Scale(type="log", nice=False, padding=0)
+LOG_FIT = alt.Scale(type="log", nice=False, padding=8)      # a log axis on its data's extent, not out to whole decades
+MARK_NAMES = {"ring": "lesson_mark_ring", "rule": "lesson_mark_rule", "number": "lesson_mark_number",
+              "rule_number": "lesson_mark_rule_number"}   # a lesson's marks, named: a browser test finds them in the SVG
 SPAN_SCALE = alt.Scale(nice=False, zero=False, padding=0)
-LINE_DASHES = alt.Scale(domain=["own", "reference", "same"], range=[[1, 0], [7, 4], [3, 3]])
+LINE_DASHES = alt.Scale(domain=list(coincidence.DASHES), range=list(coincidence.DASHES.values()))
 
 
 def colour_scale():
@@ -38,31 +43,29 @@ def colour_scale():
     return alt.Scale(domain=list(ESTIMATORS), range=[e.colour for e in ESTIMATORS.values()])
 
 
-def legend_names(same):
-    """A Vega expression for a legend's labels: each estimator's id, "geo_rs = naive here" for a duplicate."""
+def legend_names(labels):
+    """A Vega expression for a legend's labels: each estimator's id, or its label in ``labels`` ({id: text}, e.g.
+    "geo_rs = naive here": ``coincidence.legend_words``)."""
     expression = "datum.label"
-    for id, first in (same or {}).items():
-        expression = f"datum.label === {json.dumps(id)} ? {json.dumps(f'{id} = {first} here')} : {expression}"
+    for id, text in (labels or {}).items():
+        expression = f"datum.label === {json.dumps(id)} ? {json.dumps(text)} : {expression}"
     return expression
 
 
-def estimator_legend(ids, same=None, orient=alt.Undefined):
-    """The estimator legend: only ``ids`` (the ones on the chart), duplicates named."""
-    return alt.Legend(title="estimator", values=list(dict.fromkeys(ids)), labelExpr=legend_names(same), orient=orient)
+def estimator_legend(ids, labels=None, orient=alt.Undefined):
+    """The estimator legend: only ``ids`` (the ones on the chart), with ``labels`` where an estimator lies on another."""
+    return alt.Legend(title="estimator", values=list(dict.fromkeys(ids)), labelExpr=legend_names(labels), orient=orient)
 
 
-def estimator_colour(ids, legend=True, same=None, orient=alt.Undefined):
+def estimator_colour(ids, legend=True, labels=None, orient=alt.Undefined):
     """Colour by the ``estimator`` field, with ``estimator_legend`` (or none)."""
-    return alt.Color("estimator:N", scale=colour_scale(), legend=estimator_legend(ids, same, orient) if legend else None)
+    return alt.Color("estimator:N", scale=colour_scale(), legend=estimator_legend(ids, labels, orient) if legend else None)
 
 
-def line_dash(same, reference=None):
-    """(expression, channel) for a ``line`` field: solid lines; dashed for ``reference``; short dashes for a
-    duplicate, drawn over the line it equals so that both colours show (``chart.transform_calculate(line=…)``)."""
-    duplicates = json.dumps(list(same or {}))
-    style = (f"datum.estimator === {json.dumps(reference)} ? 'reference' : " if reference else "") + \
-        f"(indexof({duplicates}, datum.estimator) >= 0 ? 'same' : 'own')"
-    return style, alt.StrokeDash("line:N", scale=LINE_DASHES, legend=None)
+def line_dash():
+    """The ``line`` field (``coincidence.with_line_styles``) as dashes: solid, long dashes for the reference, and the
+    phased short dashes of lines drawn over another (``coincidence.DASHES``)."""
+    return alt.StrokeDash("line:N", scale=LINE_DASHES, legend=None)
 
 
 def tips(*fields):
@@ -107,14 +110,17 @@ def readable(chart):
 
 # -- estimators ---------------------------------------------------------------------------------------
 
-def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None):
-    """Each estimator at (rel bias, rel std at N) on ``frames.bias_std_frames``' fixed domains; grey quarter circles
-    are constant relative RMSE (their levels in the subtitle); a duplicate is a ring round the point it equals, named
-    with it ("naive = geo_rs"); names sit where ``labels`` put them, joined to their point by a rule when far from it.
-    ``marks``: a lesson's annotations (``frames.mark_frame``) on the same axes."""
+def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None, compared=None):
+    """Each estimator at (rel bias, rel std at N) on ``frames.bias_std_frames``' fixed domains (the std axis
+    logarithmic when the stds spread widely); grey quarter circles are constant relative RMSE (their levels in the
+    subtitle); a duplicate is a ring round the point it equals, named with it ("naive = geo_rs"); names sit where
+    ``labels`` put them, joined to their point by a rule when far from it. With ``scatter.before``, each estimator's
+    point at the ``compared`` setting (e.g. "b = 0") is hollow, a grey line to where it is now. ``marks``: a lesson's
+    annotations (``frames.mark_frame``) on the same axes."""
     points, labels, iso = scatter.points, scatter.labels, scatter.iso
-    x = alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖", scale=EXTENT_SCALE)
-    y = alt.Y("rel_std:Q", title=f"relative std at N = {N:,}", scale=EXTENT_SCALE)
+    x = alt.X("rel_bias:Q", title="relative bias  ‖E ĝ − ∇J‖ / ‖∇J‖", scale=DOMAIN_SCALE)
+    y = alt.Y("rel_std:Q", title=f"relative std at N = {N:,}" + ("  (log)" if scatter.log_y else ""),
+              scale=LOG_DOMAIN_SCALE if scatter.log_y else DOMAIN_SCALE)
     corners = alt.Chart(scatter.extent).mark_point(opacity=0).encode(x, y)
     highlight = legend_highlight()
     opacity = highlighted_opacity()
@@ -122,39 +128,54 @@ def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None):
         x, y, alt.Detail("level:Q"), alt.Order("order:Q"), alt.Tooltip("level:Q", title="relative RMSE"))
     tooltip = tips("estimator:N", "label:N", alt.Tooltip("rel_bias:Q", format=".3f"),
                    alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
-    legend = estimator_legend(points["estimator"], scatter.same)
+    legend = estimator_legend(points["estimator"], {id: f"{id} = {first} here" for id, first in scatter.same.items()})
     dots = alt.Chart(points).mark_point(filled=True, strokeWidth=3).encode(    # a ring is a dot with no fill
         x, y, alt.Color("estimator:N", scale=colour_scale(), legend=legend),
         alt.Stroke("estimator:N", scale=colour_scale(), legend=legend), opacity, tooltip,
         alt.Size("ring:Q", scale=alt.Scale(domain=[0, 1, 4], range=[220, 600, 1800]), legend=None),
         alt.FillOpacityValue(0, condition={"test": "datum.ring === 0", "value": 1})).add_params(highlight)
+    moves = []
+    if scatter.before is not None and len(scatter.before):
+        moves = [alt.Chart(scatter.before).mark_rule(color=DISTRIBUTION_COLOUR, strokeWidth=2).encode(
+                     x, y, alt.X2("to_bias:Q"), alt.Y2("to_std:Q")),
+                 alt.Chart(scatter.before).mark_point(filled=False, size=220, strokeWidth=2.5).encode(
+                     x, y, alt.Stroke("estimator:N", scale=colour_scale(), legend=legend),
+                     tips("estimator:N", alt.Tooltip("rel_bias:Q", format=".3f", title=f"rel bias, {compared}"),
+                          alt.Tooltip("rel_std:Q", format=".3f", title=f"rel std, {compared}")))]
     leaders = alt.Chart(labels[labels["leader"]]).mark_rule(color=DISTRIBUTION_COLOUR).encode(
         alt.X("anchor_x:Q"), alt.Y("anchor_y:Q"), alt.X2("x:Q"), alt.Y2("y:Q"))
     names = [alt.Chart(part).mark_text(align="left", baseline="middle", fontWeight=weight).encode(
         alt.X("x:Q"), alt.Y("y:Q"), alt.Text("text:N"))
         for weight, part in (("normal", labels[labels["kind"] != "mark"]), ("bold", labels[labels["kind"] == "mark"]))]
-    layers = [layer for layer in (corners, circles, dots, leaders, *names) if len(layer.data)]   # an empty layer makes
-    layers += mark_layers(marks, numbers=False) if marks is not None else []                 # Vega-Lite warn
-    return readable(alt.layer(*layers, height=height, title=alt.Title(
-        "bias versus spread", subtitle="dashed: equal relative RMSE at N (hover one for its level)")))
+    if len(labels[labels["kind"] == "mark"]):
+        names[1] = names[1].properties(name=MARK_NAMES["number"])
+    layers = [layer for layer in (corners, circles, *moves, dots, leaders, *names) if len(layer.data)]  # an empty
+    layers += mark_layers(marks, numbers=False) if marks is not None else []       # layer makes Vega-Lite warn
+    subtitle = "dashed: equal relative RMSE at N, each named with its level" + (
+        f" · hollow: {compared}, filled: now" if moves else "")
+    return readable(alt.layer(*layers, height=height, title=alt.Title("bias versus spread", subtitle=subtitle)))
 
 
-def mark_layers(marks, numbers=True):
+def mark_layers(marks, numbers=True, x_type="Q"):
     """A lesson's annotations, on the x and y scales of the layered chart they join: a ring at each marked point, a
     dotted rule at a marked x alone, each with its number (unless ``numbers`` is False: the chart places them
-    itself); the page lists the numbered sentences with the lesson. Only layers with marks to draw (an empty one
-    makes Vega-Lite warn of an infinite extent)."""
-    x, y, number = alt.X("x:Q"), alt.Y("y:Q"), alt.Text("number:N")
+    itself); the page lists the numbered sentences with the lesson. ``x_type`` "N" on a nominal x axis. Each layer is
+    named (MARK_NAMES), so its marks can be found on the page. Only layers with marks to draw (an empty one makes
+    Vega-Lite warn of an infinite extent)."""
+    x, y, number = alt.X(f"x:{x_type}"), alt.Y("y:Q"), alt.Text("number:N")
     points, lines = marks[marks["y"].notna()], marks[marks["y"].isna()]
     layers = []
     if len(points):
-        layers.append(alt.Chart(points).mark_point(size=900, strokeWidth=2.5, color=TEXT).encode(x, y))
+        layers.append(alt.Chart(points, name=MARK_NAMES["ring"]).mark_point(size=900, strokeWidth=2.5, color=TEXT)
+                      .encode(x, y))
         if numbers:
-            layers.append(alt.Chart(points).mark_text(align="left", dx=18, dy=-14, fontWeight="bold").encode(x, y, number))
+            layers.append(alt.Chart(points, name=MARK_NAMES["number"]).mark_text(
+                align="left", dx=18, dy=-14, fontWeight="bold").encode(x, y, number))
     if len(lines):
-        layers.append(alt.Chart(lines).mark_rule(strokeWidth=2, color=TEXT, strokeDash=[2, 2]).encode(x))
-        layers.append(alt.Chart(lines).mark_text(align="left", dx=4, baseline="top", y=4, fontWeight="bold").encode(
-            x, number))
+        layers.append(alt.Chart(lines, name=MARK_NAMES["rule"]).mark_rule(strokeWidth=2, color=TEXT, strokeDash=[2, 2])
+                      .encode(x))
+        layers.append(alt.Chart(lines, name=MARK_NAMES["rule_number"]).mark_text(
+            align="left", dx=4, baseline="top", y=4, fontWeight="bold").encode(x, number))
     return layers
 
 
@@ -218,7 +239,7 @@ def sequence_ratio_chart(histogram, thresholds, kind="W", marks=None, height=320
     x = alt.X("bin_start:Q", title=name, scale=SPAN_SCALE)
     y = alt.Y("probability:Q", title="probability under μ")
     bars = alt.Chart(histogram).mark_bar(color=DISTRIBUTION_COLOUR, opacity=0.8).encode(
-        x, alt.X2("bin_end:Q"), y,
+        x, alt.X2("bin_end:Q"), y, alt.Y2Datum(0),    # from 0 up: a bar ranged in x alone is a 5-px dash at its y
         tips(alt.Tooltip("bin_start:Q", format=".3f"), alt.Tooltip("bin_end:Q", format=".3f"),
              alt.Tooltip("probability:Q", format=".4f")))
     layers = [x_span(domain), bars]
@@ -234,20 +255,20 @@ def sequence_ratio_chart(histogram, thresholds, kind="W", marks=None, height=320
 
 # -- error versus batch size ----------------------------------------------------------------------------
 
-def error_chart(curves, monte_carlo, crossovers, same=None, height=480):
-    """Log-log relative error against N: exact curves (a duplicate dashed over the line it equals), bias floors
-    (dashed), Monte Carlo rms with the 10–90 % spread, and the first batch size at which seq_is wins (open
-    diamonds)."""
+def error_chart(curves, monte_carlo, crossovers, coincident=(), height=480):
+    """Log-log relative error against N: exact curves (one that lies on another, ``coincident``, in phased short
+    dashes over it), bias floors (dashed), Monte Carlo rms with the 10–90 % spread, and the first batch size at which
+    seq_is wins (open diamonds)."""
     highlight = legend_highlight()
     opacity = highlighted_opacity()
     ids = list(dict.fromkeys(list(curves["estimator"]) + list(monte_carlo["estimator"])))
     x = alt.X("N:Q", scale=alt.Scale(type="log", domain=[1, 100_000]), title="batch size N",
               axis=alt.Axis(format="~s"))
-    y = alt.Y("rel_rmse:Q", scale=alt.Scale(type="log"), title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
-    colour = estimator_colour(ids, same=same)
-    dash_style, dash = line_dash(same)
-    lines = alt.Chart(curves).transform_calculate(line=dash_style).mark_line(strokeWidth=2.5).encode(
-        x, y, colour, dash, opacity,
+    y = alt.Y("rel_rmse:Q", scale=LOG_FIT, title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
+    colour = estimator_colour(ids, labels=coincidence.legend_words(coincident))
+    styled = coincidence.with_line_styles(curves, coincidence.line_styles(coincident, ids))
+    lines = alt.Chart(styled).mark_line(strokeWidth=2.5).encode(
+        x, y, colour, line_dash(), opacity,
         tips("estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f"))
     ).add_params(highlight)
     floors = alt.Chart(curves[curves["rel_bias"] > 1e-9]).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(

@@ -69,6 +69,11 @@ def cosine_text(cosine):
     return UNDEFINED if math.isnan(cosine) else f"{cosine:+.4f}"
 
 
+def names_note(ids):
+    """'naive: naive (no correction) · tok_is: token IS · …': each id's name, for a table that shows ids alone."""
+    return " · ".join(f"{id}: {ESTIMATORS[id].label}" for id in dict.fromkeys(ids))
+
+
 def table_csv(table):
     """The table as CSV at full precision; an undefined number is written UNDEFINED, its reason in ``note``."""
     return table.to_csv(index=False, na_rep=UNDEFINED)
@@ -104,11 +109,14 @@ def same_note(same):
 class Scatter:
     """What the bias-versus-spread chart draws, on fixed domains (so its labels' places hold)."""
     points: pd.DataFrame         # estimator, label, rel_bias, rel_std, rel_rmse, ring (0: a dot; k: k-th duplicate)
-    labels: pd.DataFrame         # text, x, y (its left edge and middle), anchor_x, anchor_y, leader, kind
+    labels: pd.DataFrame         # text, x, y (its left edge and middle), anchor_x, anchor_y, leader, kind (mark,
+                                 # estimator, or level: an iso-RMSE circle's, at its right end)
     iso: pd.DataFrame            # level, rel_bias, rel_std, order: the quarter circles of equal relative RMSE, inside
     x_domain: tuple
     y_domain: tuple
     same: dict
+    log_y: bool = False          # the stds spread over more than LOG_SPREAD: a log axis
+    before: pd.DataFrame = None  # estimator, rel_bias, rel_std, to_bias, to_std: each point at the compared setting
 
     @property
     def extent(self):
@@ -116,14 +124,41 @@ class Scatter:
         return pd.DataFrame({"rel_bias": list(self.x_domain), "rel_std": list(self.y_domain)})
 
 
-def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTER_WIDTH):
+LOG_SPREAD = 20          # the scatter's std axis is logarithmic when its largest std is over 20 × its smallest
+ROOM_RIGHT, ROOM_TOP = 0.25, 0.15    # of the data's span, beyond its largest bias (names) and its largest std
+
+
+def fitted_domain(values, room, log=False):
+    """A plot domain that fits ``values``: on a log axis their extent widened by ``room`` of its span (in logs) on
+    either side; on a linear one from 0 when 0 lies within one span of the smallest (so "unbiased" is on the
+    axis), else from the smallest less a tenth of the span, up to the largest plus ``room`` of the span."""
+    low, high = float(np.min(values)), float(np.max(values))
+    if log:
+        span = max(math.log10(high / low), 0.1)
+        return low / 10 ** (room * span), high * 10 ** (room * span)
+    span = high - low
+    if low <= max(span, 1e-3 * high) or span == 0:
+        low, span = 0.0, max(high, 1e-3)
+    else:
+        low -= 0.1 * span
+    return low, high + room * span
+
+
+def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTER_WIDTH, before=None):
     """The scatter's points, rings for duplicates, and one name per group of equal estimators ("naive = geo_rs"),
     placed by ``labels.place`` so that none overprints another or a dot; a lesson's ``marks`` (``mark_frame``) get
-    their numbers placed first, beside their rings. The iso-RMSE circles' levels go in the chart's subtitle."""
+    their numbers placed first, beside their rings; ``before``: the table at a compared setting (another baseline),
+    each estimator's point there drawn hollow with a line to where it is now. Domains fit the points
+    (``fitted_domain``), the std axis logarithmic when the stds spread over LOG_SPREAD. The iso-RMSE circles' levels
+    are named at their right ends, placed with the rest."""
     points = table[["estimator", "label", "rel_bias", "rel_std", "rel_rmse"]].copy()
     points["ring"] = [_ring(id, same) for id in points["estimator"]]
-    top = max(float(points["rel_std"].max()), 1e-3) * 1.15
-    right = max(float(points["rel_bias"].max()), 0.25 * top, 1e-3) * 1.25
+    biases, stds = list(points["rel_bias"]), list(points["rel_std"])
+    if before is not None:
+        biases += list(before["rel_bias"])
+        stds += list(before["rel_std"])
+    log_y = min(stds) > 0 and max(stds) > LOG_SPREAD * min(stds)
+    x_domain, y_domain = fitted_domain(biases, ROOM_RIGHT), fitted_domain(stds, ROOM_TOP, log_y)
     anchors, texts, kinds, radii = [], [], [], []
     if marks is not None:
         anchors += [(row.x, row.y) for row in marks.itertuples()]
@@ -136,13 +171,24 @@ def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTE
     anchors += [where[first] for first in groups]
     texts += [" = ".join(ids) for ids in groups.values()]
     kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
-    placed = place(anchors, texts, (0.0, right), (0.0, top), width, height, FONT, radii)
-    labels = pd.DataFrame({"text": texts, "x": [p.x for p in placed], "y": [p.y for p in placed],
+    iso = iso_rmse_frame(table)
+    iso = iso[iso["rel_bias"].between(*x_domain) & iso["rel_std"].between(*y_domain)].reset_index(drop=True)
+    ends = iso.loc[iso.groupby("level")["rel_bias"].idxmax()]      # each circle's level, at its right end
+    anchors += list(zip(ends["rel_bias"], ends["rel_std"], strict=True))
+    texts += [f"{level:g}" for level in ends["level"]]
+    kinds, radii = kinds + ["level"] * len(ends), radii + [0] * len(ends)
+    along_y = (lambda y: math.log10(y), lambda y: 10**y) if log_y else (float, float)
+    placed = place([(x, along_y[0](y)) for x, y in anchors], texts, x_domain, tuple(map(along_y[0], y_domain)),
+                   width, height, FONT, radii)
+    labels = pd.DataFrame({"text": texts, "x": [p.x for p in placed], "y": [along_y[1](p.y) for p in placed],
                            "anchor_x": [a[0] for a in anchors], "anchor_y": [a[1] for a in anchors],
                            "leader": [p.leader for p in placed], "kind": kinds})
-    iso = iso_rmse_frame(table)
-    inside = iso[(iso["rel_bias"] <= right) & (iso["rel_std"] <= top)]
-    return Scatter(points, labels, inside.reset_index(drop=True), (0.0, right), (0.0, top), same)
+    moved = None
+    if before is not None:
+        moved = before[["estimator", "rel_bias", "rel_std"]].merge(
+            points[["estimator", "rel_bias", "rel_std"]].rename(columns={"rel_bias": "to_bias", "rel_std": "to_std"}),
+            on="estimator")
+    return Scatter(points, labels, iso, x_domain, y_domain, same, log_y, moved)
 
 
 def _ring(id, same):
@@ -244,7 +290,7 @@ def threshold_label_frame(thresholds, x_domain, measure="P", width=RATIO_WIDTH):
     upwards): "seq_tis.C = seq_mis.C · P(above) = 0.210" — what lies beyond it, under μ (``measure`` "P") or in a
     sample ("share"). It starts at its rule (``align`` "left") if it fits to the right of it on a plot ``width``
     pixels wide over ``x_domain`` (the narrowest the page draws: wider only leaves more room), ends there ("right")
-    if it fits to the left, and starts at the plot's left edge otherwise."""
+    if it fits to the left, and otherwise is centred on it, moved only as far as it takes to stay inside the plot."""
     at_value = {}                           # rounded value → {side: ([threshold names], beyond)}, in value order
     for name, value, side, beyond in zip(thresholds["threshold"], thresholds["log_value"], thresholds["side"],
                                          thresholds["beyond"], strict=True):
@@ -256,8 +302,13 @@ def threshold_label_frame(thresholds, x_domain, measure="P", width=RATIO_WIDTH):
         text = "; ".join(f"{' = '.join(names)} · {measure}({side}) = {beyond:.3f}" for side, (names, beyond) in sides.items())
         at = (value - x_domain[0]) / (x_domain[1] - x_domain[0]) * width
         text_width, _ = text_size(text, FONT)
-        where, align = (value, "left") if at + text_width <= width else (value, "right") if at >= text_width else \
-            (x_domain[0], "left")
+        if at + text_width <= width:
+            where, align = value, "left"
+        elif at >= text_width:
+            where, align = value, "right"
+        else:
+            left = max(min(at - text_width / 2, width - text_width), 0.0)
+            where, align = x_domain[0] + left / width * (x_domain[1] - x_domain[0]), "left"
         rows.append({"log_value": where, "text": text, "align": align, "row_y": -ROW * (row + 1) + ROW / 2})
     return pd.DataFrame(rows, columns=["log_value", "text", "align", "row_y"])
 

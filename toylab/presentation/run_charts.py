@@ -8,10 +8,12 @@ estimator's registry colour.
 import altair as alt
 import pandas as pd
 
+from toylab.presentation import coincidence
 from toylab.presentation.charts import (
     SPAN_SCALE,
     TEXT,
     estimator_colour,
+    line_dash,
     readable,
     threshold_layers,
     tips,
@@ -37,21 +39,22 @@ def _count_bars(frame, count, x_title, domain=None):
     return alt.Chart(frame).mark_bar(color=DATA_COLOUR, opacity=0.85, stroke=TEXT).encode(
         alt.X("bin_start:Q", title=x_title, scale=scale), alt.X2("bin_end:Q"),
         alt.Y(f"{count}:Q", scale=alt.Scale(type="log"), title=f"{count} (log scale)"), alt.Y2Datum(0.5),
-        alt.StrokeWidth("tail:N", scale=alt.Scale(domain=[False, True], range=[0, 2]), legend=None),
+        alt.StrokeWidthValue(0, condition={"test": "datum.tail", "value": 2}),     # a condition, not a scale on a
+                                                                  # discrete field (Vega-Lite warned of one, thrice)
         tips(alt.Tooltip("bin_start:Q", format=".3g"), alt.Tooltip("bin_end:Q", format=".3g"),
              alt.Tooltip(f"{count}:Q", format=","), alt.Tooltip("tail:N", title="includes the tail beyond")))
 
 
-def token_histogram_chart(frame, thresholds=None):
+def token_histogram_chart(frame, thresholds=None, height=None):
     """How many response tokens have each log ρ_t (log count axis: the tails are few), with the selected
-    per-token thresholds if given (``log_frames.token_threshold_frame``)."""
+    per-token thresholds if given (``log_frames.token_threshold_frame``); ``height``: the plot's (HEIGHT)."""
     zero = alt.Chart(frame).mark_rule(strokeDash=[4, 4]).encode(alt.XDatum(0.0))
     ruled = thresholds is not None and len(thresholds)
     domain = _domain(frame, thresholds) if ruled else None
     layers = [_count_bars(frame, "tokens", LOG_RHO, domain), zero]
     if ruled:
-        layers += [x_span(domain), *threshold_layers(thresholds, domain, measure="share")]
-    return readable(alt.layer(*layers, height=HEIGHT, title="log ρ_t of every response token"))
+        layers += [x_span(domain), *threshold_layers(thresholds, domain, measure="share", legend="right")]
+    return readable(alt.layer(*layers, height=height or HEIGHT, title="log ρ_t of every response token"))
 
 
 def _binned_chart(frame, x, title):
@@ -91,33 +94,39 @@ def overlaid_histogram_chart(frame):
              alt.Tooltip("tokens:Q", format=","), alt.Tooltip("share:Q", format=".3g"))))
 
 
-def steps_chart(frame, columns=2):
+RULE_COLOUR = "#D55E00"           # the rule where a run's metric first left its early range: dashed vermilion
+
+
+def steps_chart(frame, columns=2, width=300, height=150):
     """A run's metrics against step (``log_frames.steps_frame``), one small panel each with its own y scale, in the
-    frame's order: the value, its ± 2 se band, and a red rule at the step where it first left its early range."""
+    frame's order, ``columns`` abreast: the value, its ± 2 se band, and a dashed vermilion rule at the step where it
+    first left its early range."""
     base = alt.Chart(frame)
     x = alt.X("step:Q", title="step")
     band = base.mark_area(color=DATA_COLOUR, opacity=0.25).encode(x, alt.Y("low:Q", title=None), alt.Y2("high:Q"))
-    line = base.mark_line(color=DATA_COLOUR, point=True).encode(
+    line = base.mark_line(color=DATA_COLOUR, point=alt.OverlayMarkDef(color=DATA_COLOUR, size=40)).encode(
         x, alt.Y("value:Q"), tips("metric:N", "step:Q", alt.Tooltip("value:Q", format=".4g"),
                                   alt.Tooltip("low:Q", format=".4g", title="− 2 se"),
                                   alt.Tooltip("high:Q", format=".4g", title="+ 2 se")))
-    left = base.transform_filter(alt.datum.left).mark_rule(color="#D55E00", strokeWidth=2.5, strokeDash=[5, 3]).encode(
+    left = base.transform_filter(alt.datum.left).mark_rule(color=RULE_COLOUR, strokeWidth=2.5, strokeDash=[5, 3]).encode(
         x, tips("metric:N", alt.Tooltip("step:Q", title="left its early range at step")))
-    return readable(alt.layer(band, line, left, height=150, width=300).facet(
+    return readable(alt.layer(band, line, left, height=height, width=width).facet(
         facet=alt.Facet("metric:N", title=None, sort=list(dict.fromkeys(frame["metric"]))), columns=columns
     ).resolve_scale(y="independent"))
 
 
-def affected_steps_chart(frame):
+def affected_steps_chart(frame, coincident=()):
     """Each selected estimator's share of response tokens masked or clipped against step
-    (``run_frames.affected_steps_frame``), in its registry colour, with a rule in that colour at the step where the
-    share first left its early range."""
-    base = alt.Chart(frame)
+    (``run_frames.affected_steps_frame``), in its registry colour (one that lies on another, ``coincident``, in
+    phased short dashes over it, named in the legend), with a rule in that colour at the step where the share first
+    left its early range."""
+    ids = list(dict.fromkeys(frame["estimator"]))
+    base = alt.Chart(coincidence.with_line_styles(frame, coincidence.line_styles(coincident, ids)))
     x = alt.X("step:Q", title="step", axis=alt.Axis(format="d", tickMinStep=1))
-    colour = estimator_colour(frame["estimator"])
+    colour = estimator_colour(ids, labels=coincidence.legend_words(coincident))
     line = base.mark_line(point=True).encode(
         x, alt.Y("value:Q", title="share of response tokens masked or clipped", axis=alt.Axis(format="%")), colour,
-        tips("estimator:N", "step:Q", alt.Tooltip("value:Q", format=".3%")))
+        line_dash(), tips("estimator:N", "step:Q", alt.Tooltip("value:Q", format=".3%")))
     left = base.transform_filter(alt.datum.left).mark_rule(strokeWidth=2.5, strokeDash=[5, 3]).encode(
         x, colour, tips("estimator:N", alt.Tooltip("step:Q", title="left its early range at step")))
     return readable(alt.layer(line, left, height=HEIGHT, title="What each selected estimator masks or clips, step "

@@ -211,6 +211,16 @@ def steps_frame(summaries, departures, metrics=None):
     return pd.DataFrame(rows, columns=["metric", "step", "value", "low", "high", "left"])
 
 
+def constant_metrics(frame):
+    """(the steps frame without its constant metrics, {label: value}): a metric with one value and no spread at every
+    step (e.g. a share of 0 throughout) is a sentence, not a panel."""
+    constant = {}
+    for metric, rows in frame.groupby("metric", sort=False):
+        if len(rows) > 1 and rows["value"].nunique() == 1 and (rows["low"] == rows["high"]).all():
+            constant[metric] = float(rows["value"].iloc[0])
+    return frame[~frame["metric"].isin(list(constant))].reset_index(drop=True), constant
+
+
 def affected_steps_frame(summaries, departures):
     """estimator, step, value, left: each selected estimator's share of response tokens masked or clipped at each
     readable step (an estimator left out of a step, e.g. one that needs rewards, has no row there); ``left`` True at

@@ -10,12 +10,16 @@ vertically over a shared x, legends above them, so the stack is no wider than a 
 import altair as alt
 import pandas as pd
 
+from toylab.analysis.sweeps import PRECISION_ORDER
 from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
+    LOG_FIT,
     TEXT,
     colour_scale,
     highlighted_opacity,
     legend_highlight,
+    legend_names,
+    line_dash,
     mark_layers,
     readable,
     tips,
@@ -24,19 +28,22 @@ from toylab.presentation.sweep_frames import METRICS, STD_RATIO
 
 PANEL_HEIGHT, PANEL_WIDTH = 230, 520
 ALONE_HEIGHT = 240                  # one panel on its own (presentation mode), as wide as its column
-LEGEND_COLUMNS = {False: 4, True: 6}     # above the stacked panels; above a panel alone
+LEGEND_COLUMNS = {False: 4, True: 1}     # above the stacked panels; beside a panel alone (it keeps the height)
+LEGEND_ORIENT = {False: "top", True: "right"}
 QUANTITY_COLOURS = alt.Scale(scheme="dark2")
 
 
-def estimator_colour(ids, alone=False):
-    """Registry colours; the legend (only ``ids``) sits above the panels in columns, more of them above a panel shown
-    ``alone`` (full width); every layer of every panel gives the same legend, so there is one."""
+def estimator_colour(ids, alone=False, labels=None):
+    """Registry colours; the legend (only ``ids``, with ``labels`` for those that lie on another) sits above the panels
+    in columns, or beside a panel shown ``alone`` (full width: its height is the plot's); every layer of every panel
+    gives the same legend, so there is one."""
     return alt.Color("estimator:N", scale=colour_scale(),
-                     legend=alt.Legend(title="estimator", values=list(ids), orient="top", columns=LEGEND_COLUMNS[alone]))
+                     legend=alt.Legend(title="estimator", values=list(ids), orient=LEGEND_ORIENT[alone],
+                                       columns=LEGEND_COLUMNS[alone], labelExpr=legend_names(labels)))
 
 
 def _quantity_colour(alone=False):
-    return alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy", orient="top"))
+    return alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="toy", orient=LEGEND_ORIENT[alone]))
 
 
 def _resolve(**scales):
@@ -46,37 +53,51 @@ def _resolve(**scales):
 
 
 def _y(title, log):
-    return alt.Y("value:Q", title=title, scale=alt.Scale(type="log" if log else "linear"))
+    """The value axis; a log one fits its data (no rounding out to whole decades) with a few pixels to spare."""
+    return alt.Y("value:Q", title=title, scale=LOG_FIT if log else alt.Undefined)
 
 
-def _estimator_lines(data, x, y, ids, highlight, alone=False):
-    """One line per estimator in its registry colour, faded unless highlighted in the legend (one legend for every
-    panel: each gives it the same spec); the panel that holds the legend's selection gets ``highlight``."""
+def _estimator_lines(data, x, y, ids, highlight, alone=False, labels=None):
+    """One line per estimator in its registry colour, dashed by its ``line`` style (``sweep_frames.styled``: one that
+    lies on another in phased short dashes over it, a second batch size's long-dashed), faded unless highlighted in
+    the legend (one legend for every panel: each gives it the same spec); the panel that holds the legend's selection
+    gets ``highlight``."""
     opacity = highlighted_opacity()
     lines = data.mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=30)).encode(
-        x=x, y=y, color=estimator_colour(ids, alone), opacity=opacity,
-        tooltip=tips("estimator:N", alt.Tooltip(x.shorthand, format=".4g"), alt.Tooltip("value:Q", format=".4g")))
+        x=x, y=y, color=estimator_colour(ids, alone, labels), strokeDash=line_dash(), opacity=opacity,
+        tooltip=tips("estimator:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g")))
     return lines.add_params(highlight) if highlight is not None else lines
 
 
+def _x_tip(x):
+    """The x value in a tooltip: a number to 4 significant digits, a name as it is."""
+    return alt.Tooltip(x.shorthand, format=".4g") if x.shorthand.endswith(":Q") else alt.Tooltip(x.shorthand)
+
+
 def _vertical_rule(value, field, tooltip_title, log_x):
-    """A dashed grey rule at x = value: a row of data, so the chart's spec does not change with it."""
-    return alt.Chart(pd.DataFrame({field: [float(value)]})).mark_rule(
+    """A dashed grey rule at x = value (a number, or a name on a nominal axis: ``log_x`` None): a row of data, so the
+    chart's spec does not change with it."""
+    nominal = log_x is None
+    x = alt.X(f"{field}:N") if nominal else alt.X(f"{field}:Q", scale=alt.Scale(type="log" if log_x else "linear"))
+    return alt.Chart(pd.DataFrame({field: [value if nominal else float(value)]})).mark_rule(
         color=DISTRIBUTION_COLOUR, strokeDash=[6, 4], strokeWidth=2).encode(
-        x=alt.X(f"{field}:Q", scale=alt.Scale(type="log" if log_x else "linear")),
-        tooltip=[alt.Tooltip(f"{field}:Q", format=".4g", title=tooltip_title)])
+        x=x, tooltip=[alt.Tooltip(f"{field}:N", title=tooltip_title) if nominal else
+                      alt.Tooltip(f"{field}:Q", format=".4g", title=tooltip_title)])
 
 
 THRESHOLD_PANELS = {"bias": ("relative bias", False), "std": ("relative std at N", True),
                     "rmse": ("relative RMSE at N", True)}
 
 
-def threshold_chart(frame, rule_of_thumb, panel=None, marks=None):
+def threshold_chart(frame, rule_of_thumb, panel=None, marks=None, labels=None):
     """Relative bias, std and RMSE at N against the threshold (log x), per thresholded estimator. Diamonds:
     each estimator's lowest-RMSE threshold; hollow circles: the chosen one; dashed grey rule: the rule of
-    thumb C* = sqrt(2(1 + χ²_seq)) for seq_tis. ``panel``: one of THRESHOLD_PANELS alone; ``marks``: a lesson's
-    annotations (``frames.mark_frame``) on the RMSE panel."""
+    thumb C* = sqrt(2(1 + χ²_seq)) for seq_tis, its value written at its top. With two batch sizes in ``frame``
+    (``sweep_frames.compared_threshold_frame``) the second's std and RMSE are long-dashed (its ``line`` style). ``panel``: one of
+    THRESHOLD_PANELS alone; ``marks``: a lesson's annotations (``frames.mark_frame``) on the RMSE panel."""
+    frame = frame if "line" in frame else frame.assign(line="own")
     ids = list(dict.fromkeys(frame["estimator"]))
+    batches = list(dict.fromkeys(frame["batch"])) if "batch" in frame else []
     opacity = highlighted_opacity()
     x = alt.X("threshold:Q", title="threshold (C; hi for bands; δ for k3_rs; ε for trm)",
               scale=alt.Scale(type="log"))
@@ -85,52 +106,68 @@ def threshold_chart(frame, rule_of_thumb, panel=None, marks=None):
         metric, log_y = THRESHOLD_PANELS[name]
         data = alt.Chart(frame).transform_filter(alt.datum.metric == metric)
         y = _y(metric, log_y)
-        lines = _estimator_lines(data, x, y, ids, legend_highlight() if leading else None, alone=panel is not None)
+        lines = _estimator_lines(data, x, y, ids, legend_highlight() if leading else None, alone=panel is not None,
+                                 labels=labels)
         points = [data.transform_filter(getattr(alt.datum, field)).mark_point(**style).encode(
-            x=x, y=y, color=estimator_colour(ids, panel is not None), opacity=opacity,
-            tooltip=tips("estimator:N", alt.Tooltip("threshold:Q", format=".4g", title=title)))
+            x=x, y=y, color=estimator_colour(ids, panel is not None, labels), opacity=opacity,
+            tooltip=tips("estimator:N", *(["batch:N"] if len(batches) > 1 else []),
+                         alt.Tooltip("threshold:Q", format=".4g", title=title)))
             for field, title, style in (("best", "lowest RMSE at N", {"shape": "diamond", "size": 170, "filled": True}),
                                         ("chosen", "chosen", {"size": 150, "strokeWidth": 2.5}))]
         rule = _vertical_rule(rule_of_thumb, "C*", "C* = sqrt(2(1 + χ²_seq))", log_x=True)
+        label = alt.Chart(pd.DataFrame({"C*": [float(rule_of_thumb)]})).transform_calculate(
+            text="'C* = ' + format(datum['C*'], '.3g')").mark_text(align="left", dx=4, baseline="top", y=4).encode(
+            x=alt.X("C*:Q"), text=alt.Text("text:N"))
         annotations = mark_layers(marks) if marks is not None and name == "rmse" else []
-        return alt.layer(lines, *points, rule, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
+        return alt.layer(lines, *points, rule, label, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
     names = list(THRESHOLD_PANELS)
-    title = "exact, against the threshold · dashed: C* = sqrt(2(1 + χ²_seq)) (hover for its value)"
+    title = "exact, against the threshold · diamonds: the lowest RMSE · dashed grey: C* = sqrt(2(1 + χ²_seq))" + (
+        f" · long dashes: at {batches[1]}" if len(batches) > 1 else "")
     if panel is not None:
         return _alone(build(panel, leading=True), title)
     return _stack([build(name, leading=index == 0) for index, name in enumerate(names)], title)
 
 
 SWEPT_AXES = {"mismatch": ("mismatch (scale of the logit error b)", False), "top_p": ("top-p", False),
-              "temperature": ("sampler temperature τ", True)}      # title, log x
+              "temperature": ("sampler temperature τ", True),
+              "precision": ("logits rounded to (none, then ever coarser)", None)}   # title, log x (None: nominal)
 
 
-def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", panel=None):
+def _swept_x(parameter):
+    """The swept parameter's x channel: linear or log, or (precision) the names in PRECISION_ORDER."""
+    title, log_x = SWEPT_AXES[parameter]
+    if log_x is None:
+        return alt.X(f"{parameter}:N", title=title, sort=list(PRECISION_ORDER), scale=alt.Scale(domain=list(PRECISION_ORDER)),
+                     axis=alt.Axis(labelAngle=0))
+    return alt.X(f"{parameter}:Q", title=title, scale=alt.Scale(type="log" if log_x else "linear"))
+
+
+def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", panel=None, marks=None, labels=None):
     """Relative bias (linear) and relative RMSE at N (log) of each estimator as one sampler parameter moves, over
     the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel the bias floor (dashed, in the text colour)
     where the sampler truncates; the dashed grey rule is the chosen value. ``panel``: "rmse", "bias" or
-    "divergence" alone."""
+    "divergence" alone; ``marks``: a lesson's annotations on the divergence panel."""
+    estimators = estimators if "line" in estimators else estimators.assign(line="own")
     ids = list(dict.fromkeys(estimators["estimator"]))
-    axis_title, log_x = SWEPT_AXES[parameter]
-    x = alt.X(f"{parameter}:Q", title=axis_title, scale=alt.Scale(type="log" if log_x else "linear"))
+    _, log_x = SWEPT_AXES[parameter]
+    x = _swept_x(parameter)
     rule = _vertical_rule(chosen, f"chosen {parameter}", f"chosen {parameter}", log_x=log_x)
 
     def build(name, leading):
         if name == "divergence":
             divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, strokeDash=[2, 2]).encode(
                 x=x, y=_y("divergence of μ from π", log=True), color=_quantity_colour(panel is not None),
-                tooltip=tips("quantity:N", alt.Tooltip(f"{parameter}:Q", format=".3g"),
-                             alt.Tooltip("value:Q", format=".4g")))
-            return alt.layer(divergence, rule, height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
+                tooltip=tips("quantity:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g")))
+            annotations = mark_layers(marks, x_type="N" if log_x is None else "Q") if marks is not None else []
+            return alt.layer(divergence, rule, *annotations, height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
         metric, log_y = {"bias": ("relative bias", False), "rmse": ("relative RMSE at N", True)}[name]
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         layers = [_estimator_lines(data, x, _y(metric, log_y), ids, legend_highlight() if leading else None,
-                                   alone=panel is not None), rule]
+                                   alone=panel is not None, labels=labels), rule]
         if name == "bias" and len(floor):
             layers.append(alt.Chart(floor).mark_line(color=TEXT, strokeDash=[8, 4], strokeWidth=2).encode(
-                x=x, y=alt.Y("value:Q"), tooltip=[alt.Tooltip(f"{parameter}:Q", format=".4g"),
-                                                  alt.Tooltip("value:Q", format=".4g", title="bias floor")]))
+                x=x, y=alt.Y("value:Q"), tooltip=[_x_tip(x), alt.Tooltip("value:Q", format=".4g", title="bias floor")]))
         return alt.layer(*layers, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
     title = "exact, θ and b fixed (same seed), only the sampler moves"
@@ -140,10 +177,10 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
                   title, color="independent")
 
 
-def _method_points(frame, x, y, colour, opacity, tooltip):
+def _method_points(frame, x, y, colour, opacity, tooltip, alone=False):
     """Filled points whose shape says how each value was computed, and ±2 s.e. bars for the Monte Carlo ones (a
     layer only when there are any: an empty one makes Vega-Lite warn of an infinite extent)."""
-    shape = alt.Shape("method:N", legend=alt.Legend(title="computed by", orient="top"),
+    shape = alt.Shape("method:N", legend=alt.Legend(title="computed by", orient=LEGEND_ORIENT[alone]),
                       scale=alt.Scale(domain=["exact (enumeration)", "exact (recursion)", "Monte Carlo"],
                                       range=["circle", "square", "triangle-up"]))
     points = alt.Chart(frame).mark_point(size=60, filled=True).encode(x=x, y=y, color=colour, shape=shape,
@@ -157,7 +194,7 @@ def _method_points(frame, x, y, colour, opacity, tooltip):
 LENGTH_PANELS = ("divergence", "probability", "bias", "std_ratio")
 
 
-def length_chart(divergences, probabilities, estimators, panel=None, marks=None):
+def length_chart(divergences, probabilities, estimators, panel=None, marks=None, labels=None):
     """Against T (log x): χ²_seq and the ESS fraction (log y); P(W > C) and P(ρ_geo outside band) (linear);
     each estimator's relative bias and its std ÷ on-policy std at the same T (log y). Point shape says how
     each value was computed; Monte Carlo points carry ±2 s.e. bars. ``panel``: one of LENGTH_PANELS alone;
@@ -179,17 +216,18 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None)
             return alt.layer(
                 alt.Chart(probabilities).mark_line(strokeWidth=2).encode(
                     x=x, y=_y("probability under μ", log=False), color=colour),
-                *_method_points(probabilities, x, alt.Y("value:Q"), colour, alt.OpacityValue(1.0), tooltip),
+                *_method_points(probabilities, x, alt.Y("value:Q"), colour, alt.OpacityValue(1.0), tooltip, alone),
                 height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
         metric, title = {"bias": (METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
                          "std_ratio": (STD_RATIO, "std ÷ on-policy std (same T)")}[name]
         frame = estimators[estimators["metric"] == metric]
+        frame = frame if "line" in frame else frame.assign(line="own")
         y = _y(title, log=True)
-        lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone),
-                                                                 detail=alt.Detail("estimator:N"), opacity=opacity)
+        lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone, labels),
+                                                                 strokeDash=line_dash(), opacity=opacity)
         lines = lines.add_params(legend_highlight()) if leading else lines
-        points = _method_points(frame, x, y, estimator_colour(ids, alone), opacity,
-                                tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"))
+        points = _method_points(frame, x, y, estimator_colour(ids, alone, labels), opacity,
+                                tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"), alone)
         annotations = mark_layers(marks) if marks is not None and name == "std_ratio" else []
         return alt.layer(lines, *points, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 

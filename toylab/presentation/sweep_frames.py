@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from toylab.analysis.length import MONTE_CARLO, OUT_OF_REACH
+from toylab.presentation import coincidence
 
 UNBIASED = 1e-9
 ROUNDING = 1e-12
@@ -28,14 +29,27 @@ def _long(rows, keys, metrics):
         .assign(metric=lambda f: f["metric"].map(METRICS))
 
 
-def threshold_frame(rows, best):
-    """(estimator, parameter, threshold, chosen, best, metric, value); ``best`` = sweeps.best_thresholds(rows).
-    Relative bias keeps its zeros (a linear axis); std and RMSE drop what a log axis cannot show."""
+def threshold_frame(rows, best, batch=""):
+    """(estimator, parameter, threshold, chosen, best, batch, metric, value); ``best`` = sweeps.best_thresholds(rows),
+    ``batch`` names the batch size ("N = 64"). Relative bias keeps its zeros (a linear axis); std and RMSE drop what a
+    log axis cannot show."""
     frame = pd.DataFrame(rows)
     frame["best"] = [row["threshold"] == best[row["estimator"]]["threshold"] for row in rows]
-    long = _long(frame, ["estimator", "parameter", "threshold", "chosen", "best"], METRICS)
+    frame["batch"] = batch
+    long = _long(frame, ["estimator", "parameter", "threshold", "chosen", "best", "batch"], METRICS)
     bias = long["metric"] == METRICS["rel_bias"]
     return pd.concat([long[bias], _positive(long[~bias])], ignore_index=True)
+
+
+def compared_threshold_frame(sweeps):
+    """The threshold frames of one sweep at several batch sizes, [(N, rows, best)], the first the sidebar's: its rows
+    keep every metric; the others' only std and RMSE (the bias does not depend on N), none of them "chosen"."""
+    (N, rows, best), *others = sweeps
+    parts = [threshold_frame(rows, best, f"N = {N:,}")]
+    for N, rows, best in others:
+        other = threshold_frame(rows, best, f"N = {N:,}")
+        parts.append(other[other["metric"] != METRICS["rel_bias"]].assign(chosen=False))
+    return pd.concat(parts, ignore_index=True)
 
 
 def sampler_frame(estimator_rows, parameter="mismatch"):
@@ -107,3 +121,41 @@ def length_overflow_notes(population_rows, estimator_rows):
             if not np.isfinite(row[metric]):
                 overflowed.setdefault(f"{row['estimator']}'s {title}", []).append(row["T"])
     return [f"{name} at T = {', '.join(map(str, lengths))}" for name, lengths in overflowed.items()]
+
+
+LOG_METRICS = {METRICS["rel_bias"]: False, METRICS["rel_std"]: True, METRICS["rel_rmse"]: True, STD_RATIO: True}
+LENGTH_LOG_METRICS = {METRICS["rel_bias"]: True, STD_RATIO: True}      # the length chart draws both on log axes
+
+
+def coincident(frame, x, logs=LOG_METRICS):
+    """{metric: [Coincidence]}: on each metric's panel (its axis log or not: ``logs``), the estimators' lines that lie
+    on others; a frame with several batch sizes (``batch``), on the first one's lines only."""
+    first = frame[frame["batch"] == frame["batch"].iloc[0]] if "batch" in frame and len(frame) else frame
+    return {metric: coincidence.coincidences(rows, x, "value", log=logs.get(metric, False))
+            for metric, rows in first.groupby("metric", sort=False)}
+
+
+def styled(frame, found, reference=None):
+    """The frame with each row's line style (``coincidence.line_styles`` per metric; "compared" for a second batch
+    size's rows)."""
+    ids = list(dict.fromkeys(frame["estimator"]))
+    styles = {metric: coincidence.line_styles(lying, ids, reference) for metric, lying in found.items()}
+    first = frame["batch"].iloc[0] if "batch" in frame and len(frame) else None
+    line = [("compared" if first is not None and batch != first else styles.get(metric, {}).get(id, "own"))
+            for id, metric, batch in zip(frame["estimator"], frame["metric"],
+                                         frame["batch"] if first is not None else [None] * len(frame), strict=True)]
+    return frame.assign(line=line)
+
+
+def legend_words(found):
+    """{id: legend label} over every panel (the first panel's words for an estimator that lies on others in several)."""
+    words = {}
+    for lying in found.values():
+        for id, text in coincidence.legend_words(lying).items():
+            words.setdefault(id, text)
+    return words
+
+
+def coincident_note(found, xs, name):
+    """'relative RMSE at N: seq_tis = seq_is at mismatch ≥ 0.55; …' for each panel with lines that lie on others."""
+    return "; ".join(f"{metric}: {coincidence.describe(lying, xs, name)}" for metric, lying in found.items() if lying)

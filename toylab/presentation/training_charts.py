@@ -1,17 +1,19 @@
 """Altair charts of the Training tab: pure functions of ``training_frames`` frames, no computation.
 
-Registry colours (``charts.estimator_colour``) on every chart; on_policy, the reference, is dashed, and an
-estimator whose run is identical to an earlier one's (``same``) is drawn in short dashes over it; clicking a
+Registry colours (``charts.estimator_colour``) on every chart; on_policy, the reference, is dashed, and a line
+that lies on an earlier one (``coincidence``) is drawn in short dashes over it; clicking a
 legend entry highlights an estimator; sampled runs are a median line over a 10–90 % band, both in one legend.
 """
 
 import altair as alt
 import pandas as pd
 
+from toylab.presentation import coincidence
 from toylab.presentation.charts import (
     DISTRIBUTION_COLOUR,
     FADED,
     HIGHLIGHT,
+    LOG_FIT,
     TEXT,
     estimator_colour,
     highlighted_opacity,
@@ -21,7 +23,7 @@ from toylab.presentation.charts import (
     readable,
     tips,
 )
-from toylab.presentation.training_frames import QUANTITIES, TRUST, quantity_curves
+from toylab.presentation.training_frames import QUANTITIES, TRUST, coincident, quantity_curves
 from toylab.training.loop import REFERENCE
 
 PANEL_HEIGHT = 200
@@ -30,12 +32,13 @@ SYMLOG_CONSTANT = 1e-3     # the SGA axis is linear within ±0.001 of zero, loga
 
 STEP_AXIS = alt.Axis(format="d", tickMinStep=1)        # steps are whole numbers: no tick at 0.5
 
-def _curves(data, x, y, ids, highlight, sampled, legend=True, same=None):
-    """Median lines (and, for sampled runs, 10–90 % bands) per estimator; lines and bands share one legend."""
-    colour = estimator_colour(ids, legend=legend, same=same)
-    dash_style, dash = line_dash(same, REFERENCE)
-    lines = data.transform_calculate(line=dash_style).mark_line(strokeWidth=2.5).encode(
-        x, y, colour, dash, highlighted_opacity(),
+def _curves(frame, x, y, ids, highlight, sampled, legend=True, coincident=()):
+    """Median lines (and, for sampled runs, 10–90 % bands) per estimator; lines and bands share one legend; a line
+    that lies on another (``coincident``) in phased short dashes over it, named in the legend."""
+    colour = estimator_colour(ids, legend=legend, labels=coincidence.legend_words(coincident))
+    data = alt.Chart(coincidence.with_line_styles(frame, coincidence.line_styles(coincident, ids, REFERENCE)))
+    lines = data.mark_line(strokeWidth=2.5).encode(
+        x, y, colour, line_dash(), highlighted_opacity(),
         tips("estimator:N", "step:Q", alt.Tooltip("median:Q", format=".4g", title="median" if sampled else "value"),
              *([alt.Tooltip("q10:Q", format=".4g"), alt.Tooltip("q90:Q", format=".4g")] if sampled else [])))
     lines = lines.add_params(highlight) if highlight is not None else lines
@@ -47,15 +50,16 @@ def _curves(data, x, y, ids, highlight, sampled, legend=True, same=None):
     return [area, lines]
 
 
-def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title=None, legend=False, same=None,
-                marks=None):
+def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title=None, legend=False, marks=None):
     """One quantity of the record (a ``training_frames.QUANTITIES`` key) against step for every estimator; the
-    legend only where asked (the tab's charts share the J chart's colours); a lesson's ``marks`` on it."""
+    legend only where asked (the tab's charts share the J chart's colours); a lesson's ``marks`` on it. Lines that lie
+    on others are found here (``training_frames.coincident``), on this chart's own values."""
     data = quantity_curves(curves, quantity, sampled, log)
     ids = list(dict.fromkeys(data["estimator"]))
     x = alt.X("step:Q", title="step k", axis=STEP_AXIS)
-    y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=alt.Scale(type="log") if log else alt.Undefined)
-    layers = _curves(alt.Chart(data), x, y, ids, legend_highlight(), sampled, legend=legend, same=same)
+    y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=LOG_FIT if log else alt.Undefined)
+    layers = _curves(data, x, y, ids, legend_highlight(), sampled, legend=legend,
+                     coincident=coincident(curves, quantity, sampled, log))
     if quantity == "cosine":
         layers.append(alt.Chart(alt.Data(values=[{"zero": 0}])).mark_rule(color=DISTRIBUTION_COLOUR).encode(
             y=alt.Y("zero:Q")))
@@ -64,30 +68,31 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
     return readable(alt.layer(*layers, height=height, title=title or alt.Undefined))
 
 
-def objective_chart(curves, sampled, same=None, marks=None, height=360):
+def objective_chart(curves, sampled, marks=None, height=360):
     """J = E_π[r] against step for every estimator; on_policy dashed; sampled runs as median and 10–90 % band."""
-    return curve_chart(curves, "J", sampled, height=height, legend=True, same=same, marks=marks,
+    return curve_chart(curves, "J", sampled, height=height, legend=True, marks=marks,
                        title="does it train? J against step (dashed: on_policy, the reference"
                              + ("; lines: per-step median of the runs, bands: their 10th–90th percentiles)"
                                 if sampled else ")"))
 
 
-def cosine_chart(curves, sampled, same=None, marks=None):
-    """The cosine to ∇J against step: of the exact mean E ĝ (expected), of the step taken (sampled); 0 marked."""
-    if sampled:
-        return curve_chart(curves, "cosine", sampled, height=260, same=same, marks=marks,
-                           title="cosine to ∇J of the step taken: below 0, the step lowers J")
-    return curve_chart(curves, "cosine", sampled, height=240, same=same, marks=marks,
-                       title="cosine to ∇J of the mean gradient E ĝ (exact): below 0, the flow lowers J")
+def cosine_chart(curves, sampled, marks=None, height=None, short=False):
+    """The cosine to ∇J against step: of the exact mean E ĝ (expected), of the step taken (sampled); 0 marked.
+    ``short``: a title that fits a narrow column."""
+    what = "the step taken" if sampled else "the mean gradient E ĝ (exact)"
+    title = f"cosine to ∇J of {'the step' if sampled else 'E ĝ'}: below 0, J falls" if short else \
+        f"cosine to ∇J of {what}: below 0, the {'step' if sampled else 'flow'} lowers J"
+    return curve_chart(curves, "cosine", sampled, height=height or (260 if sampled else 240), marks=marks,
+                       title=title)
 
 
-def step_cosine_chart(curves, same=None):
+def step_cosine_chart(curves):
     """Expected mode with Adam: the cosine to ∇J of the step Adam actually takes from the exact means."""
-    return curve_chart(curves, "step_cosine", False, height=200, same=same,
+    return curve_chart(curves, "step_cosine", False, height=200,
                        title="cosine to ∇J of the step Adam takes from E ĝ (it rescales each coordinate)")
 
 
-def logged_chart(frame, estimator, colour, marks=None):
+def logged_chart(frame, estimator, colour, marks=None, height=300):
     """One estimator's J (solid) and the logged reward E_μ[r] (dotted), with the gap between them shaded; a lesson's
     ``marks`` on it."""
     names = {"J": "J = E_π[r] (true)", "logged_reward": "E_μ[r] (what the log shows)"}
@@ -97,11 +102,11 @@ def logged_chart(frame, estimator, colour, marks=None):
         alt.X("step:Q"), alt.Y("J:Q"), alt.Y2("logged_reward:Q"))
     x, y = alt.X("step:Q", title="step k", axis=STEP_AXIS), alt.Y("value:Q", title="reward")
     lines = alt.Chart(long).mark_line(strokeWidth=2.5, color=colour).encode(
-        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=estimator, orient="bottom"),
+        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=None, orient="top", direction="horizontal"),
                              scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
         tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
     annotations = mark_layers(marks) if marks is not None else []
-    return readable(alt.layer(gap, lines, *annotations, height=300, title=f"{estimator}: the training log against J"))
+    return readable(alt.layer(gap, lines, *annotations, height=height, title=f"{estimator}: the training log against J"))
 
 
 def sga_chart(curves, monte_carlo, chosen_lr, adam=None):

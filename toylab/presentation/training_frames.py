@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation import coincidence
 from toylab.training.loop import per_step_median, summary
 
 CURVE_COLUMNS = ["estimator", "quantity", "step", "median", "q10", "q90"]
@@ -21,7 +22,6 @@ QUANTITIES = {"J": "J = E_π[r]", "logged_reward": "logged reward E_μ[r]", "kl_
               "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J", "step_cosine": "cosine to ∇J of the step"}
 BAND = (0.1, 0.9)
 UNDEFINED = "—"
-SAME = 1e-12
 
 
 def band(values):
@@ -61,23 +61,14 @@ def curve_frame(trajectories, quantities=tuple(QUANTITIES)):
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
 
 
-def duplicates(trajectories):
-    """{id: the first earlier id whose run is the same, step for step}: J, the logged reward and the cosine equal to
-    rounding (1e-12 relative), so one line hides the other unless the chart shows both."""
-    same = {}
-    items = list(trajectories.items())
-    for index, (id, run) in enumerate(items):
-        for first, earlier in items[:index]:
-            if first not in same and all(np.allclose(getattr(run, name), getattr(earlier, name), rtol=SAME, atol=SAME,
-                                                     equal_nan=True) for name in ("J", "logged_reward", "cosine")):
-                same[id] = first
-                break
-    return same
+def coincident(curves, quantity, sampled, log=False):
+    """The lines of one quantity's chart that lie on others (``coincidence.coincidences`` on its median lines)."""
+    return coincidence.coincidences(quantity_curves(curves, quantity, sampled, log), "step", "median", log=log)
 
 
-def same_note(same):
-    """'k3_rs = trm' for each run identical to an earlier one."""
-    return ", ".join(f"{id} = {first}" for id, first in same.items())
+def coincident_note(curves, sampled):
+    """What lies on what on the J chart, in words ('' if nothing): 'seq_is = on_policy; tok_tis ≈ tok_is (…)'."""
+    return coincidence.describe(coincident(curves, "J", sampled), curves["step"], "step")
 
 
 def quantity_curves(curves, quantity, sampled, log=False):

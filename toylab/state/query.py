@@ -56,8 +56,10 @@ ANY_FRAMEWORK = "any"                                                # the picke
 TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "train_optimizer", "mode": "train_mode",
                      "runs": "train_runs", "noise": "train_noise", "pick": "train_pick",
                      "sga_step": "sga_step"}                                           # Training tab → URL name
-SWEPT = ("mismatch", "top_p", "temperature")     # what the Mismatch sweep tab can sweep (URL sweep)
+SWEPT = ("mismatch", "top_p", "temperature", "precision")     # what the Mismatch sweep tab can sweep (URL sweep)
 SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision")
+NO_COMPARISON = "off"                            # the Estimators tab's compare_baseline: no second baseline drawn
+COMPARED_SIZES = (0, 1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)   # the Threshold sweep's compare_N (0: off)
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,8 @@ VIEW_PARAMETERS = {
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
                               tab="Training"),                                   # the shortest run (10 steps)
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
+    "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab="Estimators"),
+    "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab="Threshold sweep"),
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}

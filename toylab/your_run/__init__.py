@@ -8,7 +8,8 @@
     log            the log read and checked: B sequences' response tokens with both log-probabilities
     statistics     sample statistics (k1, k3, χ², ESS, tails), each with its standard error
     applied        what each estimator would do to the log, through the one batch interface
-    matching       the toy whose exact KL matches the log
+    matching       the toy whose exact KL matches the log, and what its shape checks say of the tails and the bulk
+    bottom_line    is the log's mismatch negligible: the sequence weights, the reward, each selected estimator
     dump_tables    the canonical table a dump becomes (a row per sequence), and the list helpers its readers share
     torch_dumps    slime's and Miles' torch.save payloads: train dumps and rollout dumps
     dump_ranks     a step of Miles' rank files combined as its own reader does (copies once, stages, slices, rewards)

@@ -7,6 +7,8 @@ its sequence's), from the same weight functions the exact engine uses. Summed ov
     tokens_affected     = (masked or clipped response tokens) / (response tokens)
     sequences_affected  = (sequences with any masked or clipped token) / B
     weight mean, sd, min, max   of c_{b,t} over the response tokens
+    weight_change       = mean over response tokens of |c_{b,t} − 1|: how much the estimator moves each token's
+                          term of the gradient from the uncorrected one, with its standard error clustered by sequence
     ess_fraction        = (Σ c)² / (n·Σ c²) over the n response tokens: the share of the tokens the weights
                           effectively keep (1 when every weight is equal; 0 when every weight is 0)
 
@@ -24,7 +26,8 @@ W_b = exp(Σ_t log ρ_{b,t}):
     seq_is:  mean_b W_b·r_b,            se = sd_b(W_b·r_b)/√B
     SNIS:    Σ_b W_b·r_b / Σ_b W_b,     se² = Σ_b W_b²·(r_b − SNIS)² / (Σ_b W_b)²   (delta method)
 
-next to the logged mean reward E_μ[r] = mean_b r_b (se = sd_b(r_b)/√B). Both are computed with W_b scaled by
+next to the logged mean reward E_μ[r] = mean_b r_b (se = sd_b(r_b)/√B), and their difference on the same sequences,
+mean_b (W_b − 1)·r_b (se = sd_b/√B): whether correcting for the mismatch changes the reward estimate at all. Both are computed with W_b scaled by
 exp(−max_b log W_b); seq_is is None (with the reason) when its mean or standard error is beyond float64.
 """
 
@@ -55,10 +58,12 @@ class EstimatorOnLog:
     weight_min: float | None = None
     weight_max: float | None = None
     ess_fraction: float | None = None
+    weight_change: Estimate | None = None     # mean_t |c_t − 1| over the response tokens, se clustered by sequence
     note: str = ""
 
     def as_dict(self):
-        return {key: getattr(self, key) for key in self.__dataclass_fields__}
+        return {key: value.as_dict() if isinstance(value, Estimate) else value
+                for key, value in ((key, getattr(self, key)) for key in self.__dataclass_fields__)}
 
 
 def on_log(log, selection):
@@ -80,7 +85,7 @@ def on_log(log, selection):
             except ValueError as error:            # the advantage is needed and the log has neither
                 left_out[id] = f"needs rewards or advantages: {error}"
                 continue
-            totals[id].add(coefficient[batch.mask], affected)
+            totals[id].add(coefficient, batch.mask, affected)
     return [_row(id, totals.get(id), left_out.get(id) or _why_not(id)) for id in selection]
 
 
@@ -113,7 +118,7 @@ def _row(id, totals, note):
     ess = totals.weight_sum**2 / (totals.tokens * totals.weight_square_sum) if totals.weight_square_sum > 0 else 0.0
     return EstimatorOnLog(id, **shares, weight_mean=mean * totals.scale,
                           weight_sd=math.sqrt(variance) * totals.scale, weight_min=totals.low,
-                          weight_max=totals.high, ess_fraction=min(ess, 1.0))
+                          weight_max=totals.high, ess_fraction=min(ess, 1.0), weight_change=totals.change())
 
 
 OVERFLOWING = ("its weights overflow float64 on this log (a sequence's W = exp(Σ log ρ) is beyond 1.8e308), so "
@@ -122,7 +127,9 @@ OVERFLOWING = ("its weights overflow float64 on this log (a sequence's W = exp(�
 
 class _Totals:
     """Running sums of one estimator over the log's batches: Σ c/s and Σ (c/s)² with s a power of two at or above
-    the largest |c| so far (rescaled when it grows), so no sum overflows; ``overflow`` once a weight is not finite."""
+    the largest |c| so far (rescaled when it grows), so no sum overflows; ``overflow`` once a weight is not finite.
+    For the weight change, per sequence b the sum S_b of |c − 1| over its L_b response tokens: Σ S_b, Σ S_b²,
+    Σ S_b·L_b, Σ L_b, Σ L_b² (the clustered standard error of a token mean, ``statistics.token_mean``)."""
 
     def __init__(self):
         self.tokens = self.sequences = self.affected_tokens = self.affected_sequences = 0
@@ -130,8 +137,27 @@ class _Totals:
         self.scale = 1.0
         self.low, self.high = math.inf, -math.inf
         self.overflow = False
+        self.change_sums = np.zeros(5)           # Σ S, Σ S², Σ S·L, Σ L, Σ L²
 
-    def add(self, response_weights, affected):
+    def change(self):
+        """Estimate of mean_t |c_t − 1| over the response tokens (None once a weight overflows or the sums do)."""
+        total, squares, cross, length, length_squares = self.change_sums
+        if self.overflow or not np.isfinite(self.change_sums).all() or length == 0:
+            return None
+        mean = total / length
+        if self.sequences < 2:
+            return Estimate(float(mean), None)
+        residual = max(squares - 2 * mean * cross + mean**2 * length_squares, 0.0)
+        return Estimate(float(mean), float(math.sqrt(self.sequences / (self.sequences - 1) * residual) / length))
+
+    def add(self, coefficient, mask, affected):
+        response_weights = coefficient[mask]
+        if not self.overflow:
+            with np.errstate(over="ignore", invalid="ignore"):
+                sums = np.where(mask, np.abs(coefficient - 1), 0.0).sum(axis=1)
+                lengths = mask.sum(axis=1).astype(float)
+                self.change_sums += [sums.sum(), (sums**2).sum(), (sums * lengths).sum(), lengths.sum(),
+                                     (lengths**2).sum()]
         self.tokens += response_weights.size
         self.sequences += len(affected)
         self.affected_tokens += int(affected.sum())
@@ -153,14 +179,17 @@ class _Totals:
 
 @dataclass(frozen=True)
 class RewardEstimates:
-    """Sample estimates from a log with rewards: the logged E_μ[r] and two IS estimates of J = E_π[r]."""
+    """Sample estimates from a log with rewards: the logged E_μ[r], two IS estimates of J = E_π[r], and what sequence
+    IS changes, mean_b (W_b − 1)·r_b = seq_is − logged on the same sequences (its se from the paired differences)."""
     logged: Estimate
     seq_is: Estimate | None          # None: a weight W overflows float64
     snis: Estimate
+    correction: Estimate | None = None     # None: a weight W overflows float64
 
     def as_dict(self):
         return {"logged_mean_reward": self.logged.as_dict(),
-                "seq_is": None if self.seq_is is None else self.seq_is.as_dict(), "snis": self.snis.as_dict()}
+                "seq_is": None if self.seq_is is None else self.seq_is.as_dict(), "snis": self.snis.as_dict(),
+                "correction": None if self.correction is None else self.correction.as_dict()}
 
 
 def reward_estimates(log):
@@ -174,8 +203,11 @@ def reward_estimates(log):
     scaled = np.exp(log_W - top)                          # W / exp(top), in (0, 1]
     snis = float((scaled * rewards).sum() / scaled.sum())
     snis_se = float(np.sqrt(np.sum(scaled**2 * (rewards - snis) ** 2)) / scaled.sum())
+    correction = None
+    if top < LARGEST_LOG / 2:                             # (W − 1)·r and its square stay finite
+        correction = sequence_mean((np.exp(log_W) - 1) * rewards)
     return RewardEstimates(sequence_mean(rewards), _unscaled(sequence_mean(scaled * rewards), top),
-                           Estimate(snis, snis_se))
+                           Estimate(snis, snis_se), correction)
 
 
 def _unscaled(estimate, log_scale):

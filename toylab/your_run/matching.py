@@ -14,26 +14,27 @@ and linearised, se(m) = se / KL'(m). An estimate at or below 0 matches m = 0, on
 The toy's token χ² and tail shares are compared with the data's allowing for both uncertainties: the data's
 low-variance χ² = mean((ρ − 1)²) and its tail shares ± 2 se against the toy's range over the mismatches whose KL
 is within 2 se of the estimate (a tail share of the toy is a step function of m: a token's |log ρ| crosses the
-threshold at some m); a verdict only where the sample can tell (``shape_checks``).
+threshold at some m); a verdict only where the sample can tell (``shape_checks``), and what the verdicts say of the
+tails (shares beyond TAIL_FROM) and of the bulk apart (``shape_of``). The words are the presentation layer's
+(``toylab.presentation.run_verdict``).
 """
 
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from toylab.analysis.diagnostics import token_chi2, token_kl
 from toylab.engine.sampler import DEFAULT_SAMPLER
 from toylab.engine.toy import Toy, make_toy
 from toylab.state.query import MISMATCH_RANGE, PAGE_SIZE_LIMIT
-from toylab.text import significant, with_error
-from toylab.your_run.statistics import SINGLE_SEQUENCE, TAIL_THRESHOLDS
+from toylab.your_run.statistics import TAIL_THRESHOLDS
 
 BISECTION_STEPS = 60
 CLOSE = 2.0                       # "close": within this many standard errors
 APART = 3.0                       # a shape verdict: the data's value this many standard errors beyond the toy's range
                                   # (five quantities are compared: at 2 se one would differ by chance one time in five)
 RANGE_POINTS = 41                 # mismatches at which the toy's range is taken
+TAIL_FROM = 1e-2                  # a share beyond this |log ρ| speaks for the tail; below it (and χ²), for the bulk
 
 
 @dataclass(frozen=True)
@@ -150,13 +151,35 @@ def matching_estimate(statistics):
 @dataclass(frozen=True)
 class ShapeCheck:
     """One quantity of the data against the toy: the data's estimate, the toy's exact value and its range over the
-    mismatches within CLOSE se, and the verdict: "consistent", "heavier", "lighter" or "cannot tell"."""
+    mismatches within CLOSE se, the verdict — "consistent", "heavier", "lighter" or "cannot tell" — and the part of
+    the ratios' distribution it speaks for: "tail" (a share beyond TAIL_FROM or more) or "bulk" (the token χ², the
+    share beyond 1e-3: what the many small ratios do)."""
     quantity: str
     data: object                      # Estimate
     toy: float
     toy_low: float
     toy_high: float
     verdict: str
+    part: str = "bulk"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the checks say, per part: "heavier", "lighter", "mixed" (some each way), "same" (every check of the part
+    consistent or undecided with one consistent at least) or "unknown" (none decided)."""
+    tails: str
+    bulk: str
+
+
+def shape_of(checks):
+    """The Shape of a list of ShapeChecks: a part differs when one of its checks is heavier or lighter."""
+    def part(name):
+        verdicts = {check.verdict for check in checks if check.part == name}
+        differ = verdicts & {"heavier", "lighter"}
+        if differ:
+            return differ.pop() if len(differ) == 1 else "mixed"
+        return "same" if "consistent" in verdicts else "unknown"
+    return Shape(part("tail"), part("bulk"))
 
 
 def shape_checks(match, statistics, sizes):
@@ -165,13 +188,13 @@ def shape_checks(match, statistics, sizes):
     The data's interval is its value ± APART se (a share with no token beyond reaches up to 3/n, the rule of
     three); it is "heavier" or "lighter" when wholly above or below the toy's range, "consistent" when it overlaps
     that range and lies within a factor 2 of the toy's value — and otherwise the sample is too small to tell."""
-    rows = [("token χ²", sizes.chi2_low_variance, match.toy_chi2_token, match.toy_ranges["chi2_token"])]
-    rows += [(f"share |log ρ| > {c:g}", statistics.tail_shares[c], match.toy_tail_shares[c], match.toy_ranges[c])
-             for c in TAIL_THRESHOLDS]
+    rows = [("token χ²", sizes.chi2_low_variance, match.toy_chi2_token, match.toy_ranges["chi2_token"], "bulk")]
+    rows += [(f"share |log ρ| > {c:g}", statistics.tail_shares[c], match.toy_tail_shares[c], match.toy_ranges[c],
+              "tail" if c >= TAIL_FROM else "bulk") for c in TAIL_THRESHOLDS]
     checks = []
-    for quantity, data, toy, (low, high) in rows:
+    for quantity, data, toy, (low, high), part in rows:
         checks.append(ShapeCheck(quantity, data, toy, low, high,
-                                 _verdict(data, toy, low, high, statistics.tokens, quantity.startswith("share"))))
+                                 _verdict(data, toy, low, high, statistics.tokens, quantity.startswith("share")), part))
     return checks
 
 
@@ -190,69 +213,6 @@ def _verdict(data, toy, low, high, tokens, share):
     return "cannot tell"
 
 
-def comparison(match, statistics, sizes):
-    """Sentences: where the match lands (on the KL estimate with the smaller standard error), and whether the
-    data's token χ² and tail shares are the toy's — a verdict only where the sample can tell."""
-    name, kl = matching_estimate(statistics)
-    where = f"T = {match.T}, V = {match.V}, seed {match.seed}" + (
-        "" if match.sampler.is_default else f", sampler {match.sampler.describe()}")
-    data_kl = f"{name} = {with_error(kl.value, kl.se)}"
-    other = statistics.k1 if name == "k3" else statistics.k3
-    if name == "k3" and other.se is not None and kl.se:
-        data_kl += f" (k3, not k1 = {with_error(other.value, other.se)}: its standard error is {other.se / kl.se:.3g}× smaller)"
-    if match.clamped == "zero":
-        lines = [f"The data's {data_kl} is not above 0: sampler and trainer agree within this sample, and the "
-                 f"matching toy ({where}) has mismatch 0"
-                 + (", where every estimator coincides." if match.sampler.is_default else
-                    f", where its sampler model alone gives a per-token KL of {significant(match.toy_kl)}.")]
-    elif match.clamped == "top":
-        lines = [f"Even the page's largest mismatch, {match.mismatch:g}, gives the toy ({where}) a per-token KL of "
-                 f"only {significant(match.top_kl)}, below the data's {data_kl}: the toy is clamped there and "
-                 "understates this run's mismatch."]
-    else:
-        lines = [f"At mismatch {significant(match.mismatch, 4)} ± {significant(match.mismatch_se, 2)} the toy "
-                 f"({where}) has the data's per-token KL, {data_kl}."]
-    checks = shape_checks(match, statistics, sizes)
-    for check in checks:
-        text = (f"{check.quantity}: data {with_error(check.data.value, check.data.se)}, toy {significant(check.toy)} "
-                f"({significant(check.toy_low)} to {significant(check.toy_high)} over the mismatches within "
-                f"{CLOSE:g} se)")
-        lines.append(f"{text}: {VERDICT_WORDS[check.verdict]}.")
-    verdicts = {check.verdict for check in checks}
-    if verdicts & {"heavier", "lighter"}:
-        tails = verdicts & {"heavier", "lighter"}
-        how = f"{tails.pop()} tails" if len(tails) == 1 else "a different shape (heavier in some places, lighter in others)"
-        lines.append(f"So the toy has this run's average mismatch but not its shape: the data's ratios have {how}, so "
-                     "the toy's shares of clipped and masked tokens are only indicative.")
-    elif "consistent" in verdicts:
-        lines.append("So per token the toy is a fair stand-in for this run, as far as this sample can tell.")
-    else:
-        lines.append("Whether the toy has this run's shape: cannot tell at this sample size.")
-    if statistics.k1.se is None:
-        lines.append(f"— : {SINGLE_SEQUENCE}.")
-    length = statistics.mean_length.value
-    if length > 1.5 * match.T:
-        lines.append(f"The toy's sequences have {match.T} tokens, the data's {length:.0f} on average: sequence-level "
-                     "weights (W, the ESS) are far more extreme in the data than in the toy.")
-    return lines
-
-
-VERDICT_WORDS = {"consistent": "consistent", "heavier": "the data's is above the toy's range",
-                 "lighter": "the data's is below the toy's range", "cannot tell": "cannot tell at this sample size"}
-
-
 def _rounded(value):
     """0 for rounding noise (χ² at mismatch 0 is ~1e-17)."""
     return 0.0 if abs(value) < 1e-12 else value
-
-
-def comparison_frame(match, statistics, sizes):
-    """quantity, data (sample estimate), se, toy (exact at the matched mismatch), toy_low, toy_high (over the
-    mismatches within CLOSE se), verdict: the data's and the toy's numbers side by side, never in one column."""
-    name, kl = matching_estimate(statistics)
-    rows = [{"quantity": f"per-token KL: data {name}, toy exact", "data": kl.value, "se": kl.se, "toy": match.toy_kl,
-             "toy_low": match.toy_kl, "toy_high": match.toy_kl, "verdict": "matched"}]
-    rows += [{"quantity": check.quantity, "data": check.data.value, "se": check.data.se, "toy": check.toy,
-              "toy_low": check.toy_low, "toy_high": check.toy_high, "verdict": check.verdict}
-             for check in shape_checks(match, statistics, sizes)]
-    return pd.DataFrame(rows)

@@ -25,12 +25,12 @@ def threshold_sweep(settings):
 
 
 def sampler_sweep(settings, parameter):
-    """(estimator rows, divergence rows, left out) of the sweep of ``parameter`` (mismatch, top_p, temperature)
+    """(estimator rows, divergence rows, left out) of the sweep of ``parameter`` (mismatch, top_p, temperature, precision)
     over its grid alone: the chosen value is only marked, so moving its slider recomputes nothing here."""
     return _grid_sweep(replace(settings, **{parameter: SWEEP_ANCHORS[parameter]}), parameter)
 
 
-SWEEP_ANCHORS = {"mismatch": 0.0, "top_p": 1.0, "temperature": 1.0}      # grid points, so nothing is added
+SWEEP_ANCHORS = {"mismatch": 0.0, "top_p": 1.0, "temperature": 1.0, "precision": "none"}   # grid points: nothing added
 
 
 @st.cache_data(max_entries=16, show_spinner="Sweeping the sampler: one toy per point …")
