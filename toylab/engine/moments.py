@@ -338,7 +338,7 @@ def _carried_marginals(x, T, V, carry, power):
 
 def exact_table(toy, selection=None, baseline="none", N=64):
     """One row per exact estimator: its Moments summarised at batch size N (cosine None with a ``note`` when
-    it is undefined).
+    it is undefined; "rel_plain_bias", its error against softmax(θ)'s ∇J, when the trainer scores another π).
 
     ``selection`` maps estimator id → parameter overrides (default: every exact estimator, defaults).
     """
@@ -351,5 +351,6 @@ def exact_table(toy, selection=None, baseline="none", N=64):
             "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
             "rel_floor": moments.rel_floor, "rel_rest": moments.rel_rest,
             "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
-            "unbiased": moments.unbiased, "note": moments.note})
+            "unbiased": moments.unbiased, "note": moments.note}
+            | ({} if moments.plain_bias is None else {"rel_plain_bias": moments.rel_plain_bias}))
     return rows
