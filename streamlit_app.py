@@ -10,7 +10,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from toylab.state.query import toy_problem
+from toylab.state.query import threshold_problem, toy_problem
 from views import (
     address,
     errors_tab,
@@ -49,7 +49,7 @@ presentation.style()
 settings, notices = sidebar.render()
 for notice in notices:
     st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
-problem = toy_problem(settings)
+problem = toy_problem(settings) or threshold_problem(settings)
 if problem:
     st.error(problem, icon=":material/block:")
     address.write(settings)

@@ -10,8 +10,9 @@ so a truncating sampler's ∞ ratios are never touched. A verl or TRL preset tak
 table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
 from them is written out here from the frameworks' code, independently of toylab.frameworks. Every other
 framework's preset is the product of the factors its module's rules give (checked against that framework's own
-code in tests/catalogue/test_framework_presets.py), each factor computed here from its definition: the oracle
-checks the exact engine on them, not the rules.
+code in tests/catalogue/test_framework_code.py), each factor computed here from its definition through the
+framework's conventions (``through``: its clamp of each token's log ratio or of the sum, its mean's epsilon):
+the oracle checks the exact engine on them, not the rules.
 """
 
 import copy
@@ -29,24 +30,26 @@ NEW_FAMILIES = ("geo_tis", "geo_clip", "outlier_rs", "veto", "dppo", "kpop", "tv
                 "gspo_clip")
 
 
-def bernoulli_kl(p, q):
+def bernoulli_kl(p, q, epsilon=0.0):
     """KL between Bernoulli(p) and Bernoulli(q), straight from its definition: Σ over the two outcomes of
     a·log(a/b), with 0·log(0/b) = 0 and a·log(a/0) = +∞ for a > 0 (a truncating sampler's μ_t(y_t) is 1 where it
-    keeps one token)."""
+    keeps one token); ``epsilon`` added to a and b in the second outcome's logarithm (SkyRL's guard)."""
     total = np.zeros(np.broadcast_shapes(np.shape(p), np.shape(q)))
-    for a, b in ((p, q), (1 - p, 1 - q)):
+    for a, b, guard in ((p, q, 0.0), (1 - p, 1 - q, epsilon)):
         a, b = np.broadcast_to(a, total.shape), np.broadcast_to(b, total.shape)
-        finite = (a > 0) & (b > 0)
-        total[finite] += a[finite] * np.log(a[finite] / b[finite])
-        total[(a > 0) & (b == 0)] = np.inf
+        finite = (a > 0) & (b + guard > 0)
+        total[finite] += a[finite] * np.log((a[finite] + guard) / (b[finite] + guard))
+        total[(a > 0) & (b + guard == 0)] = np.inf
     return total
 
 
 def statistic_values(statistic, log_rho, probabilities=None):
     """A rejection statistic per token, written out from its definition (π_t(y_t), μ_t(y_t) = ``probabilities``)."""
     rho = np.exp(log_rho)
-    if statistic in ("prob_diff", "kpop"):
+    if statistic in ("prob_diff", "kpop", "binary_kl"):
         pi, mu = probabilities
+        if statistic == "binary_kl":                     # AReaL: both probabilities clamped to [1e-8, 1 − 1e-8]
+            pi, mu = np.clip(pi, 1e-8, 1 - 1e-8), np.clip(mu, 1e-8, 1 - 1e-8)
         return pi - mu if statistic == "prob_diff" else np.maximum(bernoulli_kl(pi, mu), bernoulli_kl(mu, pi))
     return {"log_ratio": log_rho, "k1": -log_rho, "k2": log_rho**2 / 2, "k3": rho - 1 - log_rho,
             "k3_reverse": 1 / rho - 1 + log_rho, "mult_error": np.exp(np.abs(log_rho))}[statistic]
@@ -150,7 +153,17 @@ class DenseToy:
         self.rho[drawn] = np.exp(self.log_pi_tokens[drawn] - self.log_logged_tokens[drawn])
         self.pi_tokens, self.mu_tokens = np.exp(self.log_pi_tokens), np.exp(self.log_logged_tokens)
         self.W = self.rho.prod(axis=1)
+<<<<<<< HEAD
         self.supported = drawn.all(axis=1)                                # the sequences μ_s can draw
+=======
+        with np.errstate(divide="ignore"):
+            log_rho = np.log(self.rho)
+        self.log_sum = log_rho.sum(axis=1, keepdims=True)             # a sequence's Σ_t log ρ_t, as reduced
+        self.mean_divisor = T                                           # its token count (+ a framework's ε)
+        self.log_mean = self.log_sum / T                                # log ρ_geo
+        self.live = np.ones(self.rho.shape, bool)                       # tokens whose ratio has a gradient
+        self.supported = np.isfinite(self.log_mu_tokens).all(axis=1)    # the sequences μ can draw
+>>>>>>> main
         self.baselines = {"none": 0.0, "logged": self.p_sampler @ self.R, "true": self.p_train @ self.R}
         self.on_support = self if self.supported.all() else self._rows(self.supported)
 
@@ -170,11 +183,41 @@ class DenseToy:
     def _rows(self, rows):
         """The same oracle restricted to some sequences (for sums over μ: those it can draw)."""
         restricted = copy.copy(self)
+<<<<<<< HEAD
         for name in ("Y", "log_pi_tokens", "log_mu_tokens", "log_logged_tokens", "p_train", "p_sampler", "R", "score",
                      "rho", "W", "pi_tokens", "mu_tokens"):
+=======
+        for name in ("Y", "log_pi_tokens", "log_mu_tokens", "p_train", "p_sampler", "R", "score", "rho", "W",
+                     "pi_tokens", "mu_tokens", "log_sum", "log_mean", "live"):
+>>>>>>> main
             setattr(restricted, name, getattr(self, name)[rows])
         restricted.on_support = restricted
         return restricted
+
+    def through(self, rules):
+        """The oracle as a framework's code sees it (``Rules``): each token's log ratio clamped to ±clamp, W the
+        exp of the clamped raw sum, a sequence's sum and mean of log ratios those of the clamped tokens or, with
+        clamp_sums, the clamp of the raw ones; means over T + mean_epsilon; a clamped ratio has no gradient."""
+        seen = copy.copy(self)
+        seen.mean_divisor = self.T + rules.mean_epsilon
+        with np.errstate(divide="ignore"):
+            log_rho = np.log(self.rho)
+        raw_sum = log_rho.sum(axis=1, keepdims=True)
+        if rules.clamp is None:
+            seen.log_sum, seen.log_mean = raw_sum, raw_sum / seen.mean_divisor
+            return seen
+        bound = rules.clamp
+        clamped = np.clip(log_rho, -bound, bound)
+        seen.rho = np.exp(clamped)
+        seen.W = np.exp(np.clip(raw_sum[:, 0], -bound, bound))
+        seen.live = np.abs(log_rho) <= bound
+        if rules.clamp_sums:
+            seen.log_sum = np.clip(raw_sum, -bound, bound)
+            seen.log_mean = np.clip(raw_sum / seen.mean_divisor, -bound, bound)
+        else:
+            seen.log_sum = clamped.sum(axis=1, keepdims=True)
+            seen.log_mean = seen.log_sum / seen.mean_divisor
+        return seen
 
     def baseline(self, name):
         return self.baselines[name]
@@ -189,9 +232,9 @@ class DenseToy:
 
     def coefficients(self, estimator, params, baseline="none"):
         """c (M, T) for one estimator, straight from its definition (A = r − b for those that read it)."""
-        rho, W, T = self.rho, self.W[:, None], self.T
+        rho, W = self.rho, self.W[:, None]
         ones = np.ones_like(rho)
-        geo = W ** (1.0 / T)
+        geo = np.exp(self.log_mean)
         p = params
         advantage = (self.R - self.baseline(baseline))[:, None]
         if ":" in estimator:
@@ -201,8 +244,7 @@ class DenseToy:
         if estimator in ("rs", "opsm"):
             weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline)
             if estimator == "rs":
-                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"], np.log(rho),
-                                                    p.get("mean_epsilon", 0.0), (self.pi_tokens, self.mu_tokens))
+                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"])
             mean_k1 = (-np.log(rho)).mean(axis=1, keepdims=True)
             return weight * ((advantage >= 0) | (mean_k1 <= p["delta"]))
         if estimator == "tok_clip":
@@ -214,7 +256,8 @@ class DenseToy:
         if estimator == "ppo_clip":
             keep_positive = rho <= 1 + p["eps_high"]
             keep_negative = (rho >= 1 - p["eps_low"]) & (rho <= p["C_dual"])
-            return rho * np.where(advantage < 0, keep_negative, keep_positive)
+            tie = np.where(rho == p["C_dual"], 0.5, 1.0)      # torch.min's tie at the dual clip: half the gradient
+            return rho * np.where(advantage < 0, keep_negative * tie, keep_positive) * self.live
         if estimator in ("on_policy", "naive"):
             return ones
         if estimator == "tok_is":
@@ -244,15 +287,22 @@ class DenseToy:
             return geo * ones
         raise KeyError(estimator)
 
-    @staticmethod
-    def rejection_kept(statistic, scope, lo, hi, log_rho, mean_epsilon=0.0, probabilities=None):
-        """1[lo ≤ statistic ≤ hi] (M, T): per token, or the sequence's sum / mean / max broadcast to its tokens
-        (verl's mean divides by the token count + 1e-8: ``mean_epsilon``); ``probabilities`` = (π_t(y_t), μ_t(y_t))."""
-        value = statistic_values(statistic, log_rho, probabilities)
-        reduce = {"token": lambda x: x, "seq_sum": lambda x: x.sum(axis=1, keepdims=True),
-                  "seq_mean": lambda x: x.sum(axis=1, keepdims=True) / (x.shape[1] + mean_epsilon),
-                  "seq_max": lambda x: x.max(axis=1, keepdims=True)}[scope]
-        value = reduce(value)
+    def rejection_kept(self, statistic, scope, lo, hi, log_rho=None, mean_divisor=None):
+        """1[lo ≤ statistic ≤ hi] (M, T): per token, or the sequence's sum / mean / max broadcast to its tokens (a
+        mean divides by ``mean_divisor``, by default the token count + a framework's ε); the log ratio's sum and
+        mean as the framework reduces them (``through``)."""
+        log_rho = np.log(self.rho) if log_rho is None else log_rho
+        divisor = self.mean_divisor if mean_divisor is None else mean_divisor
+        if (statistic, scope) == ("log_ratio", "seq_sum") and mean_divisor is None:
+            value = self.log_sum
+        elif (statistic, scope) == ("log_ratio", "seq_mean") and mean_divisor is None:
+            value = self.log_mean
+        else:
+            value = statistic_values(statistic, log_rho, (self.pi_tokens, self.mu_tokens))
+            reduce = {"token": lambda x: x, "seq_sum": lambda x: x.sum(axis=1, keepdims=True),
+                      "seq_mean": lambda x: x.sum(axis=1, keepdims=True) / divisor,
+                      "seq_max": lambda x: x.max(axis=1, keepdims=True)}[scope]
+            value = reduce(value)
         kept = np.ones(value.shape, bool)
         if lo is not None:
             kept &= value >= lo
@@ -291,47 +341,42 @@ class DenseToy:
             if statistic == "k1":
                 bounds = [float(x) for x in str(threshold).split("_")]
                 lower, upper = bounds if len(bounds) == 2 else (1 / bounds[0], bounds[0])
-                kept = self.rejection_kept("k1", scope, math.log(lower), math.log(upper), safe, 1e-8)
+                kept = self.rejection_kept("k1", scope, math.log(lower), math.log(upper), safe, self.T + 1e-8)
             else:
-                kept = self.rejection_kept(statistic, scope, None, float(threshold), safe, 1e-8)
+                kept = self.rejection_kept(statistic, scope, None, float(threshold), safe, self.T + 1e-8)
             coefficient = coefficient * kept
         if ppo:
             ratio = np.exp(safe)
             live = np.abs(log_rho) <= 20                       # a clamped ratio is a constant: no gradient
             keep_positive = (ratio <= 1 + config["clip_ratio_high"]) & live
             keep_negative = (ratio >= 1 - config["clip_ratio_low"]) & (ratio <= config["clip_ratio_c"]) & live
-            coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative, keep_positive)
+            tie = np.where(ratio == config["clip_ratio_c"], 0.5, 1.0)   # torch.min's tie: half the gradient
+            coefficient = coefficient * ratio * np.where(advantage < 0, keep_negative * tie, keep_positive)
         return coefficient
 
     def factors(self, preset, params, advantage, baseline):
-        """The product of the preset's factors, each from its definition above (the toys' log ratios stay far
-        inside every framework's clamp; a framework's sequence means divide by T + its epsilon)."""
-        factors, _, _ = frameworks.factors(preset, params)
+        """The product of the preset's factors, each from its definition above, seen through the framework's
+        conventions (``through``)."""
+        rules = frameworks.rules(preset, params)
+        seen = self.through(rules)
         coefficient = np.ones_like(self.rho)
-        for id, factor, *_ in factors:
+        for id, factor, *_ in rules.factors:
             factor = {"weight": "naive", **factor} if "weight" in ESTIMATORS[id].params else dict(factor)
-            if id == "rs":
-                factor |= {"mean_epsilon": frameworks.mean_epsilon(preset)}
-            if id in ("gspo_geo", "gspo_clip"):
-                epsilon = frameworks.mean_epsilon(preset)
-                geo = np.exp(np.log(self.W) / (self.T + epsilon))[:, None]
-                kept = np.ones_like(geo, bool) if id == "gspo_geo" else np.where(
-                    advantage >= 0, geo <= 1 + factor["eps_high"],
-                    (geo >= 1 - factor["eps_low"]) & (geo <= factor["C_dual"]))
-                coefficient = coefficient * geo * kept
-                continue
-            coefficient = coefficient * self.coefficients(id, factor, baseline)
+            coefficient = coefficient * seen.coefficients(id, factor, baseline)
         return coefficient
 
     def new_family(self, estimator, p, advantage, baseline):
         """The families added for issue 19, each from its framework's code (sources in toylab's docstrings)."""
         rho, ones = self.rho, np.ones_like(self.rho)
         log_rho = np.log(rho)
-        geo = np.exp(log_rho.mean(axis=1, keepdims=True))
+        geo = np.exp(self.log_mean)
         if estimator == "geo_tis":
             return np.minimum(geo, p["C"]) * ones
         if estimator == "geo_clip":
-            return np.clip(geo, p["C_min"], p["C_max"]) * ones
+            decided_by = {"mean": geo, "sum": np.exp(self.log_sum), "max": rho.max(axis=1, keepdims=True)}[
+                p.get("decided_by", "mean")]
+            out = (decided_by < p["C_min"]) | (decided_by > p["C_max"])
+            return np.where(out, np.clip(geo, p["C_min"], p["C_max"]), geo) * ones
         if estimator == "outlier_rs":
             return ((rho >= p["lo"]) & (rho <= p["hi"])).all(axis=1, keepdims=True) * ones
         if estimator == "veto":
@@ -342,10 +387,10 @@ class DenseToy:
             if p["dppo_type"] == "binary_tv":
                 keep_positive, keep_negative = up <= p["delta_high"], -up <= p["delta_low"]
             else:
-                kl = bernoulli_kl(mu, pi)                      # μ log(μ/π) + (1 − μ) log((1 − μ)/(1 − π))
+                kl = bernoulli_kl(mu, pi, p.get("kl_epsilon", 0.0))   # μ log(μ/π) + (1 − μ) log((1 − μ + ε)/(1 − π + ε))
                 keep_positive = ~((up > 0) & (kl > p["delta_high"]))
                 keep_negative = ~((up < 0) & (kl > p["delta_low"]))
-            return rho * np.where(advantage > 0, keep_positive, keep_negative)
+            return rho * np.where(advantage > 0, keep_positive, keep_negative) * self.live
         if estimator == "kpop":
             return (statistic_values("kpop", log_rho, (pi, mu)) <= p["delta"]) * 1.0
         weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline) if "weight" in p else None
@@ -387,8 +432,9 @@ class DenseToy:
         if estimator.startswith(("trl:", "verl:")):
             return np.zeros_like(self.rho)
         preset = next(p for p in frameworks.PRESETS if p.id == estimator)
-        factors, _, _ = frameworks.factors(preset, params)
-        return sum((self.additive(id, {"weight": "naive", **factor}) for id, factor, *_ in factors),
+        rules = frameworks.rules(preset, params)
+        seen = self.through(rules)
+        return sum((seen.additive(id, {"weight": "naive", **factor}) for id, factor, *_ in rules.factors),
                    np.zeros_like(self.rho))
 
     def moments(self, estimator, params, baseline):

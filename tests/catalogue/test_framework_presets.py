@@ -1,66 +1,24 @@
-"""Every framework preset of issue 19 computes what its framework's code computes: numbers frozen from running it.
+"""What the frameworks' frozen numbers show beyond each preset's coefficients (those are test_framework_code.py's):
+masks that leave the loss mask alone, findings in the frameworks' code, which catalogue estimator each preset equals
+on the toy, and that the docs' tables are the rows.
 
-The numbers are in tests/catalogue/frozen_<framework>.py, each module's docstring naming the commit, the functions
-run and how; toylab's side is the public batch interface, ``toylab.coefficients`` (and ``kept_tokens``), on the
-same batch (frozen_batch.py; verl's newest presets on tests/framework_numbers.py's). Frameworks that exponentiate
-in float32 (Miles' PPO ratio, SkyRL's safe_exp_delta, AReaL's log ratio) are compared at rtol 3e-7, the others at
-1e-12; which tokens get a zero coefficient must agree exactly in both.
+The numbers are tests/catalogue/reference/<framework>/numbers.json (framework_reference.py); toylab's side is the
+public batch interface, ``toylab.coefficients`` (and ``kept_tokens``), on the same ragged batch.
 """
 
 from pathlib import Path
 
-import framework_numbers as verl_batch
+import framework_reference
 import numpy as np
 import pytest
-from frozen_areal import AREAL
-from frozen_batch import ADVANTAGES, MASK, SAMPLER, TRAINER
-from frozen_ms_swift import MS_SWIFT
-from frozen_nemo_rl import NEMO_RL
-from frozen_open_instruct import OPEN_INSTRUCT
-from frozen_openrlhf import OPENRLHF
-from frozen_prime_rl import PRIME_RL
-from frozen_roll import ROLL
-from frozen_skyrl import SKYRL
-from frozen_slime import MILES, SLIME
-from frozen_verl_newest import VERL_ICEPOP
 
-from toylab import EXACT_IDS, PRESET_IDS, additive_terms, coefficients, exact_moments, kept_tokens, make_toy
+from toylab import EXACT_IDS, PRESET_IDS, coefficients, exact_moments, kept_tokens, make_toy
 from toylab.catalogue.presets import PRESETS
 
 FRAMEWORKS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "frameworks.md"
 FLOAT32 = 3e-7
-FLOAT64 = 1e-12
-# framework → (its frozen numbers, {preset option: frozen entry}, rtol)
-FROZEN = {
-    "slime": (SLIME, ("use_tis", "icepop", "mis", "mis_sequence", "mis_geometric"), FLOAT64),
-    "miles": (MILES, ("use_tis", "icepop", "mis", "mis_sequence", "mis_geometric"), FLOAT32),
-    "skyrl": (SKYRL, ("tis_ratio_type_token", "tis_ratio_type_sequence", "sequence_mask_metric_geometric",
-                      "sequence_mask_metric_product", "outlier_token_is_threshold", "token_mask_is_threshold",
-                      "dppo_binary_tv", "dppo_binary_kl", "rollout_is"), FLOAT32),
-    "openrlhf": (OPENRLHF, ("tis", "icepop", "seq-mask-tis", "gspo"), FLOAT64),
-    "nemo_rl": (NEMO_RL, ("use_importance_sampling_correction", "tis", "icepop", "seq-mask-tis",
-                          "sequence_level_importance_ratios", "seq_logprob_error_threshold"), FLOAT64),
-    "areal": (AREAL, ("token_mask", "token_clamp", "sequence_mask", "sequence_clamp"), FLOAT32),
-    "roll": (ROLL, ("is_weight_token", "is_weight_geometric", "is_weight_sequence", "ratio_filter_token",
-                    "ratio_filter_geometric", "ratio_filter_sequence", "diff_filter_token", "diff_filter_geometric",
-                    "diff_filter_sequence", "topr"), FLOAT64),
-    "ms_swift": (MS_SWIFT, ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"), FLOAT64),
-    "open_instruct": (OPEN_INSTRUCT, ("use_rho_correction", "rho_mask", "rho_mask_sequence_level",
-                                      "rho_mask_tv_divergence"), FLOAT64),
-}
-# frozen entries that are not coefficients of a preset, each checked by its own test below
-OTHER = {("skyrl", "token_mask_then_sequence_tis"), ("roll", "token_mean_ignores_the_filter"), ("areal", "m2po")}
-
-
-def cases():
-    for framework, (numbers, options, rtol) in FROZEN.items():
-        for option in options:
-            for setting, value in numbers[option].items():
-                if setting == "defaults":
-                    yield pytest.param(f"{framework}:{option}", {}, value, rtol, id=f"{framework}:{option}-defaults")
-                elif setting != "kept":
-                    params, frozen = value
-                    yield pytest.param(f"{framework}:{option}", params, frozen, rtol, id=f"{framework}:{option}-{setting}")
+TRAINER, SAMPLER, MASK, ADVANTAGES = framework_reference.batch("slime", "ragged")
+VERL_TRAINER, VERL_SAMPLER, VERL_MASK, VERL_ADVANTAGES = framework_reference.batch("verl", "ragged")
 
 
 def on_batch(name, advantages=ADVANTAGES, **params):
@@ -73,83 +31,32 @@ def frozen_equal(actual, frozen, rtol):
     np.testing.assert_allclose(actual, frozen, rtol=rtol, atol=0)
 
 
-@pytest.mark.parametrize("name, params, frozen, rtol", list(cases()))
-def test_preset_equals_its_framework_code(name, params, frozen, rtol):
-    advantages = -np.array(ADVANTAGES) if name == "openrlhf:gspo" and params.get("eps_clip_low") == 5e-05 \
-        else ADVANTAGES
-    frozen_equal(on_batch(name, advantages, **params), frozen, rtol)
+def frozen_case(framework, preset, setting, batch="ragged"):
+    return next(case for case in framework_reference.cases(framework)
+                if (case["preset"], case["setting"], case["batch"]) == (preset, setting, batch))
 
 
-def test_every_frozen_entry_is_a_preset_or_has_its_own_test():
-    for framework, (numbers, options, _) in FROZEN.items():
-        assert {(framework, entry) for entry in numbers} - {(framework, option) for option in options} <= OTHER
-    tested = {f"{framework}:{option}" for framework, (_, options, _) in FROZEN.items() for option in options}
-    tested |= {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop", "areal:m2_threshold"} | \
-        {f"prime_rl:{option}" for option in PRIME_RL}
-    assert set(PRESET_IDS) - tested == {p.id for p in PRESETS if p.framework in ("verl", "trl")} - tested
-
-
-@pytest.mark.parametrize("framework, numbers", [("slime", SLIME), ("miles", MILES)])
-@pytest.mark.parametrize("option", ["mis", "mis_sequence", "mis_geometric"])
-def test_slime_rejections_leave_the_loss_mask(framework, numbers, option):
-    """mis.py returns a modified loss mask: the rejected and vetoed tokens leave it (slime still divides each
-    sequence by its original token count, rollout_mask_sums)."""
-    kept = kept_tokens(f"{framework}:{option}", TRAINER, SAMPLER, MASK, ADVANTAGES)
-    np.testing.assert_array_equal(kept, np.array(numbers[option]["kept"], bool))
+def test_every_framework_has_frozen_numbers():
+    assert {preset.framework for preset in PRESETS} <= set(framework_reference.frameworks())
+    assert {preset.id for preset in PRESETS} == set(PRESET_IDS)
 
 
 @pytest.mark.parametrize("name", ["slime:icepop", "openrlhf:icepop", "nemo_rl:icepop", "ms_swift:token_mask",
                                   "skyrl:rollout_is", "open_instruct:rho_mask", "verl:decoupled_token_icepop"])
 def test_weights_only_masks_keep_the_tokens_in_the_loss_mask(name):
-    trainer, sampler, mask = (TRAINER, SAMPLER, MASK) if not name.startswith("verl") else \
-        (np.array(verl_batch.SAMPLER) + np.array(verl_batch.LOG_RATIO), verl_batch.SAMPLER, verl_batch.MASK)
-    c = coefficients(name, trainer, sampler, mask, verl_batch.ADVANTAGES if name.startswith("verl") else ADVANTAGES)
+    trainer, sampler, mask, advantages = (VERL_TRAINER, VERL_SAMPLER, VERL_MASK, VERL_ADVANTAGES) \
+        if name.startswith("verl") else (TRAINER, SAMPLER, MASK, ADVANTAGES)
+    c = coefficients(name, trainer, sampler, mask, advantages)
     assert np.any((c == 0) & (np.array(mask) == 1)), "the mask zeroes some weight on this batch"
     np.testing.assert_array_equal(kept_tokens(name, trainer, sampler, mask), np.array(mask, bool))
-
-
-@pytest.mark.parametrize("option", ["default", "ipo"])
-@pytest.mark.parametrize("setting", ["defaults", "alternative"])
-def test_prime_rl_gradient_is_the_weighted_advantage_plus_the_penalty(option, setting):
-    """prime-rl's gradient −∂loss/∂log π = c·A + d: c from its loss at kl_tau = 0, d = −2·kl_tau·log ρ_t the
-    penalty's (toylab.additive_terms), on every response token, masked or not."""
-    params, frozen = ({}, PRIME_RL[option]["defaults"]) if setting == "defaults" else PRIME_RL[option]["alternative"]
-    name = f"prime_rl:{option}"
-    c = on_batch(name, **params)
-    d = additive_terms(name, TRAINER, SAMPLER, MASK, ADVANTAGES, **params)
-    frozen_equal(c, frozen["coefficient"], FLOAT64)
-    np.testing.assert_allclose(c * np.array(ADVANTAGES)[:, None] + d, frozen["gradient"], rtol=FLOAT64, atol=1e-15)
-
-
-@pytest.mark.parametrize("setting", ["defaults", "alternative"])
-def test_areal_m2po_keeps_the_tokens_areal_keeps(setting):
-    """areal:m2_threshold is batch-coupled: on this batch its coefficients are AReaL's M2PO loss mask (no behaviour
-    weight without rejection_sampling), and so are the tokens it keeps."""
-    params, frozen = ({}, AREAL["m2po"]["defaults"]) if setting == "defaults" else AREAL["m2po"]["alternative"]
-    np.testing.assert_array_equal(on_batch("areal:m2_threshold", **params), np.array(frozen, float))
-    np.testing.assert_array_equal(kept_tokens("areal:m2_threshold", TRAINER, SAMPLER, MASK, ADVANTAGES, **params),
-                                  np.array(frozen, bool))
-
-
-# -- verl's newest presets, on verl's batch ------------------------------------------------------------------
-
-VERL_TRAINER = np.array(verl_batch.SAMPLER) + np.array(verl_batch.LOG_RATIO)
-
-
-@pytest.mark.parametrize("name", ["verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"])
-@pytest.mark.parametrize("setting", ["defaults", "alternative"])
-def test_verl_icepop_presets(name, setting):
-    entry = VERL_ICEPOP["decoupled_token_icepop"]
-    params, frozen = ({}, entry["defaults"]) if setting == "defaults" else entry["alternative"]
-    frozen_equal(coefficients(name, VERL_TRAINER, verl_batch.SAMPLER, verl_batch.MASK, verl_batch.ADVANTAGES,
-                              **params), frozen, FLOAT64)
 
 
 def test_verl_sequence_icepop_threshold():
     """A "lower_upper" threshold at rollout_is="sequence" zeroes W outside the band (seq_band, weights only)."""
     from test_frameworks import custom_verl
     config = {"rollout_is": "sequence", "rollout_is_threshold": "0.8_1.5", "rollout_rs": None, "bypass_mode": False}
-    frozen_equal(custom_verl(config)[0], VERL_ICEPOP["sequence_icepop_0.8_1.5"], FLOAT64)
+    frozen = framework_reference.load("verl")["findings"]["custom/sequence_icepop_0.8_1.5"]["coefficients"]
+    frozen_equal(custom_verl(config)[0], frozen, 1e-12)
 
 
 # -- findings the frozen numbers show -------------------------------------------------------------------------
@@ -164,7 +71,7 @@ def test_openrlhf_seq_mask_tis_does_not_clamp_the_token_weight():
 def test_areal_kl_k3_is_the_reverse_of_its_help():
     """metric kl_k3's help says k3 = r − log r − 1; the code masks by 1/r − 1 + log r: at upper 0.5 the token with
     log r = 1.1 is kept (r − 1 − log r = 0.90) and the one with log r = −0.9 rejected (r − 1 − log r = 0.31)."""
-    frozen = np.array(AREAL["token_mask"]["kl_k3"][1])
+    frozen = np.array(frozen_case("areal", "areal:token_mask", "kl_k3")["coefficients"])
     log_r = np.array(TRAINER) - np.array(SAMPLER)
     forward = np.exp(log_r) - 1 - log_r
     assert forward[4, 0] > 0.5 and frozen[4, 0] != 0
@@ -174,7 +81,7 @@ def test_areal_kl_k3_is_the_reverse_of_its_help():
 def test_skyrl_sequence_ratio_is_taken_over_the_tokens_the_token_mask_left():
     """With token_mask_is_threshold (0.5, 2) and tis_ratio_type sequence, row 1's W is exp of the log ratios of the
     three tokens the mask kept, not of all four."""
-    frozen = np.array(SKYRL["token_mask_then_sequence_tis"])
+    frozen = np.array(framework_reference.load("skyrl")["findings"]["token_mask_then_sequence_tis"]["coefficients"])
     log_r = np.array(TRAINER[1][:4]) - np.array(SAMPLER[1][:4])
     kept = (np.exp(log_r) >= 0.5) & (np.exp(log_r) <= 2)
     assert not kept.all()
@@ -182,12 +89,18 @@ def test_skyrl_sequence_ratio_is_taken_over_the_tokens_the_token_mask_left():
     assert not np.isclose(frozen[1, 0], min(np.exp(log_r.sum()), 5.0), rtol=1e-3)
 
 
-def test_roll_token_mean_ignores_the_filters():
-    """agg_loss's token-mean never reads loss_mask: a token the ratio filter removed still has coefficient 1."""
-    filtered = np.array(ROLL["ratio_filter_token"]["defaults"])
-    token_mean = np.array(ROLL["token_mean_ignores_the_filter"])
+def test_roll_token_mean_ignores_the_filters_on_the_workers_path_only():
+    """agg_loss's token-mean never reads loss_mask: on the worker's path (enable_old_logprobs_recompute false) a token
+    the ratio filter removed keeps coefficient 1; on ROLL's default path (init_kl_coef 0.2 turns the recompute on)
+    apply_train_infer_correction_to_batch filters response_mask first, and op_compute_log_probs multiplies the
+    log-probs by it: the filtered tokens have none, as toylab's roll:ratio_filter_token keeps them."""
+    findings = framework_reference.load("roll")["findings"]
+    filtered = np.array(frozen_case("roll", "roll:ratio_filter_token", "defaults")["coefficients"])
     assert np.any((filtered == 0) & (np.array(MASK) == 1))
-    np.testing.assert_array_equal(token_mean, np.array(MASK, float))
+    np.testing.assert_array_equal(findings["token_mean_ignores_the_filter"]["coefficients"], np.array(MASK, float))
+    kept = kept_tokens("roll:ratio_filter_token", TRAINER, SAMPLER, MASK, ADVANTAGES)
+    np.testing.assert_allclose(findings["token_mean_on_the_recompute_path"]["coefficients"], kept.astype(float),
+                               rtol=1e-12)
 
 
 # -- on the toy: which catalogue estimator each preset equals (the README's column) ---------------------------
@@ -225,7 +138,8 @@ EQUAL_ON_THE_TOY = [
     ("nemo_rl:tis", {}, "tok_tis", {"C": 2.0}),
     ("nemo_rl:icepop", {}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
     ("nemo_rl:sequence_level_importance_ratios", {}, "seq_is", {}),
-    ("nemo_rl:sequence_level_importance_ratios", {"truncated_importance_sampling_type": "tis"}, "seq_tis", {"C": 2.0}),
+    ("nemo_rl:sequence_level_tis", {}, "seq_tis", {"C": 2.0}),
+    ("nemo_rl:sequence_level_icepop", {}, "seq_band", {"C_min": 0.5, "C_max": 5.0}),
     ("areal:token_mask", {}, "rs", band("token", -1000.0, L5, "tok_is")),
     ("areal:token_mask", {"lower": "0.5"}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
     ("areal:token_clamp", {}, "tok_tis", {"C": 5.0}),
@@ -258,11 +172,11 @@ EQUAL_ON_THE_TOY = [
     ("prime_rl:default", {"kl_tau": 0.0}, "dppo", {"delta_low": 0.2, "delta_high": 0.2, "dppo_type": "binary_tv"}),
     ("prime_rl:default", {}, "k2_penalty", {"tau": 1e-3, "weight": "dppo"}),
     ("ms_swift:sequence_truncate", {}, "geo_tis", {"C": 2.0}),
-    ("open_instruct:rho_mask_sequence_level", {"rho_mask_lower_bound": 0.0, "rho_mask_upper_bound": 0.0,
+    ("open_instruct:rho_mask_sequence_level", {"rho_mask_lower_bound": 0.0, "rho_mask_upper_bound": 1000.0,
                                                "rho_clamp_lower_bound": 0.9, "rho_clamp_upper_bound": 1.1},
      "geo_clip", {"C_min": 0.9, "C_max": 1.1}),
-    ("open_instruct:rho_mask_tv_divergence", {"rho_mask_upper_bound": 0.3}, "tv_mask",
-     {"lo": 0.0, "hi": 0.3, "weight": "tok_tis"}),
+    ("open_instruct:rho_mask_tv_divergence", {"rho_mask_upper_bound": 1.1}, "tv_mask",
+     {"lo": 0.0, "hi": 1.1, "weight": "tok_tis"}),
     ("verl:decoupled_token_icepop", {}, "tok_mis", {"lo": 0.5, "hi": 5.0}),
     ("verl:bypass_pg_token_icepop", {"threshold_lower": 0.9, "threshold": 1.2}, "tok_mis", {"lo": 0.9, "hi": 1.2}),
 ]
@@ -302,11 +216,12 @@ def test_every_exact_id_is_finite_on_a_ragged_batch_beyond_every_clamp():
 
 
 def test_the_framework_tables_are_the_rows():
-    """docs/frameworks.md's table of each framework has one row per preset, with its parameters' defaults and the row's
-    "on the toy" text (regenerated from the rows whenever they change)."""
+    """docs/frameworks.md's table of each framework has one row per preset, with its parameters' defaults, the row's
+    "on the toy" text and where the framework's code computes it (regenerated from the rows whenever they change)."""
     text = FRAMEWORKS_PAGE.read_text()
     for preset in PRESETS:
         row = next(line for line in text.splitlines() if line.startswith(f"| {preset.id} |"))
         assert preset.equals.replace("|", r"\|") in row, preset.id
+        assert preset.code and preset.code in row, preset.id
         for name in preset.params:
             assert f"{name}=" in row, (preset.id, name)

@@ -1,13 +1,14 @@
-"""verl's and TRL's presets compute what the frameworks' code computes: numbers frozen from running it.
+"""What verl's and TRL's code shows beyond each preset's coefficients (those are test_framework_code.py's): their
+loss aggregations, configurations that are not presets, and what the frozen numbers show as toylab mappings.
 
-Every number compared against here comes from tests/framework_numbers.py (verl b178a3c, TRL f2cd577; the file
-says which function produced it). toylab's side is the public batch interface, ``toylab.coefficients``, and the
-loss aggregations of ``toylab.aggregation``.
+Every number compared against here is a finding of tests/catalogue/reference/verl/ or trl/ (verl 1dda039, TRL
+f2cd577; numbers.json says which function produced it), on verl's four-row batch. toylab's side is the public
+batch interface, ``toylab.coefficients``, and the loss aggregations of ``toylab.aggregation``.
 """
 
 import numpy as np
 import pytest
-from framework_numbers import ADVANTAGES, LOG_RATIO, MASK, SAMPLER, TRL, VERL, VERL_AGGREGATION
+from framework_reference import batch, load
 
 import toylab
 from toylab import coefficients, exact_moments, gradient_weights, kept_tokens, make_toy
@@ -16,8 +17,10 @@ from toylab.catalogue.frameworks.preset import Preset, Ref
 from toylab.catalogue.presets import PRESETS
 from toylab.engine.sequences import GivenSequences
 
-TRAINER = np.array(SAMPLER) + np.array(LOG_RATIO)
-T = len(MASK[0])
+TRAINER, SAMPLER, MASK, ADVANTAGES = batch("verl", "ragged")
+LOG_RATIO = TRAINER - SAMPLER
+T = MASK.shape[1]
+VERL, TRL = load("verl")["findings"], load("trl")["findings"]
 
 
 def on_batch(name, **params):
@@ -29,34 +32,10 @@ def frozen_equal(actual, frozen):
 
 
 def test_the_presets_are_verl_classmethods_and_trl_modes():
-    """verl's newest two (IcePop) are checked in test_framework_presets.py, every other framework's there too."""
-    modes = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
-    newest = {"verl:decoupled_token_icepop", "verl:bypass_pg_token_icepop"}
-    assert {p.id for p in PRESETS if p.framework in ("verl", "trl")} == \
-        {f"verl:{name}" for name in VERL} | newest | {f"trl:{mode}" for mode in modes}
+    """Every verl and TRL preset is frozen from the framework's code (a classmethod, a mode), and no other."""
+    frozen = {case["preset"] for framework in ("verl", "trl") for case in load(framework)["cases"]}
+    assert {p.id for p in PRESETS if p.framework in ("verl", "trl")} == frozen
     assert set(toylab.PRESET_IDS) == {p.id for p in PRESETS}
-
-
-@pytest.mark.parametrize("name", VERL)
-def test_verl_preset_at_its_defaults(name):
-    frozen_equal(on_batch(f"verl:{name}"), VERL[name]["defaults"])
-
-
-@pytest.mark.parametrize("name", [name for name in VERL if "alternative" in VERL[name]])
-def test_verl_preset_at_other_thresholds(name):
-    params, frozen = VERL[name]["alternative"]
-    frozen_equal(on_batch(f"verl:{name}", **params), frozen)
-
-
-@pytest.mark.parametrize("mode", ["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"])
-@pytest.mark.parametrize("setting", ["defaults", "alternative"])
-def test_trl_mode_with_its_dapo_loss(mode, setting):
-    """TRL's default loss (dapo) divides by the 17 response tokens: toylab's dapo weights ÷ T."""
-    params, frozen = ({}, TRL[mode]["defaults"]) if setting == "defaults" else TRL[mode]["alternative"]
-    name = f"trl:{mode}"
-    weights = gradient_weights(on_batch(name, **params), kept_tokens(name, TRAINER, SAMPLER, MASK, **params), MASK,
-                               "dapo")
-    frozen_equal(weights / T, frozen)
 
 
 @pytest.mark.parametrize("loss_type, mode, scale", [("dapo", "dapo", 1 / T), ("bnpo", "dapo", 1 / T),
@@ -71,15 +50,16 @@ def test_trl_losses_are_toylab_aggregations(loss_type, mode, scale):
     kept = kept_tokens("trl:token_mask", TRAINER, SAMPLER, MASK, **params)
     np.testing.assert_array_equal(kept, np.array(MASK, bool))
     rtol = 1e-8 if mode == "seq-mean-token-mean" else 1e-12
-    np.testing.assert_allclose(gradient_weights(c, kept, MASK, mode) * scale, TRL["losses"][loss_type], rtol=rtol,
-                               atol=1e-15)
+    np.testing.assert_allclose(gradient_weights(c, kept, MASK, mode) * scale, TRL[f"losses/{loss_type}"]["coefficients"],
+                               rtol=rtol, atol=1e-15)
 
 
 @pytest.mark.parametrize("delta", ["0.05", "0.5"])
 def test_off_policy_mask_times_trl_default_mode(delta):
     """TRL applies off_policy_mask_threshold on top of its IS mode (default sequence_mask, C_max = 3)."""
     c = on_batch("opsm", delta=float(delta), weight="trl:sequence_mask")
-    frozen_equal(gradient_weights(c, np.array(MASK, bool), MASK, "dapo") / T, TRL["off_policy_mask"][delta])
+    frozen_equal(gradient_weights(c, np.array(MASK, bool), MASK, "dapo") / T,
+                 TRL[f"off_policy_mask/{delta}"]["coefficients"])
 
 
 @pytest.mark.parametrize("preset, params", [("decoupled_seq_is_rs", {}),
@@ -89,7 +69,7 @@ def test_verl_token_mean_divides_by_the_kept_tokens(preset, params, mode):
     name = f"verl:{preset}"
     c, kept = on_batch(name, **params), kept_tokens(name, TRAINER, SAMPLER, MASK, ADVANTAGES, **params)
     assert kept.sum() < np.sum(MASK)                       # the preset rejects something on this batch
-    frozen_equal(gradient_weights(c, kept, MASK, mode) / T, VERL_AGGREGATION[preset][mode])
+    frozen_equal(gradient_weights(c, kept, MASK, mode) / T, VERL[f"aggregation/{preset}/{mode}"]["coefficients"])
 
 
 def test_verl_token_rejection_under_every_mode():
@@ -97,7 +77,7 @@ def test_verl_token_rejection_under_every_mode():
               "rollout_rs_threshold": "0.8_1.3", "bypass_mode": False}
     c, kept = custom_verl(config)
     for mode in ("token-mean", "seq-mean-token-mean"):
-        frozen_equal(gradient_weights(c, kept, MASK, mode) / T, VERL_AGGREGATION["token_k1"][mode])
+        frozen_equal(gradient_weights(c, kept, MASK, mode) / T, VERL[f"aggregation/token_k1/{mode}"]["coefficients"])
 
 
 def test_verl_legacy_seq_mean_token_sum_divides_by_the_surviving_sequences():
@@ -108,7 +88,7 @@ def test_verl_legacy_seq_mean_token_sum_divides_by_the_surviving_sequences():
     surviving = np.count_nonzero(kept.any(axis=1))
     assert surviving == 3
     frozen_equal(gradient_weights(c, kept, MASK, "seq-mean-token-sum") * len(MASK) / surviving,
-                 VERL_AGGREGATION["decoupled_seq_is_rs"]["seq-mean-token-sum"])
+                 VERL["aggregation/decoupled_seq_is_rs/seq-mean-token-sum"]["coefficients"])
 
 
 def custom_verl(config):
@@ -121,13 +101,12 @@ def custom_verl(config):
 def test_chained_rejections_all_must_pass():
     config = {"rollout_is": "sequence", "rollout_is_threshold": 2.0, "rollout_rs": "token_k2,seq_max_k3",
               "rollout_rs_threshold": "0.05,1.0", "bypass_mode": False}
-    frozen_equal(custom_verl(config)[0], VERL_AGGREGATION["chain_token_k2_seq_max_k3"]["seq-mean-token-sum"])
+    frozen_equal(custom_verl(config)[0], VERL["custom/chain_token_k2_seq_max_k3"]["coefficients"])
 
 
 @pytest.mark.parametrize("level", ["token", "sequence"])
 def test_batch_normalised_is_is_verl_rollout_is_batch_normalize(level):
-    frozen_equal(on_batch("tis_bn", level=level, C=2.0),
-                 VERL_AGGREGATION[f"batch_normalize_{level}"]["seq-mean-token-sum"])
+    frozen_equal(on_batch("tis_bn", level=level, C=2.0), VERL[f"custom/batch_normalize_{level}"]["coefficients"])
 
 
 # -- what the frozen numbers show, stated as toylab mappings -------------------------------------------------

@@ -95,17 +95,20 @@ def test_every_range_end_gives_finite_output(capsys):
 
 def extreme_settings(estimator):
     """Every numeric threshold at each end of its range (where a bound pair then crosses, e.g. lo above hi, both
-    bounds at that end) and every choice of a choice parameter: {name: value} each, all within the ranges."""
+    bounds at that end) and every choice of a choice parameter: {name: value} each, all within the ranges; a
+    setting a preset's framework refuses (AReaL's ratio metric with upper ≤ 1, TRL's clip_min ≥ clip_max) is left
+    out: it is an error, tested in tests/catalogue/test_framework_code.py."""
     params = ESTIMATORS[estimator].params
     numeric = [name for name, param in params.items() if param.low is not None]
     for name in numeric:
         for end in ("low", "high"):
-            single = {name: getattr(params[name], end)}
-            try:
-                resolve_params(estimator, single)
-                yield single
-            except ValueError:
-                yield {other: getattr(params[other], end) for other in numeric}
+            for setting in ({name: getattr(params[name], end)}, {other: getattr(params[other], end) for other in numeric}):
+                try:
+                    resolve_params(estimator, setting)
+                except ValueError:
+                    continue
+                yield setting
+                break
     for name, param in params.items():
         for choice in param.choices or ():
             yield {name: choice}

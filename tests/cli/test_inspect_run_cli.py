@@ -5,7 +5,8 @@ import json
 
 import numpy as np
 import pytest
-from framework_dumps import Batch, expected, toy_batch, write_nemo, write_prime
+from framework_dumps import Batch, expected, joined, toy_batch, write_nemo
+from framework_dumps import prime_run as recorded_prime_run
 
 from toylab.cli.main import main
 
@@ -20,15 +21,8 @@ def run(capsys, *argv):
 
 @pytest.fixture
 def prime_run(tmp_path):
-    batches = {(step, rank): toy_batch(6, seed=step * 7 + rank) for step in (3, 1, 20) for rank in (0, 1)}
-    for (step, rank), batch in batches.items():
-        write_prime(tmp_path, step, rank, batch)
-    merged = {step: Batch(batches[step, 0].sampler + batches[step, 1].sampler,
-                          batches[step, 0].trainer + batches[step, 1].trainer,
-                          np.concatenate([batches[step, 0].rewards, batches[step, 1].rewards]),
-                          np.concatenate([batches[step, 0].advantages, batches[step, 1].advantages]))
-              for step in (1, 3, 20)}
-    return tmp_path, merged
+    batches = recorded_prime_run(tmp_path, steps=(1, 3, 4))
+    return tmp_path, {step: joined(batches[step, 0], batches[step, 1]) for step in (1, 3, 4)}
 
 
 def test_json_holds_every_step_in_order_against_a_direct_computation(capsys, prime_run):
@@ -36,7 +30,7 @@ def test_json_holds_every_step_in_order_against_a_direct_computation(capsys, pri
     code, out = run(capsys, str(directory), "--json")
     assert code == 0 and out.err == ""
     result = json.loads(out.out)
-    assert [step["step"] for step in result["steps"]] == [1, 3, 20] and result["files"] == 6
+    assert [step["step"] for step in result["steps"]] == [1, 3, 4] and result["files"] == 6
     for step in result["steps"]:
         numbers = expected(batches[step["step"]])
         assert (step["sequences"], step["tokens"]) == (numbers["sequences"], numbers["tokens"])

@@ -114,7 +114,8 @@ UNBOUNDED = {"tok_is": "ρ_t", "prefix_is": "∏ρ", "seq_is": "W", "gspo_geo": 
              "openrlhf:gspo": "ρ_geo when A < 0", "openrlhf:seq-mask-tis": "ρ_t in a kept sequence",
              "nemo_rl:use_importance_sampling_correction": "ρ_t", "nemo_rl:seq-mask-tis": "ρ_t in a kept sequence",
              "nemo_rl:sequence_level_importance_ratios": "W", "prime_rl:default": "ρ_t where its DPPO mask keeps it",
-             "prime_rl:ipo": "ρ_t where |Δp| is small"}
+             "prime_rl:ipo": "ρ_t where |Δp| is small",
+             "areal:kpop": "ρ_t where both probabilities are below 10⁻⁸, which its clamp makes equal"}
 
 
 def ragged_batch(largest_log_ratio, seed=0):

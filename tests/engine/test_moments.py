@@ -5,6 +5,7 @@ import pytest
 from dense import DenseToy, assert_exact_equals_dense
 
 from toylab import ESTIMATORS, EXACT_IDS, exact_moments, exact_table, make_toy, resolve_params
+from toylab.catalogue.presets import PRESETS
 from toylab.engine import moments as moments_module
 
 TOYS = [(6, 4, 0.3, 0), (5, 3, 1.0, 7), (4, 5, 0.05, 3), (3, 4, 2.0, 21)]
@@ -40,6 +41,41 @@ def test_the_pass_in_chunks_equals_dense_brute_force(toy_pair, estimator, chunk,
     assert (moments.tokens_affected, moments.sequences_affected) == pytest.approx(
         (whole.tokens_affected, whole.sequences_affected), abs=1e-12)
     assert moments.note == whole.note
+
+
+BEYOND_THE_CLAMPS = [(3, 3, 20.0, 0), (4, 3, 12.0, 1), (3, 3, 14.0, 5)]
+
+
+@pytest.fixture(scope="module", params=BEYOND_THE_CLAMPS, ids=lambda t: "T{}V{}m{}s{}".format(*t))
+def clamped_toy_pair(request):
+    """Toys with log ratios beyond every framework's clamp (up to 133) and sums beyond ±20."""
+    toy = make_toy(*request.param)
+    assert np.abs(toy.log_rho).max() > 30
+    return toy, DenseToy(toy)
+
+
+@pytest.mark.parametrize("estimator", [preset.id for preset in PRESETS if not preset.batch])
+def test_presets_beyond_their_clamps_equal_dense_brute_force(clamped_toy_pair, estimator):
+    """Each framework's clamp (of each token, or of the sum), its zero gradient beyond it and its means' ε, in the
+    O(M) engine and in the dense oracle's ``through``."""
+    toy, dense = clamped_toy_pair
+    for baseline in ("none", "logged"):
+        assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator), baseline)
+
+
+@pytest.mark.parametrize("estimator, params", [
+    ("slime:mis_sequence", {"tis_mode": "mask"}), ("slime:mis_geometric", {"tis_mode": "mask", "rs_veto_threshold": 0.0,
+                                                                           "tis_lower_bound": 0.9, "tis_upper_bound": 1.2}),
+    ("miles:mis_sequence", {"tis_mode": "clip"}), ("areal:sequence_clamp", {"agg": "sum", "upper": 2.0}),
+    ("areal:sequence_clamp", {"agg": "max", "upper": 2.5}),
+    ("areal:sequence_mask", {"metric": "binary_kl", "agg": "max", "upper": 0.5}),
+    ("areal:token_mask", {"metric": "binary_kl", "upper": 0.5}), ("skyrl:dppo_binary_kl", {"delta_low": 0.05}),
+])
+def test_preset_options_beyond_their_clamps_equal_dense_brute_force(clamped_toy_pair, estimator, params):
+    """The options beside each preset's defaults: slime's mask and clip modes through the clamp of the sum, AReaL's
+    agg sum and max for the clamp and its binary_kl (KPop) metric, SkyRL's guarded binary KL."""
+    toy, dense = clamped_toy_pair
+    assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator, params), "logged")
 
 
 @pytest.mark.parametrize("estimator, params", [

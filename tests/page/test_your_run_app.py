@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from framework_dumps import toy_batch, write_nemo, write_prime
+from framework_dumps import prime_run as recorded_prime_run
+from framework_dumps import toy_batch, write_nemo
 from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 from streamlit.testing.v1 import AppTest
 
@@ -226,9 +227,7 @@ def step_chart_rows(at):
 
 
 def prime_run(directory, steps=4):
-    for step in range(1, steps + 1):
-        for rank in (0, 1):
-            write_prime(directory, step, rank, toy_batch(6, seed=10 * step + rank))
+    recorded_prime_run(directory, steps=range(1, steps + 1))
     return [(str(path.relative_to(directory)), path.read_bytes()) for path in sorted(Path(directory).rglob("*.jsonl"))]
 
 

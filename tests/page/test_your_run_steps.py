@@ -1,10 +1,10 @@
-"""The run view under streamlit.testing: a prime-rl run's step chart, a malformed step listed and the others shown,
-the departure marked, and the frameworks' metrics of a step."""
+"""The run view under streamlit.testing: a NeMo-RL run's step chart, a malformed step listed and the others shown,
+the departure marked, the frameworks' metrics of a step, and what the readers noticed."""
 
 from pathlib import Path
 
 import pyarrow as pa
-from framework_dumps import toy_batch, write_prime
+from framework_dumps import prime_run, toy_batch, write_nemo
 from streamlit.testing.v1 import AppTest
 
 from toylab.presentation.run_frames import STEP_METRICS
@@ -36,7 +36,7 @@ def test_a_run_shows_every_metric_against_step_and_a_step_that_left_its_range(tm
         batch = toy_batch(12, seed=step)
         if step >= 6:                               # a drift: the trainer gives the sampled tokens far less
             batch.trainer = [[value - 0.5 for value in row] for row in batch.trainer]
-        write_prime(tmp_path, step, 0, batch)
+        write_nemo(tmp_path, step, batch)
     at = run_view(uploads_of(tmp_path))
     assert not at.exception and not at.error
     assert "A run of 8 steps" in at.markdown[0].value
@@ -62,13 +62,13 @@ def chart_rows(at, index=0):
 
 def test_a_malformed_step_is_listed_and_the_others_shown(tmp_path):
     for step in (1, 2, 3):
-        write_prime(tmp_path, step, 0, toy_batch(6, seed=step))
+        write_nemo(tmp_path, step, toy_batch(6, seed=step))
     uploads = uploads_of(tmp_path)
     uploads[1] = (uploads[1][0], b"{not json\n")
     at = run_view(uploads)
     assert not at.exception and "1 step(s) could not be read" in at.warning[0].value
     failed = at.dataframe[0].value
-    assert list(failed["step"]) == [2] and failed["error"][0].startswith("token_exports/step_2/rank_0.jsonl")
+    assert list(failed["step"]) == [2] and failed["error"][0].startswith("train_data_step2.jsonl")
     assert "3 steps" in at.markdown[0].value and "2 steps read" in at.markdown[0].value
     assert sorted({row["step"] for row in chart_rows(at)}) == [1, 3]
 
@@ -90,3 +90,18 @@ def test_what_the_reader_noticed_in_a_step_is_shown_as_code(tmp_path):
     notice = at.warning[0].value
     assert notice.startswith("` step 2: the rows of a sequence are not contiguous (at row 3, sequence 'a'")
     assert notice.endswith(" `")                                     # one code span: a file's text is never Markdown
+
+
+def test_what_the_readers_noticed_is_on_the_page(tmp_path):
+    """A rank missing from one step of a prime-rl run, and NeMo-RL validation data beside a training step."""
+    prime_run(tmp_path, steps=(1, 2, 3))
+    (tmp_path / "token_exports" / "step_2" / "rank_1.jsonl").unlink()
+    at = run_view(uploads_of(tmp_path))
+    assert not at.exception and not at.error
+    assert "step 2: ranks found: 0; rank 1" in at.warning[0].value
+    nemo = tmp_path / "nemo"
+    nemo.mkdir()
+    write_nemo(nemo, 2, toy_batch(6, seed=2))
+    (nemo / "val_data_step2.jsonl").write_text('{"content": [[]], "rewards": [1.0], "idx": 0}\n')
+    at = run_view(uploads_of(nemo))
+    assert not at.exception and "val_data_step2.jsonl: NeMo-RL's validation data" in at.warning[0].value

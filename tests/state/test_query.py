@@ -132,3 +132,12 @@ def test_bad_preset_and_aggregation_values_fall_back_with_a_notice(query, words)
     settings, notices = parse_query(query)
     assert len(notices) == 1 and words in notices[0]
     assert settings.aggregation == DEFAULTS.aggregation and settings.thresholds == ()
+
+
+def test_a_threshold_the_framework_refuses_is_a_problem_not_a_traceback():
+    """The page stops with this message when a typed threshold is one the preset's framework refuses."""
+    from toylab.state.query import threshold_problem
+    good = make_settings(estimators=("naive", "areal:token_mask"))
+    bad = make_settings(estimators=("naive", "areal:token_mask"), thresholds={("areal:token_mask", "upper"): 0.8})
+    assert threshold_problem(good) is None
+    assert "ratio metric" in threshold_problem(bad)

@@ -1,4 +1,6 @@
-"""Each framework's dump, written by the test in that framework's layout from toy batches, read as written."""
+"""Reading a framework's dump, row by row: NeMo-RL's masks and malformed rows, prime-rl's advantages, ordinary logs
+not taken for dumps, pickles and unsafe .pt files never opened (the frameworks' writers in every layout:
+test_framework_writers.py)."""
 
 import json
 import pickle
@@ -7,16 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from framework_dumps import (
-    PROMPT,
-    expected,
-    toy_batch,
-    write_miles,
-    write_nemo,
-    write_prime,
-    write_skyrl,
-    write_slime,
-)
+from framework_dumps import PROMPT, RECORDED, expected, joined, prime_run, toy_batch, write_nemo
 
 from toylab.your_run.dumps import SKYRL_EXPORT, canonical_file, dump_kind
 from toylab.your_run.files import LogError
@@ -59,6 +52,8 @@ def test_nemo_rl_sample_loss_mask_drops_a_sequence(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     log = read(path)
     assert log.sequences == 4 and log.dropped == 1
+    assert log.notices == ("1 sequence without a response token (masked out everywhere, e.g. NeMo-RL's "
+                           "sample_loss_mask 0) left out",)
     assert np.array_equal(log.sampler_logprobs, np.concatenate(batch.sampler[:2] + batch.sampler[3:]))
 
 
@@ -85,14 +80,14 @@ def test_nemo_rl_a_bad_value_is_named_by_row_and_column(tmp_path):
 
 
 def test_prime_rl_export_takes_the_advantages_as_the_advantage(tmp_path):
-    batch = toy_batch(12, seed=4)
-    path = write_prime(tmp_path, 7, 0, batch)
+    batch = prime_run(tmp_path, steps=(2,), ranks=(1,))[2, 1]
+    path = tmp_path / "token_exports" / "step_2" / "rank_1.jsonl"
     assert dump_kind(path.name, path.read_bytes()[:65536]) == "prime"
     log = read(path)
     assert_read_as_drawn(log, batch)
     assert log.rewards is None
     table = pq.read_table(pa.BufferReader(canonical_file(path.name, "prime", path=str(path)).data))
-    assert np.allclose(table.column("advantage").to_numpy(), batch.advantages, rtol=0, atol=1e-15)
+    assert np.array_equal(table.column("advantage").to_numpy(), joined(batch).advantages)
 
 
 def test_ordinary_logs_are_not_taken_for_dumps(tmp_path):
@@ -112,11 +107,12 @@ class _Trap:
 
 
 def test_a_skyrl_pickle_is_refused_with_an_export_line_and_never_opened(tmp_path):
-    path = write_skyrl(tmp_path, 3, toy_batch(3, seed=5))
+    path = RECORDED / "skyrl" / "dumped_data" / "global_step_3_training_input.pkl"
     with pytest.raises(LogError, match="never opened") as refusal:
         read(path)
     assert SKYRL_EXPORT in str(refusal.value) and "\n" not in str(refusal.value)
     trap = tmp_path / "dumped_data" / "global_step_4_training_input.pkl"
+    trap.parent.mkdir()
     trap.write_bytes(pickle.dumps(_Trap(str(tmp_path / "opened"))))
     with pytest.raises(LogError):
         read(trap, allow_torch=True)
@@ -129,23 +125,6 @@ def test_a_torch_dump_is_refused_where_torch_is_not_allowed(tmp_path):
     path.write_bytes(b"PK\x03\x04 not read at all")
     with pytest.raises(LogError, match="read only by the command line"):
         read(path)
-
-
-def test_slime_dump_is_read_by_the_safe_loader(tmp_path):
-    torch = pytest.importorskip("torch", reason="torch is optional: the .pt reader is tested where it is installed")
-    path, seen = write_slime(tmp_path, 5, toy_batch(20, seed=6), torch)
-    log = read(path, allow_torch=True)
-    assert_read_as_drawn(log, seen)
-    assert np.array_equal(log.rewards, seen.rewards)
-
-
-def test_miles_dump_is_read_and_a_context_parallel_shard_refused(tmp_path):
-    torch = pytest.importorskip("torch", reason="torch is optional: the .pt reader is tested where it is installed")
-    batch = toy_batch(15, seed=7)
-    log = read(write_miles(tmp_path, 2, 0, batch, torch), allow_torch=True)
-    assert_read_as_drawn(log, batch)
-    with pytest.raises(LogError, match="context-parallel shard"):
-        read(write_miles(tmp_path, 2, 1, batch, torch, cp_size=2), allow_torch=True)
 
 
 def test_a_pt_file_that_needs_unpickling_is_refused_by_the_safe_loader(tmp_path):

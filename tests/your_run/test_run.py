@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from framework_dumps import Batch, expected, toy_batch, write_nemo, write_prime
+from framework_dumps import expected, joined, prime_run, toy_batch, write_nemo
 
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.files import LogError
@@ -33,11 +33,6 @@ def test_step_and_rank_come_from_the_path(path, step, rank):
     assert step_and_rank(path) == (step, rank)
 
 
-def joined(*batches):
-    return Batch(sum((b.sampler for b in batches), []), sum((b.trainer for b in batches), []),
-                 np.concatenate([b.rewards for b in batches]), np.concatenate([b.advantages for b in batches]))
-
-
 def assert_step(step_log, batch):
     numbers = expected(batch)
     statistics = log_statistics(step_log.log)
@@ -47,11 +42,9 @@ def assert_step(step_log, batch):
 
 
 def test_a_prime_rl_run_merges_the_ranks_of_each_step(tmp_path):
-    batches = {(step, rank): toy_batch(8 + rank, seed=10 * step + rank) for step in (1, 2, 10) for rank in (0, 1)}
-    for (step, rank), batch in batches.items():
-        write_prime(tmp_path, step, rank, batch)
+    batches = prime_run(tmp_path, steps=(1, 2, 4))
     steps = list(step_logs(directory_files(tmp_path)))
-    assert [step.step for step in steps] == [1, 2, 10]
+    assert [step.step for step in steps] == [1, 2, 4]
     for step in steps:
         assert step.files == (f"token_exports/step_{step.step}/rank_0.jsonl",
                               f"token_exports/step_{step.step}/rank_1.jsonl")
@@ -93,8 +86,7 @@ def test_a_file_without_a_step_says_so(tmp_path):
 
 
 def test_a_zip_of_a_run_reads_as_the_directory(tmp_path):
-    for step in (1, 2):
-        write_prime(tmp_path / "run", step, 0, toy_batch(5, seed=step))
+    prime_run(tmp_path / "run", steps=(1, 2), ranks=(0,))
     archive = io.BytesIO()
     with zipfile.ZipFile(archive, "w") as writer:
         for file in directory_files(tmp_path / "run"):
@@ -106,7 +98,8 @@ def test_a_zip_of_a_run_reads_as_the_directory(tmp_path):
 
 
 def test_uploads_and_a_zip_that_is_too_large(tmp_path):
-    path = write_prime(tmp_path, 4, 0, toy_batch(3, seed=1))
+    prime_run(tmp_path, steps=(4,), ranks=(0,))
+    path = tmp_path / "token_exports" / "step_4" / "rank_0.jsonl"
     files = uploaded_files([("token_exports/step_4/rank_0.jsonl", path.read_bytes())])
     assert [step.step for step in step_logs(files)] == [4]
     archive = io.BytesIO()
@@ -183,3 +176,18 @@ def test_tail_shares_and_estimators_shares_are_followed_over_a_run():
     first_drift = next(step for step, mismatch in enumerate(MISMATCH, start=1) if mismatch > MISMATCH[0])
     assert left["tail_share>0.001"] == left["tail_share>0.01"] == left["tokens_affected:tok_mis"] == first_drift
     assert left["tail_share>1"] is None                                  # no token is that far off at any step
+
+
+def test_rewards_that_only_some_ranks_give_are_left_out_with_a_notice(tmp_path):
+    batches = {rank: toy_batch(5, seed=rank) for rank in (0, 1)}
+    for rank, batch in batches.items():
+        columns = {"rollout_log_probs": batch.sampler, "old_log_probs": batch.trainer}
+        if rank == 0:
+            columns["reward"] = batch.rewards
+        (tmp_path / "step_1").mkdir(exist_ok=True)
+        pq.write_table(pa.table(columns), tmp_path / "step_1" / f"rank_{rank}.parquet")
+    step = next(step_logs(directory_files(tmp_path)))
+    assert_step(step, joined(batches[0], batches[1]))
+    assert step.log.rewards is None
+    assert step.log.notices == ("rewards left out: step_1/rank_1.parquet has none, and a step's rewards are kept "
+                                "only when every file has them",)

@@ -6,14 +6,16 @@
               "ratio" reading: lo ≤ log ρ_geo ≤ hi is C_low ≤ ρ_geo ≤ C_high with lo = log C_low), or
               k3_reverse = 1/ρ − 1 + log ρ (AReaL kl_k3 as coded, NeMo-RL policy_kl_error), mult_error = e^|log ρ|
               (NeMo-RL's seq_logprob_error_threshold: seq_mean, hi), prob_diff = π_t(y_t) − μ_t(y_t) (ROLL's
-              diff_enabled filters) or kpop (``statistics.STATISTICS``); times the weight of any exact
+              diff_enabled filters), kpop or binary_kl (AReaL's KPop, clamped probabilities;
+              ``statistics.STATISTICS``); times the weight of any exact
               estimator (the registry chains it), so rejections chain (all must pass)
     tok_clip  clamp(ρ_t, C_min, C_max)                      two-sided token truncation (TRL token_truncate)
     seq_clip  clamp(W, C_min, C_max)                        two-sided sequence truncation (TRL sequence_truncate)
     seq_band  W·1[C_min ≤ W ≤ C_max]                        two-sided sequence mask (TRL sequence_mask)
     ppo_clip  PPO's clipped surrogate against the sampler: the gradient of −min(r·A, clip(r, 1−ε_low,
               1+ε_high)·A), with verl's dual clip at C_dual for A < 0, is c_t = ρ_t·1[ρ_t ≤ 1 + ε_high] when
-              A ≥ 0 and c_t = ρ_t·1[1 − ε_low ≤ ρ_t ≤ C_dual] when A < 0 (exact given A)
+              A ≥ 0 and c_t = ρ_t·1[1 − ε_low ≤ ρ_t ≤ C_dual] when A < 0 (exact given A; ρ_t/2 at ρ_t = C_dual,
+              where torch splits the gradient of a tied min)
     opsm      the off-policy sequence mask of DeepSeek-V3.2: drop a sequence when A < 0 and
               mean_t(log μ − log π) > δ; times any exact weight (the registry chains it)
     tis_bn    batch-normalised truncated IS (verl rollout_is_batch_normalize): min(ρ_t, C) or min(W, C), through
@@ -32,7 +34,7 @@ from toylab.catalogue.corrections import rejection_kept, sequence_tis, token_tis
 from toylab.catalogue.frameworks.verl import VERL_CLAMP
 from toylab.catalogue.weights import TokenClass, Weights
 
-REJECTION_STATISTICS = ("k1", "k2", "k3", "log_ratio", "k3_reverse", "mult_error", "prob_diff", "kpop")
+REJECTION_STATISTICS = ("k1", "k2", "k3", "log_ratio", "k3_reverse", "mult_error", "prob_diff", "kpop", "binary_kl")
 REJECTION_SCOPES = ("token", "seq_sum", "seq_mean", "seq_max")
 IS_LEVELS = ("token", "sequence")
 BATCH_MEAN_FLOOR = 1e-8          # verl leaves the weights unnormalised when their batch mean is below this
@@ -63,12 +65,15 @@ def sequence_band(stats, C_min, C_max):
 
 
 def ppo_clip(stats, eps_low, eps_high, C_dual):
-    """Token weights of PPO-clip with ratio ρ_t = π/μ; a token outside verl's ±20 clamp has gradient 0."""
+    """Token weights of PPO-clip with ratio ρ_t = π/μ; a token outside verl's ±20 clamp has gradient 0. At ρ_t =
+    C_dual exactly (A < 0) the dual clip's torch.min(−A·C_dual, −A·ρ) is a tie, and torch passes each side half the
+    gradient: the weight is ρ_t/2 there (verl 1dda039 core_algos.py compute_policy_loss_vanilla, 1354–1355)."""
     rho, live = stats.rho, ~stats.clamped_out
     positive = (rho <= 1 + eps_high) & live
     negative = (rho >= 1 - eps_low) & (rho <= C_dual) & live
+    negative_weight = np.where(negative, np.where(rho == C_dual, rho / 2, rho), 0.0)
     return Weights(token=np.where(positive, rho, 0.0), token_affected=~positive,
-                   classes=(TokenClass(stats.advantage < 0, np.where(negative, rho, 0.0), ~negative),))
+                   classes=(TokenClass(stats.advantage < 0, negative_weight, ~negative),))
 
 
 def off_policy_mask(stats, delta):

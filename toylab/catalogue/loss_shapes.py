@@ -83,10 +83,7 @@ def vespo_log_ratios(log_rho, mode, clip_min, clip_max):
 
 def gspo_clip(stats, eps_low, eps_high, C_dual):
     """PPO-clip's gradient weights on r = ρ_geo, the same for every token of the sequence, by the sign of A."""
-    log_geo = stats.sequence_statistic("log_ratio", "mean")
-    geo = np.exp(log_geo)
+    geo = np.exp(stats.sequence_statistic("log_ratio", "mean"))
     negative = stats.advantage < 0
-    with np.errstate(divide="ignore"):
-        kept = np.where(negative, (log_geo >= np.log1p(-eps_low)) & (log_geo <= np.log(C_dual)),
-                        log_geo <= np.log1p(eps_high))
+    kept = np.where(negative, (geo >= 1 - eps_low) & (geo <= C_dual), geo <= 1 + eps_high)   # as PPO compares r
     return Weights(sequence=np.where(kept, geo, 0.0), sequence_affected=~kept)

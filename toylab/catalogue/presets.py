@@ -1,8 +1,7 @@
 """Every framework's presets in one table: which module holds a framework's rows, factors and formulas.
 
-Adding a framework is one module in ``frameworks/`` (copy ``frameworks/trl.py``: PRESETS, ``factors`` and
-``latex``; MEAN_EPSILON when its sequence means add a constant to the token count) and one entry in FRAMEWORKS
-below; the registry (``estimators``) picks its presets up.
+Adding a framework is one module in ``frameworks/`` (copy ``frameworks/trl.py``: PRESETS, ``factors`` returning
+its ``Rules``, and ``latex``) and one entry in FRAMEWORKS below; the registry (``estimators``) picks its presets up.
 """
 
 from toylab.catalogue.frameworks import (
@@ -24,22 +23,26 @@ FRAMEWORKS = {"verl": verl, "trl": trl, "slime": slime, "miles": slime, "skyrl":
               "nemo_rl": nemo_rl, "areal": areal, "roll": roll, "prime_rl": prime_rl, "ms_swift": ms_swift,
               "open_instruct": open_instruct}
 PRESETS = [preset for module in dict.fromkeys(FRAMEWORKS.values()) for preset in module.PRESETS]
+BY_ID = {preset.id: preset for preset in PRESETS}
 
 
-def factors(preset, params):
-    """(factors, clamp, rejections leave the loss mask): the preset's configuration, its parameters set, turned
-    into registry ids with parameters by its framework's rules."""
+def rules(preset, params):
+    """The preset's configuration, its parameters set, turned into ``Rules`` (registry ids with parameters, and
+    the framework's clamp and means) by its framework's module."""
     return FRAMEWORKS[preset.framework].factors(preset.resolved(params))
+
+
+def check(preset, params):
+    """Raise ValueError where the framework's own code refuses the configuration (its module's ``check``, written
+    from its config validation), so that a preset is only ever a combination the framework runs."""
+    module = FRAMEWORKS[preset.framework]
+    if hasattr(module, "check"):
+        module.check(preset.resolved(params))
 
 
 def batch_family(preset, params):
     """(registry id, parameters) of the batch-coupled family a batch-coupled preset is (AReaL's m2_threshold)."""
     return FRAMEWORKS[preset.framework].batch_family(preset.resolved(params))
-
-
-def mean_epsilon(preset):
-    """What the framework's sequence means add to the token count (verl's and NeMo-RL's masked_mean: 10⁻⁸)."""
-    return getattr(FRAMEWORKS[preset.framework], "MEAN_EPSILON", 0.0)
 
 
 def latex(preset):
@@ -54,7 +57,8 @@ def registry_rows(base_colours):
     for preset in PRESETS:
         step = used.get(preset.base, 0)
         used[preset.base] = step + 1
-        source = f"{preset.option} — {preset.alias} ({preset.framework} {preset.commit}); on the toy: {preset.equals}"
+        source = (f"{preset.option} — {preset.alias} ({preset.framework} {preset.commit}: {preset.code}); on the toy: "
+                  f"{preset.equals}")
         rows.append((preset, {
             "id": preset.id, "label": f"{preset.framework} {preset.id.partition(':')[2]} ({preset.alias})",
             "latex": latex(preset), "source": source + (f". Code vs docs: {preset.note}" if preset.note else ""),

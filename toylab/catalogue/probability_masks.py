@@ -21,7 +21,8 @@ Sources, read at these commits:
   gradient weight is ρ_t; the loss is normalised by the loss-mask tokens, masked ones included). SkyRL a956457
   skyrl/backends/skyrl_train/utils/ppo_utils.py dppo_policy_loss (delta_low/high; dppo_type binary_tv, and
   binary_kl with KL_B(μ‖π) computed with 1e-8 added inside its second logarithm; it masks nothing where A = 0,
-  where the gradient is 0 anyway, so only the marks there differ).
+  where the gradient is 0 anyway, so only the marks there differ; its ratio safe_exp_delta(·, clip=20), line 890,
+  stays in the loss's graph, and torch.clamp passes no gradient beyond ±20: such a token's coefficient is 0).
 - kpop: verl PR #6800 (rollout_rs="binary_kl", unmerged; read from its description and review, not its code:
   the token is kept when max(KL(train‖rollout), KL(rollout‖train)) ≤ φ, probabilities clamped to [1e-6, 1 − 1e-6]
   there, not here), after AReaL's KPop (the Ring team's "kpop" note); AReaL 4aef98d has no binary_kl.
@@ -44,14 +45,19 @@ from toylab.catalogue.weights import TokenClass, Weights
 DPPO_TYPES = ("binary_tv", "binary_kl")
 
 
-def dppo(stats, delta_low, delta_high, dppo_type):
-    """ρ_t times DPPO's trust-region mask, by the sign of the advantage; a mask zeroes a weight only."""
+def dppo(stats, delta_low, delta_high, dppo_type, kl_epsilon=0.0):
+    """ρ_t times DPPO's trust-region mask, by the sign of the advantage; a mask zeroes a weight only. The ratio is
+    differentiated, so a token beyond a framework's clamp of the log ratio (SkyRL's safe_exp_delta) has none.
+    ``kl_epsilon`` is added to both probabilities inside the binary KL's second logarithm (SkyRL: 10⁻⁸, which
+    moves the KL where π or μ is within ~10⁻⁵ of 1)."""
     moved = np.exp(stats.log_pi) - np.exp(stats.log_mu)
     if dppo_type == "binary_tv":
         positive, negative = moved <= delta_high, moved >= -delta_low
     else:
-        divergence = bernoulli_kl(stats.log_mu, stats.log_pi)
+        divergence = bernoulli_kl(stats.log_mu, stats.log_pi, kl_epsilon)
         positive, negative = (moved <= 0) | (divergence <= delta_high), (moved >= 0) | (divergence <= delta_low)
+    live = ~stats.clamped_out
+    positive, negative = positive & live, negative & live
     rho = stats.rho
     return Weights(token=np.where(positive, rho, 0.0), token_affected=~positive,
                    classes=(TokenClass(stats.advantage <= 0, np.where(negative, rho, 0.0), ~negative),))

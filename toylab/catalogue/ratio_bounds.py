@@ -21,7 +21,7 @@ Sources, read at these commits:
   log ratio is below log C_v leaves the loss mask).
 
 The frameworks clamp log ratios to ±20 first (slime's SAFETY_BOUND, SkyRL's safe_exp_delta): the families here
-do not, so they differ only where a log ratio is beyond ±20 (the presets say where). Bounds compare log ratios:
+do not; a preset applies its framework's clamp, of each token or of the sequence's sum (``frameworks.preset.Rules``). Bounds compare log ratios:
 log lo ≤ log ρ_t is lo ≤ ρ_t, exactly, with no rounding of exp.
 
 Exact moments: geo_tis and geo_clip are sequence weights (the O(M) pass); outlier_rs and veto keep a sequence
@@ -43,12 +43,16 @@ def geometric_tis(stats, C):
     return Weights(sequence=np.minimum(np.exp(log_geo), C), sequence_affected=log_geo > np.log(C))
 
 
-def geometric_clip(stats, C_min, C_max):
-    log_geo = geometric_log_ratio(stats)
-    with np.errstate(divide="ignore"):
-        low, high = np.log(C_min), np.log(C_max)
-    return Weights(sequence=np.clip(np.exp(log_geo), C_min, C_max),
-                   sequence_affected=(log_geo < low) | (log_geo > high))
+def geometric_clip(stats, C_min, C_max, decided_by="mean"):
+    """clamp(ρ_geo, C_min, C_max); ``decided_by`` sum or max clamps only the sequences whose W or max_t ρ_t is
+    outside [C_min, C_max] and leaves the others' ρ_geo (AReaL's level sequence, action clamp, agg sum or max)."""
+    geo = np.exp(geometric_log_ratio(stats))
+    if decided_by == "mean":
+        return Weights(sequence=np.clip(geo, C_min, C_max), sequence_affected=(geo < C_min) | (geo > C_max))
+    with np.errstate(over="ignore"):
+        decision = np.exp(stats.sequence_statistic("log_ratio", decided_by))
+    out = (decision < C_min) | (decision > C_max)
+    return Weights(sequence=np.where(out, np.clip(geo, C_min, C_max), geo), sequence_affected=out)
 
 
 def outlier_kept(stats, lo, hi):

@@ -14,6 +14,8 @@ log μ_t(y_t) per token; with ρ = π/μ and Δp = π_t(y_t) − μ_t(y_t):
     tv = |ρ − 1|                       open-instruct's per-token TV proxy (e6c3044 grpo_utils.compute_rho_correction)
     prob_diff = Δp                     ROLL's diff filters (8eb27cc roll/utils/train_infer_corrections.py)
     kpop = max(KL_B(π_t‖μ_t), KL_B(μ_t‖π_t))     the Bernoulli KL ("this token or not") both ways (verl PR #6800)
+    binary_kl = kpop with both probabilities clamped to [10⁻⁸, 1 − 10⁻⁸] first: AReaL's KPop metric as coded
+                                       (cbff54d areal/utils/functional/functional.py compute_binary_kl_divergence)
 
 Each stays finite or +∞ (never NaN) where μ_t(y_t) = 0 (log ρ = +∞), a token the sampler never produces.
 ``RATIO_STATISTICS`` read log ρ only (a clamp of the log ratios changes them; it does not change probabilities).
@@ -22,13 +24,27 @@ Each stays finite or +∞ (never NaN) where μ_t(y_t) = 0 (log ρ = +∞), a tok
 import numpy as np
 
 
-def bernoulli_kl(log_p, log_q):
-    """KL(Bern(p)‖Bern(q)) = p·log(p/q) + (1 − p)·log((1 − p)/(1 − q)) from log p, log q; 0·log 0 = 0."""
+def bernoulli_kl(log_p, log_q, epsilon=0.0):
+    """KL(Bern(p)‖Bern(q)) = p·log(p/q) + (1 − p)·log((1 − p + ε)/(1 − q + ε)) from log p, log q; 0·log 0 = 0;
+    ε = 0 but for a framework that guards the second logarithm (SkyRL's binary_kl: 10⁻⁸)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         not_p = -np.expm1(log_p)
         first = np.where(log_p > -np.inf, np.exp(log_p) * (log_p - log_q), 0.0)
-        second = np.where(not_p > 0, not_p * (np.log(not_p) - np.log(-np.expm1(log_q))), 0.0)
+        second = np.where(not_p > 0, not_p * (np.log(not_p + epsilon) - np.log(-np.expm1(log_q) + epsilon)), 0.0)
     return first + second
+
+
+BINARY_KL_FLOOR = 1e-8          # AReaL's compute_binary_kl_divergence(eps=1e-8)
+
+
+def _clamped_binary_kl(view):
+    """max of the two Bernoulli KLs of p = clamp(π_t(y_t)), q = clamp(μ_t(y_t)) in [ε, 1 − ε]: always finite."""
+    p = np.clip(np.exp(view.log_pi), BINARY_KL_FLOOR, 1 - BINARY_KL_FLOOR)
+    q = np.clip(np.exp(view.log_mu), BINARY_KL_FLOOR, 1 - BINARY_KL_FLOOR)
+
+    def kl(a, b):
+        return a * np.log(a / b) + (1 - a) * np.log((1 - a) / (1 - b))
+    return np.maximum(kl(p, q), kl(q, p))
 
 
 def _k3(log_rho):
@@ -63,5 +79,6 @@ STATISTICS = {
     "tv": lambda view: _tv(view.log_rho),
     "prob_diff": lambda view: np.exp(view.log_pi) - np.exp(view.log_mu),
     "kpop": lambda view: np.maximum(bernoulli_kl(view.log_pi, view.log_mu), bernoulli_kl(view.log_mu, view.log_pi)),
+    "binary_kl": _clamped_binary_kl,
 }
 RATIO_STATISTICS = ("log_ratio", "k1", "k2", "k3", "abs_log_ratio", "k3_reverse", "mult_error", "tv")   # read log ρ only

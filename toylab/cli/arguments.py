@@ -13,6 +13,7 @@ Every error is one line on stderr, ``toylab: error: …``, with exit status 2, b
 import argparse
 import json
 import math
+import sys
 
 from toylab.catalogue.estimators import BASELINES, EXACT_IDS, PRESET_IDS, resolve_params
 from toylab.catalogue.pipelines import LOGGED, PIPELINE_IDS, PIPELINES, SCORED
@@ -37,7 +38,11 @@ MESSAGE_LIMIT = 400                 # characters of an error line
 class ToylabParser(argparse.ArgumentParser):
     """argparse whose every error is one line on stderr, ``toylab: error: …``, with exit status 2."""
 
-    def error(self, message):
+    def error(self, message, commands=()):
+        """Exit with the one-line error; ``commands`` (shell commands the message refers to, too long for the line)
+        are printed first, whole, a line each."""
+        for command in commands:
+            self._print_message(command + "\n", sys.stderr)
         text = " ".join(message.split())
         self.exit(2, f"toylab: error: {text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + '…'}\n")
 

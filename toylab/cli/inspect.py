@@ -22,6 +22,7 @@ from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import UNDEFINED, percent, quoted, significant, with_error
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE, on_log, reward_estimates
 from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
+from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.matching import comparison, match_toy, matched_length, matching_estimate
 from toylab.your_run.parity import by_framework, framework_metrics
@@ -228,6 +229,8 @@ def main(argv=None):
     try:
         result = report(arguments)
     except (ValueError, MemoryError) as error:
-        parser.error(str(error) if isinstance(error, ValueError) else "out of memory: the log is too large")
+        if isinstance(error, MemoryError):
+            parser.error("out of memory: the log is too large")
+        parser.error(*with_commands_apart(str(error)))
     print(json_text(result) if arguments.json else as_text(result))
     return 0

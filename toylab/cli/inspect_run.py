@@ -13,6 +13,7 @@ from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant, with_error
 from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, step_logs, zip_files
 from toylab.your_run.statistics import STANDARD_ERRORS
@@ -121,6 +122,8 @@ def main(argv=None):
     try:
         result = report(arguments)
     except (ValueError, OSError, MemoryError) as error:
-        parser.error(str(error) if isinstance(error, ValueError | OSError) else "out of memory: the run is too large")
+        if isinstance(error, MemoryError):
+            parser.error("out of memory: the run is too large")
+        parser.error(*with_commands_apart(str(error)))
     print(json_text(result) if arguments.json else as_text(result))
     return 0

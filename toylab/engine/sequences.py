@@ -16,7 +16,7 @@ necessarily drawn from; π is the trainer's scored π.
     sequence_statistic(name, scope)   its sum, mean or max over the sequence's own tokens
     reduced(key, table, scope)        the same for any per-token table (``key`` names it, with its parameters)
     mean_k3, max_abs_log_rho          two of those, by name (the catalogue's k3_rs and trm read them)
-    clamped(bound, mean_epsilon), clamped_out    verl's conventions, below
+    clamped(bound, mean_epsilon, clamp_sums), clamped_out    the frameworks' clamps, below
 
 The per-token statistics, by name, are ``catalogue.statistics.STATISTICS``.
 
@@ -38,7 +38,12 @@ verl clamps log ratios to ±20 before exponentiating (``SAFETY_BOUND`` in verl/t
 verl b178a3c): each token's log ratio for token weights and for every rejection statistic, but the *sum*
 Σ_t log ρ_t for the sequence weight; and its masked_mean divides by the token count + 10⁻⁸. ``clamped(bound,
 mean_epsilon)`` is the view through exactly those conventions; ``clamped_out`` marks the tokens the clamp clipped
-(their PPO ratio is a constant there, so their gradient is 0).
+(their PPO ratio is a constant there, so their gradient is 0). slime, Miles and SkyRL clamp a sequence's sum or
+mean of the raw log ratios instead (slime 624b824 examples/train_infer_mismatch_helper/mis.py lines 192–198 and
+222, SkyRL a956457 off_policy_correction_utils.py 223–224, 239–240): ``clamped(bound, mean_epsilon,
+clamp_sums=True)``, where the log ratio's sequence sum and mean are the clamp of the raw sum and mean (the other
+statistics' stay sums of clamped tokens: no framework reduces them otherwise). A row [25, −4, −4, −4, −4, −4]
+has sum 5 that way and 0 the other.
 """
 
 from dataclasses import replace
@@ -73,9 +78,11 @@ class _Statistics:
         return STATISTICS[name](self)
 
     def sequence_statistic(self, name, scope):
-        """The statistic's sum, mean or max over each sequence's own tokens."""
-        if (name, scope) == ("log_ratio", "sum") and self.clamp is None:
-            return self.log_W
+        """The statistic's sum, mean or max over each sequence's own tokens (the log ratio's sum and mean clamped
+        after the sum under ``clamp_sums``)."""
+        if name == "log_ratio" and scope != "max" and (self.clamp is None or self.clamp_sums):
+            value = self.reduced("log ρ", self.raw_log_rho, scope)
+            return value if self.clamp is None else np.clip(value, -self.clamp, self.clamp)
         return self.reduced(self.statistic_key(name), self.token_statistic(name), scope)
 
     def statistic_key(self, name):
@@ -91,8 +98,10 @@ class AllSequences(_Statistics):
     share them through ``suffixes`` (a dict); everything else lives for the view's lifetime (one chunk).
     """
 
-    def __init__(self, toy, baseline_value=0.0, clamp=None, mean_epsilon=0.0, prefix=(), suffixes=None):
+    def __init__(self, toy, baseline_value=0.0, clamp=None, mean_epsilon=0.0, prefix=(), suffixes=None,
+                 clamp_sums=False):
         self.toy, self.b, self.clamp, self.mean_epsilon = toy, float(baseline_value), clamp, mean_epsilon
+        self.clamp_sums = clamp_sums
         self.prefix = np.asarray(prefix, dtype=np.intp)
         self.head = len(self.prefix)                           # positions fixed by the prefix
         self.suffixes = {} if suffixes is None else suffixes
@@ -104,9 +113,10 @@ class AllSequences(_Statistics):
         self.log_rho = np.clip(toy.log_rho, -clamp, clamp) if self.clips_tokens else toy.log_rho
         self.rho = np.exp(self.log_rho) if self.clips_tokens else toy.rho
         self.log_pi, self.log_mu = toy.log_pi, toy.log_logged            # what the correction sees: scored π, logged μ
+        self.raw_log_rho = toy.log_rho
 
-    def clamped(self, bound, mean_epsilon=0.0):
-        return AllSequences(self.toy, self.b, bound, mean_epsilon, self.prefix, self.suffixes)
+    def clamped(self, bound, mean_epsilon=0.0, clamp_sums=False):
+        return AllSequences(self.toy, self.b, bound, mean_epsilon, self.prefix, self.suffixes, clamp_sums)
 
     def statistic_key(self, name):
         """The statistic's name, and the clamp where it clips this statistic (it clips log ratios, not
@@ -223,7 +233,7 @@ class GivenSequences(_Statistics):
         self.log_pi = np.where(self.mask, trainer, 0.0) if self.ragged else trainer
         self.log_mu = np.where(self.mask, sampler, 0.0) if self.ragged else sampler
         self.advantages = None if advantages is None else _advantages(advantages, trainer.shape[0])
-        self.clamp, self.mean_epsilon = None, 0.0
+        self.clamp, self.mean_epsilon, self.clamp_sums = None, 0.0, False
         self.T = trainer.shape[1]
         self.length = self.mask.sum(axis=1)
         self.log_rho = self.raw_log_rho
@@ -231,10 +241,10 @@ class GivenSequences(_Statistics):
             self.rho = np.exp(self.log_rho)
         self.clamped_out = np.zeros(self.mask.shape, bool)
 
-    def clamped(self, bound, mean_epsilon=0.0):
+    def clamped(self, bound, mean_epsilon=0.0, clamp_sums=False):
         view = GivenSequences.__new__(GivenSequences)
         view.__dict__.update(self.__dict__)
-        view.clamp, view.mean_epsilon = bound, mean_epsilon
+        view.clamp, view.mean_epsilon, view.clamp_sums = bound, mean_epsilon, clamp_sums
         view.log_rho = np.clip(self.raw_log_rho, -bound, bound)
         view.rho = np.exp(view.log_rho)
         view.clamped_out = np.abs(self.raw_log_rho) > bound

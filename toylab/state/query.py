@@ -251,6 +251,16 @@ def toy_problem(settings, limit=PAGE_SIZE_LIMIT):
     return float_range and f"This sampler and pipeline cannot be summed exactly: {float_range}."
 
 
+def threshold_problem(settings):
+    """None if every chosen estimator's thresholds are ones it (and its framework's code) accepts, else why not: a
+    threshold typed in the sidebar is checked here, a link's when it is parsed."""
+    try:
+        settings.selection()
+    except ValueError as error:
+        return f"A threshold cannot be used: {error}."
+    return None
+
+
 def parse_query(params, limit=PAGE_SIZE_LIMIT):
     """(Settings, notices) from a query mapping {name: str or list of str}; never raises. See ``parse_link``."""
     settings, _, notices = parse_link(params, limit)

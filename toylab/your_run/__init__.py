@@ -8,7 +8,10 @@
     statistics     sample statistics (k1, k3, χ², ESS, tails), each with its standard error
     applied        what each estimator would do to the log, through the one batch interface
     matching       the toy whose exact KL matches the log
-    dumps          what frameworks dump (NeMo-RL, prime-rl, slime, Miles; SkyRL refused), read as written
+    dump_tables    the canonical table a dump becomes (a row per sequence), and the list helpers its readers share
+    torch_dumps    slime's and Miles' torch.save payloads: train dumps and rollout dumps
+    dump_ranks     a step of Miles' rank files combined as its own reader does (copies once, stages, slices, rewards)
+    dumps          the registry of frameworks' dump layouts (NeMo-RL, prime-rl, slime, Miles; SkyRL refused)
     run            a run: its files by step and rank, read one step at a time, ranks merged
     steps          a run as a time series: a summary per step, and where each metric left its early range
     magnitudes     the sizes a real run's mismatch has: low-variance estimates, tails, extremes, worst tokens

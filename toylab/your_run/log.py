@@ -27,7 +27,7 @@ size. Values at masked tokens are not checked: padding is often 0 or NaN.
 """
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
@@ -66,6 +66,7 @@ class RolloutLog:
     dropped: int                      # sequences without a response token, left out
     advantages: np.ndarray | None = None   # (B,): the log's own advantage of each sequence
     notices: tuple = ()               # what the reader noticed but did not refuse, one sentence each
+    entropy_sums: np.ndarray | None = None  # (B,): Σ of the trainer's entropy over each sequence's tokens (prime-rl)
 
     @property
     def sequences(self):
@@ -100,7 +101,8 @@ class RolloutLog:
         derived = [self.__dict__[name] for name in ("log_ratio", "ratio") if name in self.__dict__]
         return sum(array.nbytes for array in (self.sampler_logprobs, self.trainer_logprobs, self.offsets, self.rows,
                                               *([] if self.rewards is None else [self.rewards]),
-                                              *([] if self.advantages is None else [self.advantages]), *derived))
+                                              *([] if self.advantages is None else [self.advantages]),
+                                              *([] if self.entropy_sums is None else [self.entropy_sums]), *derived))
 
     def sequence_sums(self, per_token):
         """(B,) Σ_t x_t within each sequence, for an (n,) array."""
@@ -153,7 +155,17 @@ def read_log(file, first_rows, columns, progress=None):
         pa.default_memory_pool().release_unused()        # pyarrow's pool keeps freed blocks otherwise
         if progress is not None:
             progress(share)
-    return reader.finish()
+    return _with_dump_extras(reader.finish(), file)
+
+
+def _with_dump_extras(log, file):
+    """The log with what a framework's dump adds (``dumps.DumpFile``): its reader's notices, and the trainer's
+    entropy summed over each sequence's response tokens (per row of the file; a sequence keeps its row's)."""
+    notices, entropy = getattr(file, "notices", ()), getattr(file, "entropy", None)
+    if not notices and entropy is None:
+        return log
+    return replace(log, notices=log.notices + tuple(notices),
+                   entropy_sums=None if entropy is None else np.asarray(entropy, dtype=float)[log.rows - 1])
 
 
 # -- checks shared by both shapes ----------------------------------------------------------------------------
@@ -353,8 +365,10 @@ class _SequenceRows:
 def _assembled(name, columns, sampler, trainer, lengths, rewards, rows, dropped, advantages=None, notices=()):
     if len(lengths) == 0:
         raise LogError(f"{name}: no response tokens: every sequence is empty or masked out")
+    left_out = (f"{dropped:,} sequence{'s' if dropped > 1 else ''} without a response token (masked out everywhere, "
+                f"e.g. NeMo-RL's sample_loss_mask 0) left out",) if dropped else ()
     return RolloutLog(name, columns, sampler, trainer, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                      rewards, rows, dropped, advantages, tuple(columns.notices) + tuple(notices))
+                      rewards, rows, dropped, advantages, tuple(columns.notices) + tuple(notices) + left_out)
 
 
 # -- a row per token ------------------------------------------------------------------------------------------

@@ -37,8 +37,10 @@ kl_type "k3", ``compute_and_apply_seq_logprob_error_masking`` (nemo_rl/algorithm
 prime-rl (559b447) — ``compute_importance_ratio_and_mismatch_kl`` (src/prime_rl/trainer/rl/loss.py), logged by
 ``Tensors.compute_stats`` (src/prime_rl/trainer/utils.py):
     mismatch_kl/all/mean                token mean of ρ − 1 − log ρ; /max over the tokens
-    kl_ent_ratio/mean                   mismatch_kl / the trainer's mean entropy: the entropy sums over the whole
-                                        vocabulary, which a log of sampled tokens does not hold
+    kl_ent_ratio/mean                   mismatch_kl/all/mean over the token mean of the trainer's entropy (train.py
+                                        670–673: Σ_t (ρ − 1 − log ρ) / Σ_t H_t over the loss-mask tokens). The entropy
+                                        sums over the whole vocabulary: prime-rl's token export holds it per token
+                                        (``entropy``), other logs do not, and then it has no value
 slime (624b824) — ``train_rollout_logprob_abs_diff`` in slime/backends/megatron_utils/loss.py, reduced by
 ``get_sum_of_sample_mean`` (cp_utils.py) at its default (per-sample means):
     train_rollout_logprob_abs_diff      mean over sequences of each sequence's mean |log ρ|
@@ -58,13 +60,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.your_run.statistics import Estimate, sequence_mean, token_mean
+from toylab.your_run.statistics import Estimate, ratio_of_sums, sequence_mean, token_mean
 
 SAFETY_BOUND = 20.0               # verl's clamp on log ratios (rollout_corr_helper.py)
 VERL_IS_THRESHOLD = 2.0           # verl's default rollout_is_threshold
 BEYOND_FLOAT64 = "beyond float64 on this log (its log-probabilities reach below −709, where e^−log p overflows)"
-WHOLE_VOCABULARY = ("needs the trainer's entropy over the whole vocabulary at each position; a log of sampled "
-                    "tokens holds one token's probabilities (prime-rl's token export has it as 'entropy')")
+WHOLE_VOCABULARY = ("needs the trainer's entropy over the whole vocabulary at each token, which prime-rl's token "
+                    "export holds ('entropy') and this log does not: a log of sampled tokens holds one token's "
+                    "probabilities")
+NO_ENTROPY = "undefined on this log: the trainer's entropy is 0 on every token (prime-rl then logs no value)"
 
 
 @dataclass(frozen=True)
@@ -139,7 +143,7 @@ def framework_metrics(log):
         ("NeMo-RL", "min_seq_mult_prob_error", float(seq_mult.min())),
         ("prime-rl", "mismatch_kl/all/mean", k3_mean),
         ("prime-rl", "mismatch_kl/all/max", float(k3.max())),
-        ("prime-rl", "kl_ent_ratio/mean", WHOLE_VOCABULARY),
+        ("prime-rl", "kl_ent_ratio/mean", _kl_entropy_ratio(log, k3)),
         ("slime", "train_rollout_logprob_abs_diff", sequence_mean(per_sequence_mean(abs_log_rho))),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_mean", abs_mean),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_max", float(abs_log_rho.max())),
@@ -149,6 +153,15 @@ def framework_metrics(log):
         ("TRL", "sampling/sampling_logp_difference/max", float(abs_log_rho.max())),
     ]
     return [_metric(framework, name, value) for framework, name, value in rows]
+
+
+def _kl_entropy_ratio(log, k3):
+    """prime-rl's kl_ent_ratio: Σ k3 / Σ entropy over the response tokens, clustered by sequence."""
+    if log.entropy_sums is None:
+        return WHOLE_VOCABULARY
+    if not np.sum(log.entropy_sums) > 0:
+        return NO_ENTROPY
+    return ratio_of_sums(log.sequence_sums(k3), log.entropy_sums)
 
 
 def _metric(framework, name, value):

@@ -5,7 +5,10 @@ the last of ``step_N``, ``step-N``, ``stepN``, ``global_step_N``, ``train_data_s
 that is only a number (slime's ``{rollout_id}.pt``, verl's ``{step}.jsonl``) or two (Miles'
 ``{rollout_id}_{rank}.pt``) — or, for a file whose path names no step, from its ``step`` column (its rows are
 split by that column). A step's files (one per rank: ``rank_R``, Miles' second number) are read one by one and
-merged into one log: their sequences concatenated, rank by rank.
+merged into one log: their sequences concatenated, rank by rank (Miles' rank files are first combined as its own
+reader does, ``dump_ranks``). A file of a known layout that holds no log (NeMo-RL's validation data, a rollout dump,
+a SkyRL pickle whose Parquet export is beside it) is left out of its step with a notice; so is a step whose ranks
+are fewer than the run's other steps' (a notice naming the ranks found).
 
 Reading is one step at a time (``step_logs``): while the caller works on one step, the next is read in a
 thread (reading a file mostly runs outside Python's lock), and a step's log is dropped once the caller moves on,
@@ -28,7 +31,16 @@ import pyarrow.parquet as pq
 
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.columns import choose
-from toylab.your_run.dumps import DUMP_NAMES, PICKLE_EXTENSIONS, TORCH_EXTENSIONS, canonical_file, dump_kind
+from toylab.your_run.dumps import (
+    DUMP_NAMES,
+    PICKLE_EXTENSIONS,
+    TORCH_EXTENSIONS,
+    LeftOut,
+    assemble,
+    canonical_file,
+    dump_kind,
+    read_dump,
+)
 from toylab.your_run.files import EXTENSIONS, LogError, open_log_file, preview, read_batches
 from toylab.your_run.log import RolloutLog, read_log
 
@@ -137,19 +149,22 @@ def uploaded_files(uploads):
 
 
 def load_file(file, bounds=CLI_BOUNDS, allow_torch=False, layouts=None, **explicit):
-    """(RolloutLog, LogFile, Preview) of one run file (an ordinary log or a framework's dump), columns detected or
-    ``explicit``. ``layouts`` ({Parquet schema: (Preview, Columns)}, filled as files are read) lets the files of a
-    run that share a Parquet schema share the first one's column choice instead of each previewing its rows."""
+    """(RolloutLog, LogFile, Preview) of one run file (an ordinary log or a framework's dump, read alone), columns
+    detected or ``explicit``. ``layouts`` ({Parquet schema: (Preview, Columns)}, filled as files are read) lets the
+    files of a run that share a Parquet schema share the first one's column choice instead of each previewing its
+    rows."""
     file = file.loaded(bounds)
-    kind = dump_kind(file.name, _head(file))
+    kind = _dump_kind(file, explicit)
     if kind is not None:
-        if any(explicit.values()):
-            raise LogError(f"{file.name}: a {DUMP_NAMES[kind]} dump is read as written: column options (--sampler, "
-                           "--trainer, …) do not apply to it")
         log_file = canonical_file(file.name, kind, data=file.data, path=file.path, allow_torch=allow_torch,
                                   bounds=bounds)
     else:
         log_file = open_log_file(file.name, data=file.data, path=file.path, bounds=bounds)
+    return read_file(log_file, layouts, **explicit)
+
+
+def read_file(log_file, layouts=None, **explicit):
+    """(RolloutLog, LogFile, Preview) of an opened LogFile (see ``load_file``)."""
     schema = _parquet_schema(log_file) if layouts is not None and log_file.format == "parquet" else None
     if schema is not None and schema in layouts:
         first_rows, columns = layouts[schema]
@@ -159,6 +174,15 @@ def load_file(file, bounds=CLI_BOUNDS, allow_torch=False, layouts=None, **explic
         if schema is not None:
             layouts[schema] = first_rows, columns
     return read_log(log_file, first_rows, columns), log_file, first_rows
+
+
+def _dump_kind(file, explicit):
+    """The file's dump layout (None: an ordinary log); LogError if column options were given for a dump."""
+    kind = dump_kind(file.name, _head(file))
+    if kind is not None and any(explicit.values()):
+        raise LogError(f"{file.name}: a {DUMP_NAMES[kind]} dump is read as written: column options (--sampler, "
+                       "--trainer, …) do not apply to it")
+    return kind
 
 
 def _parquet_schema(log_file):
@@ -197,16 +221,18 @@ def step_logs(files, bounds=CLI_BOUNDS, allow_torch=False, **explicit):
             errors.append((file.name, str(error)))
     if errors and not by_step and not split:
         raise LogError(errors[0][1])
-    layouts = {}
+    layouts, ranks = {}, _run_ranks(by_step)
 
     def read(step):
         step_files = sorted(by_step.get(step, []), key=lambda file: (file.rank is None, file.rank, file.name))
         parts = split.pop(step, [])
         names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in parts)
         try:
-            logs = [load_file(file, bounds, allow_torch, layouts, **explicit)[0] for file in step_files]
+            logs, notices = _step_files(step_files, bounds, allow_torch, layouts, explicit)
             logs += [log for _, log in parts]
-            return StepLog(step, names, merged(f"step {step}", logs))
+            if not logs:
+                raise LogError("; ".join(notices))
+            return StepLog(step, names, merged(f"step {step}", logs, _rank_notices(step_files, ranks) + notices))
         except LogError as error:
             return StepLog(step, names, error=str(error))
 
@@ -219,6 +245,58 @@ def step_logs(files, bounds=CLI_BOUNDS, allow_torch=False, **explicit):
             yield current
     for name, error in errors:
         yield StepLog(None, (name,), error=error)
+
+
+def _step_files(step_files, bounds, allow_torch, layouts, explicit):
+    """(RolloutLogs, notices) of a step's files: ordinary logs read one by one, dumps read into Parts and assembled
+    (Miles' ranks combined), files that hold no log left out with a notice."""
+    logs, parts, notices = [], [], []
+    exported = _exported_pickles(step_files)
+    for file in step_files:
+        if file.name in exported:
+            notices.append(f"{file.name}: a pickle, never opened: read from its export {exported[file.name]}")
+            continue
+        file = file.loaded(bounds)
+        kind = _dump_kind(file, explicit)
+        try:
+            if kind is None:
+                logs.append(read_file(open_log_file(file.name, data=file.data, path=file.path, bounds=bounds),
+                                      layouts, **explicit)[0])
+            else:
+                parts.append(read_dump(file.name, kind, file.data, file.path, allow_torch, bounds))
+        except LeftOut as left:
+            notices.append(str(left))
+    dump_files, assembled = assemble(parts, bounds)
+    logs += [read_file(dump_file)[0] for dump_file in dump_files]
+    return logs, notices + assembled
+
+
+def _exported_pickles(step_files):
+    """{pickle's name: its export's name} for the step's pickles with a Parquet file of the same name beside them
+    (SkyRL's export command writes FILE.parquet next to FILE.pkl)."""
+    names = {file.name for file in step_files}
+    exports = {}
+    for name in names:
+        stem, extension = os.path.splitext(name)
+        if extension.lower() in PICKLE_EXTENSIONS and stem + ".parquet" in names:
+            exports[name] = stem + ".parquet"
+    return exports
+
+
+def _run_ranks(by_step):
+    """The ranks the run's steps name (their union), or () when no file names one."""
+    return tuple(sorted({file.rank for files in by_step.values() for file in files if file.rank is not None}))
+
+
+def _rank_notices(step_files, ranks):
+    """A notice when the step's files name fewer ranks than the run's (or skip one): its batch may be partial."""
+    found = sorted({file.rank for file in step_files if file.rank is not None})
+    if not found or found == list(range(max(ranks) + 1)):
+        return []
+    missing = sorted(set(range(max(ranks) + 1)) - set(found))
+    return [f"ranks found: {', '.join(map(str, found))}; rank{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(map(str, missing))} of the run {'are' if len(missing) > 1 else 'is'} missing from this "
+            "step: its numbers are of the ranks found"]
 
 
 def _split_by_step_column(file, bounds, allow_torch, **explicit):
@@ -249,20 +327,30 @@ def subset(log, sequences):
     return RolloutLog(log.name, log.columns, log.sampler_logprobs[tokens], log.trainer_logprobs[tokens],
                       np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                       None if log.rewards is None else log.rewards[sequences], log.rows[sequences], 0,
-                      None if log.advantages is None else log.advantages[sequences], log.notices)
+                      None if log.advantages is None else log.advantages[sequences], log.notices,
+                      None if log.entropy_sums is None else log.entropy_sums[sequences])
 
 
-def merged(name, logs):
-    """One RolloutLog of several (ranks of one step): sequences concatenated; rewards kept only if every log has
-    them."""
+def merged(name, logs, notices=()):
+    """One RolloutLog of several (ranks of one step): sequences concatenated; rewards, advantages and entropies kept
+    only if every log has them; the logs' notices and ``notices``, each once."""
+    dropped = [field for field in ("rewards", "advantages") if 0 < sum(getattr(log, field) is None for log in logs)
+               < len(logs)]
+    partial = [f"{field} left out: {', '.join(log.name for log in logs if getattr(log, field) is None)} "
+               f"{'has' if sum(getattr(log, field) is None for log in logs) == 1 else 'have'} none, and a step's "
+               f"{field} are kept only when every file has them" for field in dropped]
+    noticed = tuple(dict.fromkeys([*notices, *(notice for log in logs for notice in log.notices), *partial]))
     if len(logs) == 1:
-        return logs[0]
+        return replace(logs[0], notices=noticed)
     lengths = np.concatenate([log.lengths for log in logs])
-    rewards = None if any(log.rewards is None for log in logs) else np.concatenate([log.rewards for log in logs])
-    advantages = None if any(log.advantages is None for log in logs) else \
-        np.concatenate([log.advantages for log in logs])
     return RolloutLog(name, logs[0].columns, np.concatenate([log.sampler_logprobs for log in logs]),
                       np.concatenate([log.trainer_logprobs for log in logs]),
-                      np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), rewards,
-                      np.concatenate([log.rows for log in logs]), sum(log.dropped for log in logs), advantages,
-                      tuple(dict.fromkeys(notice for log in logs for notice in log.notices)))
+                      np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), _joined(logs, "rewards"),
+                      np.concatenate([log.rows for log in logs]), sum(log.dropped for log in logs),
+                      _joined(logs, "advantages"), noticed, _joined(logs, "entropy_sums"))
+
+
+def _joined(logs, field):
+    """The logs' per-sequence ``field`` concatenated, None unless every log has it."""
+    values = [getattr(log, field) for log in logs]
+    return None if any(value is None for value in values) else np.concatenate(values)

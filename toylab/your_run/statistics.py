@@ -89,6 +89,17 @@ def token_mean(log, per_token):
     return Estimate(mean * scale, float(math.sqrt(B / (B - 1) * np.sum(residual**2)) / lengths.sum()) * scale)
 
 
+def ratio_of_sums(numerators, denominators):
+    """Σ_b x_b / Σ_b y_b over the sequences b with its standard error, clustered by sequence (the ratio estimator's
+    linearisation: se² = B/(B − 1) · Σ_b (x_b − R·y_b)² / (Σ_b y_b)²; a token mean is the case y_b = L_b)."""
+    total = float(np.sum(denominators))
+    ratio = float(np.sum(numerators)) / total
+    B = len(numerators)
+    if B < 2:
+        return Estimate(ratio, None)
+    return Estimate(ratio, float(math.sqrt(B / (B - 1) * np.sum((numerators - ratio * denominators) ** 2)) / total))
+
+
 def power_of_two_above(values):
     """1, or the power of two at or above max |value| when that is over 1 (dividing by it is exact)."""
     top = max(float(np.max(values)), -float(np.min(values))) if np.size(values) else 0.0

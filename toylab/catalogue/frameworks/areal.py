@@ -1,29 +1,36 @@
 """AReaL's decoupled loss with rejection sampling (actor.rejection_sampling), from its code.
 
-  AReaL 4aef98d8d818af55b43621aaadba047ae10f4e77 — areal/api/cli_args.py (RejectionSamplingConfig, PPOActorConfig),
-  areal/utils/functional/functional.py (apply_rejection_sampling, ppo_actor_loss_fn), areal/utils/data.py
-  (KLEstimator._compute_approx_kl). Frozen numbers from running that code: tests/catalogue/frozen_areal.py.
-  Issue 19 also names cbff54d (binary_kl): that commit is not in the snapshot the fetch tool holds.
+  AReaL cbff54d645d2cd8ee1f1c358a82f3f473588433d (github.com/areal-project/AReaL, formerly inclusionAI/AReaL, whose
+  4aef98d the presets were first read at: the rejection sampling is the same there but for binary_kl) —
+  areal/api/cli_args.py (RejectionSamplingConfig, PPOActorConfig), areal/utils/functional/functional.py
+  (apply_rejection_sampling, compute_binary_kl_divergence, ppo_actor_loss_fn), areal/utils/data.py
+  (KLEstimator._compute_approx_kl), areal/trainer/ppo/actor.py (_apply_m2po_masking), docs/en/algorithms/
+  grpo_series.md and examples/math/gsm8k_kpop.yaml (KPop). Frozen numbers from running that code:
+  tests/catalogue/reference/areal/.
 
 With use_decoupled_loss the proximal policy is the trainer's recomputed log-probs (π on the toy's step, so the PPO
 ratio is 1) and the behaviour policy the inference engine's: rejection_sampling's weight behave_imp_weight = π/μ
 per token (the geometric mean ρ_geo for level sequence with metric ratio) multiplies the loss, zeroed where the
 token or sequence fails the metric's bounds (action mask: the loss mask loses it, but the loss still divides by
 the original token count) or clamped (action clamp). With rejection_sampling None there is no weight at all.
-The log ratio is taken in float32.
+The log ratio is taken in float32. metric binary_kl is KPop: the larger of the two Bernoulli KLs of the sampled
+token's probability, both probabilities clamped to [10⁻⁸, 1 − 10⁻⁸].
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
-COMMIT = "4aef98d"
-METRICS = ("ratio", "kl_k1", "kl_k2", "kl_k3")
-STATISTICS = {"kl_k1": "log_ratio", "kl_k2": "k2", "kl_k3": "k3_reverse"}
+COMMIT = "cbff54d"
+METRICS = ("ratio", "kl_k1", "kl_k2", "kl_k3", "binary_kl")
+STATISTICS = {"kl_k1": "log_ratio", "kl_k2": "k2", "kl_k3": "k3_reverse", "binary_kl": "binary_kl"}
 SCOPES = {"sum": "seq_sum", "mean": "seq_mean", "max": "seq_max"}
 FLOAT32 = "AReaL takes the log ratio in float32: its weights differ from these in the 7th digit"
 K1_NOTE = ("cli_args' help calls kl_k1 = log(r) a \"forward KL unbiased estimator\"; with tokens drawn from the "
            "engine its mean is −KL(μ‖π)")
+KPOP_NOTE = ("docs/en/algorithms/grpo_series.md says lower is not used with binary_kl; _check_bounds applies it "
+             "(lower ≤ KL ≤ upper) when set; the docs' KL has no clamp, the code clamps both probabilities to "
+             "[10⁻⁸, 1 − 10⁻⁸]")
 K3_NOTE = ("name collision: kl_k3's help says k3 = r − log(r) − 1 (verl's and toylab's k3), but "
            "KLEstimator._compute_approx_kl negates the log ratio first: the code bounds 1/r − 1 + log r, the reverse "
            "(toylab's k3_reverse)")
@@ -39,17 +46,19 @@ def _optional_bound(text):
     return value
 
 
-def _params(level, action):
-    low = -1000.0 if action == "mask" else 1.0            # action clamp: metric ratio, whose upper AReaL keeps > 1
-    params = {"upper": Param(5.0, low, 1000.0, "rejection_sampling.upper: the metric's upper bound (AReaL refuses "
-                                               "upper ≤ 1 for the ratio metric)"),
+def _params(level, action, upper=5.0):
+    low = -1000.0 if action == "mask" else 1.001          # action clamp: metric ratio, whose upper AReaL keeps > 1
+    params = {"upper": Param(upper, low, 1000.0, "rejection_sampling.upper: the metric's upper bound (AReaL refuses "
+                                                 "upper ≤ 1 for the ratio metric)"),
               "lower": Param("none", help="rejection_sampling.lower: the metric's lower bound, or none",
                              parse=_optional_bound)}
     if action == "mask":
         params["metric"] = Param("ratio", help="ratio = π/μ, kl_k1 = log(π/μ), kl_k2 = ½ log²(π/μ), kl_k3 = μ/π − 1 + "
-                                                "log(π/μ) (as coded)", choices=METRICS)
-    if level == "sequence" and action == "mask":
-        params["agg"] = Param("mean", help="the metric's sum, mean or max over the sequence (ratio: of log ratios)",
+                                              "log(π/μ) (as coded), binary_kl = KPop's two-way Bernoulli KL",
+                                 choices=METRICS)
+    if level == "sequence":
+        params["agg"] = Param("mean", help="the metric's sum, mean or max over the sequence (ratio: of log ratios; "
+                                           "clamp: which ratio decides whether ρ_geo is clamped)",
                               choices=tuple(SCOPES))
     return params
 
@@ -57,25 +66,41 @@ def _params(level, action):
 def _row(level, action, base, equals, note=""):
     params = _params(level, action)
     config = {"use_decoupled_loss": True, "rejection_sampling.level": level, "rejection_sampling.action": action,
-              **{f"rejection_sampling.{name}": Ref(name) for name in params}}
+              **{f"rejection_sampling.{key}": Ref(key) for key in params}}
     text = f"actor.use_decoupled_loss=true, actor.rejection_sampling: {{level: {level}, action: {action}}}"
     notes = "; ".join(part for part in (note, FLOAT32) if part)
     return Preset(f"areal:{level}_{action}", text, f"rejection sampling, {level} {action}", config, base, equals,
                   params, notes, COMMIT)
 
 
+def _kpop():
+    """KPop as AReaL's docs and gsm8k_kpop.yaml set it: level token, action mask, metric binary_kl, upper 2."""
+    params = _params("token", "mask", upper=2.0)
+    del params["metric"]
+    config = {"use_decoupled_loss": True, "rejection_sampling.level": "token", "rejection_sampling.action": "mask",
+              "rejection_sampling.metric": "binary_kl", **{f"rejection_sampling.{key}": Ref(key) for key in params}}
+    text = "actor.use_decoupled_loss=true, actor.rejection_sampling: {level: token, action: mask, metric: binary_kl}"
+    return Preset("areal:kpop", text, "KPop", config, "kpop",
+                  "rs(binary_kl, token, hi = upper) × tok_is: ρ_t·1[max(KL_B(π_t‖μ_t), KL_B(μ_t‖π_t)) ≤ upper], "
+                  "both probabilities clamped to [10⁻⁸, 1 − 10⁻⁸] (gsm8k_kpop.yaml: upper 2)", params,
+                  f"{KPOP_NOTE}; {FLOAT32}", COMMIT)
+
+
 PRESETS = [
     _row("token", "mask", "tok_mis", "ratio: ρ_t·1[lower ≤ ρ_t ≤ upper] (tok_mis at lower 0.5, upper 5); kl_k1: "
          "ρ_t·1[lower ≤ log ρ_t ≤ upper]; kl_k2: ρ_t·1[lower ≤ ½ log² ρ_t ≤ upper]; kl_k3: ρ_t·1[lower ≤ "
-         "1/ρ_t − 1 + log ρ_t ≤ upper]", f"{K3_NOTE}; {K1_NOTE}"),
+         "1/ρ_t − 1 + log ρ_t ≤ upper]; binary_kl: ρ_t·1[lower ≤ max(KL_B(π‖μ), KL_B(μ‖π)) ≤ upper]",
+         f"{K3_NOTE}; {K1_NOTE}; {KPOP_NOTE}"),
+    _kpop(),
     _row("token", "clamp", "tok_tis", "tok_clip(C_min = lower or 0, C_max = upper): tok_tis(C = 5) at the defaults"),
     _row("sequence", "mask", "gspo_geo", "ratio: the weight is ρ_geo, kept when agg's ratio (mean: ρ_geo, sum: W, max: "
          "max_t ρ_t) is in [lower, upper]; kl metrics: ρ_t, kept when agg of the statistic is",
          "cli_args' RejectionSamplingConfig docstring says level=sequence with metric ratio uses the geometric "
          "mean; with agg sum or max the bounds apply to W or max_t ρ_t while the weight stays ρ_geo; " + K3_NOTE),
     _row("sequence", "clamp", "geo_clip", "geo_clip(C_min = lower or 0, C_max = upper): clamp(ρ_geo, lower, upper) "
-         "(agg mean, the default)", "with agg sum or max, apply_rejection_sampling clamps ρ_geo only in the "
-         "sequences whose W or max_t ρ_t is out of bounds; the preset is agg mean"),
+         "(agg mean, the default); agg sum or max: ρ_geo, clamped only in the sequences whose W or max_t ρ_t is "
+         "outside [lower, upper]", "the docstring's \"clamp importance weight to bounds\" reads as every weight; with "
+         "agg sum or max the sequences whose W or max_t ρ_t is in bounds keep an unclamped ρ_geo"),
     Preset("areal:m2_threshold", "actor.m2_threshold (use_decoupled_loss=true, rejection_sampling: null)", "M2PO",
            {"use_decoupled_loss": True, "rejection_sampling": None, "m2_threshold": Ref("m2_threshold")}, "naive",
            "m2po(m2_threshold, weight = naive): batch-coupled, Monte Carlo only; with rejection_sampling None the "
@@ -85,21 +110,48 @@ PRESETS = [
            "rejection_sampling is set", COMMIT, batch=True),
 ]
 
+FUNCTIONAL = "areal/utils/functional/functional.py"
+CODE = {"*": f"{FUNCTIONAL} 185–437 (apply_rejection_sampling), 452–596 (ppo_actor_loss_fn)",
+        "kpop": f"{FUNCTIONAL} 248–258 (metric binary_kl), 440–450 (compute_binary_kl_divergence), 452–596 "
+                "(ppo_actor_loss_fn)",
+        "m2_threshold": "areal/trainer/ppo/actor.py 933–1014 (_apply_m2po_masking, _get_m2po_loss_mask)"}
+PRESETS = with_code(PRESETS, CODE)
+
+
+def check(config):
+    """RejectionSamplingConfig.__post_init__ (areal/api/cli_args.py 1627–1660): lower ≤ upper; for the ratio metric
+    upper > 1 and lower > 0; for kl_k2 and kl_k3 upper > 0 (binary_kl, which it refuses outright, is let through
+    here as apply_rejection_sampling computes it)."""
+    if config.get("rejection_sampling") is None and "rejection_sampling.level" not in config:
+        return
+    lower, upper = config["rejection_sampling.lower"], config["rejection_sampling.upper"]
+    metric = config.get("rejection_sampling.metric", "ratio")
+    if lower is not None and lower > upper:
+        raise ValueError(f"AReaL refuses lower = {lower:g} above upper = {upper:g}")
+    if metric == "ratio" and upper <= 1.0:
+        raise ValueError(f"AReaL refuses upper = {upper:g} ≤ 1 for the ratio metric")
+    if metric == "ratio" and lower is not None and lower <= 0:
+        raise ValueError(f"AReaL refuses lower = {lower:g} ≤ 0 for the ratio metric")
+    if metric in ("kl_k2", "kl_k3") and upper <= 0:
+        raise ValueError(f"AReaL refuses upper = {upper:g} ≤ 0 for {metric}")
+
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of an actor's rejection_sampling configuration."""
+    """The Rules of an actor's rejection_sampling configuration."""
     level, action = config["rejection_sampling.level"], config["rejection_sampling.action"]
     lower, upper = config["rejection_sampling.lower"], config["rejection_sampling.upper"]
     if action == "clamp":
-        clamp = "tok_clip" if level == "token" else "geo_clip"
-        return [(clamp, {"C_min": max(lower or 0.0, 0.0), "C_max": upper})], None, True
+        bounds = {"C_min": max(lower or 0.0, 0.0), "C_max": upper}
+        if level == "token":
+            return Rules([("tok_clip", bounds)])
+        return Rules([("geo_clip", {**bounds, "decided_by": config["rejection_sampling.agg"]})])
     metric = config["rejection_sampling.metric"]
     scope = "token" if level == "token" else SCOPES[config["rejection_sampling.agg"]]
     if metric == "ratio":
         weight = ("tok_is", {}) if level == "token" else ("gspo_geo", {})
-        return [weight, ratio_band(scope, lower, upper)], None, True
+        return Rules([weight, ratio_band(scope, lower, upper)])
     band = ("rs", {"statistic": STATISTICS[metric], "scope": scope, "lo": lower, "hi": upper})
-    return [("tok_is", {}), band], None, True
+    return Rules([("tok_is", {}), band])
 
 
 def batch_family(config):
@@ -110,6 +162,9 @@ def batch_family(config):
 def latex(preset):
     if preset.batch:
         return r"c_t = \mathbf 1[t\ \text{kept by M2PO}],\quad \tau:\ \texttt{m2\_threshold}"
+    if preset.id == "areal:kpop":
+        return (r"c_t = \rho_t\,\mathbf 1[\max(\mathrm{KL_B}(\pi_t\|\mu_t), \mathrm{KL_B}(\mu_t\|\pi_t))\le u],\quad "
+                r"u:\ \texttt{upper}")
     level, action = preset.id.partition(":")[2].split("_")
     if action == "clamp":
         ratio = r"\rho_t" if level == "token" else r"\rho_{geo}"

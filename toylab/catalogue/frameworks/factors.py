@@ -2,8 +2,8 @@
 
 A factor is (registry id, parameters) or (registry id, parameters, False): the third entry says that the
 framework only zeroes the weight, leaving the masked tokens in its loss mask (and in its loss's denominators);
-without it the framework's own convention holds (``factors`` of each module). Bands on the ratio are ``rs`` on
-log ρ: per token (ρ_t), over the sequence's sum (W) or mean (ρ_geo); a bound that is None is absent.
+without it the framework's own convention holds (``preset.Rules``). Bands on the ratio are ``rs`` on log ρ: per
+token (ρ_t), over the sequence's sum (W) or mean (ρ_geo); a bound that is None is absent.
 """
 
 import math

@@ -4,7 +4,7 @@
   rollout_importance_sampling_mode, rollout_importance_sampling_threshold 2.0), swift/rlhf_trainers/grpo_trainer.py
   (_apply_rollout_importance_sampling, _compute_sequence_level_ratios; the Megatron trainer's copy is the same),
   docs/source_en/Instruction/GRPO/AdvancedResearch/training_inference_mismatch.md. Frozen numbers from running
-  that code: tests/catalogue/frozen_ms_swift.py.
+  that code: tests/catalogue/reference/ms_swift/.
 
 The weights multiply the per-token loss (its PPO ratio against the trainer's old log-probs: 1 on the toy's step);
 nothing leaves completion_mask. Each token's log ratio is clamped at ±20 first; the "sequence" ratio is the
@@ -12,7 +12,7 @@ geometric mean of the clamped token ratios, exp(Σ log ρ̃_t / L).
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "3602360"
@@ -30,7 +30,7 @@ def _row(mode, alias, base, equals, note=""):
 
 
 PRESETS = [
-    _row("token_truncate", "token TIS", "tok_tis", "tok_tis(C = threshold) (differs where |log ρ_t| > 20)"),
+    _row("token_truncate", "token TIS", "tok_tis", "tok_tis(C = threshold) (differs where log ρ_t < −20: e^−20 there)"),
     _row("token_mask", "token MIS, one-sided", "tok_mis",
          "ρ_t·1[ρ_t ≤ threshold]: tok_mis(lo = 0, hi = threshold); the masked tokens stay in the loss mask"),
     _row("sequence_truncate", "geometric TIS", "geo_tis", "geo_tis(C = threshold), ρ_geo of the ±20-clamped ratios",
@@ -40,15 +40,19 @@ PRESETS = [
          COLLISION.format(mode="sequence_mask", trl="W·1[C_min ≤ W ≤ C_max]") + "; " + MASK_DOCS),
 ]
 
+CODE = {"*": "swift/rlhf_trainers/grpo_trainer.py 2328–2376 (_apply_rollout_importance_sampling: the ±20 clamp at 2346), "
+                 "2311–2326 (_compute_sequence_level_ratios)"}
+PRESETS = with_code(PRESETS, CODE)
+
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of rollout_importance_sampling_mode."""
+    """The Rules of rollout_importance_sampling_mode."""
     mode, threshold = config["rollout_importance_sampling_mode"], config["rollout_importance_sampling_threshold"]
     factor = {"token_truncate": [("tok_tis", {"C": threshold})],
               "token_mask": [("tok_mis", {"lo": 0.0, "hi": threshold})],
               "sequence_truncate": [("geo_tis", {"C": threshold})],
               "sequence_mask": [("tok_is", {}), weights_only(ratio_band("seq_mean", None, threshold))]}[mode]
-    return factor, SAFETY_BOUND, False
+    return Rules(factor, SAFETY_BOUND, False)
 
 
 LATEX = {"token_truncate": r"c_t = \min(\tilde\rho_t, \tau)",

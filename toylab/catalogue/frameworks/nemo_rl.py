@@ -4,7 +4,8 @@
   ClippedPGLossFn.__call__), nemo_rl/algorithms/grpo.py (GRPOConfig.seq_logprob_error_threshold,
   compute_and_apply_seq_logprob_error_masking), nemo_rl/algorithms/utils.py (masked_mean, calculate_kl); the
   thresholds' values from examples/configs (grpo_math_1B_dynamo.yaml, prorlv2.v2.yaml, prorlv2_1_moe.v2.yaml) and
-  docs/guides/nemotron-3-nano.md. Frozen numbers from running that code: tests/catalogue/frozen_nemo_rl.py.
+  docs/guides/nemotron-3-nano.md. Frozen numbers from running that code:
+  tests/catalogue/reference/nemo_rl/.
 
 use_importance_sampling_correction multiplies each token's clipped loss by exp(log π − log μ) (no clamp), or with
 sequence_level_importance_ratios by exp(Σ_t log π − log μ); truncated_importance_sampling_type then clamps (tis),
@@ -14,7 +15,7 @@ masked_mean divides by the count + 10⁻⁸.
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "7ea279a"
@@ -30,8 +31,13 @@ def _bounds(low, high):
 
 def _row(option, text, alias, config, base, equals, params, note=""):
     full = {"use_importance_sampling_correction": True, "sequence_level_importance_ratios": False,
-            "truncated_importance_sampling_type": None, **config}
+            "truncated_importance_sampling_type": None, RATIO: None, f"{RATIO}_min": None, **config}
     return Preset(f"nemo_rl:{option}", text, alias, full, base, equals, params, note, COMMIT)
+
+
+SEQUENCE_NOTE = ("ClippedPGLossFn raises when truncated_importance_sampling_ratio is set while the type is None "
+                 "(loss_functions.py 596, 668): the type and the ratio come together; seq-mask-tis is refused at "
+                 "the sequence level (its __init__ asserts)")
 
 
 def _truncated(kind):
@@ -53,38 +59,59 @@ PRESETS = [
          "tok_is × geo_rs(lo = …_ratio_min, hi = …_ratio): ρ_t·1[min ≤ ρ_geo ≤ max] (prorlv2_1_moe: 0.999, "
          "1.002), ρ_geo = exp(Σ log ρ/(L + 10⁻⁸)); nothing leaves token_mask", _bounds(0.999, 1.002)),
     _row("sequence_level_importance_ratios", f"{LOSS}sequence_level_importance_ratios=true (token_level_loss=false)",
-         "sequence IS (GSPO's setting)",
-         {"sequence_level_importance_ratios": True,
-          "truncated_importance_sampling_type": Ref("truncated_importance_sampling_type"),
-          RATIO: Ref(RATIO), f"{RATIO}_min": Ref(f"{RATIO}_min")},
-         "seq_is", "seq_is (no clamp); with tis seq_clip(…_ratio_min, …_ratio), with icepop seq_band(…_ratio_min, …_ratio)",
-         {"truncated_importance_sampling_type": Param("none", help="none, tis or icepop on the sequence weight W",
-                                                      choices=("none", "tis", "icepop")),
-          **_bounds(0.0, 2.0)}),
+         "sequence IS (GSPO's setting)", {"sequence_level_importance_ratios": True},
+         "seq_is", "seq_is (no clamp); truncated_importance_sampling_ratio stays unset (set with type None, "
+         "ClippedPGLossFn raises)", {}, SEQUENCE_NOTE),
+    _row("sequence_level_tis", f'{LOSS}sequence_level_importance_ratios=true, truncated_importance_sampling_type="tis"',
+         "sequence TIS", {"sequence_level_importance_ratios": True, **_truncated("tis")}, "seq_tis",
+         "seq_clip(C_min = …_ratio_min, C_max = …_ratio); seq_tis(C = …_ratio) with the _min unset",
+         _bounds(0.0, 2.0), SEQUENCE_NOTE),
+    _row("sequence_level_icepop", f'{LOSS}sequence_level_importance_ratios=true, '
+         'truncated_importance_sampling_type="icepop"', "sequence IcePop",
+         {"sequence_level_importance_ratios": True, **_truncated("icepop")}, "seq_band",
+         "seq_band(C_min = …_ratio_min, C_max = …_ratio): W·1[min ≤ W ≤ max]; the masked sequences stay in "
+         "token_mask", _bounds(0.5, 5.0), SEQUENCE_NOTE),
     _row("seq_logprob_error_threshold", "grpo.seq_logprob_error_threshold", "multiplicative-error sequence mask",
          {"use_importance_sampling_correction": False,
           "grpo.seq_logprob_error_threshold": Ref("seq_logprob_error_threshold")}, "k3_rs",
          "naive × 1[mean_t e^{|log ρ_t|} ≤ threshold]: rs(mult_error, seq_mean, hi = threshold) (nemotron-3-nano: "
          "2); the sequence leaves sample_mask",
          {"seq_logprob_error_threshold": Param(2.0, 1.0, 1000.0, "the largest mean e^{|log π − log μ|} kept")},
-         "with use_importance_sampling_correction the IS weights multiply this mask; its mean divides by L, the "
-         "preset's by L + 10⁻⁸ (NeMo's masked_mean): they differ only for a sequence within 10⁻⁹ of the bound"),
+         "with use_importance_sampling_correction the IS weights multiply this mask; its mean divides by L "
+         "(grpo.py), not by L + 10⁻⁸ as masked_mean does"),
 ]
+
+LOSS_FILE = "nemo_rl/algorithms/loss/loss_functions.py"
+CODE = {"*": f"{LOSS_FILE} 374–788 (ClippedPGLossFn.__call__: the weights 568–595, their truncation 596–670)",
+        "seq_logprob_error_threshold": "nemo_rl/algorithms/grpo.py 2513–2640 (compute_and_apply_seq_logprob_error_"
+                                       "masking: the mean 2556–2561, ≤ threshold 2590)"}
+PRESETS = with_code(PRESETS, CODE)
+
+
+def check(config):
+    """ClippedPGLossFn.__init__ (loss_functions.py 292–323): the ratio positive, the _min at most the ratio."""
+    low, high = config[f"{RATIO}_min"], config[RATIO]
+    if high is not None and low is not None and low > high:
+        raise ValueError(f"NeMo-RL refuses {RATIO}_min = {low:g} above {RATIO} = {high:g}")
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of a ClippedPGLossConfig (+ GRPO's error mask)."""
+    """The Rules of a ClippedPGLossConfig (+ GRPO's error mask): masked_mean's means divide by L + 10⁻⁸ (the
+    geometric mean of seq-mask-tis), the error mask's by L itself (compute_and_apply_seq_logprob_error_masking)."""
     factors = _weights(config) if config["use_importance_sampling_correction"] else []
     if config.get("grpo.seq_logprob_error_threshold"):
         factors.append(("rs", {"statistic": "mult_error", "scope": "seq_mean", "lo": None,
                                "hi": config["grpo.seq_logprob_error_threshold"]}))
-    return factors, None, True
+        return Rules(factors)
+    return Rules(factors, mean_epsilon=MEAN_EPSILON)
 
 
 def _weights(config):
     kind = config["truncated_importance_sampling_type"]
     sequence = config["sequence_level_importance_ratios"]
-    if kind in (None, "none"):
+    if kind is None:
+        if config["truncated_importance_sampling_ratio"] is not None:
+            raise ValueError("NeMo-RL raises when truncated_importance_sampling_ratio is set without a type")
         return [("seq_is" if sequence else "tok_is", {})]
     low, high = config["truncated_importance_sampling_ratio_min"], config["truncated_importance_sampling_ratio"]
     if kind == "tis":
@@ -101,11 +128,14 @@ LATEX = {"use_importance_sampling_correction": r"c_t = \rho_t",
          "tis": r"c_t = \mathrm{clamp}(\rho_t, \ell, u)",
          "icepop": r"c_t = \rho_t\,\mathbf 1[\ell\le\rho_t\le u]",
          "seq-mask-tis": r"c_t = \rho_t\,\mathbf 1[\ell\le\rho_{geo}\le u]",
-         "sequence_level_importance_ratios": r"c_t = W\ \text{(tis: clamp}(W, \ell, u)\text{; icepop: }W\,\mathbf 1[\ell\le W\le u])"}
+         "sequence_level_importance_ratios": r"c_t = W",
+         "sequence_level_tis": r"c_t = \mathrm{clamp}(W, \ell, u)",
+         "sequence_level_icepop": r"c_t = W\,\mathbf 1[\ell\le W\le u]"}
 
 
 def latex(preset):
     option = preset.id.partition(":")[2]
-    symbols = "" if option in ("use_importance_sampling_correction", "seq_logprob_error_threshold") else \
+    symbols = "" if option in ("use_importance_sampling_correction", "seq_logprob_error_threshold",
+                               "sequence_level_importance_ratios") else \
         r",\quad \ell, u:\ \texttt{truncated\_importance\_sampling\_ratio\_min, \_ratio}"
     return LATEX[option] + symbols

@@ -3,7 +3,7 @@
   open-instruct e6c3044aa6201c8bfa4573c1b03142af599e730d — open_instruct/grpo_utils.py (GRPOExperimentConfig's
   rho_* fields and their docstrings, compute_rho_correction, compute_grpo_loss, resolve_old_logprob),
   open_instruct/grpo_fast.py (the training step). Frozen numbers from running that code:
-  tests/catalogue/frozen_open_instruct.py.
+  tests/catalogue/reference/open_instruct/.
 
 ρ = exp(clamp(log π_old − log π_vllm, ±10)), π_old the trainer's log-probs (use_vllm_logprobs false, one
 mini-batch), so the PPO ratio is 1 on the toy's step. use_rho_correction (on by default) multiplies the per-token
@@ -15,15 +15,17 @@ default); response_mask is left as it is.
 import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "e6c3044"
 CLAMP = 10.0
-CLAMPS = {"rho_clamp_lower_bound": Param(0.0, 0.0, 1.0, "clamp ρ from below (0: no lower clamp)"),
-          "rho_clamp_upper_bound": Param(2.0, 0.0, 1000.0, "clamp ρ from above (0: no upper clamp)")}
-MASKS = {"rho_mask_lower_bound": Param(0.5, 0.0, 1.0, "zero a token with ρ below it (0: off)"),
-         "rho_mask_upper_bound": Param(2.0, 0.0, 1000.0, "zero a token with ρ above it (0: off)")}
+# GRPOExperimentConfig refuses a lower bound ≥ 1 and an upper bound ≤ 1 once set (0 turns a bound off): the ranges
+# keep to what it accepts, an upper bound always set
+CLAMPS = {"rho_clamp_lower_bound": Param(0.0, 0.0, 0.999, "clamp ρ from below (0: no lower clamp)"),
+          "rho_clamp_upper_bound": Param(2.0, 1.001, 1000.0, "clamp ρ from above")}
+MASKS = {"rho_mask_lower_bound": Param(0.5, 0.0, 0.999, "zero a token with ρ below it (0: off)"),
+         "rho_mask_upper_bound": Param(2.0, 1.001, 1000.0, "zero a token with ρ above it")}
 MASK_DEFAULTS = ("the mask bounds are open-instruct's test_rho_mask values (0.5, 2); the config's defaults, 0, "
                  "turn the mask off")
 
@@ -56,12 +58,16 @@ PRESETS = [
     _row("rho_mask_tv_divergence", "TV-divergence mask (VACO)", {"rho_mask_tv_divergence": True}, "tv_mask",
          "tok_clip(rho_clamp bounds) × tv_mask(lo = rho_mask_lower_bound, hi = rho_mask_upper_bound): a token of a "
          "sequence whose mean |ρ_t − 1| is out of bounds loses its weight when sign(log ρ_t)·A > 0",
-         CLAMPS | {"rho_mask_lower_bound": Param(0.0, 0.0, 1.0, "the smallest mean |ρ − 1| kept (0: off)"),
-                   "rho_mask_upper_bound": Param(2.0, 0.0, 1000.0, "the largest mean |ρ − 1| kept (0: off)")},
+         CLAMPS | {"rho_mask_lower_bound": Param(0.0, 0.0, 0.999, "the smallest mean |ρ − 1| kept (0: off)"),
+                   "rho_mask_upper_bound": Param(2.0, 1.001, 1000.0, "the largest mean |ρ − 1| kept")},
          "the docstring calls the statistic the sequence-level TV divergence abs(p_seq − 1); the code averages "
          "|ρ_t − 1| over the tokens; a lower bound drops tokens of the sequences closest to the sampler; the upper "
          "bound 2 is open-instruct's test_rho_mask_tv_divergence value (the config's default, 0, turns it off)"),
 ]
+
+CODE = {"*": "open_instruct/grpo_utils.py 410–463 (compute_rho_correction: the ±10 clamp at 419), 504–538 "
+                 "(compute_grpo_loss)"}
+PRESETS = with_code(PRESETS, CODE)
 
 
 def _positive(bound):
@@ -69,9 +75,9 @@ def _positive(bound):
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of GRPOExperimentConfig's rho fields."""
+    """The Rules of GRPOExperimentConfig's rho fields."""
     if not config["use_rho_correction"]:
-        return [], CLAMP, False
+        return Rules([], CLAMP, False)
     lower, upper = config["rho_clamp_lower_bound"], config["rho_clamp_upper_bound"]
     sequence = config["rho_mask_sequence_level"]
     clamp = "geo_clip" if sequence else "tok_clip"
@@ -82,7 +88,7 @@ def factors(config):
         factors.append(("tv_mask", {"lo": mask_lower or 0.0, "hi": mask_upper or math.inf}))
     elif mask_lower or mask_upper:
         factors.append(weights_only(ratio_band("seq_mean" if sequence else "token", mask_lower, mask_upper)))
-    return factors, CLAMP, False
+    return Rules(factors, CLAMP, False)
 
 
 def latex(preset):

@@ -3,7 +3,7 @@
   OpenRLHF 3c3be6234e0cb353e76bb8019947db9dfe99fca7 — openrlhf/cli/train_ppo_ray.py
   (--algo.advantage.is_correction_enable, is_correction_threshold [0.5, 5.0], is_correction_type,
   --actor.policy_loss_type, --actor.eps_clip_low_high), openrlhf/models/loss.py (PolicyLoss, aggregate_loss).
-  Frozen numbers from running PolicyLoss: tests/catalogue/frozen_openrlhf.py.
+  Frozen numbers from running PolicyLoss: tests/catalogue/reference/openrlhf/.
 
 With is_correction_enable the PPO loss (ratio against the trainer's old log-probs: 1 on the toy's step) is
 multiplied per token by the vLLM weight; nothing leaves action_mask and there is no log-ratio clamp. With
@@ -14,7 +14,7 @@ exp(mean_t log π/μ), and PPO-clipped: the vLLM weights are not applied.
 import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "3c3be62"
@@ -55,19 +55,23 @@ PRESETS = [
          "--actor.dual_clip (default off) is not a parameter here"),
 ]
 
+CODE = {"*": "openrlhf/models/loss.py 155–230 (PolicyLoss.forward: the vLLM weights 197–218)",
+        "gspo": "openrlhf/models/loss.py 155–230 (PolicyLoss.forward: the GSPO ratio against the vLLM log-probs 170–177)"}
+PRESETS = with_code(PRESETS, CODE)
+
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of OpenRLHF's PolicyLoss configuration."""
+    """The Rules of OpenRLHF's PolicyLoss configuration."""
     if config["policy_loss_type"] == "gspo":
         clip = {"eps_low": config["eps_clip_low"], "eps_high": config["eps_clip_high"], "C_dual": math.inf}
-        return [("gspo_clip", clip)], None, False
+        return Rules([("gspo_clip", clip)], None, False)
     low, high = config["is_correction_threshold"]
     kind = config["is_correction_type"]
     if kind == "icepop":
-        return [("tok_mis", {"lo": low, "hi": high})], None, False
+        return Rules([("tok_mis", {"lo": low, "hi": high})], None, False)
     if kind == "seq-mask-tis":
-        return [("tok_is", {}), weights_only(ratio_band("seq_mean", low, high))], None, False
-    return [("tok_clip", {"C_min": low, "C_max": high})], None, False
+        return Rules([("tok_is", {}), weights_only(ratio_band("seq_mean", low, high))], None, False)
+    return Rules([("tok_clip", {"C_min": low, "C_max": high})], None, False)
 
 
 LATEX = {"tis": r"c_t = \mathrm{clamp}(\rho_t, \ell, u)",

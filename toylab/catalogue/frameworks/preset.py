@@ -5,10 +5,10 @@ framework's name and default; a ``Joined`` one that joins several, as verl's "lo
 catalogue id it is closest to (its colour is a shade of that id's), what it equals on the toy, the commit it was
 read at, and one line wherever the framework's code and its documentation disagree. Each framework's module holds
 its rows, the function ``factors`` that turns a configuration into registry ids with parameters, written from the
-framework's code, and ``latex``, the coefficient in the framework's symbols.
+framework's code (its ``Rules``), and ``latex``, the coefficient in the framework's symbols.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,26 @@ class Joined:
 
 
 @dataclass(frozen=True)
+class Rules:
+    """How a framework's code computes a configuration: the registry factors it multiplies, and its conventions.
+
+    A factor is (registry id, parameters) or (registry id, parameters, False): False says that the framework only
+    zeroes the weight there, leaving the masked tokens in its loss mask (and its loss's denominators); without it
+    ``rejections_leave_loss_mask`` holds. ``clamp`` bounds log ratios before anything is exponentiated (verl,
+    slime, SkyRL, ms-swift: 20; open-instruct: 10): each token's for a token ratio, and the raw sum Σ_t log ρ_t
+    for W; a sequence's sum or mean of log ratios used by anything else is the sum or mean of the clamped tokens
+    (verl's rejection statistics, ms-swift, open-instruct) or, with ``clamp_sums``, the clamp of the raw sum or
+    mean (slime, Miles, SkyRL). ``mean_epsilon`` is what the framework's sequence means add to the token count
+    (verl's and NeMo-RL's masked_mean: 10⁻⁸).
+    """
+    factors: list
+    clamp: float | None = None
+    rejections_leave_loss_mask: bool = True
+    clamp_sums: bool = False
+    mean_epsilon: float = 0.0
+
+
+@dataclass(frozen=True)
 class Preset:
     id: str                   # "<framework>:<option>"
     option: str               # how the framework spells it
@@ -39,6 +59,7 @@ class Preset:
     note: str = ""            # where the framework's code and documentation disagree
     commit: str = ""          # the framework's commit the row was read at
     batch: bool = False       # batch-coupled: its module's batch_family names the family (Monte Carlo only)
+    code: str = ""            # where the framework's code computes it: file and lines at the commit
 
     @property
     def framework(self):
@@ -62,6 +83,11 @@ class Preset:
                 return params[value.name]
             return value.text(params) if isinstance(value, Joined) else value
         return {key: value_of(value) for key, value in self.config.items()}
+
+
+def with_code(presets, code):
+    """The presets with their ``code`` citation: code[option], else code["*"] (the file and lines that compute it)."""
+    return [replace(preset, code=code.get(preset.id.partition(":")[2], code.get("*", ""))) for preset in presets]
 
 
 def shade(colour, step):

@@ -3,7 +3,7 @@
   prime-rl 559b44772e471d1538537b8805cc77f3824a5e64 — packages/prime-rl-configs/src/prime_rl/configs/trainer.py
   (DefaultLossConfig: dppo_mask_low/high 0.2, adv_tau 1, kl_tau 10⁻³; IPOLossConfig: ipo_threshold 0.1),
   src/prime_rl/trainer/rl/loss.py (default_loss_fn, ipo_loss_fn, compute_loss). Frozen numbers from running that
-  code: tests/catalogue/frozen_prime_rl.py.
+  code: tests/catalogue/reference/prime_rl/.
 
 The loss is per token −adv_tau·A·ρ_t·keep_t + kl_tau·(log ρ_t)², ρ_t = π/μ against the inference log-probs,
 summed over the loss mask: the mask only zeroes the policy term, and the penalty's gradient −2·kl_tau·log ρ_t
@@ -12,7 +12,7 @@ default 1 (a different adv_tau is this estimator times adv_tau with kl_tau/adv_t
 """
 
 from toylab.catalogue.frameworks.factors import weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "559b447"
@@ -38,17 +38,21 @@ PRESETS = [
             "kl_tau": KL_TAU}, IPO_NOTE, COMMIT),
 ]
 
+CODE = {"default": "src/prime_rl/trainer/rl/loss.py 109–162 (default_loss_fn)",
+        "ipo": "src/prime_rl/trainer/rl/loss.py 164–196 (ipo_loss_fn)"}
+PRESETS = with_code(PRESETS, CODE)
+
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of trainer.loss."""
+    """The Rules of trainer.loss."""
     penalty = ("k2_penalty", {"tau": config["kl_tau"]})
     if config["type"] == "ipo":
         threshold = config["ipo_threshold"]
         band = ("rs", {"statistic": "prob_diff", "scope": "token", "lo": -threshold, "hi": threshold})
-        return [("tok_is", {}), weights_only(band), penalty], None, False
+        return Rules([("tok_is", {}), weights_only(band), penalty], None, False)
     keep = ("dppo", {"delta_low": config["dppo_mask_low"], "delta_high": config["dppo_mask_high"],
                      "dppo_type": "binary_tv"})
-    return [keep, penalty], None, False
+    return Rules([keep, penalty], None, False)
 
 
 def latex(preset):

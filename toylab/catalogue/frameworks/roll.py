@@ -3,25 +3,34 @@
   ROLL 8eb27cc2dc34c4d1310b169d9b86d339004d811a — roll/configs/base_config.py (TrainInferISWeightConfig,
   TrainInferFilterConfig, TrainInferCorrectionConfig), roll/utils/train_infer_corrections.py
   (compute_train_infer_correction), roll/utils/functionals.py (masked_mean, agg_loss),
-  roll/pipeline/agentic/agentic_actor_pg_worker.py (loss_func, _compute_topr_loss). Frozen numbers from running
-  that code: tests/catalogue/frozen_roll.py.
+  roll/pipeline/agentic/agentic_actor_pg_worker.py (loss_func, _compute_topr_loss), roll/pipeline/agentic/
+  agentic_pipeline.py (apply_train_infer_correction_to_batch on the default path). Frozen numbers from running that
+  code on both paths: tests/catalogue/reference/roll/.
 
 is_weight multiplies the policy loss by clamp(ratio, 0, upper_bound), the ratio per token (ρ_t), its geometric mean
 (ρ_geo) or its product (W), no log-ratio clamp; each enabled filter
 multiplies response_mask by 1[low ≤ ratio ≤ high] at its agg_type. The policy ratio is against the trainer's old
 log-probs: 1 on the toy's step. ROLL's masked_mean divides by mask_sum + 10⁻⁸, but the response mask is an integer
 tensor, so mask_sum + 1e-8 is a float32 in which the 10⁻⁸ is lost: its means divide by L exactly.
+
+Two paths compute the same coefficients. With enable_old_logprobs_recompute false the actor worker's loss_func
+calls compute_train_infer_correction; ROLL's default init_kl_coef 0.2 turns the recompute on (PPOConfig,
+base_config.py 817–819), and the pipeline then calls apply_train_infer_correction_to_batch before training, which
+stores the weight and filters response_mask, and loss_func reads them. They differ only in aggregation: on the
+default path the filtered response_mask also multiplies the log-probs (op_compute_log_probs), so token-mean, which
+never reads loss_mask, removes the filtered tokens there and keeps them on the worker's path.
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "8eb27cc"
 SCOPES = {"token": "token", "geometric": "seq_mean", "sequence": "seq_sum"}
-TOKEN_MEAN_NOTE = ("agg_loss's token-mean sums loss_mat without loss_mask: with loss_agg_mode token-mean a filter "
-                   "(which only edits response_mask) removes nothing from the loss; the default seq-mean-token-mean "
-                   "applies it")
+TOKEN_MEAN_NOTE = ("agg_loss's token-mean sums loss_mat without loss_mask: with loss_agg_mode token-mean and "
+                   "enable_old_logprobs_recompute off a filter removes nothing from the loss; on the default path "
+                   "(init_kl_coef 0.2 turns the recompute on) the filtered response_mask zeroes the log-probs "
+                   "first (op_compute_log_probs), so there it does; seq-mean-token-mean applies it on both")
 
 
 def _row(option, text, alias, config, base, equals, params, note=""):
@@ -76,15 +85,21 @@ PRESETS = [
          "splits by score > 0, not by the advantage"),
 ]
 
+CODE = {"*": "roll/utils/train_infer_corrections.py 65–173 (compute_train_infer_correction), 176–255 "
+                 "(apply_train_infer_correction_to_batch, ROLL's default path); roll/pipeline/agentic/"
+                 "agentic_actor_pg_worker.py 29–147 (loss_func)",
+        "topr": "roll/pipeline/agentic/agentic_actor_pg_worker.py 260–349 (_compute_topr_loss)"}
+PRESETS = with_code(PRESETS, CODE)
+
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of a train_infer_correction setting (or pg_variant topr)."""
+    """The Rules of a train_infer_correction setting (or pg_variant topr)."""
     if config.get("pg_variant") == "topr":
-        return [], None, True
+        return Rules([])
     if "is_weight.weight_type" in config:
         level = config["is_weight.weight_type"]
         weight = {"token": "tok_tis", "geometric": "geo_tis", "sequence": "seq_tis"}[level]
-        return [(weight, {"C": config["is_weight.upper_bound"]})], None, True
+        return Rules([(weight, {"C": config["is_weight.upper_bound"]})])
     scope = SCOPES[config["filter.agg_type"]]
     factors = []
     if config.get("filter.ratio_enabled", True):
@@ -92,7 +107,7 @@ def factors(config):
     if config.get("filter.diff_enabled"):
         factors.append(("rs", {"statistic": "prob_diff", "scope": scope, "lo": config["filter.diff_low"],
                                "hi": config["filter.diff_high"]}))
-    return factors, None, True
+    return Rules(factors)
 
 
 RATIO = {"token": r"\rho_t", "geometric": r"\rho_{geo}", "sequence": "W"}

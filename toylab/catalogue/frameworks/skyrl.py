@@ -4,19 +4,24 @@
   DPPOConfig, AlgorithmConfig), skyrl/backends/skyrl_train/utils/off_policy_correction_utils.py
   (compute_tis_ratio, compute_sequence_mask, compute_outlier_token_mask, compute_token_mask),
   skyrl/backends/skyrl_train/utils/ppo_utils.py (ppo_policy_loss, dppo_policy_loss, rollout_is_policy_loss);
-  docs/content/docs/algorithms/off_policy_correction.mdx. Frozen numbers: tests/catalogue/frozen_skyrl.py.
+  docs/content/docs/algorithms/off_policy_correction.mdx. Frozen numbers: tests/catalogue/reference/skyrl/.
 
 The TIS ratio multiplies the loss; the sequence, outlier and token masks remove tokens from the loss mask. The
-ratios are exp of the log ratio clamped at ±20 (safe_exp_delta, in float32), the sequence one of the clamped sum.
-The PPO ratio is against the trainer's old log-probs (1 on the toy's step); dppo and rollout_is use the sampler's.
+ratios are exp of the log ratio clamped at ±20 (safe_exp_delta, in float32): each token's, and for the sequence
+weight and masks the clamp of the masked sum or mean of the raw log ratios (clamp_sums). The PPO ratio is against
+the trainer's old log-probs (1 on the toy's step); dppo and rollout_is use the sampler's, and dppo's stays in the
+loss's graph, so a token beyond ±20 has no gradient there.
 """
 
+import math
+
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "a956457"
 SAFETY_BOUND = 20.0
+BINARY_KL_EPSILON = 1e-8             # dppo_policy_loss: log((1 − μ + eps)/(1 − π + eps)), ppo_utils.py 910–913
 PREFIX = "trainer.algorithm."
 FLOAT32 = "SkyRL exponentiates in float32 (safe_exp_delta): its weights differ from these in the 7th digit"
 ORDER = ("the outlier and token masks run first, and the sequence TIS ratio and the geometric mask are then taken "
@@ -102,16 +107,34 @@ PRESETS = [
           "eps_clip_high": _bound(0.2, 0.0, 10.0, "ρ_t at or above 1 + eps_clip_high is zeroed")}, FLOAT32),
 ]
 
+UTILS = "skyrl/backends/skyrl_train/utils/"
+CODE = {"tis_ratio_type_token": f"{UTILS}off_policy_correction_utils.py 24–72 (compute_tis_ratio)",
+        "tis_ratio_type_sequence": f"{UTILS}off_policy_correction_utils.py 24–72 (compute_tis_ratio: the sum "
+                                   "clamped at 63–64)",
+        "sequence_mask_metric_geometric": f"{UTILS}off_policy_correction_utils.py 191–254 (compute_sequence_mask: "
+                                          "the clamp after the masked mean at 222–224)",
+        "sequence_mask_metric_product": f"{UTILS}off_policy_correction_utils.py 191–254 (compute_sequence_mask: the "
+                                        "clamp after the masked sum at 239–240)",
+        "outlier_token_is_threshold": f"{UTILS}off_policy_correction_utils.py 75–134 (compute_outlier_token_mask)",
+        "token_mask_is_threshold": f"{UTILS}off_policy_correction_utils.py 137–188 (compute_token_mask)",
+        "dppo_binary_tv": f"{UTILS}ppo_utils.py 867–935 (dppo_policy_loss: the ratio in the graph at 890)",
+        "dppo_binary_kl": f"{UTILS}ppo_utils.py 867–935 (dppo_policy_loss: the ratio in the graph at 890, the "
+                          "binary KL at 910–913)",
+        "rollout_is": f"{UTILS}ppo_utils.py 825–863 (rollout_is_policy_loss: the strict band at 850)"}
+PRESETS = with_code(PRESETS, CODE)
+
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of an AlgorithmConfig's policy loss and off-policy correction."""
+    """The Rules of an AlgorithmConfig's policy loss and off-policy correction."""
     factors = []
-    if config["policy_loss_type"] == "rollout_is":
-        factors.append(weights_only(("tok_mis", {"lo": 1 - config["eps_clip_low"], "hi": 1 + config["eps_clip_high"]})))
+    if config["policy_loss_type"] == "rollout_is":              # (ratio > 1 − eps_low) & (ratio < 1 + eps_high)
+        bounds = {"lo": math.nextafter(1 - config["eps_clip_low"], math.inf),
+                  "hi": math.nextafter(1 + config["eps_clip_high"], -math.inf)}
+        factors.append(weights_only(("tok_mis", bounds)))
     off = {key.partition(".")[2]: value for key, value in config.items() if key.startswith("off_policy_correction.")}
     if config["policy_loss_type"] == "dppo":
         factors.append(("dppo", {"delta_low": config["dppo.delta_low"], "delta_high": config["dppo.delta_high"],
-                                 "dppo_type": config["dppo.dppo_type"]}))
+                                 "dppo_type": config["dppo.dppo_type"], "kl_epsilon": BINARY_KL_EPSILON}))
     if "outlier_token_is_threshold_low" in off:
         factors.append(("outlier_rs", {"lo": off["outlier_token_is_threshold_low"],
                                        "hi": off["outlier_token_is_threshold_high"]}))
@@ -125,7 +148,7 @@ def factors(config):
         factors.append(ratio_band("seq_mean", off["geo_mask_low"], off["geo_mask_high"]))
     if off.get("sequence_mask_metric") == "product":
         factors.append(ratio_band("seq_sum", off["product_mask_low"], off["product_mask_high"]))
-    return factors, SAFETY_BOUND, True
+    return Rules(factors, SAFETY_BOUND, True, clamp_sums=True)
 
 
 LATEX = {

@@ -5,7 +5,7 @@
   icepop_function, policy_loss_function), examples/train_infer_mismatch_helper/mis.py (compute_mis_weights) and
   mis.yaml (its settings). Miles 31f1ca961a94cb860cec3b2dea34ec332bfa8f76 — the same functions in
   miles/backends/training_utils/loss_hub/corrections.py and examples/infra_features/train_infer_mismatch_helper/.
-  Frozen numbers from running that code: tests/catalogue/frozen_slime.py.
+  Frozen numbers from running that code: tests/catalogue/reference/slime/ and miles/ (generate.py, numbers.json).
 
 --use-tis alone multiplies each token's loss by clamp(ρ_t, tis_clip_low, tis_clip) (no log-ratio clamp);
 icepop_function (--custom-tis-function-path …loss.icepop_function) by ρ_t·1[tis_clip_low ≤ ρ_t ≤ tis_clip]; both
@@ -18,7 +18,7 @@ log-probs: 1 on the toy's step.
 """
 
 from toylab.catalogue.frameworks.factors import ratio_band
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
 from toylab.catalogue.weights import Param
 
 COMMITS = {"slime": "624b824", "miles": "31f1ca9"}
@@ -51,17 +51,26 @@ def _mis_params(lower, upper):
 MIS_NOTE = ("README: the sequence level rejects by a “mean IS weight”, the code by the product W; it lists "
             "tis_mode truncate and clip, the code also masks; it says the veto is independent of IS/RS settings, the "
             "code vetoes only when use_rs is on; mis.yaml's tis_batch_normalize: true (normalising the weights by "
-            "their batch mean, the rejected tokens' included) is batch-coupled and not part of the preset; toylab "
-            "clamps each token's log ratio at ±20 before a sum, slime clamps the sum: they differ only where a "
-            "token's |log ρ| > 20")
+            "their batch mean, the rejected tokens' included) is batch-coupled and not part of the preset")
+
+
+CODE = {"slime": {"use_tis": "slime/backends/megatron_utils/loss.py 884–905 (vanilla_tis_function)",
+                  "icepop": "slime/backends/megatron_utils/loss.py 908–931 (icepop_function)",
+                  "mis": "examples/train_infer_mismatch_helper/mis.py 150–307 (compute_mis_weights: the log ratio at "
+                         "each level 192–200, its clamp 222 and 250, the veto 82–100)"},
+        "miles": {"use_tis": "miles/backends/training_utils/loss_hub/corrections.py 7–32 (vanilla_tis_function)",
+                  "icepop": "miles/backends/training_utils/loss_hub/corrections.py 35–62 (icepop_function)",
+                  "mis": "examples/infra_features/train_infer_mismatch_helper/mis.py 151–308 (compute_mis_weights: the "
+                         "log ratio at each level 193–201, its clamp 223 and 251, the veto 83–101)"}}
 
 
 def _rows(framework):
     commit, loss_file, mis_file = COMMITS[framework], LOSS_FILE[framework], MIS_FILE[framework]
 
     def row(option, alias, config, base, equals, params, note=""):
+        code = CODE[framework].get(option, CODE[framework]["mis"])
         return Preset(f"{framework}:{option}", option_text(option, config, loss_file, mis_file), alias, config, base,
-                      equals, params, note, commit)
+                      equals, params, note, commit, code=code)
 
     def mis(level, lower, upper, base, equals):
         config = {"use_tis": True, "custom_tis_function_path": f"{mis_file}.compute_mis_weights_with_cp",
@@ -105,15 +114,26 @@ def option_text(option, config, loss_file, mis_file):
 PRESETS = _rows("slime") + _rows("miles")
 
 
+def check(config):
+    """mis.py's clip and mask assert lower < upper (lines 125, 140), and the rejection runs mask (line 254)."""
+    if "tis_level" not in config:
+        return
+    uses_bounds = config["tis_mode"] in ("clip", "mask") or config["use_rs"] == "true"
+    if uses_bounds and not config["tis_lower_bound"] < config["tis_upper_bound"]:
+        raise ValueError(f"mis.py asserts tis_lower_bound < tis_upper_bound, got {config['tis_lower_bound']:g} and "
+                         f"{config['tis_upper_bound']:g}")
+
+
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of slime's --use-tis configuration."""
+    """The Rules of slime's --use-tis configuration: mis.py clamps the sum (or mean) of a sequence's raw log
+    ratios, not each token before it (compute_log_ratio, mis.py lines 192–198; the clamp at 222 and 250)."""
     path = config["custom_tis_function_path"] or ""
     if path.endswith("compute_mis_weights_with_cp"):
-        return mis_factors(config), SAFETY_BOUND, True
+        return Rules(mis_factors(config), SAFETY_BOUND, True, clamp_sums=True)
     low, high = config["tis_clip_low"], config["tis_clip"]
     if path.endswith("icepop_function"):
-        return [("tok_mis", {"lo": low, "hi": high})], None, False
-    return [("tok_clip", {"C_min": low, "C_max": high})], None, False
+        return Rules([("tok_mis", {"lo": low, "hi": high})], None, False)
+    return Rules([("tok_clip", {"C_min": low, "C_max": high})], None, False)
 
 
 def mis_factors(config):

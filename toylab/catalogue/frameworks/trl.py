@@ -8,7 +8,7 @@ TRL's GRPO ratio is against the trainer's own old log-probs, 1 on the toy's sing
 weight alone; TRL does not clamp, and its masks zero a weight but leave the token in the loss's denominator.
 """
 
-from toylab.catalogue.frameworks.preset import Preset, Ref
+from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 
 COMMIT = "f2cd577"
@@ -30,16 +30,26 @@ _TRL = [("token_truncate", "token-level TIS", "tok_tis",
 PRESETS = [Preset(f"trl:{mode}", f'GRPOConfig(vllm_importance_sampling_mode="{mode}")', alias,
                   {"mode": mode, "clip_min": Ref("clip_min"), "clip_max": Ref("clip_max")}, base, equals,
                   dict(PARAMS), note, COMMIT) for mode, alias, base, equals, note in _TRL]
+CODE = {"*": "trl/trainer/grpo_trainer.py 2579–2623 (the vLLM importance-sampling ratio), 2991–3150 "
+                 "(_compute_loss)"}
+PRESETS = with_code(PRESETS, CODE)
+
+
+def check(config):
+    """GRPOConfig.__post_init__ (trl/trainer/grpo_config.py 1131–1139): a set clip_min must be below clip_max."""
+    if config["clip_min"] and config["clip_min"] >= config["clip_max"]:
+        raise ValueError(f"TRL refuses vllm_importance_sampling_clip_min {config['clip_min']:g} ≥ clip_max "
+                         f"{config['clip_max']:g}")
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of TRL's vllm_importance_sampling_mode."""
+    """The Rules of TRL's vllm_importance_sampling_mode."""
     bounds = {"C_min": config["clip_min"], "C_max": config["clip_max"]}
     factor = {"token_truncate": ("tok_clip", bounds),
               "token_mask": ("tok_mis", {"lo": bounds["C_min"], "hi": bounds["C_max"]}),
               "sequence_truncate": ("seq_clip", bounds),
               "sequence_mask": ("seq_band", bounds)}[config["mode"]]
-    return [factor], None, False
+    return Rules([factor], None, False)
 
 
 def latex(preset):

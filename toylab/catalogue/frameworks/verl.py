@@ -1,15 +1,13 @@
 """verl's rollout-correction presets (RolloutCorrectionConfig), under verl's names, from verl's code.
 
-  verl b178a3cd56f58b2d502255daba591e92833930a7 — verl/trainer/config/algorithm.py RolloutCorrectionConfig and
-  its preset classmethods; verl/trainer/ppo/rollout_corr_helper.py compute_rollout_correction_and_rejection_mask
-  (IS weights, rejection mask, SAFETY_BOUND = 20); verl/trainer/ppo/core_algos.py compute_policy_loss_vanilla,
+  verl 1dda039b9c6311889a9c9a26040677e1254814f9 (github.com/verl-project/verl, formerly volcengine/verl; the presets
+  were first read at b178a3c, whose frozen numbers these reproduce: the rollout correction differs there only by the
+  IcePop threshold of the two newest presets and 1dda039's check that a k1 "lower_upper" has lower ≤ upper) —
+  verl/trainer/config/algorithm.py RolloutCorrectionConfig and its preset classmethods;
+  verl/trainer/ppo/rollout_corr_helper.py compute_rollout_correction_and_rejection_mask (IS weights, rejection
+  mask, SAFETY_BOUND = 20); verl/trainer/ppo/core_algos.py compute_policy_loss_vanilla,
   compute_policy_loss_reinforce, compute_policy_loss_bypass_mode. Frozen numbers from running that code:
-  tests/catalogue/test_frameworks.py.
-
-  The newest presets, decoupled_token_icepop and bypass_pg_token_icepop, are newer than that snapshot (issue 19
-  reads them at 1dda039, which the fetch tool does not hold): they were read from the stored copies of
-  algorithm.py and rollout_corr_helper.py that carry them (compute_rollout_correction_weights with an IcePop
-  "lower_upper" rollout_is_threshold); frozen numbers: tests/catalogue/frozen_verl_newest.py.
+  tests/catalogue/reference/verl/.
 
 On the toy's single step the trainer's old policy is π. verl's decoupled mode (its PPO ratio π/π_old = 1 is
 never clipped) and bypass mode with loss_type="reinforce" then both give c_t = IS weight × rejection mask;
@@ -23,12 +21,11 @@ import math
 
 from toylab.catalogue.aggregation import VERL_EPSILON
 from toylab.catalogue.frameworks.factors import weights_only
-from toylab.catalogue.frameworks.preset import Joined, Preset, Ref
+from toylab.catalogue.frameworks.preset import Joined, Preset, Ref, Rules, with_code
 from toylab.catalogue.weights import Param
 from toylab.text import quoted
 
-COMMIT = "b178a3c"
-NEWEST = "1dda039 (per issue 19; read from stored copies, see the module docstring)"
+COMMIT = "1dda039"
 MEAN_EPSILON = VERL_EPSILON
 VERL_CLAMP = 20.0
 VERL_REJECTION_OPTIONS = ("token_k1", "token_k2", "token_k3", "seq_sum_k1", "seq_sum_k2", "seq_sum_k3",
@@ -59,6 +56,8 @@ def verl_rejections(rollout_rs, rollout_rs_threshold):
             lower, _, upper = spec.partition("_") if "_" in spec else (None, "", spec)
             upper = _number(upper, option)
             lower = 1.0 / upper if lower is None else _number(lower, option)
+            if lower > upper:                  # 1dda039 _parse_rollout_rs_thresholds refuses it (b178a3c did not)
+                raise ValueError(f"thresholds for {option} must be lower ≤ upper, got {quoted(spec)}")
         elif "_" in spec:
             raise ValueError(f"rollout_rs_threshold for {option} is a single upper bound, got {quoted(spec)}")
         else:
@@ -78,7 +77,7 @@ def _number(text, option):
 
 
 def factors(config):
-    """(factors, clamp, rejections leave the loss mask) of a RolloutCorrectionConfig (+ actor clip ratios)."""
+    """The Rules of a RolloutCorrectionConfig (+ actor clip ratios)."""
     ppo = config.get("bypass_mode", False) and config.get("loss_type", "ppo_clip") == "ppo_clip"
     factors = []
     if config.get("rollout_is") and not ppo:
@@ -92,7 +91,7 @@ def factors(config):
         factors.append(("ppo_clip", {"eps_low": config.get("clip_ratio_low", 0.2),
                                      "eps_high": config.get("clip_ratio_high", 0.2),
                                      "C_dual": config.get("clip_ratio_c", 3.0)}))
-    return factors, VERL_CLAMP, True
+    return Rules(factors, VERL_CLAMP, True, mean_epsilon=MEAN_EPSILON)
 
 
 def is_weight(level, threshold):
@@ -149,7 +148,7 @@ def _verl(name, alias, base, equals, config, params=(), note=""):
         full |= {key: Ref(key) for key in CLIP}
     notes = "; ".join(part for part in (note, BYPASS_NOTE if bypass else "") if part)
     return Preset(f"verl:{name}", f"RolloutCorrectionConfig.{name}()", alias, full, base, equals, parameters, notes,
-                  NEWEST if "icepop" in name else COMMIT)
+                  COMMIT)
 
 
 def _geo(threshold_name="rs_threshold"):
@@ -218,11 +217,24 @@ PRESETS = [
           {"is_threshold": IS_THRESHOLD, "rs_threshold": K3_THRESHOLD}, TOKEN_TIS_NOTE.removeprefix("; ")),
     _verl("disabled", "metrics only", "naive", "naive", {}),
     _verl("decoupled_token_icepop", "Token-IcePop", "tok_mis",
-          "tok_mis with lo = threshold_lower, hi = threshold (differs where |log ρ_t| > 20); the masked tokens stay "
-          "in response_mask", _icepop(), ICEPOP, ICEPOP_NOTE),
+          "tok_mis with lo = threshold_lower, hi = threshold (verl's ±20 clamp changes nothing with bounds inside "
+          "[e^−20, e^20]); the masked tokens stay in response_mask", _icepop(), ICEPOP, ICEPOP_NOTE),
     _verl("bypass_pg_token_icepop", "REINFORCE + Token-IcePop", "tok_mis", "verl:decoupled_token_icepop", _icepop(),
           ICEPOP, ICEPOP_NOTE),
 ]
+
+CLASSMETHODS = {"decoupled_token_is": 187, "decoupled_seq_is": 201, "decoupled_token_icepop": 215,
+                "decoupled_seq_is_rs": 236, "decoupled_geo_rs": 261, "bypass_ppo_clip": 284,
+                "bypass_ppo_clip_geo_rs": 303, "bypass_ppo_clip_k3_rs": 327, "bypass_pg_is": 352,
+                "bypass_pg_token_icepop": 373, "bypass_pg_geo_rs": 399, "decoupled_geo_rs_seq_tis": 423,
+                "decoupled_geo_rs_token_tis": 448, "bypass_pg_geo_rs_seq_tis": 473, "bypass_pg_geo_rs_token_tis": 501,
+                "decoupled_k3_rs": 531, "decoupled_k3_rs_seq_tis": 557, "decoupled_k3_rs_token_tis": 582, "disabled": 608}
+CODE = {name: f"verl/trainer/config/algorithm.py {line} (the classmethod); verl/trainer/ppo/rollout_corr_helper.py "
+              "197–414 (compute_rollout_rejection_mask), 522–658 (compute_rollout_correction_weights); "
+              "verl/trainer/ppo/core_algos.py " + ("2413–2548 (compute_policy_loss_bypass_mode)" if name.startswith("bypass")
+                                                   else "1286–1378 (compute_policy_loss_vanilla)")
+        for name, line in CLASSMETHODS.items()}
+PRESETS = with_code(PRESETS, CODE)
 
 
 # -- the coefficient in verl's symbols ----------------------------------------------------------------------
