@@ -4,9 +4,9 @@ It shares nothing with toylab's exact engine but the toy's θ, b, mismatch and i
 three distributions are built here token by token in plain Python — what the engine samples, μ_s
 (``dense_sampler_log_mu``), what it logs, μ_log (``dense_logged_log_mu``), and what the trainer scores, π
 (``dense_scored_log_pi``) —, the score is (onehot − π)/τ for a trainer that divides by τ (checked against finite
-differences of log π in tests/engine/test_pipeline.py), sequences come from itertools.product, rewards from counting, ratios from indexing, coefficients from each
-estimator's definition written out per sequence. Sums over μ run over the sequences μ can draw (``on_support``),
-so a truncating sampler's ∞ ratios are never touched. A verl or TRL preset takes its configuration fields from toylab's
+differences of log π in tests/engine/test_pipeline.py), sequences come from itertools.product, rewards from
+counting, ratios from indexing, coefficients from each estimator's definition written out per sequence. Sums over μ
+run over the sequences μ_s can draw (``on_support``), so a truncating sampler's ∞ ratios are never touched. A verl or TRL preset takes its configuration fields from toylab's
 table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
 from them is written out here from the frameworks' code, independently of toylab.frameworks. Every other
 framework's preset is the product of the factors its module's rules give (checked against that framework's own
@@ -153,17 +153,13 @@ class DenseToy:
         self.rho[drawn] = np.exp(self.log_pi_tokens[drawn] - self.log_logged_tokens[drawn])
         self.pi_tokens, self.mu_tokens = np.exp(self.log_pi_tokens), np.exp(self.log_logged_tokens)
         self.W = self.rho.prod(axis=1)
-<<<<<<< HEAD
-        self.supported = drawn.all(axis=1)                                # the sequences μ_s can draw
-=======
         with np.errstate(divide="ignore"):
             log_rho = np.log(self.rho)
         self.log_sum = log_rho.sum(axis=1, keepdims=True)             # a sequence's Σ_t log ρ_t, as reduced
         self.mean_divisor = T                                           # its token count (+ a framework's ε)
         self.log_mean = self.log_sum / T                                # log ρ_geo
         self.live = np.ones(self.rho.shape, bool)                       # tokens whose ratio has a gradient
-        self.supported = np.isfinite(self.log_mu_tokens).all(axis=1)    # the sequences μ can draw
->>>>>>> main
+        self.supported = drawn.all(axis=1)                              # the sequences μ_s can draw
         self.baselines = {"none": 0.0, "logged": self.p_sampler @ self.R, "true": self.p_train @ self.R}
         self.on_support = self if self.supported.all() else self._rows(self.supported)
 
@@ -183,13 +179,8 @@ class DenseToy:
     def _rows(self, rows):
         """The same oracle restricted to some sequences (for sums over μ: those it can draw)."""
         restricted = copy.copy(self)
-<<<<<<< HEAD
         for name in ("Y", "log_pi_tokens", "log_mu_tokens", "log_logged_tokens", "p_train", "p_sampler", "R", "score",
-                     "rho", "W", "pi_tokens", "mu_tokens"):
-=======
-        for name in ("Y", "log_pi_tokens", "log_mu_tokens", "p_train", "p_sampler", "R", "score", "rho", "W",
-                     "pi_tokens", "mu_tokens", "log_sum", "log_mean", "live"):
->>>>>>> main
+                     "rho", "W", "pi_tokens", "mu_tokens", "log_sum", "log_mean", "live"):
             setattr(restricted, name, getattr(self, name)[rows])
         restricted.on_support = restricted
         return restricted
