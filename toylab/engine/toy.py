@@ -337,10 +337,11 @@ class Toy(Mapping):
         return self.memo[key]
 
     def nbytes(self):
-        """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), for byte-bounded caches."""
+        """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), each counted once (the logged μ is
+        the sampled one's array when they agree), for byte-bounded caches."""
         arrays = [value for value in vars(self).values() if isinstance(value, np.ndarray)]
         arrays += [array for value in self.memo.values() for array in (value if isinstance(value, tuple) else (value,))]
-        return sum(array.nbytes for array in arrays)
+        return sum(array.nbytes for array in {id(array): array for array in arrays}.values())
 
     # -- the reference dict's dense arrays, only on request -------------------------------------------
     @cached_property
