@@ -52,3 +52,13 @@ def test_the_default_page_shows_the_identity_check_as_one_and_no_objective_metri
     assert metric(at, "E_μs[W] identity check").value == "1.0000"
     assert not [m for m in at.metric if m.label == "objective moved"]
     assert "rel_plain_bias" not in table(at).columns
+
+
+def test_the_mismatch_sweep_compares_the_framework_pipelines_on_request():
+    link = {"tab": "Mismatch sweep", "sweep": "temperature", "top_p": "0.9", "T": "4"}
+    at = run(link)
+    assert not at.toggle(key="sweep_pipelines").value and len(at.get("vega_lite_chart")) == 1
+    at.toggle(key="sweep_pipelines").set_value(True).run()
+    assert not at.exception and not at.error and at.query_params == link | {"sweep_pipelines": "1"}
+    assert len(at.get("vega_lite_chart")) == 2
+    assert any("One panel per pipeline" in caption.value for caption in at.caption)

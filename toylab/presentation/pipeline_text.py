@@ -23,6 +23,16 @@ IDENTITY_HELP = ("E_μs[W] = ∏_t Σ_v μ_s(v)·π(v)/μ_log(v), over the token
                  "sampler. Far from 1: the logged μ is not what was sampled, or π has mass out of reach.")
 
 
+def combination_label(logged, scored):
+    """'logged raw · scored softmax(θ/τ)': one pipeline of the pipeline sweep."""
+    return f"logged {LOGGED_NAMES[logged]} · scored {SCORED_NAMES[scored]}"
+
+
+def presets_text(presets):
+    """'verl, TRL (vllm_mode=colocate), …': the framework pipelines that use a combination."""
+    return ", ".join(PIPELINES[id].label for id in presets)
+
+
 def describe_pipeline(settings):
     """'verl (vLLM rollout): logged processed, scored softmax(θ/τ)', or the two choices alone."""
     choices = f"logged {LOGGED_NAMES[settings.logged]}, scored {SCORED_NAMES[settings.scored]}"
@@ -64,3 +74,11 @@ def identity_caption(settings, diagnostics):
             f"from: the weights average E_μs[W] = {diagnostics.identity:.4f}, and sequence IS is not unbiased even "
             "where nothing is out of reach. A value near 1 does not certify the weights: at mismatch 0, raw logging "
             "with a plain trainer reads 1 exactly while every estimator is biased.")
+
+
+PIPELINE_SWEEP_ABOUT = ("One panel per pipeline the frameworks use (hover a line for them): the relative bias of each "
+                        "estimator, against the gradient of that pipeline's scored objective. Below, each pipeline's "
+                        "identity check E_μs[W]: 1 when the logged μ is the sampled one and π's mass is where the "
+                        "sampler draws — a necessary condition, not a sufficient one (raw logging reads 1 at τ = 1 "
+                        "without truncation, as it should, and also where its weights are all 1 yet the draws are "
+                        "tempered).")

@@ -147,6 +147,7 @@ VIEW_PARAMETERS = {
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
                               tab="Training"),                                   # the shortest run (10 steps)
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
+    "sweep_pipelines": ViewParameter(False, tab="Mismatch sweep"),      # the same sweep under each framework pipeline
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}
