@@ -70,10 +70,10 @@ def toy_of(settings):
 
 
 def controls(estimators, mismatch=1.0, T=6, baseline="none", N=64, top_p=1.0, top_k=0, temperature=1.0,
-             precision="none", logged="processed", scored="plain", pipeline="custom", **thresholds):
-    """A lesson's sidebar values: V = 4 and seed 0, the sampler (plain softmax by default), the pipeline (logged as
-    sampled and scored plain by default, or a framework's preset), thresholds as ``id__param=value``."""
-    return {"T": T, "V": 4, "mismatch": mismatch, "seed": 0, "est": list(estimators), "baseline": baseline,
+             precision="none", logged="processed", scored="plain", pipeline="custom", V=4, seed=0, **thresholds):
+    """A lesson's sidebar values: V = 4 and seed 0 unless given, the sampler (plain softmax by default), the pipeline
+    (logged as sampled and scored plain by default, or a framework's preset), thresholds as ``id__param=value``."""
+    return {"T": T, "V": V, "mismatch": mismatch, "seed": seed, "est": list(estimators), "baseline": baseline,
             "N": N, "top_p": top_p, "top_k": top_k, "temperature": temperature, "precision": precision,
             "logged": logged, "scored": scored, "pipeline": pipeline} \
         | {key.replace("__", "."): value for key, value in thresholds.items()}
