@@ -22,6 +22,7 @@ from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
+from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_frames import (
     frameworks_frame,
     quantile_frame,
@@ -29,13 +30,14 @@ from toylab.presentation.run_frames import (
     tail_share_frame,
     thresholds_in_view,
 )
-from toylab.text import UNDEFINED, clipped, percent, significant, with_error
+from toylab.text import UNDEFINED, clipped, percent, significant
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
 from toylab.your_run.bounds import LOG_RATIO_LIMIT, MB, PAGE_BOUNDS, REWARD_LIMIT
 from toylab.your_run.columns import NAMES, TITLES, choose
 from toylab.your_run.dumps import PICKLE_EXTENSIONS, TORCH_EXTENSIONS
 from toylab.your_run.files import EXTENSIONS, LogError
 from toylab.your_run.matching import comparison, comparison_frame, matched_length, matching_estimate
+from toylab.your_run.signature import logging_signature
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
 from views import chart_element, sidebar, your_run_compare, your_run_export, your_run_steps
 from views.caches import your_run_cache as cache
@@ -233,11 +235,9 @@ def _headline(source, statistics, sizes, notices):
                    else ""))
     for notice in notices:
         st.warning(code(notice[0].upper() + notice[1:] + "."), icon=":material/info:")
-    if sizes.identity_broken():
-        st.warning(f"mean ρ − 1 = {with_error(sizes.identity.value, sizes.identity.se)} is below 0 by more than 3 "
-                   "standard errors: E_μ[ρ] = 1 fails, so the sampler's logged log-probabilities miss probability the "
-                   "trainer gives (top-p or top-k truncation, or a temperature applied to sampling but not to the "
-                   "logged log-probs).", icon=":material/warning:")
+    signature = logging_signature(sizes.identity)
+    if signature.verdict in ("raw", "truncated"):
+        st.warning(signature_text(signature), icon=":material/warning:")
     metrics = [
         ("mean length", statistics.mean_length, "Response tokens per sequence: mean ± se."),
         ("k1 = mean(log μ − log π)", statistics.k1,
@@ -426,7 +426,8 @@ def _matched_toy(settings, statistics, sizes):
         "sidebar": f"the sidebar's T = {settings.T}",
         "data": f"the data's mean length (T = {data_T}, capped at the page's limit for V = {settings.V})"}.get)
     T = settings.T if choice == "sidebar" else data_T
-    match = cache.matched(matching_estimate(statistics)[1], T, settings.V, settings.seed, settings.sampler)
+    matched_on, kl = matching_estimate(statistics)
+    match = cache.matched(kl, T, settings.V, settings.seed, settings.sampler, matched_on)
     st.markdown("\n".join(f"- {sentence}" for sentence in comparison(match, statistics, sizes)))
     table = _defined(comparison_frame(match, statistics, sizes))
     st.dataframe(table, hide_index=True, width="stretch", column_config={

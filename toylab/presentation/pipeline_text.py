@@ -82,3 +82,26 @@ PIPELINE_SWEEP_ABOUT = ("One panel per pipeline the frameworks use (hover a line
                         "sampler draws — a necessary condition, not a sufficient one (raw logging reads 1 at τ = 1 "
                         "without truncation, as it should, and also where its weights are all 1 yet the draws are "
                         "tempered).")
+
+
+def signature_text(signature):
+    """The Your run tab's sentence on what the log's ratios say about its logged μ (``your_run.signature``)."""
+    evidence = (f"the mean ratio π/μ over its tokens is {signature.mean_ratio:.4f}"
+                + ("" if signature.se is None else f" ± {signature.se:.2g}") + (
+                    "" if signature.distance is None else f", {abs(signature.distance):.0f} standard errors from 1"))
+    return {
+        "raw": f"These log-probabilities look pre-temperature (raw): {evidence}, above 1 as raw logging with a "
+               "trainer that divides by a temperature ≠ 1 makes it while the logit error is small (E_μs[ρ] = 1 + "
+               "χ²(π_τ‖μ_raw) with none), while log-probabilities of the distribution sampled from give exactly 1 at any "
+               "mismatch. Set the sidebar's logged μ to raw (or your framework's pipeline) and its temperature: the "
+               "matched toy then matches the pipeline.",
+        "truncated": f"These log-probabilities look truncated while the trainer's π is not: {evidence}, below 1 as "
+                     "processed log-probabilities with top-k/top-p and a trainer without the sampling mask make it (the "
+                     "kept mass; raw ones at a temperature below 1 can too, under a larger logit error), while the "
+                     "distribution sampled from gives exactly 1. The sidebar's top-k/top-p with your framework's "
+                     "pipeline match that.",
+        "consistent": f"The identity check passes: {evidence}, as log-probabilities of the distribution sampled from "
+                      "give. It is necessary, not sufficient: raw log-probabilities read 1 too at temperature 1, or "
+                      "with no logit error and a plain trainer.",
+        "unknown": f"No identity check: {evidence} and one sequence has no standard error.",
+    }[signature.verdict]
