@@ -18,6 +18,7 @@ from running those engines' and trainers' code.
 """
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -175,3 +176,15 @@ def test_slime_replays_the_nucleus_only_with_top_p_below_one():
     assert slime.choices(0.9) == ("processed", "keep_mask")
     assert slime.choices(1.0) == (ENGINE_DEFAULT["SGLang"], scored_by(quoted("slime", "scored").split("top_p_keep_mask")[0]))
     assert all(PIPELINES[id].choices(1.0) == PIPELINES[id].choices(0.5) for id in PIPELINES if id != "slime")
+
+
+def test_docs_frameworks_table_is_the_presets():
+    """docs/frameworks.md's pipeline table names every preset with its commit and choices."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "frameworks.md").read_text()
+    rows = {cells[0]: cells for line in text.splitlines() if line.startswith("| ")
+            for cells in [[cell.strip() for cell in line.strip("|").split("|")]] if cells[0] in PIPELINES}
+    assert rows.keys() == PIPELINES.keys()
+    for id, pipeline in PIPELINES.items():
+        _, _, commit, _, logged, scored = rows[id]
+        assert commit.endswith(pipeline.commit) and logged.startswith(pipeline.logged)
+        assert scored.startswith(pipeline.scored)

@@ -8,4 +8,5 @@ Altair charts (pure functions, no computation).
     training_frames, training_charts  the Training tab
     run_frames, run_charts            the Your run tab
     labels                            where a chart's text labels go so that none overprints another
+    pipeline_text                     the words for the pipeline's three distributions and the identity check
 """

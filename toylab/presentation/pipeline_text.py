@@ -105,3 +105,11 @@ def signature_text(signature):
                       "with no logit error and a plain trainer.",
         "unknown": f"No identity check: {evidence} and one sequence has no standard error.",
     }[signature.verdict]
+
+
+def scored_objective_note(settings):
+    """For the Training tab: with a trainer that scores another π, J and its gradient are that π's."""
+    if settings.scored == "plain":
+        return ""
+    return (f"The trainer scores {SCORED_NAMES[settings.scored]}: J, ∇J and every cosine are those of that π's "
+            "objective, and on_policy samples from it. ")

@@ -8,6 +8,7 @@
     statistics     sample statistics (k1, k3, χ², ESS, tails), each with its standard error
     applied        what each estimator would do to the log, through the one batch interface
     matching       the toy whose exact KL matches the log
+    signature      what the log's ratios say about the μ it logged: the identity check, read from a sample
     dump_tables    the canonical table a dump becomes (a row per sequence), and the list helpers its readers share
     torch_dumps    slime's and Miles' torch.save payloads: train dumps and rollout dumps
     dump_ranks     a step of Miles' rank files combined as its own reader does (copies once, stages, slices, rewards)
