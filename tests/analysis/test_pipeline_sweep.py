@@ -59,3 +59,17 @@ def test_the_pipeline_chart_has_a_panel_per_pipeline_and_the_identity_check():
     assert np.array_equal(identity["value"], [row["identity"] for row in pipelines])
     spec = sweep_charts.pipeline_chart(frame, identity, 0.7, "temperature").to_dict()
     assert spec["vconcat"][0]["facet"]["field"] == "pipeline" and "SkyRL" in " ".join(frame["frameworks"])
+
+
+def test_the_length_view_takes_the_pipeline_and_stops_where_the_scored_objective_is_flat():
+    from toylab.analysis.length import length_point, length_toy
+    from toylab.state.settings import Settings
+    settings = Settings(T=4, V=3, mismatch=0.5, seed=1, top_p=0.9, temperature=0.7, logged="raw", scored="temperature",
+                        estimators=("naive", "seq_is"))
+    _, rows = length_point(settings, 3)
+    toy = length_toy(3, 3, 0.5, 1, settings.sampler)
+    assert toy.sampler.logged == "raw"
+    for row in rows:
+        assert row["rel_bias"] == pytest.approx(exact_moments(toy, row["estimator"]).rel_bias, rel=1e-12)
+    with pytest.raises(ValueError, match="does not depend on θ"):
+        length_point(Settings(T=4, V=3, mismatch=0.5, seed=1, top_p=0.9, temperature=0.7, scored="keep_mask"), 3)
