@@ -1,10 +1,12 @@
 """The slow, obvious oracle: every sequence's (T, V) estimate materialised, then summed.
 
-It shares nothing with toylab's exact engine but the toy's θ, b, mismatch, its sampler's four parameters and its
-trainer table log π: the sampler's μ is built here token by token in plain Python (``dense_sampler_log_mu``),
-sequences come from itertools.product, rewards from counting, ratios from indexing, coefficients from each
-estimator's definition written out per sequence. Sums over μ run over the sequences μ can draw (``on_support``),
-so a truncating sampler's ∞ ratios are never touched. A verl or TRL preset takes its configuration fields from toylab's
+It shares nothing with toylab's exact engine but the toy's θ, b, mismatch and its pipeline's six parameters: the
+three distributions are built here token by token in plain Python — what the engine samples, μ_s
+(``dense_sampler_log_mu``), what it logs, μ_log (``dense_logged_log_mu``), and what the trainer scores, π
+(``dense_scored_log_pi``) —, the score is (onehot − π)/τ for a trainer that divides by τ (checked against finite
+differences of log π in tests/engine/test_pipeline.py), sequences come from itertools.product, rewards from
+counting, ratios from indexing, coefficients from each estimator's definition written out per sequence. Sums over μ
+run over the sequences μ_s can draw (``on_support``), so a truncating sampler's ∞ ratios are never touched. A verl or TRL preset takes its configuration fields from toylab's
 table (tests/catalogue/test_frameworks.py checks the table against verl's and TRL's own code); what it computes
 from them is written out here from the frameworks' code, independently of toylab.frameworks. Every other
 framework's preset is the product of the factors its module's rules give (checked against that framework's own
@@ -70,10 +72,10 @@ ROUNDINGS = {"none": lambda x: x, "bf16": lambda x: rounded(as_float32(x), 8, 2.
              "fp16": lambda x: rounded(as_float32(x), 11, 2.0**-24)}
 
 
-def dense_sampler_log_mu(theta, b, mismatch, top_p=1.0, top_k=0, temperature=1.0, precision="none"):
-    """log μ (T, V) written out per position: z = θ + mismatch·b, rounded, divided by τ; keep the tokens with z
+def dense_sampler_log_mu(theta, b, mismatch, top_p=1.0, top_k=0, temperature=1.0, precision="none", **_):
+    """log μ_s (T, V) written out per position: z = θ + mismatch·b, rounded, divided by τ; keep the tokens with z
     at least the k-th largest; of those, keep a token when the probability of the strictly more likely ones is
-    below p; softmax over the kept, −∞ elsewhere."""
+    below p; softmax over the kept, −∞ elsewhere. (What is logged and scored does not change it.)"""
     T, V = theta.shape
     log_mu = np.full((T, V), -np.inf)
     for t in range(T):
@@ -94,23 +96,62 @@ def dense_sampler_log_mu(theta, b, mismatch, top_p=1.0, top_k=0, temperature=1.0
     return log_mu
 
 
+def log_softmax_over(values, kept):
+    """log softmax of the kept entries of a list, −∞ at the others, written out."""
+    top = max(values[v] for v in kept)
+    log_total = top + math.log(sum(math.exp(values[v] - top) for v in kept))
+    return [values[v] - log_total if v in kept else -math.inf for v in range(len(values))]
+
+
+def dense_logged_log_mu(theta, b, mismatch, log_mu, temperature=1.0, precision="none", logged="processed", **_):
+    """log μ_log (T, V) per position: ``log_mu`` (μ_s) itself (processed); softmax of the rounded logits (raw), or of
+    them over τ (temperature), over every token."""
+    if logged == "processed":
+        return log_mu
+    T, V = theta.shape
+    divisor = 1.0 if logged == "raw" else temperature
+    return np.array([log_softmax_over([ROUNDINGS[precision](float(theta[t, v] + mismatch * b[t, v])) / divisor
+                                       for v in range(V)], range(V)) for t in range(T)])
+
+
+def dense_scored_log_pi(theta, log_mu, temperature=1.0, scored="plain", **_):
+    """log π (T, V) per position: softmax(θ) (plain), softmax(θ/τ) (temperature), or softmax(θ/τ) over the tokens μ_s
+    keeps (log μ > −∞), −∞ at the others (keep_mask)."""
+    T, V = theta.shape
+    divisor = 1.0 if scored == "plain" else temperature
+    return np.array([log_softmax_over([float(theta[t, v]) / divisor for v in range(V)],
+                                      [v for v in range(V) if scored != "keep_mask" or log_mu[t, v] > -math.inf])
+                     for t in range(T)])
+
+
 class DenseToy:
     def __init__(self, toy):
         T, V = toy.T, toy.V
         self.T, self.V = T, V
-        self.pi = np.exp(toy.log_pi)
+        pipeline = toy.sampler.parameters()
+        self.log_mu = dense_sampler_log_mu(toy.theta, toy.b, toy.mismatch, **pipeline)
+        self.log_logged = dense_logged_log_mu(toy.theta, toy.b, toy.mismatch, self.log_mu, **pipeline)
+        self.log_pi = dense_scored_log_pi(toy.theta, self.log_mu, **pipeline)
+        self.pi = np.exp(self.log_pi)
+        self.plain_pi = np.exp(dense_scored_log_pi(toy.theta, self.log_mu))
+        scale = 1.0 if pipeline["scored"] == "plain" else 1.0 / pipeline["temperature"]
         self.Y = np.array(list(itertools.product(range(V), repeat=T)))
         positions = np.arange(T)
-        self.log_mu = dense_sampler_log_mu(toy.theta, toy.b, toy.mismatch, **toy.sampler.parameters())
-        self.log_pi_tokens = toy.log_pi[positions, self.Y]          # (M, T)
-        self.log_mu_tokens = self.log_mu[positions, self.Y]         # −∞ where μ never draws the token
+        self.log_pi_tokens = self.log_pi[positions, self.Y]          # (M, T), −∞ where keep_mask's π is 0
+        self.log_mu_tokens = self.log_mu[positions, self.Y]         # −∞ where μ_s never draws the token
+        self.log_logged_tokens = self.log_logged[positions, self.Y]
         self.p_train = np.exp(self.log_pi_tokens.sum(axis=1))
         self.p_sampler = np.exp(self.log_mu_tokens.sum(axis=1))
         self.R = ((self.Y == 0).sum(axis=1) * 2 >= T).astype(float)
-        self.score = np.eye(V)[self.Y] - self.pi[None]                  # (M, T, V)
+        self.score = (np.eye(V)[self.Y] - self.pi[None]) * scale          # (M, T, V)
         self.true_grad = np.einsum("m,m,mtv->tv", self.p_train, self.R, self.score)
-        self.rho = np.exp(self.log_pi_tokens - self.log_mu_tokens)       # (M, T), +∞ outside μ's support
-        self.pi_tokens, self.mu_tokens = np.exp(self.log_pi_tokens), np.exp(self.log_mu_tokens)
+        plain_tokens = np.log(self.plain_pi)[positions, self.Y]
+        self.plain_grad = np.einsum("m,m,mtv->tv", np.exp(plain_tokens.sum(axis=1)), self.R,
+                                    np.eye(V)[self.Y] - self.plain_pi[None])
+        drawn = np.isfinite(self.log_mu_tokens)
+        self.rho = np.full(drawn.shape, np.inf)                          # (M, T), +∞ outside μ_s's support
+        self.rho[drawn] = np.exp(self.log_pi_tokens[drawn] - self.log_logged_tokens[drawn])
+        self.pi_tokens, self.mu_tokens = np.exp(self.log_pi_tokens), np.exp(self.log_logged_tokens)
         self.W = self.rho.prod(axis=1)
         with np.errstate(divide="ignore"):
             log_rho = np.log(self.rho)
@@ -118,15 +159,28 @@ class DenseToy:
         self.mean_divisor = T                                           # its token count (+ a framework's ε)
         self.log_mean = self.log_sum / T                                # log ρ_geo
         self.live = np.ones(self.rho.shape, bool)                       # tokens whose ratio has a gradient
-        self.supported = np.isfinite(self.log_mu_tokens).all(axis=1)    # the sequences μ can draw
+        self.supported = drawn.all(axis=1)                              # the sequences μ_s can draw
         self.baselines = {"none": 0.0, "logged": self.p_sampler @ self.R, "true": self.p_train @ self.R}
         self.on_support = self if self.supported.all() else self._rows(self.supported)
+
+    def population(self):
+        """{J, plain_J, identity E_μs[W], KL(μ_s‖π), χ²_seq = E_μs[W²]/(E_μs W)² − 1, π-mass out of reach, objective
+        shift ‖∇J − ∇J_plain‖/‖∇J_plain‖}, each a sum over the sequences."""
+        rows = self.on_support
+        identity = rows.p_sampler @ rows.W
+        with np.errstate(divide="ignore"):
+            log_pi = rows.log_pi_tokens.sum(axis=1)
+        plain = np.exp(np.log(self.plain_pi)[np.arange(self.T), self.Y].sum(axis=1))
+        return {"J": self.p_train @ self.R, "plain_J": plain @ self.R, "identity": identity,
+                "kl_mu_pi": rows.p_sampler @ (rows.log_mu_tokens.sum(axis=1) - log_pi),
+                "chi2_seq": (rows.p_sampler @ rows.W**2) / identity**2 - 1, "unreachable_mass": self.unreachable_mass(),
+                "objective_shift": np.linalg.norm(self.true_grad - self.plain_grad) / np.linalg.norm(self.plain_grad)}
 
     def _rows(self, rows):
         """The same oracle restricted to some sequences (for sums over μ: those it can draw)."""
         restricted = copy.copy(self)
-        for name in ("Y", "log_pi_tokens", "log_mu_tokens", "p_train", "p_sampler", "R", "score", "rho", "W",
-                     "pi_tokens", "mu_tokens", "log_sum", "log_mean", "live"):
+        for name in ("Y", "log_pi_tokens", "log_mu_tokens", "log_logged_tokens", "p_train", "p_sampler", "R", "score",
+                     "rho", "W", "pi_tokens", "mu_tokens", "log_sum", "log_mean", "live"):
             setattr(restricted, name, getattr(self, name)[rows])
         restricted.on_support = restricted
         return restricted
@@ -390,8 +444,8 @@ class DenseToy:
 
 
 def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
-    """The O(M) engine's mean, bias and variance, and its bias split (floor, rest), equal the dense sums to 1e-10;
-    returns the engine's Moments."""
+    """The O(M) engine's mean, bias and variance, its bias split (floor, rest) and its error against softmax(θ)'s
+    gradient equal the dense sums to 1e-10; returns the engine's Moments."""
     mean, bias, var = dense.moments(estimator, params, baseline)
     moments = exact_moments(toy, estimator, params, baseline)
     scale = np.linalg.norm(dense.true_grad)
@@ -403,4 +457,7 @@ def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
     floor, rest = np.linalg.norm(dense.true_grad - reachable), np.linalg.norm(mean - reachable)
     assert moments.rel_floor * scale == pytest.approx(floor, rel=1e-10, abs=1e-10 * scale)
     assert moments.rel_rest * scale == pytest.approx(rest, rel=1e-10, abs=1e-10 * scale)
+    plain_scale = np.linalg.norm(dense.plain_grad)
+    assert moments.rel_plain_bias == pytest.approx(np.linalg.norm(mean - dense.plain_grad) / plain_scale, rel=1e-9,
+                                                   abs=1e-10)
     return moments

@@ -9,6 +9,7 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
+from toylab.presentation.pipeline_text import identity_caption, objective_caption
 from toylab.state.query import NO_COMPARISON
 from toylab.text import UNDEFINED
 from views import chart_element, presentation, tour
@@ -45,6 +46,12 @@ SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): th
                                          "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
                                          "|floor − rest| ≤ rel bias ≤ floor + rest"),
 }
+PLAIN_COLUMNS = {          # shown when the trainer scores another π than softmax(θ): its objective moved
+    "rel_plain_bias": st.column_config.NumberColumn(
+        "vs softmax(θ)", format="%.4f", help="‖E[ĝ] − ∇J_plain‖/‖∇J_plain‖: the error against softmax(θ)'s gradient, "
+                                            "while rel bias is against the scored π's. ≤ rel bias·‖∇J‖/‖∇J_plain‖ + "
+                                            "the objective's shift (the header)"),
+}
 PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
 PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
 PRESENT_HEIGHT = 300                     # the scatter beside the table, both in view at 1280×720
@@ -70,6 +77,10 @@ def _notes(where, settings, table, same, truncates):
                       "without truncation, has exactly that bias. An estimator's own error (the rest) may point against "
                       "the floor and partly cancel it, so a biased correction can show less bias than seq_is; that is "
                       "an accident of this toy, not a repair.")
+    diagnostics = cache.toy_diagnostics(settings.toy_key)
+    for caption in (objective_caption(settings, diagnostics), identity_caption(settings, diagnostics)):
+        if caption:
+            where.caption(caption)
     if same:
         where.caption(f"Identical on this toy (same exact mean and variance): {frames.same_note(same)} here. The "
                       "chart draws each as a ring round the point it shares; the lines of other tabs, dashed over "
@@ -103,7 +114,7 @@ def render(settings):
         before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
     chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
                                   marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
-    columns = COLUMNS | (SPLIT_COLUMNS if truncates else {})
+    columns = COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
     if presentation.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
         chart_element.draw(left, chart)

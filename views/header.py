@@ -1,5 +1,6 @@
-"""The top of the page: what the toy is, its size, what π and μ score, how far apart they are, and how much IS can
-pay; the presentation-mode switch; and the menu's About text (the menu also holds the theme switch).
+"""The top of the page: what the toy is, its size, what π and μ score, how far apart they are, how much IS can pay,
+the identity check E_μs[W] (with what it certifies) and, when the trainer scores another π, how far its objective
+moved; the presentation-mode switch; and the menu's About text (the menu also holds the theme switch).
 
 Normally: the title, the three-sentence introduction, and the numbers as metrics in a row that wraps rather than
 cutting a number short. In presentation mode: one line — the toy's setting (the sidebar is collapsed) and the
@@ -9,6 +10,7 @@ same numbers — with the introduction and what each number is in its tooltip.
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, KEYS
+from toylab.presentation.pipeline_text import identity_metric, objective_metric
 from toylab.text import headline
 from views import presentation, your_run_tab
 from views.caches import cache
@@ -47,7 +49,8 @@ def metrics(settings):
              "π(y ∉ S): the trainer's probability of the sequences the sampler never draws (top-k/top-p cut a token "
              "at some position). No importance weight brings it back: ∇J's part from there is a bias floor "
              "(the Estimators tab splits each bias into this floor and the rest).")]
-    return numbers
+    objective = objective_metric(d)
+    return numbers + [identity_metric(d)] + ([objective] if objective else [])
 
 
 def render(settings):

@@ -1,10 +1,11 @@
 """The mismatch sweep tab: every selected estimator's exact error as the sampler moves away from the trainer —
 by the scale of its logit error, its top-p, its temperature, or the precision it rounds its logits to (the ``sweep``
-control, in the URL)."""
+control, in the URL) —, and on request (``sweep_pipelines``) the same sweep under each framework pipeline."""
 
 import streamlit as st
 
 from toylab.presentation import sweep_charts, sweep_frames
+from toylab.presentation.pipeline_text import PIPELINE_SWEEP_ABOUT, combination_label
 from toylab.state.query import SWEPT
 from views import chart_element, presentation, sweep_panel, tour
 from views.caches import sweep_cache
@@ -54,5 +55,25 @@ def render(settings):
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
                f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed "
                f"alone, so {ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."
-               + (f" Left out, W beyond float64 there: {parameter} = {', '.join(v if isinstance(v, str) else f'{v:.3g}' for v in left_out)}."
+               + (f" Left out, W beyond float64 there: {parameter} = {', '.join(_value_text(v) for v in left_out)}."
                   if left_out else ""))
+    if not present and st.toggle("compare the framework pipelines", key="sweep_pipelines", persist_state="session",
+                                 help="The same sweep once per pipeline the frameworks use (what they log as μ, what "
+                                      "their trainer scores), at the sidebar's top-p: one toy per point and pipeline."):
+        _pipelines(settings, parameter, chosen)
+
+
+def _pipelines(settings, parameter, chosen):
+    estimator_rows, pipeline_rows, left_out = sweep_cache.pipeline_sweep(settings, parameter)
+    chart = sweep_charts.pipeline_chart(sweep_frames.pipeline_frame(estimator_rows, pipeline_rows, parameter),
+                                        sweep_frames.pipeline_identity_frame(pipeline_rows, parameter), chosen,
+                                        parameter)
+    chart_element.draw(st, chart)
+    st.caption(PIPELINE_SWEEP_ABOUT + "".join(
+        f" Left out under {combination_label(*key)} (W beyond float64, or the scored objective flat): {parameter} = "
+        f"{', '.join(_value_text(v) for v in values)}." for key, values in left_out.items()))
+
+
+def _value_text(value):
+    """A swept value as the caption names it: a precision by its name, a number to 3 significant digits."""
+    return value if isinstance(value, str) else f"{value:.3g}"

@@ -1,22 +1,33 @@
-"""The sidebar's sampler model: how the inference engine turns the logits into μ (``toylab.engine.sampler``).
+"""The sidebar's pipeline model: how the inference engine turns the logits into μ (``toylab.engine.sampler``), what it
+logs as μ and what the trainer scores (``toylab.catalogue.pipelines``).
 
-Session-state keys (and URL names): "top_p", "top_k", "temperature", "precision". ``render`` draws the controls
-and returns their values as make_settings' keyword arguments.
+Session-state keys (and URL names): "top_p", "top_k", "temperature", "precision", "pipeline", "logged", "scored".
+A pipeline preset sets logged and scored (their radios then show its choices, disabled). ``render`` draws the
+controls and returns their values as make_settings' keyword arguments.
 """
 
 import streamlit as st
 
+from toylab.catalogue.pipelines import CUSTOM, LOGGED, PIPELINE_IDS, PIPELINES, SCORED
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
-from toylab.state.query import SAMPLER_FIELDS, TOP_K_RANGE, TOP_P_RANGE
+from toylab.presentation.pipeline_text import (
+    LOGGED_HELP,
+    LOGGED_NAMES,
+    PIPELINE_HELP,
+    SCORED_HELP,
+    SCORED_NAMES,
+)
+from toylab.state.query import DEFAULTS, SAMPLER_FIELDS, TOP_K_RANGE, TOP_P_RANGE
 
 PRECISION_NAMES = {"none": "none (float64)", "bf16": "bf16", "fp16": "fp16"}
+PIPELINE_NAMES = {CUSTOM: "custom (the two choices below)"} | {id: pipeline.label for id, pipeline in PIPELINES.items()}
 
 
 def render():
-    """The four controls in a collapsed section (open when any is set); {field: value}."""
+    """The controls in a collapsed section (open when any is set); {field: value}."""
     state = st.session_state
     state["top_k"] = min(state["top_k"], state["V"])               # a smaller V: keep at most V, i.e. all of them
-    changed = (state["top_p"], state["top_k"], state["temperature"], state["precision"]) != (1.0, 0, 1.0, "none")
+    changed = any(state[name] != getattr(DEFAULTS, name) for name in SAMPLER_FIELDS)
     with st.expander("Sampler (inference engine)", expanded=changed):
         st.caption("μ_t = softmax of the engine's logits z = θ_t + mismatch·b_t, rounded to the precision, divided by "
                    "τ, cut to the top-k, then to the top-p (vLLM's order). π is unchanged.")
@@ -26,8 +37,17 @@ def render():
         st.slider("top-k", TOP_K_RANGE[0], state["V"], key="top_k",
                   help="Keep the k most likely tokens, ties at the k-th included (0: off).")
         st.slider("temperature τ", *TEMPERATURE_RANGE, step=0.05, key="temperature",
-                  help="The sampler's temperature, μ ∝ exp(z/τ); the trainer's π has none.")
+                  help="The sampler's temperature, μ ∝ exp(z/τ); the trainer's π has none unless it scores with τ.")
         st.radio("precision", PRECISIONS, key="precision", horizontal=True, format_func=PRECISION_NAMES.get,
                  help="The engine's logits cast to float32, then rounded to bf16 or fp16 (to nearest, ties to even, "
                       "as torch's .to(torch.bfloat16)).")
+        st.selectbox("framework pipeline", PIPELINE_IDS, key="pipeline", format_func=PIPELINE_NAMES.get,
+                     help=PIPELINE_HELP)
+        preset = state["pipeline"] != CUSTOM
+        if preset:
+            state["logged"], state["scored"] = PIPELINES[state["pipeline"]].choices(state["top_p"])
+        st.radio("logged μ (what the correction divides by)", LOGGED, key="logged", horizontal=True,
+                 format_func=LOGGED_NAMES.get, disabled=preset, help=LOGGED_HELP)
+        st.radio("scored π (what the trainer recomputes)", SCORED, key="scored", horizontal=True,
+                 format_func=SCORED_NAMES.get, disabled=preset, help=SCORED_HELP)
     return {name: state[name] for name in SAMPLER_FIELDS}

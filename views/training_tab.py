@@ -4,6 +4,7 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import frames, training_charts, training_frames
+from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
 from toylab.training.optimizers import OPTIMIZERS
@@ -183,7 +184,7 @@ def _about_the_run(settings, config, left_out):
     error = "b fixed" if config.noise == "fixed" else "b redrawn from Student-t(3) at every step (seeded)"
     text = (f"From the toy's θ₀ (seed {settings.seed}) with {error}: each step rebuilds π_k = softmax(θ_k) and "
             f"μ_k = softmax(θ_k + {settings.mismatch:g}·b_k){sampler}; baseline '{settings.baseline}' recomputed "
-            "every step. ")
+            "every step. " + scored_objective_note(settings))
     if config.mode == "expected":
         text += ("Expected mode: θ moves along each estimator's exact mean gradient, no noise — the flow its bias "
                  "follows; on_policy's flow is exact gradient ascent on J. The cosine is that of the mean E ĝ"

@@ -20,7 +20,8 @@ import streamlit as st
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
 from toylab.presentation import run_verdict
-from toylab.presentation.estimates import se_text, value_text, with_se
+from toylab.presentation.estimates import se_text, value_text
+from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_frames import (
     frameworks_frame,
     quantile_frame,
@@ -37,6 +38,7 @@ from toylab.your_run.columns import NAMES, TITLES, choose
 from toylab.your_run.dumps import PICKLE_EXTENSIONS, TORCH_EXTENSIONS
 from toylab.your_run.files import EXTENSIONS, LogError
 from toylab.your_run.matching import matched_length, matching_estimate
+from toylab.your_run.signature import logging_signature
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
 from views import chart_element, presentation, sidebar, your_run_compare, your_run_export, your_run_steps
 from views import your_run_uploads as uploads
@@ -200,11 +202,9 @@ def _headline(source, statistics, sizes, notices):
                    else ""))
     for notice in notices:
         st.warning(code(notice[0].upper() + notice[1:] + "."), icon=":material/info:")
-    if sizes.identity_broken():
-        st.warning(f"mean ρ − 1 = {with_se(sizes.identity.value, sizes.identity.se)} is below 0 by more than 3 "
-                   "standard errors: E_μ[ρ] = 1 fails, so the sampler's logged log-probabilities miss probability the "
-                   "trainer gives (top-p or top-k truncation, or a temperature applied to sampling but not to the "
-                   "logged log-probs).", icon=":material/warning:")
+    signature = logging_signature(sizes.identity)
+    if signature.verdict in ("raw", "truncated"):
+        st.warning(signature_text(signature), icon=":material/warning:")
 
 
 def _metrics(statistics, sizes):
@@ -407,7 +407,8 @@ def _matched_toy(settings, statistics, sizes):
         "sidebar": f"the sidebar's T = {settings.T}",
         "data": f"the data's mean length (T = {data_T}, capped at the page's limit for V = {settings.V})"}.get)
     T = settings.T if choice == "sidebar" else data_T
-    match = cache.matched(matching_estimate(statistics)[1], T, settings.V, settings.seed, settings.sampler)
+    matched_on, kl = matching_estimate(statistics)
+    match = cache.matched(kl, T, settings.V, settings.seed, settings.sampler, matched_on)
     st.markdown("\n".join(f"- {sentence}" for sentence in run_verdict.comparison(match, statistics, sizes)))
     table = _defined(run_verdict.comparison_frame(match, statistics, sizes))
     st.dataframe(table, hide_index=True, width="stretch", column_config={

@@ -19,7 +19,7 @@ APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
               "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
-HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction"]
+HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction", "E_μs[W] identity check"]
 
 
 def run(query=None, **state):
@@ -66,6 +66,7 @@ def test_default_run_shows_header_table_and_chart(default):
     d = diagnostics(make_toy(*Settings().toy_key))
     assert default.metric[0].value == f"{d.M:,}" and default.metric[1].value == f"{d.J:.4f}"
     assert default.metric[4].value == f"{d.kl_mu_pi:.4f}" and default.metric[6].value == f"{d.ess:.1%}"
+    assert default.metric[7].value == f"{d.identity:.4f}" == "1.0000"
     assert "vega_lite_chart" in tab_content(default, "Estimators")
     assert_table_is_library(default, Settings())
     assert default.query_params == {}

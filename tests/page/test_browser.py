@@ -70,7 +70,7 @@ def step_mismatch(page):
 def test_default_view_renders(app):
     page = open_page(app)
     assert_no_exception(page)
-    assert page.locator('[data-testid="stMetric"]').count() == 7
+    assert page.locator('[data-testid="stMetric"]').count() == 8            # M, J, E_μ[r], ‖∇J‖, KL, χ², ESS, E_μs[W]
     assert "4,096" in page.locator('[data-testid="stMetric"]').first.inner_text()
     assert "tok_tis" in table_text(page) and "seq_is" in table_text(page)
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "

@@ -29,8 +29,9 @@ def test_a_toy_keeps_only_the_sampler_probabilities_and_the_reward():
     frames.sequence_facts(toy)                      # the Ratios tab's exact distribution of W needs μ(y)
     assert toy.rewarded.dtype == bool and toy.R.dtype == float and np.array_equal(toy.R, toy.rewarded)
     assert kept_vectors(toy) == {"p_sampler", "rewarded"}
+    assert toy.log_logged is toy.log_mu                 # logged = sampled: one array
     tables = sum(array.nbytes for array in (toy.theta, toy.b, toy.log_pi, toy.log_mu, toy.pi, toy.mu, toy.log_rho,
-                                            toy.rho, toy.kept, toy.true_grad))
+                                            toy.rho, toy.kept, toy.true_grad, toy.identity_tokens))
     memo = sum(array.nbytes for pair in toy.memo.values() for array in pair)
     assert toy.nbytes() == 9 * toy.M + tables + memo
 

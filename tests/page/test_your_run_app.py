@@ -28,7 +28,7 @@ APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 LABEL = "Your run"
 UPLOAD = "your_run_upload"
 RUN_UPLOAD = "your_run_run_upload"
-HEADER_METRICS = 7
+HEADER_METRICS = 8                    # the default page: M, J, E_μ[r], ‖∇J‖, KL, χ², ESS, E_μs[W]
 
 
 def run(**state):

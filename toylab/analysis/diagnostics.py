@@ -1,5 +1,11 @@
 """Population diagnostics of a toy: how far apart μ and π are, and the exact ratio distributions.
 
+Three distributions (``engine.toy``): μ below is what the engine samples (μ_s), π what the trainer scores, and the
+ratio ρ_t = π_t/μ_log,t the correction computes. KL and TV are those of μ_s and π themselves; χ² and the ESS those of
+the weights the correction uses, ρ_t on draws from μ_s: χ²_t = Σ_v μ_s (ρ_t/E_μs[ρ_t] − 1)², so that
+χ²_seq = ∏_t (1 + χ²_t) − 1 = E_μs[W²]/(E_μs W)² − 1 still; E_μs[W] = ∏_t E_μs[ρ_t] is the identity check
+(``Toy.identity``). With the default pipeline (logged = sampled, scored = softmax(θ)) all of this is as below.
+
 Per position (ρ_t = π_t/μ_t):
     KL_t(μ‖π) = −Σ_v μ_t log ρ_t,   KL_t(π‖μ) = Σ_v π_t log ρ_t,   χ²_t = Σ_v μ_t (ρ_t − 1)²,
     TV_t = ½ Σ_v |π_t − μ_t|.
@@ -37,6 +43,15 @@ class Diagnostics:
     chi2_tokens: np.ndarray      # (T,)
     max_tv: float
     unreachable_mass: float = 0.0    # π(y ∉ S): the sequences the sampler never draws
+    identity_tokens: np.ndarray | None = None  # (T,) E_μs[ρ_t]; ∏_t of them is the identity check E_μs[W]
+    plain_J: float | None = None     # E_softmax(θ)[r] when the trainer scores another π (None: J is it)
+    objective_shift: float = 0.0     # ‖∇J − ∇J_plain‖/‖∇J_plain‖
+
+    @property
+    def identity(self):
+        """E_μs[W] = ∏_t E_μs[ρ_t]: 1 when μ_log = μ_s and π keeps its mass where μ_s draws (necessary, not sufficient
+        for an unbiased correction: see ``Toy.identity``)."""
+        return float(np.prod(self.identity_tokens))
 
     @property
     def kl_mu_pi(self):
@@ -63,30 +78,40 @@ def on_support(mu, values, kept):
     return np.multiply(mu, values, out=np.zeros(np.broadcast_shapes(mu.shape, values.shape)), where=kept)
 
 
-def reachable_ratio(pi, rho, kept):
-    """ρ_t/π_t(S_t) on the support (1 outside): the ratio of π_t conditioned on S_t to μ_t; ρ itself when every
-    token is kept. Tables (..., T, V)."""
-    if kept.all():
+def reachable_ratio(pi, rho, kept, mean=None):
+    """ρ_t/E_μs[ρ_t] on the support (1 outside). ``mean`` None: the logged μ is the sampled one, E_μs[ρ_t] = π_t(S_t),
+    and this is the ratio of π_t conditioned on S_t to μ_t (ρ itself when every token is kept); else ``mean`` is
+    E_μs[ρ_t] (..., T) (``toy.mean_ratios``). Tables (..., T, V)."""
+    if mean is None and kept.all():
         return rho
-    reachable = np.sum(pi, axis=-1, where=kept, keepdims=True)
+    reachable = np.sum(pi, axis=-1, where=kept, keepdims=True) if mean is None else mean[..., None]
     return np.divide(rho, reachable, out=np.ones(rho.shape), where=kept)
 
 
 def token_kl(toy):
-    """KL_t(μ_t‖π_t) = −Σ_{v ∈ S_t} μ_t log ρ_t per position, from the (T, V) tables alone (any T); ≥ 0, so
+    """KL_t(μ_s‖π) = −Σ_{v ∈ S_t} μ_s log(π/μ_s) per position, from the (T, V) tables alone (any T); ≥ 0, so
     rounding below 0 is clipped."""
-    return np.maximum(-on_support(toy.mu, toy.log_rho, toy.kept).sum(axis=1), 0.0)
+    return np.maximum(-on_support(toy.mu, toy.sampled_log_ratio, toy.kept).sum(axis=1), 0.0)
+
+
+def token_reverse_kl(toy):
+    """KL_t(π‖μ_s) = Σ_v π log(π/μ_s) per position: +∞ where π has mass on a token μ_s never draws."""
+    if toy.sampler.logged == "processed" and toy.sampler.scored != "keep_mask":
+        return np.maximum((toy.pi * toy.log_rho).sum(axis=1), 0.0)
+    inside = on_support(toy.pi, toy.sampled_log_ratio, toy.kept).sum(axis=1)
+    outside = np.sum(toy.pi, axis=1, where=~toy.kept) > 0
+    return np.where(outside, np.inf, np.maximum(inside, 0.0))
 
 
 SQUARE_SAFE = 1e150          # a ratio below this squares without overflow
 
 
-def chi2_terms(pi, mu, rho, kept):
-    """χ²_t = Σ_v μ_t (ρ'_t − 1)², ρ' = ρ_t/π_t(S_t) (``reachable_ratio``), per position of tables (..., T, V): a sum
-    of squares, so ≥ 0 and exactly 0 when μ_t = π_t, whatever the rounding. A sampler with a low temperature can
-    make ρ' too large to square (μ ~ e^-500); then it is Σ_v (μ_t(ρ'_t − 1))·(ρ'_t − 1), whose first factor is
-    π_t/π_t(S_t) − μ_t, at most 1."""
-    ratio = reachable_ratio(pi, rho, kept)
+def chi2_terms(pi, mu, rho, kept, mean=None):
+    """χ²_t = Σ_v μ_t (ρ'_t − 1)², ρ' = ρ_t/E_μs[ρ_t] (``reachable_ratio``; ``mean`` as there), per position of tables
+    (..., T, V): a sum of squares, so ≥ 0 and exactly 0 when μ_t = π_t, whatever the rounding. A sampler with a low
+    temperature can make ρ' too large to square (μ ~ e^-500); then it is Σ_v (μ_t(ρ'_t − 1))·(ρ'_t − 1), whose first
+    factor is at most 1 when μ_log = μ_s (π_t/π_t(S_t) − μ_t)."""
+    ratio = reachable_ratio(pi, rho, kept, mean)
     if np.max(ratio, where=kept, initial=0.0) < SQUARE_SAFE:
         return on_support(mu, (ratio - 1) ** 2, kept).sum(axis=-1)
     excess = np.where(kept, ratio - 1, 0.0)
@@ -94,9 +119,10 @@ def chi2_terms(pi, mu, rho, kept):
 
 
 def token_chi2(toy):
-    """χ²_t = Σ_v μ_t (ρ_t/π_t(S_t) − 1)² per position (ρ_t − 1 without truncation; = Σ_v μ_t ρ_t² − 1, as
-    Σ_v μ_t ρ_t = 1), from the (T, V) tables alone (any T): ``chi2_terms``."""
-    return chi2_terms(toy.pi, toy.mu, toy.rho, toy.kept)
+    """χ²_t = Σ_v μ_t (ρ_t/E_μs[ρ_t] − 1)² per position (ρ_t/π_t(S_t) when μ_log = μ_s; ρ_t − 1 without truncation
+    too), from the (T, V) tables alone (any T): ``chi2_terms``."""
+    mean = None if toy.sampler.logged == "processed" else toy.identity_tokens
+    return chi2_terms(toy.pi, toy.mu, toy.rho, toy.kept, mean)
 
 
 def product_minus_one(chi2_tokens):
@@ -112,14 +138,16 @@ def sequence_chi2(toy):
 
 def diagnostics(toy):
     """The toy's population numbers; J, E_μ[r] and ∇J come from the toy's M-vectors."""
+    plain = toy.sampler.scored == "plain"
     return Diagnostics(
         M=toy.M, J=toy.J, logged_reward=toy.logged_reward,
         grad_norm=float(np.linalg.norm(toy.true_grad)),
         kl_mu_pi_tokens=token_kl(toy),
-        kl_pi_mu_tokens=np.maximum((toy.pi * toy.log_rho).sum(axis=1), 0.0),
+        kl_pi_mu_tokens=token_reverse_kl(toy),
         chi2_tokens=token_chi2(toy),
         max_tv=float(0.5 * np.abs(toy.pi - toy.mu).sum(axis=1).max()),
-        unreachable_mass=toy.unreachable_mass)
+        unreachable_mass=toy.unreachable_mass, identity_tokens=toy.identity_tokens,
+        plain_J=None if plain else toy.plain_J, objective_shift=toy.objective_shift)
 
 
 def sequence_log_ratio(toy, kind="W"):

@@ -31,7 +31,7 @@ from toylab.engine.recursion import (
     objective_by_recursion,
 )
 from toylab.engine.sampler import DEFAULT_SAMPLER
-from toylab.engine.toy import Toy, make_toy, range_problem
+from toylab.engine.toy import Toy, flat_problem, make_toy, range_problem
 
 LENGTHS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 MAX_LENGTH = 256
@@ -73,8 +73,12 @@ def length_point(settings, T, samples=None):
     std_ratio, std_ratio_se, method) with std_ratio = sqrt(var/var_on_policy); se = 0 when exact.
     on_policy is exact at every T, so a Monte Carlo ratio's se is se(sqrt(var))/sqrt(var_on_policy).
     Monte Carlo draws come from ``default_rng([seed, T])``, ``samples`` sequences (default ``samples_at(T)``).
+    ValueError where a trainer keeping the sampler's mask has a flat J (``toy.flat_problem``): no relative error.
     """
     toy = length_toy(T, settings.V, settings.mismatch, settings.seed, settings.sampler)
+    flat = flat_problem(toy)
+    if flat:
+        raise ValueError(flat)
     selection = settings.selection(exact_only=True)
     C = settings.params("seq_tis")["C"]
     band = settings.params("geo_rs")

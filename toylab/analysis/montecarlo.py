@@ -48,20 +48,22 @@ def tokens_from_uniforms(uniforms, position_probabilities):
 
 
 def trainer_side(toy):
-    """The toy as batches drawn from π see it (on_policy's): the sampler is the trainer, so log μ = log π and every
-    ratio is 1. Those batches hold tokens a truncating μ never draws (log μ = −∞ there), which on_policy never
-    reads; tables (T, V) or (..., T, V) as the toy's."""
-    return SimpleNamespace(V=toy.V, pi=toy.pi, log_pi=toy.log_pi, log_mu=toy.log_pi,
-                           log_rho=np.zeros_like(toy.log_pi), rho=np.ones_like(toy.pi))
+    """The toy as batches drawn from π see it (on_policy's): the sampler is the trainer, so log μ = log π (sampled
+    and logged) and every ratio is 1. Those batches hold tokens a truncating μ never draws (log μ = −∞ there), which
+    on_policy never reads; tables (T, V) or (..., T, V) as the toy's."""
+    return SimpleNamespace(V=toy.V, pi=toy.pi, log_pi=toy.log_pi, log_mu=toy.log_pi, log_logged=toy.log_pi,
+                           log_rho=np.zeros_like(toy.log_pi), rho=np.ones_like(toy.pi), score_scale=toy.score_scale)
 
 
 @dataclass
 class Batches:
     """R replicate batches of tokens (R, n, T) with their sequence statistics and batch-sum helpers.
 
-    ``toy`` is a Toy, or anything with V and the tables pi, rho, log_rho: of shape (T, V), or (R, T, V) with
-    one toy per replicate (training's runs), and then ``advantage_baseline`` may be one b per replicate.
-    ``score_sum(x)`` is, for every replicate and N, Σ_{i<N} x_{i,t}·(onehot(y_{i,t}) − π_t): shape (R, K, T, V).
+    ``toy`` is a Toy, or anything with V, score_scale and the tables pi, log_pi, log_logged, log_rho: of shape (T, V),
+    or (R, T, V) with one toy per replicate (training's runs), and then ``advantage_baseline`` may be one b per
+    replicate. The tokens were drawn from the sampled μ_s; the correction sees the scored π and the logged μ_log.
+    ``score_sum(x)`` is, for every replicate and N, Σ_{i<N} x_{i,t}·(onehot(y_{i,t}) − π_t)·score_scale: shape
+    (R, K, T, V).
     ``cumulative(x)`` is Σ_{i<N} x_i: shape (R, K).
     ``aggregated(c, kept)`` applies the loss aggregation: ĝ_N = score_sum(scaled c·A)[N] / D_N.
     """
@@ -90,7 +92,8 @@ class Batches:
         """The sampled sequences as ``toylab.coefficients`` sees them: their tokens' log-probabilities, (R·n, T)."""
         R, n, T = self.tokens.shape
         return GivenSequences(self._gather(self.toy.log_pi).reshape(R * n, T),
-                              self._gather(self.toy.log_mu).reshape(R * n, T), advantages=self.advantage.reshape(R * n))
+                              self._gather(self.toy.log_logged).reshape(R * n, T),
+                              advantages=self.advantage.reshape(R * n))
 
     def terms(self, estimator_id, params=None):
         """(c, kept, d) of an exact estimator for every sampled sequence, each (R, n, T), by ``toylab.coefficients``:
@@ -124,7 +127,7 @@ class Batches:
         sums = np.bincount(self._flat_index, weights=x.ravel(), minlength=R * K * T * V)
         sums = np.cumsum(sums.reshape(R, K, T, V), axis=1)
         pi = self.toy.pi if np.ndim(self.toy.pi) == 2 else self.toy.pi[:, None]
-        return sums - pi * sums.sum(axis=3, keepdims=True)
+        return (sums - pi * sums.sum(axis=3, keepdims=True)) * self.toy.score_scale
 
     def cumulative(self, x):
         R, K = self.tokens.shape[0], len(self.N)

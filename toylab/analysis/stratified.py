@@ -147,28 +147,29 @@ def _additive_only(toy, estimator_id, params, grad):
 
 def exact_additive(toy, estimator_id, params):
     """(E_μ[D], E_μ‖D‖²) of the additive term D = Σ_t d[t, y_t]·s_t, exact: positions are independent under μ."""
-    d = np.where(toy.mu > 0, additive_table(estimator_id, toy.log_pi, toy.log_mu, params), 0.0)
+    d = np.where(toy.mu > 0, additive_table(estimator_id, toy.log_pi, toy.log_logged, params), 0.0)
     weighted = toy.mu * d
     squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)
-    return weighted - toy.pi * weighted.sum(axis=1, keepdims=True), float(np.sum(weighted * d * squared_score))
+    scale = toy.score_scale
+    return (weighted - toy.pi * weighted.sum(axis=1, keepdims=True)) * scale, \
+        float(np.sum(weighted * d * squared_score)) * scale**2
 
 
 class _StratumSums:
-    """Per stratum Σ_i X_i (S, T, V) with X_i = Σ_t c_{i,t}·(onehot(y_{i,t}) − π_t), and per sample ‖X_i‖²
-    = Σ_t c_{i,t}²·‖onehot(y_{i,t}) − π_t‖² and ⟨X_i, D_i⟩ = Σ_t c_{i,t}·d_{i,t}·‖onehot(y_{i,t}) − π_t‖² (the rows
-    of X are separate positions), for any coefficients c and additive terms d on one draw: the indices are
-    built once."""
+    """Per stratum Σ_i X_i (S, T, V) with X_i = Σ_t c_{i,t}·s_{i,t}, s = (onehot(y_{i,t}) − π_t)·score_scale, and per
+    sample ‖X_i‖² = Σ_t c_{i,t}²·‖s_{i,t}‖² and ⟨X_i, D_i⟩ = Σ_t c_{i,t}·d_{i,t}·‖s_{i,t}‖² (the rows of X are
+    separate positions), for any coefficients c and additive terms d on one draw: the indices are built once."""
 
     def __init__(self, toy, tokens, strata, n_strata):
         T, V = toy.T, toy.V
         cell = tokens + V * np.arange(T)
-        self.pi, self.shape = toy.pi, (n_strata, T, V)
+        self.pi, self.shape, self.scale = toy.pi, (n_strata, T, V), toy.score_scale
         self.stratum_cell = (strata[:, None] * T * V + cell).ravel()
-        self.squared_score = np.take(1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True), cell)
+        self.squared_score = np.take(1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True), cell) * self.scale**2
 
     def __call__(self, coefficient, additive):
         onehot_sums = np.bincount(self.stratum_cell, coefficient.ravel(),
                                   minlength=int(np.prod(self.shape))).reshape(self.shape)
-        X_sum = onehot_sums - self.pi * onehot_sums.sum(axis=2, keepdims=True)
+        X_sum = (onehot_sums - self.pi * onehot_sums.sum(axis=2, keepdims=True)) * self.scale
         weighted = coefficient * self.squared_score
         return X_sum, np.einsum("it,it->i", weighted, coefficient), np.einsum("it,it->i", weighted, additive)

@@ -10,10 +10,13 @@ The rule of thumb of Li et al. (2025) for sequence truncation is C* = sqrt(2(1 +
 
 Sampler sweep: the same numbers for every selected exact estimator as one parameter of the sampler moves — the
 mismatch in [0, 2], top-p in (0, 1], the temperature in [0.25, 4] or the precision the logits are rounded to (none,
-fp16, bf16: ever coarser) — the others held; θ and b come from the seed
-alone, so only μ moves. Per toy also KL(μ‖π), χ²_seq, the π-mass out of reach and the bias floor
+fp16, bf16: ever coarser) — the others held; θ and b come from the seed alone, so only μ moves. Per toy also KL(μ‖π), χ²_seq, the π-mass out of reach and the bias floor
 ‖∇J − ∇J_S‖/‖∇J‖ at the baseline (``engine.moments``). A point whose W would leave float64
-(``toy.range_problem``) is left out and listed.
+(``toy.range_problem``), or whose scored objective is flat (``toy.flat_problem``), is left out and listed.
+
+Pipeline sweep: the same sweep once per pipeline — each distinct (logged, scored) of the frameworks' pipeline presets
+at the sampler's top-p (``PIPELINES``), named by the presets that use it —: every selected exact estimator's relative
+bias and RMSE, and per toy the identity check E_μs[W] and how far the scored objective moved.
 """
 
 from dataclasses import replace
@@ -22,6 +25,7 @@ import numpy as np
 
 from toylab.analysis.diagnostics import diagnostics
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.pipelines import PIPELINES
 from toylab.engine.moments import baseline_value, exact_moments_many, exact_moments_of
 from toylab.engine.sampler import TEMPERATURE_RANGE
 from toylab.engine.toy import make_toy
@@ -97,21 +101,27 @@ def rule_of_thumb(toy):
     return float(np.sqrt(2 * (1 + diagnostics(toy).chi2_seq)))
 
 
-def sampler_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline, N):
-    """(estimator rows, divergence rows, left out) as ``parameter`` (mismatch, top_p, temperature or precision) runs
-    over its grid and its chosen value (the mismatch, or the Sampler's): per toy, each selected exact estimator's
-    rel_bias/rel_std/rel_rmse at N; the toy's KL(μ‖π), χ²_seq, unreachable_mass and rel_floor; and the values
-    left out because W would leave float64 there."""
+def swept_toys(T, V, seed, mismatch, sampler, parameter, left_out):
+    """(value, toy) as ``parameter`` (mismatch, top_p, temperature or precision) runs over its grid and its chosen
+    value (the mismatch, or the Sampler's: ``sweep_values``); a value whose toy is refused (``make_toy``'s
+    ValueError) is appended to ``left_out``."""
     chosen = mismatch if parameter == "mismatch" else getattr(sampler, parameter)
-    exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
-    estimator_rows, divergence_rows, left_out = [], [], []
     for value in sweep_values(parameter, V**T, chosen):
         try:
-            toy = make_toy(T, V, value, seed, sampler) if parameter == "mismatch" else \
-                make_toy(T, V, mismatch, seed, replace(sampler, **{parameter: value}))
+            yield value, (make_toy(T, V, value, seed, sampler) if parameter == "mismatch" else
+                          make_toy(T, V, mismatch, seed, replace(sampler, **{parameter: value})))
         except ValueError:
             left_out.append(value)
-            continue
+
+
+def sampler_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline, N):
+    """(estimator rows, divergence rows, left out) as ``parameter`` (mismatch, top_p, temperature or precision) runs
+    over its grid and its chosen value (``swept_toys``): per toy, each selected exact estimator's
+    rel_bias/rel_std/rel_rmse at N; the toy's KL(μ‖π), χ²_seq, unreachable_mass and rel_floor; and the values left out
+    because W would leave float64 there (or the scored objective is flat)."""
+    exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
+    estimator_rows, divergence_rows, left_out = [], [], []
+    for value, toy in swept_toys(T, V, seed, mismatch, sampler, parameter, left_out):
         for estimator_id, moments in exact_moments_many(toy, exact, baseline).items():
             estimator_rows.append({parameter: value, "estimator": estimator_id} | moments_row(moments, N))
         population = diagnostics(toy)
@@ -120,3 +130,30 @@ def sampler_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline,
                                 "unreachable_mass": population.unreachable_mass,
                                 "rel_floor": float(floor / population.grad_norm)})
     return estimator_rows, divergence_rows, left_out
+
+
+def pipeline_combinations(top_p):
+    """{(logged, scored): [preset ids]} of the frameworks' pipeline presets at this top-p, in their order."""
+    combinations = {}
+    for id, pipeline in PIPELINES.items():
+        combinations.setdefault(pipeline.choices(top_p), []).append(id)
+    return combinations
+
+
+def pipeline_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline, N):
+    """(estimator rows, pipeline rows, left out) of ``sampler_sweep`` once per pipeline (``pipeline_combinations`` at
+    the sampler's top-p, whatever it logs and scores itself): estimator rows (logged, scored, parameter value,
+    estimator, rel_bias, rel_std, rel_rmse); pipeline rows (logged, scored, presets, value, identity,
+    objective_shift); left out: {(logged, scored): values refused}."""
+    exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
+    estimator_rows, pipeline_rows, left_out = [], [], {}
+    for (logged, scored), presets in pipeline_combinations(sampler.top_p).items():
+        pipeline = replace(sampler, logged=logged, scored=scored)
+        key = {"logged": logged, "scored": scored}
+        for value, toy in swept_toys(T, V, seed, mismatch, pipeline, parameter, left_out.setdefault((logged, scored),
+                                                                                                     [])):
+            for estimator_id, moments in exact_moments_many(toy, exact, baseline).items():
+                estimator_rows.append(key | {parameter: value, "estimator": estimator_id} | moments_row(moments, N))
+            pipeline_rows.append(key | {"presets": tuple(presets), parameter: value, "identity": toy.identity,
+                                        "objective_shift": toy.objective_shift})
+    return estimator_rows, pipeline_rows, {key: values for key, values in left_out.items() if values}

@@ -14,5 +14,6 @@ factors of its per-token coefficient. Bottom to top:
     second_moment  AReaL's M2PO second-moment mask, batch-coupled
     frameworks/    one module per framework: its presets as rows of data, its rules, its formulas
     presets        every framework's presets in one table
+    pipelines      what a pipeline logs as μ and what its trainer scores; each framework's pipeline as a preset
     estimators     the registry: id → formula, source, thresholds, colour and weight function
 """

@@ -16,6 +16,7 @@ import math
 import sys
 
 from toylab.catalogue.estimators import BASELINES, EXACT_IDS, PRESET_IDS, resolve_params
+from toylab.catalogue.pipelines import LOGGED, PIPELINE_IDS, PIPELINES, SCORED
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
 from toylab.state.query import (
     DEFAULTS,
@@ -101,12 +102,30 @@ def add_sampler_arguments(parser):
     parser.add_argument("--precision", type=one_of(PRECISIONS), default=DEFAULTS.precision,
                         metavar="{" + ",".join(PRECISIONS) + "}",
                         help="the sampler's logits rounded to bf16 or fp16 through float32 (default none)")
+    parser.add_argument("--logged", type=one_of(LOGGED), metavar="{" + ",".join(LOGGED) + "}",
+                        help="what the engine logs as μ, the correction's denominator: processed (what it samples "
+                             "from, the default), raw (before temperature and truncation: vLLM's default) or "
+                             "temperature (no truncation: SGLang's default)")
+    parser.add_argument("--scored", type=one_of(SCORED), metavar="{" + ",".join(SCORED) + "}",
+                        help="what the trainer scores: plain softmax(θ) (the default), temperature softmax(θ/τ) or "
+                             "keep_mask, softmax(θ/τ) over the sampler's kept tokens")
+    parser.add_argument("--pipeline", type=one_of(PIPELINE_IDS), default=DEFAULTS.pipeline, metavar="ID",
+                        help="a framework's pipeline, which sets --logged and --scored: "
+                             + ", ".join(PIPELINES) + f" (default {DEFAULTS.pipeline})")
 
 
 def sampler_of(parser, arguments):
-    """The Sampler of --top-p, --top-k, --temperature, --precision, with top_k checked against --V (one-line error)."""
+    """The Sampler of --top-p, --top-k, --temperature, --precision and the pipeline (--logged, --scored or
+    --pipeline), with top_k checked against --V and the pipeline's choices against --logged/--scored (one-line
+    errors)."""
+    given = {name: getattr(arguments, name) for name in ("logged", "scored") if getattr(arguments, name) is not None}
     settings = make_settings(V=arguments.V, top_p=arguments.top_p, top_k=arguments.top_k,
-                             temperature=arguments.temperature, precision=arguments.precision)
+                             temperature=arguments.temperature, precision=arguments.precision,
+                             pipeline=arguments.pipeline, **given)
+    clashes = [f"--{name} {value}" for name, value in given.items() if getattr(settings, name) != value]
+    if clashes:
+        parser.error(f"--pipeline {arguments.pipeline} logs {settings.logged} and scores {settings.scored}; "
+                     f"{' and '.join(clashes)} contradicts it (give one or the other)")
     try:
         settings.sampler.check_vocabulary(arguments.V)
     except ValueError as error:

@@ -18,6 +18,7 @@ from toylab.cli.arguments import (
     selection_from_overrides,
 )
 from toylab.presentation.estimates import with_se
+from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_verdict import comparison
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.state.settings import DEFAULT_ESTIMATORS
@@ -29,6 +30,7 @@ from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.matching import match_toy, matched_length, matching_estimate
 from toylab.your_run.parity import by_framework, framework_metrics
 from toylab.your_run.run import RunFile, load_file
+from toylab.your_run.signature import logging_signature
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS, TAIL_THRESHOLDS, log_statistics
 from toylab.your_run.suggestions import suggestions
 
@@ -88,7 +90,8 @@ def report(arguments):
     sizes = magnitudes(log)
     T = matched_length(statistics.mean_length.value, arguments.V) if arguments.T == "data" else arguments.T
     matched_on, kl = matching_estimate(statistics)
-    match = match_toy(kl, T, arguments.V, arguments.seed, sampler=arguments.sampler_model)
+    match = match_toy(kl, T, arguments.V, arguments.seed, sampler=arguments.sampler_model, statistic=matched_on)
+    signature = logging_signature(sizes.identity)
     result = {
         "file": log.name, "shape": log.columns.shape, "columns": log.columns.roles(),
         "sequences": statistics.sequences, "tokens": statistics.tokens,
@@ -111,16 +114,12 @@ def report(arguments):
         "advantages": "the log's own" if log.rewards is None and log.advantages is not None else
                       "r − mean(r)" if log.rewards is not None else None,
         "frameworks": by_framework(framework_metrics(log)),
-        "notices": list(log.notices) + ([IDENTITY_BROKEN.format(with_se(sizes.identity.value, sizes.identity.se))]
-                                        if sizes.identity_broken() else []),
+        "logging_signature": signature.as_dict(),
+        "notices": list(log.notices) + ([signature_text(signature)] if signature.verdict in ("raw", "truncated")
+                                        else []),
     }
     result["notes"] = _notes(result)
     return result
-
-
-IDENTITY_BROKEN = ("mean ρ − 1 = {} is below 0 by more than 3 standard errors: E_μ[ρ] = 1 fails, so the sampler's "
-                   "logged log-probabilities miss probability the trainer gives (top-p or top-k truncation, or a "
-                   "temperature applied to sampling but not to the logged log-probs)")
 
 
 def _notes(result):

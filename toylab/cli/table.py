@@ -9,6 +9,7 @@ is "—" in the text and null in the JSON, with its reason (a note line under th
 
 from toylab.analysis.diagnostics import diagnostics
 from toylab.catalogue.estimators import EXACT_IDS
+from toylab.catalogue.pipelines import CUSTOM
 from toylab.cli.arguments import (
     DEFAULT_IDS,
     ToylabParser,
@@ -26,6 +27,7 @@ COLUMNS = [("rel_bias", "rel bias", "{:.4f}"), ("rel_std", "rel std", "{:.4f}"),
            ("cosine", "cosine", "{:+.4f}"), ("tokens_affected", "tokens hit", "{:.2%}"),
            ("sequences_affected", "seqs hit", "{:.2%}")]
 SPLIT_COLUMNS = [("rel_floor", "bias floor", "{:.4f}"), ("rel_rest", "bias rest", "{:.4f}")]     # when μ truncates
+PLAIN_COLUMNS = [("rel_plain_bias", "vs plain", "{:.4f}")]          # when the trainer scores another π
 
 
 def table_ids(listed):
@@ -58,12 +60,17 @@ def report(arguments):
     notes = [f"{row['estimator']}: {row['note']}" for row in rows if row["note"]]
     if toy.truncates:
         notes.append(TRUNCATION_NOTE)
+    if toy.sampler.scored != "plain":
+        notes.append(PLAIN_NOTE)
     return {
         "toy": toy_summary(toy) | {
             "J": population.J, "logged_reward": population.logged_reward,
             "grad_norm": population.grad_norm, "kl_mu_pi": population.kl_mu_pi,
             "kl_pi_mu": population.kl_pi_mu, "chi2_seq": population.chi2_seq, "ess": population.ess,
-            "unreachable_mass": population.unreachable_mass},
+            "unreachable_mass": population.unreachable_mass, "identity": population.identity}
+        | ({} if population.plain_J is None else {"plain_J": population.plain_J,
+                                                    "objective_shift": population.objective_shift})
+        | ({} if arguments.pipeline == CUSTOM else {"pipeline": arguments.pipeline}),
         "N": arguments.N, "baseline": arguments.baseline,
         "estimators": [{"name": row.pop("estimator"), **{key: value for key, value in row.items() if key != "note"}}
                        for row in rows],
@@ -76,15 +83,21 @@ TRUNCATION_NOTE = ("kl_pi_mu is infinite (null): the sampler never draws some to
                    "on μ; no weight removes it); bias rest: ‖E[ĝ] − ∇J_S‖/‖∇J‖; bias = floor + rest as vectors")
 
 
+PLAIN_NOTE = ("the trainer scores another π than softmax(θ): J, ∇J, every bias and the relative errors are those of "
+              "its objective E_π[r]; vs plain: ‖E[ĝ] − ∇J_plain‖/‖∇J_plain‖, against softmax(θ)'s gradient; "
+              "objective_shift: ‖∇J − ∇J_plain‖/‖∇J_plain‖")
+
+
 def toy_summary(toy):
-    """The toy's arguments as the JSON echoes them: T, V, M, mismatch, seed and the sampler's four parameters."""
+    """The toy's arguments as the JSON echoes them: T, V, M, mismatch, seed, the sampler's four parameters and the
+    pipeline's logged and scored."""
     return {"T": toy.T, "V": toy.V, "M": toy.M, "mismatch": toy.mismatch, "seed": toy.seed} \
         | toy.sampler.parameters()
 
 
 def toy_line(toy):
-    """'T=6 V=4 M=4,096 mismatch=0.3 seed=0' and the sampler when it is not plain softmax."""
-    sampler = {key: toy[key] for key in ("top_p", "top_k", "temperature", "precision")}
+    """'T=6 V=4 M=4,096 mismatch=0.3 seed=0' and the sampler and pipeline when they are not the default."""
+    sampler = {key: toy[key] for key in ("top_p", "top_k", "temperature", "precision", "logged", "scored")}
     described = Sampler(**sampler)
     return (f"T={toy['T']} V={toy['V']} M={toy['M']:,} mismatch={toy['mismatch']:g} seed={toy['seed']}"
             + ("" if described.is_default else f" sampler: {described.describe()}"))
@@ -95,9 +108,12 @@ def as_text(result):
     lines = [f"{toy_line(toy)}   "
              f"J={toy['J']:.5f}  E_mu[r]={toy['logged_reward']:.5f}  |grad J|={toy['grad_norm']:.5f}  "
              f"KL(mu||pi)={toy['kl_mu_pi']:.4f}  chi2_seq={toy['chi2_seq']:.4g}  ESS={toy['ess']:.3f}"
-             + (f"  pi-mass out of reach={toy['unreachable_mass']:.4f}" if toy["unreachable_mass"] else ""),
+             f"  E_mu[W]={toy['identity']:.4f}"
+             + (f"  pi-mass out of reach={toy['unreachable_mass']:.4f}" if toy["unreachable_mass"] else "")
+             + (f"  J(softmax theta)={toy['plain_J']:.5f}  objective shift={toy['objective_shift']:.4f}"
+                if "plain_J" in toy else ""),
              f"batch size N={result['N']}, baseline={result['baseline']}", ""]
-    columns = COLUMNS + (SPLIT_COLUMNS if toy["unreachable_mass"] else [])
+    columns = COLUMNS + (SPLIT_COLUMNS if toy["unreachable_mass"] else []) + (PLAIN_COLUMNS if "plain_J" in toy else [])
     name_width = max(len(row["name"]) for row in result["estimators"]) + 2
     lines.append("estimator".ljust(name_width) + "".join(f"{title:>11}" for _, title, _ in columns) + "  unbiased")
     for row in result["estimators"]:

@@ -110,8 +110,10 @@ class Curvature:
         return H.reshape(T * V, T * V)
 
 
-def curvature(pi):
-    """The Curvature of J at trainer table pi (T, V): leave-one-out and leave-two-out count distributions."""
+def curvature(pi, scale=1.0):
+    """The Curvature of J at trainer table pi (T, V): leave-one-out and leave-two-out count distributions. π =
+    softmax(θ·scale) (a trainer that divides by τ: scale 1/τ; over a fixed kept set alike) has ∂q/∂θ and ∂²q/∂θ²
+    those of softmax times scale and scale²."""
     T, V = pi.shape
     q = pi[:, 0]
     reward = reward_by_count(T)
@@ -126,7 +128,7 @@ def curvature(pi):
     e = np.eye(V)[0]
     q_curvature = np.einsum("tu,tv->tuv", g, e - pi) \
         - q[:, None, None] * (np.einsum("tu,uv->tuv", pi, np.eye(V)) - np.einsum("tu,tv->tuv", pi, pi))
-    return Curvature(slope, cross, g, q_curvature)
+    return Curvature(slope, cross, g * scale, q_curvature * scale**2)
 
 
 def factorised_means(position_probability, factors, phi, pi):

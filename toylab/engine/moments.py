@@ -65,10 +65,17 @@ class Moments:
     note: str = ""
     floor: float = 0.0              # ‖∇J − ∇J_S‖: ∇J's part from the sequences the sampler never draws
     rest: float | None = None       # ‖E ĝ − ∇J_S‖ (None: nothing is out of reach, and it is the bias)
+    plain_bias: float | None = None         # ‖E ĝ − ∇J_plain‖, ∇J of softmax(θ) (None: the trainer scores it)
+    plain_grad_norm: float | None = None    # ‖∇J_plain‖
 
     @property
     def rel_bias(self):
         return self.bias / self.grad_norm
+
+    @property
+    def rel_plain_bias(self):
+        """‖E ĝ − ∇J_plain‖/‖∇J_plain‖: the error against softmax(θ)'s gradient (the bias itself when plain)."""
+        return self.rel_bias if self.plain_bias is None else self.plain_bias / self.plain_grad_norm
 
     @property
     def rel_floor(self):
@@ -107,10 +114,19 @@ def direction(mean, grad, b, masked_entirely):
 def bias_split(toy, mean, b, on_policy):
     """{"floor": ‖∇J − ∇J_S‖, "rest": ‖E ĝ − ∇J_S‖} for an estimator with this mean (see the module docstring);
     {} when the estimator samples π or the sampler draws every sequence (floor 0, rest = bias)."""
-    if on_policy or not toy.truncates:
+    if on_policy or not toy.has_floor:
         return {}
     reachable = toy.reachable_gradient(b)
     return {"floor": float(np.linalg.norm(toy.true_grad - reachable)), "rest": float(np.linalg.norm(mean - reachable))}
+
+
+def plain_comparison(toy, mean):
+    """{"plain_bias": ‖E ĝ − ∇J_plain‖, "plain_grad_norm": ‖∇J_plain‖} when the trainer scores something other than
+    softmax(θ) (its objective moved: ``toy.plain_grad``); {} when it scores softmax(θ)."""
+    if toy.sampler.scored == "plain":
+        return {}
+    return {"plain_bias": float(np.linalg.norm(mean - toy.plain_grad)),
+            "plain_grad_norm": float(np.linalg.norm(toy.plain_grad))}
 
 
 def baseline_value(toy, baseline):
@@ -213,8 +229,8 @@ class _Sums:
         first, second = self.first, self.second
         if self.additive is not None:
             first, second = with_additive(first, second, toy.pi if self.on_policy else toy.mu, self.additive)
-        mean = first - toy.pi * first.sum(axis=1, keepdims=True)
-        second_moment = float(np.sum(second * squared_score))
+        mean = (first - toy.pi * first.sum(axis=1, keepdims=True)) * toy.score_scale
+        second_moment = float(np.sum(second * squared_score)) * toy.score_scale**2
         grad = toy.true_grad
         masked = "sequence" if not self.any_sequence_weight else "token" if not self.any_token_weight else ""
         cosine, note = direction(mean, grad, b, lambda: masked)
@@ -223,7 +239,7 @@ class _Sums:
             estimator=estimator_id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
             var=max(second_moment - float(np.linalg.norm(mean))**2, 0.0), grad_norm=float(np.linalg.norm(grad)),
             cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note,
-            **bias_split(toy, mean, b, self.on_policy))
+            **bias_split(toy, mean, b, self.on_policy), **plain_comparison(toy, mean))
 
     def _affected(self, position_probability):
         """(mean over t of P(token t masked or clipped), P(any token of the sequence masked or clipped))."""
@@ -322,7 +338,7 @@ def _carried_marginals(x, T, V, carry, power):
 
 def exact_table(toy, selection=None, baseline="none", N=64):
     """One row per exact estimator: its Moments summarised at batch size N (cosine None with a ``note`` when
-    it is undefined).
+    it is undefined; "rel_plain_bias", its error against softmax(θ)'s ∇J, when the trainer scores another π).
 
     ``selection`` maps estimator id → parameter overrides (default: every exact estimator, defaults).
     """
@@ -335,5 +351,6 @@ def exact_table(toy, selection=None, baseline="none", N=64):
             "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
             "rel_floor": moments.rel_floor, "rel_rest": moments.rel_rest,
             "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
-            "unbiased": moments.unbiased, "note": moments.note})
+            "unbiased": moments.unbiased, "note": moments.note}
+            | ({} if moments.plain_bias is None else {"rel_plain_bias": moments.rel_plain_bias}))
     return rows

@@ -19,6 +19,7 @@ Estimators whose weight does not factorise (seq_tis, seq_mis, geo_rs, ... ) are 
 """
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.catalogue.ratio_bounds import token_kept_table
 from toylab.catalogue.statistics import STATISTICS
 from toylab.engine.counts import reward_by_count
-from toylab.engine.moments import Moments, bias_split, direction
+from toylab.engine.moments import Moments, bias_split, direction, plain_comparison
 from toylab.engine.toy import share
 
 
@@ -67,8 +68,13 @@ FACTORS = {
     "gspo_geo": lambda toy: _whole_sequence(toy.rho ** (1 / toy.T)),
     "outlier_rs": lambda toy, lo, hi: _whole_sequence(*[token_kept_table(toy.log_rho, lo, hi)] * 2),
     "veto": lambda toy, C_v: _whole_sequence(*[token_kept_table(toy.log_rho, C_v, np.inf)] * 2),
-    "kpop": lambda toy, delta: _token((kept := STATISTICS["kpop"](toy) <= delta).astype(float), ~kept),
+    "kpop": lambda toy, delta: _token((kept := STATISTICS["kpop"](seen(toy)) <= delta).astype(float), ~kept),
 }
+
+
+def seen(toy):
+    """What the correction sees of the toy's tables: log π (scored) and log μ (logged), for a statistic of both."""
+    return SimpleNamespace(log_pi=toy.log_pi, log_mu=toy.log_logged)
 RECURSIVE_IDS = tuple(FACTORS)
 
 
@@ -147,7 +153,7 @@ def _means_and_second_moments(toy, position_probability, token, before, after, p
     m = position_probability * token * h
     squared_score = 1 - 2 * toy.pi + (toy.pi**2).sum(axis=1, keepdims=True)      # ‖onehot(v) − π_t‖²
     second_moments = np.sum(position_probability * token**2 * squared_score * h2, axis=(-2, -1))
-    return m - toy.pi * m.sum(axis=-1, keepdims=True), second_moments
+    return (m - toy.pi * m.sum(axis=-1, keepdims=True)) * toy.score_scale, second_moments * toy.score_scale**2
 
 
 def objective_by_recursion(toy):
@@ -212,7 +218,7 @@ def exact_many_by_recursion(toy, selection, baseline="none", objective=None):
             estimator=id, params=params, mean=mean, bias=float(np.linalg.norm(mean - grad)),
             var=max(float(second_moment) - float(np.linalg.norm(mean))**2, 0.0), grad_norm=grad_norm,
             cosine=cosine, tokens_affected=share(tokens), sequences_affected=share(sequences), note=note,
-            **bias_split(toy, mean, b, ESTIMATORS[id].on_policy))
+            **bias_split(toy, mean, b, ESTIMATORS[id].on_policy), **plain_comparison(toy, mean))
     return moments
 
 

@@ -26,6 +26,22 @@ than the one sampled from. The model here is the one sampled from.
 
 A token outside the kept set has μ = 0 while π > 0: no sequence through it is ever sampled, so no importance
 weight can give back the π-mass there (``toy.Toy.unreachable_mass``).
+
+Three distributions. What the engine samples from (μ_s, above) need not be what it logs as μ, nor need the trainer
+score softmax(θ): the correction divides by the logged μ_log and multiplies by the scored π, on tokens drawn from μ_s.
+``Sampler.logged`` and ``Sampler.scored`` choose them (``catalogue.pipelines`` names each with the source it models):
+
+    logged μ_log   processed     μ_s itself (vLLM's logprobs_mode "processed_logprobs"; the default)
+                   raw           softmax(z), z the rounded logits: no temperature, no truncation (vLLM's default
+                                 "raw_logprobs")
+                   temperature   softmax(z/τ): the temperature, no truncation
+    scored π       plain         softmax(θ) (the default)
+                   temperature   softmax(θ/τ): the trainer divides its logits by the sampler's temperature
+                   keep_mask     softmax(θ/τ) restricted to the tokens the sampler kept at the position, renormalised
+                                 (DeepSeek-V3.2's "Keep Sampling Mask")
+
+Each is a product over positions, like μ_s. The score function is the scored π's: ∇_θ log π(v) = (onehot(v) − π)/τ
+with τ = 1 for plain (``score_scale``); under keep_mask π is 0 outside the kept set and so is the score's π there.
 """
 
 import math
@@ -34,6 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from toylab.catalogue.pipelines import LOGGED, SCORED
 from toylab.text import quoted
 
 PRECISIONS = ("none", "bf16", "fp16")
@@ -92,12 +109,16 @@ def top_p_kept(logits, kept, p):
 
 @dataclass(frozen=True)
 class Sampler:
-    """How the engine samples: top_p in (0, 1], top_k ≥ 0 (0: off), temperature τ in TEMPERATURE_RANGE, precision
-    one of PRECISIONS. The default, Sampler(), is plain softmax of z: μ_t = softmax(θ_t + mismatch·b_t)."""
+    """How the pipeline turns θ into its three distributions: the engine samples with top_p in (0, 1], top_k ≥ 0
+    (0: off), temperature τ in TEMPERATURE_RANGE and precision one of PRECISIONS; it logs ``logged`` (one of LOGGED)
+    and the trainer scores ``scored`` (one of SCORED). The default, Sampler(), is plain softmax of z, logged as
+    sampled and scored as softmax(θ): μ_t = softmax(θ_t + mismatch·b_t), π_t = softmax(θ_t)."""
     top_p: float = 1.0
     top_k: int = 0
     temperature: float = 1.0
     precision: str = "none"
+    logged: str = "processed"
+    scored: str = "plain"
 
     def __post_init__(self):
         if isinstance(self.top_p, bool) or not isinstance(self.top_p, numbers.Real) or not 0 < self.top_p <= 1:
@@ -110,14 +131,28 @@ class Sampler:
             raise ValueError(f"temperature must be between {low:g} and {high:g}, got {quoted(self.temperature)}")
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}, got {quoted(self.precision)}")
+        if self.logged not in LOGGED:
+            raise ValueError(f"logged must be one of {', '.join(LOGGED)}, got {quoted(self.logged)}")
+        if self.scored not in SCORED:
+            raise ValueError(f"scored must be one of {', '.join(SCORED)}, got {quoted(self.scored)}")
         object.__setattr__(self, "top_p", float(self.top_p))
         object.__setattr__(self, "top_k", int(self.top_k))
         object.__setattr__(self, "temperature", float(self.temperature))
 
     @property
     def is_default(self):
-        """True for plain softmax: no rounding, τ = 1, no truncation."""
+        """True for plain softmax, logged as sampled and scored as softmax(θ)."""
         return self == Sampler()
+
+    @property
+    def samples_plainly(self):
+        """True when μ_s is plain softmax of z: no rounding, τ = 1, no truncation (whatever is logged and scored)."""
+        return (self.top_p, self.top_k, self.temperature, self.precision) == (1.0, 0, 1.0, "none")
+
+    @property
+    def score_scale(self):
+        """1/τ for a trainer that divides its logits by τ (temperature, keep_mask), else 1: ∇_θ log π = scale·(onehot − π)."""
+        return 1.0 if self.scored == "plain" else 1.0 / self.temperature
 
     def check_vocabulary(self, V):
         """ValueError unless top_k is 0 or at most V."""
@@ -125,27 +160,53 @@ class Sampler:
             raise ValueError(f"top_k must be 0 (off) or between 1 and V = {V}, got {self.top_k}")
 
     def parameters(self):
-        """{"top_p", "top_k", "temperature", "precision"}: the keyword arguments of ``toy.make_toy``."""
+        """{"top_p", "top_k", "temperature", "precision", "logged", "scored"}: the keyword arguments of
+        ``toy.make_toy``."""
         return {"top_p": self.top_p, "top_k": self.top_k, "temperature": self.temperature,
-                "precision": self.precision}
+                "precision": self.precision, "logged": self.logged, "scored": self.scored}
 
     def describe(self):
-        """'top-p 0.9, τ = 0.7, bf16', or 'plain softmax' for the default."""
+        """'top-p 0.9, τ = 0.7, bf16, logged raw, scored keep_mask', or 'plain softmax' for the default."""
         parts = ([f"top-p {self.top_p:g}"] if self.top_p < 1 else []) + ([f"top-k {self.top_k}"] if self.top_k else []) \
             + ([f"τ = {self.temperature:g}"] if self.temperature != 1 else []) \
-            + ([self.precision] if self.precision != "none" else [])
+            + ([self.precision] if self.precision != "none" else []) \
+            + ([f"logged {self.logged}"] if self.logged != "processed" else []) \
+            + ([f"scored {self.scored}"] if self.scored != "plain" else [])
         return ", ".join(parts) or "plain softmax"
 
     def log_probabilities(self, logits):
-        """log μ (…, V) from the engine's logits z (…, V): −∞ at the tokens the sampler never draws."""
-        if self.is_default:
+        """log μ_s (…, V) from the engine's logits z (…, V): −∞ at the tokens the sampler never draws."""
+        if self.samples_plainly:
             return log_softmax(logits)
-        z = ROUNDING[self.precision](logits) if self.precision != "none" else logits
-        z = z / self.temperature if self.temperature != 1 else z
+        z = self.tempered(logits)
         kept = top_k_kept(z, self.top_k)
         if self.top_p < 1:
             kept = top_p_kept(z, kept, self.top_p)
         return masked_log_softmax(z, kept) if not kept.all() else log_softmax(z)
+
+    def rounded(self, logits):
+        """The engine's logits z at its precision."""
+        return ROUNDING[self.precision](logits) if self.precision != "none" else logits
+
+    def tempered(self, logits):
+        """z/τ of the rounded logits."""
+        z = self.rounded(logits)
+        return z / self.temperature if self.temperature != 1 else z
+
+    def logged_log_probabilities(self, logits, log_sampled):
+        """log μ_log (…, V): ``log_sampled`` (log μ_s) itself when processed; log softmax of the rounded logits (raw)
+        or of them over τ (temperature), with no truncation."""
+        if self.logged == "processed":
+            return log_sampled
+        return log_softmax(self.rounded(logits) if self.logged == "raw" else self.tempered(logits))
+
+    def scored_log_probabilities(self, theta, kept):
+        """log π (…, V) of the trainer's recomputation from θ (…, V): softmax(θ) (plain), softmax(θ/τ)
+        (temperature), or softmax(θ/τ) over the sampler's ``kept`` tokens, −∞ elsewhere (keep_mask)."""
+        if self.scored == "plain":
+            return log_softmax(theta)
+        tempered = theta / self.temperature
+        return log_softmax(tempered) if self.scored == "temperature" or kept.all() else masked_log_softmax(tempered, kept)
 
 
 DEFAULT_SAMPLER = Sampler()

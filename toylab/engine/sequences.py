@@ -6,6 +6,9 @@ and the batch interface (``GivenSequences``: (B, T) arrays of the tokens that we
 
     log_rho, rho                      per-token log ratio log π − log μ, and ratio
     log_pi, log_mu                    per-token log-probabilities log π_t(y_t), log μ_t(y_t) (probability-space masks)
+
+μ here is what the correction sees: the logged μ_log of the pipeline (``toy``), which the sequences were not
+necessarily drawn from; π is the trainer's scored π.
     advantage                         A = r − b, per sequence
     log_W, W                          Σ_t log ρ_t and its exp, per sequence
     length                            tokens per sequence (T, or each row's count in the mask)
@@ -109,7 +112,7 @@ class AllSequences(_Statistics):
         self.clips_sums = clamp is not None and np.abs(toy.log_rho).max(axis=1).sum() > clamp
         self.log_rho = np.clip(toy.log_rho, -clamp, clamp) if self.clips_tokens else toy.log_rho
         self.rho = np.exp(self.log_rho) if self.clips_tokens else toy.rho
-        self.log_pi, self.log_mu = toy.log_pi, toy.log_mu
+        self.log_pi, self.log_mu = toy.log_pi, toy.log_logged            # what the correction sees: scored π, logged μ
         self.raw_log_rho = toy.log_rho
 
     def clamped(self, bound, mean_epsilon=0.0, clamp_sums=False):

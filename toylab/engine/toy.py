@@ -2,6 +2,15 @@
 
     π_t = softmax(θ_t),   μ_t = sampler(θ_t + mismatch·b_t),   r(y) = 1[#{t: y_t = 0} ≥ T/2]
 
+Three distributions (``sampler``: ``Sampler.logged``, ``Sampler.scored``). Sequences are drawn from what the engine
+samples, μ_s (``mu``, ``log_mu``, ``kept``, ``p_sampler``); the correction divides by what it logs, μ_log
+(``log_logged``); the trainer scores π (``pi``, ``log_pi``: softmax(θ), softmax(θ/τ) or the latter over the kept
+tokens), so ρ_t = π_t/μ_log,t (``rho``, +∞ outside μ_s's support), the score is (onehot − π)·``score_scale`` and
+the objective is J = E_π[r] of the scored π, with ∇J (``true_grad``) its gradient in θ. ``plain_J`` and
+``plain_grad`` are J and ∇J of softmax(θ), the objective before the trainer's choice moved it; ``identity`` is
+E_μs[W] = ∏_t Σ_{v kept} μ_s·π/μ_log. The default pipeline (logged = sampled, scored = softmax(θ)) is the special
+case μ_log = μ_s, π = softmax(θ), and its numbers are those of the two-distribution toy bit for bit.
+
 θ ~ N(0, 0.7²) and b ~ Student-t(3) are drawn, in that order, from ``numpy.random.default_rng(seed)``,
 so a seed gives the same toy as the reading groups' reference code. The sampler model (``sampler``: precision,
 temperature, top-k, top-p) turns the engine's logits into μ; by default it is plain softmax. Everything per
@@ -81,17 +90,18 @@ def _is_int(value):
 
 
 def make_toy(T=6, V=4, mismatch=0.3, seed=0, sampler=DEFAULT_SAMPLER, max_sequences=EXACT_SIZE_LIMIT, *,
-             top_p=None, top_k=None, temperature=None, precision=None):
+             top_p=None, top_k=None, temperature=None, precision=None, logged=None, scored=None):
     """The toy for these arguments; ValueError if they are invalid, M = V**T > max_sequences, or (for a toy to
-    enumerate) its W would leave float64 (``range_problem``).
+    enumerate) its W would leave float64 (``range_problem``) or its scored objective is flat (``flat_problem``).
 
     ``max_sequences=None`` lifts the limit: the (T, V) tables are always cheap, only the
-    M-vectors (built when first used) cost memory. The sampler model (``sampler.Sampler``) is ``sampler``, with any
-    of its parameters given as keywords replacing its own: ``make_toy(top_p=0.9, precision="bf16")``.
+    M-vectors (built when first used) cost memory. The pipeline model (``sampler.Sampler``) is ``sampler``, with any
+    of its parameters given as keywords replacing its own: ``make_toy(top_p=0.9, precision="bf16", logged="raw")``.
     """
     check_toy_arguments(T, V, mismatch, seed, max_sequences)
     given = {name: value for name, value in (("top_p", top_p), ("top_k", top_k), ("temperature", temperature),
-                                             ("precision", precision)) if value is not None}
+                                             ("precision", precision), ("logged", logged), ("scored", scored))
+             if value is not None}
     if not isinstance(sampler, Sampler):
         raise ValueError(f"sampler must be a Sampler, got {quoted(sampler)}")
     sampler = replace(sampler, **given) if given else sampler
@@ -100,10 +110,20 @@ def make_toy(T=6, V=4, mismatch=0.3, seed=0, sampler=DEFAULT_SAMPLER, max_sequen
     theta = rng.normal(loc=0.0, scale=0.7, size=(T, V))
     b = rng.standard_t(3, size=(T, V))
     toy = Toy(theta=theta, b=b, mismatch=float(mismatch), seed=int(seed), sampler=sampler)
-    problem = range_problem(toy.largest_log_W) if max_sequences is not None else None
+    problem = (range_problem(toy.largest_log_W) or flat_problem(toy)) if max_sequences is not None else None
     if problem:
         raise ValueError(problem)
     return toy
+
+
+def flat_problem(toy):
+    """None, or why no relative error is defined: a trainer that keeps the sampler's mask can have a J that does not
+    depend on θ (the kept tokens fix the reward, e.g. token 0 cut at too many positions), so ∇J = 0."""
+    if toy.sampler.scored != "keep_mask" or np.linalg.norm(toy.true_grad) > 0:
+        return None
+    return (f"with the trainer keeping the sampler's mask, J = E_π[r] = {toy.J:.4g} does not depend on θ here (the "
+            "tokens the sampler keeps fix the reward), so ∇J = 0 and no relative error is defined; use a larger "
+            "top-p or top-k, or another scored π")
 
 
 def largest_log_W(log_rho, kept):
@@ -122,13 +142,50 @@ def range_problem(log_W_bound, where="this toy"):
             f"overflow; use a temperature nearer 1, a smaller mismatch or fewer tokens")
 
 
-def sampler_tables(theta, b, mismatch, sampler):
+def pipeline_tables(theta, b, mismatch, sampler):
+    """(log π, log μ_log, log μ_s, μ_s, kept, log ρ) of the pipeline for θ and logits θ + mismatch·b (any leading
+    axes): the scored π, the logged μ_log (``sampler.Sampler``), the sampled μ_s with its kept tokens
+    (``sampler_tables``) and log ρ = log π − log μ_log on the kept tokens, +∞ at the others (never drawn)."""
+    logits = theta + mismatch * b
+    log_mu, mu, kept = sampler_tables(theta, b, mismatch, sampler, logits)
+    log_logged = sampler.logged_log_probabilities(logits, log_mu)
+    log_pi = sampler.scored_log_probabilities(theta, kept)
+    if sampler.logged == "processed" and sampler.scored != "keep_mask":
+        log_rho = log_pi - log_mu                               # +∞ where log μ_s = −∞
+    else:
+        log_rho = np.subtract(log_pi, log_logged, out=np.full(log_pi.shape, np.inf), where=kept)
+    return log_pi, log_logged, log_mu, mu, kept, log_rho
+
+
+def scored_probabilities(theta, b, mismatch, sampler):
+    """π (…, T, V) the trainer scores at θ (any leading axes), its kept set (keep_mask) the sampler's at θ + mismatch·b."""
+    if sampler.scored == "plain":
+        return np.exp(log_softmax(theta))
+    return np.exp(pipeline_tables(theta, b, mismatch, sampler)[0])
+
+
+def sampler_tables(theta, b, mismatch, sampler, logits=None):
     """(log μ, μ, kept) for logits θ + mismatch·b (any leading axes): kept = μ > 0, the tokens the sampler can draw,
     and log μ = −∞ elsewhere (a probability that underflows to 0 counts as outside, so that log ρ = +∞ there)."""
-    log_mu = sampler.log_probabilities(theta + mismatch * b)
+    log_mu = sampler.log_probabilities(theta + mismatch * b if logits is None else logits)
     mu = np.exp(log_mu)
     kept = mu > 0
     return (log_mu if kept.all() else np.where(kept, log_mu, -np.inf)), mu, kept
+
+
+def mean_ratios(pi, mu, rho, kept, logged):
+    """E_μs[ρ_t] = Σ_{v kept} μ_s·π/μ_log per position, tables (..., T, V) → (..., T): π_t(S_t) when the logged μ is
+    the sampled one (``logged`` "processed"; so computed), else the sum itself."""
+    if logged == "processed":
+        return np.sum(pi, axis=-1, where=kept)
+    return np.sum(mu * np.where(kept, rho, 0.0), axis=-1)
+
+
+def sampled_log_ratio(log_pi, log_mu, kept, log_rho, logged):
+    """log π − log μ_s on the kept tokens, +∞ elsewhere (tables (..., T, V)): ``log_rho`` itself when μ_log = μ_s."""
+    if logged == "processed":
+        return log_rho
+    return np.subtract(log_pi, log_mu, out=np.full(np.shape(log_pi), np.inf), where=kept)
 
 
 class Toy(Mapping):
@@ -138,12 +195,13 @@ class Toy(Mapping):
         self.theta, self.b, self.mismatch, self.seed, self.sampler = theta, b, mismatch, seed, sampler
         self.T, self.V = theta.shape
         self.M = self.V**self.T
-        self.log_pi = log_softmax(theta)                       # (T, V) trainer log-probabilities
-        self.log_mu, self.mu, self.kept = sampler_tables(theta, b, mismatch, sampler)   # (T, V) sampler's
+        # (T, V) tables: the scored π, the logged μ_log, the sampled μ_s and its support, log ρ = log π/μ_log
+        self.log_pi, self.log_logged, self.log_mu, self.mu, self.kept, self.log_rho = pipeline_tables(
+            theta, b, mismatch, sampler)
         self.pi = np.exp(self.log_pi)
         self.truncates = not self.kept.all()                   # some token is outside the sampler's support
-        self.log_rho = self.log_pi - self.log_mu               # (T, V) per-token log ratio log π/μ (+∞ outside)
         self.rho = np.exp(self.log_rho)
+        self.score_scale = sampler.score_scale                 # ∇_θ log π(v) = score_scale·(onehot(v) − π)
         self.memo = {}                                         # arrays several estimators share (see moments)
 
     # -- per-sequence M-vectors ---------------------------------------------------------------------------
@@ -203,8 +261,57 @@ class Toy(Mapping):
     @cached_property
     def true_grad(self):
         """∇J with J = E_π[r]: J depends on θ only through q_t = π_t(0), so ∇J = Σ_t ∂J/∂q_t·∇q_t with ∂J/∂q_t
-        from the count of token 0 without position t (``counts.objective_and_gradient``, O(T³))."""
-        return objective_and_gradient(self.pi)[1]
+        from the count of token 0 without position t (``counts.objective_and_gradient``, O(T³)); ∇q_t carries the
+        score's scale (1/τ for a trainer that divides by τ; the kept set of keep_mask is fixed, so its π has no
+        gradient where it is 0)."""
+        grad = objective_and_gradient(self.pi)[1]
+        return grad if self.score_scale == 1 else grad * self.score_scale
+
+    @cached_property
+    def plain_pi(self):
+        """softmax(θ): the trainer's π before its choice of what to score."""
+        return self.pi if self.sampler.scored == "plain" else np.exp(log_softmax(self.theta))
+
+    @cached_property
+    def plain_J(self):
+        """J of softmax(θ), E_softmax(θ)[r]: the objective the scored π's J stands in for (J itself when plain)."""
+        return self.J if self.sampler.scored == "plain" else share(expected_reward(self.plain_pi))
+
+    @cached_property
+    def plain_grad(self):
+        """∇J of softmax(θ) (``true_grad`` itself when the trainer scores softmax(θ))."""
+        return self.true_grad if self.sampler.scored == "plain" else objective_and_gradient(self.plain_pi)[1]
+
+    @cached_property
+    def objective_shift(self):
+        """‖∇J − ∇J_plain‖/‖∇J_plain‖: how far the scored π's objective gradient is from softmax(θ)'s (0 when plain)."""
+        if self.sampler.scored == "plain":
+            return 0.0
+        return float(np.linalg.norm(self.true_grad - self.plain_grad) / np.linalg.norm(self.plain_grad))
+
+    @cached_property
+    def identity_tokens(self):
+        """E_μs[ρ_t] per position (T,): ``mean_ratios``."""
+        return mean_ratios(self.pi, self.mu, self.rho, self.kept, self.sampler.logged)
+
+    @property
+    def sampled_log_ratio(self):
+        """log π − log μ_s (T, V) on the kept tokens, +∞ at the others: the log ratio of the distributions themselves
+        (log ρ when the logged μ is the sampled one)."""
+        return sampled_log_ratio(self.log_pi, self.log_mu, self.kept, self.log_rho, self.sampler.logged)
+
+    @cached_property
+    def identity(self):
+        """The identity check E_μs[W] = E_μs[∏_t π/μ_log] = ∏_t E_μs[ρ_t]: 1 when the logged μ is the sampled one and
+        the scored π puts all its mass where μ_s draws. Necessary, not sufficient: raw logging with a plain trainer
+        at mismatch 0 reads 1 (every weight is 1) while the draws come from a tempered, truncated μ_s."""
+        return float(np.prod(self.identity_tokens))
+
+    @property
+    def has_floor(self):
+        """True when the scored π has mass on sequences μ_s never draws: the sampler truncates and the trainer does
+        not keep its mask."""
+        return self.truncates and self.sampler.scored != "keep_mask"
 
     @cached_property
     def largest_log_W(self):
@@ -214,8 +321,8 @@ class Toy(Mapping):
     @cached_property
     def unreachable_mass(self):
         """π(y ∉ S) = 1 − ∏_t π_t(S_t): the trainer's probability of the sequences the sampler never draws (0 when it
-        keeps every token), from log1p/expm1 so that a small mass keeps its digits."""
-        if not self.truncates:
+        keeps every token, or the trainer keeps its mask), from log1p/expm1 so that a small mass keeps its digits."""
+        if not self.has_floor:
             return 0.0
         outside = np.sum(self.pi, axis=1, where=~self.kept)
         return share(-np.expm1(np.log1p(-outside).sum()))
@@ -225,14 +332,16 @@ class Toy(Mapping):
         by the count recursion (``counts.reachable_gradient``); ∇J itself when nothing is truncated."""
         key = ("reachable gradient", float(b))
         if key not in self.memo:
-            self.memo[key] = reachable_gradient(self.pi, self.kept, b) if self.truncates else self.true_grad
+            self.memo[key] = reachable_gradient(self.pi, self.kept, b) * self.score_scale if self.has_floor \
+                else self.true_grad
         return self.memo[key]
 
     def nbytes(self):
-        """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), for byte-bounded caches."""
+        """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), each counted once (the logged μ is
+        the sampled one's array when they agree), for byte-bounded caches."""
         arrays = [value for value in vars(self).values() if isinstance(value, np.ndarray)]
         arrays += [array for value in self.memo.values() for array in (value if isinstance(value, tuple) else (value,))]
-        return sum(array.nbytes for array in arrays)
+        return sum(array.nbytes for array in {id(array): array for array in arrays}.values())
 
     # -- the reference dict's dense arrays, only on request -------------------------------------------
     @cached_property
@@ -249,8 +358,8 @@ class Toy(Mapping):
 
     @property
     def score(self):
-        """score[m, t] = onehot(y_t) − π_t, shape (M, T, V)."""
-        return np.eye(self.V)[self.Y] - self.pi[None]
+        """score[m, t] = (onehot(y_t) − π_t)·score_scale, shape (M, T, V)."""
+        return (np.eye(self.V)[self.Y] - self.pi[None]) * self.score_scale
 
     # -- Mapping interface, so code written against the reference dict runs unchanged ------------------
     def __getitem__(self, key):

@@ -4,5 +4,7 @@
     estimators     lessons about the estimators on one toy
     training       lessons about training with a correction
     sampler        lessons about the mismatch real engines make: top-p, bf16 against fp16, an error redrawn each step
+    pipeline       lessons about what a pipeline logs as μ and what its trainer scores: raw log-probabilities, top-p
+                   with a temperature-only trainer, the Keep Sampling Mask
     tour           the lessons in the order a reading group meets them
 """

@@ -4,7 +4,8 @@ A lesson's ``claim`` is what a room reads on top of its chart: at most CLAIM_LEN
 lesson box at 1280 px), naming its marks by their numbers, "(1)"; ``text`` says it in full, and why, on demand.
 
 A lesson's ``controls`` are sidebar values under their session-state keys (T, V, mismatch, seed, est,
-baseline, N, the sampler's top_p, top_k, temperature and precision, and "id.param" thresholds); ``settings(lesson)``
+baseline, N, the sampler's top_p, top_k, temperature and precision, the pipeline's logged, scored and pipeline, and
+"id.param" thresholds); ``settings(lesson)``
 is the Settings they make. ``view`` holds the values of its tab's own controls that differ from their defaults, under
 their URL names (the Training tab's, the Mismatch sweep's ``sweep``); ``view_of(lesson)`` is the whole view it opens.
 ``check(settings)`` computes the evidence from the library on that setting: named numbers, whether the statement
@@ -75,9 +76,10 @@ def toy_of(settings):
 
 
 def controls(estimators, mismatch=1.0, T=6, baseline="none", N=64, top_p=1.0, top_k=0, temperature=1.0,
-             precision="none", **thresholds):
-    """A lesson's sidebar values: V = 4 and seed 0, the sampler (plain softmax by default), thresholds as
-    ``id__param=value``."""
-    return {"T": T, "V": 4, "mismatch": mismatch, "seed": 0, "est": list(estimators), "baseline": baseline,
-            "N": N, "top_p": top_p, "top_k": top_k, "temperature": temperature, "precision": precision} \
+             precision="none", logged="processed", scored="plain", pipeline="custom", V=4, seed=0, **thresholds):
+    """A lesson's sidebar values: V = 4 and seed 0 unless given, the sampler (plain softmax by default), the pipeline
+    (logged as sampled and scored plain by default, or a framework's preset), thresholds as ``id__param=value``."""
+    return {"T": T, "V": V, "mismatch": mismatch, "seed": seed, "est": list(estimators), "baseline": baseline,
+            "N": N, "top_p": top_p, "top_k": top_k, "temperature": temperature, "precision": precision,
+            "logged": logged, "scored": scored, "pipeline": pipeline} \
         | {key.replace("__", "."): value for key, value in thresholds.items()}

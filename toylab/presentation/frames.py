@@ -51,17 +51,19 @@ def params_text(params):
 # -- the estimator table and the bias-versus-std scatter ---------------------------------------------------
 
 def table_frame(moments, N):
-    """One row per estimator from {id: Moments}: the fields of ``toylab.exact_table`` at batch size N. An
+    """One row per estimator from {id: Moments}: the fields of ``toylab.exact_table`` at batch size N, and
+    ``rel_plain_bias``, the error against softmax(θ)'s gradient (rel_bias when the trainer scores softmax(θ)). An
     undefined cosine is missing (NaN, pandas' missing value) and its row's ``note`` says why."""
     rows = [{"estimator": id, "label": ESTIMATORS[id].label, "params": params_text(m.params),
              "rel_bias": m.rel_bias, "rel_std": m.rel_std(N), "rel_rmse": m.rel_rmse(N),
              "cosine": math.nan if m.cosine is None else m.cosine,
              "tokens_affected": m.tokens_affected, "sequences_affected": m.sequences_affected,
-             "unbiased": m.unbiased, "rel_floor": m.rel_floor, "rel_rest": m.rel_rest, "note": m.note}
+             "unbiased": m.unbiased, "rel_floor": m.rel_floor, "rel_rest": m.rel_rest,
+             "rel_plain_bias": m.rel_plain_bias, "note": m.note}
             for id, m in moments.items()]
     return pd.DataFrame(rows, columns=["estimator", "label", "params", "rel_bias", "rel_std", "rel_rmse",
                                        "cosine", "tokens_affected", "sequences_affected", "unbiased", "rel_floor",
-                                       "rel_rest", "note"])
+                                       "rel_rest", "rel_plain_bias", "note"])
 
 
 def cosine_text(cosine):

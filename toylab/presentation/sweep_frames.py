@@ -11,6 +11,7 @@ import pandas as pd
 
 from toylab.analysis.length import MONTE_CARLO, OUT_OF_REACH
 from toylab.presentation import coincidence
+from toylab.presentation.pipeline_text import combination_label, presets_text
 
 UNBIASED = 1e-9
 ROUNDING = 1e-12
@@ -159,3 +160,23 @@ def legend_words(found):
 def coincident_note(found, xs, name):
     """'relative RMSE at N: seq_tis = seq_is at mismatch ≥ 0.55; …' for each panel with lines that lie on others."""
     return "; ".join(f"{metric}: {coincidence.describe(lying, xs, name)}" for metric, lying in found.items() if lying)
+
+
+def pipeline_frame(estimator_rows, pipeline_rows, parameter):
+    """(pipeline, frameworks, parameter, estimator, value): each estimator's relative bias under each pipeline of
+    ``sweeps.pipeline_sweep`` (a linear axis: zeros kept)."""
+    frameworks = {(row["logged"], row["scored"]): presets_text(row["presets"]) for row in pipeline_rows}
+    frame = pd.DataFrame(estimator_rows)
+    return pd.DataFrame({
+        "pipeline": [combination_label(*key) for key in zip(frame["logged"], frame["scored"], strict=True)],
+        "frameworks": [frameworks[key] for key in zip(frame["logged"], frame["scored"], strict=True)],
+        parameter: frame[parameter], "estimator": frame["estimator"], "value": frame["rel_bias"]})
+
+
+def pipeline_identity_frame(pipeline_rows, parameter):
+    """(pipeline, frameworks, parameter, value): the identity check E_μs[W] at each point of each pipeline."""
+    frame = pd.DataFrame(pipeline_rows)
+    return pd.DataFrame({
+        "pipeline": [combination_label(*key) for key in zip(frame["logged"], frame["scored"], strict=True)],
+        "frameworks": [presets_text(presets) for presets in frame["presets"]], parameter: frame[parameter],
+        "value": frame["identity"]})

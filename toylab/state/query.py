@@ -5,7 +5,8 @@ link once into session state, and writes the canonical link of what it shows at 
 
 - Controls (the sidebar): T, V, mismatch, seed, N, baseline, est (comma-separated estimator ids, framework
   presets included: ``est=naive,verl:decoupled_geo_rs``), agg (the loss aggregation), the sampler model's
-  top_p, top_k, temperature and precision, and ID.PARAM for a threshold (``tok_tis.C=3``,
+  top_p, top_k, temperature and precision, the pipeline's logged and scored distributions or a framework's
+  pipeline preset (``pipeline=verl``, which sets both: a link with it writes neither), and ID.PARAM for a threshold (``tok_tis.C=3``,
   ``verl:decoupled_geo_rs.rs_threshold=0.8_1.1``). The page writes them from Settings (``to_query``); only
   non-default values, so the default view is the bare address.
 - View parameters (``VIEW_PARAMETERS``): which tab is open, presentation mode, the controls inside a tab, and
@@ -30,9 +31,10 @@ from dataclasses import dataclass, field
 
 from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, checked_param, resolve_params
+from toylab.catalogue.pipelines import CUSTOM, LOGGED, PIPELINE_IDS, PIPELINES, SCORED
 from toylab.catalogue.presets import FRAMEWORKS
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
-from toylab.engine.toy import EXACT_SIZE_LIMIT, make_toy, more_sequences_than, range_problem
+from toylab.engine.toy import EXACT_SIZE_LIMIT, flat_problem, make_toy, more_sequences_than, range_problem
 from toylab.state.settings import Settings
 from toylab.text import listed, quoted
 from toylab.training.loop import MODES, NOISES, TrainingConfig, trained_ids
@@ -45,7 +47,7 @@ MISMATCH_RANGE = (0.0, 2.0)
 TOP_P_RANGE = (0.01, 1.0)                   # the sampler's top-p (the library takes any p in (0, 1])
 TOP_K_RANGE = (0, 8)                        # 0: off; at most V
 CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg", "top_p", "top_k", "temperature",
-                 "precision")
+                 "precision", "logged", "scored", "pipeline")
 FIELDS = {"est": "estimators", "agg": "aggregation"}     # URL name → Settings field, where they differ
 NUMBER_LENGTH = 100                         # longer text is not read as a number
 TAB_LABELS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep",
@@ -57,7 +59,7 @@ TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "tra
                      "runs": "train_runs", "noise": "train_noise", "pick": "train_pick",
                      "sga_step": "sga_step"}                                           # Training tab → URL name
 SWEPT = ("mismatch", "top_p", "temperature", "precision")     # what the Mismatch sweep tab can sweep (URL sweep)
-SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision")
+SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision", "logged", "scored", "pipeline")   # the pipeline model
 NO_COMPARISON = "off"                            # the Estimators tab's compare_baseline: no second baseline drawn
 COMPARED_SIZES = (0, 1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)   # the Threshold sweep's compare_N (0: off)
 
@@ -149,6 +151,7 @@ VIEW_PARAMETERS = {
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
     "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab="Estimators"),
     "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab="Threshold sweep"),
+    "sweep_pipelines": ViewParameter(False, tab="Mismatch sweep"),      # the same sweep under each framework pipeline
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}
@@ -161,6 +164,9 @@ CONTROL_PARAMETERS = {
     "top_k": ViewParameter(DEFAULTS.top_k, low=TOP_K_RANGE[0], high=TOP_K_RANGE[1]),        # and at most V
     "temperature": ViewParameter(DEFAULTS.temperature, low=TEMPERATURE_RANGE[0], high=TEMPERATURE_RANGE[1]),
     "precision": ViewParameter(DEFAULTS.precision, choices=PRECISIONS),
+    "logged": ViewParameter(DEFAULTS.logged, choices=LOGGED),
+    "scored": ViewParameter(DEFAULTS.scored, choices=SCORED),
+    "pipeline": ViewParameter(DEFAULTS.pipeline, choices=PIPELINE_IDS),
 }
 URL_PARAMETERS = CONTROL_PARAMETERS | VIEW_PARAMETERS      # every single-valued parameter a link can carry
 
@@ -208,9 +214,13 @@ def clean_float(value):
 def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=DEFAULTS.seed,
                   estimators=DEFAULTS.estimators, thresholds=None, baseline=DEFAULTS.baseline, N=DEFAULTS.N,
                   aggregation=DEFAULTS.aggregation, top_p=DEFAULTS.top_p, top_k=DEFAULTS.top_k,
-                  temperature=DEFAULTS.temperature, precision=DEFAULTS.precision):
+                  temperature=DEFAULTS.temperature, precision=DEFAULTS.precision, logged=DEFAULTS.logged,
+                  scored=DEFAULTS.scored, pipeline=DEFAULTS.pipeline):
     """Canonical Settings: estimators in registry order, thresholds only for selected estimators and only
-    where they differ from the default. ``thresholds`` maps (estimator id, parameter) → value."""
+    where they differ from the default; a pipeline preset's logged and scored (``Pipeline.choices`` at the top-p)
+    in place of the given ones. ``thresholds`` maps (estimator id, parameter) → value."""
+    if pipeline != CUSTOM:
+        logged, scored = PIPELINES[pipeline].choices(clean_float(top_p))
     chosen = tuple(id for id in ESTIMATORS if id in set(estimators))
     overrides = []
     for id in chosen:
@@ -222,7 +232,7 @@ def make_settings(T=DEFAULTS.T, V=DEFAULTS.V, mismatch=DEFAULTS.mismatch, seed=D
     return Settings(T=int(T), V=int(V), mismatch=clean_float(mismatch), seed=int(seed), estimators=chosen,
                     thresholds=tuple(overrides), baseline=baseline, N=int(N), aggregation=aggregation,
                     top_p=clean_float(top_p), top_k=int(top_k), temperature=clean_float(temperature),
-                    precision=precision)
+                    precision=precision, logged=logged, scored=scored, pipeline=pipeline)
 
 
 def controls_of(settings):
@@ -252,12 +262,12 @@ def size_problem(T, V, limit=PAGE_SIZE_LIMIT):
 
 
 def float_range_problem(settings):
-    """None, or why the Settings' toy cannot be summed exactly in float64 (its sampler makes W overflow:
-    ``toy.range_problem``). Builds only the (T, V) tables."""
+    """None, or why the Settings' toy cannot be summed exactly (its pipeline makes W leave float64,
+    ``toy.range_problem``, or the scored objective flat, ``toy.flat_problem``). Builds only the (T, V) tables."""
     if settings.sampler.is_default:                 # plain softmax: log ρ_t ≤ mismatch·(max b − min b), far inside
         return None
     toy = make_toy(*settings.toy_key, max_sequences=None)
-    return range_problem(toy.largest_log_W)
+    return range_problem(toy.largest_log_W) or flat_problem(toy)
 
 
 def toy_problem(settings, limit=PAGE_SIZE_LIMIT):
@@ -267,7 +277,7 @@ def toy_problem(settings, limit=PAGE_SIZE_LIMIT):
     if size:
         return f"This toy is too large to enumerate. {size}"
     float_range = float_range_problem(settings)
-    return float_range and f"This sampler cannot be summed exactly: {float_range}."
+    return float_range and f"This sampler and pipeline cannot be summed exactly: {float_range}."
 
 
 def threshold_problem(settings):
@@ -310,10 +320,11 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
         notices.append(f"URL parameter top_k = {values['top_k']} is above V = {values['V']} (top_k keeps the k most "
                        f"likely tokens of V); using the default top_k = {DEFAULTS.top_k} (off).")
         values["top_k"] = DEFAULTS.top_k
+    _check_pipeline(params, values, notices)
     problem = float_range_problem(make_settings(**values))
     if problem:
         notices.append(f"URL sampler parameters: {problem}. Showing the sampler as plain softmax (top_p = 1, "
-                       "top_k = 0, temperature = 1, precision none) instead.")
+                       "top_k = 0, temperature = 1, precision none), logged as sampled and scored plain, instead.")
         values |= {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
     settings = make_settings(**values)
     view = {}
@@ -333,6 +344,21 @@ def dropped_link_notice(parameters, characters, most_parameters, most_characters
             "the default view. A link the page writes holds one parameter per control changed from its default.")
 
 
+def _check_pipeline(params, values, notices):
+    """A pipeline preset sets logged and scored: a link that names one and gives either otherwise gets a notice."""
+    if values["pipeline"] == CUSTOM:
+        return
+    preset = PIPELINES[values["pipeline"]]
+    chosen = dict(zip(("logged", "scored"), preset.choices(clean_float(values["top_p"])), strict=True))
+    overridden = [name for name in chosen if name in params and values[name] != chosen[name]]
+    if overridden:
+        notices.append(f"URL parameter pipeline = {preset.id} sets "
+                       + " and ".join(f"{name} = {chosen[name]}" for name in overridden)
+                       + "; the link's " + " and ".join(f"{name} = {quoted(params[name])}" for name in overridden)
+                       + " ignored.")
+    values |= chosen
+
+
 def view_query(view):
     """{URL name: string} of the view parameters the address shows: those that differ from their default and
     belong to every tab or to the open one (``ViewParameter.shown``)."""
@@ -343,7 +369,9 @@ def view_query(view):
 def to_query(settings):
     """{URL name: string} for every control whose value differs from its default."""
     query = {}
-    for name in ("T", "V", "mismatch", "seed", "N", "baseline", "top_p", "top_k", "temperature", "precision"):
+    names = ("T", "V", "mismatch", "seed", "N", "baseline", "top_p", "top_k", "temperature", "precision", "pipeline") \
+        + (("logged", "scored") if settings.pipeline == CUSTOM else ())
+    for name in names:
         value = getattr(settings, name)
         if value != getattr(DEFAULTS, name):
             query[name] = f"{value:.10g}" if isinstance(value, float) else str(value)

@@ -25,14 +25,18 @@ class Settings:
     top_k: int = 0
     temperature: float = 1.0
     precision: str = "none"
+    logged: str = "processed"                # what the engine logs as μ, and what the trainer scores
+    scored: str = "plain"
+    pipeline: str = "custom"                 # a framework's pipeline preset (``catalogue.pipelines``), or custom
 
     @property
     def sampler(self):
-        return Sampler(self.top_p, self.top_k, self.temperature, self.precision)
+        """The pipeline model: the sampler's four parameters, what it logs and what the trainer scores."""
+        return Sampler(self.top_p, self.top_k, self.temperature, self.precision, self.logged, self.scored)
 
     @property
     def toy_key(self):
-        """What a toy is built (and cached) from: T, V, mismatch, seed and the Sampler."""
+        """What a toy is built (and cached) from: T, V, mismatch, seed and the Sampler (the pipeline model)."""
         return self.T, self.V, self.mismatch, self.seed, self.sampler
 
     def params(self, estimator_id):

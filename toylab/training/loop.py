@@ -41,7 +41,7 @@ from toylab.engine.recursion import FACTORS, PositionFactors
 from toylab.engine.recursion import on_support as factors_on_support
 from toylab.engine.sequences import AllSequences
 from toylab.engine.split_grid import split_grid
-from toylab.engine.toy import range_problem
+from toylab.engine.toy import mean_ratios, range_problem, sampled_log_ratio
 from toylab.training.optimizers import OPTIMIZERS, make_optimizer
 from toylab.training.toy_rows import ToyRows
 
@@ -161,16 +161,22 @@ class Population:
 
     @classmethod
     def of(cls, rows):
-        """KL(μ‖π) = −Σ μ log ρ and χ²_seq = ∏_t Σ_v μ (ρ/π_t(S_t))² − 1 over each row's μ-support."""
+        """KL(μ‖π) = −Σ μ log(π/μ) and χ²_seq = ∏_t Σ_v μ (ρ/E_μ[ρ_t])² − 1 over each row's μ-support (μ the
+        sampled μ_s, π the scored one, ρ = π/μ_log: ``analysis.diagnostics``); J and ∇J of the scored π."""
         J, grad = objective_and_gradient(rows.pi)
-        if rows.sampler.is_default:                        # every token kept, log ρ bounded by mismatch·(max b − min b)
+        grad = grad * rows.score_scale
+        sampler = rows.sampler
+        if sampler.is_default:                        # every token kept, log ρ bounded by mismatch·(max b − min b)
             second_moments = (rows.mu * rows.rho**2).sum(axis=-1)
         else:
-            second_moments = 1 + chi2_terms(rows.pi, rows.mu, rows.rho, rows.kept)
+            mean = None if sampler.logged == "processed" else \
+                mean_ratios(rows.pi, rows.mu, rows.rho, rows.kept, sampler.logged)
+            second_moments = 1 + chi2_terms(rows.pi, rows.mu, rows.rho, rows.kept, mean)
         with np.errstate(over="ignore"):
             chi2_seq = np.prod(second_moments, axis=-1) - 1
+        log_ratio = sampled_log_ratio(rows.log_pi, rows.log_mu, rows.kept, rows.log_rho, sampler.logged)
         return cls(J, expected_reward(rows.mu), grad, np.linalg.norm(grad, axis=(-2, -1)),
-                   -on_support(rows.mu, rows.log_rho, rows.kept).sum(axis=(-2, -1)), chi2_seq)
+                   -on_support(rows.mu, log_ratio, rows.kept).sum(axis=(-2, -1)), chi2_seq)
 
     def baseline(self, name):
         """b per row: none → 0, logged → E_μ[r], true → J."""
@@ -201,7 +207,7 @@ def _factorised_means(rows, indices, estimators, b):
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])[:, None, None]
     probability = np.where(on_policy, rows.pi[indices], rows.mu[indices])
     phi = reward_by_count(rows.T)[None, :] - b[:, None]
-    return factorised_means(probability, stacked, phi, rows.pi[indices])
+    return factorised_means(probability, stacked, phi, rows.pi[indices]) * rows.score_scale
 
 
 def enumerated_means(rows, estimators, b):
@@ -244,7 +250,7 @@ def enumerated_means(rows, estimators, b):
         uncarried = np.setdiff1d(np.arange(len(estimators)), carried)
         m[uncarried] = rows.grid.marginals(first[uncarried])
     m = m * tokens + additive
-    return m - rows.pi * m.sum(axis=-1, keepdims=True)
+    return (m - rows.pi * m.sum(axis=-1, keepdims=True)) * rows.score_scale
 
 
 def cosine(a, b):

@@ -40,9 +40,8 @@ from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uni
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.counts import curvature, expected_reward
 from toylab.engine.moments import baseline_value, exact_moments
-from toylab.engine.sampler import log_softmax
 from toylab.engine.split_grid import split_grid
-from toylab.engine.toy import Toy, range_problem
+from toylab.engine.toy import Toy, range_problem, scored_probabilities
 from toylab.training.loop import Population, engine_errors, exact_means
 from toylab.training.optimizers import SGD, make_optimizer
 from toylab.training.toy_rows import ToyRows
@@ -86,7 +85,7 @@ def second_order(toy, estimator_id, params=None, baseline="none", N=64):
     problem = range_problem(toy.largest_log_W)
     if problem:
         raise ValueError(problem)
-    hessian = curvature(toy.pi)
+    hessian = curvature(toy.pi, toy.score_scale)
     mean = exact_moments(toy, estimator_id, params, baseline).mean
     slope = float(np.sum(toy.true_grad * mean))
     mean_curvature = float(hessian.quadratic(mean))
@@ -108,7 +107,7 @@ def _expected_squares(toy, estimator_id, params, b, hessian):
         tokens = _sequences(start + drawn, toy.T, toy.V)
         side = trainer_side(toy) if ESTIMATORS[estimator_id].on_policy else toy
         batch = Batches(side, tokens[None], np.array([len(tokens)]), b)
-        weight = batch.gradient_coefficients(estimator_id, params)[0]                   # c·A + d, (n, T)
+        weight = batch.gradient_coefficients(estimator_id, params)[0] * toy.score_scale  # (c·A + d)·scale, (n, T)
         quadratic += float(chunk[drawn] @ hessian.score_quadratic(weight, tokens, toy.pi))
         linear += float(chunk[drawn] @ (weight * along_gradient[np.arange(toy.T), tokens]).sum(axis=1) ** 2)
     return quadratic, linear
@@ -143,8 +142,8 @@ class MonteCarloImprovement:
 
 
 def _gains(toy, steps):
-    """J(θ + step) − J(θ) for steps (..., T, V), J by the count recursion."""
-    return expected_reward(np.exp(log_softmax(toy.theta + steps))) - toy.J
+    """J(θ + step) − J(θ) for steps (..., T, V), J of the scored π by the count recursion."""
+    return expected_reward(scored_probabilities(toy.theta + steps, toy.b, toy.mismatch, toy.sampler)) - toy.J
 
 
 def monte_carlo_improvement(toy, selection, baseline="none", N=64, lrs=(1.0,), batches=400, seed=0, optimizer=None):

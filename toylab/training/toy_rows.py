@@ -1,7 +1,7 @@
 """Many toys at once: one θ per row, sharing b, the mismatch and the sampler — the training loop's toys at one step.
 
-The tables (log π, log μ, π, μ, log ρ, ρ, the sampler's kept tokens) have θ's leading axes, built as the toy
-builds them (``toy.sampler_tables``); the reward r(y) is the SplitGrid's, the same for every row. ``rows[i]`` is a
+The tables (log π, log μ_log, log μ, π, μ, log ρ, ρ, the sampler's kept tokens) have θ's leading axes, built as the
+toy builds them (``toy.pipeline_tables``); the reward r(y) is the SplitGrid's, the same for every row. ``rows[i]`` is a
 view of row i (or of a slice of rows): its tables are the parent's, indexed — a Toy-like object for the
 estimators' weight functions (through ``sequences.AllSequences``, which builds the M-vectors they read) and for
 ``montecarlo.Batches``.
@@ -10,10 +10,10 @@ estimators' weight functions (through ``sequences.AllSequences``, which builds t
 
 import numpy as np
 
-from toylab.engine.sampler import DEFAULT_SAMPLER, log_softmax
-from toylab.engine.toy import largest_log_W, sampler_tables
+from toylab.engine.sampler import DEFAULT_SAMPLER
+from toylab.engine.toy import largest_log_W, pipeline_tables
 
-SHARED = ("T", "V", "M", "grid", "R", "b", "mismatch", "sampler")   # the same for every row: passed through unindexed
+SHARED = ("T", "V", "M", "grid", "R", "b", "mismatch", "sampler", "score_scale")   # the same for every row: unindexed
 
 
 class ToyRows:
@@ -21,12 +21,12 @@ class ToyRows:
         self.theta, self.b, self.mismatch, self.sampler = theta, b, mismatch, sampler
         self.T, self.V = theta.shape[-2:]
         self.M, self.grid = self.V**self.T, grid
-        self.log_pi = log_softmax(theta)
-        self.log_mu, self.mu, self.kept = sampler_tables(theta, b, mismatch, sampler)
+        self.log_pi, self.log_logged, self.log_mu, self.mu, self.kept, self.log_rho = pipeline_tables(
+            theta, b, mismatch, sampler)
         self.pi = np.exp(self.log_pi)
         self.truncates = ~self.kept.all(axis=(-2, -1))                 # per row: some token outside μ's support
-        self.log_rho = self.log_pi - self.log_mu
         self.rho = np.exp(self.log_rho)
+        self.score_scale = sampler.score_scale
 
     def __getitem__(self, index):
         return RowView(self, index)

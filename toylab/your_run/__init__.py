@@ -10,6 +10,7 @@
     applied        what each estimator would do to the log, through the one batch interface
     matching       the toy whose exact KL matches the log, and what its shape checks say of the tails and the bulk
     bottom_line    is the log's mismatch negligible: the sequence weights, the reward, each selected estimator
+    signature      what the log's ratios say about the μ it logged: the identity check, read from a sample
     dump_tables    the canonical table a dump becomes (a row per sequence), and the list helpers its readers share
     torch_dumps    slime's and Miles' torch.save payloads: train dumps and rollout dumps
     dump_ranks     a step of Miles' rank files combined as its own reader does (copies once, stages, slices, rewards)

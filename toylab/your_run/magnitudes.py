@@ -10,8 +10,8 @@ tokens drawn from μ (every mean a token mean with its clustered standard error,
     identity           = mean ρ − 1        0 in expectation when the sampler's log-probs are those of the
                                            distribution it sampled from and μ > 0 wherever π > 0. Below 0 (beyond
                                            its se): the sampler's log-probs miss mass the trainer has — top-p or
-                                           top-k truncation, or a temperature applied to the sampling but not to
-                                           the logged log-probs
+                                           top-k truncation; above 0: the pattern of raw (pre-temperature)
+                                           log-probs with a trainer that divides by τ (``your_run.signature``)
     |log ρ| quantiles  p50, p99, p99.9 and the maximum; the smallest ρ (the low tail) and the largest
     worst tokens       the response tokens with the largest |log ρ|: sequence, row, position, μ(y_t), π(y_t), log ρ
     worst sequences    the sequences with the largest |log W|: row, length, log W, their largest |log ρ|

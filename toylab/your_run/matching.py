@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.analysis.diagnostics import token_chi2, token_kl
+from toylab.analysis.diagnostics import on_support, token_chi2, token_kl
 from toylab.engine.sampler import DEFAULT_SAMPLER
 from toylab.engine.toy import Toy, make_toy
 from toylab.state.query import MISMATCH_RANGE, PAGE_SIZE_LIMIT
@@ -73,17 +73,22 @@ def toy_curve(T, V, seed, sampler=DEFAULT_SAMPLER):
     return lambda mismatch: Toy(base.theta, base.b, float(mismatch), seed, sampler)
 
 
-def per_token_kl(toy):
-    """(1/T) Σ_t KL_t(μ_t‖π_t)."""
-    return float(token_kl(toy).mean())
+def per_token_kl(toy, statistic="k1"):
+    """(1/T) Σ_t KL_t(μ_t‖π_t): what the log's k1 and k3 estimate when it logs the μ it sampled from. A pipeline that
+    logs another μ (``Sampler.logged``) makes them estimate E_μs[−log ρ_t] (k1) and E_μs[ρ_t − 1 − log ρ_t] (k3),
+    which are not a KL: then the toy's value is that of the ``statistic`` the data is matched on."""
+    if toy.sampler.logged == "processed":
+        return float(token_kl(toy).mean())
+    k1 = -float(on_support(toy.mu, toy.log_rho, toy.kept).sum(axis=1).mean())
+    return k1 if statistic == "k1" else k1 + float(toy.identity_tokens.mean()) - 1
 
 
-def kl_slope(toy, curve=None, step=1e-4):
+def kl_slope(toy, curve=None, step=1e-4, statistic="k1"):
     """dKL/dm = (1/T) Σ_t m·Var_μt(b_t) for plain softmax; otherwise the central difference of ``curve`` at the
-    toy's mismatch."""
+    toy's mismatch (of ``per_token_kl`` with the ``statistic``)."""
     if not toy.sampler.is_default:
         low, high = max(toy.mismatch - step, 0.0), toy.mismatch + step
-        return (per_token_kl(curve(high)) - per_token_kl(curve(low))) / (high - low)
+        return (per_token_kl(curve(high), statistic) - per_token_kl(curve(low), statistic)) / (high - low)
     mean = (toy.mu * toy.b).sum(axis=1)
     variance = (toy.mu * toy.b**2).sum(axis=1) - mean**2
     return float(toy.mismatch * variance.mean())
@@ -94,16 +99,17 @@ def tail_shares(toy, thresholds=TAIL_THRESHOLDS):
     return {c: float((toy.mu * (np.abs(toy.log_rho) > c)).sum(axis=1).mean()) for c in thresholds}
 
 
-def inverse_kl(curve, target, high=MISMATCH_RANGE[1]):
-    """The m in [0, high] with per-token KL(m) = target (0 below, high above the range), by bisection."""
+def inverse_kl(curve, target, high=MISMATCH_RANGE[1], statistic="k1"):
+    """The m in [0, high] with per-token KL(m) = target (0 below, high above the range), by bisection
+    (``per_token_kl`` with the ``statistic``)."""
     low_m, high_m = 0.0, float(high)
     if target <= 0:
         return low_m
-    if target >= per_token_kl(curve(high_m)):
+    if target >= per_token_kl(curve(high_m), statistic):
         return high_m
     for _ in range(BISECTION_STEPS):
         middle = (low_m + high_m) / 2
-        low_m, high_m = (middle, high_m) if per_token_kl(curve(middle)) < target else (low_m, middle)
+        low_m, high_m = (middle, high_m) if per_token_kl(curve(middle), statistic) < target else (low_m, middle)
     return (low_m + high_m) / 2
 
 
@@ -113,27 +119,29 @@ def matched_length(mean_length, V, limit=PAGE_SIZE_LIMIT):
     return int(min(max(1, round(mean_length)), largest))
 
 
-def match_toy(kl, T, V, seed, high=MISMATCH_RANGE[1], sampler=DEFAULT_SAMPLER):
-    """The Match for an Estimate (value, se) of the per-token KL (``matching_estimate``) at T, V, seed and the
-    sampler model."""
+def match_toy(kl, T, V, seed, high=MISMATCH_RANGE[1], sampler=DEFAULT_SAMPLER, statistic="k1"):
+    """The Match for an Estimate (value, se) of the per-token KL (``matching_estimate``: its ``statistic``, k1 or
+    k3) at T, V, seed and the pipeline model (the sampler, what it logs, what the trainer scores)."""
     curve = toy_curve(T, V, seed, sampler)
-    top_kl = per_token_kl(curve(high))
-    mismatch = inverse_kl(curve, kl.value, high)
+    top_kl = per_token_kl(curve(high), statistic)
+    mismatch = inverse_kl(curve, kl.value, high, statistic)
     clamped = "zero" if kl.value <= 0 else "top" if kl.value >= top_kl else None
     toy = curve(mismatch)
-    slope = kl_slope(toy, curve)
+    slope = kl_slope(toy, curve, statistic=statistic)
     se = kl.se / slope if clamped is None and slope > 0 and kl.se is not None else None
 
     def kl_interval(width):
         if kl.se is None:
             return mismatch, mismatch
-        return inverse_kl(curve, kl.value - width * kl.se, high), inverse_kl(curve, kl.value + width * kl.se, high)
+        return inverse_kl(curve, kl.value - width * kl.se, high, statistic), \
+            inverse_kl(curve, kl.value + width * kl.se, high, statistic)
 
     interval = kl_interval(1.0) if kl.se is not None else None
     nearby = [curve(m) for m in [mismatch, *np.linspace(*kl_interval(CLOSE), RANGE_POINTS)]]
     values = {"chi2_token": [_rounded(float(token_chi2(t).mean())) for t in nearby]}
     values |= {c: [tail_shares(t)[c] for t in nearby] for c in TAIL_THRESHOLDS}
-    return Match(T, V, seed, mismatch, se, interval, clamped, per_token_kl(toy), top_kl, values["chi2_token"][0],
+    return Match(T, V, seed, mismatch, se, interval, clamped, per_token_kl(toy, statistic), top_kl,
+                 values["chi2_token"][0],
                  {c: values[c][0] for c in TAIL_THRESHOLDS},
                  {key: (min(found), max(found)) for key, found in values.items()}, sampler)
 

@@ -40,6 +40,19 @@ def _grid_sweep(settings, parameter):
                                     parameter, settings.selection(exact_only=True), settings.baseline, settings.N)
 
 
+def pipeline_sweep(settings, parameter):
+    """(estimator rows, pipeline rows, left out) of the sweep of ``parameter`` under each framework pipeline
+    (``sweeps.pipeline_sweep``), over its grid alone (the chosen value is only marked)."""
+    return _pipeline_grid_sweep(replace(settings, **{parameter: SWEEP_ANCHORS[parameter]}), parameter)
+
+
+@st.cache_data(max_entries=8, show_spinner="Sweeping under each framework pipeline: one toy per point and pipeline …")
+def _pipeline_grid_sweep(settings, parameter):
+    with large_work(settings.V**settings.T):
+        return sweeps.pipeline_sweep(settings.T, settings.V, settings.seed, settings.mismatch, settings.sampler,
+                                     parameter, settings.selection(exact_only=True), settings.baseline, settings.N)
+
+
 def length_key(settings):
     """The Settings with the fields a length point ignores (T, N) set to their defaults."""
     return replace(settings, T=DEFAULTS.T, N=DEFAULTS.N)

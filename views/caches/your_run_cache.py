@@ -167,7 +167,7 @@ def estimators(source, columns, selection, progress):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def matched(kl, T, V, seed, sampler):
-    """The Match for the data's per-token KL Estimate (the one with the smaller se) at T, V, seed and the sidebar's
-    sampler model."""
-    return match_toy(kl, T, V, seed, sampler=sampler)
+def matched(kl, T, V, seed, sampler, statistic="k1"):
+    """The Match for the data's per-token KL Estimate (the one with the smaller se, k1 or k3: ``statistic``) at T, V,
+    seed and the sidebar's pipeline model."""
+    return match_toy(kl, T, V, seed, sampler=sampler, statistic=statistic)
