@@ -15,6 +15,7 @@ from toylab.presentation.charts import (
     TEXT,
     colour_scale,
     highlighted_opacity,
+    holding_highlight,
     legend_highlight,
     mark_layers,
     readable,
@@ -56,7 +57,7 @@ def _estimator_lines(data, x, y, ids, highlight, alone=False):
     lines = data.mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=30)).encode(
         x=x, y=y, color=estimator_colour(ids, alone), opacity=opacity,
         tooltip=tips("estimator:N", alt.Tooltip(x.shorthand, format=".4g"), alt.Tooltip("value:Q", format=".4g")))
-    return lines.add_params(highlight) if highlight is not None else lines
+    return holding_highlight(lines, highlight) if highlight is not None else lines
 
 
 def _vertical_rule(value, field, tooltip_title, log_x):
@@ -187,7 +188,7 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None)
         y = _y(title, log=True)
         lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone),
                                                                  detail=alt.Detail("estimator:N"), opacity=opacity)
-        lines = lines.add_params(legend_highlight()) if leading else lines
+        lines = holding_highlight(lines, legend_highlight()) if leading else lines
         points = _method_points(frame, x, y, estimator_colour(ids, alone), opacity,
                                 tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"))
         annotations = mark_layers(marks) if marks is not None and name == "std_ratio" else []
