@@ -88,8 +88,9 @@ LEAVES = (str, int, float, bool, type(None), type(alt.Undefined))
 
 def _structure(node, frames):
     """A hashable image of an Altair object tree: each data frame as (its place among the distinct frames, columns,
-    dtypes), added to ``frames`` (id → frame) in the order met. TypeError for a node of any other kind. Altair's
-    ``_cached_hash`` (a hash of a layer's data, kept to name a view: the name itself is in the tree) is left out."""
+    dtypes), added to ``frames`` (id → frame) in the order met. TypeError for a node of any other kind. Left out: what
+    ``to_dict`` leaves out (Undefined), and Altair's ``_cached_hash`` (a hash of a layer's data, kept to name a view:
+    the name itself is in the tree)."""
     if isinstance(node, LEAVES):
         return node
     if isinstance(node, pd.DataFrame):
@@ -103,7 +104,8 @@ def _structure(node, frames):
         return (type(node).__name__, tuple(_structure(item, frames) for item in node))
     if isinstance(node, alt.SchemaBase):
         return (type(node).__name__, _structure(node._args, frames),
-                _structure({key: value for key, value in node._kwds.items() if key != "_cached_hash"}, frames))
+                _structure({key: value for key, value in node._kwds.items()
+                            if value is not alt.Undefined and key != "_cached_hash"}, frames))
     if isinstance(node, alt.Parameter):
         return ("Parameter", _structure(vars(node), frames))
     if isinstance(node, OperatorMixin):                     # a Vega expression (alt.datum …): its text
