@@ -26,8 +26,8 @@ def with_new_estimator(monkeypatch):
     def sqrt_token_ratio(stats):
         return estimators.Weights(token=np.sqrt(stats.rho))
 
-    new = estimators.Estimator("tok_sqrt", "token sqrt IS", r"c_t = \sqrt{\rho_t}", "a test", sqrt_token_ratio,
-                               colour="#123456")
+    new = estimators.Estimator(id="tok_sqrt", label="token sqrt IS", latex=r"c_t = \sqrt{\rho_t}", source="a test",
+                               weights=sqrt_token_ratio, colour="#123456")
     monkeypatch.setitem(estimators.ESTIMATORS, "tok_sqrt", new)
     monkeypatch.setattr(toylab.cli.table, "EXACT_IDS", (*estimators.EXACT_IDS, "tok_sqrt"))
     monkeypatch.setattr(toylab.cli.table, "DEFAULT_IDS", (*toylab.cli.table.DEFAULT_IDS, "tok_sqrt"))

@@ -101,3 +101,15 @@ def test_a_reader_that_stops_early_gets_no_traceback():
     table.stdout.close()                                   # the reader goes away before reading anything
     assert table.wait(timeout=120) == 1
     assert table.stderr.read() == b""
+
+
+@pytest.mark.parametrize("argv, heavy", [(["--T", "3", "--V", "2"], ("pandas", "pyarrow", "streamlit")),
+                                         (["train", "--T", "3", "--V", "2", "--steps", "2"], ("pyarrow", "streamlit"))])
+def test_a_command_imports_only_what_it_uses(argv, heavy):
+    """The table and train never import the readers' pandas and pyarrow (or the page's Streamlit): the default
+    command's start-up and memory stay those of numpy and the engine."""
+    script = ("import sys, contextlib, io\nfrom toylab.cli.main import main\n"
+              f"with contextlib.redirect_stdout(io.StringIO()): code = main({argv!r})\n"
+              f"print(code, sorted(m for m in {heavy!r} if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[-2] == "0 []"

@@ -1,4 +1,5 @@
-"""No module of toylab/ imports another in a circle, lazy imports inside functions included.
+"""No module of toylab/ imports another in a circle, lazy imports inside functions included, and each layer imports
+only from its own folder or those listed before it in CONTRIBUTING.md's stack.
 
 The graph is built from the source with ``ast``: an edge for every ``import`` and ``from … import`` anywhere in a
 module (relative ones resolved), to the module named or, when the imported name is a submodule, to that
@@ -89,3 +90,34 @@ def test_the_check_finds_a_circle_made_by_a_lazy_relative_import(tmp_path):
 def test_no_module_of_the_library_imports_the_package_itself():
     """``from toylab import …`` inside toylab/ would run the public __init__ from below: a hidden circle."""
     assert [name for name, targets in import_graph().items() if "toylab" in targets and name != "toylab"] == []
+
+
+
+LAYERS = ("catalogue", "engine", "analysis", "training", "state", "your_run", "lessons", "presentation", "cli")
+
+
+def layer(module):
+    """The index in LAYERS of the folder a module lives in (None for toylab itself, text and __main__)."""
+    folder = module.split(".")[1] if module.count(".") else None
+    return LAYERS.index(folder) if folder in LAYERS else None
+
+
+def upward_imports(graph):
+    """(module, target) pairs where a layer imports one listed after it, or text.py imports any layer."""
+    return [(module, target) for module, targets in graph.items() for target in targets
+            if layer(target) is not None and (layer(module) is None and module == "toylab.text"
+                                              or layer(module) is not None and layer(target) > layer(module))]
+
+
+def test_each_layer_imports_only_from_itself_or_the_layers_before_it():
+    """CONTRIBUTING.md's stack: a module imports from its own folder or one listed above it, never below; text.py,
+    which every layer may use, imports none of them."""
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layer_check_finds_an_upward_import():
+    graph = import_graph()
+    graph["toylab.engine.toy"] |= {"toylab.presentation.charts"}
+    graph["toylab.text"] |= {"toylab.catalogue.weights"}
+    assert set(upward_imports(graph)) == {("toylab.engine.toy", "toylab.presentation.charts"),
+                                          ("toylab.text", "toylab.catalogue.weights")}

@@ -4,19 +4,24 @@
     python -m toylab train [options]      gradient ascent with chosen estimators (``train``)
     python -m toylab inspect FILE         a rollout log's statistics and the toy that matches it (``inspect``)
     python -m toylab inspect DIR          a run — a directory, a zip or several files — step by step (``inspect_run``)
+
+Each command's module is imported only when it runs: the table needs neither pandas nor pyarrow, which the
+readers of ``inspect`` import.
 """
 
+import importlib
 import sys
 
-from toylab.cli import inspect, inspect_run, table, train
-
-COMMANDS = {"train": train.main, "inspect": inspect.main}
+COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect"}
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["inspect"] and inspect_run.is_run(argv[1:]):
-        return inspect_run.main(argv[1:])
-    if argv[:1] and argv[0] in COMMANDS:
-        return COMMANDS[argv[0]](argv[1:])
-    return table.main(argv)
+    command, arguments = (argv[0], argv[1:]) if argv[:1] and argv[0] in COMMANDS else ("table", argv)
+    if command == "inspect":
+        from toylab.cli import inspect_run
+
+        if inspect_run.is_run(arguments):
+            return inspect_run.main(arguments)
+    module = COMMANDS.get(command, "toylab.cli.table")
+    return importlib.import_module(module).main(arguments)

@@ -43,7 +43,7 @@ from toylab.engine.sequences import AllSequences
 from toylab.engine.toy import share
 
 UNBIASED_TOLERANCE = 1e-9
-CHUNK = 2**18                 # sequences per chunk of the exact pass: their M-vectors stay small
+CHUNK = 2**17                 # sequences per chunk of the exact pass: their M-vectors stay small
 
 
 @dataclass(frozen=True)
