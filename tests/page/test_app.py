@@ -16,6 +16,7 @@ from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import VIEW_DEFAULTS, parse_query
 from toylab.state.settings import Settings
+from views.caches import cache
 from views.caches.cache import MONTE_CARLO_REPLICATES, MONTE_CARLO_SIZES
 from views.estimators_tab import plain
 
@@ -209,6 +210,22 @@ def test_error_tab_monte_carlo_dots_are_a_toggle_in_the_link():
     assert list(dots["estimator"]) == list(expected["estimator"])
     at.toggle(key="mc_dots").set_value(False).run()
     assert at.query_params == {"tab": "Error vs batch size"}
+
+
+def test_error_tab_samples_only_the_estimators_whose_errors_are_not_kept(monkeypatch):
+    sampled = []
+    library = cache.monte_carlo
+    monkeypatch.setattr(cache, "monte_carlo", lambda toy, selection, *args, **kwargs: sampled.append(set(selection))
+                        or library(toy, selection, *args, **kwargs))
+    at = run({"tab": "Error vs batch size", "mc_dots": "1", "est": "naive,tok_tis,seq_is", "seed": "4321"})
+    assert not at.exception and sampled == [{"naive", "tok_tis", "seq_is"}]
+    at.number_input(key="tok_tis.C").set_value(2.5).run()
+    assert not at.exception and sampled[1:] == [{"tok_tis"}]                 # a new threshold: that estimator alone
+    (dots,) = [data for data in _chart_data(at) if "rms" in data]
+    settings, _ = parse_query(at.query_params)
+    errors = monte_carlo(make_toy(*settings.toy_key), settings.selection(), settings.baseline, MONTE_CARLO_SIZES,
+                         MONTE_CARLO_REPLICATES, seed=0, aggregation=settings.aggregation)
+    np.testing.assert_array_equal(dots["rms"], pd.DataFrame(summarise(errors, MONTE_CARLO_SIZES))["rms"])
 
 
 def test_error_tab_with_only_batch_coupled_estimators_asks_for_the_dots():
