@@ -1,29 +1,32 @@
 """How long the page takes to settle after a slider step, as a user feels it, against Streamlit's own floor.
 
-    python benchmarks/page_latency.py                             # every tab, 5 presses each, and T=10
+    python benchmarks/page_latency.py                             # every tab, 7 presses each, and T=10
     python benchmarks/page_latency.py --tabs Estimators Ratios --presses 9 --json latency.json
+    python benchmarks/page_latency.py --against /tmp/main         # this checkout and a copy of main, pressed in turn
     python benchmarks/page_latency.py --query "V=3&mismatch=1" --large-query "" --payload
     python benchmarks/page_latency.py --viewport 1280x720 --query present=1     # a screen-share, presentation mode
 
-Starts the app and the floor app (benchmarks/floor_app.py: one slider, one metric) with ``streamlit run``,
-each under benchmarks/timed_script.py, which logs when each script run started and how long it took on the
-server. Drives both in headless Debian Chromium. For each tab, as listed by the page itself, it presses the
-mismatch slider's → key N times (the sidebar may be collapsed: the key still reaches the slider) and times each
-press in the page's own clock: from the keydown event until
+Starts the floor app (benchmarks/floor_app.py: one slider, one metric) and the app — this checkout's, and with
+``--against`` the app of other checkouts too, each from its own folder — with ``streamlit run``, each under
+benchmarks/timed_script.py, which logs when each script run started and how long it took on the server. Drives them in
+headless Debian Chromium. For each tab, as listed by the page itself, it presses the mismatch slider's → key N times
+on each page in turn — the floor, the app, the other apps, the floor again, … — so that the machine's load, which
+moves from second to second on a shared machine, reaches all of them alike (the sidebar may be collapsed: the key still
+reaches the slider). Each press is timed in the page's own clock: from the keydown event until
 ``[data-testid="stApp"]`` returns to ``data-test-script-state="notRunning"`` after having been ``running``.
 A MutationObserver, installed before the page loads, timestamps every change of that attribute (and of the
-rest of the DOM), so runs shorter than any polling interval are caught. The floor is pressed the same way
-before every tab and once more at the end, so a busy machine slows both. Presses always go one way, so no
+rest of the DOM), so runs shorter than any polling interval are caught. Presses always go one way, so no
 value comes from a cache a user would not hit.
 
 Per view it prints the median key press → idle, its ratio to the floor's median, the server's script time
 per press, and where the rest goes: key press → the script's start on the server (the widget's debounce
 and the round trip), the script's end → idle (sending and applying the page's deltas), idle → drawn (the
 last DOM change: charts and tables drawing), the browser's main-thread busy time per press (Chrome's
-TaskDuration) and the bytes sent. Also the first load (navigation start → idle with the table drawn) on the
-freshly started server, in a new session (a new browser profile: nothing cached) and for a returning visitor
-(the browser's cache warm), and the first tab at ``--large-query`` (default T=10).
-It only reports; no test asserts a time.
+TaskDuration), and the bytes and messages sent per press (the websocket frames the page receives).
+Also the first load (navigation start → idle with the table drawn), each as a multiple of the floor app's: on the
+freshly started server, in a new session (a new browser profile: nothing cached; ``--loads`` times, in turn with the
+floor's) and for a returning visitor (the browser's cache warm); and the first tab at ``--large-query`` (default
+T=10). The load average is sampled after every view. It only reports; no test asserts a time.
 """
 
 from __future__ import annotations
@@ -380,98 +383,167 @@ def summary(presses: list[dict], floor: float) -> dict:
 
 
 def measure(args) -> dict:
+    """Serve the floor app and each app (this checkout's, and ``--against`` checkouts'), then time, tab by tab, the
+    presses in turn — floor, app, other app, floor, … — so that a change in the machine's load reaches all alike."""
     from playwright.sync_api import sync_playwright
 
+    load_averages = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="page-latency-") as folder, contextlib.ExitStack() as stack:
-        app_log, floor_log = RunLog(Path(folder) / "app.jsonl"), RunLog(Path(folder) / "floor.jsonl")
-        app_url = stack.enter_context(served(APP, app_log, args.profile))
+        floor_log = RunLog(Path(folder) / "floor.jsonl")
         floor_url = stack.enter_context(served(FLOOR_APP, floor_log))
+        apps = {}
+        for name, script in app_scripts(args).items():
+            log = RunLog(Path(folder) / f"app-{len(apps)}.jsonl")
+            apps[name] = {"log": log, "url": stack.enter_context(served(script, log, args.profile))}
         browser = launch_browser(stack.enter_context(sync_playwright()))
         stack.callback(browser.close)
         payload = Payload() if args.payload else None
         query = f"/?{args.query.lstrip('?')}" if args.query else ""
 
-        app = Page(browser, app_log, payload, args.profile, viewport=args.viewport)
-        loads = {"fresh server": app.load(app_url + query)}
+        loads = {name: {"fresh server": [], "new session": [], "returning visitor": []} for name in ["floor", *apps]}
         floor = Page(browser, floor_log, profile_dir=args.profile, viewport=args.viewport)
-        loads["floor app"] = floor.load(floor_url)
-        labels = app.tab_labels()
+        loads["floor"]["fresh server"].append(floor.load(floor_url))
+        for name, app in apps.items():
+            app["page"] = Page(browser, app["log"], payload if name == THIS else None, args.profile,
+                               viewport=args.viewport)
+            loads[name]["fresh server"].append(app["page"].load(app["url"] + query))
+        labels = apps[THIS]["page"].tab_labels()
+        for name, app in apps.items():
+            if app["page"].tab_labels() != labels:
+                raise SystemExit(f"page_latency: error: {name} has the tabs {app['page'].tab_labels()}, "
+                                 f"this checkout {labels}")
         unknown = set(args.tabs or []) - set(labels)
         if unknown:
             raise SystemExit(f"page_latency: error: no tab {sorted(unknown)}; the page has {labels}")
 
-        floor_presses, presses = [], {}
+        floor_presses = []
+        presses = {name: {} for name in apps}
 
-        def time_view(page, view):
-            nonlocal floor_presses
-            floor_presses += [floor.press() for _ in range(args.presses)]
+        def time_view(view, pages):
             if payload:
                 payload.view = view
-            presses[view] = [page.press() for _ in range(args.presses)]
+            for name in apps:
+                presses[name][view] = []
+            for _ in range(args.presses):
+                floor_presses.append(floor.press())
+                for name, page in pages.items():
+                    presses[name][view].append(page.press())
             if payload:
                 payload.view = None
-            print(f"  {view}: " + ", ".join(f"{p['to_idle']:.2f}" for p in presses[view]) + " s",
-                  file=sys.stderr, flush=True)
+            load_averages.append(os.getloadavg()[0])
+            print(f"  {view}: " + "; ".join(
+                f"{name} " + ", ".join(f"{p['to_idle']:.2f}" for p in presses[name][view]) for name in apps)
+                + f" s (load {load_averages[-1]:.1f})", file=sys.stderr, flush=True)
 
         for label in labels:
             if not args.tabs or label in args.tabs:
-                app.open_tab(label)
-                time_view(app, label)
+                for app in apps.values():
+                    app["page"].open_tab(label)
+                time_view(label, {name: app["page"] for name, app in apps.items()})
         if args.large_query:
-            large = Page(browser, app_log, payload, args.profile, viewport=args.viewport)
             view = f"{labels[0]} at {args.large_query}"
-            loads[view] = large.load(f"{app_url}/?{args.large_query.lstrip('?')}")
-            time_view(large, view)
-        floor_presses += [floor.press() for _ in range(args.presses)]
-        loads["new session"] = Page(browser, app_log, viewport=args.viewport).load(app_url + query)
-        loads["returning visitor"] = Page(browser, app_log, context=app.page.context).load(app_url + query)
+            large = {}
+            for name, app in apps.items():
+                large[name] = Page(browser, app["log"], payload if name == THIS else None, args.profile,
+                                   viewport=args.viewport)
+                large[name].load(f"{app['url']}/?{args.large_query.lstrip('?')}")
+            time_view(view, large)
+        for _ in range(args.loads):                  # new sessions in turn: the floor's, then each app's
+            loads["floor"]["new session"].append(Page(browser, floor_log, viewport=args.viewport).load(floor_url))
+            loads["floor"]["returning visitor"].append(Page(browser, floor_log, context=floor.page.context).load(floor_url))
+            for name, app in apps.items():
+                loads[name]["new session"].append(Page(browser, app["log"], viewport=args.viewport).load(app["url"] + query))
+            for name, app in apps.items():
+                loads[name]["returning visitor"].append(
+                    Page(browser, app["log"], context=app["page"].page.context).load(app["url"] + query))
+        load_averages.append(os.getloadavg()[0])
 
-    for load in loads.values():
-        load["first_load"] = max(load["to_idle"], load["table"] or 0)
     floor_median = median(p["to_idle"] for p in floor_presses)
+    first_loads = {name: {kind: load_summary(rows) for kind, rows in kinds.items() if rows}
+                   for name, kinds in loads.items()}
+    for kinds in first_loads.values():
+        for kind, summary_ in kinds.items():
+            summary_["ratio"] = summary_["first_load"] / first_loads["floor"][kind]["first_load"]
     return {
-        "query": args.query, "presses_per_view": args.presses, "load_average": os.getloadavg()[0],
+        "query": args.query, "presses_per_view": args.presses, "load_average": load_averages,
+        "apps": {name: str(script) for name, script in app_scripts(args).items()},
         "floor": summary(floor_presses, floor_median),
-        "views": {view: summary(rows, floor_median) for view, rows in presses.items()},
-        "first_load": loads,
+        "views": {name: {view: summary(rows, floor_median) for view, rows in views.items()}
+                  for name, views in presses.items()},
+        "first_load": first_loads,
         "presses": {"floor": floor_presses, **presses},
         **({"payload_bytes_per_press": {view: {kind: size / args.presses for kind, size in kinds.items()}
                                         for view, kinds in payload.bytes.items()}} if payload else {}),
     }
 
 
+THIS = "this"                   # the app of this checkout, under its name in the report
+
+
+def app_scripts(args) -> dict:
+    """{name: streamlit_app.py}: this checkout's, and each ``--against`` checkout's under its folder's name."""
+    scripts = {THIS: APP}
+    for folder in args.against or []:
+        script = Path(folder).resolve() / "streamlit_app.py"
+        if not script.is_file():
+            raise SystemExit(f"page_latency: error: no streamlit_app.py in {folder}")
+        scripts[Path(folder).resolve().name] = script
+    return scripts
+
+
+def load_summary(loads: list[dict]) -> dict:
+    """Medians over first loads: the load as a user feels it (idle, with the first table drawn), idle, all drawn,
+    the server's script time and the bytes sent."""
+    for load in loads:
+        load["first_load"] = max(load["to_idle"], load["table"] or 0)
+    return {"loads": len(loads), **{name: median(load[name] for load in loads)
+                                    for name in ("first_load", "to_idle", "to_drawn", "table", "chart", "server",
+                                                 "bytes", "messages")}}
+
+
 def report(result: dict) -> str:
+    names = list(result["views"])
+
     def row(view, s):
-        return (f"{view:<30} {s['to_idle']:7.3f} {s['ratio']:6.1f}× {s['server']:7.3f} {s['to_script']:7.3f} "
+        return (f"{view:<36} {s['to_idle']:7.3f} {s['ratio']:6.1f}× {s['server']:7.3f} {s['to_script']:7.3f} "
                 f"{s['script_to_idle']:7.3f} {s['drawn_after_idle']:7.3f} {s['browser_busy']:7.3f} {s['kB']:7.1f} "
                 f"{s['messages']:5.0f} {s['dom_updates']:5.0f}"
                 + (f"  ({s['runs']} runs in a press)" if s["runs"] > 1 else ""))
 
-    lines = [f"{'seconds (median per press)':<30} {'→idle':>7} {'floor':>7} {'script':>7} {'→script':>7} "
+    def named(view, name):
+        return view if len(names) == 1 else f"{view} [{name}]"
+
+    views = list(result["views"][THIS])
+    lines = [f"{'seconds (median per press)':<36} {'→idle':>7} {'floor':>7} {'script':>7} {'→script':>7} "
              f"{'→idle':>7} {'drawn+':>7} {'browser':>7} {'kB':>7} {'msgs':>5} {'DOM':>5}",
              row("floor app", result["floor"]),
-             *(row(view, s) for view, s in result["views"].items()),
-             f"(median of {result['presses_per_view']} presses a view, the floor's of all {result['floor']['presses']}; "
-             "→idle: key press to idle; floor: its multiple of the floor; script: server script time; →script: "
-             "key press to the script's start; →idle: script end to idle; drawn+: idle to the last DOM change; "
-             "browser: main-thread busy time; kB, msgs: what the server sent; DOM: DOM updates, about one per React "
-             "commit)"]
-    for view, load in result["first_load"].items():
-        table = f", table {load['table']:.2f} s" if load["table"] is not None else ""
-        chart = f", first chart {load['chart']:.2f} s" if load["chart"] is not None else ""
-        lines.append(f"first load, {view}: {load['first_load']:.2f} s (idle {load['to_idle']:.2f} s{table}{chart}, "
-                     f"all drawn {load['to_drawn']:.2f} s; script {load['server']:.2f} s; "
-                     f"{load['bytes'] / 1e3:.0f} kB)")
+             *(row(named(view, name), result["views"][name][view]) for view in views for name in names),
+             f"(median of {result['presses_per_view']} presses a view, the floor's of all {result['floor']['presses']}, "
+             "pressed in turn; →idle: key press to idle; floor: its multiple of the floor; script: server script time; "
+             "→script: key press to the script's start; →idle: script end to idle; drawn+: idle to the last DOM "
+             "change; browser: main-thread busy time; kB, msgs: what the server sent; DOM: DOM updates, about one per "
+             "React commit)"]
+    for name, kinds in result["first_load"].items():
+        for kind, load in kinds.items():
+            table = f", table {load['table']:.2f} s" if load["table"] is not None else ""
+            chart = f", first chart {load['chart']:.2f} s" if load["chart"] is not None else ""
+            lines.append(f"first load, {name}, {kind}: {load['first_load']:.2f} s = {load['ratio']:.1f}× the floor's "
+                         f"(median of {load['loads']}: idle {load['to_idle']:.2f} s{table}{chart}, all drawn "
+                         f"{load['to_drawn']:.2f} s; script {load['server']:.2f} s; {load['bytes'] / 1e3:.0f} kB, "
+                         f"{load['messages']:.0f} messages)")
     for view, kinds in result.get("payload_bytes_per_press", {}).items():
         parts = ", ".join(f"{kind} {size / 1e3:.1f}" for kind, size in sorted(kinds.items(), key=lambda kv: -kv[1])
                           if size >= 100)
         lines.append(f"kB per press, {view}: {parts}")
-    for view, summary_ in [("floor app", result["floor"]), *result["views"].items()]:
-        for side in ("server_profile", "browser_profile"):
-            if side in summary_:
-                parts = ", ".join(f"{name} {seconds * 1e3:.0f}" for name, seconds in summary_[side])
-                lines.append(f"{side.replace('_', ' ')}, ms per press, {view}: {parts}")
-    lines.append(f"(load average {result['load_average']:.1f} on {os.cpu_count()} cores)")
+    for name in names:
+        for view, summary_ in [("floor app", result["floor"]), *result["views"][name].items()]:
+            for side in ("server_profile", "browser_profile"):
+                if side in summary_:
+                    parts = ", ".join(f"{entry} {seconds * 1e3:.0f}" for entry, seconds in summary_[side])
+                    lines.append(f"{side.replace('_', ' ')}, ms per press, {named(view, name)}: {parts}")
+    averages = result["load_average"]
+    lines.append(f"(load average {min(averages):.1f}–{max(averages):.1f} during the run, on {os.cpu_count()} cores; "
+                 + ", ".join(f"{name}: {script}" for name, script in result["apps"].items()) + ")")
     return "\n".join(lines)
 
 
@@ -484,7 +556,10 @@ def viewport_size(text: str) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tabs", nargs="+", metavar="LABEL", help="tabs to time (default: every tab of the page)")
-    parser.add_argument("--presses", type=int, default=5, help="key presses per view (default 5)")
+    parser.add_argument("--presses", type=int, default=7, help="key presses per view (default 7)")
+    parser.add_argument("--loads", type=int, default=3, help="first loads of each app in a new session (default 3)")
+    parser.add_argument("--against", nargs="+", metavar="DIR",
+                        help="also time the app of these checkouts (e.g. a copy of main), pressed in turn with this one")
     parser.add_argument("--query", default="", help="URL query to start from, e.g. 'V=3&mismatch=1'")
     parser.add_argument("--large-query", default="T=10",
                         help="also time the first tab opened from this query (default T=10; '' to skip)")

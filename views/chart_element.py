@@ -8,12 +8,23 @@ turns debug mode off once, process-wide (a per-run switch would race between ses
 ``validate=False`` and hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the
 theme "none" (no default width and height) and each data frame sent once as Arrow, named by a hash of its
 bytes (so a frame that did not change keeps its name and two layers showing one frame share it).
+
+Serialising is still most of a chart's server time: Altair rebuilds every layered and concatenated chart, deep-copying
+its layers, at each level of ``to_dict`` (0.05–0.1 s for a sweep's panels). The spec is a function of the chart's
+structure — its object tree with each data frame replaced by its place, columns and dtypes — and the data frames'
+names; a slider step changes only the frames. So the spec is kept by structure (``SPECS``) and a chart whose
+structure was serialised before gets that spec with its own frames' names; a test compares it with a fresh
+serialisation for every chart of every tab.
 """
 
 import hashlib
 import threading
+from collections import OrderedDict
 
 import altair as alt
+import numpy as np
+import pandas as pd
+from altair.expr.core import OperatorMixin
 from streamlit.dataframe_util import convert_anything_to_arrow_bytes
 
 alt.utils.schemapi.disable_debug_mode()
@@ -25,7 +36,7 @@ def _by_reference(data, datasets, names):
     (``names``: the name given to each frame seen in this chart, by id) however many layers show it."""
     if id(data) not in names:
         arrow = convert_anything_to_arrow_bytes(data)
-        names[id(data)] = name = hashlib.md5(arrow, usedforsecurity=False).hexdigest()
+        names[id(data)] = name = _name(arrow)
         datasets[name] = arrow
     return {"name": names[id(data)]}
 
@@ -33,14 +44,82 @@ def _by_reference(data, datasets, names):
 alt.data_transformers.register("toylab_by_reference", _by_reference)
 
 
+SPECS_KEPT = 64                        # structures: a tab draws at most a few charts
+SPECS = OrderedDict()                  # structure → (spec without datasets, its frames' names in structure order)
+
+
 def vega_lite_spec(chart):
     """The chart's Vega-Lite dict, unvalidated, its data frames as Arrow bytes under ``datasets``."""
-    datasets = {}
+    frames = {}
+    try:
+        structure = _structure(chart, frames)
+    except TypeError:                  # something the structure does not know: serialise it afresh
+        structure = None
+    with _altair_globals:
+        known = SPECS.get(structure) if structure is not None else None
+        if known is not None:
+            SPECS.move_to_end(structure)
+    if known is not None:
+        spec, names = known
+        arrows = [convert_anything_to_arrow_bytes(frame) for frame in frames.values()]
+        new_names = [_name(arrow) for arrow in arrows]
+        renaming = dict(zip(names, new_names, strict=True))
+        if all(renaming[old] == new for old, new in zip(names, new_names, strict=True)) \
+                and len(set(new_names)) == len(renaming):       # the frames alike are alike as before, and only they
+            renamed = _renamed(spec, renaming)
+            return {**renamed, "datasets": {**renamed.get("datasets", {}), **dict(zip(new_names, arrows, strict=True))}}
+    datasets, names = {}, {}
     with _altair_globals, alt.theme.enable("none"), alt.data_transformers.enable("toylab_by_reference",
-                                                                                 datasets=datasets, names={}):
+                                                                                 datasets=datasets, names=names):
         spec = chart.to_dict(validate=False)
-    spec["datasets"] = {**spec.get("datasets", {}), **datasets}
-    return spec
+        if structure is not None and names.keys() == frames.keys():
+            SPECS[structure] = (_renamed(spec, {}), [names[id(frame)] for frame in frames.values()])
+            if len(SPECS) > SPECS_KEPT:
+                SPECS.popitem(last=False)
+    return {**spec, "datasets": {**spec.get("datasets", {}), **datasets}}
+
+
+def _name(arrow):
+    return hashlib.md5(arrow, usedforsecurity=False).hexdigest()
+
+
+LEAVES = (str, int, float, bool, type(None), type(alt.Undefined))
+
+
+def _structure(node, frames):
+    """A hashable image of an Altair object tree: each data frame as (its place among the distinct frames, columns,
+    dtypes), added to ``frames`` (id → frame) in the order met. TypeError for a node of any other kind. Left out: what
+    ``to_dict`` leaves out (Undefined), and Altair's ``_cached_hash`` (a hash of a layer's data, kept to name a view:
+    the name itself is in the tree)."""
+    if isinstance(node, LEAVES):
+        return node
+    if isinstance(node, pd.DataFrame):
+        frames.setdefault(id(node), node)
+        return ("frame", list(frames).index(id(node)), tuple(node.columns), tuple(map(str, node.dtypes)))
+    if isinstance(node, np.generic):
+        return (type(node).__name__, node.item())
+    if isinstance(node, dict):
+        return ("dict", tuple((key, _structure(value, frames)) for key, value in node.items()))
+    if isinstance(node, list | tuple):
+        return (type(node).__name__, tuple(_structure(item, frames) for item in node))
+    if isinstance(node, alt.SchemaBase):
+        return (type(node).__name__, _structure(node._args, frames),
+                _structure({key: value for key, value in node._kwds.items()
+                            if value is not alt.Undefined and key != "_cached_hash"}, frames))
+    if isinstance(node, alt.Parameter):
+        return ("Parameter", _structure(vars(node), frames))
+    if isinstance(node, OperatorMixin):                     # a Vega expression (alt.datum …): its text
+        return ("expression", repr(node))
+    raise TypeError(f"no structure for {type(node).__name__}")
+
+
+def _renamed(spec, names):
+    """A copy of ``spec`` with every string found in ``names`` replaced by its value (the frames' new names)."""
+    if isinstance(spec, dict):
+        return {key: _renamed(value, names) for key, value in spec.items()}
+    if isinstance(spec, list):
+        return [_renamed(value, names) for value in spec]
+    return names.get(spec, spec) if isinstance(spec, str) else spec
 
 
 def draw(where, chart, width="stretch"):

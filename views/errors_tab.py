@@ -1,4 +1,5 @@
-"""The error-versus-batch-size tab: exact curves, Monte Carlo checks, bias floors and seq_is crossovers."""
+"""The error-versus-batch-size tab: exact curves, bias floors and seq_is crossovers; Monte Carlo dots on request (a
+toggle in the link: they cost more than the exact picture they confirm)."""
 
 import math
 
@@ -10,6 +11,8 @@ from toylab.presentation import charts, coincidence, frames
 from views import chart_element, presentation
 from views.caches import cache
 
+DOTS_KEY = "mc_dots"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
+
 
 def render(settings):
     moments = cache.selected_moments(settings)
@@ -17,23 +20,38 @@ def render(settings):
     if not selection:
         st.info("Select at least one estimator in the sidebar.")
         return
-    with st.spinner(f"Monte Carlo: {cache.MONTE_CARLO_REPLICATES} batches at N = "
-                    f"{', '.join(f'{n:,}' for n in cache.MONTE_CARLO_SIZES)}…"):
-        monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
-                                                         settings.aggregation)
+    dots = st.toggle(f"Monte Carlo check: {cache.MONTE_CARLO_REPLICATES} batches at N = "
+                     f"{', '.join(f'{n:,}' for n in cache.MONTE_CARLO_SIZES)}", key=DOTS_KEY, persist_state="session",
+                     help="Dots: sampled batches' error, which should sit on the exact lines; the batch-coupled "
+                          "estimators (their error is not bias² + var/N) are only sampled. Off, the tab shows the "
+                          "exact lines alone and a slider step does not wait for the sampling.")
+    if not moments and not dots:
+        st.info("The selected estimators are batch-coupled: they have no exact error, only the Monte Carlo check.")
+        return
+    monte_carlo, undefined = frames.monte_carlo_frame([]), {}
+    if dots:
+        with st.spinner("Monte Carlo…"):
+            monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
+                                                             settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
     curves = frames.error_curve_frame(moments)
     lying = coincidence.coincidences(curves, "N", "rel_rmse", log=True)
     chart_element.draw(st, charts.error_chart(curves, monte_carlo, crossovers, lying,
                                               height=420 if presentation.on() else 480))
-    st.caption(f"Lines: exact sqrt(bias² + var/N)/‖∇J‖. Dots: Monte Carlo rms over "
-               f"{cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range (batch-coupled estimators "
-               "have dots only). Dashed: each biased estimator's relative bias, the level its error tends to as N "
+    sampled_only = [id for id, _ in selection if not ESTIMATORS[id].exact]
+    st.caption("Lines: exact sqrt(bias² + var/N)/‖∇J‖. "
+               + (f"Dots: Monte Carlo rms over {cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range "
+                  "(batch-coupled estimators have dots only). " if dots else
+                  "Turn on the Monte Carlo check above for sampled dots"
+                  + (f" (the batch-coupled {', '.join(sampled_only)} have only those)" if sampled_only else "")
+                  + ". ")
+               + "Dashed: each biased estimator's relative bias, the level its error tends to as N "
                "grows. Diamonds: where seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole "
                "batch size where it does. Click a legend entry to highlight one estimator."
                + (f" Drawn in short dashes over the line each lies on: {coincidence.describe(lying, curves['N'], 'N')}."
                   if lying else ""))
-    st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
+    if dots:
+        st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
     for id, sizes in undefined.items():
         st.caption(f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "
                    f"{ESTIMATORS[id].undefined}.")

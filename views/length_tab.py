@@ -8,6 +8,7 @@ from views import chart_element, sweep_panel, tour
 from views.caches import sweep_cache
 
 LABEL = "Sequence length"
+SAMPLED_KEY = "length_mc"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 
 
 def render(settings):
@@ -15,11 +16,15 @@ def render(settings):
         st.info("Select at least one exact estimator in the sidebar.")
         return
     panel = sweep_panel.picker("length_panel")
+    sampled = st.toggle("Monte Carlo beyond enumeration", key=SAMPLED_KEY, persist_state="session",
+                        help=f"Beyond V**T = {ENUMERATION_LIMIT:,} the estimators whose weight does not factorise over "
+                             "positions, and the two tail probabilities, can only be sampled. Off, the chart shows "
+                             "what is exact at every T and a slider step does not wait for the sampling.")
     key = sweep_cache.length_key(settings)
     population, estimators = [], []
     for T in lengths_for(settings.V):
         try:
-            point_population, point_estimators = sweep_cache.length_point_at(key, T)
+            point_population, point_estimators = sweep_cache.length_point_at(key, T, sampled)
         except ValueError as error:
             st.warning(f"Stopped at T = {T}: {error}")
             break
@@ -51,9 +56,12 @@ def render(settings):
         f"[{geo_rs['lo']:g}, {geo_rs['hi']:g}] (geo_rs). Circles: exact by enumeration (while V**T ≤ "
         f"{ENUMERATION_LIMIT:,}); squares: "
         "exact by the recursion over the count of token 0 (the estimators whose weight factorises over "
-        f"positions, and ∇J, J, E_μ[r]); triangles: Monte Carlo (stratified by that count, {SAMPLES:,} "
-        f"sequences, fewer for T > {TOKEN_BUDGET // SAMPLES} so that a point draws at most {TOKEN_BUDGET:,} tokens) "
-        "with ±2 s.e. bars. χ²_seq = ∏(1 + χ²_t) − 1 and the ESS fraction are exact at every T. Relative bias "
+        "positions, and ∇J, J, E_μ[r]); " + (
+            f"triangles: Monte Carlo (stratified by that count, {SAMPLES:,} sequences, fewer for T > "
+            f"{TOKEN_BUDGET // SAMPLES} so that a point draws at most {TOKEN_BUDGET:,} tokens) with ±2 s.e. bars. "
+            if sampled else "beyond enumeration the other estimators and the two tail probabilities can only be "
+                            "sampled: turn on the Monte Carlo above to draw them. ") +
+        "χ²_seq = ∏(1 + χ²_t) − 1 and the ESS fraction are exact at every T. Relative bias "
         "divides by ‖∇J‖, which shrinks as the reward gets rare at large T. The bottom panel divides each "
         "estimator's std by on-policy's (exact at every T, flat at 1 when on_policy is selected) at the same T: "
         "the rarity cancels and the ratio holds at any batch size N; seq_is's variance ratio grows roughly like "

@@ -204,6 +204,11 @@ def _about_the_run(settings, config, left_out):
 
 def _sga_view(settings, config):
     st.subheader("One step: bias against variance (the SGA view)")
+    if not st.toggle("Show the one-step view", key=KEY["sga"], persist_state="session",
+                     help="How much one step of each estimator gains, E[J(θ + lr·ĝ_N)] − J(θ), to second order "
+                          "(exact) and by Monte Carlo, at a θ of on_policy's run. Off, a change of the toy does not "
+                          "wait for it."):
+        return
     sga_selection = training_cache.trained(settings, "sampled")
     skipped = training_cache.left_out(settings, "sampled")
     key = KEY["sga_step"]

@@ -82,3 +82,15 @@ def test_results_depend_only_on_the_seed():
     other = monte_carlo(toy, {"naive": {}}, batch_sizes=(1, 8), replicates=50, seed=10)["naive"]
     np.testing.assert_array_equal(first, again)
     assert not np.array_equal(first, other)
+
+
+def test_an_estimators_errors_do_not_depend_on_the_others_chosen():
+    """The page keeps each estimator's errors on their own: sampled alone or with others (on-policy ones draw from π
+    with the same uniforms), its errors are the same."""
+    toy = make_toy(mismatch=0.7)
+    sizes = (1, 10, 100)
+    together = monte_carlo(toy, {"on_policy": {}, "naive": {}, "tok_tis": {"C": 1.5}, "grpo": {}}, "logged", sizes,
+                           replicates=30, seed=0, aggregation="token-mean")
+    for id, params in (("naive", {}), ("tok_tis", {"C": 1.5}), ("grpo", {}), ("on_policy", {})):
+        alone = monte_carlo(toy, {id: params}, "logged", sizes, replicates=30, seed=0, aggregation="token-mean")[id]
+        np.testing.assert_array_equal(alone, together[id])

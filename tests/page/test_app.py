@@ -3,22 +3,27 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from toylab import exact_table, make_toy
 from toylab.analysis.diagnostics import diagnostics
+from toylab.analysis.montecarlo import monte_carlo, summarise
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import VIEW_DEFAULTS, VIEW_PARAMETERS, parse_query
 from toylab.state.settings import Settings
+from views.caches import cache
+from views.caches.cache import MONTE_CARLO_REPLICATES, MONTE_CARLO_SIZES
 from views.estimators_tab import plain
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-              "Sequence length": 1, "Training": 6, "Your run": 0, "Lessons": 0}
+              "Sequence length": 1, "Training": 5, "Your run": 0, "Lessons": 0}
 HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction", "E_μs[W] identity check"]
 
 
@@ -194,6 +199,54 @@ def test_grpo_weight_control_and_batch_coupled_note():
     assert at.query_params["est"] == "naive,grpo"
 
 
+def test_error_tab_monte_carlo_dots_are_a_toggle_in_the_link():
+    at = run({"tab": "Error vs batch size"})
+    assert not at.exception and at.toggle(key="mc_dots").value is False
+    assert not any("rms" in data for data in _chart_data(at))          # the exact lines alone
+    assert any("Turn on the Monte Carlo check" in caption.value for caption in at.caption)
+    at.toggle(key="mc_dots").set_value(True).run()
+    assert not at.exception and at.query_params == {"tab": "Error vs batch size", "mc_dots": "1"}
+    (dots,) = [data for data in _chart_data(at) if "rms" in data]
+    settings = Settings()
+    errors = monte_carlo(make_toy(*settings.toy_key), settings.selection(), settings.baseline, MONTE_CARLO_SIZES,
+                         MONTE_CARLO_REPLICATES, seed=0, aggregation=settings.aggregation)
+    expected = pd.DataFrame(summarise(errors, MONTE_CARLO_SIZES))
+    np.testing.assert_array_equal(dots["rms"], expected["rms"])
+    assert list(dots["estimator"]) == list(expected["estimator"])
+    at.toggle(key="mc_dots").set_value(False).run()
+    assert at.query_params == {"tab": "Error vs batch size"}
+
+
+def test_error_tab_samples_only_the_estimators_whose_errors_are_not_kept(monkeypatch):
+    sampled = []
+    library = cache.monte_carlo
+    monkeypatch.setattr(cache, "monte_carlo", lambda toy, selection, *args, **kwargs: sampled.append(set(selection))
+                        or library(toy, selection, *args, **kwargs))
+    at = run({"tab": "Error vs batch size", "mc_dots": "1", "est": "naive,tok_tis,seq_is", "seed": "4321"})
+    assert not at.exception and sampled == [{"naive", "tok_tis", "seq_is"}]
+    at.number_input(key="tok_tis.C").set_value(2.5).run()
+    assert not at.exception and sampled[1:] == [{"tok_tis"}]                 # a new threshold: that estimator alone
+    (dots,) = [data for data in _chart_data(at) if "rms" in data]
+    settings, _ = parse_query(at.query_params)
+    errors = monte_carlo(make_toy(*settings.toy_key), settings.selection(), settings.baseline, MONTE_CARLO_SIZES,
+                         MONTE_CARLO_REPLICATES, seed=0, aggregation=settings.aggregation)
+    np.testing.assert_array_equal(dots["rms"], pd.DataFrame(summarise(errors, MONTE_CARLO_SIZES))["rms"])
+
+
+def test_error_tab_with_only_batch_coupled_estimators_asks_for_the_dots():
+    at = run({"est": "grpo", "tab": "Error vs batch size"})
+    assert not at.exception and "only the Monte Carlo check" in at.info[0].value
+    assert tab_content(at, "Error vs batch size").count("vega_lite_chart") == 0
+    at.toggle(key="mc_dots").set_value(True).run()
+    assert not at.exception and tab_content(at, "Error vs batch size").count("vega_lite_chart") == 1
+
+
+def _chart_data(at):
+    """Every dataset of every chart on the page, as DataFrames."""
+    return [pa.ipc.open_stream(dataset.data.data).read_all().to_pandas()
+            for chart in at.get("vega_lite_chart") for dataset in chart.proto.datasets]
+
+
 def test_ratio_tab_controls():
     at = run(tab="Ratios")
     at.toggle(key="ratio_panels").set_value(True).run()
@@ -265,7 +318,7 @@ def test_presets_are_selectable_with_their_framework_thresholds():
 
 
 def test_aggregation_control_lives_in_the_url_and_reaches_the_error_tab():
-    at = run({"est": "naive,geo_rs", "geo_rs.lo": "0.9", "geo_rs.hi": "1.1", "tab": "Error vs batch size"})
+    at = run({"est": "naive,geo_rs", "geo_rs.lo": "0.9", "geo_rs.hi": "1.1", "tab": "Error vs batch size", "mc_dots": "1"})
     assert "seq-mean-token-sum" in " ".join(c.value for c in at.caption)
     at.selectbox(key="agg").set_value("token-mean").run()
     assert not at.exception and at.query_params["agg"] == "token-mean"

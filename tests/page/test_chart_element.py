@@ -2,6 +2,7 @@
 data, not its spec."""
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 import pandas as pd
@@ -16,6 +17,7 @@ from toylab.presentation import charts, frames
 from toylab.presentation.training_charts import objective_chart
 from toylab.presentation.training_frames import curve_frame
 from toylab.training.loop import TrainingConfig, train
+from views import chart_element
 from views.chart_element import vega_lite_spec
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
@@ -85,3 +87,36 @@ def test_a_slider_step_changes_a_charts_data_not_its_spec(query):
     assert before and len(before) == len(after)
     assert [spec for spec, _ in before] == [spec for spec, _ in after]
     assert [data for _, data in before] != [data for _, data in after]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", [{"tab": "Estimators"}, {"present": "1"}, {"tab": "Ratios", "ratio_panels": "1"},
+                                   {"tab": "Error vs batch size", "mc_dots": "1"}, {"tab": "Threshold sweep"},
+                                   {"tab": "Mismatch sweep", "present": "1"}, {"tab": "Sequence length", "length_mc": "1"},
+                                   {"tab": "Training", "sga": "1"}, {"tab": "Training", "train_mode": "sampled"}])
+def test_a_kept_spec_is_the_spec_altair_writes(query, monkeypatch):
+    """After a slider step each chart's spec comes from the specs kept by structure; it equals Altair's own
+    serialisation of the same chart, and the kept ones were used."""
+    specs = _CountingSpecs()
+    monkeypatch.setattr(chart_element, "SPECS", specs)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(query)
+    at.run()
+    specs.used = 0
+    at.slider(key="mismatch").set_value(0.31).run()
+    kept = _drawn(at)
+    assert kept and specs.used == len(kept)                                         # every chart from a kept spec
+    monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
+    chart_element.SPECS.clear()
+    at.run()                                                                        # the same step, serialised afresh
+    assert _drawn(at) == kept
+
+
+class _CountingSpecs(OrderedDict):
+    """The kept specs, counting how many were used."""
+    used = 0
+
+    def get(self, structure, default=None):
+        spec = super().get(structure, default)
+        self.used += spec is not None
+        return spec

@@ -105,7 +105,7 @@ def test_with_adam_the_page_shows_the_step_cosine_and_adams_actual_step():
     # At θ_30 (on main this link said sga_step=0, which the page dropped — a link value equal to a slider's minimum
     # was lost — and showed step 30; at step 0 seq_is's batches show 536 % of the exact variance and pass the check.)
     query = {"tab": "Training", "train_optimizer": "adam", "train_lr": "0.1", "mismatch": "1",
-             "est": "naive,seq_is,seq_tis", "sga_step": "30"}
+             "est": "naive,seq_is,seq_tis", "sga": "1", "sga_step": "30"}
     at = run(query)
     assert not at.exception and not at.error and not at.warning
     assert tab_content(at, "Training").count("vega_lite_chart") == 7           # the step's cosine: one more chart

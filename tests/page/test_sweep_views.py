@@ -10,14 +10,18 @@ from toylab.lessons.lesson import settings
 from toylab.lessons.tour import LESSONS
 
 
-def _render(module, **settings_fields):
-    def script(module, settings_fields):
+def _render(module, state=None, **settings_fields):
+    """The tab ``module`` rendered for these Settings, with session ``state`` (its view values) set first."""
+    def script(module, settings_fields, state):
         import importlib
 
+        import streamlit as st
+
         from toylab.state.settings import Settings
+        st.session_state.update(state)
         importlib.import_module(f"views.{module}").render(Settings(**settings_fields))
 
-    return AppTest.from_function(script, args=(module, settings_fields), default_timeout=120).run()
+    return AppTest.from_function(script, args=(module, settings_fields, state or {}), default_timeout=120).run()
 
 
 def _charts(app):
@@ -54,13 +58,25 @@ def test_mismatch_sweep_tab_shows_estimators_and_divergences():
 
 
 def test_length_tab_labels_exact_and_monte_carlo_points():
-    app = _render("length_tab", V=3, estimators=("naive", "seq_is", "seq_tis"))
+    app = _render("length_tab", {"length_mc": True}, V=3, estimators=("naive", "seq_is", "seq_tis"))
     assert not app.exception and not app.warning
     (chart,) = _charts(app)
     methods = {method for data in _chart_data(app) if "method" in data for method in data["method"]}
     assert methods == {"exact (enumeration)", "exact (recursion)", "Monte Carlo"}
     assert "Monte Carlo" in app.caption[0].value and "first T positions of one 256-position toy" in app.caption[0].value
     assert "std ÷ on-policy std" in json.dumps(chart, ensure_ascii=False)
+
+
+def test_length_tab_without_its_monte_carlo_draws_only_exact_points():
+    app = _render("length_tab", V=3, estimators=("naive", "seq_is", "seq_tis"))
+    assert not app.exception and not app.warning and app.toggle(key="length_mc").value is False
+    rows = [data for data in _chart_data(app) if "method" in data]
+    assert {method for data in rows for method in data["method"]} == {"exact (enumeration)", "exact (recursion)"}
+    seq_tis = {T for data in rows if "estimator" in data for T in data.loc[data["estimator"] == "seq_tis", "T"]}
+    assert seq_tis and max(seq_tis) == 10                  # enumerated up to 3**10 = 59,049 ≤ 65,536, not beyond
+    seq_is = {T for data in rows if "estimator" in data for T in data.loc[data["estimator"] == "seq_is", "T"]}
+    assert max(seq_is) == 256                              # factorises: exact by recursion at every T
+    assert "turn on the Monte Carlo above" in app.caption[0].value
 
 
 def test_views_ask_for_an_exact_estimator():

@@ -16,7 +16,7 @@ def shown_summary(at):
 def test_default_training_tab_shows_the_library_run():
     at = run(tab="Training")
     assert not at.exception and not at.error and not at.warning
-    assert tab_content(at, "Training").count("vega_lite_chart") == 6
+    assert tab_content(at, "Training").count("vega_lite_chart") == 5          # the one-step view is opt-in
     settings = Settings()
     expected = train(make_toy(*settings.toy_key), {"on_policy": {}} | settings.selection(True), "none",
                      TrainingConfig())
@@ -28,9 +28,19 @@ def test_default_training_tab_shows_the_library_run():
     assert at.query_params == {"tab": "Training"}            # defaults stay out of the link
 
 
+def test_the_one_step_view_is_a_toggle_in_the_link():
+    at = run(tab="Training")
+    assert not at.exception and not any(slider.key == "sga_step" for slider in at.slider)
+    at.toggle(key="sga").set_value(True).run()
+    assert not at.exception and tab_content(at, "Training").count("vega_lite_chart") == 6
+    assert at.slider(key="sga_step").value == 10 and at.query_params == {"tab": "Training", "sga": "1"}
+    at.toggle(key="sga").set_value(False).run()
+    assert tab_content(at, "Training").count("vega_lite_chart") == 5 and at.query_params == {"tab": "Training"}
+
+
 def test_a_link_sets_every_training_control():
     query = {"tab": "Training", "train_mode": "sampled", "train_lr": "0.3", "train_optimizer": "adam",
-             "train_steps": "40", "train_runs": "3", "train_pick": "tok_mis", "sga_step": "10", "mismatch": "1",
+             "train_steps": "40", "train_runs": "3", "train_pick": "tok_mis", "sga": "1", "sga_step": "10", "mismatch": "1",
              "est": "naive,tok_mis,grpo"}
     at = run(query)
     assert not at.exception and not at.error and not at.warning
@@ -70,13 +80,13 @@ def test_too_much_work_is_refused_with_the_reason():
 
 
 def test_sga_step_follows_a_shorter_run():
-    at = run({"tab": "Training", "sga_step": "80"})
+    at = run({"tab": "Training", "sga": "1", "sga_step": "80"})
     at.slider(key="train_steps").set_value(50).run()
     assert not at.exception and at.slider(key="sga_step").value == 50
 
 
 def test_rloo_at_batch_size_one_is_left_out_with_the_reason():
-    at = run({"tab": "Training", "est": "naive,rloo,grpo", "train_mode": "sampled", "N": "1"})
+    at = run({"tab": "Training", "est": "naive,rloo,grpo", "train_mode": "sampled", "N": "1", "sga": "1"})
     assert not at.exception and not at.error
     assert list(shown_summary(at).index) == ["on_policy", "naive", "grpo"]
     assert sum("rloo (needs N ≥ 2" in caption.value for caption in at.caption) == 2        # the run and the SGA view

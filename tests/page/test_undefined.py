@@ -102,7 +102,7 @@ def test_monte_carlo_names_the_batch_sizes_where_an_estimator_is_undefined():
 
 def test_the_error_tab_explains_the_missing_rloo_point():
     at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update({"est": "naive,rloo", "tab": "Error vs batch size"})
+    at.query_params.update({"est": "naive,rloo", "tab": "Error vs batch size", "mc_dots": "1"})
     at.run()
     assert not at.exception and not at.error
     assert any(caption.value.startswith("No Monte Carlo point for rloo at N = 1: it is undefined at N = 1")

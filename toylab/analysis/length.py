@@ -66,14 +66,15 @@ def length_toy(T, V, mismatch, seed, sampler=DEFAULT_SAMPLER):
     return Toy(long.theta[:T], long.b[:T], long.mismatch, long.seed, sampler)
 
 
-def length_point(settings, T, samples=None):
+def length_point(settings, T, samples=None, sampled=True):
     """(population rows, estimator rows) at T for the Settings' V, mismatch, seed, selection and baseline.
 
     Population rows: (T, quantity, value, se, method). Estimator rows: (T, estimator, rel_bias, rel_bias_se,
     std_ratio, std_ratio_se, method) with std_ratio = sqrt(var/var_on_policy); se = 0 when exact.
     on_policy is exact at every T, so a Monte Carlo ratio's se is se(sqrt(var))/sqrt(var_on_policy).
-    Monte Carlo draws come from ``default_rng([seed, T])``, ``samples`` sequences (default ``samples_at(T)``).
-    ValueError where a trainer keeping the sampler's mask has a flat J (``toy.flat_problem``): no relative error.
+    Monte Carlo draws come from ``default_rng([seed, T])``, ``samples`` sequences (default ``samples_at(T)``);
+    ``sampled`` False leaves them out: beyond enumeration only the exact rows. ValueError where a trainer keeping the
+    sampler's mask has a flat J (``toy.flat_problem``): no relative error.
     """
     toy = length_toy(T, settings.V, settings.mismatch, settings.seed, settings.sampler)
     flat = flat_problem(toy)
@@ -84,6 +85,9 @@ def length_point(settings, T, samples=None):
     band = settings.params("geo_rs")
     if enumerable(T, settings.V) and not range_problem(toy.largest_log_W):
         return _population_by_enumeration(toy, C, band), _estimators_by_enumeration(toy, selection, settings.baseline)
+    if not sampled:
+        return (_population_exact_part(toy),
+                _estimators_beyond_enumeration(toy, selection, settings.baseline, 0, None))
     rng = np.random.default_rng([settings.seed, T])
     samples = samples_at(T) if samples is None else samples
     return (_population_by_sampling(toy, C, band, samples, rng),
@@ -138,14 +142,17 @@ def _estimators_by_enumeration(toy, selection, baseline):
 
 
 def _estimators_beyond_enumeration(toy, selection, baseline, samples, rng):
+    """Rows of the factorising estimators (exact by recursion) and, if ``samples``, of the others (stratified)."""
+    if not samples:
+        selection = {id: params for id, params in selection.items() if id in RECURSIVE_IDS}
     objective = objective_by_recursion(toy)
     b = baseline_by_recursion(toy, baseline, objective)
     factorising = exact_many_by_recursion(
         toy, {"on_policy": {}} | {id: params for id, params in selection.items() if id in RECURSIVE_IDS}, baseline,
         objective)
     on_policy_var = factorising["on_policy"].var
-    sampled = stratified_moments_many(toy, {id: params for id, params in selection.items() if id not in RECURSIVE_IDS},
-                                      b, objective[2], samples, rng)
+    others = {id: params for id, params in selection.items() if id not in RECURSIVE_IDS}
+    sampled = stratified_moments_many(toy, others, b, objective[2], samples, rng) if others else {}
     rows = []
     for estimator_id in selection:
         if estimator_id in RECURSIVE_IDS:

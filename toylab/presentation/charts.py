@@ -78,6 +78,14 @@ def legend_highlight():
     return alt.selection_point(name=HIGHLIGHT, fields=["estimator"], bind="legend")
 
 
+def holding_highlight(chart, highlight):
+    """``chart`` holding the legend's selection ``highlight``, under a fixed view name: unnamed, Altair would name the
+    view by a hash of its data, and the spec would change with every slider step."""
+    chart = chart.add_params(highlight)
+    chart.name = HIGHLIGHT
+    return chart
+
+
 def highlighted_opacity():
     """Full opacity for the legend's selection (everything when nothing is selected), faded otherwise."""
     return alt.OpacityValue(FADED, condition={"param": HIGHLIGHT, "value": 1.0, "empty": True})
@@ -129,11 +137,11 @@ def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None, compare
     tooltip = tips("estimator:N", "label:N", alt.Tooltip("rel_bias:Q", format=".3f"),
                    alt.Tooltip("rel_std:Q", format=".3f"), alt.Tooltip("rel_rmse:Q", format=".3f"))
     legend = estimator_legend(points["estimator"], {id: f"{id} = {first} here" for id, first in scatter.same.items()})
-    dots = alt.Chart(points).mark_point(filled=True, strokeWidth=3).encode(    # a ring is a dot with no fill
+    dots = holding_highlight(alt.Chart(points).mark_point(filled=True, strokeWidth=3).encode(   # a ring: no fill
         x, y, alt.Color("estimator:N", scale=colour_scale(), legend=legend),
         alt.Stroke("estimator:N", scale=colour_scale(), legend=legend), opacity, tooltip,
         alt.Size("ring:Q", scale=alt.Scale(domain=[0, 1, 4], range=[220, 600, 1800]), legend=None),
-        alt.FillOpacityValue(0, condition={"test": "datum.ring === 0", "value": 1})).add_params(highlight)
+        alt.FillOpacityValue(0, condition={"test": "datum.ring === 0", "value": 1})), highlight)
     moves = []
     if scatter.before is not None and len(scatter.before):
         moves = [alt.Chart(scatter.before).mark_rule(color=DISTRIBUTION_COLOUR, strokeWidth=2).encode(
@@ -267,10 +275,9 @@ def error_chart(curves, monte_carlo, crossovers, coincident=(), height=480):
     y = alt.Y("rel_rmse:Q", scale=LOG_FIT, title="relative error ‖ĝ_N − ∇J‖ / ‖∇J‖")
     colour = estimator_colour(ids, labels=coincidence.legend_words(coincident))
     styled = coincidence.with_line_styles(curves, coincidence.line_styles(coincident, ids))
-    lines = alt.Chart(styled).mark_line(strokeWidth=2.5).encode(
+    lines = holding_highlight(alt.Chart(styled).mark_line(strokeWidth=2.5).encode(
         x, y, colour, line_dash(), opacity,
-        tips("estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f"))
-    ).add_params(highlight)
+        tips("estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f"))), highlight)
     floors = alt.Chart(curves[curves["rel_bias"] > 1e-9]).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
         alt.Y("mean(rel_bias):Q"), colour, opacity,
         tips("estimator:N", alt.Tooltip("mean(rel_bias):Q", format=".4f", title="bias floor")))

@@ -17,6 +17,7 @@ from toylab.presentation.charts import (
     TEXT,
     colour_scale,
     highlighted_opacity,
+    holding_highlight,
     legend_highlight,
     legend_names,
     line_dash,
@@ -66,7 +67,7 @@ def _estimator_lines(data, x, y, ids, highlight, alone=False, labels=None):
     lines = data.mark_line(strokeWidth=2.5, point=alt.OverlayMarkDef(size=30)).encode(
         x=x, y=y, color=estimator_colour(ids, alone, labels), strokeDash=line_dash(), opacity=opacity,
         tooltip=tips("estimator:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g")))
-    return lines.add_params(highlight) if highlight is not None else lines
+    return holding_highlight(lines, highlight) if highlight is not None else lines
 
 
 def _x_tip(x):
@@ -225,7 +226,7 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
         y = _y(title, log=True)
         lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone, labels),
                                                                  strokeDash=line_dash(), opacity=opacity)
-        lines = lines.add_params(legend_highlight()) if leading else lines
+        lines = holding_highlight(lines, legend_highlight()) if leading else lines
         points = _method_points(frame, x, y, estimator_colour(ids, alone, labels), opacity,
                                 tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"), alone)
         annotations = mark_layers(marks) if marks is not None and name == "std_ratio" else []

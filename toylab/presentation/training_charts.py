@@ -17,6 +17,7 @@ from toylab.presentation.charts import (
     TEXT,
     estimator_colour,
     highlighted_opacity,
+    holding_highlight,
     legend_highlight,
     line_dash,
     mark_layers,
@@ -41,7 +42,7 @@ def _curves(frame, x, y, ids, highlight, sampled, legend=True, coincident=()):
         x, y, colour, line_dash(), highlighted_opacity(),
         tips("estimator:N", "step:Q", alt.Tooltip("median:Q", format=".4g", title="median" if sampled else "value"),
              *([alt.Tooltip("q10:Q", format=".4g"), alt.Tooltip("q90:Q", format=".4g")] if sampled else [])))
-    lines = lines.add_params(highlight) if highlight is not None else lines
+    lines = holding_highlight(lines, highlight) if highlight is not None else lines
     if not sampled:
         return [lines]
     band_opacity = alt.OpacityValue(BAND_OPACITY * FADED, condition={"param": HIGHLIGHT, "value": BAND_OPACITY,
@@ -119,10 +120,10 @@ def sga_chart(curves, monte_carlo, chosen_lr, adam=None):
     colour = estimator_colour(ids)
     scale = alt.Scale(type="symlog", constant=SYMLOG_CONSTANT)
     y = alt.Y("improvement:Q", title="E[J(θ + lr·ĝ_N)] − J(θ)  (symlog)", scale=scale)
-    lines = alt.Chart(curves).mark_line(strokeWidth=2.5).encode(
+    lines = holding_highlight(alt.Chart(curves).mark_line(strokeWidth=2.5).encode(
         x, y, colour, highlighted_opacity(),
         tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"),
-             alt.Tooltip("improvement:Q", format=".4f", title="second order"))).add_params(highlight)
+             alt.Tooltip("improvement:Q", format=".4f", title="second order"))), highlight)
     point_tips = tips("estimator:N", alt.Tooltip("lr:Q", format=".3g"),
                       alt.Tooltip("mean:Q", format=".4f", title="Monte Carlo"), alt.Tooltip("se:Q", format=".4f", title="s.e."),
                       alt.Tooltip("agrees:N", title="second order within 2 s.e."),

@@ -47,18 +47,22 @@ def band_description(runs):
 
 def curve_frame(trajectories, quantities=tuple(QUANTITIES)):
     """Long frame: one row per (estimator, quantity, step) with median, q10, q90; undefined steps left out, and
-    quantities a trajectory does not record (step_cosine in sampled mode)."""
-    parts = []
+    quantities a trajectory does not record (step_cosine in sampled mode). Built as one frame from its columns (a
+    frame per curve and a concatenation cost 40 ms a run for nine estimators)."""
+    columns = {name: [] for name in CURVE_COLUMNS}
     for id, trajectory in trajectories.items():
         for name in quantities:
             if getattr(trajectory, name) is None:
                 continue
             median, low, high = band(getattr(trajectory, name))
-            steps = np.arange(len(median))
-            keep = ~np.isnan(median)
-            parts.append(pd.DataFrame({"estimator": id, "quantity": QUANTITIES[name], "step": steps[keep],
-                                       "median": median[keep], "q10": low[keep], "q90": high[keep]}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=CURVE_COLUMNS)
+            keep = np.flatnonzero(~np.isnan(median))
+            for column, values in zip(CURVE_COLUMNS, ([id] * len(keep), [QUANTITIES[name]] * len(keep), keep,
+                                                      median[keep], low[keep], high[keep]), strict=True):
+                columns[column].append(values)
+    if not columns["step"]:
+        return pd.DataFrame(columns=CURVE_COLUMNS)
+    return pd.DataFrame({name: np.concatenate(parts) if name in ("step", "median", "q10", "q90")
+                         else [value for part in parts for value in part] for name, parts in columns.items()})
 
 
 def coincident(curves, quantity, sampled, log=False):

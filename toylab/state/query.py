@@ -57,7 +57,7 @@ TRAINING = TrainingConfig()                                          # its defau
 ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
 TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "train_optimizer", "mode": "train_mode",
                      "runs": "train_runs", "noise": "train_noise", "pick": "train_pick",
-                     "sga_step": "sga_step"}                                           # Training tab → URL name
+                     "sga": "sga", "sga_step": "sga_step"}                             # Training tab → URL name
 SWEPT = ("mismatch", "top_p", "temperature", "precision")     # what the Mismatch sweep tab can sweep (URL sweep)
 SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision", "logged", "scored", "pipeline")   # the pipeline model
 NO_COMPARISON = "off"                            # the Estimators tab's compare_baseline: no second baseline drawn
@@ -137,6 +137,8 @@ VIEW_PARAMETERS = {
     "present": ViewParameter(False),
     "ratio_panels": ViewParameter(False, tab="Ratios"),
     "draw": ViewParameter(0, low=0, high=DRAWS, step=1, tab="Ratios"),
+    "mc_dots": ViewParameter(False, tab="Error vs batch size"),       # confirmations, off the slider's path: each
+    "length_mc": ViewParameter(False, tab="Sequence length"),         # costs more than the exact picture it checks
     **{name: ViewParameter(panels[0], choices=panels, tab=tab, needs={"present": True})
        for name, (tab, panels) in PANELS.items()},
     "train_mode": ViewParameter(TRAINING.mode, choices=MODES, tab="Training"),
@@ -146,8 +148,9 @@ VIEW_PARAMETERS = {
     "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab="Training"),
     "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab="Training"),
     "train_pick": ViewParameter("naive", choices=_trained, tab="Training"),
+    "sga": ViewParameter(False, tab="Training"),
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
-                              tab="Training"),                                   # the shortest run (10 steps)
+                              tab="Training", needs={"sga": True}),              # the shortest run (10 steps)
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
     "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab="Estimators"),
     "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab="Threshold sweep"),

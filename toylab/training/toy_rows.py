@@ -32,8 +32,11 @@ class ToyRows:
         return RowView(self, index)
 
     def subset(self, rows):
-        """A ToyRows of the given rows (a list of indices) with the same grid."""
-        return ToyRows(self.theta[rows], self.b, self.mismatch, self.grid, self.sampler)
+        """A ToyRows of the given rows (a list of indices) with the same grid: its tables indexed, not rebuilt."""
+        subset = ToyRows.__new__(ToyRows)
+        subset.__dict__.update({name: value if name in SHARED or name == "V" else value[rows]
+                                for name, value in self.__dict__.items()})
+        return subset
 
     @property
     def largest_log_W(self):

@@ -59,8 +59,8 @@ def length_key(settings):
 
 
 @st.cache_data(max_entries=256, show_spinner=False)
-def length_point_at(settings, T):
+def length_point_at(settings, T, sampled):
     """(population rows, estimator rows) at T; call with ``length_key(settings)``. Beyond enumeration a point
-    draws samples_at(T) sequences of T tokens."""
-    with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T):
-        return length_point(settings, T)
+    draws samples_at(T) sequences of T tokens if ``sampled``, else holds only the exact rows."""
+    with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T if sampled else T * T):
+        return length_point(settings, T, sampled=sampled)
