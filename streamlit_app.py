@@ -21,8 +21,8 @@ from views import (
     length_tab,
     lessons_tab,
     mismatch_sweep_tab,
-    presentation,
     ratios_tab,
+    screen_share,
     sidebar,
     threshold_sweep_tab,
     tour,
@@ -46,8 +46,8 @@ TABS = [
 ICON = Path(__file__).resolve().parent / "docs" / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
 sidebar.open_link()
 st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide",
-                   initial_sidebar_state="collapsed" if presentation.on() else "auto", menu_items=header.MENU)
-presentation.style()
+                   initial_sidebar_state="collapsed" if screen_share.on() else "auto", menu_items=header.MENU)
+screen_share.style()
 settings, notices = sidebar.render()
 with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
     dropped = address.dropped_link()

@@ -8,7 +8,7 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, coincidence, frames
-from views import chart_element, presentation
+from views import chart_element, screen_share
 from views.caches import cache
 
 DOTS_KEY = "mc_dots"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
@@ -37,7 +37,7 @@ def render(settings):
     curves = frames.error_curve_frame(moments)
     lying = coincidence.coincidences(curves, "N", "rel_rmse", log=True)
     chart_element.draw(st, charts.error_chart(curves, monte_carlo, crossovers, lying,
-                                              height=420 if presentation.on() else 480))
+                                              height=420 if screen_share.on() else 480))
     sampled_only = [id for id, _ in selection if not ESTIMATORS[id].exact]
     st.caption("Lines: exact sqrt(bias² + var/N)/‖∇J‖. "
                + (f"Dots: Monte Carlo rms over {cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range "

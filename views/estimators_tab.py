@@ -12,7 +12,7 @@ from toylab.presentation import charts, frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
 from toylab.state.query import NO_COMPARISON
 from toylab.text import UNDEFINED
-from views import chart_element, presentation, tour
+from views import chart_element, screen_share, tour
 from views.caches import cache
 
 COLUMNS = {
@@ -107,7 +107,7 @@ def render(settings):
                          cosine=[frames.cosine_text(cosine) for cosine in table["cosine"]])
     truncates = bool(table["rel_floor"].gt(0).any())
     marks = tour.marks(settings, "bias_std")
-    height = PRESENT_HEIGHT if presentation.on() else frames.SCATTER_HEIGHT
+    height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
     compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
     before = None
     if compared not in (NO_COMPARISON, settings.baseline):
@@ -115,7 +115,7 @@ def render(settings):
     chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
                                   marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
     columns = COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
-    if presentation.on():                    # side by side, the table's main columns: both in view at 1280×720
+    if screen_share.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
         chart_element.draw(left, chart)
         right.dataframe(shown[PRESENT_SPLIT_COLUMNS if truncates else PRESENT_COLUMNS], column_config=columns,
@@ -128,7 +128,7 @@ def render(settings):
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
-    if not presentation.on():
+    if not screen_share.on():
         chart_element.draw(st, chart)
     with st.expander(f"Formulas of the {len(settings.estimators)} selected estimators"):
         st.markdown("\n\n".join(                       # one element, not three per estimator: a lighter re-render

@@ -12,7 +12,7 @@ import streamlit as st
 from toylab.lessons.tour import INTRODUCTION, KEYS
 from toylab.presentation.pipeline_text import identity_metric, objective_metric
 from toylab.text import headline
-from views import presentation, your_run_tab
+from views import screen_share, your_run_tab
 from views.caches import cache
 
 TITLE = "toylab: sampler μ ≠ trainer π"
@@ -56,12 +56,12 @@ def metrics(settings):
 def render(settings):
     """The header for the current mode."""
     numbers = metrics(settings)
-    if presentation.on():
+    if screen_share.on():
         _one_line(settings, numbers)
         return
     with st.container(horizontal=True, vertical_alignment="center"):
         st.title(TITLE, width="stretch")
-        presentation.button(st)
+        screen_share.button(st)
     st.caption(INTRODUCTION + (" The numbers below are the toy's (exact), not your file's: those are in the tab."
                                if st.session_state.get(TAB_KEY) == your_run_tab.LABEL else ""))
     with st.container(horizontal=True, gap="medium", key="toylab_header"):
@@ -80,4 +80,4 @@ def _one_line(settings, numbers):
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):
         st.markdown(f"{brand}{toy} · " + " · ".join(f"{short} **{value}**" for _, short, value, _ in numbers[1:]),
                     width="stretch", help=about)
-        presentation.button(st)
+        screen_share.button(st)

@@ -7,7 +7,7 @@ import streamlit as st
 from toylab.presentation import sweep_charts, sweep_frames
 from toylab.presentation.pipeline_text import PIPELINE_SWEEP_ABOUT, combination_label
 from toylab.state.query import SWEPT
-from views import chart_element, presentation, sweep_panel, tour
+from views import chart_element, screen_share, sweep_panel, tour
 from views.caches import sweep_cache
 
 LABEL = "Mismatch sweep"
@@ -30,7 +30,7 @@ def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
         return
-    present = presentation.on()                     # then one row: what is swept beside the panel, no label above
+    present = screen_share.on()                     # then one row: what is swept beside the panel, no label above
     sweep_column, panel_column = st.columns(2) if present else (st, st)
     parameter = sweep_column.radio(
         "sweep over", SWEPT, key=SWEEP_KEY, persist_state="session", horizontal=True,

@@ -4,7 +4,7 @@ import streamlit as st
 
 from toylab.presentation import charts, frames
 from toylab.state.query import DRAWS
-from views import chart_element, presentation, tour
+from views import chart_element, screen_share, tour
 from views.caches import cache
 
 DRAW_KEY = "draw"
@@ -25,7 +25,7 @@ def render(settings):
     toy = cache.settings_toy(settings)
     selection = settings.selection()
     draw = st.session_state.get(DRAW_KEY, 0)
-    present = presentation.on()
+    present = screen_share.on()
     lesson_first = any(chart.startswith("sequence_") for chart in tour.marked(settings))
     if lesson_first:
         _sequence_charts(settings, toy, selection, draw, present, heading=False)

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab.state.query import VIEW_PARAMETERS
-from views import presentation
+from views import screen_share
 
 NAMES = {"rmse": "relative RMSE", "bias": "relative bias", "std": "relative std", "divergence": "KL and χ²_seq",
          "std_ratio": "std ÷ on-policy", "probability": "tail probabilities"}
@@ -12,7 +12,7 @@ NAMES = {"rmse": "relative RMSE", "bias": "relative bias", "std": "relative std"
 def picker(key, where=st):
     """The panel to show alone (presentation mode: a horizontal radio under ``key``, in ``where``), or None: every
     panel."""
-    if not presentation.on():
+    if not screen_share.on():
         return None
     return where.radio("panel", VIEW_PARAMETERS[key].allowed()[0], key=key, horizontal=True, persist_state="session",
                     format_func=NAMES.get, label_visibility="collapsed")

@@ -8,7 +8,7 @@ import streamlit as st
 from toylab.analysis.sweeps import SWEPT_PARAMETER, grid_points
 from toylab.presentation import sweep_charts, sweep_frames
 from toylab.state.query import COMPARED_SIZES
-from views import chart_element, presentation, sweep_panel, tour
+from views import chart_element, screen_share, sweep_panel, tour
 from views.caches import sweep_cache
 
 LABEL = "Threshold sweep"
@@ -20,12 +20,12 @@ def render(settings):
     if not chosen:
         st.info(f"Select an estimator with a threshold ({', '.join(SWEPT_PARAMETER)}) in the sidebar.")
         return
-    top = st.columns(2) if presentation.on() else (st, st)
+    top = st.columns(2) if screen_share.on() else (st, st)
     panel = sweep_panel.picker("threshold_panel", top[0])
     compared = top[1].selectbox(
         "also at a second batch size", COMPARED_SIZES, key=COMPARE_KEY, persist_state="session",
         format_func=lambda N: "no second batch size" if N == 0 else f"also at N = {N:,} (dashed)",
-        label_visibility="collapsed" if presentation.on() else "visible",
+        label_visibility="collapsed" if screen_share.on() else "visible",
         help="Draw the std and RMSE at a second batch size too (dashed): how the best threshold moves with N. The bias "
              "does not depend on N.")
     rows, best, rule_of_thumb = sweep_cache.threshold_sweep(settings)

@@ -8,7 +8,7 @@ from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
 from toylab.training.optimizers import OPTIMIZERS
-from views import chart_element, presentation, tour
+from views import chart_element, screen_share, tour
 from views.caches import training_cache
 
 LABEL = "Training"
@@ -53,7 +53,7 @@ SGA_COLUMNS = {
 def _shown(columns):
     """A table's columns for the mode: in presentation mode without the long names (the ids say it, and the table
     then fits 1280 px without scrolling sideways)."""
-    return {name: column for name, column in columns.items() if name != "label" or not presentation.on()}
+    return {name: column for name, column in columns.items() if name != "label" or not screen_share.on()}
 
 
 def controls(settings, where=st):
@@ -128,7 +128,7 @@ def render(settings):
     if lesson:
         _lesson_charts(lesson, draw)
     if "training_J" not in lesson:
-        draw["training_J"](st, 300 if presentation.on() else 360)
+        draw["training_J"](st, 300 if screen_share.on() else 360)
     if "training_cosine" not in lesson:
         draw["training_cosine"](st, None)
     if not sampled and config.optimizer == "adam":
@@ -152,7 +152,7 @@ def render(settings):
     summary = training_frames.summary_frame(trajectories)
     st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
-    if presentation.on():                                    # the long names left the table: say them once
+    if screen_share.on():                                    # the long names left the table: say them once
         st.caption(frames.names_note(summary["estimator"]))
     _sga_view(settings, config)
 

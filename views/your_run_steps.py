@@ -12,7 +12,7 @@ from toylab.presentation import coincidence, run_charts, run_frames
 from toylab.presentation.estimates import se_text, value_text
 from toylab.your_run.files import LogError
 from toylab.your_run.steps import AFFECTED_SERIES, EARLY_MIN, EARLY_SHARE, series_keys
-from views import chart_element, presentation
+from views import chart_element, screen_share
 from views import your_run_uploads as uploads
 from views.caches import run_cache
 from views.user_text import code
@@ -54,7 +54,7 @@ def render(settings, sources):
     labels = run_frames.step_labels(series_keys(summaries))
     left = {key: step for key, step in departures.items() if step is not None and key in labels}
     drawn, constant = run_frames.constant_metrics(run_frames.steps_frame(summaries, departures, labels))
-    chart_element.draw(st, run_charts.steps_chart(drawn, **PANELS[presentation.on()]))
+    chart_element.draw(st, run_charts.steps_chart(drawn, **PANELS[screen_share.on()]))
     st.caption(f"Each step's value (orange dots) ± 2 standard errors (the band; clustered by sequence). Dashed "
                f"vermilion rule: the first step whose value ± 2 se lies wholly outside the metric's early range (its "
                f"first {EARLY_SHARE:.0%} of steps, at least {EARLY_MIN})"

@@ -40,7 +40,7 @@ from toylab.your_run.files import EXTENSIONS, LogError
 from toylab.your_run.matching import matched_length, matching_estimate
 from toylab.your_run.signature import logging_signature
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
-from views import chart_element, presentation, sidebar, your_run_compare, your_run_export, your_run_steps
+from views import chart_element, screen_share, sidebar, your_run_compare, your_run_export, your_run_steps
 from views import your_run_uploads as uploads
 from views.caches import your_run_cache as cache
 from views.estimators_tab import swatch
@@ -240,12 +240,12 @@ def _metrics(statistics, sizes):
 def _token_charts(results, thresholds, statistics, sizes):
     """The first chart (log ρ_t of every token) with the tail shares beside it, then the log's headline numbers, the
     most extreme tokens and the mismatch along the response and against μ."""
-    if not presentation.on():                    # presenting: the chart's own title, and the chart in view
+    if not screen_share.on():                    # presenting: the chart's own title, and the chart in view
         st.subheader("Per-token ratio ρ_t = π(y_t)/μ(y_t)")
     histogram, shares = st.columns([3, 1])
     inside, beyond = thresholds_in_view(thresholds, results["tokens"])
     chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], inside,
-                                                                   height=PRESENT_HEIGHT if presentation.on() else None))
+                                                                   height=PRESENT_HEIGHT if screen_share.on() else None))
     if beyond is not None and len(beyond):
         histogram.caption("Zoomed to the data (0.1 %–99.9 % of its tokens; the outlined end bins hold the rest). "
                           "Beyond this view: " + "; ".join(f"{row.threshold} at log ρ = {value_text(row.log_value)} "
