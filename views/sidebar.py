@@ -11,6 +11,7 @@ the rerun that follows, and the URL follows the page):
     "agg"                          the Monte Carlo loss aggregation  (str, toylab.catalogue.aggregation)
     "top_p", "top_k", "temperature", "precision"   the sampler model (views/sampler_controls.py)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
+    "group_toy", "group_sampler", "group_estimators", "group_batch"   whether a sidebar group is open (bool)
     "tab", "present", …            view parameters (``toylab.state.query.VIEW_PARAMETERS``), e.g. the open tab, and
                                    "framework", whose presets the estimator picker lists first
 
@@ -58,6 +59,9 @@ PRESETS = {
 PLAIN_SAMPLER = {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
 BASELINE_NAMES = {"none": "none (b = 0)", "logged": "logged (b = E_μ[r])", "true": "true (b = J)"}
 POLICY_ESTIMATORS = [id for id in EXACT_IDS if not ESTIMATORS[id].on_policy]
+GROUP_PREFIX = "group_"                  # a group's expander key: group_toy, …
+GROUPS = {"toy": "Toy: preset, T, V, seed", "sampler": "Sampler (inference engine)",
+          "estimators": "Estimators and their thresholds", "batch": "Baseline, batch size N, loss aggregation"}
 
 
 def open_link():
@@ -70,50 +74,82 @@ def open_link():
         st.session_state[LOADED_KEY], st.session_state[NOTICES_KEY] = settings, notices
         set_controls(settings)
         address.open_view(view, linked=link.keys(), navigation=navigation)
+        if sampler_controls.is_set():                # a link that sets the sampler shows it
+            st.session_state[f"{GROUP_PREFIX}sampler"] = True
 
 
 def render():
-    """(Settings, notices): the notices about the URL stay until the user changes a control."""
+    """(Settings, notices): the notices about the URL stay until the user changes a control. Only the mismatch is
+    always built; a group's widgets are built only while it is open (closed, it costs a step one element instead of
+    its widgets' redraw), and each keeps its value for the session while its group is closed."""
+    state = st.session_state
     with st.sidebar:
-        st.header("Toy")
-        _preset_picker()
-        st.slider("T — tokens per sequence", *INTEGER_RANGES["T"], key="T",
-                  help="Sequence length. The toy enumerates all M = V**T sequences exactly.")
-        st.slider("V — vocabulary size", *INTEGER_RANGES["V"], key="V", help="Tokens per position.")
         st.slider("mismatch", *MISMATCH_RANGE, step=0.01, key="mismatch",
                   help="How far the sampler μ is from the trainer π: μ_t = softmax(θ_t + mismatch·b_t).")
-        st.number_input("seed", *INTEGER_RANGES["seed"], step=1, key="seed",
-                        help="Draws θ and b; the same seed gives the reading group's reference toy.")
-        sampler = sampler_controls.render()
-        st.header("Estimators")
-        framework = st.selectbox("my framework", VIEW_PARAMETERS[FRAMEWORK_KEY].choices, key=FRAMEWORK_KEY,
-                                 format_func=lambda name: FRAMEWORK_NAMES.get(name, name),
-                                 help="Lists this framework's presets first in the estimator picker.")
-        st.multiselect("estimators", picker_order(framework), key="est", filter_mode="contains",
-                       select_all=SELECT_ALL_UP_TO,
-                       help="Which gradient estimators to compare (their formulas are in the Estimators "
-                            "tab); batch-coupled ones (seq_snis, grpo, rloo, tis_bn, m2po) have Monte Carlo results "
-                            "only. framework:option ids (verl:…, slime:…, …) are the frameworks' own options, as their "
-                            "code computes them: type a framework's name to list its presets (and select them all).")
-        thresholds = _threshold_controls(st.session_state["est"])
-        st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
-                 help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
-                      "shows, E_μ[r]; 'true' is J = E_π[r].")
-        st.radio("compare with the baseline (Estimators)", (NO_COMPARISON, *BASELINES), key=COMPARE_KEY, horizontal=True,
-                 format_func=lambda name: name if name == NO_COMPARISON else BASELINE_NAMES[name].split(" (")[0],
-                 help="The Estimators tab's scatter draws each estimator also at this baseline, hollow, with a line to "
-                      "where it is at the baseline above: what the baseline moves. Here, not in the tab: a control of "
-                      "the first tab kept while another is open would cost every fresh page a second run.")
-        st.number_input("batch size N", *INTEGER_RANGES["N"], step=1, key="N",
-                        help="Sequences per gradient estimate: the std shrinks as 1/√N, the bias does not.")
-        st.selectbox("loss aggregation", AGGREGATIONS, key="agg",
-                     help="How a Monte Carlo batch's token losses become one gradient (Error vs batch size tab): "
-                          "seq-mean-token-sum divides by N; verl's token-mean by the tokens left after rejection; "
-                          "seq-mean-token-mean by each sequence's kept tokens; TRL's dapo by all response tokens.")
-    state = st.session_state
+        _in_group("toy", _toy_controls)
+        sampler = sampler_controls.render(group("sampler"))
+        _in_group("estimators", _estimator_controls)
+        _in_group("batch", _batch_controls)
+    thresholds = {(id, name): state.setdefault(f"{id}.{name}", param.default)
+                  for id in state["est"] for name, param in ESTIMATORS[id].params.items()}
     settings = make_settings(state["T"], state["V"], state["mismatch"], state["seed"], state["est"],
                              thresholds, state["baseline"], state["N"], state["agg"], **sampler)
     return settings, state[NOTICES_KEY] if settings == state[LOADED_KEY] else []
+
+
+def group(name):
+    """The sidebar's group ``name`` (GROUPS): an expander that reruns the page when opened or closed, so that its
+    content is built only while it is open (``.open``)."""
+    return st.expander(GROUPS[name], key=GROUP_PREFIX + name, on_change="rerun")
+
+
+def _in_group(name, controls):
+    expander = group(name)
+    if expander.open:
+        with expander:
+            controls()
+
+
+def _toy_controls():
+    _preset_picker()
+    st.slider("T — tokens per sequence", *INTEGER_RANGES["T"], key="T", persist_state="session",
+              help="Sequence length. The toy enumerates all M = V**T sequences exactly.")
+    st.slider("V — vocabulary size", *INTEGER_RANGES["V"], key="V", persist_state="session",
+              help="Tokens per position.")
+    st.number_input("seed", *INTEGER_RANGES["seed"], step=1, key="seed", persist_state="session",
+                    help="Draws θ and b; the same seed gives the reading group's reference toy.")
+
+
+def _estimator_controls():
+    framework = st.selectbox("my framework", VIEW_PARAMETERS[FRAMEWORK_KEY].choices, key=FRAMEWORK_KEY,
+                             persist_state="session", format_func=lambda name: FRAMEWORK_NAMES.get(name, name),
+                             help="Lists this framework's presets first in the estimator picker.")
+    st.multiselect("estimators", picker_order(framework), key="est", filter_mode="contains",
+                   select_all=SELECT_ALL_UP_TO, persist_state="session",
+                   help="Which gradient estimators to compare (their formulas are in the Estimators "
+                        "tab); batch-coupled ones (seq_snis, grpo, rloo, tis_bn, m2po) have Monte Carlo results "
+                        "only. framework:option ids (verl:…, slime:…, …) are the frameworks' own options, as their "
+                        "code computes them: type a framework's name to list its presets (and select them all).")
+    _threshold_controls(st.session_state["est"])
+
+
+def _batch_controls():
+    st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
+             persist_state="session",
+             help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
+                  "shows, E_μ[r]; 'true' is J = E_π[r].")
+    st.radio("compare with the baseline (Estimators)", (NO_COMPARISON, *BASELINES), key=COMPARE_KEY, horizontal=True,
+             persist_state="session",
+             format_func=lambda name: name if name == NO_COMPARISON else BASELINE_NAMES[name].split(" (")[0],
+             help="The Estimators tab's scatter draws each estimator also at this baseline, hollow, with a line to "
+                  "where it is at the baseline above: what the baseline moves. Here, not in the tab: a control of "
+                  "the first tab kept while another is open would cost every fresh page a second run.")
+    st.number_input("batch size N", *INTEGER_RANGES["N"], step=1, key="N", persist_state="session",
+                    help="Sequences per gradient estimate: the std shrinks as 1/√N, the bias does not.")
+    st.selectbox("loss aggregation", AGGREGATIONS, key="agg", persist_state="session",
+                 help="How a Monte Carlo batch's token losses become one gradient (Error vs batch size tab): "
+                      "seq-mean-token-sum divides by N; verl's token-mean by the tokens left after rejection; "
+                      "seq-mean-token-mean by each sequence's kept tokens; TRL's dapo by all response tokens.")
 
 
 def picker_order(framework):
@@ -130,23 +166,20 @@ def set_controls(settings):
 def _threshold_controls(estimators):
     """A number input per threshold of the selected estimators; a select box for a choice (an estimator's
     weight, a statistic), a text input for a text threshold (verl's "lower_upper" ratio bounds)."""
-    values = {}
     for id in estimators:
         for name, param in ESTIMATORS[id].params.items():
             key = f"{id}.{name}"
             st.session_state.setdefault(key, param.default)
             if param.choices is not None:
-                st.selectbox(key, param.choices, key=key, help=param.help)
+                st.selectbox(key, param.choices, key=key, persist_state="session", help=param.help)
             elif param.parse is not None:
-                st.text_input(key, key=key, help=param.help)
+                st.text_input(key, key=key, persist_state="session", help=param.help)
             elif isinstance(param.default, str):
-                st.selectbox(key, POLICY_ESTIMATORS, key=key, help=param.help)
+                st.selectbox(key, POLICY_ESTIMATORS, key=key, persist_state="session", help=param.help)
             else:
                 step = 10.0 ** math.floor(math.log10(abs(param.default))) / 10 if param.default else 0.01
-                st.number_input(key, param.low, param.high, step=step, format="%g", key=key,
+                st.number_input(key, param.low, param.high, step=step, format="%g", key=key, persist_state="session",
                                 help=f"{param.help} ({ESTIMATORS[id].label}); {param.low:g} to {param.high:g}")
-            values[(id, name)] = st.session_state[key]
-    return values
 
 
 def _preset_picker():

@@ -19,6 +19,7 @@ from toylab.state.settings import Settings
 from views.caches import cache
 from views.caches.cache import MONTE_CARLO_REPLICATES, MONTE_CARLO_SIZES
 from views.estimators_tab import plain
+from views.sidebar import GROUP_PREFIX, GROUPS
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60
@@ -28,11 +29,19 @@ HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ�
 
 
 def run(query=None, **state):
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    """The page at a link, every sidebar group open (so that a test reaches every control), and ``state`` set."""
+    at = open_sidebar(AppTest.from_file(APP, default_timeout=TIMEOUT))
     at.query_params.update(query or {})
     for key, value in state.items():
         at.session_state[key] = value
     return at.run()
+
+
+def open_sidebar(at):
+    """Open every group of the sidebar (a group's widgets are built only while it is open)."""
+    for name in GROUPS:
+        at.session_state[GROUP_PREFIX + name] = True
+    return at
 
 
 def tab_content(at, label):

@@ -4,6 +4,7 @@ and the choice lives in the URL like every view parameter."""
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+from test_app import open_sidebar
 
 from toylab import ESTIMATORS, PRESET_IDS
 from toylab.catalogue.presets import FRAMEWORKS
@@ -12,7 +13,7 @@ APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 
 
 def run(query=None):
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = open_sidebar(AppTest.from_file(APP, default_timeout=60))
     at.query_params.update(query or {})
     return at.run()
 

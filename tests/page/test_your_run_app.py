@@ -11,6 +11,7 @@ from framework_dumps import prime_run as recorded_prime_run
 from framework_dumps import toy_batch, write_nemo
 from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 from streamlit.testing.v1 import AppTest
+from test_app import open_sidebar
 
 from toylab.presentation.estimates import with_se
 from toylab.state.query import parse_query
@@ -32,7 +33,7 @@ HEADER_METRICS = 8                    # the default page: M, J, E_μ[r], ‖∇J
 
 
 def run(**state):
-    at = AppTest.from_file(APP, default_timeout=60)
+    at = open_sidebar(AppTest.from_file(APP, default_timeout=60))
     at.session_state["tab"] = LABEL
     for key, value in state.items():
         at.session_state[key] = value
