@@ -56,6 +56,7 @@ PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "co
 PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
 PRESENT_HEIGHT = 300                     # the scatter beside the table, both in view at 1280×720
 COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter (its
+FORMULAS_KEY = "formulas"                # the formulas' expander: open or not (its content is built only when open)
 BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control in the sidebar, beside the baseline)
 
 
@@ -130,8 +131,9 @@ def render(settings):
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     if not screen_share.on():
         chart_element.draw(st, chart)
-    with st.expander(f"Formulas of the {len(settings.estimators)} selected estimators"):
-        st.markdown("\n\n".join(                       # one element, not three per estimator: a lighter re-render
+    formulas = st.expander("Formulas of the selected estimators", key=FORMULAS_KEY, on_change="rerun")
+    if formulas.open:                                  # built only while open: a step redraws one closed expander
+        formulas.markdown("\n\n".join(                 # one element, not three per estimator: a lighter re-render
             f"**{id} · {ESTIMATORS[id].label}**\n\n$$\n{ESTIMATORS[id].latex}\n$$\n\n"
             f"Source: {plain(ESTIMATORS[id].source)}. Thresholds: {plain(frames.params_text(settings.params(id)))}."
             for id in settings.estimators))

@@ -8,6 +8,7 @@ from toylab.lessons.tour import INTRODUCTION, LESSONS
 from views import tour
 
 LABEL = "Lessons"
+NUMBERS_KEY = "lesson_numbers"           # lesson_numbers.<id>: whether that lesson's numbers are open
 
 
 def render(settings):
@@ -22,7 +23,9 @@ def render(settings):
             st.markdown(f"**{number}. {lesson.claim}** {lesson.text}")
             st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=tour.show, args=(lesson,))
             evidence = tour.evidence(lesson.id)
-            with st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold")):
-                st.dataframe(pd.DataFrame({"quantity": list(evidence.numbers),
-                                           "value": [f"{value:.6g}" for value in evidence.numbers.values()]}),
-                             hide_index=True, width="stretch")
+            numbers = st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold"),
+                                  key=f"{NUMBERS_KEY}.{lesson.id}", on_change="rerun")
+            if numbers.open:                   # built only while open: a step redraws one closed expander a lesson
+                numbers.dataframe(pd.DataFrame({"quantity": list(evidence.numbers),
+                                                "value": [f"{value:.6g}" for value in evidence.numbers.values()]}),
+                                  hide_index=True, width="stretch")

@@ -18,7 +18,7 @@ from toylab.state.query import VIEW_DEFAULTS, VIEW_PARAMETERS, parse_query
 from toylab.state.settings import Settings
 from views.caches import cache
 from views.caches.cache import MONTE_CARLO_REPLICATES, MONTE_CARLO_SIZES
-from views.estimators_tab import plain
+from views.estimators_tab import FORMULAS_KEY, plain
 from views.sidebar import GROUP_PREFIX, GROUPS
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
@@ -87,7 +87,9 @@ def test_default_run_shows_header_table_and_chart(default):
 
 
 def test_formulas_give_every_selected_estimator_its_latex_and_source(default):
-    expander = next(expander for expander in default.expander if expander.label.startswith("Formulas"))
+    assert not next(expander for expander in default.expander if expander.label.startswith("Formulas")).children
+    opened = run(**{FORMULAS_KEY: True})                          # built only when opened
+    expander = next(expander for expander in opened.expander if expander.label.startswith("Formulas"))
     text = expander.markdown[0].value
     for id in Settings().estimators:
         assert f"**{id} · {ESTIMATORS[id].label}**" in text and f"$$\n{ESTIMATORS[id].latex}\n$$" in text

@@ -8,6 +8,8 @@ from streamlit.testing.v1 import AppTest
 
 from toylab.lessons.lesson import settings
 from toylab.lessons.tour import LESSONS
+from views import tour
+from views.lessons_tab import NUMBERS_KEY
 
 
 def _render(module, state=None, **settings_fields):
@@ -91,6 +93,16 @@ def test_lessons_tab_lists_every_lesson_with_a_button():
     assert [button.key for button in app.button] == ["lesson_start", *(f"lesson.{lesson.id}" for lesson in LESSONS)]
     assert all(lesson.text in "".join(m.value for m in app.markdown) for lesson in LESSONS)
     assert all("holds" in expander.label and "NOT" not in expander.label for expander in app.expander)
+    assert not app.dataframe                                         # each lesson's numbers are built when opened
+
+
+def test_a_lessons_numbers_are_its_evidence_when_opened():
+    lesson = LESSONS[3]
+    app = _render("lessons_tab", {f"{NUMBERS_KEY}.{lesson.id}": True})
+    shown = app.dataframe[0].value
+    numbers = tour.evidence(lesson.id).numbers
+    assert len(app.dataframe) == 1 and list(shown["quantity"]) == list(numbers)
+    assert list(shown["value"]) == [f"{value:.6g}" for value in numbers.values()]
 
 
 @pytest.mark.parametrize("index", [0, 2, 4])
