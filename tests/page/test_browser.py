@@ -15,7 +15,7 @@ from tests.browser import (
     file_input,
     wait_for_app,
 )
-from views.sidebar import picker_order
+from views.sidebar import GROUPS, picker_order
 
 pytestmark = pytest.mark.browser
 EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "rollouts_per_token.csv.gz"
@@ -251,6 +251,7 @@ def test_an_undefined_cosine_is_a_dash_not_none(app):
 def test_my_framework_is_in_the_link_and_orders_the_picker(app):
     page = open_page(app, "framework=trl")
     assert "framework=trl" in page.url
+    page.get_by_text(GROUPS["estimators"]).click()     # the group's controls are built once it is open
     page.get_by_role("combobox", name="my framework").click()
     page.get_by_role("option", name="verl", exact=True).click()
     page.wait_for_function("() => location.search.includes('framework=verl')")
