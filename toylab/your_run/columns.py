@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from toylab.text import listed, quoted
-from toylab.your_run.files import LogError
+from toylab.your_run.files import LogError, Preview
 
 NAMES = {
     "sampler": ("rollout_log_probs", "rollout_logprobs", "sampler_logprobs", "sampler_log_probs",
@@ -104,7 +104,7 @@ def looks_like_probabilities(values):
     return bool(values.size and values.min() >= 0 and values.max() <= 1 and values.max() > 0)
 
 
-def detect(preview):
+def detect(preview: Preview) -> Detection:
     """The Detection for a log's Preview."""
     numeric = tuple(column for column in preview.columns if preview.kinds[column] in NUMERIC_KINDS)
     probability_like = tuple(column for column in numeric if looks_like_probabilities(preview.values(column)))
@@ -125,7 +125,7 @@ def detect(preview):
     return Detection(guess, tuple(doubts), numeric, probability_like)
 
 
-def choose(preview, name, **explicit):
+def choose(preview: Preview, name: str, **explicit: str | None) -> Columns:
     """The Columns: the explicit choices (role=column) where given, else the detected guesses; LogError
     (naming the file ``name``) if a role is missing or a column does not fit its role."""
     for role, column in explicit.items():

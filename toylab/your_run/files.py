@@ -91,7 +91,8 @@ class LogFile:
         return io.TextIOWrapper(self.raw(), encoding="utf-8-sig", newline="")
 
 
-def open_log_file(name, data=None, path=None, bounds=CLI_BOUNDS):
+def open_log_file(name: str, data: bytes | None = None, path: str | None = None, bounds: Bounds = CLI_BOUNDS
+                  ) -> LogFile:
     """The LogFile for an upload (``name``, ``data``) or a file on disk (``path``, default ``name``); LogError
     if it is empty, over ``bounds.file_bytes``, of an unknown extension, or not what its extension says."""
     if data is None and path is None:
@@ -214,7 +215,7 @@ class Preview:
         return self.numbers.get(column, np.empty(0))
 
 
-def preview(file, rows=PREVIEW_ROWS):
+def preview(file: LogFile, rows: int = PREVIEW_ROWS) -> Preview:
     """The Preview of the file's first rows (at most ``rows``, and about PREVIEW_BYTES of them); LogError if it
     has none, they cannot be parsed, or they have more columns than the bounds allow."""
     if file.format == "parquet":

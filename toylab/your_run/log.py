@@ -26,7 +26,7 @@ sequence, a log-ratio |log π − log μ| of a response token above LOG_RATIO_LI
 size. Values at masked tokens are not checked: padding is often 0 or NaN.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 
@@ -35,9 +35,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from toylab.text import quoted
-from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
-from toylab.your_run.columns import choose
-from toylab.your_run.files import LogError, open_log_file, preview, read_batches
+from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT, Bounds
+from toylab.your_run.columns import Columns, choose
+from toylab.your_run.files import LogError, LogFile, Preview, open_log_file, preview, read_batches
 
 CELLS_PER_BATCH = 1 << 20
 
@@ -108,7 +108,7 @@ class RolloutLog:
         """(B,) Σ_t x_t within each sequence, for an (n,) array."""
         return np.add.reduceat(per_token, self.offsets[:-1])
 
-    def batches(self, max_cells=CELLS_PER_BATCH) -> Iterator[Batch]:
+    def batches(self, max_cells: int = CELLS_PER_BATCH) -> Iterator[Batch]:
         """Consecutive sequences padded into (b, L) Batches of at most ``max_cells`` cells (a longer
         sequence gets a Batch of its own)."""
         lengths = self.lengths.tolist()
@@ -121,7 +121,7 @@ class RolloutLog:
             yield self._padded(start, stop)
             start = stop
 
-    def padded(self):
+    def padded(self) -> Batch:
         """The whole log as one Batch."""
         return self._padded(0, self.sequences)
 
@@ -135,7 +135,8 @@ class RolloutLog:
                      None if self.rewards is None else self.rewards[start:stop])
 
 
-def load_log(name, data=None, path=None, bounds=CLI_BOUNDS, **explicit):
+def load_log(name: str, data: bytes | None = None, path: str | None = None, bounds: Bounds = CLI_BOUNDS,
+             **explicit: str | None) -> RolloutLog:
     """The RolloutLog of a file on disk (``path``, default ``name``) or in memory (``data``), columns
     detected or given by role (sampler=, trainer=, mask=, reward=, sequence_id=, position=); LogError if
     anything is wrong with it or it is over the ``bounds``."""
@@ -144,7 +145,8 @@ def load_log(name, data=None, path=None, bounds=CLI_BOUNDS, **explicit):
     return read_log(file, first_rows, choose(first_rows, file.name, **explicit))
 
 
-def read_log(file, first_rows, columns, progress=None):
+def read_log(file: LogFile, first_rows: Preview, columns: Columns,
+             progress: Callable[[float], object] | None = None) -> RolloutLog:
     """The RolloutLog of an opened LogFile with its Preview and chosen Columns. ``progress(share)``, if given,
     is called after every chunk with the share of the file read so far (a page can stop the reading there)."""
     shape = _SequenceRows if columns.shape == "sequence" else _TokenRows
