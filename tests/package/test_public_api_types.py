@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import toylab
-from toylab.analysis import montecarlo
+from toylab.analysis import diagnostics, montecarlo
 from toylab.engine import moments
 from toylab.your_run import columns, dumps, files, log, run
 
@@ -21,7 +21,7 @@ READERS = [run.load_file, run.read_file, run.step_logs, run.directory_files, run
            run.step_and_rank, run.RunFile.loaded, log.load_log, log.read_log, log.RolloutLog.batches,
            log.RolloutLog.padded, files.open_log_file, files.preview, columns.detect, columns.choose,
            dumps.dump_kind, dumps.canonical_file]
-ANALYSIS = [montecarlo.monte_carlo, montecarlo.summarise, montecarlo.undefined_sizes, moments.exact_moments_many]
+ANALYSIS = [diagnostics.diagnostics, montecarlo.monte_carlo, montecarlo.summarise, montecarlo.undefined_sizes, moments.exact_moments_many]
 
 
 def exported():
