@@ -26,8 +26,10 @@ named like a position that is not used as the position (tokens then keep file or
 """
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from toylab.text import listed, quoted
 from toylab.your_run.files import LogError, Preview
@@ -67,15 +69,15 @@ class Columns:
     advantage: str | None = None
     sequence_id: str | None = None
     position: str | None = None
-    per_token: tuple = ()             # of reward and advantage, the roles whose column holds a list per sequence
-    notices: tuple = ()               # what the reader would otherwise drop in silence (module docstring)
+    per_token: tuple[str, ...] = ()   # of reward and advantage, the roles whose column holds a list per sequence
+    notices: tuple[str, ...] = ()     # what the reader would otherwise drop in silence (module docstring)
 
-    def roles(self):
+    def roles(self) -> dict[str, str]:
         """{role: column} for the roles this log has."""
         return {field.name: getattr(self, field.name) for field in fields(self)
                 if field.name not in ("shape", "per_token", "notices") and getattr(self, field.name) is not None}
 
-    def kinds(self):
+    def kinds(self) -> dict[str, str]:
         """{column: kind} for ``log_files.read_batches``."""
         per_sequence = self.shape == "sequence"
         kind = {"sampler": "numbers" if per_sequence else "number",
@@ -88,17 +90,17 @@ class Columns:
 @dataclass(frozen=True)
 class Detection:
     """The best guess per role (None: no guess), the doubts about it, and what a picker may offer."""
-    guess: dict
-    doubts: tuple
-    numeric: tuple                    # columns of numbers or lists of numbers, in file order
-    probability_like: tuple           # of those, the ones whose first values look like probabilities
+    guess: dict[str, str | None]
+    doubts: tuple[str, ...]
+    numeric: tuple[str, ...]          # columns of numbers or lists of numbers, in file order
+    probability_like: tuple[str, ...]  # of those, the ones whose first values look like probabilities
 
     @property
-    def unsure(self):
+    def unsure(self) -> bool:
         return bool(self.doubts)
 
 
-def looks_like_probabilities(values):
+def looks_like_probabilities(values: ArrayLike) -> bool:
     """True if all values are in [0, 1] and not all are ≤ 0: probabilities, not log-probabilities."""
     values = np.asarray(values, dtype=float)
     return bool(values.size and values.min() >= 0 and values.max() <= 1 and values.max() > 0)
@@ -132,7 +134,7 @@ def choose(preview: Preview, name: str, **explicit: str | None) -> Columns:
         if column is not None and column not in preview.columns:
             raise LogError(f"{name}: no column {quoted(column)} for {TITLES[role]} (columns: {listed(preview.columns, MOST_LISTED)})")
     detection = detect(preview)
-    chosen = {role: explicit.get(role) or detection.guess[role] for role in NAMES}
+    chosen: dict[str, Any] = {role: explicit.get(role) or detection.guess[role] for role in NAMES}   # or None
     for role in ("sampler", "trainer"):
         named = [column for column in detection.probability_like if column.lower() in NAMES[role]]
         if chosen[role] is None and named:

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from numpy.typing import NDArray
 
 from toylab.your_run.bounds import CLI_BOUNDS, Bounds
 from toylab.your_run.dump_ranks import combined
@@ -72,8 +73,8 @@ NEMO_VALIDATION = re.compile(r"^val_data_step\d+\.jsonl$")
 class DumpFile(LogFile):
     """A dump's canonical table as an in-memory Parquet LogFile, with what reading it noticed and, per row, the
     sum of the trainer's entropy over its response tokens (prime-rl's export; None elsewhere)."""
-    notices: tuple = ()
-    entropy: np.ndarray | None = None
+    notices: tuple[str, ...] = ()
+    entropy: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)

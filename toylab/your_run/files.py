@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
+from numpy.typing import NDArray
 
 from toylab.text import quoted
 from toylab.your_run.bounds import CLI_BOUNDS, MB, Bounds, CountedText, LogError, buffered
@@ -206,12 +207,12 @@ class Preview:
     """The first rows of a log: its column names in order, the kind of each column's first non-empty value
     ("number", "bool", "list", "bools", "text", or "empty") with that value's row and a short text of it,
     and up to PREVIEW_NUMBERS finite numbers seen in each column."""
-    columns: tuple
-    kinds: dict
-    numbers: dict
-    first: dict              # column → (row, shown value) of its first non-empty value
+    columns: tuple[str, ...]
+    kinds: dict[str, str]
+    numbers: dict[str, NDArray[np.float64]]
+    first: dict[str, tuple[int, str]]    # column → (row, shown value) of its first non-empty value
 
-    def values(self, column):
+    def values(self, column: str) -> NDArray[np.float64]:
         return self.numbers.get(column, np.empty(0))
 
 

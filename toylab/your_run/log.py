@@ -33,6 +33,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import NDArray
 
 from toylab.text import quoted
 from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT, Bounds
@@ -47,56 +48,56 @@ class Batch:
     """Sequences start … start + b − 1 of a log, padded to the longest of them: (b, L) arrays with
     ``mask`` False (and both log-probs 0) at padding; ``rewards`` (b,) or None."""
     start: int
-    sampler_logprobs: np.ndarray
-    trainer_logprobs: np.ndarray
-    mask: np.ndarray
-    rewards: np.ndarray | None
+    sampler_logprobs: NDArray[np.float64]
+    trainer_logprobs: NDArray[np.float64]
+    mask: NDArray[np.bool_]
+    rewards: NDArray[np.float64] | None
 
 
 @dataclass(frozen=True, eq=False)
 class RolloutLog:
     """The response tokens of B sequences, concatenated in sequence order (see the module docstring)."""
     name: str
-    columns: object                   # log_columns.Columns: which column held what, and the shape
-    sampler_logprobs: np.ndarray      # (n,) log μ(y_t)
-    trainer_logprobs: np.ndarray      # (n,) log π(y_t)
-    offsets: np.ndarray               # (B + 1,) int64
-    rewards: np.ndarray | None        # (B,)
-    rows: np.ndarray                  # (B,) each sequence's row in the file, from 1 (row per token: its first response token's)
+    columns: Columns                  # which column held what, and the shape
+    sampler_logprobs: NDArray[np.float64]      # (n,) log μ(y_t)
+    trainer_logprobs: NDArray[np.float64]      # (n,) log π(y_t)
+    offsets: NDArray[np.int64]                 # (B + 1,)
+    rewards: NDArray[np.float64] | None        # (B,)
+    rows: NDArray[np.int64]                    # (B,) each sequence's row in the file, from 1 (row per token: its first response token's)
     dropped: int                      # sequences without a response token, left out
-    advantages: np.ndarray | None = None   # (B,): the log's own advantage of each sequence
-    notices: tuple = ()               # what the reader noticed but did not refuse, one sentence each
-    entropy_sums: np.ndarray | None = None  # (B,): Σ of the trainer's entropy over each sequence's tokens (prime-rl)
+    advantages: NDArray[np.float64] | None = None   # (B,): the log's own advantage of each sequence
+    notices: tuple[str, ...] = ()     # what the reader noticed but did not refuse, one sentence each
+    entropy_sums: NDArray[np.float64] | None = None  # (B,): Σ of the trainer's entropy over each sequence's tokens (prime-rl)
 
     @property
-    def sequences(self):
+    def sequences(self) -> int:
         return len(self.offsets) - 1
 
     @property
-    def tokens(self):
+    def tokens(self) -> int:
         return int(self.offsets[-1])
 
     @property
-    def lengths(self):
+    def lengths(self) -> NDArray[np.int64]:
         """(B,) response tokens per sequence."""
         return np.diff(self.offsets)
 
     @cached_property
-    def log_ratio(self):
+    def log_ratio(self) -> NDArray[np.float64]:
         """(n,) log ρ_t = log π(y_t) − log μ(y_t), computed once (every statistic of the log reads it)."""
         return self.trainer_logprobs - self.sampler_logprobs
 
     @cached_property
-    def ratio(self):
+    def ratio(self) -> NDArray[np.float64]:
         """(n,) ρ_t = π(y_t)/μ(y_t), computed once."""
         return np.exp(self.log_ratio)
 
     @property
-    def positions(self):
+    def positions(self) -> NDArray[np.int64]:
         """(n,) each token's index among its sequence's response tokens."""
         return np.arange(self.tokens) - np.repeat(self.offsets[:-1], self.lengths)
 
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes held by the log's arrays (log ρ and ρ too, once computed)."""
         derived = [self.__dict__[name] for name in ("log_ratio", "ratio") if name in self.__dict__]
         return sum(array.nbytes for array in (self.sampler_logprobs, self.trainer_logprobs, self.offsets, self.rows,
@@ -104,7 +105,7 @@ class RolloutLog:
                                               *([] if self.advantages is None else [self.advantages]),
                                               *([] if self.entropy_sums is None else [self.entropy_sums]), *derived))
 
-    def sequence_sums(self, per_token):
+    def sequence_sums(self, per_token: NDArray[np.float64]) -> NDArray[np.float64]:
         """(B,) Σ_t x_t within each sequence, for an (n,) array."""
         return np.add.reduceat(per_token, self.offsets[:-1])
 

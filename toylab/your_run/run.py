@@ -20,6 +20,7 @@ the log and dump extensions are read.
 import io
 import os
 import re
+import zipfile
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -74,7 +75,7 @@ class RunFile:
     rank: int | None
     path: str | None = field(default=None, repr=False)
     data: bytes | None = field(default=None, repr=False)
-    archive: object = field(default=None, repr=False)       # zipfile.ZipFile holding the member ``name``
+    archive: zipfile.ZipFile | None = field(default=None, repr=False)     # holding the member ``name``
 
     def loaded(self, bounds: Bounds) -> Self:
         """This file with its bytes in ``data`` (a zip member is read now, within the bounds: ``archives``); a file on
@@ -91,7 +92,7 @@ class StepLog:
     """A step's merged log, or (log None) the one-line error that stopped it; step None: a file whose step
     could not be told."""
     step: int | None
-    files: tuple
+    files: tuple[str, ...]
     log: RolloutLog | None = None
     error: str | None = None
 
