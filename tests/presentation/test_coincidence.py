@@ -1,6 +1,7 @@
 """No line hides another: the coincidence rule on Training's default view and on the Mismatch sweep at top_p = 0.9 and
 bf16 (issue 24's two cases), checked against numpy on the same curves; the chart specs draw what the rule says; colours
-of the default selection look apart (CIEDE2000, checked against Sharma, Wu and Dalal's published test pairs)."""
+of the default selection look apart (CIEDE2000, checked against Sharma, Wu and Dalal's published test pairs); the numpy
+pairing of series against pandas' alignment on random frames."""
 
 import json
 
@@ -181,3 +182,50 @@ def test_the_default_selections_colours_look_apart_and_alike_ones_get_a_dash():
     alike = ("seq_is", "geo_tis")                   # #0072B2 and #4477AA: ΔE₀₀ 4.7
     assert colours.difference(*(ESTIMATORS[id].colour for id in alike)) < colours.ALIKE
     assert coincidence.line_styles([], list(alike)) == {"seq_is": "own", "geo_tis": "alike"}
+
+
+def _pandas_pairs(frame, x, y, series, log):
+    """The obvious way: each series a pandas Series by x (missing rows dropped, the first of a repeated x), each pair
+    aligned by pandas (inner join); (id, first, shared x, equal x, close x) of every pair the rule compares."""
+    tolerance = coincidence.APART * coincidence.span(frame[y], log)
+    order = list(dict.fromkeys(frame[series]))
+    curves = {id: frame.loc[frame[series] == id, [x, y]].dropna().drop_duplicates(x).set_index(x)[y] for id in order}
+    pairs = []
+    for index, id in enumerate(order):
+        for first in order[:index]:
+            a, b = curves[id].align(curves[first], join="inner")
+            xs, a, b = list(a.index), a.to_numpy(float), b.to_numpy(float)
+            equal = np.abs(a - b) <= coincidence.EXACT * np.maximum(np.abs(a), np.abs(b))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                gap = np.abs(np.log10(a) - np.log10(b)) if log else np.abs(a - b)
+            close = equal | (gap <= tolerance)
+            pairs.append((id, first, xs, [v for v, e in zip(xs, equal, strict=True) if e],
+                          [v for v, c in zip(xs, close, strict=True) if c]))
+    return pairs
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_the_rule_pairs_series_as_pandas_aligns_them(log):
+    """On random frames (x unsorted and repeated, missing values, series equal, near or apart): the numpy pairing
+    finds every coincidence the pandas pairing allows, at the same x values."""
+    rng = np.random.default_rng(7)
+    for _ in range(150):
+        base, rows = rng.normal(size=12), []
+        for id in [f"e{i}" for i in range(rng.integers(2, 6))]:
+            xs = rng.choice(12, size=rng.integers(1, 12), replace=bool(rng.integers(2)))
+            kind = rng.integers(3)
+            for x in np.sort(xs) if rng.integers(2) else xs:
+                y = base[x] if kind == 0 else base[x] + 1e-3 * rng.normal() if kind == 1 else rng.normal()
+                rows.append((id, float(x), np.nan if rng.random() < 0.05 else abs(y) if log else y))
+        frame = pd.DataFrame(rows, columns=["estimator", "step", "median"])
+        pairs = {(id, first): (shared, equal, close) for id, first, shared, equal, close in
+                 _pandas_pairs(frame, "step", "median", "estimator", log)}
+        with np.errstate(divide="ignore", invalid="ignore"):
+            found = coincidence.coincidences(frame, "step", "median", log=log)
+        for c in found:
+            shared, equal, close = pairs[(c.id, c.first)]
+            assert (c.shared, list(c.equal), list(c.close)) == (len(shared), equal, close)
+        for (id, _), (shared, equal, close) in pairs.items():       # a pair the rule takes is found for its id
+            if shared and (coincidence._run(np.isin(shared, equal)) >= min(coincidence.RUN, len(shared))
+                           or len(close) >= coincidence.HIDDEN * len(shared)):
+                assert any(c.id == id for c in found)
