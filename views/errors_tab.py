@@ -1,9 +1,7 @@
 """The error-versus-batch-size tab: exact curves, bias floors and seq_is crossovers; Monte Carlo dots on request (a
 toggle in the link: they cost more than the exact picture they confirm)."""
 
-import math
 
-import pandas as pd
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
@@ -57,9 +55,7 @@ def render(settings):
                    f"{ESTIMATORS[id].undefined}.")
     if len(crossovers):
         st.subheader("From which N does sequence IS win?")
-        st.dataframe(pd.DataFrame({"estimator": crossovers["estimator"],
-                                   "seq_is has the lower RMSE for": [_describe(n) for n in crossovers["first_N"]]}),
-                     hide_index=True)
+        st.dataframe(frames.crossover_table(crossovers), hide_index=True)
 
 
 AGGREGATION_CAPTIONS = {
@@ -77,10 +73,3 @@ AGGREGATION_CAPTIONS = {
     "dapo": "Loss aggregation dapo (TRL's default): each batch divides by all its response tokens, masked or not; "
             "on this fixed-length toy that is seq-mean-token-sum, so the dots match the exact lines as before.",
 }
-
-
-def _describe(first):
-    """The batch sizes from ``first`` (an integer, or NaN for none) on, in words."""
-    if math.isnan(first):
-        return "no N"
-    return f"every N ≥ {int(first):,}"

@@ -20,6 +20,7 @@ from toylab.analysis.diagnostics import (
 )
 from toylab.analysis.montecarlo import draw_tokens
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation.colours import swatch
 from toylab.presentation.labels import place, text_size
 from toylab.text import UNDEFINED
 
@@ -421,3 +422,30 @@ def crossover_frame(moments, reference):
 def monte_carlo_frame(summary_rows):
     """``montecarlo.summarise`` rows as a frame: estimator, N, rms, q10, median, q90."""
     return pd.DataFrame(summary_rows, columns=["estimator", "N", "rms", "q10", "median", "q90"])
+
+
+def _from_first(first):
+    """The batch sizes from ``first`` (an integer, or NaN for none) on, in words."""
+    if math.isnan(first):
+        return "no N"
+    return f"every N ≥ {int(first):,}"
+
+
+def crossover_table(crossovers):
+    """``crossover_frame`` as the page's table: each biased estimator and the batch sizes at which seq_is has the
+    lower RMSE, in words ("every N ≥ 1,234", or "no N")."""
+    return pd.DataFrame({"estimator": crossovers["estimator"],
+                         "seq_is has the lower RMSE for": [_from_first(n) for n in crossovers["first_N"]]})
+
+
+def evidence_table(numbers):
+    """A lesson's evidence ({quantity: value}) as a two-column table, each value to six significant digits."""
+    return pd.DataFrame({"quantity": list(numbers), "value": [f"{value:.6g}" for value in numbers.values()]})
+
+
+def shown_table(table):
+    """``table_frame`` as the Estimators tab shows it: each estimator's colour as a swatch (``colours.swatch``) and
+    its cosine in words (``cosine_text``)."""
+    return table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
+                        cosine=[cosine_text(cosine) for cosine in table["cosine"]])
+

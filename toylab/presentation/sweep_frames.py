@@ -180,3 +180,40 @@ def pipeline_identity_frame(pipeline_rows, parameter):
         "pipeline": [combination_label(*key) for key in zip(frame["logged"], frame["scored"], strict=True)],
         "frameworks": [presets_text(presets) for presets in frame["presets"]], parameter: frame[parameter],
         "value": frame["identity"]})
+
+
+BEST_THRESHOLD_NUMBERS = ("lowest-RMSE threshold", "its rel RMSE", "chosen threshold", "chosen rel RMSE")
+
+
+def best_threshold_table(rows, best):
+    """One row per swept estimator: its lowest-RMSE threshold (``best_thresholds``), whether that is at the sweep's
+    edge, and its relative RMSE; beside them the chosen threshold and its relative RMSE (the row marked chosen).
+    The numeric columns are ``BEST_THRESHOLD_NUMBERS``."""
+    chosen = {row["estimator"]: row for row in rows if row["chosen"]}
+    return pd.DataFrame([{
+        "estimator": id, "parameter": row["parameter"], "lowest-RMSE threshold": row["threshold"],
+        "at the sweep's edge": row["edge"] or "", "its rel RMSE": row["rel_rmse"],
+        "chosen threshold": chosen[id]["threshold"], "chosen rel RMSE": chosen[id]["rel_rmse"]}
+        for id, row in best.items()])
+
+
+def edge_note(best):
+    """The sentence naming the estimators whose lowest RMSE lies at an edge of the range swept (their optimum may
+    lie beyond it), or None when none does."""
+    at_edge = [f"{id} at its {row['edge']} edge ({row['parameter']} = {row['threshold']:.3g})"
+               for id, row in best.items() if row["edge"]]
+    if not at_edge:
+        return None
+    return ("The lowest RMSE lies at the edge of the range swept for " + "; ".join(at_edge)
+            + ": the best threshold may lie beyond it, outside what the estimator allows.")
+
+
+def rule_of_thumb_note(best, rule_of_thumb, N):
+    """Li et al.'s C* = sqrt(2(1 + χ²_seq)) beside seq_tis's lowest-RMSE threshold at batch size N (Markdown), or
+    None when seq_tis is not swept."""
+    if "seq_tis" not in best:
+        return None
+    row = best["seq_tis"]
+    return (f"**Rule of thumb (Li et al. 2025):** C* = sqrt(2(1 + χ²_seq)) = **{rule_of_thumb:.3g}**; on this toy "
+            f"seq_tis's lowest relative RMSE at N = {N:,} is at C = **{row['threshold']:.3g}** (rel RMSE "
+            f"{row['rel_rmse']:.3g})" + (f", the {row['edge']} edge of the range swept." if row["edge"] else "."))
