@@ -9,7 +9,7 @@ import streamlit as st
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
-from toylab.state.query import NO_COMPARISON
+from toylab.state.query import ERRORS_TAB, NO_COMPARISON
 from toylab.text import UNDEFINED
 from views import chart_element, screen_share, tour
 from views.caches import cache
@@ -88,7 +88,7 @@ def render(settings):
     batch_coupled = [id for id in settings.estimators if not ESTIMATORS[id].exact]
     if batch_coupled:
         st.caption(f"{', '.join(batch_coupled)}: batch-coupled, no exact single-sample moments; "
-                   "see *Error vs batch size* for their Monte Carlo errors.")
+                   f"see *{ERRORS_TAB}* for their Monte Carlo errors.")
     moments = cache.selected_moments(settings)
     if not moments:
         st.info("Select at least one exact estimator in the sidebar to see the table.")

@@ -4,10 +4,10 @@ import streamlit as st
 
 from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
 from toylab.presentation import sweep_charts, sweep_frames
+from toylab.state.query import ESTIMATORS_TAB
 from views import chart_element, sweep_panel, tour
 from views.caches import sweep_cache
 
-LABEL = "Sequence length"
 SAMPLED_KEY = "length_mc"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 
 
@@ -51,7 +51,7 @@ def render(settings):
         f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}, sampler "
         f"{settings.sampler.describe()}; only T changes: the toy at "
         f"length T is the first T positions of one {MAX_LENGTH}-position toy make_toy({MAX_LENGTH}, V, mismatch, "
-        "seed), so its b differs from the Estimators tab's (drawn for T positions) and the numbers at the "
+        f"seed), so its b differs from the {ESTIMATORS_TAB} tab's (drawn for T positions) and the numbers at the "
         f"sidebar's T differ from that tab's. C = {seq_tis['C']:g} (seq_tis), band "
         f"[{geo_rs['lo']:g}, {geo_rs['hi']:g}] (geo_rs). Circles: exact by enumeration (while V**T ≤ "
         f"{ENUMERATION_LIMIT:,}); squares: "

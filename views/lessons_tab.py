@@ -7,8 +7,6 @@ from toylab.lessons.tour import INTRODUCTION, LESSONS
 from toylab.presentation import frames
 from views import tour
 
-LABEL = "Lessons"
-
 
 def render(settings):
     st.markdown(INTRODUCTION)

@@ -10,7 +10,6 @@ from toylab.state.query import SWEPT
 from views import chart_element, screen_share, sweep_panel, tour
 from views.caches import sweep_cache
 
-LABEL = "Mismatch sweep"
 SWEEP_KEY = "sweep"
 ABOUT = {
     "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "

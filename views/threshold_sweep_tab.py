@@ -10,7 +10,6 @@ from toylab.state.query import COMPARED_SIZES
 from views import chart_element, screen_share, sweep_panel, tour
 from views.caches import sweep_cache
 
-LABEL = "Threshold sweep"
 COMPARE_KEY = "compare_N"          # the URL parameter: a second batch size, its curves dashed (0: none)
 
 

@@ -11,7 +11,6 @@ from toylab.training.optimizers import OPTIMIZERS
 from views import chart_element, screen_share, tour
 from views.caches import training_cache
 
-LABEL = "Training"
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
 SUMMARY_COLUMNS = {
     "estimator": st.column_config.TextColumn("estimator"),

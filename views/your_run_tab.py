@@ -33,7 +33,7 @@ from toylab.presentation.run_frames import (
     worst_sequences_frame,
     worst_tokens_frame,
 )
-from toylab.state.query import clean_float
+from toylab.state.query import ESTIMATORS_TAB, clean_float
 from toylab.text import clipped, distinct, percent
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
 from toylab.your_run.bottom_line import bottom_line
@@ -49,7 +49,6 @@ from views import your_run_uploads as uploads
 from views.caches import your_run_cache as cache
 from views.user_text import code, value
 
-LABEL = "Your run"
 LENGTH_KEY = "your_run_match_length"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE = EXAMPLES / "rollouts_per_sequence.parquet"
@@ -81,7 +80,7 @@ RUN_UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", 
 def _open_match(settings, match):
     """on_click: the sidebar (and so the URL) to the matched toy, and the Estimators tab open."""
     sidebar.set_controls(replace(settings, T=match.T, V=match.V, seed=match.seed, mismatch=clean_float(match.mismatch)))
-    st.session_state[sidebar.TAB_KEY] = "Estimators"
+    st.session_state[sidebar.TAB_KEY] = ESTIMATORS_TAB
 
 
 def render(settings):
@@ -410,7 +409,8 @@ def _matched_toy(settings, statistics, sizes):
         "verdict": st.column_config.TextColumn("verdict")})
     st.button(run_verdict.open_match_label(match, statistics), key="your_run_open_match", on_click=_open_match,
               args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, at the mismatch "
-                                          "found (not rounded to the slider's step), and opens the Estimators tab.")
+                                          f"found (not rounded to the slider's step), and opens the {ESTIMATORS_TAB} "
+                                          "tab.")
 
 
 def _defined(frame):

@@ -12,8 +12,8 @@ link once into session state, and writes the canonical link of what it shows at 
 - View parameters (``VIEW_PARAMETERS``): which tab is open, presentation mode, the controls inside a tab, and
   the sidebar's "my framework" (``framework=verl``: that framework's presets first in the estimator picker),
   each a ``ViewParameter`` with its default and allowed values. A new tab adds its label to ``TAB_LABELS`` (the
-  page's tab order), and each control in the link one entry, e.g. ``"steps": ViewParameter(200, low=1,
-  high=2000, tab="Training")``; its widget's key is the parameter's name (the page puts the link's value into
+  page's tab order, the one place a label is spelled; everything else names it, e.g. ``TRAINING_TAB``), and each
+  control in the link one entry, e.g. ``"steps": ViewParameter(200, low=1, high=2000, tab=TRAINING_TAB)``; its widget's key is the parameter's name (the page puts the link's value into
   session state before the widget is drawn, and writes the widget's value back).
 
 ``CONTROL_PARAMETERS`` describes the sidebar's single-valued controls the same way, so tests can go through
@@ -51,7 +51,9 @@ CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg", "t
 FIELDS = {"est": "estimators", "agg": "aggregation"}     # URL name → Settings field, where they differ
 NUMBER_LENGTH = 100                         # longer text is not read as a number
 TAB_LABELS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep",
-              "Sequence length", "Training", "Your run", "Lessons")
+              "Sequence length", "Training", "Your run", "Lessons")     # the page's tabs in order: spelled only here
+(ESTIMATORS_TAB, RATIOS_TAB, ERRORS_TAB, THRESHOLD_SWEEP_TAB, MISMATCH_SWEEP_TAB, LENGTH_TAB, TRAINING_TAB,
+ YOUR_RUN_TAB, LESSONS_TAB) = TAB_LABELS
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)       # the Training tab's choices
 TRAINING = TrainingConfig()                                          # its defaults
 ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
@@ -122,9 +124,9 @@ class ViewParameter:
 
 
 BOOLEANS = {"1": True, "true": True, "0": False, "false": False}
-PANELS = {"threshold_panel": ("Threshold sweep", ("rmse", "bias", "std")),       # the sweeps' panels: one at a
-          "mismatch_panel": ("Mismatch sweep", ("rmse", "bias", "divergence")),   # time when presenting
-          "length_panel": ("Sequence length", ("std_ratio", "bias", "divergence", "probability"))}
+PANELS = {"threshold_panel": (THRESHOLD_SWEEP_TAB, ("rmse", "bias", "std")),       # the sweeps' panels: one at a
+          "mismatch_panel": (MISMATCH_SWEEP_TAB, ("rmse", "bias", "divergence")),   # time when presenting
+          "length_panel": (LENGTH_TAB, ("std_ratio", "bias", "divergence", "probability"))}
 DRAWS = 1_000_000                       # the Ratios tab's resampled batches: draw 0 … DRAWS
 
 
@@ -135,26 +137,26 @@ def _trained(settings, view):
 VIEW_PARAMETERS = {
     "tab": ViewParameter(TAB_LABELS[0], choices=TAB_LABELS),
     "present": ViewParameter(False),
-    "ratio_panels": ViewParameter(False, tab="Ratios"),
-    "draw": ViewParameter(0, low=0, high=DRAWS, step=1, tab="Ratios"),
-    "mc_dots": ViewParameter(False, tab="Error vs batch size"),       # confirmations, off the slider's path: each
-    "length_mc": ViewParameter(False, tab="Sequence length"),         # costs more than the exact picture it checks
+    "ratio_panels": ViewParameter(False, tab=RATIOS_TAB),
+    "draw": ViewParameter(0, low=0, high=DRAWS, step=1, tab=RATIOS_TAB),
+    "mc_dots": ViewParameter(False, tab=ERRORS_TAB),       # confirmations, off the slider's path: each
+    "length_mc": ViewParameter(False, tab=LENGTH_TAB),         # costs more than the exact picture it checks
     **{name: ViewParameter(panels[0], choices=panels, tab=tab, needs={"present": True})
        for name, (tab, panels) in PANELS.items()},
-    "train_mode": ViewParameter(TRAINING.mode, choices=MODES, tab="Training"),
-    "train_optimizer": ViewParameter(TRAINING.optimizer, choices=tuple(OPTIMIZERS), tab="Training"),
-    "train_lr": ViewParameter(TRAINING.lr, choices=LEARNING_RATES, tab="Training"),
-    "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab="Training"),
-    "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab="Training"),
-    "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab="Training"),
-    "train_pick": ViewParameter("naive", choices=_trained, tab="Training"),
-    "sga": ViewParameter(False, tab="Training"),
+    "train_mode": ViewParameter(TRAINING.mode, choices=MODES, tab=TRAINING_TAB),
+    "train_optimizer": ViewParameter(TRAINING.optimizer, choices=tuple(OPTIMIZERS), tab=TRAINING_TAB),
+    "train_lr": ViewParameter(TRAINING.lr, choices=LEARNING_RATES, tab=TRAINING_TAB),
+    "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab=TRAINING_TAB),
+    "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab=TRAINING_TAB),
+    "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab=TRAINING_TAB),
+    "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),
+    "sga": ViewParameter(False, tab=TRAINING_TAB),
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
-                              tab="Training", needs={"sga": True}),              # the shortest run (10 steps)
-    "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
-    "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab="Estimators"),
-    "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab="Threshold sweep"),
-    "sweep_pipelines": ViewParameter(False, tab="Mismatch sweep"),      # the same sweep under each framework pipeline
+                              tab=TRAINING_TAB, needs={"sga": True}),              # the shortest run (10 steps)
+    "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab=MISMATCH_SWEEP_TAB),
+    "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab=ESTIMATORS_TAB),
+    "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab=THRESHOLD_SWEEP_TAB),
+    "sweep_pipelines": ViewParameter(False, tab=MISMATCH_SWEEP_TAB),      # the same sweep under each framework pipeline
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}
