@@ -23,7 +23,7 @@ from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_frames import (
     applied_frame,
     beyond_view_note,
-    frameworks_frame,
+    frameworks_shown,
     quantile_frame,
     spread_frame,
     suggested_threshold_frame,
@@ -352,10 +352,7 @@ def _estimator_table(rows, rewards, statistics, suggested):
 
 def _frameworks(block):
     with st.expander("Frameworks: the metrics your dashboard shows, on this log"):
-        frame = frameworks_frame(block)
-        frame["value"] = frame["value"].map(value_text)
-        frame["se"] = frame["se"].map(se_text)
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(frameworks_shown(block), hide_index=True, width="stretch")
         st.caption("Each framework's formula on this log's tokens, under its own name (toylab/your_run/parity.py "
                    "cites the code); a mean carries its standard error, an extreme none.")
 

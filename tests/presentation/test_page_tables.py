@@ -6,14 +6,16 @@ import math
 
 import pandas as pd
 import pytest
+from messages import says
 from rollout_logs import EXAMPLES
 
 from toylab import make_toy, resolve_params
 from toylab.analysis.sweeps import best_thresholds, rule_of_thumb, threshold_sweep
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import colours, frames, run_frames, sweep_frames
+from toylab.presentation import colours, frames, run_frames, run_steps_text, sweep_frames
 from toylab.your_run.applied import on_log
 from toylab.your_run.log import load_log
+from toylab.your_run.steps import AFFECTED_SERIES
 from toylab.your_run.suggestions import suggestions
 
 SWEPT = ("tok_tis", "seq_tis", "seq_mis")
@@ -109,3 +111,31 @@ def test_the_suggested_thresholds_table_and_its_note_hold_the_suggestions(exampl
     assert ("outside the estimator's range" in run_frames.thresholds_outside_note(suggested)) == bool(outside)
     forced = [suggested[0] | {"at": [point | {"in_range": False} for point in suggested[0]["at"]]}]
     assert "tok_tis.C at 0.1 %" in run_frames.thresholds_outside_note(forced)
+
+
+def test_the_run_headline_counts_the_read_steps_only():
+    summaries = [{"step": 1, "tokens": 1_200, "sequences": 10}, {"step": 2, "error": "bad"},
+                 {"step": 3, "tokens": 800, "sequences": 6}]
+    assert run_steps_text.run_headline(summaries) == ("**A run of 3 steps** (2,000 response tokens in 16 sequences, "
+                                                      "2 steps read)")
+
+
+def test_the_step_notices_name_their_step_and_count_the_rest():
+    summaries = [{"step": step, "notices": [f"n{step}a", f"n{step}b"]} for step in range(1, 5)]
+    text = run_steps_text.step_notices(summaries, shown=3)
+    assert text.split("; ") == ["step 1: n1a", "step 1: n1b", "step 2: n2a", "… and 5 more"]
+    assert run_steps_text.step_notices([{"step": 1}]) == ""
+
+
+def test_the_steps_caption_names_each_departure_and_each_constant_metric():
+    labels = {"k1": "k1 per token", "k3": "k3 per token"}
+    text = run_steps_text.steps_caption(labels, {"k1": 7, "k3": None, "unlabelled": 2}, {"ESS": 0.5})
+    assert says(text, "k1 per token at step 7", "ESS = 0.5") and "k3 per token" not in text
+    assert "unlabelled" not in text
+    assert "none left it" in run_steps_text.steps_caption(labels, {"k1": None}, {})
+
+
+def test_the_affected_caption_names_the_estimators_that_moved():
+    departures = {f"{AFFECTED_SERIES}tok_tis": 4, f"{AFFECTED_SERIES}seq_mis": None, "k1": 3}
+    text = run_steps_text.affected_caption(departures, [], [1, 2, 3, 4])
+    assert says(text, "tok_tis at step 4") and "seq_mis" not in text and "k1" not in text

@@ -15,7 +15,8 @@ Every count, mean and quantile is of the log's own tokens or sequences (a sample
     steps_frame                a run's metrics against step, ± 2 se, the step where each left its early range
     affected_steps_frame       each selected estimator's share of tokens masked or clipped, against step
     steps_table                a run as a table to export: a row per step, each metric's value and se
-    failed_steps_frame, frameworks_frame    the steps not read; a "frameworks" block as rows
+    failed_steps_frame, frameworks_frame, frameworks_shown    the steps not read; a "frameworks" block as rows
+                               (as numbers, or as the page's text)
     sequence_results_frame, token_results_frame, export_bytes    the per-sequence and per-token results, as CSV
                                or Parquet bytes
     side_by_side_frame         two (or more) logs' numbers in one table, each with its se
@@ -31,7 +32,7 @@ import pandas as pd
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation.colours import swatch
-from toylab.presentation.estimates import value_text
+from toylab.presentation.estimates import se_text, value_text
 from toylab.presentation.frames import THRESHOLD_COLUMNS, sequence_rules, token_rules
 from toylab.text import percent
 from toylab.your_run.statistics import sequence_log_ratios
@@ -273,6 +274,12 @@ def frameworks_frame(block):
     return pd.DataFrame([{"framework": framework, "metric": row["name"], "value": row["value"], "se": row.get("se"),
                           "note": row.get("note", "")} for framework, rows in block.items() for row in rows],
                         columns=["framework", "metric", "value", "se", "note"])
+
+
+def frameworks_shown(block):
+    """``frameworks_frame`` as the page shows it: each value and se as text (``value_text``, ``se_text``)."""
+    frame = frameworks_frame(block)
+    return frame.assign(value=frame["value"].map(value_text), se=frame["se"].map(se_text))
 
 
 # -- the per-sequence and per-token results, for export ------------------------------------------------------
