@@ -317,6 +317,22 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
     values = {FIELDS.get(name, name): _parse_control(params, name, notices) for name in CONTROL_PARAMETERS}
     values["estimators"] = _parse_estimators(params, notices)
     values["thresholds"] = _parse_thresholds(params, values["estimators"], notices)
+    _fit_toy_and_sampler(params, values, limit, notices)
+    settings = make_settings(**values)
+    view = {}
+    for name in VIEW_PARAMETERS:
+        view[name] = _parse_view(params, name, settings, view, notices)
+    unknown = [name for name in params if name not in CONTROL_NAMES and name not in VIEW_PARAMETERS
+               and "." not in name]
+    if unknown:
+        notices.append(f"Unknown URL parameter{'s' if len(unknown) > 1 else ''} {listed(unknown)} ignored.")
+    return settings, view, notices
+
+
+def _fit_toy_and_sampler(params, values, limit, notices):
+    """Each value on its own may be fine and the whole not: a toy over the size ``limit`` falls back to the default
+    T and V, a top_k above V to off, a pipeline preset overrides logged and scored, and a sampler whose numbers
+    overflow to plain softmax — each with a notice (``values`` changed in place)."""
     problem = size_problem(values["T"], values["V"], limit)
     if problem:
         notices.append(f"{problem} Showing the default toy T = {DEFAULTS.T}, V = {DEFAULTS.V} instead.")
@@ -331,15 +347,6 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
         notices.append(f"URL sampler parameters: {problem}. Showing the sampler as plain softmax (top_p = 1, "
                        "top_k = 0, temperature = 1, precision none), logged as sampled and scored plain, instead.")
         values |= {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
-    settings = make_settings(**values)
-    view = {}
-    for name in VIEW_PARAMETERS:
-        view[name] = _parse_view(params, name, settings, view, notices)
-    unknown = [name for name in params if name not in CONTROL_NAMES and name not in VIEW_PARAMETERS
-               and "." not in name]
-    if unknown:
-        notices.append(f"Unknown URL parameter{'s' if len(unknown) > 1 else ''} {listed(unknown)} ignored.")
-    return settings, view, notices
 
 
 def dropped_link_notice(parameters, characters, most_parameters, most_characters):
@@ -450,6 +457,9 @@ def _parse_estimators(params, notices):
 
 
 def _parse_thresholds(params, estimators, notices):
+    """{(id, name): value} of the link's ``id.name`` parameters for the selected ``estimators``; a notice for each
+    value refused or normalised, for the names that are no threshold or not selected, and for an estimator whose
+    thresholds together are refused (it keeps its defaults)."""
     thresholds, no_such, unselected = {}, [], []
     for key, raw in params.items():
         if "." not in key:
@@ -460,19 +470,33 @@ def _parse_thresholds(params, estimators, notices):
         elif id not in estimators:
             unselected.append(key)
         else:
-            try:
-                checked_param(id, name, raw)
-            except ValueError as error:
-                default = ESTIMATORS[id].params[name].default
-                notices.append(f"URL parameter {key} = {quoted(raw)}: {error}; using the default {key} = {default}.")
-            else:
-                text = isinstance(ESTIMATORS[id].params[name].default, str)
-                thresholds[(id, name)] = raw if text else clean_float(raw)
-                if not text and (why := normalised(raw, clean_float(raw))):
-                    notices.append(f"URL parameter {key} = {quoted(raw)} {why}: read as {clean_float(raw):g}.")
+            value = _threshold_value(key, id, name, raw, notices)
+            if value is not None:
+                thresholds[(id, name)] = value
     for keys, why in ((no_such, "no such estimator threshold"), (unselected, "not among the selected estimators")):
         if keys:
             notices.append(f"URL parameter{'s' if len(keys) > 1 else ''} {listed(keys)} ignored: {why}.")
+    return _consistent_thresholds(thresholds, notices)
+
+
+def _threshold_value(key, id, name, raw, notices):
+    """The value of one threshold from the link (text, or a float as ``clean_float`` writes it), or None with a
+    notice when its estimator refuses it; a notice too when the value was read normalised."""
+    try:
+        checked_param(id, name, raw)
+    except ValueError as error:
+        default = ESTIMATORS[id].params[name].default
+        notices.append(f"URL parameter {key} = {quoted(raw)}: {error}; using the default {key} = {default}.")
+        return None
+    if isinstance(ESTIMATORS[id].params[name].default, str):
+        return raw
+    if why := normalised(raw, clean_float(raw)):
+        notices.append(f"URL parameter {key} = {quoted(raw)} {why}: read as {clean_float(raw):g}.")
+    return clean_float(raw)
+
+
+def _consistent_thresholds(thresholds, notices):
+    """``thresholds`` without those of an estimator that refuses them together (e.g. lo above hi), with a notice."""
     for id in {id for id, _ in thresholds}:
         mine = {name: value for (owner, name), value in thresholds.items() if owner == id}
         try:
