@@ -100,16 +100,9 @@ def render(settings):
     config = controls(settings, where)
     selection = training_cache.trained(settings, config.mode)
     left_out = training_cache.left_out(settings, config.mode)
-    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
-        try:
-            refused = training_cache.refusal(settings, config, selection)
-            if refused:
-                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
-                return
-            trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
-        except ValueError as error:
-            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
-            return
+    trajectories = _trained(settings, config, selection)
+    if trajectories is None:
+        return
     sampled = config.mode == "sampled"
     curves = training_frames.curve_frame(trajectories)
     ids = list(trajectories)
@@ -145,15 +138,35 @@ def render(settings):
             st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
                        "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
-        st.markdown("**Does training make the mismatch worse?**")
-        chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
-        chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
+        _mismatch_charts(curves, sampled)
     summary = training_frames.summary_frame(trajectories)
     st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
     if screen_share.on():                                    # the long names left the table: say them once
         st.caption(frames.names_note(summary["estimator"]))
     _sga_view(settings, config)
+
+
+def _trained(settings, config, selection):
+    """The trajectories of ``selection`` trained under ``config``, or None with a notice: a run over the page's
+    limits is refused before it starts, and a run the trainer refuses says why."""
+    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
+        try:
+            refused = training_cache.refusal(settings, config, selection)
+            if refused:
+                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
+                return None
+            return training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+        except ValueError as error:
+            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+            return None
+
+
+def _mismatch_charts(curves, sampled):
+    """KL(μ‖π) and χ²_seq against step: does training make the mismatch worse?"""
+    st.markdown("**Does training make the mismatch worse?**")
+    chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
+    chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
 
 
 def _pick(where, ids):
