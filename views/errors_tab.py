@@ -37,22 +37,11 @@ def render(settings):
     chart_element.draw(st, charts.error_chart(curves, monte_carlo, crossovers, lying,
                                               height=420 if screen_share.on() else 480))
     sampled_only = [id for id, _ in selection if not ESTIMATORS[id].exact]
-    st.caption("Lines: exact sqrt(bias² + var/N)/‖∇J‖. "
-               + (f"Dots: Monte Carlo rms over {cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range "
-                  "(batch-coupled estimators have dots only). " if dots else
-                  "Turn on the Monte Carlo check above for sampled dots"
-                  + (f" (the batch-coupled {', '.join(sampled_only)} have only those)" if sampled_only else "")
-                  + ". ")
-               + "Dashed: each biased estimator's relative bias, the level its error tends to as N "
-               "grows. Diamonds: where seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole "
-               "batch size where it does. Click a legend entry to highlight one estimator."
-               + (f" Drawn in short dashes over the line each lies on: {coincidence.describe(lying, curves['N'], 'N')}."
-                  if lying else ""))
+    st.caption(frames.error_chart_caption(dots, cache.MONTE_CARLO_REPLICATES, sampled_only, lying, curves["N"]))
     if dots:
         st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
-    for id, sizes in undefined.items():
-        st.caption(f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "
-                   f"{ESTIMATORS[id].undefined}.")
+    for note in frames.undefined_monte_carlo_notes(undefined):
+        st.caption(note)
     if len(crossovers):
         st.subheader("From which N does sequence IS win?")
         st.dataframe(frames.crossover_table(crossovers), hide_index=True)

@@ -20,6 +20,7 @@ from toylab.analysis.diagnostics import (
 )
 from toylab.analysis.montecarlo import draw_tokens
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation.coincidence import describe
 from toylab.presentation.colours import swatch
 from toylab.presentation.labels import place, text_size
 from toylab.text import UNDEFINED
@@ -448,4 +449,28 @@ def shown_table(table):
     its cosine in words (``cosine_text``)."""
     return table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
                         cosine=[cosine_text(cosine) for cosine in table["cosine"]])
+
+
+def error_chart_caption(dots, replicates, sampled_only, lying, sizes):
+    """Under the error-versus-batch-size chart: what the lines, dots (with the Monte Carlo check on, over
+    ``replicates`` batches), dashes and diamonds are; the batch-coupled estimators ``sampled_only`` that have dots
+    only; the lines drawn over others (``lying``, ``coincidence.coincidences`` over the batch sizes ``sizes``)."""
+    if dots:
+        monte_carlo = (f"Dots: Monte Carlo rms over {replicates} batches, bars its 10–90 % range (batch-coupled "
+                       "estimators have dots only). ")
+    else:
+        monte_carlo = ("Turn on the Monte Carlo check above for sampled dots"
+                       + (f" (the batch-coupled {', '.join(sampled_only)} have only those)" if sampled_only else "")
+                       + ". ")
+    return ("Lines: exact sqrt(bias² + var/N)/‖∇J‖. " + monte_carlo
+            + "Dashed: each biased estimator's relative bias, the level its error tends to as N grows. Diamonds: where "
+            "seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole batch size where it does. "
+            "Click a legend entry to highlight one estimator."
+            + (f" Drawn in short dashes over the line each lies on: {describe(lying, sizes, 'N')}." if lying else ""))
+
+
+def undefined_monte_carlo_notes(undefined):
+    """One sentence per estimator with batch sizes at which it is undefined (``{id: [N, …]}``), saying when."""
+    return [f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "
+            f"{ESTIMATORS[id].undefined}." for id, sizes in undefined.items()]
 
