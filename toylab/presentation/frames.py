@@ -157,30 +157,10 @@ def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTE
     are named at their right ends, placed with the rest."""
     points = table[["estimator", "label", "rel_bias", "rel_std", "rel_rmse"]].copy()
     points["ring"] = [_ring(id, same) for id in points["estimator"]]
-    biases, stds = list(points["rel_bias"]), list(points["rel_std"])
-    if before is not None:
-        biases += list(before["rel_bias"])
-        stds += list(before["rel_std"])
-    log_y = min(stds) > 0 and max(stds) > LOG_SPREAD * min(stds)
-    x_domain, y_domain = fitted_domain(biases, ROOM_RIGHT), fitted_domain(stds, ROOM_TOP, log_y)
-    anchors, texts, kinds, radii = [], [], [], []
-    if marks is not None:
-        anchors += [(row.x, row.y) for row in marks.itertuples()]
-        texts += list(marks["number"])
-        kinds, radii = ["mark"] * len(marks), [MARK_RADIUS] * len(marks)
-    groups, where = {}, dict(zip(points["estimator"], zip(points["rel_bias"], points["rel_std"], strict=True),
-                                 strict=True))
-    for id in points["estimator"]:
-        groups.setdefault(same.get(id, id), []).append(id)
-    anchors += [where[first] for first in groups]
-    texts += [" = ".join(ids) for ids in groups.values()]
-    kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
+    x_domain, y_domain, log_y = _scatter_domains(points, before)
     iso = iso_rmse_frame(table)
     iso = iso[iso["rel_bias"].between(*x_domain) & iso["rel_std"].between(*y_domain)].reset_index(drop=True)
-    ends = iso.loc[iso.groupby("level")["rel_bias"].idxmax()]      # each circle's level, at its right end
-    anchors += list(zip(ends["rel_bias"], ends["rel_std"], strict=True))
-    texts += [f"{level:g}" for level in ends["level"]]
-    kinds, radii = kinds + ["level"] * len(ends), radii + [0] * len(ends)
+    anchors, texts, kinds, radii = _scatter_labels(points, same, marks, iso)
     along_y = (lambda y: math.log10(y), lambda y: 10**y) if log_y else (float, float)
     placed = place([(x, along_y[0](y)) for x, y in anchors], texts, x_domain, tuple(map(along_y[0], y_domain)),
                    width, height, FONT, radii)
@@ -193,6 +173,39 @@ def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTE
             points[["estimator", "rel_bias", "rel_std"]].rename(columns={"rel_bias": "to_bias", "rel_std": "to_std"}),
             on="estimator")
     return Scatter(points, labels, iso, x_domain, y_domain, same, log_y, moved)
+
+
+def _scatter_domains(points, before):
+    """(x domain, y domain, log y): fitted to the points and the compared ones (``before``), the std axis
+    logarithmic when the stds spread over LOG_SPREAD."""
+    biases, stds = list(points["rel_bias"]), list(points["rel_std"])
+    if before is not None:
+        biases += list(before["rel_bias"])
+        stds += list(before["rel_std"])
+    log_y = min(stds) > 0 and max(stds) > LOG_SPREAD * min(stds)
+    return fitted_domain(biases, ROOM_RIGHT), fitted_domain(stds, ROOM_TOP, log_y), log_y
+
+
+def _scatter_labels(points, same, marks, iso):
+    """(anchors, texts, kinds, radii) of the scatter's labels, in the order they are placed: a lesson's mark
+    numbers, one name per group of equal estimators at its first one's point, each iso-RMSE circle's level at its
+    right end."""
+    anchors, texts, kinds, radii = [], [], [], []
+    if marks is not None:
+        anchors += [(row.x, row.y) for row in marks.itertuples()]
+        texts += list(marks["number"])
+        kinds, radii = ["mark"] * len(marks), [MARK_RADIUS] * len(marks)
+    groups, where = {}, dict(zip(points["estimator"], zip(points["rel_bias"], points["rel_std"], strict=True),
+                                 strict=True))
+    for id in points["estimator"]:
+        groups.setdefault(same.get(id, id), []).append(id)
+    anchors += [where[first] for first in groups]
+    texts += [" = ".join(ids) for ids in groups.values()]
+    kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
+    ends = iso.loc[iso.groupby("level")["rel_bias"].idxmax()]      # each circle's level, at its right end
+    anchors += list(zip(ends["rel_bias"], ends["rel_std"], strict=True))
+    texts += [f"{level:g}" for level in ends["level"]]
+    return anchors, texts, kinds + ["level"] * len(ends), radii + [0] * len(ends)
 
 
 def _ring(id, same):
