@@ -62,3 +62,17 @@ def test_the_mismatch_sweep_compares_the_framework_pipelines_on_request():
     assert not at.exception and not at.error and at.query_params == link | {"sweep_pipelines": "1"}
     assert len(at.get("vega_lite_chart")) == 2
     assert any("One panel per pipeline" in caption.value for caption in at.caption)
+
+
+def test_the_one_line_header_shows_the_identity_check_only_where_it_adds_to_the_other_numbers():
+    """Presenting, E_μs[W] is left to the tooltip where it equals 1 − π's mass out of reach (logged = sampled), and
+    shown where it does not (raw logging): the header stays on one line with every sampler field set."""
+    truncating = {"present": "1", "top_p": "0.95", "top_k": "3", "temperature": "0.75", "precision": "bf16"}
+    for link, shown in ((truncating, False), (truncating | {"logged": "raw"}, True), ({"present": "1"}, False)):
+        at = run(link)
+        settings, _ = parse_query(link)
+        dense = DenseToy(make_toy(*settings.toy_key)).population()
+        (line,) = [text.value for text in at.markdown if "‖∇J‖" in text.value]
+        assert not at.exception and ("E_μs[W]" in line) == shown, link
+        assert shown == (abs(dense["identity"] - (1 - dense["unreachable_mass"])) > 1e-12), link
+        assert "E_μs[W] identity check" in next(text.help for text in at.markdown if "‖∇J‖" in text.value)

@@ -44,6 +44,13 @@ def identity_metric(diagnostics):
     return "E_μs[W] identity check", "E_μs[W]", f"{diagnostics.identity:.4f}", IDENTITY_HELP
 
 
+def identity_implied(diagnostics):
+    """Whether the identity check says nothing the other numbers do not: E_μs[W] = 1 − π(y ∉ S) to 1e-12, as it is
+    whenever the logged μ is the sampled one (then E_μs[W] = Σ_{y ∈ S} π(y)). The one-line header leaves such a
+    value to its tooltip."""
+    return abs(diagnostics.identity - (1 - diagnostics.unreachable_mass)) <= 1e-12
+
+
 def objective_metric(diagnostics):
     """(label, short label, value, help) of how far the scored objective moved, or None when the trainer scores
     softmax(θ)."""
