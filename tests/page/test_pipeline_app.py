@@ -3,7 +3,10 @@ shows the identity check E_μs[W] with what it certifies, and how far the scored
 estimator's error against softmax(θ)'s gradient; a preset shows its choices, disabled. The page runs in this process:
 a RuntimeWarning fails these tests."""
 
+import json
+
 import numpy as np
+import pytest
 from dense import DenseToy
 from test_app import assert_table_is_library, run, table
 
@@ -62,3 +65,19 @@ def test_the_mismatch_sweep_compares_the_framework_pipelines_on_request():
     assert not at.exception and not at.error and at.query_params == link | {"sweep_pipelines": "1"}
     assert len(at.get("vega_lite_chart")) == 2
     assert any("One panel per pipeline" in caption.value for caption in at.caption)
+
+
+@pytest.mark.slow
+def test_the_precision_sweep_compares_the_framework_pipelines_with_the_precisions_by_name():
+    """The lead's merge made the precision sweepable; under each framework pipeline its chart names the precisions on
+    its x axis (a quantitative axis would draw nothing) and its rule marks the chosen one."""
+    link = {"tab": "Mismatch sweep", "sweep": "precision", "top_p": "0.9", "temperature": "0.7", "precision": "bf16",
+            "T": "3", "V": "3", "sweep_pipelines": "1"}
+    at = run(link)
+    assert not at.exception and not at.error and at.query_params == link
+    charts = [json.loads(chart.proto.spec) for chart in at.get("vega_lite_chart")]
+    assert len(charts) == 2
+    pipelines = charts[1]
+    assert pipelines["vconcat"][0]["spec"]["encoding"]["x"]["type"] == "nominal"
+    assert pipelines["vconcat"][0]["spec"]["encoding"]["x"]["scale"]["domain"] == ["none", "fp16", "bf16"]
+    assert pipelines["vconcat"][1]["layer"][2]["encoding"]["x"] == {"field": "chosen precision", "type": "nominal"}
