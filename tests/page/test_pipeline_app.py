@@ -8,10 +8,16 @@ import json
 import numpy as np
 import pytest
 from dense import DenseToy
+from rollout_logs import log_bytes, log_records, pipeline_log
 from test_app import assert_table_is_library, run, table
+from test_your_run_app import run as run_your_run
+from test_your_run_app import upload
 
 from toylab import exact_table, make_toy
+from toylab.presentation.pipeline_text import signature_text
 from toylab.state.query import parse_query
+from toylab.your_run.magnitudes import magnitudes
+from toylab.your_run.signature import logging_signature
 
 LINK = {"T": "4", "mismatch": "0.5", "temperature": "0.6", "top_p": "0.9", "pipeline": "trl_colocate_before_4163"}
 
@@ -81,3 +87,20 @@ def test_the_precision_sweep_compares_the_framework_pipelines_with_the_precision
     assert pipelines["vconcat"][0]["spec"]["encoding"]["x"]["type"] == "nominal"
     assert pipelines["vconcat"][0]["spec"]["encoding"]["x"]["scale"]["domain"] == ["none", "fp16", "bf16"]
     assert pipelines["vconcat"][1]["layer"][2]["encoding"]["x"] == {"field": "chosen precision", "type": "nominal"}
+
+
+@pytest.mark.parametrize("pipeline, opening", [
+    ({"temperature": 0.6, "logged": "raw", "scored": "temperature"}, "These log-probabilities look pre-temperature"),
+    pytest.param({"temperature": 0.8, "top_p": 0.9, "scored": "temperature"}, "These log-probabilities look truncated",
+                 marks=pytest.mark.slow),
+    pytest.param({}, None, marks=pytest.mark.slow)])
+def test_your_run_warns_of_the_log_s_signature(pipeline, opening):
+    """A log drawn through a pipeline and uploaded: the tab warns with the library's signature (raw, truncated), with
+    the sidebar's advice; a log whose logged μ is the sampled one gets no such warning."""
+    log = pipeline_log(make_toy(6, 4, 0.1, 0, **pipeline), 600, seed=3)
+    at = upload(run_your_run(), "log.jsonl", log_bytes(log_records(log), "jsonl"))
+    assert not at.exception and not at.error
+    warnings = [warning.value for warning in at.warning if "These log-probabilities" in warning.value]
+    signature = logging_signature(magnitudes(log).identity)
+    assert warnings == ([] if opening is None else [signature_text(signature)])
+    assert opening is None or (warnings[0].startswith(opening) and "sidebar" in warnings[0])
