@@ -12,7 +12,8 @@ from rollout_logs import EXAMPLES
 from toylab import make_toy, resolve_params
 from toylab.analysis.sweeps import best_thresholds, rule_of_thumb, threshold_sweep
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import colours, frames, run_frames, run_steps_text, sweep_frames
+from toylab.presentation import colours, estimates, frames, run_frames, run_steps_text, sweep_frames
+from toylab.text import UNDEFINED
 from toylab.your_run.applied import on_log
 from toylab.your_run.log import load_log
 from toylab.your_run.steps import AFFECTED_SERIES
@@ -152,3 +153,9 @@ def test_the_error_caption_says_where_the_dots_are_and_which_estimators_have_onl
 def test_an_undefined_monte_carlo_point_is_named_with_its_batch_sizes():
     (note,) = frames.undefined_monte_carlo_notes({"rloo": [1, 2]})
     assert says(note, "rloo", "N = 1, 2", ESTIMATORS["rloo"].undefined)
+
+
+def test_a_json_estimate_is_written_as_every_estimate_is():
+    assert estimates.record_text({"value": 6.1634e-05, "se": 1.71e-05}) == estimates.with_se(6.1634e-05, 1.71e-05)
+    assert estimates.record_text({"value": 0.5, "se": None}) == "0.5"
+    assert estimates.record_text({"value": None, "se": 0.1}) == UNDEFINED

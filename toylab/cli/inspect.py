@@ -17,7 +17,7 @@ from toylab.cli.arguments import (
     sampler_of,
     selection_from_overrides,
 )
-from toylab.presentation.estimates import with_se
+from toylab.presentation.estimates import record_text, with_se
 from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_verdict import comparison
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
@@ -158,7 +158,7 @@ def _file_lines(result):
     shape = "a row per sequence" if result["shape"] == "sequence" else "a row per token"
     lines = [f"{result['file']}: {shape}; {columns}",
              f"{result['sequences']:,} sequences, {result['tokens']:,} response tokens, mean length "
-             f"{_pm(result['mean_length'])}"
+             f"{record_text(result['mean_length'])}"
              + (f" ({result['sequences_without_response_tokens']:,} sequences without response tokens left out)"
                 if result["sequences_without_response_tokens"] else "")]
     return lines + [f"Notice: {notice}." for notice in result["notices"]]
@@ -166,11 +166,11 @@ def _file_lines(result):
 
 def _estimate_lines(result):
     lines = ["", f"Sample estimates ± {STANDARD_ERRORS}:",
-             f"  k1 = mean(log μ − log π)   {_pm(result['k1'])}   per-token KL(μ‖π)",
-             f"  k3 = mean(ρ − 1 − log ρ)   {_pm(result['k3'])}   per-token KL(μ‖π), low variance",
-             f"  χ² = mean((ρ − 1)²)        {_pm(result['chi2_low_variance'])}   per-token χ², low variance",
-             f"  χ² = mean(ρ²) − 1          {_pm(result['chi2_token'])}",
-             f"  mean ρ − 1                 {_pm(result['identity_mean_rho_minus_1'])}   0 if μ is what was sampled"]
+             f"  k1 = mean(log μ − log π)   {record_text(result['k1'])}   per-token KL(μ‖π)",
+             f"  k3 = mean(ρ − 1 − log ρ)   {record_text(result['k3'])}   per-token KL(μ‖π), low variance",
+             f"  χ² = mean((ρ − 1)²)        {record_text(result['chi2_low_variance'])}   per-token χ², low variance",
+             f"  χ² = mean(ρ²) − 1          {record_text(result['chi2_token'])}",
+             f"  mean ρ − 1                 {record_text(result['identity_mean_rho_minus_1'])}   0 if μ is what was sampled"]
     lines += [f"  share |log ρ| > {row['threshold']:<6g}    {percent(row['value'])} ± {percent(row['se'], 2)}"
               for row in result["tail_shares"]]
     quantiles = result["abs_log_rho_quantiles"]
@@ -179,18 +179,18 @@ def _estimate_lines(result):
     for name, key in (("log W", "log_W"), ("log ρ_geo", "log_rho_geo")):
         spread = result[key]
         values = " ".join(significant(value) for value in spread["quantiles"].values())
-        lines.append(f"  {name}: mean {_pm(spread['mean'])}, sd {significant(spread['sd'])}, 5/25/50/75/95 %: "
+        lines.append(f"  {name}: mean {record_text(spread['mean'])}, sd {significant(spread['sd'])}, 5/25/50/75/95 %: "
                      f"{values}, range {significant(spread['min'])} to {significant(spread['max'])}")
     lines.append(f"  ESS fraction of these {result['sequences']:,} sequence weights: {percent(result['ess_fraction'])}")
     return lines + _reward_lines(result)
 
 
 def _reward_lines(result):
-    lines = [f"  mean reward E_μ[r]: {_pm(result['mean_reward'])}"] if result["mean_reward"] is not None else []
+    lines = [f"  mean reward E_μ[r]: {record_text(result['mean_reward'])}"] if result["mean_reward"] is not None else []
     rewards = result["reward_estimates"]
     if rewards is not None:
-        lines.append(f"  J = E_π[r] by seq_is: {_pm(rewards['seq_is']) if rewards['seq_is'] else UNDEFINED},  "
-                     f"by self-normalised IS: {_pm(rewards['snis'])}")
+        lines.append(f"  J = E_π[r] by seq_is: {record_text(rewards['seq_is']) if rewards['seq_is'] else UNDEFINED},  "
+                     f"by self-normalised IS: {record_text(rewards['snis'])}")
         if result["ess_fraction"] < FEW_WEIGHTS:
             lines.append("  " + UNRELIABLE.format(result["ess_fraction"]))
     return lines
@@ -252,10 +252,6 @@ def _match_lines(result):
     if result["notes"]:
         lines += ["", "Notes (why a value is —):"] + [f"  {note}" for note in result["notes"]]
     return lines
-
-
-def _pm(estimate):
-    return with_se(estimate["value"], estimate["se"])
 
 
 def main(argv=None):

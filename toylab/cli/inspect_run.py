@@ -9,7 +9,7 @@ import os
 import sys
 
 from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_from_overrides
-from toylab.presentation.estimates import with_se
+from toylab.presentation.estimates import record_text
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant
 from toylab.your_run.bounds import CLI_BOUNDS
@@ -104,8 +104,8 @@ def _step_line(summary):
         return f"{step:>6}  not read: {summary['error']}"
     share = next(row for row in summary["tail_shares"] if row["threshold"] == 0.01)
     return (f"{step:>6} {summary['sequences']:>7,} {summary['tokens']:>10,}  "
-            f"{_pm(summary['k1']):<20}{_pm(summary['k3']):<20}{_pm(summary['chi2_low_variance']):<20}"
-            f"{_pm(summary['identity_mean_rho_minus_1']):<22}{significant(summary['max_abs_log_rho']):>11} "
+            f"{record_text(summary['k1']):<20}{record_text(summary['k3']):<20}{record_text(summary['chi2_low_variance']):<20}"
+            f"{record_text(summary['identity_mean_rho_minus_1']):<22}{significant(summary['max_abs_log_rho']):>11} "
             f"{significant(summary['min_rho']):>9} {percent(share['value']):>13}")
 
 
@@ -116,10 +116,6 @@ def _departure_lines(departures, read):
         return ["First step outside the early range (the first 20 % of steps, ± 2 se): "
                 + ", ".join(f"{key} at step {step}" for key, step in left.items())]
     return [f"No metric of {', '.join(SERIES)} left its early range (± 2 se)."] if read > 3 else []
-
-
-def _pm(estimate):
-    return with_se(estimate["value"], estimate["se"])
 
 
 def main(argv=None):
