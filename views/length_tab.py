@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
-from toylab.presentation import sweep_charts, sweep_frames
+from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import ESTIMATORS_TAB
 from views import chart_element, sweep_panel, tour
 from views.caches import sweep_cache
@@ -40,7 +40,7 @@ def render(settings):
     chart_element.draw(st, chart, width="stretch" if panel else "content")
     note = sweep_frames.coincident_note(lying, estimator_frame["T"], "T")
     if note:
-        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
+        st.caption(coincidence.dashed_caption(note))
     overflowed = sweep_frames.length_overflow_notes(population, estimators)
     if overflowed:
         st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)

@@ -4,7 +4,7 @@ control, in the URL) —, and on request (``sweep_pipelines``) the same sweep un
 
 import streamlit as st
 
-from toylab.presentation import sweep_charts, sweep_frames
+from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.presentation.pipeline_text import PIPELINE_SWEEP_ABOUT, combination_label
 from toylab.state.query import SWEPT
 from views import chart_element, screen_share, sweep_panel, tour
@@ -50,7 +50,7 @@ def render(settings):
     chart_element.draw(st, chart, width="stretch" if panel else "content")
     note = sweep_frames.coincident_note(lying, estimators[parameter], parameter)
     if note:
-        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
+        st.caption(coincidence.dashed_caption(note))
     st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
                f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed "
                f"alone, so {ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."

@@ -5,7 +5,7 @@ from dataclasses import replace
 import streamlit as st
 
 from toylab.analysis.sweeps import SWEPT_PARAMETER, grid_points
-from toylab.presentation import sweep_charts, sweep_frames
+from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import COMPARED_SIZES
 from views import chart_element, screen_share, sweep_panel, tour
 from views.caches import sweep_cache
@@ -41,7 +41,7 @@ def render(settings):
                        width="stretch" if panel else "content")
     note = sweep_frames.coincident_note(lying, frame["threshold"], "threshold")
     if note:
-        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
+        st.caption(coincidence.dashed_caption(note))
     st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
                "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
                f"over its allowed range ({grid_points(settings.V**settings.T)} log-spaced values plus the chosen one; "

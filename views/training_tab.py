@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import frames, training_charts, training_frames
+from toylab.presentation import coincidence, frames, training_charts, training_frames
 from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
@@ -127,7 +127,7 @@ def render(settings):
         chart_element.draw(st, training_charts.step_cosine_chart(curves))
     lying = training_frames.coincident_note(curves, sampled)
     st.caption(_about_the_run(settings, config, left_out)
-               + (f" On the J chart, drawn in short dashes over the line each lies on: {lying}." if lying else ""))
+               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
 
     left, right = st.columns(2)
     with left:

@@ -12,7 +12,15 @@ from rollout_logs import EXAMPLES
 from toylab import make_toy, resolve_params
 from toylab.analysis.sweeps import best_thresholds, rule_of_thumb, threshold_sweep
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import colours, estimates, frames, run_frames, run_steps_text, sweep_frames
+from toylab.presentation import (
+    coincidence,
+    colours,
+    estimates,
+    frames,
+    run_frames,
+    run_steps_text,
+    sweep_frames,
+)
 from toylab.text import UNDEFINED
 from toylab.your_run.applied import on_log
 from toylab.your_run.log import load_log
@@ -159,3 +167,9 @@ def test_a_json_estimate_is_written_as_every_estimate_is():
     assert estimates.record_text({"value": 6.1634e-05, "se": 1.71e-05}) == estimates.with_se(6.1634e-05, 1.71e-05)
     assert estimates.record_text({"value": 0.5, "se": None}) == "0.5"
     assert estimates.record_text({"value": None, "se": 0.1}) == UNDEFINED
+
+
+def test_the_dashed_lines_sentence_names_them_and_says_nothing_when_none_lies_on_another():
+    assert coincidence.dashed_caption("") == ""
+    assert says(coincidence.dashed_caption("seq_is = on_policy"), "short dashes", ": seq_is = on_policy.")
+    assert coincidence.dashed_caption("a = b", chart="the J chart").startswith("On the J chart, drawn")

@@ -20,7 +20,7 @@ from toylab.analysis.diagnostics import (
 )
 from toylab.analysis.montecarlo import draw_tokens
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation.coincidence import describe
+from toylab.presentation.coincidence import dashed_caption, describe
 from toylab.presentation.colours import swatch
 from toylab.presentation.labels import place, text_size
 from toylab.text import UNDEFINED
@@ -479,7 +479,7 @@ def error_chart_caption(dots, replicates, sampled_only, lying, sizes):
             + "Dashed: each biased estimator's relative bias, the level its error tends to as N grows. Diamonds: where "
             "seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole batch size where it does. "
             "Click a legend entry to highlight one estimator."
-            + (f" Drawn in short dashes over the line each lies on: {describe(lying, sizes, 'N')}." if lying else ""))
+            + (" " + dashed_caption(describe(lying, sizes, "N")) if lying else ""))
 
 
 def undefined_monte_carlo_notes(undefined):

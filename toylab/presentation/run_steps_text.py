@@ -2,7 +2,7 @@
 and the captions under its two charts, each from the run's summaries and the steps at which metrics left their
 early range (``toylab.your_run.steps``)."""
 
-from toylab.presentation.coincidence import describe
+from toylab.presentation.coincidence import dashed_caption, describe
 from toylab.presentation.estimates import value_text
 from toylab.your_run.steps import AFFECTED_SERIES, EARLY_MIN, EARLY_SHARE
 
@@ -52,4 +52,4 @@ def affected_caption(departures, lying, steps):
     return ("Shares of this sample's response tokens, at the sidebar's thresholds (no standard error). Dashed rule in "
             "the estimator's colour: the first step where its share left its early range (its early values' range "
             "widened by its own width)" + (": " + ", ".join(moved) + "." if moved else "; none left it.")
-            + (f" Drawn in short dashes over the line each lies on: {describe(lying, steps, 'step')}." if lying else ""))
+            + (" " + dashed_caption(describe(lying, steps, "step")) if lying else ""))
