@@ -41,11 +41,9 @@ def render(settings):
     note = sweep_frames.coincident_note(lying, estimator_frame["T"], "T")
     if note:
         st.caption(coincidence.dashed_caption(note))
-    overflowed = sweep_frames.length_overflow_notes(population, estimators)
+    overflowed = sweep_frames.length_overflow_caption(population, estimators)
     if overflowed:
-        st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)
-                   + (" (where χ²_seq overflows, the ESS fraction 1/(1 + χ²_seq) is below 1e-308 and is not drawn "
-                      "either)" if any(note.startswith("χ²_seq") for note in overflowed) else "") + ".")
+        st.caption(overflowed)
     seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
     st.caption(
         f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}, sampler "

@@ -42,10 +42,7 @@ def render(settings):
     note = sweep_frames.coincident_note(lying, frame["threshold"], "threshold")
     if note:
         st.caption(coincidence.dashed_caption(note))
-    st.caption(f"Exact at every point, batch size N = {settings.N:,}. Bands (tok_mis, geo_rs) sweep their upper "
-               "bound hi with lo held at the sidebar's value; the other thresholds sweep their one parameter "
-               f"over its allowed range ({grid_points(settings.V**settings.T)} log-spaced values plus the chosen one; "
-               "fewer on large toys, where each point is a full pass over the M sequences).")
+    st.caption(sweep_frames.threshold_sweep_caption(settings.N, grid_points(settings.V**settings.T)))
     st.dataframe(sweep_frames.best_threshold_table(rows, best), hide_index=True, width="stretch",
                  column_config={name: st.column_config.NumberColumn(format="%.4g")
                                 for name in sweep_frames.BEST_THRESHOLD_NUMBERS})

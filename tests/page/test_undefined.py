@@ -20,6 +20,7 @@ from toylab.presentation import frames
 from toylab.presentation.sweep_frames import (
     length_divergence_frame,
     length_estimator_frame,
+    length_overflow_caption,
     length_overflow_notes,
 )
 from toylab.state.query import make_settings
@@ -121,5 +122,8 @@ def test_long_sequences_at_the_largest_mismatch_overflow_deliberately():
     notes = length_overflow_notes(population, estimators)
     assert any(note.startswith("χ²_seq at T = ") and "256" in note for note in notes)
     assert any(note.startswith("seq_is's std ÷ on-policy std at T = ") for note in notes)
+    caption = length_overflow_caption(population, estimators)
+    assert all(note in caption for note in notes) and "ESS fraction" in caption
+    assert length_overflow_caption(population[:1], estimators[:1]) == ""
     for frame in (length_divergence_frame(population), length_estimator_frame(estimators)):
         assert np.isfinite(frame["value"]).all()

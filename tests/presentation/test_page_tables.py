@@ -173,3 +173,7 @@ def test_the_dashed_lines_sentence_names_them_and_says_nothing_when_none_lies_on
     assert coincidence.dashed_caption("") == ""
     assert says(coincidence.dashed_caption("seq_is = on_policy"), "short dashes", ": seq_is = on_policy.")
     assert coincidence.dashed_caption("a = b", chart="the J chart").startswith("On the J chart, drawn")
+
+
+def test_the_threshold_sweep_caption_states_its_batch_size_and_grid():
+    assert says(sweep_frames.threshold_sweep_caption(4096, 33), "N = 4,096", "33 log-spaced values")

@@ -124,6 +124,27 @@ def length_overflow_notes(population_rows, estimator_rows):
     return [f"{name} at T = {', '.join(map(str, lengths))}" for name, lengths in overflowed.items()]
 
 
+
+def length_overflow_caption(population_rows, estimator_rows):
+    """The sentence under the length chart naming what ``length_overflow_notes`` finds not drawn (and why the ESS
+    fraction goes with an overflowed χ²_seq), or "" when everything is drawn."""
+    overflowed = length_overflow_notes(population_rows, estimator_rows)
+    if not overflowed:
+        return ""
+    return ("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)
+            + (" (where χ²_seq overflows, the ESS fraction 1/(1 + χ²_seq) is below 1e-308 and is not drawn either)"
+               if any(note.startswith("χ²_seq") for note in overflowed) else "") + ".")
+
+
+def threshold_sweep_caption(N, points):
+    """Under the threshold chart: exact at batch size N, what a band sweeps, and the grid (``points`` log-spaced
+    values, ``analysis.sweeps.grid_points``)."""
+    return (f"Exact at every point, batch size N = {N:,}. Bands (tok_mis, geo_rs) sweep their upper bound hi with lo "
+            "held at the sidebar's value; the other thresholds sweep their one parameter over its allowed range "
+            f"({points} log-spaced values plus the chosen one; fewer on large toys, where each point is a full pass "
+            "over the M sequences).")
+
+
 LOG_METRICS = {METRICS["rel_bias"]: False, METRICS["rel_std"]: True, METRICS["rel_rmse"]: True, STD_RATIO: True}
 LENGTH_LOG_METRICS = {METRICS["rel_bias"]: True, STD_RATIO: True}      # the length chart draws both on log axes
 
