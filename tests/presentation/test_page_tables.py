@@ -21,6 +21,7 @@ from toylab.presentation import (
     run_steps_text,
     sweep_frames,
 )
+from toylab.state.query import make_settings
 from toylab.text import UNDEFINED
 from toylab.your_run.applied import on_log
 from toylab.your_run.log import load_log
@@ -177,3 +178,14 @@ def test_the_dashed_lines_sentence_names_them_and_says_nothing_when_none_lies_on
 
 def test_the_threshold_sweep_caption_states_its_batch_size_and_grid():
     assert says(sweep_frames.threshold_sweep_caption(4096, 33), "N = 4,096", "33 log-spaced values")
+
+
+def test_the_sampler_sweep_captions_say_what_moves_and_what_was_left_out():
+    settings = make_settings(T=4, V=3, mismatch=0.5, seed=2, N=64)
+    for parameter in sweep_frames.SWEEP_ABOUT:
+        caption = sweep_frames.sampler_sweep_caption(settings, parameter, [])
+        assert says(caption, "T = 4, V = 3, seed 2, N = 64", sweep_frames.SWEEP_ABOUT[parameter])
+        assert "Left out" not in caption
+    assert says(sweep_frames.sampler_sweep_caption(settings, "top_p", [0.12345, 0.2]), "top_p = 0.123, 0.2")
+    assert says(sweep_frames.pipeline_sweep_caption("precision", {("raw", "plain"): ["bf16"]}), "precision = bf16")
+    assert sweep_frames.pipeline_sweep_caption("mismatch", {}) == sweep_frames.PIPELINE_SWEEP_ABOUT

@@ -11,7 +11,7 @@ import pandas as pd
 
 from toylab.analysis.length import MONTE_CARLO, OUT_OF_REACH
 from toylab.presentation import coincidence
-from toylab.presentation.pipeline_text import combination_label, presets_text
+from toylab.presentation.pipeline_text import PIPELINE_SWEEP_ABOUT, combination_label, presets_text
 
 UNBIASED = 1e-9
 ROUNDING = 1e-12
@@ -143,6 +143,44 @@ def threshold_sweep_caption(N, points):
             "held at the sidebar's value; the other thresholds sweep their one parameter over its allowed range "
             f"({points} log-spaced values plus the chosen one; fewer on large toys, where each point is a full pass "
             "over the M sequences).")
+
+
+
+SWEEP_ABOUT = {                     # what moves as each sampler parameter is swept, for the caption
+    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
+                "and every estimator coincides with naive (and on_policy).",
+    "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
+             "and the sequences through them are never drawn. Dashed, in the text colour: the bias floor, ∇J's part from those "
+             "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
+    "temperature": "only the sampler's temperature τ moves (μ ∝ exp(z/τ)); the trainer has none, so even at mismatch 0 "
+                   "τ ≠ 1 is a mismatch. Low τ sharpens μ: the ratios of the tokens it rarely draws grow fast.",
+    "precision": "only the precision the sampler rounds its logits to moves: none, fp16 (10 mantissa bits), bf16 (7). "
+                 "The trainer does not round, so even at mismatch 0 rounding is a mismatch; where it is exactly 0 (no "
+                 "rounding at mismatch 0) a log axis draws no point.",
+}
+
+
+def swept_value_text(value):
+    """A swept value as a caption names it: a precision by its name, a number to 3 significant digits."""
+    return value if isinstance(value, str) else f"{value:.3g}"
+
+
+def sampler_sweep_caption(settings, parameter, left_out):
+    """Under the sampler sweep: the toy it is exact on (``settings``), what moves as ``parameter`` is swept
+    (SWEEP_ABOUT), and the values ``left_out`` (W beyond float64 there)."""
+    return (f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
+            f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed alone, "
+            f"so {SWEEP_ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."
+            + (f" Left out, W beyond float64 there: {parameter} = {', '.join(map(swept_value_text, left_out))}."
+               if left_out else ""))
+
+
+def pipeline_sweep_caption(parameter, left_out):
+    """Under the sweep per framework pipeline: PIPELINE_SWEEP_ABOUT, and per pipeline the values ``left_out``
+    ({(logged, scored): [value, …]})."""
+    return PIPELINE_SWEEP_ABOUT + "".join(
+        f" Left out under {combination_label(*key)} (W beyond float64, or the scored objective flat): {parameter} = "
+        f"{', '.join(map(swept_value_text, values))}." for key, values in left_out.items())
 
 
 LOG_METRICS = {METRICS["rel_bias"]: False, METRICS["rel_std"]: True, METRICS["rel_rmse"]: True, STD_RATIO: True}
