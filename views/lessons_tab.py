@@ -1,13 +1,12 @@
 """The lessons tab: short statements for a reading group, each with a button that opens its evidence; the first
 one starts the guided tour (``views.tour``)."""
 
-import pandas as pd
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, LESSONS
+from toylab.presentation import frames
 from views import tour
 
-LABEL = "Lessons"
 NUMBERS_KEY = "lesson_numbers"           # lesson_numbers.<id>: whether that lesson's numbers are open
 
 
@@ -26,6 +25,4 @@ def render(settings):
             numbers = st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold"),
                                   key=f"{NUMBERS_KEY}.{lesson.id}", on_change="rerun")
             if numbers.open:                   # built only while open: a step redraws one closed expander a lesson
-                numbers.dataframe(pd.DataFrame({"quantity": list(evidence.numbers),
-                                                "value": [f"{value:.6g}" for value in evidence.numbers.values()]}),
-                                  hide_index=True, width="stretch")
+                numbers.dataframe(frames.evidence_table(evidence.numbers), hide_index=True, width="stretch")

@@ -10,6 +10,7 @@ from toylab.engine.moments import exact_moments_many
 from toylab.engine.sampler import Sampler
 from toylab.engine.toy import Toy, make_toy
 from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
+from toylab.state.query import ESTIMATORS_TAB, RATIOS_TAB
 
 CORRECTIONS = ("naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mis", "geo_rs")
 SMOLLM_VOCABULARY = 49_152            # HuggingFaceTB/SmolLM-135M-Instruct, the model of trl#4159
@@ -123,7 +124,7 @@ LESSONS = (
            "error: naive, which needs no μ, is unbiased, sequence IS is 0.32 off and token IS 0.43, while with "
            "processed log-probabilities every ratio is exactly 1.",
            controls(CORRECTIONS, mismatch=0.0, V=8, seed=1215, temperature=0.6, pipeline="trl_colocate_before_4163"),
-           "Ratios", raw_logprobs_ratio),
+           RATIOS_TAB, raw_logprobs_ratio),
     Lesson("processed_top_p",
            "Processed log-probabilities carry the truncation, a trainer that only divides by τ does not: with verl's "
            "pipeline at mismatch 0, top-p 0.9 and τ = 0.8 the sampler cuts 3 tokens the trainer still scores (there "
@@ -132,7 +133,7 @@ LESSONS = (
            "a single token and E_μs[W] = 0.772 is just 1 − the π-mass out of reach. Every correction inherits the "
            "floor of 0.631 that sequence IS has exactly; the others land between 0.553 and 0.631, by an error of "
            "their own that points partly against it.",
-           controls(CORRECTIONS, mismatch=0.0, top_p=0.9, temperature=0.8, pipeline="verl"), "Estimators",
+           controls(CORRECTIONS, mismatch=0.0, top_p=0.9, temperature=0.8, pipeline="verl"), ESTIMATORS_TAB,
            processed_with_top_p),
     Lesson("keep_mask",
            "The Keep Sampling Mask (DeepSeek-V3.2; slime's top-p replay) removes the truncation's floor by changing "
@@ -141,5 +142,5 @@ LESSONS = (
            "alone) leaves it a floor of 0.907. What it optimises instead is J under the masked π, 0.0067 against "
            "0.0554 for softmax(θ) — the mask cuts the rare token 0 the reward needs, and a cut token's logit gets no "
            "gradient — and that objective's gradient is 83 % of ‖∇J‖ away from softmax(θ)'s.",
-           controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), "Estimators", keep_mask),
+           controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), ESTIMATORS_TAB, keep_mask),
 )
