@@ -58,8 +58,8 @@ def render(settings, sources):
     st.caption(f"Each step's value (orange dots) ± 2 standard errors (the band; clustered by sequence). Dashed "
                f"vermilion rule: the first step whose value ± 2 se lies wholly outside the metric's early range (its "
                f"first {EARLY_SHARE:.0%} of steps, at least {EARLY_MIN})"
-               + (": " + ", ".join(f"{labels[key]} at step {step}" for key, step in left.items()) if left else
-                  "; none left it.")
+               + (": " + ", ".join(f"{labels[key]} at step {step}" for key, step in left.items()) + "." if left
+                  else "; none left it.")
                + (" Not drawn, the same at every step: " + "; ".join(f"{metric} = {value_text(number)}"
                                                                     for metric, number in constant.items()) + "."
                   if constant else ""))
