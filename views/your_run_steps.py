@@ -55,7 +55,7 @@ def render(settings, sources):
     left = {key: step for key, step in departures.items() if step is not None and key in labels}
     drawn, constant = run_frames.constant_metrics(run_frames.steps_frame(summaries, departures, labels))
     chart_element.draw(st, run_charts.steps_chart(drawn, **PANELS[screen_share.on()]))
-    st.caption(f"Each step's value (orange dots) ± 2 standard errors (the band; clustered by sequence). Dashed "
+    st.caption(f"Each panel against the step (its x axis). Each step's value (orange dots) ± 2 standard errors (the band; clustered by sequence). Dashed "
                f"vermilion rule: the first step whose value ± 2 se lies wholly outside the metric's early range (its "
                f"first {EARLY_SHARE:.0%} of steps, at least {EARLY_MIN})"
                + (": " + ", ".join(f"{labels[key]} at step {step}" for key, step in left.items()) + "." if left
