@@ -6,8 +6,12 @@ import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from toylab.analysis.montecarlo import draw_tokens
+from toylab.your_run.log import RolloutLog
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_FILES = sorted(path for path in EXAMPLES.glob("rollouts_*") if path.suffix != ".py")
@@ -50,3 +54,20 @@ def write_log(directory, stem, records, format):
     path = Path(directory) / f"{stem}.{format}"
     path.write_bytes(log_bytes(records, format))
     return path
+
+
+def pipeline_log(toy, sequences, seed, repeats=8):
+    """``sequences`` sequences of T·repeats tokens (token t from position t mod T) drawn from the toy's μ_s, with the
+    pipeline's logged log μ and scored log π of each token."""
+    position = np.arange(toy.T * repeats) % toy.T
+    tokens = draw_tokens(np.random.default_rng(seed), toy.mu[position], (sequences,))
+    offsets = np.arange(sequences + 1) * toy.T * repeats
+    return RolloutLog("toy", None, toy.log_logged[position, tokens].ravel(), toy.log_pi[position, tokens].ravel(),
+                      offsets, None, np.arange(1, sequences + 1), 0)
+
+
+def log_records(log):
+    """The log as a file's rows, one per sequence (its logged and its scored log-probabilities)."""
+    return [{"uid": str(i), "rollout_log_probs": log.sampler_logprobs[start:end].tolist(),
+             "old_log_probs": log.trainer_logprobs[start:end].tolist()}
+            for i, (start, end) in enumerate(zip(log.offsets[:-1], log.offsets[1:], strict=True))]

@@ -10,7 +10,7 @@ same numbers — with the introduction and what each number is in its tooltip.
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, KEYS
-from toylab.presentation.pipeline_text import identity_metric, objective_metric
+from toylab.presentation.pipeline_text import identity_implied, identity_metric, objective_metric
 from toylab.text import headline
 from views import screen_share, your_run_tab
 from views.caches import cache
@@ -53,12 +53,19 @@ def metrics(settings):
     return numbers + [identity_metric(d)] + ([objective] if objective else [])
 
 
+def one_line_metrics(settings):
+    """The headline numbers for one line: the identity check only where it adds to the others
+    (``identity_implied``); the tooltip keeps them all."""
+    implied = identity_implied(cache.toy_diagnostics(settings.toy_key))
+    return [number for number in metrics(settings) if not (implied and number[1] == "E_μs[W]")]
+
+
 def render(settings):
     """The header for the current mode."""
-    numbers = metrics(settings)
     if screen_share.on():
-        _one_line(settings, numbers)
+        _one_line(settings, one_line_metrics(settings), metrics(settings))
         return
+    numbers = metrics(settings)
     with st.container(horizontal=True, vertical_alignment="center"):
         st.title(TITLE, width="stretch")
         screen_share.button(st)
@@ -69,13 +76,13 @@ def render(settings):
             st.metric(label, value, help=help, width="content")
 
 
-def _one_line(settings, numbers):
+def _one_line(settings, numbers, every_number):
     toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
         + ("" if settings.sampler.is_default else ", " + settings.sampler.describe().replace("τ = ", "τ "))
     brand = "**toylab** · " if settings.sampler.is_default else ""        # a sampler setting takes its room
     if st.session_state.get(TAB_KEY) == your_run_tab.LABEL:             # not the file's numbers: say whose
         brand = "**the toy (exact)** · " if settings.sampler.is_default else "**toy** · "
-    about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in numbers),
+    about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in every_number),
                            f"Keyboard: {KEYS_TEXT}."])
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):
         st.markdown(f"{brand}{toy} · " + " · ".join(f"{short} **{value}**" for _, short, value, _ in numbers[1:]),

@@ -1,7 +1,8 @@
 """Every pipeline preset against the lines of its framework that decide it.
 
 QUOTES holds, for each preset, the framework's own lines (repository commit, path, first and last line, the text
-verbatim), copied from the fetched snapshots by /work/scratch/i27/quote_sources.py (scratch, outside the repository).
+verbatim), copied from the fetched snapshots; ``python tests/catalogue/reference/verbatim.py --clone owner/name=PATH …``
+checks every quote against a clone of its preset's repository (all 42 verbatim on 2026-12-04).
 What the lines mean is read by two rules, stated once:
 
 - logged: ``processed_logprobs`` in the rollout's engine arguments, or slime's request for the top-p nucleus
@@ -144,6 +145,13 @@ def scored_by(text):
     masked = "keep_mask" in text or "top_k_top_p" in text
     assert tempered or "log_softmax(logits" in text
     return "keep_mask" if tempered and masked else "temperature" if tempered else "plain"
+
+
+def test_each_quote_spans_its_stated_lines():
+    """verbatim.py compares a quote with lines first to last of its file: a quote must hold that many lines."""
+    for preset, side, commit, path, (first, last), text in QUOTES:
+        assert first <= last and len(text.split("\n")) == last - first + 1, (preset, side, path)
+        assert preset in PIPELINES and side in ("logged", "scored") and len(commit) == 40
 
 
 def test_the_engines_defaults_are_quoted():

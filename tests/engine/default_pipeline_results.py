@@ -6,8 +6,9 @@ diagnostics (J, E_μ[r], ‖∇J‖, per-token KL both ways and χ², TV, the π
 distribution, Monte Carlo errors, stratified Monte Carlo moments, training in both modes, the SGA pieces, a sampler
 sweep and two length points. Each item's digest is the SHA-256 of its numbers' float64 bytes (bit for bit).
 
-tests/engine/test_default_pipeline.py holds the digests computed at main da6327a, before the three distributions
-existed, and asserts that the code now gives the same bytes.
+tests/engine/default_pipeline_digests.py holds the digests computed at main 7b17a9e, before the three distributions
+existed (the 1,852 first computed at da6327a among them, unchanged), and tests/engine/test_default_pipeline.py asserts
+that the code now gives the same bytes.
 """
 
 import hashlib

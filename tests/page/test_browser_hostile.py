@@ -42,7 +42,8 @@ class Page:
     def upload(self, name, content):
         panel = self.page.get_by_role("tabpanel", name="Your run")
         file_input(panel, "Rollout log").set_input_files(
-            files=[{"name": name, "mimeType": "application/octet-stream", "buffer": content}])
+            files=[{"name": name, "mimeType": "application/octet-stream", "buffer": content}],
+            timeout=120_000)                  # 50 MB through the browser's protocol: tens of seconds on a loaded machine
         self.page.wait_for_timeout(500)
         wait_for_app(self.page)
         return panel

@@ -16,6 +16,7 @@ from hostile_runs import (
     gzip_empty_members,
     gzip_long_name,
     many_steps,
+    parquet_many_chunks,
     surrogate_ids,
     zip_bomb,
 )
@@ -25,7 +26,7 @@ from toylab.state.query import TAB_LABELS
 from toylab.your_run.bounds import PAGE_BOUNDS
 from toylab.your_run.gunzip import FIELD_BYTES
 from views import your_run_uploads as uploads
-from views.caches import run_cache
+from views.caches import run_cache, your_run_cache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 ROOT = str(APP.parent)
@@ -74,6 +75,14 @@ def test_each_hostile_upload_is_one_error_naming_the_file_without_a_server_path(
     kept = name == "surrogate_ids.jsonl"          # its columns were read: a log whose reading fails with the columns
     held = uploads.BUDGET.held(at.session_state[uploads.SESSION_KEY])      # picked is kept, another pick may read it
     assert held == (len(content) if kept else 0)                           # the others are let go at once
+
+
+def test_a_parquet_footer_over_the_page_s_bound_is_one_error_and_never_parsed(monkeypatch):
+    monkeypatch.setattr(your_run_cache, "PAGE_BOUNDS", PAGE_BOUNDS.but(footer_bytes=1_000_000))
+    monkeypatch.setattr("pyarrow.parquet.ParquetFile", lambda *args, **kwargs: pytest.fail("parsed"))
+    at = upload(run(), parquet_many_chunks(row_groups=2_000))             # 20,000 column chunks: a 1.3 MB footer
+    assert_one_error(at, "many_chunks.parquet: its metadata (1,", "over the limit of 1 MB of Parquet metadata")
+    assert uploads.BUDGET.held(at.session_state[uploads.SESSION_KEY]) == 0
 
 
 def test_a_run_over_the_page_s_steps_is_shown_as_far_as_they_go_with_a_notice(monkeypatch):

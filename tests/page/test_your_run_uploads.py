@@ -52,6 +52,16 @@ def test_a_run_none_of_whose_steps_can_be_read_is_let_go_at_once():
     assert len(at.error) == 1 and held(at) == 0
 
 
+def test_a_run_dropped_on_the_run_s_uploader_none_of_whose_steps_can_be_read_is_let_go_at_once():
+    files = [(f"step_{step}.jsonl", b"[1, 2]\n" * 1000, "application/octet-stream") for step in (1, 2)]
+    at = run()
+    at.file_uploader(key=uploads.RUN_UPLOAD_KEY).set_value(files).run()
+    assert not at.exception and len(at.error) == 1 and "step_1.jsonl: not JSON Lines" in at.error[0].value
+    assert held(at) == 0
+    at.slider(key="mismatch").set_value(0.8).run()
+    assert not at.exception and len(at.error) == 1 and held(at) == 0
+
+
 def test_a_file_over_the_server_s_budget_is_not_kept_and_a_smaller_one_is(monkeypatch):
     log = jsonl([row(3) for _ in range(50)])
     monkeypatch.setattr(uploads.BUDGET, "limit", uploads.BUDGET.held() + len(log) - 1)     # other tests' sessions

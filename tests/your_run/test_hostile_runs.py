@@ -96,6 +96,13 @@ def test_a_parquet_footer_over_its_bound_is_refused_before_it_is_parsed(monkeypa
         open_log_file(name, data=content, bounds=bounds)
 
 
+def test_a_parquet_footer_over_its_bound_is_one_line_on_the_command_line(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr("toylab.cli.inspect.CLI_BOUNDS", CLI_BOUNDS.but(footer_bytes=1_000_000))
+    monkeypatch.setattr("pyarrow.parquet.ParquetFile", lambda *args, **kwargs: pytest.fail("parsed"))
+    refused(capsys, tmp_path, parquet_many_chunks(row_groups=2_000), "many_chunks.parquet: its metadata (1,",
+            "over the limit of 1 MB of Parquet metadata")
+
+
 def test_a_parquet_footer_within_its_bound_is_read(tmp_path):
     name, content = parquet_many_chunks(row_groups=200)
     log = load_file(RunFile(name, None, None, data=content))[0]

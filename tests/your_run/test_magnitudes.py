@@ -10,6 +10,7 @@ from toylab.analysis.montecarlo import draw_tokens
 from toylab.your_run.applied import on_log
 from toylab.your_run.log import RolloutLog
 from toylab.your_run.magnitudes import magnitudes
+from toylab.your_run.signature import logging_signature
 from toylab.your_run.statistics import log_statistics, token_mean
 from toylab.your_run.suggestions import suggestions, value_beyond
 
@@ -61,11 +62,13 @@ def test_both_chi2_estimates_find_the_exact_value_and_the_low_variance_one_is_fa
 
 
 def test_the_identity_check_catches_a_top_k_sampler():
+    """Processed log-probabilities of a top-k sampler against a trainer without the mask: the mean ratio is the kept
+    mass, below 1 (``signature``: truncated); without top-k it is 1 within its standard errors (consistent)."""
     _, honest = toy_log(0.3, 400, seed=3)
     _, truncated = toy_log(0.3, 400, seed=3, top_k=3)
-    assert not magnitudes(honest).identity_broken()
+    assert logging_signature(magnitudes(honest).identity).verdict == "consistent"
     sizes = magnitudes(truncated)
-    assert sizes.identity_broken() and sizes.identity.value < 0
+    assert logging_signature(sizes.identity).verdict == "truncated" and sizes.identity.value < 0
 
 
 def test_the_worst_tokens_and_sequences_are_the_most_extreme():

@@ -3,27 +3,18 @@
 divides by τ ≠ 1, "truncated" for processed ones with top-p and a trainer without the mask, "consistent" when the
 logged μ is the sampled one; the matched toy with the same pipeline gives back the mismatch the log was drawn at."""
 
-import numpy as np
-import pytest
+import json
 
-from toylab.analysis.montecarlo import draw_tokens
+import pytest
+from rollout_logs import log_records, pipeline_log, write_log
+
+from toylab.cli.main import main
 from toylab.engine.toy import make_toy
 from toylab.presentation.pipeline_text import signature_text
-from toylab.your_run.log import RolloutLog
 from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.matching import match_toy, matching_estimate
 from toylab.your_run.signature import logging_signature
 from toylab.your_run.statistics import Estimate, log_statistics
-
-
-def pipeline_log(toy, sequences, seed, repeats=8):
-    """``sequences`` sequences of T·repeats tokens (token t from position t mod T) drawn from the toy's μ_s, with the
-    pipeline's logged log μ and scored log π of each token."""
-    position = np.arange(toy.T * repeats) % toy.T
-    tokens = draw_tokens(np.random.default_rng(seed), toy.mu[position], (sequences,))
-    offsets = np.arange(sequences + 1) * toy.T * repeats
-    return RolloutLog("toy", None, toy.log_logged[position, tokens].ravel(), toy.log_pi[position, tokens].ravel(),
-                      offsets, None, np.arange(1, sequences + 1), 0)
 
 
 @pytest.mark.parametrize("pipeline, verdict", [
@@ -50,6 +41,31 @@ def test_raw_logging_with_a_tempering_trainer_has_a_mean_ratio_above_one_while_t
             toy = make_toy(6, 4, mismatch, 0, temperature=temperature, logged="raw", scored="temperature")
             assert toy.identity_tokens.mean() > 1.005, (temperature, mismatch)
     assert make_toy(6, 4, 0.5, 0, temperature=0.6, logged="raw", scored="temperature").identity_tokens.mean() < 0.9
+
+
+@pytest.mark.parametrize("pipeline, verdict", [
+    ({"temperature": 0.6, "logged": "raw", "scored": "temperature"}, "raw"),
+    ({"temperature": 0.8, "top_p": 0.9, "scored": "temperature"}, "truncated"),
+    ({"temperature": 0.8, "top_p": 0.9, "scored": "keep_mask"}, "consistent"),
+])
+def test_inspect_reads_the_signature_in_its_json_and_notices(pipeline, verdict, tmp_path, capsys):
+    """``inspect`` on a log written to a file: logging_signature is the library's, and a raw or truncated verdict is
+    a notice, in the JSON and in the text (one final period)."""
+    log = pipeline_log(make_toy(6, 4, 0.1, 0, **pipeline), 600, seed=3)
+    path = str(write_log(tmp_path, "log", log_records(log), "jsonl"))
+    assert main(["inspect", path, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    expected = logging_signature(magnitudes(log).identity)
+    assert result["logging_signature"] == expected.as_dict() and expected.verdict == verdict
+    opening = {"raw": "These log-probabilities look pre-temperature", "truncated": "These log-probabilities look "
+               "truncated", "consistent": None}[verdict]
+    assert [notice for notice in result["notices"] if notice.startswith("These log-probabilities")] == \
+        ([] if opening is None else [signature_text(expected, "cli").removesuffix(".")])
+    assert main(["inspect", path]) == 0
+    text = capsys.readouterr().out
+    assert (opening is None and "These log-probabilities" not in text) or f"Notice: {opening}" in text
+    assert ".." not in text and "sidebar" not in text
+    assert opening is None or ("--pipeline" in text and "--pipeline" not in signature_text(expected))
 
 
 def test_one_sequence_gives_no_verdict_and_an_exact_one_no_distance():

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from toylab.engine.grid import outer_any
-from toylab.engine.toy import share
+from toylab.engine.toy import Toy, share
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def sequence_chi2(toy):
     return product_minus_one(token_chi2(toy))
 
 
-def diagnostics(toy):
+def diagnostics(toy: Toy) -> Diagnostics:
     """The toy's population numbers; J, E_μ[r] and ∇J come from the toy's M-vectors."""
     plain = toy.sampler.scored == "plain"
     return Diagnostics(

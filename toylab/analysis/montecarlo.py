@@ -11,17 +11,21 @@ An exact estimator's coefficients come from ``toylab.coefficients`` on the sampl
 (``aggregation``: seq-mean-token-sum by default) turns them into ĝ_N.
 """
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from toylab.catalogue import aggregation as loss_aggregation
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.coefficients import apply
 from toylab.engine.moments import baseline_value
 from toylab.engine.sequences import GivenSequences
+from toylab.engine.toy import Toy
 
 POWERS_OF_TWO = tuple(2**k for k in range(13))      # 1 … 4096
 SAMPLES_PER_CHUNK = 500_000                           # tokens held at once: bounds the memory (about 40 MB)
@@ -147,8 +151,9 @@ def batch_estimates(batches, estimator_id, params=None):
     return estimator.batch_estimate(batches, **params)
 
 
-def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, replicates=200, seed=0,
-                aggregation=loss_aggregation.DEFAULT_AGGREGATION):
+def monte_carlo(toy: Toy, selection: Mapping[str, Mapping[str, object] | None], baseline: str = "none",
+                batch_sizes: Iterable[int] = POWERS_OF_TWO, replicates: int = 200, seed: int = 0,
+                aggregation: str = loss_aggregation.DEFAULT_AGGREGATION) -> dict[str, NDArray[np.float64]]:
     """{estimator id: relative errors of shape (K, R)} for batch sizes N_1 < … < N_K.
 
     ``selection`` maps estimator id → parameter overrides; ``aggregation`` is the loss aggregation.
@@ -164,7 +169,7 @@ def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, repl
     grad_norm = np.linalg.norm(grad)
     chunk = max(1, min(replicates, SAMPLES_PER_CHUNK // (int(N[-1]) * toy.T)))
     rng = np.random.default_rng(seed)
-    errors = {estimator_id: [] for estimator_id in selection}
+    errors: dict[str, list[NDArray[np.float64]]] = {estimator_id: [] for estimator_id in selection}
     for start in range(0, replicates, chunk):
         shape = (min(chunk, replicates - start), int(N[-1]))
         uniforms_state = rng.bit_generator.state
@@ -179,7 +184,7 @@ def monte_carlo(toy, selection, baseline="none", batch_sizes=POWERS_OF_TWO, repl
     return {estimator_id: np.concatenate(chunks, axis=1) for estimator_id, chunks in errors.items()}
 
 
-def summarise(errors, batch_sizes):
+def summarise(errors: Mapping[str, NDArray[np.float64]], batch_sizes: Iterable[int]) -> list[dict[str, Any]]:
     """Rows (estimator, N, rms, q10, median, q90) from ``monte_carlo``'s errors; NaN errors (undefined N) dropped."""
     N = sorted(set(int(n) for n in batch_sizes))
     rows = []
@@ -193,7 +198,7 @@ def summarise(errors, batch_sizes):
     return rows
 
 
-def undefined_sizes(errors, batch_sizes):
+def undefined_sizes(errors: Mapping[str, NDArray[np.float64]], batch_sizes: Iterable[int]) -> dict[str, list[int]]:
     """{estimator id: [N, …]} for the batch sizes at which no replicate's error is finite (``summarise`` has no
     row there): rloo at N = 1, see the registry's ``undefined``."""
     N = sorted(set(int(n) for n in batch_sizes))

@@ -30,6 +30,7 @@ sequence, rejected or not, counts in B. On the fixed-length toy it is seq-mean-t
 """
 
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from toylab.text import quoted
 
@@ -38,13 +39,14 @@ DEFAULT_AGGREGATION = "seq-mean-token-sum"
 VERL_EPSILON = 1e-8          # verl's masked_mean and seq-mean-token-mean add it to a token count
 
 
-def check_aggregation(mode):
+def check_aggregation(mode: str) -> str:
     if mode not in AGGREGATIONS:
         raise ValueError(f"unknown loss aggregation {quoted(mode)}; choose {', '.join(AGGREGATIONS)}")
     return mode
 
 
-def gradient_weights(coefficients, kept, mask=None, mode=DEFAULT_AGGREGATION):
+def gradient_weights(coefficients: ArrayLike, kept: ArrayLike, mask: ArrayLike | None = None,
+                     mode: str = DEFAULT_AGGREGATION) -> NDArray[np.float64]:
     """g (B, T) with ĝ = Σ_b Σ_t g_{b,t}·A_b·s_{b,t}, for one batch (formulas in the module docstring)."""
     check_aggregation(mode)
     c = np.asarray(coefficients, dtype=float)

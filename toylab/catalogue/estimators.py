@@ -16,8 +16,10 @@ estimator's weight (``weight``) and a preset that combines several are evaluated
 """
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
+from typing import Any
 
 import numpy as np
 
@@ -40,13 +42,13 @@ class Estimator:
     label: str
     latex: str
     source: str
-    weights: object = None            # exact: f(stats, **params) -> Weights
+    weights: Any = None               # exact: f(stats, **params) -> Weights
     params: dict = field(default_factory=dict)
-    batch_estimate: object = None     # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
+    batch_estimate: Any = None        # batch-coupled: f(batch_sums, **params) -> (R, K, T, V) estimates
     on_policy: bool = False           # sampled from π instead of μ
     colour: str = "#777777"
     framework: str | None = None      # the framework of a preset ("verl", "slime", …)
-    batch_weights: object = None      # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept, d)
+    batch_weights: Any = None         # batch-coupled, on a given batch: f(sequences, **params) -> (c, kept, d)
     undefined: str = ""               # batch-coupled: where its estimate is undefined (NaN in Monte Carlo), and why
 
     @property
@@ -525,7 +527,7 @@ PRESET_IDS = tuple(id for id, estimator in ESTIMATORS.items() if estimator.frame
 BASELINES = ("none", "logged", "true")
 
 
-def resolve_params(estimator_id, overrides=None):
+def resolve_params(estimator_id: str, overrides: Mapping[str, object] | None = None) -> dict[str, Any]:
     """The estimator's parameters: defaults updated by ``overrides``; ValueError names what is wrong."""
     if estimator_id not in ESTIMATORS:
         raise ValueError(f"unknown estimator {quoted(estimator_id)}; known: {', '.join(ESTIMATORS)}")

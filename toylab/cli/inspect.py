@@ -115,8 +115,8 @@ def report(arguments):
                       "r − mean(r)" if log.rewards is not None else None,
         "frameworks": by_framework(framework_metrics(log)),
         "logging_signature": signature.as_dict(),
-        "notices": list(log.notices) + ([signature_text(signature)] if signature.verdict in ("raw", "truncated")
-                                        else []),
+        "notices": list(log.notices) + ([signature_text(signature, "cli").removesuffix(".")]   # a notice: no period
+                                        if signature.verdict in ("raw", "truncated") else []),
     }
     result["notes"] = _notes(result)
     return result

@@ -22,39 +22,46 @@ the tokens whose weight the estimator masks or clips (what the exact table's sha
 ``aggregation.gradient_weights`` turns both into a batch's gradient weights under any loss aggregation.
 """
 
+from collections.abc import Mapping
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.sequences import GivenSequences
 
 
-def coefficients(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+def coefficients(name: str, trainer_logprobs: ArrayLike, sampler_logprobs: ArrayLike, mask: ArrayLike | None = None,
+                 advantages: ArrayLike | None = None, **params: object) -> NDArray[np.float64]:
     """c (B, T): Σ_t (c[b, t]·A_b + d[b, t])·∇log π(y_t) is sequence b's gradient contribution (see the module
     docstring)."""
     sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
     return apply(name, sequences, resolve_params(name, params))[0]
 
 
-def additive_terms(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+def additive_terms(name: str, trainer_logprobs: ArrayLike, sampler_logprobs: ArrayLike, mask: ArrayLike | None = None,
+                   advantages: ArrayLike | None = None, **params: object) -> NDArray[np.float64]:
     """d (B, T): the part of each token's gradient weight that does not depend on the advantage (0 but for
     additive penalties)."""
     sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
     return apply(name, sequences, resolve_params(name, params))[2]
 
 
-def kept_tokens(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+def kept_tokens(name: str, trainer_logprobs: ArrayLike, sampler_logprobs: ArrayLike, mask: ArrayLike | None = None,
+                advantages: ArrayLike | None = None, **params: object) -> NDArray[np.bool_]:
     """(B, T) bool: response tokens the estimator leaves in the loss mask (its rejections removed)."""
     sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
     return apply(name, sequences, resolve_params(name, params))[1]
 
 
-def affected_tokens(name, trainer_logprobs, sampler_logprobs, mask=None, advantages=None, **params):
+def affected_tokens(name: str, trainer_logprobs: ArrayLike, sampler_logprobs: ArrayLike, mask: ArrayLike | None = None,
+                    advantages: ArrayLike | None = None, **params: object) -> NDArray[np.bool_]:
     """(B, T) bool: response tokens whose weight the estimator masks or clips (its own mark or its sequence's)."""
     sequences = GivenSequences(trainer_logprobs, sampler_logprobs, mask, advantages)
     return marks(name, sequences, resolve_params(name, params))[2]
 
 
-def marks(estimator_id, sequences, params):
+def marks(estimator_id: str, sequences: GivenSequences, params: Mapping[str, object]) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.bool_]]:
     """(c, kept, affected) of an exact estimator on a ``GivenSequences`` view: its coefficients, the tokens left
     in the loss mask, and the tokens whose weight it masks or clips — from one evaluation of its weights."""
     estimator = ESTIMATORS[estimator_id]
@@ -65,7 +72,7 @@ def marks(estimator_id, sequences, params):
         return (*sequences.assemble(weights), sequences.affected(weights))
 
 
-def apply(estimator_id, sequences, params):
+def apply(estimator_id: str, sequences: GivenSequences, params: Mapping[str, object]) -> tuple[NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]:
     """(c, kept, d) of an estimator with resolved ``params`` on a ``GivenSequences`` view."""
     estimator = ESTIMATORS[estimator_id]
     with np.errstate(over="ignore"):            # a weight beyond float64 is +∞, as IEEE arithmetic gives it
@@ -75,7 +82,7 @@ def apply(estimator_id, sequences, params):
         return (*sequences.assemble(weights), sequences.additive(weights))
 
 
-def additive_table(estimator_id, log_pi, log_mu, params):
+def additive_table(estimator_id: str, log_pi: NDArray[np.float64], log_mu: NDArray[np.float64], params: Mapping[str, object]) -> NDArray[np.float64]:
     """d[t, v] (T, V) of an exact estimator from the (T, V) log-probability tables: the additive term depends on
     the position and the token only (``weights.Weights``), so it is read off V sequences, sequence v holding
     token v at every position (their sequence statistics, meaningless here, do not enter it). A token the sampler

@@ -33,14 +33,17 @@ the same for every estimator on μ at a baseline: no weight on S removes it). Th
 """
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from toylab.catalogue.estimators import ESTIMATORS, EXACT_IDS, resolve_params
 from toylab.engine.grid import outer_any, position_marginals, prefix_sums
 from toylab.engine.sequences import AllSequences
-from toylab.engine.toy import share
+from toylab.engine.toy import Toy, share
 
 UNBIASED_TOLERANCE = 1e-9
 CHUNK = 2**17                 # sequences per chunk of the exact pass: their M-vectors stay small
@@ -54,8 +57,8 @@ class Moments:
     (every sequence masked, or every kept one with A = 0); it is "" when every field is defined.
     """
     estimator: str
-    params: dict
-    mean: np.ndarray
+    params: dict[str, Any]
+    mean: NDArray[np.float64]
     bias: float
     var: float
     grad_norm: float
@@ -69,32 +72,34 @@ class Moments:
     plain_grad_norm: float | None = None    # ‖∇J_plain‖
 
     @property
-    def rel_bias(self):
+    def rel_bias(self) -> float:
         return self.bias / self.grad_norm
 
     @property
-    def rel_plain_bias(self):
+    def rel_plain_bias(self) -> float:
         """‖E ĝ − ∇J_plain‖/‖∇J_plain‖: the error against softmax(θ)'s gradient (the bias itself when plain)."""
-        return self.rel_bias if self.plain_bias is None else self.plain_bias / self.plain_grad_norm
+        if self.plain_bias is None or self.plain_grad_norm is None:
+            return self.rel_bias
+        return self.plain_bias / self.plain_grad_norm
 
     @property
-    def rel_floor(self):
+    def rel_floor(self) -> float:
         return self.floor / self.grad_norm
 
     @property
-    def rel_rest(self):
+    def rel_rest(self) -> float:
         return (self.bias if self.rest is None else self.rest) / self.grad_norm
 
-    def rel_std(self, N):
+    def rel_std(self, N: int) -> float:
         """sqrt(var/N)/‖∇J‖: the spread of a batch mean of N samples."""
         return float(np.sqrt(self.var / N) / self.grad_norm)
 
-    def rel_rmse(self, N):
+    def rel_rmse(self, N: int) -> float:
         """sqrt(bias² + var/N)/‖∇J‖."""
         return float(np.sqrt(self.bias**2 + self.var / N) / self.grad_norm)
 
     @property
-    def unbiased(self):
+    def unbiased(self) -> bool:
         return self.rel_bias < UNBIASED_TOLERANCE
 
 
@@ -129,7 +134,7 @@ def plain_comparison(toy, mean):
             "plain_grad_norm": float(np.linalg.norm(toy.plain_grad))}
 
 
-def baseline_value(toy, baseline):
+def baseline_value(toy: Toy, baseline: str) -> float:
     """b for a baseline name: none → 0, logged → E_μ[r], true → J."""
     values = {"none": lambda: 0.0, "logged": lambda: toy.logged_reward, "true": lambda: toy.J}
     if baseline not in values:
@@ -137,12 +142,12 @@ def baseline_value(toy, baseline):
     return values[baseline]()
 
 
-def exact_moments(toy, estimator_id, params=None, baseline="none"):
+def exact_moments(toy: Toy, estimator_id: str, params: Mapping[str, object] | None = None, baseline: str = "none") -> Moments:
     """The exact Moments of an exact estimator on the toy, with the given thresholds and baseline."""
     return exact_moments_many(toy, {estimator_id: params}, baseline)[estimator_id]
 
 
-def exact_moments_many(toy, selection, baseline="none"):
+def exact_moments_many(toy: Toy, selection: Mapping[str, Mapping[str, object] | None], baseline: str = "none") -> dict[str, Moments]:
     """{id: Moments} for ``selection`` ({id: parameter overrides}) in one pass over the sequences.
 
     The pass goes through the sequences in chunks of at most CHUNK sequences that share a prefix
@@ -153,7 +158,7 @@ def exact_moments_many(toy, selection, baseline="none"):
     return dict(zip(selection, exact_moments_of(toy, list(selection.items()), baseline), strict=True))
 
 
-def exact_moments_of(toy, entries, baseline="none"):
+def exact_moments_of(toy: Toy, entries: list[tuple[str, Mapping[str, object] | None]], baseline: str = "none") -> list[Moments]:
     """[Moments] for ``entries``, a list of (id, parameter overrides) in which an id may repeat with other
     parameters (a threshold sweep), all in the one pass of ``exact_moments_many``."""
     b = baseline_value(toy, baseline)
@@ -336,7 +341,8 @@ def _carried_marginals(x, T, V, carry, power):
     return marginals
 
 
-def exact_table(toy, selection=None, baseline="none", N=64):
+def exact_table(toy: Toy, selection: Mapping[str, Mapping[str, object] | None] | None = None, baseline: str = "none",
+                N: int = 64) -> list[dict[str, Any]]:
     """One row per exact estimator: its Moments summarised at batch size N (cosine None with a ``note`` when
     it is undefined; "rel_plain_bias", its error against softmax(θ)'s ∇J, when the trainer scores another π).
 

@@ -22,13 +22,17 @@ outside it. Its sequences, S = ∏_t S_t, are the only ones it draws; the π-mas
 is never sampled, and ∇J's part from there, ∇J − ∇J_S (``reachable_gradient``), is a bias no weight removes.
 """
 
+from __future__ import annotations
+
 import math
 import numbers
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 from functools import cached_property
+from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from toylab.catalogue.statistics import STATISTICS
 from toylab.engine.counts import expected_reward, objective_and_gradient, reachable_gradient
@@ -44,7 +48,8 @@ DICT_KEYS = ("Y", "logp_train", "logp_sampler", "p_train", "p_sampler", "R", "sc
              "theta", "b", "mismatch", "T", "V")
 
 
-def check_toy_arguments(T, V, mismatch, seed, max_sequences=EXACT_SIZE_LIMIT):
+def check_toy_arguments(T: int, V: int, mismatch: float, seed: int,
+                        max_sequences: int | None = EXACT_SIZE_LIMIT) -> None:
     """Raise ValueError, naming the rule broken, unless the arguments describe a toy we can enumerate.
 
     Costs O(1) whatever the arguments: the size is checked in logarithms, never by building V**T.
@@ -67,7 +72,7 @@ def check_toy_arguments(T, V, mismatch, seed, max_sequences=EXACT_SIZE_LIMIT):
                          f"{TABLE_LIMIT:,}; use fewer tokens or a smaller vocabulary")
 
 
-def more_sequences_than(T, V, limit):
+def more_sequences_than(T: int, V: int, limit: int) -> bool:
     """True if M = V**T > limit (T ≥ 1, V ≥ 2), decided in logarithms first: V**T is built only when it is
     at most about twice the limit."""
     if T > (math.log2(limit) + 1) / math.log2(V):
@@ -75,22 +80,24 @@ def more_sequences_than(T, V, limit):
     return V**T > limit
 
 
-def sequence_count(T, V):
+def sequence_count(T: int, V: int) -> str:
     """M = V**T written out ("4,096") when it has at most 20 digits, else as the power ("4**1000")."""
     return f"{V**T:,}" if not more_sequences_than(T, V, 10**20) else f"{V}**{quoted(T)}"
 
 
-def share(probability):
+def share(probability: float) -> float:
     """A probability clipped to [0, 1]: a sum of probabilities can round a hair outside (1.0000000000000002)."""
     return min(max(float(probability), 0.0), 1.0)
 
 
-def _is_int(value):
+def _is_int(value: object) -> bool:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
-def make_toy(T=6, V=4, mismatch=0.3, seed=0, sampler=DEFAULT_SAMPLER, max_sequences=EXACT_SIZE_LIMIT, *,
-             top_p=None, top_k=None, temperature=None, precision=None, logged=None, scored=None):
+def make_toy(T: int = 6, V: int = 4, mismatch: float = 0.3, seed: int = 0, sampler: Sampler = DEFAULT_SAMPLER,
+             max_sequences: int | None = EXACT_SIZE_LIMIT, *, top_p: float | None = None, top_k: int | None = None,
+             temperature: float | None = None, precision: str | None = None, logged: str | None = None,
+             scored: str | None = None) -> Toy:
     """The toy for these arguments; ValueError if they are invalid, M = V**T > max_sequences, or (for a toy to
     enumerate) its W would leave float64 (``range_problem``) or its scored objective is flat (``flat_problem``).
 
@@ -99,9 +106,10 @@ def make_toy(T=6, V=4, mismatch=0.3, seed=0, sampler=DEFAULT_SAMPLER, max_sequen
     of its parameters given as keywords replacing its own: ``make_toy(top_p=0.9, precision="bf16", logged="raw")``.
     """
     check_toy_arguments(T, V, mismatch, seed, max_sequences)
-    given = {name: value for name, value in (("top_p", top_p), ("top_k", top_k), ("temperature", temperature),
-                                             ("precision", precision), ("logged", logged), ("scored", scored))
-             if value is not None}
+    given: dict[str, Any] = {
+        name: value for name, value in (("top_p", top_p), ("top_k", top_k), ("temperature", temperature),
+                                        ("precision", precision), ("logged", logged), ("scored", scored))
+        if value is not None}
     if not isinstance(sampler, Sampler):
         raise ValueError(f"sampler must be a Sampler, got {quoted(sampler)}")
     sampler = replace(sampler, **given) if given else sampler
@@ -116,7 +124,7 @@ def make_toy(T=6, V=4, mismatch=0.3, seed=0, sampler=DEFAULT_SAMPLER, max_sequen
     return toy
 
 
-def flat_problem(toy):
+def flat_problem(toy: Toy) -> str | None:
     """None, or why no relative error is defined: a trainer that keeps the sampler's mask can have a J that does not
     depend on θ (the kept tokens fix the reward, e.g. token 0 cut at too many positions), so ∇J = 0."""
     if toy.sampler.scored != "keep_mask" or np.linalg.norm(toy.true_grad) > 0:
@@ -126,14 +134,14 @@ def flat_problem(toy):
             "top-p or top-k, or another scored π")
 
 
-def largest_log_W(log_rho, kept):
+def largest_log_W(log_rho: NDArray[np.float64], kept: NDArray[np.bool_]) -> NDArray[np.float64]:
     """Σ_t max(0, max over the kept tokens of log ρ_t), over the last two axes: a bound on log W(y), and on the log
     of every product of ratios over some positions, for every sequence the sampler draws."""
     largest = np.max(log_rho, axis=-1, where=kept, initial=-np.inf)
     return np.maximum(largest, 0.0).sum(axis=-1)
 
 
-def range_problem(log_W_bound, where="this toy"):
+def range_problem(log_W_bound: float, where: str = "this toy") -> str | None:
     """None, or why the exact sums over the sequences would leave float64 (W up to e^log_W_bound > e^LOG_W_LIMIT)."""
     if log_W_bound <= LOG_W_LIMIT:
         return None
@@ -142,7 +150,9 @@ def range_problem(log_W_bound, where="this toy"):
             f"overflow; use a temperature nearer 1, a smaller mismatch or fewer tokens")
 
 
-def pipeline_tables(theta, b, mismatch, sampler):
+def pipeline_tables(theta: NDArray[np.float64], b: NDArray[np.float64], mismatch: float, sampler: Sampler
+                    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
+                               NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]:
     """(log π, log μ_log, log μ_s, μ_s, kept, log ρ) of the pipeline for θ and logits θ + mismatch·b (any leading
     axes): the scored π, the logged μ_log (``sampler.Sampler``), the sampled μ_s with its kept tokens
     (``sampler_tables``) and log ρ = log π − log μ_log on the kept tokens, +∞ at the others (never drawn)."""
@@ -157,14 +167,17 @@ def pipeline_tables(theta, b, mismatch, sampler):
     return log_pi, log_logged, log_mu, mu, kept, log_rho
 
 
-def scored_probabilities(theta, b, mismatch, sampler):
+def scored_probabilities(theta: NDArray[np.float64], b: NDArray[np.float64], mismatch: float,
+                         sampler: Sampler) -> NDArray[np.float64]:
     """π (…, T, V) the trainer scores at θ (any leading axes), its kept set (keep_mask) the sampler's at θ + mismatch·b."""
     if sampler.scored == "plain":
         return np.exp(log_softmax(theta))
     return np.exp(pipeline_tables(theta, b, mismatch, sampler)[0])
 
 
-def sampler_tables(theta, b, mismatch, sampler, logits=None):
+def sampler_tables(theta: NDArray[np.float64], b: NDArray[np.float64], mismatch: float, sampler: Sampler,
+                   logits: NDArray[np.float64] | None = None
+                   ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
     """(log μ, μ, kept) for logits θ + mismatch·b (any leading axes): kept = μ > 0, the tokens the sampler can draw,
     and log μ = −∞ elsewhere (a probability that underflows to 0 counts as outside, so that log ρ = +∞ there)."""
     log_mu = sampler.log_probabilities(theta + mismatch * b if logits is None else logits)
@@ -173,7 +186,8 @@ def sampler_tables(theta, b, mismatch, sampler, logits=None):
     return (log_mu if kept.all() else np.where(kept, log_mu, -np.inf)), mu, kept
 
 
-def mean_ratios(pi, mu, rho, kept, logged):
+def mean_ratios(pi: NDArray[np.float64], mu: NDArray[np.float64], rho: NDArray[np.float64],
+                kept: NDArray[np.bool_], logged: str) -> NDArray[np.float64]:
     """E_μs[ρ_t] = Σ_{v kept} μ_s·π/μ_log per position, tables (..., T, V) → (..., T): π_t(S_t) when the logged μ is
     the sampled one (``logged`` "processed"; so computed), else the sum itself."""
     if logged == "processed":
@@ -181,17 +195,19 @@ def mean_ratios(pi, mu, rho, kept, logged):
     return np.sum(mu * np.where(kept, rho, 0.0), axis=-1)
 
 
-def sampled_log_ratio(log_pi, log_mu, kept, log_rho, logged):
+def sampled_log_ratio(log_pi: NDArray[np.float64], log_mu: NDArray[np.float64], kept: NDArray[np.bool_],
+                      log_rho: NDArray[np.float64], logged: str) -> NDArray[np.float64]:
     """log π − log μ_s on the kept tokens, +∞ elsewhere (tables (..., T, V)): ``log_rho`` itself when μ_log = μ_s."""
     if logged == "processed":
         return log_rho
     return np.subtract(log_pi, log_mu, out=np.full(np.shape(log_pi), np.inf), where=kept)
 
 
-class Toy(Mapping):
+class Toy(Mapping[str, Any]):
     """One toy. Attributes are the (T, V) tables and lazy M-vectors; ``toy[key]`` gives the reference dict."""
 
-    def __init__(self, theta, b, mismatch, seed, sampler=DEFAULT_SAMPLER):
+    def __init__(self, theta: NDArray[np.float64], b: NDArray[np.float64], mismatch: float, seed: int,
+                 sampler: Sampler = DEFAULT_SAMPLER) -> None:
         self.theta, self.b, self.mismatch, self.seed, self.sampler = theta, b, mismatch, seed, sampler
         self.T, self.V = theta.shape
         self.M = self.V**self.T
@@ -202,64 +218,64 @@ class Toy(Mapping):
         self.truncates = not self.kept.all()                   # some token is outside the sampler's support
         self.rho = np.exp(self.log_rho)
         self.score_scale = sampler.score_scale                 # ∇_θ log π(v) = score_scale·(onehot(v) − π)
-        self.memo = {}                                         # arrays several estimators share (see moments)
+        self.memo: dict[tuple[str, float], NDArray[np.float64]] = {}     # arrays several estimators share
 
     # -- per-sequence M-vectors ---------------------------------------------------------------------------
     # A toy keeps two: μ(y) (every estimator on sampler rollouts sums against it) and r(y) as booleans, 9 bytes
     # per sequence (36 MB at the largest toy). The others are rebuilt from the (T, V) tables on each use
     # (an outer sum: a few tens of ms at M = 4,194,304), so several users' toys fit in memory together.
     @cached_property
-    def p_sampler(self):
+    def p_sampler(self) -> NDArray[np.float64]:
         """μ(y) = ∏_t μ_t(y_t)."""
         log_mu = outer_sum(self.log_mu)
         return np.exp(log_mu, out=log_mu)
 
     @cached_property
-    def rewarded(self):
+    def rewarded(self) -> NDArray[np.bool_]:
         """r(y) = 1 as a boolean: at least half of the tokens are token 0 (#zeros from an outer sum of 1[v = 0])."""
         is_zero = np.zeros((self.T, self.V), dtype=np.int8)       # int8 counts: T < 128 for any M that fits in memory
         is_zero[:, 0] = 1
         return outer_sum(is_zero) >= self.T / 2
 
     @property
-    def R(self):
+    def R(self) -> NDArray[np.float64]:
         """r(y) ∈ {0, 1} as floats (the reference dict's array)."""
         return self.rewarded.astype(float)
 
     @property
-    def p_train(self):
+    def p_train(self) -> NDArray[np.float64]:
         """π(y) = ∏_t π_t(y_t)."""
         log_pi = outer_sum(self.log_pi)
         return np.exp(log_pi, out=log_pi)
 
     @cached_property
-    def J(self):
+    def J(self) -> float:
         """J = E_π[r], the objective the trainer climbs: from the distribution of the count of token 0 under π
         (``counts``, O(T²)), a probability clipped to [0, 1] against rounding."""
         return share(expected_reward(self.pi))
 
     @cached_property
-    def logged_reward(self):
+    def logged_reward(self) -> float:
         """E_μ[r], the mean reward a rollout log shows, from the count of token 0 under μ (clipped to [0, 1])."""
         return share(expected_reward(self.mu))
 
     @property
-    def log_W(self):
+    def log_W(self) -> NDArray[np.float64]:
         """log W(y) = Σ_t log ρ_t(y_t), the log sequence ratio log π(y)/μ(y)."""
         return outer_sum(self.log_rho)
 
     @property
-    def mean_k3(self):
+    def mean_k3(self) -> NDArray[np.float64]:
         """(1/T) Σ_t k3_t(y_t) with k3 = ρ − 1 − log ρ ≥ 0."""
         return outer_sum(STATISTICS["k3"](self)) / self.T
 
     @property
-    def max_abs_log_rho(self):
+    def max_abs_log_rho(self) -> NDArray[np.float64]:
         """max_t |log ρ_t(y_t)|."""
         return outer_max(np.abs(self.log_rho))
 
     @cached_property
-    def true_grad(self):
+    def true_grad(self) -> NDArray[np.float64]:
         """∇J with J = E_π[r]: J depends on θ only through q_t = π_t(0), so ∇J = Σ_t ∂J/∂q_t·∇q_t with ∂J/∂q_t
         from the count of token 0 without position t (``counts.objective_and_gradient``, O(T³)); ∇q_t carries the
         score's scale (1/τ for a trainer that divides by τ; the kept set of keep_mask is fixed, so its π has no
@@ -268,58 +284,58 @@ class Toy(Mapping):
         return grad if self.score_scale == 1 else grad * self.score_scale
 
     @cached_property
-    def plain_pi(self):
+    def plain_pi(self) -> NDArray[np.float64]:
         """softmax(θ): the trainer's π before its choice of what to score."""
         return self.pi if self.sampler.scored == "plain" else np.exp(log_softmax(self.theta))
 
     @cached_property
-    def plain_J(self):
+    def plain_J(self) -> float:
         """J of softmax(θ), E_softmax(θ)[r]: the objective the scored π's J stands in for (J itself when plain)."""
         return self.J if self.sampler.scored == "plain" else share(expected_reward(self.plain_pi))
 
     @cached_property
-    def plain_grad(self):
+    def plain_grad(self) -> NDArray[np.float64]:
         """∇J of softmax(θ) (``true_grad`` itself when the trainer scores softmax(θ))."""
         return self.true_grad if self.sampler.scored == "plain" else objective_and_gradient(self.plain_pi)[1]
 
     @cached_property
-    def objective_shift(self):
+    def objective_shift(self) -> float:
         """‖∇J − ∇J_plain‖/‖∇J_plain‖: how far the scored π's objective gradient is from softmax(θ)'s (0 when plain)."""
         if self.sampler.scored == "plain":
             return 0.0
         return float(np.linalg.norm(self.true_grad - self.plain_grad) / np.linalg.norm(self.plain_grad))
 
     @cached_property
-    def identity_tokens(self):
+    def identity_tokens(self) -> NDArray[np.float64]:
         """E_μs[ρ_t] per position (T,): ``mean_ratios``."""
         return mean_ratios(self.pi, self.mu, self.rho, self.kept, self.sampler.logged)
 
     @property
-    def sampled_log_ratio(self):
+    def sampled_log_ratio(self) -> NDArray[np.float64]:
         """log π − log μ_s (T, V) on the kept tokens, +∞ at the others: the log ratio of the distributions themselves
         (log ρ when the logged μ is the sampled one)."""
         return sampled_log_ratio(self.log_pi, self.log_mu, self.kept, self.log_rho, self.sampler.logged)
 
     @cached_property
-    def identity(self):
+    def identity(self) -> float:
         """The identity check E_μs[W] = E_μs[∏_t π/μ_log] = ∏_t E_μs[ρ_t]: 1 when the logged μ is the sampled one and
         the scored π puts all its mass where μ_s draws. Necessary, not sufficient: raw logging with a plain trainer
         at mismatch 0 reads 1 (every weight is 1) while the draws come from a tempered, truncated μ_s."""
         return float(np.prod(self.identity_tokens))
 
     @property
-    def has_floor(self):
+    def has_floor(self) -> bool:
         """True when the scored π has mass on sequences μ_s never draws: the sampler truncates and the trainer does
         not keep its mask."""
         return self.truncates and self.sampler.scored != "keep_mask"
 
     @cached_property
-    def largest_log_W(self):
+    def largest_log_W(self) -> float:
         """A bound on log W(y) over the sequences the sampler draws (``largest_log_W``)."""
         return float(largest_log_W(self.log_rho, self.kept))
 
     @cached_property
-    def unreachable_mass(self):
+    def unreachable_mass(self) -> float:
         """π(y ∉ S) = 1 − ∏_t π_t(S_t): the trainer's probability of the sequences the sampler never draws (0 when it
         keeps every token, or the trainer keeps its mask), from log1p/expm1 so that a small mass keeps its digits."""
         if not self.has_floor:
@@ -327,7 +343,7 @@ class Toy(Mapping):
         outside = np.sum(self.pi, axis=1, where=~self.kept)
         return share(-np.expm1(np.log1p(-outside).sum()))
 
-    def reachable_gradient(self, b):
+    def reachable_gradient(self, b: float) -> NDArray[np.float64]:
         """∇J_S = E_π[(r − b)·s·1[y ∈ S]]: the part of ∇J = E_π[(r − b)·s] that the sequences the sampler draws carry,
         by the count recursion (``counts.reachable_gradient``); ∇J itself when nothing is truncated."""
         key = ("reachable gradient", float(b))
@@ -336,7 +352,7 @@ class Toy(Mapping):
                 else self.true_grad
         return self.memo[key]
 
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes of the arrays the toy holds now (tables, kept M-vectors, memo), each counted once (the logged μ is
         the sampled one's array when they agree), for byte-bounded caches."""
         arrays = [value for value in vars(self).values() if isinstance(value, np.ndarray)]
@@ -345,46 +361,46 @@ class Toy(Mapping):
 
     # -- the reference dict's dense arrays, only on request -------------------------------------------
     @cached_property
-    def Y(self):
+    def Y(self) -> NDArray[np.int_]:
         return token_grid(self.T, self.V)
 
     @property
-    def logp_train(self):
+    def logp_train(self) -> NDArray[np.float64]:
         return self.log_pi[np.arange(self.T), self.Y]
 
     @property
-    def logp_sampler(self):
+    def logp_sampler(self) -> NDArray[np.float64]:
         return self.log_mu[np.arange(self.T), self.Y]
 
     @property
-    def score(self):
+    def score(self) -> NDArray[np.float64]:
         """score[m, t] = (onehot(y_t) − π_t)·score_scale, shape (M, T, V)."""
         return (np.eye(self.V)[self.Y] - self.pi[None]) * self.score_scale
 
     # -- Mapping interface, so code written against the reference dict runs unchanged ------------------
-    def __getitem__(self, key):
+    def __getitem__(self, key: str) -> Any:
         if key not in DICT_KEYS:
             raise KeyError(key)
         return getattr(self, key)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(DICT_KEYS)
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(DICT_KEYS)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         sampler = "" if self.sampler.is_default else f", sampler={self.sampler.describe()}"
         return f"Toy(T={self.T}, V={self.V}, mismatch={self.mismatch}, seed={self.seed}{sampler}, M={self.M})"
 
 
-def sample_from_sampler(toy, n, rng):
+def sample_from_sampler(toy: Mapping[str, Any], n: int, rng: np.random.Generator) -> NDArray[np.int64]:
     """n sequence indices drawn from μ with ``rng.choice``: the reference sampler, draw for draw."""
     probabilities = toy["p_sampler"] / toy["p_sampler"].sum()
     return rng.choice(len(probabilities), size=n, p=probabilities)
 
 
-def estimator_moments(toy, per_seq_estimate):
+def estimator_moments(toy: Mapping[str, Any], per_seq_estimate: NDArray[np.float64]) -> dict[str, Any]:
     """Exact moments of a single-sample estimator given densely as an (M, T, V) array, y ~ μ.
 
     mean = Σ_m μ_m·ĝ_m;  bias = ‖mean − ∇J‖;  var = Σ_m μ_m·‖ĝ_m − mean‖²;

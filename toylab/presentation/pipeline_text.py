@@ -44,6 +44,13 @@ def identity_metric(diagnostics):
     return "E_μs[W] identity check", "E_μs[W]", f"{diagnostics.identity:.4f}", IDENTITY_HELP
 
 
+def identity_implied(diagnostics):
+    """Whether the identity check says nothing the other numbers do not: E_μs[W] = 1 − π(y ∉ S) to 1e-12, as it is
+    whenever the logged μ is the sampled one (then E_μs[W] = Σ_{y ∈ S} π(y)). The one-line header leaves such a
+    value to its tooltip."""
+    return abs(diagnostics.identity - (1 - diagnostics.unreachable_mass)) <= 1e-12
+
+
 def objective_metric(diagnostics):
     """(label, short label, value, help) of how far the scored objective moved, or None when the trainer scores
     softmax(θ)."""
@@ -84,8 +91,18 @@ PIPELINE_SWEEP_ABOUT = ("One panel per pipeline the frameworks use (hover a line
                         "tempered).")
 
 
-def signature_text(signature):
-    """The Your run tab's sentence on what the log's ratios say about its logged μ (``your_run.signature``)."""
+SIGNATURE_ADVICE = {   # where the matched toy's pipeline is set: the page's sidebar, or inspect's options
+    "page": {"raw": "Set the sidebar's logged μ to raw (or your framework's pipeline) and its temperature",
+             "truncated": "The sidebar's top-k/top-p with your framework's pipeline match that"},
+    "cli": {"raw": "Run inspect with --logged raw and --temperature (or your framework's --pipeline)",
+            "truncated": "Run inspect with --top-k/--top-p and your framework's --pipeline to match that"},
+}
+
+
+def signature_text(signature, where="page"):
+    """The sentences on what the log's ratios say about its logged μ (``your_run.signature``), with the advice for
+    ``where`` they are shown (SIGNATURE_ADVICE: "page" or "cli")."""
+    advice = SIGNATURE_ADVICE[where]
     evidence = (f"the mean ratio π/μ over its tokens is {signature.mean_ratio:.4f}"
                 + ("" if signature.se is None else f" ± {signature.se:.2g}") + (
                     "" if signature.distance is None else f", {abs(signature.distance):.0f} standard errors from 1"))
@@ -93,13 +110,11 @@ def signature_text(signature):
         "raw": f"These log-probabilities look pre-temperature (raw): {evidence}, above 1 as raw logging with a "
                "trainer that divides by a temperature ≠ 1 makes it while the logit error is small (E_μs[ρ] = 1 + "
                "χ²(π_τ‖μ_raw) with none), while log-probabilities of the distribution sampled from give exactly 1 at any "
-               "mismatch. Set the sidebar's logged μ to raw (or your framework's pipeline) and its temperature: the "
-               "matched toy then matches the pipeline.",
+               f"mismatch. {advice['raw']}: the matched toy then matches the pipeline.",
         "truncated": f"These log-probabilities look truncated while the trainer's π is not: {evidence}, below 1 as "
                      "processed log-probabilities with top-k/top-p and a trainer without the sampling mask make it (the "
                      "kept mass; raw ones at a temperature below 1 can too, under a larger logit error), while the "
-                     "distribution sampled from gives exactly 1. The sidebar's top-k/top-p with your framework's "
-                     "pipeline match that.",
+                     f"distribution sampled from gives exactly 1. {advice['truncated']}.",
         "consistent": f"The identity check passes: {evidence}, as log-probabilities of the distribution sampled from "
                       "give. It is necessary, not sufficient: raw log-probabilities read 1 too at temperature 1, or "
                       "with no logit error and a plain trainer.",

@@ -262,16 +262,15 @@ PIPELINE_COLUMNS = 3
 
 
 def pipeline_chart(estimators, identity, chosen, parameter="temperature"):
-    """Each estimator's relative bias as one sampler parameter moves, one small panel per pipeline (its frameworks in
-    the tooltip), over the identity check E_μs[W] of every pipeline (log y, the dashed grey rule at the chosen
-    value and a dotted one at 1)."""
+    """Each estimator's relative bias as one sampler parameter moves (its x as the sampler sweep's: ``_swept_x``, the
+    precisions by name), one small panel per pipeline (its frameworks in the tooltip), over the identity check E_μs[W]
+    of every pipeline (log y, the dashed grey rule at the chosen value and a dotted one at 1)."""
     ids = list(dict.fromkeys(estimators["estimator"]))
-    axis_title, log_x = SWEPT_AXES[parameter]
-    x = alt.X(f"{parameter}:Q", title=axis_title, scale=alt.Scale(type="log" if log_x else "linear"))
+    _, log_x = SWEPT_AXES[parameter]
+    x = _swept_x(parameter)
     panels = alt.Chart(estimators).mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=20)).encode(
         x=x, y=_y("relative bias", log=False), color=estimator_colour(ids),
-        tooltip=tips("estimator:N", "pipeline:N", "frameworks:N", alt.Tooltip(f"{parameter}:Q", format=".4g"),
-                     alt.Tooltip("value:Q", format=".4g"))
+        tooltip=tips("estimator:N", "pipeline:N", "frameworks:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g"))
     ).properties(height=PANEL_HEIGHT * 0.7, width=PANEL_WIDTH / 2).facet(
         facet=alt.Facet("pipeline:N", title=None, sort=list(dict.fromkeys(estimators["pipeline"]))),
         columns=PIPELINE_COLUMNS)
@@ -281,8 +280,7 @@ def pipeline_chart(estimators, identity, chosen, parameter="temperature"):
             x=x, y=_y("identity check E_μs[W]", log=True),
             color=alt.Color("pipeline:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title="pipeline", orient="top",
                                                                                     columns=2)),
-            tooltip=tips("pipeline:N", "frameworks:N", alt.Tooltip(f"{parameter}:Q", format=".4g"),
-                         alt.Tooltip("value:Q", format=".4g"))),
+            tooltip=tips("pipeline:N", "frameworks:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g"))),
         one, _vertical_rule(chosen, f"chosen {parameter}", f"chosen {parameter}", log_x=log_x),
         height=PANEL_HEIGHT, width=PANEL_WIDTH)
     return readable(alt.vconcat(panels, check, resolve=_resolve(color="independent"),

@@ -26,11 +26,13 @@ named like a position that is not used as the position (tokens then keep file or
 """
 
 from dataclasses import dataclass, fields
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from toylab.text import listed, quoted
-from toylab.your_run.files import LogError
+from toylab.your_run.files import LogError, Preview
 
 NAMES = {
     "sampler": ("rollout_log_probs", "rollout_logprobs", "sampler_logprobs", "sampler_log_probs",
@@ -67,15 +69,15 @@ class Columns:
     advantage: str | None = None
     sequence_id: str | None = None
     position: str | None = None
-    per_token: tuple = ()             # of reward and advantage, the roles whose column holds a list per sequence
-    notices: tuple = ()               # what the reader would otherwise drop in silence (module docstring)
+    per_token: tuple[str, ...] = ()   # of reward and advantage, the roles whose column holds a list per sequence
+    notices: tuple[str, ...] = ()     # what the reader would otherwise drop in silence (module docstring)
 
-    def roles(self):
+    def roles(self) -> dict[str, str]:
         """{role: column} for the roles this log has."""
         return {field.name: getattr(self, field.name) for field in fields(self)
                 if field.name not in ("shape", "per_token", "notices") and getattr(self, field.name) is not None}
 
-    def kinds(self):
+    def kinds(self) -> dict[str, str]:
         """{column: kind} for ``log_files.read_batches``."""
         per_sequence = self.shape == "sequence"
         kind = {"sampler": "numbers" if per_sequence else "number",
@@ -88,23 +90,23 @@ class Columns:
 @dataclass(frozen=True)
 class Detection:
     """The best guess per role (None: no guess), the doubts about it, and what a picker may offer."""
-    guess: dict
-    doubts: tuple
-    numeric: tuple                    # columns of numbers or lists of numbers, in file order
-    probability_like: tuple           # of those, the ones whose first values look like probabilities
+    guess: dict[str, str | None]
+    doubts: tuple[str, ...]
+    numeric: tuple[str, ...]          # columns of numbers or lists of numbers, in file order
+    probability_like: tuple[str, ...]  # of those, the ones whose first values look like probabilities
 
     @property
-    def unsure(self):
+    def unsure(self) -> bool:
         return bool(self.doubts)
 
 
-def looks_like_probabilities(values):
+def looks_like_probabilities(values: ArrayLike) -> bool:
     """True if all values are in [0, 1] and not all are ≤ 0: probabilities, not log-probabilities."""
     values = np.asarray(values, dtype=float)
     return bool(values.size and values.min() >= 0 and values.max() <= 1 and values.max() > 0)
 
 
-def detect(preview):
+def detect(preview: Preview) -> Detection:
     """The Detection for a log's Preview."""
     numeric = tuple(column for column in preview.columns if preview.kinds[column] in NUMERIC_KINDS)
     probability_like = tuple(column for column in numeric if looks_like_probabilities(preview.values(column)))
@@ -125,14 +127,14 @@ def detect(preview):
     return Detection(guess, tuple(doubts), numeric, probability_like)
 
 
-def choose(preview, name, **explicit):
+def choose(preview: Preview, name: str, **explicit: str | None) -> Columns:
     """The Columns: the explicit choices (role=column) where given, else the detected guesses; LogError
     (naming the file ``name``) if a role is missing or a column does not fit its role."""
     for role, column in explicit.items():
         if column is not None and column not in preview.columns:
             raise LogError(f"{name}: no column {quoted(column)} for {TITLES[role]} (columns: {listed(preview.columns, MOST_LISTED)})")
     detection = detect(preview)
-    chosen = {role: explicit.get(role) or detection.guess[role] for role in NAMES}
+    chosen: dict[str, Any] = {role: explicit.get(role) or detection.guess[role] for role in NAMES}   # or None
     for role in ("sampler", "trainer"):
         named = [column for column in detection.probability_like if column.lower() in NAMES[role]]
         if chosen[role] is None and named:

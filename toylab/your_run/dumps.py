@@ -40,8 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from numpy.typing import NDArray
 
-from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.bounds import CLI_BOUNDS, Bounds
 from toylab.your_run.dump_ranks import combined
 from toylab.your_run.dump_tables import (
     canonical,
@@ -72,8 +73,8 @@ NEMO_VALIDATION = re.compile(r"^val_data_step\d+\.jsonl$")
 class DumpFile(LogFile):
     """A dump's canonical table as an in-memory Parquet LogFile, with what reading it noticed and, per row, the
     sum of the trainer's entropy over its response tokens (prime-rl's export; None elsewhere)."""
-    notices: tuple = ()
-    entropy: np.ndarray | None = None
+    notices: tuple[str, ...] = ()
+    entropy: NDArray[np.float64] | None = None
 
 
 @dataclass(frozen=True)
@@ -227,7 +228,7 @@ def with_commands_apart(message):
     return message, commands
 
 
-def dump_kind(name, head):
+def dump_kind(name: str, head: bytes) -> str | None:
     """The key of the first layout in LAYOUTS that recognises a file (None: an ordinary log); ``head`` is the
     file's first bytes (a few kilobytes)."""
     return next((layout.key for layout in LAYOUTS if layout.recognise(name, head)), None)
@@ -261,7 +262,8 @@ def dump_file(part, bounds=CLI_BOUNDS):
                     notices=tuple(part.notices), entropy=part.entropy)
 
 
-def canonical_file(name, kind, data=None, path=None, allow_torch=False, bounds=CLI_BOUNDS):
+def canonical_file(name: str, kind: str, data: bytes | None = None, path: str | None = None, allow_torch: bool = False,
+                   bounds: Bounds = CLI_BOUNDS) -> DumpFile:
     """The DumpFile of one dump file read alone (a Miles rank file: without its step's other ranks); LogError if it
     cannot be read or holds no log, or is over the ``bounds`` (its size and lines here; its tokens and sequences as
     the canonical table is read)."""

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 import pyarrow.parquet as pq
+from numpy.typing import NDArray
 
 from toylab.text import quoted
 from toylab.your_run.bounds import CLI_BOUNDS, MB, Bounds, CountedText, LogError, buffered
@@ -91,7 +92,8 @@ class LogFile:
         return io.TextIOWrapper(self.raw(), encoding="utf-8-sig", newline="")
 
 
-def open_log_file(name, data=None, path=None, bounds=CLI_BOUNDS):
+def open_log_file(name: str, data: bytes | None = None, path: str | None = None, bounds: Bounds = CLI_BOUNDS
+                  ) -> LogFile:
     """The LogFile for an upload (``name``, ``data``) or a file on disk (``path``, default ``name``); LogError
     if it is empty, over ``bounds.file_bytes``, of an unknown extension, or not what its extension says."""
     if data is None and path is None:
@@ -205,16 +207,16 @@ class Preview:
     """The first rows of a log: its column names in order, the kind of each column's first non-empty value
     ("number", "bool", "list", "bools", "text", or "empty") with that value's row and a short text of it,
     and up to PREVIEW_NUMBERS finite numbers seen in each column."""
-    columns: tuple
-    kinds: dict
-    numbers: dict
-    first: dict              # column → (row, shown value) of its first non-empty value
+    columns: tuple[str, ...]
+    kinds: dict[str, str]
+    numbers: dict[str, NDArray[np.float64]]
+    first: dict[str, tuple[int, str]]    # column → (row, shown value) of its first non-empty value
 
-    def values(self, column):
+    def values(self, column: str) -> NDArray[np.float64]:
         return self.numbers.get(column, np.empty(0))
 
 
-def preview(file, rows=PREVIEW_ROWS):
+def preview(file: LogFile, rows: int = PREVIEW_ROWS) -> Preview:
     """The Preview of the file's first rows (at most ``rows``, and about PREVIEW_BYTES of them); LogError if it
     has none, they cannot be parsed, or they have more columns than the bounds allow."""
     if file.format == "parquet":

@@ -26,18 +26,19 @@ sequence, a log-ratio |log π − log μ| of a response token above LOG_RATIO_LI
 size. Values at masked tokens are not checked: padding is often 0 or NaN.
 """
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numpy.typing import NDArray
 
 from toylab.text import quoted
-from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
-from toylab.your_run.columns import choose
-from toylab.your_run.files import LogError, open_log_file, preview, read_batches
+from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT, Bounds
+from toylab.your_run.columns import Columns, choose
+from toylab.your_run.files import LogError, LogFile, Preview, open_log_file, preview, read_batches
 
 CELLS_PER_BATCH = 1 << 20
 
@@ -47,56 +48,56 @@ class Batch:
     """Sequences start … start + b − 1 of a log, padded to the longest of them: (b, L) arrays with
     ``mask`` False (and both log-probs 0) at padding; ``rewards`` (b,) or None."""
     start: int
-    sampler_logprobs: np.ndarray
-    trainer_logprobs: np.ndarray
-    mask: np.ndarray
-    rewards: np.ndarray | None
+    sampler_logprobs: NDArray[np.float64]
+    trainer_logprobs: NDArray[np.float64]
+    mask: NDArray[np.bool_]
+    rewards: NDArray[np.float64] | None
 
 
 @dataclass(frozen=True, eq=False)
 class RolloutLog:
     """The response tokens of B sequences, concatenated in sequence order (see the module docstring)."""
     name: str
-    columns: object                   # log_columns.Columns: which column held what, and the shape
-    sampler_logprobs: np.ndarray      # (n,) log μ(y_t)
-    trainer_logprobs: np.ndarray      # (n,) log π(y_t)
-    offsets: np.ndarray               # (B + 1,) int64
-    rewards: np.ndarray | None        # (B,)
-    rows: np.ndarray                  # (B,) each sequence's row in the file, from 1 (row per token: its first response token's)
+    columns: Columns                  # which column held what, and the shape
+    sampler_logprobs: NDArray[np.float64]      # (n,) log μ(y_t)
+    trainer_logprobs: NDArray[np.float64]      # (n,) log π(y_t)
+    offsets: NDArray[np.int64]                 # (B + 1,)
+    rewards: NDArray[np.float64] | None        # (B,)
+    rows: NDArray[np.int64]                    # (B,) each sequence's row in the file, from 1 (row per token: its first response token's)
     dropped: int                      # sequences without a response token, left out
-    advantages: np.ndarray | None = None   # (B,): the log's own advantage of each sequence
-    notices: tuple = ()               # what the reader noticed but did not refuse, one sentence each
-    entropy_sums: np.ndarray | None = None  # (B,): Σ of the trainer's entropy over each sequence's tokens (prime-rl)
+    advantages: NDArray[np.float64] | None = None   # (B,): the log's own advantage of each sequence
+    notices: tuple[str, ...] = ()     # what the reader noticed but did not refuse, one sentence each
+    entropy_sums: NDArray[np.float64] | None = None  # (B,): Σ of the trainer's entropy over each sequence's tokens (prime-rl)
 
     @property
-    def sequences(self):
+    def sequences(self) -> int:
         return len(self.offsets) - 1
 
     @property
-    def tokens(self):
+    def tokens(self) -> int:
         return int(self.offsets[-1])
 
     @property
-    def lengths(self):
+    def lengths(self) -> NDArray[np.int64]:
         """(B,) response tokens per sequence."""
         return np.diff(self.offsets)
 
     @cached_property
-    def log_ratio(self):
+    def log_ratio(self) -> NDArray[np.float64]:
         """(n,) log ρ_t = log π(y_t) − log μ(y_t), computed once (every statistic of the log reads it)."""
         return self.trainer_logprobs - self.sampler_logprobs
 
     @cached_property
-    def ratio(self):
+    def ratio(self) -> NDArray[np.float64]:
         """(n,) ρ_t = π(y_t)/μ(y_t), computed once."""
         return np.exp(self.log_ratio)
 
     @property
-    def positions(self):
+    def positions(self) -> NDArray[np.int64]:
         """(n,) each token's index among its sequence's response tokens."""
         return np.arange(self.tokens) - np.repeat(self.offsets[:-1], self.lengths)
 
-    def nbytes(self):
+    def nbytes(self) -> int:
         """Bytes held by the log's arrays (log ρ and ρ too, once computed)."""
         derived = [self.__dict__[name] for name in ("log_ratio", "ratio") if name in self.__dict__]
         return sum(array.nbytes for array in (self.sampler_logprobs, self.trainer_logprobs, self.offsets, self.rows,
@@ -104,11 +105,11 @@ class RolloutLog:
                                               *([] if self.advantages is None else [self.advantages]),
                                               *([] if self.entropy_sums is None else [self.entropy_sums]), *derived))
 
-    def sequence_sums(self, per_token):
+    def sequence_sums(self, per_token: NDArray[np.float64]) -> NDArray[np.float64]:
         """(B,) Σ_t x_t within each sequence, for an (n,) array."""
         return np.add.reduceat(per_token, self.offsets[:-1])
 
-    def batches(self, max_cells=CELLS_PER_BATCH) -> Iterator[Batch]:
+    def batches(self, max_cells: int = CELLS_PER_BATCH) -> Iterator[Batch]:
         """Consecutive sequences padded into (b, L) Batches of at most ``max_cells`` cells (a longer
         sequence gets a Batch of its own)."""
         lengths = self.lengths.tolist()
@@ -121,7 +122,7 @@ class RolloutLog:
             yield self._padded(start, stop)
             start = stop
 
-    def padded(self):
+    def padded(self) -> Batch:
         """The whole log as one Batch."""
         return self._padded(0, self.sequences)
 
@@ -135,7 +136,8 @@ class RolloutLog:
                      None if self.rewards is None else self.rewards[start:stop])
 
 
-def load_log(name, data=None, path=None, bounds=CLI_BOUNDS, **explicit):
+def load_log(name: str, data: bytes | None = None, path: str | None = None, bounds: Bounds = CLI_BOUNDS,
+             **explicit: str | None) -> RolloutLog:
     """The RolloutLog of a file on disk (``path``, default ``name``) or in memory (``data``), columns
     detected or given by role (sampler=, trainer=, mask=, reward=, sequence_id=, position=); LogError if
     anything is wrong with it or it is over the ``bounds``."""
@@ -144,7 +146,8 @@ def load_log(name, data=None, path=None, bounds=CLI_BOUNDS, **explicit):
     return read_log(file, first_rows, choose(first_rows, file.name, **explicit))
 
 
-def read_log(file, first_rows, columns, progress=None):
+def read_log(file: LogFile, first_rows: Preview, columns: Columns,
+             progress: Callable[[float], object] | None = None) -> RolloutLog:
     """The RolloutLog of an opened LogFile with its Preview and chosen Columns. ``progress(share)``, if given,
     is called after every chunk with the share of the file read so far (a page can stop the reading there)."""
     shape = _SequenceRows if columns.shape == "sequence" else _TokenRows

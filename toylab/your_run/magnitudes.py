@@ -28,7 +28,6 @@ from toylab.your_run.statistics import Estimate, token_mean
 
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 WORST = 10
-IDENTITY_SES = 3.0                # the identity check flags a mean ρ − 1 more than this many se from 0
 
 
 @dataclass(frozen=True)
@@ -40,11 +39,6 @@ class Magnitudes:
     max_rho: float
     worst_tokens: list                # dicts: sequence, row, position, sampler_probability, trainer_probability, log_rho
     worst_sequences: list             # dicts: sequence, row, length, log_W, max_abs_log_rho
-
-    def identity_broken(self):
-        """True when mean ρ − 1 is below 0 by more than IDENTITY_SES standard errors."""
-        se = self.identity.se
-        return bool(se is not None and self.identity.value < -IDENTITY_SES * se)
 
     def as_dict(self):
         return {"chi2_low_variance": self.chi2_low_variance.as_dict(), "identity_mean_rho_minus_1": self.identity.as_dict(),

@@ -20,8 +20,11 @@ the log and dump extensions are read.
 import io
 import os
 import re
+import zipfile
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from typing import Self
 
 import numpy as np
 import pyarrow as pa
@@ -29,8 +32,8 @@ import pyarrow.parquet as pq
 
 from toylab.text import quoted
 from toylab.your_run.archives import member_bytes, open_archive
-from toylab.your_run.bounds import CLI_BOUNDS
-from toylab.your_run.columns import choose
+from toylab.your_run.bounds import CLI_BOUNDS, Bounds
+from toylab.your_run.columns import Columns, choose
 from toylab.your_run.dumps import (
     DUMP_NAMES,
     PICKLE_EXTENSIONS,
@@ -41,7 +44,16 @@ from toylab.your_run.dumps import (
     dump_kind,
     read_dump,
 )
-from toylab.your_run.files import EXTENSIONS, LogError, open_log_file, preview, read_batches, regular_file
+from toylab.your_run.files import (
+    EXTENSIONS,
+    LogError,
+    LogFile,
+    Preview,
+    open_log_file,
+    preview,
+    read_batches,
+    regular_file,
+)
 from toylab.your_run.log import RolloutLog, read_log
 
 STEP = re.compile(r"(?:^|[^a-z])(?:global_)?(?:train_data_)?step[_-]?(\d+)", re.IGNORECASE | re.ASCII)
@@ -63,9 +75,9 @@ class RunFile:
     rank: int | None
     path: str | None = field(default=None, repr=False)
     data: bytes | None = field(default=None, repr=False)
-    archive: object = field(default=None, repr=False)       # zipfile.ZipFile holding the member ``name``
+    archive: zipfile.ZipFile | None = field(default=None, repr=False)     # holding the member ``name``
 
-    def loaded(self, bounds):
+    def loaded(self, bounds: Bounds) -> Self:
         """This file with its bytes in ``data`` (a zip member is read now, within the bounds: ``archives``); a file on
         disk as it is, if it is a regular file (a pipe named step_1.jsonl would never end)."""
         if self.path is not None:
@@ -80,12 +92,12 @@ class StepLog:
     """A step's merged log, or (log None) the one-line error that stopped it; step None: a file whose step
     could not be told."""
     step: int | None
-    files: tuple
+    files: tuple[str, ...]
     log: RolloutLog | None = None
     error: str | None = None
 
 
-def step_and_rank(name):
+def step_and_rank(name: str) -> tuple[int | None, int | None]:
     """(step, rank) from a run file's path; either is None when the path does not say."""
     parts = name.replace("\\", "/").split("/")
     stem = parts[-1].split(".")[0]
@@ -112,7 +124,7 @@ def is_run_file(name):
     return not base.startswith(".") and base.lower().endswith(RUN_EXTENSIONS) and not base.lower().endswith(".zip")
 
 
-def directory_files(root):
+def directory_files(root: str) -> list[RunFile]:
     """The RunFiles under a directory, in path order."""
     found = []
     for folder, folders, names in os.walk(root):
@@ -129,7 +141,7 @@ def directory_files(root):
     return found
 
 
-def zip_files(name, source, bounds):
+def zip_files(name: str, source: bytes | str, bounds: Bounds) -> list[RunFile]:
     """The RunFiles in a zip archive (``source``: its bytes, or its path), each read (and bounded by
     ``bounds.file_bytes``) only when its step is; the members' declared sizes may sum to ``bounds.text_bytes`` at
     most. The archive's directory is checked before it is parsed, and a name in it twice is refused (``archives``)."""
@@ -147,18 +159,20 @@ def zip_files(name, source, bounds):
     return found
 
 
-def uploaded_files(uploads):
+def uploaded_files(uploads: Iterable[tuple[str, bytes]]) -> list[RunFile]:
     """The RunFiles of uploads, a list of (name, bytes)."""
     return [RunFile(name, *step_and_rank(name), data=data) for name, data in uploads]
 
 
-def load_file(file, bounds=CLI_BOUNDS, allow_torch=False, layouts=None, **explicit):
+def load_file(file: RunFile, bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False, layouts: dict[str, tuple[Preview, Columns]] | None = None,
+              **explicit: str | None) -> tuple[RolloutLog, LogFile, Preview]:
     """(RolloutLog, LogFile, Preview) of one run file (an ordinary log or a framework's dump, read alone), columns
     detected or ``explicit``. ``layouts`` ({Parquet schema: (Preview, Columns)}, filled as files are read) lets the
     files of a run that share a Parquet schema share the first one's column choice instead of each previewing its
     rows."""
     file = file.loaded(bounds)
     kind = _dump_kind(file, explicit)
+    log_file: LogFile
     if kind is not None:
         log_file = canonical_file(file.name, kind, data=file.data, path=file.path, allow_torch=allow_torch,
                                   bounds=bounds)
@@ -167,15 +181,16 @@ def load_file(file, bounds=CLI_BOUNDS, allow_torch=False, layouts=None, **explic
     return read_file(log_file, layouts, **explicit)
 
 
-def read_file(log_file, layouts=None, **explicit):
+def read_file(log_file: LogFile, layouts: dict[str, tuple[Preview, Columns]] | None = None, **explicit: str | None
+              ) -> tuple[RolloutLog, LogFile, Preview]:
     """(RolloutLog, LogFile, Preview) of an opened LogFile (see ``load_file``)."""
     schema = _parquet_schema(log_file) if layouts is not None and log_file.format == "parquet" else None
-    if schema is not None and schema in layouts:
+    if layouts is not None and schema in layouts:
         first_rows, columns = layouts[schema]
     else:
         first_rows = preview(log_file)
         columns = choose(first_rows, log_file.name, **explicit)
-        if schema is not None:
+        if layouts is not None and schema is not None:
             layouts[schema] = first_rows, columns
     return read_log(log_file, first_rows, columns), log_file, first_rows
 
@@ -208,15 +223,17 @@ def _head(file, size=1 << 16):
         raise LogError(f"{file.name}: cannot read the file ({error.strerror or error})") from None
 
 
-def step_logs(files, bounds=CLI_BOUNDS, allow_torch=False, **explicit):
+def step_logs(files: Sequence[RunFile], bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
+              **explicit: str | None) -> Iterator[StepLog]:
     """StepLog per step, in step order, each read only when reached (files without a step in their path are
     read first, to split them by their ``step`` column)."""
-    by_step, errors = {}, []
+    by_step: dict[int, list[RunFile]] = {}
+    errors: list[tuple[str, str]] = []
     for file in files:
         if file.step is not None:
             by_step.setdefault(file.step, []).append(file)
     unstepped = [file for file in files if file.step is None]
-    split = {}
+    split: dict[int, list[tuple[RunFile, RolloutLog]]] = {}
     for file in unstepped:
         try:
             for step, log in _split_by_step_column(file, bounds, allow_torch, **explicit):
@@ -225,7 +242,8 @@ def step_logs(files, bounds=CLI_BOUNDS, allow_torch=False, **explicit):
             errors.append((file.name, str(error)))
     if errors and not by_step and not split:
         raise LogError(errors[0][1])
-    layouts, ranks = {}, _run_ranks(by_step)
+    layouts: dict[str, tuple[Preview, Columns]] = {}
+    ranks = _run_ranks(by_step)
 
     def read(step):
         step_files = sorted(by_step.get(step, []), key=lambda file: (file.rank is None, file.rank, file.name))
@@ -242,13 +260,14 @@ def step_logs(files, bounds=CLI_BOUNDS, allow_torch=False, **explicit):
 
     with ThreadPoolExecutor(max_workers=1) as reader:          # the next step is read while this one is used
         steps = sorted(set(by_step) | set(split))
-        coming = reader.submit(read, steps[0]) if steps else None
-        for index in range(len(steps)):
-            current = coming.result()
-            coming = reader.submit(read, steps[index + 1]) if index + 1 < len(steps) else None
-            yield current
-    for name, error in errors:
-        yield StepLog(None, (name,), error=error)
+        if steps:
+            coming = reader.submit(read, steps[0])
+            for following in steps[1:]:
+                current, coming = coming.result(), reader.submit(read, following)
+                yield current
+            yield coming.result()
+    for name, message in errors:
+        yield StepLog(None, (name,), error=message)
 
 
 def _step_files(step_files, bounds, allow_torch, layouts, explicit):

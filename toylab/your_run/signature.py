@@ -18,9 +18,7 @@ mass on the cut tokens gives the kept mass, below 1. So the direction is a patte
 
 from dataclasses import dataclass
 
-from toylab.your_run.magnitudes import IDENTITY_SES
-
-APART = IDENTITY_SES    # standard errors: the mean ratio is this far from 1 before a verdict is given
+APART = 3.0             # standard errors: the mean ratio is this far from 1 before a verdict is given
 
 
 @dataclass(frozen=True)

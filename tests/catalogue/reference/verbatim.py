@@ -11,15 +11,22 @@ block differs:
     python tests/catalogue/reference/verbatim.py --clone THUDM/slime=/path/to/slime [--clone …] [generate.py …]
 
 Blocks of repositories without a --clone are listed as not checked. No torch needed.
+
+Without generators named it also checks the pipeline presets' quotes (``QUOTES`` of tests/catalogue/
+test_pipelines.py: preset, side, commit, path, (first, last), the lines), each against its preset's repository
+(``toylab.catalogue.pipelines.PIPELINES``).
 """
 
 import argparse
+import ast
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+PIPELINE_TESTS = HERE.parent / "test_pipelines.py"
 START = re.compile(r"^# verbatim: (\S+) ([0-9a-f]{7,40}) (\S+) (\d+)-(\d+)$")
 END = "# end verbatim"
 
@@ -44,6 +51,18 @@ def blocks(path):
     return found
 
 
+def pipeline_quotes():
+    """(repository, commit, path, first, last, lines) of each quote in test_pipelines.QUOTES, read without importing
+    the test module (its repository from the preset's row)."""
+    sys.path.insert(0, str(ROOT))
+    from toylab.catalogue.pipelines import PIPELINES
+    tree = ast.parse(PIPELINE_TESTS.read_text())
+    quotes = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                  and any(getattr(target, "id", None) == "QUOTES" for target in node.targets))
+    return [(PIPELINES[preset].repository, commit, path, first, last, text.split("\n"))
+            for preset, _, commit, path, (first, last), text in quotes]
+
+
 def source_lines(clone, commit, path, first, last):
     text = subprocess.run(["git", "-C", clone, "show", f"{commit}:{path}"], check=True, capture_output=True,
                           text=True).stdout
@@ -57,16 +76,18 @@ def main(argv=None):
     args = parser.parse_args(argv)
     clones = dict(item.split("=", 1) for item in args.clone)
     generators = args.generators or sorted(str(p) for p in HERE.glob("*/generate.py"))
+    sources = [(Path(generator).parent.name, block) for generator in generators for block in blocks(generator)]
+    if not args.generators:
+        sources += [("pipelines", quote) for quote in pipeline_quotes()]
     failed = False
-    for generator in generators:
-        for repository, commit, path, first, last, lines in blocks(generator):
-            where = f"{Path(generator).parent.name}: {repository} {commit[:7]} {path} {first}-{last}"
-            if repository not in clones:
-                print(f"not checked  {where}")
-                continue
-            same = source_lines(clones[repository], commit, path, first, last) == lines
-            failed |= not same
-            print(f"{'verbatim' if same else 'DIFFERS':11}  {where}")
+    for name, (repository, commit, path, first, last, lines) in sources:
+        where = f"{name}: {repository} {commit[:7]} {path} {first}-{last}"
+        if repository not in clones:
+            print(f"not checked  {where}")
+            continue
+        same = source_lines(clones[repository], commit, path, first, last) == lines
+        failed |= not same
+        print(f"{'verbatim' if same else 'DIFFERS':11}  {where}")
     return 1 if failed else 0
 
 
