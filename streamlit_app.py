@@ -1,8 +1,8 @@
 """toylab: what happens to policy-gradient estimates when the sampler μ and the trainer π disagree.
 
 Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; each tab's ``render(settings)``
-runs only while that tab is open, under the lesson on show (if it opens that tab). Append ``(label, render)`` to
-TABS to add a tab. The link the session opened is read first (it may ask for presentation mode, which collapses
+runs only while that tab is open, under the lesson on show (if it opens that tab). To add a tab, add its label to
+``TAB_LABELS`` (toylab/state/query.py, the one place a label is spelled) and ``(its name there, render)`` to TABS. The link the session opened is read first (it may ask for presentation mode, which collapses
 the sidebar), and the address is written last, once, with the link of what the page shows. An unexpected error
 in a tab is a notice in that tab (``last_resort``): the other tabs, the sidebar and the address go on.
 """
@@ -11,7 +11,19 @@ from pathlib import Path
 
 import streamlit as st
 
-from toylab.state.query import threshold_problem, toy_problem
+from toylab.state.query import (
+    ERRORS_TAB,
+    ESTIMATORS_TAB,
+    LENGTH_TAB,
+    LESSONS_TAB,
+    MISMATCH_SWEEP_TAB,
+    RATIOS_TAB,
+    THRESHOLD_SWEEP_TAB,
+    TRAINING_TAB,
+    YOUR_RUN_TAB,
+    threshold_problem,
+    toy_problem,
+)
 from views import (
     address,
     errors_tab,
@@ -31,16 +43,16 @@ from views import (
     your_run_tab,
 )
 
-TABS = [
-    ("Estimators", estimators_tab.render),
-    ("Ratios", ratios_tab.render),
-    ("Error vs batch size", errors_tab.render),
-    (threshold_sweep_tab.LABEL, threshold_sweep_tab.render),
-    (mismatch_sweep_tab.LABEL, mismatch_sweep_tab.render),
-    (length_tab.LABEL, length_tab.render),
-    (training_tab.LABEL, training_tab.render),
-    (your_run_tab.LABEL, your_run_tab.render),
-    (lessons_tab.LABEL, lessons_tab.render),
+TABS = [                     # in TAB_LABELS' order (tests/page/test_app_links.py checks the page's tabs are those)
+    (ESTIMATORS_TAB, estimators_tab.render),
+    (RATIOS_TAB, ratios_tab.render),
+    (ERRORS_TAB, errors_tab.render),
+    (THRESHOLD_SWEEP_TAB, threshold_sweep_tab.render),
+    (MISMATCH_SWEEP_TAB, mismatch_sweep_tab.render),
+    (LENGTH_TAB, length_tab.render),
+    (TRAINING_TAB, training_tab.render),
+    (YOUR_RUN_TAB, your_run_tab.render),
+    (LESSONS_TAB, lessons_tab.render),
 ]
 
 ICON = Path(__file__).resolve().parent / "docs" / "icon.png"   # served by the app: a :material/…: icon is fetched from Google

@@ -387,94 +387,121 @@ def measure(args) -> dict:
     presses in turn — floor, app, other app, floor, … — so that a change in the machine's load reaches all alike."""
     from playwright.sync_api import sync_playwright
 
-    load_averages = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="page-latency-") as folder, contextlib.ExitStack() as stack:
-        floor_log = RunLog(Path(folder) / "floor.jsonl")
-        floor_url = stack.enter_context(served(FLOOR_APP, floor_log))
-        apps = {}
-        for name, script in app_scripts(args).items():
-            log = RunLog(Path(folder) / f"app-{len(apps)}.jsonl")
-            apps[name] = {"log": log, "url": stack.enter_context(served(script, log, args.profile))}
-        browser = launch_browser(stack.enter_context(sync_playwright()))
-        stack.callback(browser.close)
-        payload = Payload() if args.payload else None
-        query = f"/?{args.query.lstrip('?')}" if args.query else ""
+        run = Measurement(args, Path(folder), stack, launch_browser(stack.enter_context(sync_playwright())))
+        stack.callback(run.browser.close)
+        labels = run.tab_labels()
+        for label in labels:
+            if not args.tabs or label in args.tabs:
+                for app in run.apps.values():
+                    app["page"].open_tab(label)
+                run.time_view(label, {name: app["page"] for name, app in run.apps.items()})
+        if args.large_query:
+            run.time_large_query(f"{labels[0]} at {args.large_query}")
+        for _ in range(args.loads):                  # new sessions in turn: the floor's, then each app's
+            run.time_new_sessions()
+        run.load_averages.append(os.getloadavg()[0])
+    return run.result()
 
-        loads = {name: {"fresh server": [], "new session": [], "returning visitor": []} for name in ["floor", *apps]}
-        floor = Page(browser, floor_log, profile_dir=args.profile, viewport=args.viewport)
-        loads["floor"]["fresh server"].append(floor.load(floor_url))
-        for name, app in apps.items():
-            app["page"] = Page(browser, app["log"], payload if name == THIS else None, args.profile,
-                               viewport=args.viewport)
-            loads[name]["fresh server"].append(app["page"].load(app["url"] + query))
-        labels = apps[THIS]["page"].tab_labels()
-        for name, app in apps.items():
+
+class Measurement:
+    """The floor app and the apps served, their pages open in one browser, and every timing taken so far."""
+
+    def __init__(self, args, folder: Path, stack: contextlib.ExitStack, browser):
+        self.args, self.browser = args, browser
+        self.load_averages = [os.getloadavg()[0]]
+        self.floor_log = RunLog(folder / "floor.jsonl")
+        self.floor_url = stack.enter_context(served(FLOOR_APP, self.floor_log))
+        self.apps = {}
+        for name, script in app_scripts(args).items():
+            log = RunLog(folder / f"app-{len(self.apps)}.jsonl")
+            self.apps[name] = {"log": log, "url": stack.enter_context(served(script, log, args.profile))}
+        self.payload = Payload() if args.payload else None
+        self.query = f"/?{args.query.lstrip('?')}" if args.query else ""
+        self.loads = {name: {"fresh server": [], "new session": [], "returning visitor": []}
+                      for name in ["floor", *self.apps]}
+        self.floor = Page(browser, self.floor_log, profile_dir=args.profile, viewport=args.viewport)
+        self.loads["floor"]["fresh server"].append(self.floor.load(self.floor_url))
+        for name, app in self.apps.items():
+            app["page"] = self.app_page(name)
+            self.loads[name]["fresh server"].append(app["page"].load(app["url"] + self.query))
+        self.floor_presses = []
+        self.presses = {name: {} for name in self.apps}
+
+    def app_page(self, name: str) -> Page:
+        return Page(self.browser, self.apps[name]["log"], self.payload if name == THIS else None,
+                    self.args.profile, viewport=self.args.viewport)
+
+    def tab_labels(self) -> list[str]:
+        """This checkout's tabs; every other app must have the same, and ``--tabs`` may name only those."""
+        labels = self.apps[THIS]["page"].tab_labels()
+        for name, app in self.apps.items():
             if app["page"].tab_labels() != labels:
                 raise SystemExit(f"page_latency: error: {name} has the tabs {app['page'].tab_labels()}, "
                                  f"this checkout {labels}")
-        unknown = set(args.tabs or []) - set(labels)
+        unknown = set(self.args.tabs or []) - set(labels)
         if unknown:
             raise SystemExit(f"page_latency: error: no tab {sorted(unknown)}; the page has {labels}")
+        return labels
 
-        floor_presses = []
-        presses = {name: {} for name in apps}
+    def time_view(self, view: str, pages: dict) -> None:
+        """``--presses`` presses of the floor, then of each page, in turn; the load average after them."""
+        if self.payload:
+            self.payload.view = view
+        for name in self.apps:
+            self.presses[name][view] = []
+        for _ in range(self.args.presses):
+            self.floor_presses.append(self.floor.press())
+            for name, page in pages.items():
+                self.presses[name][view].append(page.press())
+        if self.payload:
+            self.payload.view = None
+        self.load_averages.append(os.getloadavg()[0])
+        print(f"  {view}: " + "; ".join(
+            f"{name} " + ", ".join(f"{p['to_idle']:.2f}" for p in self.presses[name][view]) for name in self.apps)
+            + f" s (load {self.load_averages[-1]:.1f})", file=sys.stderr, flush=True)
 
-        def time_view(view, pages):
-            if payload:
-                payload.view = view
-            for name in apps:
-                presses[name][view] = []
-            for _ in range(args.presses):
-                floor_presses.append(floor.press())
-                for name, page in pages.items():
-                    presses[name][view].append(page.press())
-            if payload:
-                payload.view = None
-            load_averages.append(os.getloadavg()[0])
-            print(f"  {view}: " + "; ".join(
-                f"{name} " + ", ".join(f"{p['to_idle']:.2f}" for p in presses[name][view]) for name in apps)
-                + f" s (load {load_averages[-1]:.1f})", file=sys.stderr, flush=True)
+    def time_large_query(self, view: str) -> None:
+        large = {}
+        for name, app in self.apps.items():
+            large[name] = self.app_page(name)
+            large[name].load(f"{app['url']}/?{self.args.large_query.lstrip('?')}")
+        self.time_view(view, large)
 
-        for label in labels:
-            if not args.tabs or label in args.tabs:
-                for app in apps.values():
-                    app["page"].open_tab(label)
-                time_view(label, {name: app["page"] for name, app in apps.items()})
-        if args.large_query:
-            view = f"{labels[0]} at {args.large_query}"
-            large = {}
-            for name, app in apps.items():
-                large[name] = Page(browser, app["log"], payload if name == THIS else None, args.profile,
-                                   viewport=args.viewport)
-                large[name].load(f"{app['url']}/?{args.large_query.lstrip('?')}")
-            time_view(view, large)
-        for _ in range(args.loads):                  # new sessions in turn: the floor's, then each app's
-            loads["floor"]["new session"].append(Page(browser, floor_log, viewport=args.viewport).load(floor_url))
-            loads["floor"]["returning visitor"].append(Page(browser, floor_log, context=floor.page.context).load(floor_url))
-            for name, app in apps.items():
-                loads[name]["new session"].append(Page(browser, app["log"], viewport=args.viewport).load(app["url"] + query))
-            for name, app in apps.items():
-                loads[name]["returning visitor"].append(
-                    Page(browser, app["log"], context=app["page"].page.context).load(app["url"] + query))
-        load_averages.append(os.getloadavg()[0])
+    def time_new_sessions(self) -> None:
+        """One first load in a new session and one as a returning visitor: the floor's, then each app's."""
+        viewport, loads = self.args.viewport, self.loads
+        loads["floor"]["new session"].append(Page(self.browser, self.floor_log, viewport=viewport).load(self.floor_url))
+        loads["floor"]["returning visitor"].append(
+            Page(self.browser, self.floor_log, context=self.floor.page.context).load(self.floor_url))
+        for name, app in self.apps.items():
+            loads[name]["new session"].append(
+                Page(self.browser, app["log"], viewport=viewport).load(app["url"] + self.query))
+        for name, app in self.apps.items():
+            loads[name]["returning visitor"].append(
+                Page(self.browser, app["log"], context=app["page"].page.context).load(app["url"] + self.query))
 
-    floor_median = median(p["to_idle"] for p in floor_presses)
-    first_loads = {name: {kind: load_summary(rows) for kind, rows in kinds.items() if rows}
-                   for name, kinds in loads.items()}
-    for kinds in first_loads.values():
-        for kind, summary_ in kinds.items():
-            summary_["ratio"] = summary_["first_load"] / first_loads["floor"][kind]["first_load"]
-    return {
-        "query": args.query, "presses_per_view": args.presses, "load_average": load_averages,
-        "apps": {name: str(script) for name, script in app_scripts(args).items()},
-        "floor": summary(floor_presses, floor_median),
-        "views": {name: {view: summary(rows, floor_median) for view, rows in views.items()}
-                  for name, views in presses.items()},
-        "first_load": first_loads,
-        "presses": {"floor": floor_presses, **presses},
-        **({"payload_bytes_per_press": {view: {kind: size / args.presses for kind, size in kinds.items()}
-                                        for view, kinds in payload.bytes.items()}} if payload else {}),
-    }
+    def result(self) -> dict:
+        """Every number: medians per view and per kind of first load (each also as a multiple of the floor's),
+        and every press."""
+        args, payload = self.args, self.payload
+        floor_median = median(p["to_idle"] for p in self.floor_presses)
+        first_loads = {name: {kind: load_summary(rows) for kind, rows in kinds.items() if rows}
+                       for name, kinds in self.loads.items()}
+        for kinds in first_loads.values():
+            for kind, summary_ in kinds.items():
+                summary_["ratio"] = summary_["first_load"] / first_loads["floor"][kind]["first_load"]
+        return {
+            "query": args.query, "presses_per_view": args.presses, "load_average": self.load_averages,
+            "apps": {name: str(script) for name, script in app_scripts(args).items()},
+            "floor": summary(self.floor_presses, floor_median),
+            "views": {name: {view: summary(rows, floor_median) for view, rows in views.items()}
+                      for name, views in self.presses.items()},
+            "first_load": first_loads,
+            "presses": {"floor": self.floor_presses, **self.presses},
+            **({"payload_bytes_per_press": {view: {kind: size / args.presses for kind, size in kinds.items()}
+                                            for view, kinds in payload.bytes.items()}} if payload else {}),
+        }
 
 
 THIS = "this"                   # the app of this checkout, under its name in the report

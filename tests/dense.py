@@ -223,60 +223,59 @@ class DenseToy:
 
     def coefficients(self, estimator, params, baseline="none"):
         """c (M, T) for one estimator, straight from its definition (A = r − b for those that read it)."""
-        rho, W = self.rho, self.W[:, None]
-        ones = np.ones_like(rho)
-        geo = np.exp(self.log_mean)
-        p = params
         advantage = (self.R - self.baseline(baseline))[:, None]
         if ":" in estimator:
             return self.preset(estimator, params, advantage, baseline)
         if estimator in NEW_FAMILIES:
-            return self.new_family(estimator, p, advantage, baseline)
+            return self.new_family(estimator, params, advantage, baseline)
         if estimator in ("rs", "opsm"):
-            weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline)
-            if estimator == "rs":
-                return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"])
-            mean_k1 = (-np.log(rho)).mean(axis=1, keepdims=True)
-            return weight * ((advantage >= 0) | (mean_k1 <= p["delta"]))
-        if estimator == "tok_clip":
-            return np.clip(rho, p["C_min"], p["C_max"])
-        if estimator == "seq_clip":
-            return np.clip(W, p["C_min"], p["C_max"]) * ones
-        if estimator == "seq_band":
-            return W * ((W >= p["C_min"]) & (W <= p["C_max"])) * ones
+            return self.rejecting(estimator, params, advantage, baseline)
         if estimator == "ppo_clip":
-            keep_positive = rho <= 1 + p["eps_high"]
-            keep_negative = (rho >= 1 - p["eps_low"]) & (rho <= p["C_dual"])
-            tie = np.where(rho == p["C_dual"], 0.5, 1.0)      # torch.min's tie at the dual clip: half the gradient
-            return rho * np.where(advantage < 0, keep_negative * tie, keep_positive) * self.live
-        if estimator in ("on_policy", "naive"):
-            return ones
-        if estimator == "tok_is":
-            return rho
-        if estimator == "tok_tis":
-            return np.minimum(rho, p["C"])
-        if estimator == "tok_mis":
-            return rho * ((rho >= p["lo"]) & (rho <= p["hi"]))
-        if estimator == "prefix_is":
-            return np.cumprod(rho, axis=1)
-        if estimator == "seq_is":
-            return W * ones
-        if estimator == "seq_tis":
-            return np.minimum(W, p["C"]) * ones
-        if estimator == "seq_mis":
-            return W * (W <= p["C"]) * ones
-        if estimator == "geo_rs":
-            return ((geo >= p["lo"]) & (geo <= p["hi"])) * ones
-        if estimator == "geo_rs_tok_tis":
-            return ((geo >= p["lo"]) & (geo <= p["hi"])) * np.minimum(rho, p["C"])
-        if estimator == "k3_rs":
-            k3 = (rho - 1 - np.log(rho)).mean(axis=1, keepdims=True)
-            return (k3 <= p["delta"]) * ones
-        if estimator == "trm":
-            return (np.abs(np.log(rho)).max(axis=1, keepdims=True) <= p["eps"]) * ones
-        if estimator == "gspo_geo":
-            return geo * ones
-        raise KeyError(estimator)
+            return self.ppo_clip(params, advantage)
+        return self.closed_form(estimator, params)
+
+    def rejecting(self, estimator, p, advantage, baseline):
+        """A weight estimator times a rejection mask: ``rs``'s statistic in [lo, hi], or OPSM's keep-if-A ≥ 0 or
+        mean k1 ≤ δ."""
+        weight = self.coefficients(p["weight"], resolve_params(p["weight"]), baseline)
+        if estimator == "rs":
+            return weight * self.rejection_kept(p["statistic"], p["scope"], p["lo"], p["hi"])
+        mean_k1 = (-np.log(self.rho)).mean(axis=1, keepdims=True)
+        return weight * ((advantage >= 0) | (mean_k1 <= p["delta"]))
+
+    def ppo_clip(self, p, advantage):
+        """ρ where PPO's clipped objective keeps the gradient (dual clip for A < 0), 0 where it clips."""
+        rho = self.rho
+        keep_positive = rho <= 1 + p["eps_high"]
+        keep_negative = (rho >= 1 - p["eps_low"]) & (rho <= p["C_dual"])
+        tie = np.where(rho == p["C_dual"], 0.5, 1.0)      # torch.min's tie at the dual clip: half the gradient
+        return rho * np.where(advantage < 0, keep_negative * tie, keep_positive) * self.live
+
+    def closed_form(self, estimator, p):
+        """The estimators that are one closed form in ρ, W = ∏ρ and the geometric mean, one line each."""
+        rho, W = self.rho, self.W[:, None]
+        ones = np.ones_like(rho)
+        geo = np.exp(self.log_mean)
+        forms = {
+            "tok_clip": lambda: np.clip(rho, p["C_min"], p["C_max"]),
+            "seq_clip": lambda: np.clip(W, p["C_min"], p["C_max"]) * ones,
+            "seq_band": lambda: W * ((W >= p["C_min"]) & (W <= p["C_max"])) * ones,
+            "on_policy": lambda: ones,
+            "naive": lambda: ones,
+            "tok_is": lambda: rho,
+            "tok_tis": lambda: np.minimum(rho, p["C"]),
+            "tok_mis": lambda: rho * ((rho >= p["lo"]) & (rho <= p["hi"])),
+            "prefix_is": lambda: np.cumprod(rho, axis=1),
+            "seq_is": lambda: W * ones,
+            "seq_tis": lambda: np.minimum(W, p["C"]) * ones,
+            "seq_mis": lambda: W * (W <= p["C"]) * ones,
+            "geo_rs": lambda: ((geo >= p["lo"]) & (geo <= p["hi"])) * ones,
+            "geo_rs_tok_tis": lambda: ((geo >= p["lo"]) & (geo <= p["hi"])) * np.minimum(rho, p["C"]),
+            "k3_rs": lambda: ((rho - 1 - np.log(rho)).mean(axis=1, keepdims=True) <= p["delta"]) * ones,
+            "trm": lambda: (np.abs(np.log(rho)).max(axis=1, keepdims=True) <= p["eps"]) * ones,
+            "gspo_geo": lambda: geo * ones,
+        }
+        return forms[estimator]()
 
     def rejection_kept(self, statistic, scope, lo, hi, log_rho=None, mean_divisor=None):
         """1[lo ≤ statistic ≤ hi] (M, T): per token, or the sequence's sum / mean / max broadcast to its tokens (a

@@ -1,9 +1,7 @@
 """The error-versus-batch-size tab: exact curves, bias floors and seq_is crossovers; Monte Carlo dots on request (a
 toggle in the link: they cost more than the exact picture they confirm)."""
 
-import math
 
-import pandas as pd
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
@@ -39,27 +37,14 @@ def render(settings):
     chart_element.draw(st, charts.error_chart(curves, monte_carlo, crossovers, lying,
                                               height=420 if screen_share.on() else 480))
     sampled_only = [id for id, _ in selection if not ESTIMATORS[id].exact]
-    st.caption("Lines: exact sqrt(bias² + var/N)/‖∇J‖. "
-               + (f"Dots: Monte Carlo rms over {cache.MONTE_CARLO_REPLICATES} batches, bars its 10–90 % range "
-                  "(batch-coupled estimators have dots only). " if dots else
-                  "Turn on the Monte Carlo check above for sampled dots"
-                  + (f" (the batch-coupled {', '.join(sampled_only)} have only those)" if sampled_only else "")
-                  + ". ")
-               + "Dashed: each biased estimator's relative bias, the level its error tends to as N "
-               "grows. Diamonds: where seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole "
-               "batch size where it does. Click a legend entry to highlight one estimator."
-               + (f" Drawn in short dashes over the line each lies on: {coincidence.describe(lying, curves['N'], 'N')}."
-                  if lying else ""))
+    st.caption(frames.error_chart_caption(dots, cache.MONTE_CARLO_REPLICATES, sampled_only, lying, curves["N"]))
     if dots:
         st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
-    for id, sizes in undefined.items():
-        st.caption(f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "
-                   f"{ESTIMATORS[id].undefined}.")
+    for note in frames.undefined_monte_carlo_notes(undefined):
+        st.caption(note)
     if len(crossovers):
         st.subheader("From which N does sequence IS win?")
-        st.dataframe(pd.DataFrame({"estimator": crossovers["estimator"],
-                                   "seq_is has the lower RMSE for": [_describe(n) for n in crossovers["first_N"]]}),
-                     hide_index=True)
+        st.dataframe(frames.crossover_table(crossovers), hide_index=True)
 
 
 AGGREGATION_CAPTIONS = {
@@ -77,10 +62,3 @@ AGGREGATION_CAPTIONS = {
     "dapo": "Loss aggregation dapo (TRL's default): each batch divides by all its response tokens, masked or not; "
             "on this fixed-length toy that is seq-mean-token-sum, so the dots match the exact lines as before.",
 }
-
-
-def _describe(first):
-    """The batch sizes from ``first`` (an integer, or NaN for none) on, in words."""
-    if math.isnan(first):
-        return "no N"
-    return f"every N ≥ {int(first):,}"

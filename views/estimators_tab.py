@@ -1,6 +1,5 @@
 """The estimators tab: the exact table, bias versus spread, and each estimator's formula."""
 
-import base64
 import re
 from dataclasses import replace
 from functools import partial
@@ -10,7 +9,7 @@ import streamlit as st
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
-from toylab.state.query import NO_COMPARISON
+from toylab.state.query import ERRORS_TAB, NO_COMPARISON
 from toylab.text import UNDEFINED
 from views import chart_element, screen_share, tour
 from views.caches import cache
@@ -59,13 +58,6 @@ COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline 
 BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control in the sidebar, beside the baseline)
 
 
-def swatch(colour):
-    """A small filled circle as an SVG data URI, for the table's colour column."""
-    svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><circle cx="8" cy="8" r="7" ' \
-          f'fill="{colour}"/></svg>'
-    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()
-
-
 def _notes(where, settings, table, same, truncates):
     """Under the table: why a number is undefined, what a truncating sampler's bias floor is, and which estimators
     are one estimator on this toy."""
@@ -96,15 +88,14 @@ def render(settings):
     batch_coupled = [id for id in settings.estimators if not ESTIMATORS[id].exact]
     if batch_coupled:
         st.caption(f"{', '.join(batch_coupled)}: batch-coupled, no exact single-sample moments; "
-                   "see *Error vs batch size* for their Monte Carlo errors.")
+                   f"see *{ERRORS_TAB}* for their Monte Carlo errors.")
     moments = cache.selected_moments(settings)
     if not moments:
         st.info("Select at least one exact estimator in the sidebar to see the table.")
         return
     table = frames.table_frame(moments, settings.N)
     same = frames.duplicates(moments)
-    shown = table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
-                         cosine=[frames.cosine_text(cosine) for cosine in table["cosine"]])
+    shown = frames.shown_table(table)
     truncates = bool(table["rel_floor"].gt(0).any())
     marks = tour.marks(settings, "bias_std")
     height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT

@@ -11,8 +11,9 @@ import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, KEYS
 from toylab.presentation.pipeline_text import identity_implied, identity_metric, objective_metric
+from toylab.state.query import ESTIMATORS_TAB, YOUR_RUN_TAB
 from toylab.text import headline
-from views import screen_share, your_run_tab
+from views import screen_share
 from views.caches import cache
 
 TITLE = "toylab: sampler μ ≠ trainer π"
@@ -48,7 +49,7 @@ def metrics(settings):
             ("π-mass out of reach", "out of reach", f"{d.unreachable_mass:.4f}",
              "π(y ∉ S): the trainer's probability of the sequences the sampler never draws (top-k/top-p cut a token "
              "at some position). No importance weight brings it back: ∇J's part from there is a bias floor "
-             "(the Estimators tab splits each bias into this floor and the rest).")]
+             f"(the {ESTIMATORS_TAB} tab splits each bias into this floor and the rest).")]
     objective = objective_metric(d)
     return numbers + [identity_metric(d)] + ([objective] if objective else [])
 
@@ -70,7 +71,7 @@ def render(settings):
         st.title(TITLE, width="stretch")
         screen_share.button(st)
     st.caption(INTRODUCTION + (" The numbers below are the toy's (exact), not your file's: those are in the tab."
-                               if st.session_state.get(TAB_KEY) == your_run_tab.LABEL else ""))
+                               if st.session_state.get(TAB_KEY) == YOUR_RUN_TAB else ""))
     with st.container(horizontal=True, gap="medium", key="toylab_header"):
         for label, _, value, help in numbers:
             st.metric(label, value, help=help, width="content")
@@ -80,7 +81,7 @@ def _one_line(settings, numbers, every_number):
     toy = f"T {settings.T}, V {settings.V}, mismatch {settings.mismatch:.2f}, seed {settings.seed}, N {settings.N:,}" \
         + ("" if settings.sampler.is_default else ", " + settings.sampler.describe().replace("τ = ", "τ "))
     brand = "**toylab** · " if settings.sampler.is_default else ""        # a sampler setting takes its room
-    if st.session_state.get(TAB_KEY) == your_run_tab.LABEL:             # not the file's numbers: say whose
+    if st.session_state.get(TAB_KEY) == YOUR_RUN_TAB:             # not the file's numbers: say whose
         brand = "**the toy (exact)** · " if settings.sampler.is_default else "**toy** · "
     about = "\n\n".join([INTRODUCTION, *(f"**{label}**: {help}" for label, _, _, help in every_number),
                            f"Keyboard: {KEYS_TEXT}."])

@@ -3,11 +3,11 @@
 import streamlit as st
 
 from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
-from toylab.presentation import sweep_charts, sweep_frames
+from toylab.presentation import coincidence, sweep_charts, sweep_frames
+from toylab.state.query import ESTIMATORS_TAB
 from views import chart_element, sweep_panel, tour
 from views.caches import sweep_cache
 
-LABEL = "Sequence length"
 SAMPLED_KEY = "length_mc"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 
 
@@ -40,18 +40,16 @@ def render(settings):
     chart_element.draw(st, chart, width="stretch" if panel else "content")
     note = sweep_frames.coincident_note(lying, estimator_frame["T"], "T")
     if note:
-        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
-    overflowed = sweep_frames.length_overflow_notes(population, estimators)
+        st.caption(coincidence.dashed_caption(note))
+    overflowed = sweep_frames.length_overflow_caption(population, estimators)
     if overflowed:
-        st.caption("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)
-                   + (" (where χ²_seq overflows, the ESS fraction 1/(1 + χ²_seq) is below 1e-308 and is not drawn "
-                      "either)" if any(note.startswith("χ²_seq") for note in overflowed) else "") + ".")
+        st.caption(overflowed)
     seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
     st.caption(
         f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}, sampler "
         f"{settings.sampler.describe()}; only T changes: the toy at "
         f"length T is the first T positions of one {MAX_LENGTH}-position toy make_toy({MAX_LENGTH}, V, mismatch, "
-        "seed), so its b differs from the Estimators tab's (drawn for T positions) and the numbers at the "
+        f"seed), so its b differs from the {ESTIMATORS_TAB} tab's (drawn for T positions) and the numbers at the "
         f"sidebar's T differ from that tab's. C = {seq_tis['C']:g} (seq_tis), band "
         f"[{geo_rs['lo']:g}, {geo_rs['hi']:g}] (geo_rs). Circles: exact by enumeration (while V**T ≤ "
         f"{ENUMERATION_LIMIT:,}); squares: "

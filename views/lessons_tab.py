@@ -1,13 +1,11 @@
 """The lessons tab: short statements for a reading group, each with a button that opens its evidence; the first
 one starts the guided tour (``views.tour``)."""
 
-import pandas as pd
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, LESSONS
+from toylab.presentation import frames
 from views import tour
-
-LABEL = "Lessons"
 
 
 def render(settings):
@@ -23,6 +21,4 @@ def render(settings):
             st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=tour.show, args=(lesson,))
             evidence = tour.evidence(lesson.id)
             with st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold")):
-                st.dataframe(pd.DataFrame({"quantity": list(evidence.numbers),
-                                           "value": [f"{value:.6g}" for value in evidence.numbers.values()]}),
-                             hide_index=True, width="stretch")
+                st.dataframe(frames.evidence_table(evidence.numbers), hide_index=True, width="stretch")

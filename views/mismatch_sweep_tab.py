@@ -4,28 +4,12 @@ control, in the URL) —, and on request (``sweep_pipelines``) the same sweep un
 
 import streamlit as st
 
-from toylab.presentation import sweep_charts, sweep_frames
-from toylab.presentation.pipeline_text import PIPELINE_SWEEP_ABOUT, combination_label
+from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import SWEPT
 from views import chart_element, screen_share, sweep_panel, tour
 from views.caches import sweep_cache
 
-LABEL = "Mismatch sweep"
 SWEEP_KEY = "sweep"
-ABOUT = {
-    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
-                "and every estimator coincides with naive (and on_policy).",
-    "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
-             "and the sequences through them are never drawn. Dashed, in the text colour: the bias floor, ∇J's part from those "
-             "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
-    "temperature": "only the sampler's temperature τ moves (μ ∝ exp(z/τ)); the trainer has none, so even at mismatch 0 "
-                   "τ ≠ 1 is a mismatch. Low τ sharpens μ: the ratios of the tokens it rarely draws grow fast.",
-    "precision": "only the precision the sampler rounds its logits to moves: none, fp16 (10 mantissa bits), bf16 (7). "
-                 "The trainer does not round, so even at mismatch 0 rounding is a mismatch; where it is exactly 0 (no "
-                 "rounding at mismatch 0) a log axis draws no point.",
-}
-
-
 def render(settings):
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
@@ -51,12 +35,8 @@ def render(settings):
     chart_element.draw(st, chart, width="stretch" if panel else "content")
     note = sweep_frames.coincident_note(lying, estimators[parameter], parameter)
     if note:
-        st.caption(f"Drawn in short dashes over the line each lies on: {note}.")
-    st.caption(f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
-               f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed "
-               f"alone, so {ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."
-               + (f" Left out, W beyond float64 there: {parameter} = {', '.join(_value_text(v) for v in left_out)}."
-                  if left_out else ""))
+        st.caption(coincidence.dashed_caption(note))
+    st.caption(sweep_frames.sampler_sweep_caption(settings, parameter, left_out))
     if not present and st.toggle("compare the framework pipelines", key="sweep_pipelines", persist_state="session",
                                  help="The same sweep once per pipeline the frameworks use (what they log as μ, what "
                                       "their trainer scores), at the sidebar's top-p: one toy per point and pipeline."):
@@ -69,11 +49,4 @@ def _pipelines(settings, parameter, chosen):
                                         sweep_frames.pipeline_identity_frame(pipeline_rows, parameter), chosen,
                                         parameter)
     chart_element.draw(st, chart)
-    st.caption(PIPELINE_SWEEP_ABOUT + "".join(
-        f" Left out under {combination_label(*key)} (W beyond float64, or the scored objective flat): {parameter} = "
-        f"{', '.join(_value_text(v) for v in values)}." for key, values in left_out.items()))
-
-
-def _value_text(value):
-    """A swept value as the caption names it: a precision by its name, a number to 3 significant digits."""
-    return value if isinstance(value, str) else f"{value:.3g}"
+    st.caption(sweep_frames.pipeline_sweep_caption(parameter, left_out))

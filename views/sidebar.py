@@ -28,6 +28,8 @@ from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS
 from toylab.state.query import (
     ANY_FRAMEWORK,
     DEFAULTS,
+    ERRORS_TAB,
+    ESTIMATORS_TAB,
     INTEGER_RANGES,
     MISMATCH_RANGE,
     NO_COMPARISON,
@@ -99,15 +101,15 @@ def render():
         st.radio("baseline b", BASELINES, key="baseline", horizontal=True, format_func=BASELINE_NAMES.get,
                  help="Subtracted from the reward: A = r(y) − b. 'logged' is the mean reward a rollout log "
                       "shows, E_μ[r]; 'true' is J = E_π[r].")
-        st.radio("compare with the baseline (Estimators)", (NO_COMPARISON, *BASELINES), key=COMPARE_KEY, horizontal=True,
+        st.radio(f"compare with the baseline ({ESTIMATORS_TAB})", (NO_COMPARISON, *BASELINES), key=COMPARE_KEY, horizontal=True,
                  format_func=lambda name: name if name == NO_COMPARISON else BASELINE_NAMES[name].split(" (")[0],
-                 help="The Estimators tab's scatter draws each estimator also at this baseline, hollow, with a line to "
+                 help=f"The {ESTIMATORS_TAB} tab's scatter draws each estimator also at this baseline, hollow, with a line to "
                       "where it is at the baseline above: what the baseline moves. Here, not in the tab: a control of "
                       "the first tab kept while another is open would cost every fresh page a second run.")
         st.number_input("batch size N", *INTEGER_RANGES["N"], step=1, key="N",
                         help="Sequences per gradient estimate: the std shrinks as 1/√N, the bias does not.")
         st.selectbox("loss aggregation", AGGREGATIONS, key="agg",
-                     help="How a Monte Carlo batch's token losses become one gradient (Error vs batch size tab): "
+                     help=f"How a Monte Carlo batch's token losses become one gradient ({ERRORS_TAB} tab): "
                           "seq-mean-token-sum divides by N; verl's token-mean by the tokens left after rejection; "
                           "seq-mean-token-mean by each sequence's kept tokens; TRL's dapo by all response tokens.")
     state = st.session_state

@@ -12,10 +12,9 @@ from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import KEYS, LESSONS
 from toylab.presentation import frames
-from toylab.state.query import VIEW_PARAMETERS
+from toylab.state.query import LESSONS_TAB, VIEW_PARAMETERS
 from views import address, sidebar
 
-LESSONS_TAB = "Lessons"
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 
 
@@ -89,7 +88,7 @@ def banner(tab, settings):
                 st.button("Next", key="lesson_next", on_click=show, args=(LESSONS[number],), shortcut="N",
                           icon=":material/arrow_forward:", help=f"Lesson {number + 1} (key N)")
             st.button("", key="lesson_all", on_click=_open_lessons, shortcut="L",
-                      icon=":material/list:", help="All lessons: the Lessons tab (key L)")
+                      icon=":material/list:", help=f"All lessons: the {LESSONS_TAB} tab (key L)")
 
 
 def keys_text():

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import frames, training_charts, training_frames
+from toylab.presentation import coincidence, frames, training_charts, training_frames
 from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
 from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
@@ -11,7 +11,6 @@ from toylab.training.optimizers import OPTIMIZERS
 from views import chart_element, screen_share, tour
 from views.caches import training_cache
 
-LABEL = "Training"
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
 SUMMARY_COLUMNS = {
     "estimator": st.column_config.TextColumn("estimator"),
@@ -101,16 +100,9 @@ def render(settings):
     config = controls(settings, where)
     selection = training_cache.trained(settings, config.mode)
     left_out = training_cache.left_out(settings, config.mode)
-    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
-        try:
-            refused = training_cache.refusal(settings, config, selection)
-            if refused:
-                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
-                return
-            trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
-        except ValueError as error:
-            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
-            return
+    trajectories = _trained(settings, config, selection)
+    if trajectories is None:
+        return
     sampled = config.mode == "sampled"
     curves = training_frames.curve_frame(trajectories)
     ids = list(trajectories)
@@ -135,7 +127,7 @@ def render(settings):
         chart_element.draw(st, training_charts.step_cosine_chart(curves))
     lying = training_frames.coincident_note(curves, sampled)
     st.caption(_about_the_run(settings, config, left_out)
-               + (f" On the J chart, drawn in short dashes over the line each lies on: {lying}." if lying else ""))
+               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
 
     left, right = st.columns(2)
     with left:
@@ -146,15 +138,35 @@ def render(settings):
             st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
                        "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
-        st.markdown("**Does training make the mismatch worse?**")
-        chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
-        chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
+        _mismatch_charts(curves, sampled)
     summary = training_frames.summary_frame(trajectories)
     st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
     if screen_share.on():                                    # the long names left the table: say them once
         st.caption(frames.names_note(summary["estimator"]))
     _sga_view(settings, config)
+
+
+def _trained(settings, config, selection):
+    """The trajectories of ``selection`` trained under ``config``, or None with a notice: a run over the page's
+    limits is refused before it starts, and a run the trainer refuses says why."""
+    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
+        try:
+            refused = training_cache.refusal(settings, config, selection)
+            if refused:
+                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
+                return None
+            return training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+        except ValueError as error:
+            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+            return None
+
+
+def _mismatch_charts(curves, sampled):
+    """KL(μ‖π) and χ²_seq against step: does training make the mismatch worse?"""
+    st.markdown("**Does training make the mismatch worse?**")
+    chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
+    chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
 
 
 def _pick(where, ids):

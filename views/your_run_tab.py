@@ -14,22 +14,26 @@ the tab or uploads another file.
 from dataclasses import replace
 from pathlib import Path
 
-import pandas as pd
 import streamlit as st
 
-from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import run_charts as log_charts
 from toylab.presentation import run_verdict
 from toylab.presentation.estimates import se_text, value_text
 from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_frames import (
-    frameworks_frame,
+    applied_frame,
+    beyond_view_note,
+    frameworks_shown,
     quantile_frame,
     spread_frame,
+    suggested_threshold_frame,
     tail_share_frame,
     thresholds_in_view,
+    thresholds_outside_note,
+    worst_sequences_frame,
+    worst_tokens_frame,
 )
-from toylab.state.query import clean_float
+from toylab.state.query import ESTIMATORS_TAB, clean_float
 from toylab.text import clipped, distinct, percent
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE
 from toylab.your_run.bottom_line import bottom_line
@@ -43,10 +47,8 @@ from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
 from views import chart_element, screen_share, sidebar, your_run_compare, your_run_export, your_run_steps
 from views import your_run_uploads as uploads
 from views.caches import your_run_cache as cache
-from views.estimators_tab import swatch
 from views.user_text import code, value
 
-LABEL = "Your run"
 LENGTH_KEY = "your_run_match_length"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE = EXAMPLES / "rollouts_per_sequence.parquet"
@@ -78,7 +80,7 @@ RUN_UPLOAD_TYPES = [extension.lstrip(".") for extension in (*EXTENSIONS, ".gz", 
 def _open_match(settings, match):
     """on_click: the sidebar (and so the URL) to the matched toy, and the Estimators tab open."""
     sidebar.set_controls(replace(settings, T=match.T, V=match.V, seed=match.seed, mismatch=clean_float(match.mismatch)))
-    st.session_state[sidebar.TAB_KEY] = "Estimators"
+    st.session_state[sidebar.TAB_KEY] = ESTIMATORS_TAB
 
 
 def render(settings):
@@ -247,10 +249,7 @@ def _token_charts(results, thresholds, statistics, sizes):
     chart_element.draw(histogram, log_charts.token_histogram_chart(results["tokens"], inside,
                                                                    height=PRESENT_HEIGHT if screen_share.on() else None))
     if beyond is not None and len(beyond):
-        histogram.caption("Zoomed to the data (0.1 %–99.9 % of its tokens; the outlined end bins hold the rest). "
-                          "Beyond this view: " + "; ".join(f"{row.threshold} at log ρ = {value_text(row.log_value)} "
-                                                           f"({percent(row.beyond)} of tokens beyond)"
-                                                           for row in beyond.itertuples()))
+        histogram.caption(beyond_view_note(beyond))
     shares.dataframe(_defined(tail_share_frame(results["statistics"])), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
         "share": st.column_config.NumberColumn("share of tokens", format="%.3g"),
@@ -260,12 +259,12 @@ def _token_charts(results, thresholds, statistics, sizes):
     _metrics(statistics, sizes)
     with st.expander("The most extreme tokens and sequences"):
         sizes = results["magnitudes"]
-        st.dataframe(pd.DataFrame(sizes.worst_tokens), hide_index=True, width="stretch", column_config={
+        st.dataframe(worst_tokens_frame(sizes), hide_index=True, width="stretch", column_config={
             "row": st.column_config.NumberColumn("row in the file"), "position": "position in the response",
             "sampler_probability": st.column_config.NumberColumn("μ(y_t)", format="%.4g"),
             "trainer_probability": st.column_config.NumberColumn("π(y_t)", format="%.4g"),
             "log_rho": st.column_config.NumberColumn("log ρ_t", format="%.4g")})
-        st.dataframe(pd.DataFrame(sizes.worst_sequences), hide_index=True, width="stretch", column_config={
+        st.dataframe(worst_sequences_frame(sizes), hide_index=True, width="stretch", column_config={
             "row": st.column_config.NumberColumn("row in the file"), "length": "tokens",
             "log_W": st.column_config.NumberColumn("log W", format="%.4g"),
             "max_abs_log_rho": st.column_config.NumberColumn("largest |log ρ_t|", format="%.4g")})
@@ -317,11 +316,8 @@ def _estimator_table(rows, rewards, statistics, suggested):
     if not rows:
         st.info("Select estimators in the sidebar to apply them to the log.")
         return
-    applied = [row for row in rows if row.tokens_affected is not None]
-    if applied:
-        table = pd.DataFrame([row.as_dict() for row in applied]).assign(
-            swatch=[swatch(ESTIMATORS[row.name].colour) for row in applied])
-        st.dataframe(table[list(ESTIMATOR_COLUMNS)], column_config=ESTIMATOR_COLUMNS, hide_index=True,
+    if any(row.tokens_affected is not None for row in rows):
+        st.dataframe(applied_frame(rows)[list(ESTIMATOR_COLUMNS)], column_config=ESTIMATOR_COLUMNS, hide_index=True,
                      width="stretch")
     for row in rows:
         if row.note:
@@ -333,18 +329,10 @@ def _estimator_table(rows, rewards, statistics, suggested):
                "it has them and no reward. Dashed rules on the "
                "histograms above: the selected thresholds, with the share of the log beyond each.")
     if suggested:
-        st.dataframe(pd.DataFrame([{"threshold": f"{row['estimator']}.{row['parameter']}", "now": row["current"],
-                                    "counts": f"{row['counts']}, ratio {row['side']}",
-                                    **{f"touches {percent(point['share'])}": point["value"] for point in row["at"]}}
-                                   for row in suggested]),
-                     hide_index=True, width="stretch",
+        st.dataframe(suggested_threshold_frame(suggested), hide_index=True, width="stretch",
                      column_config={name: st.column_config.NumberColumn(format="%.4g") for name in
                                     ("now", "touches 0.1 %", "touches 1 %", "touches 10 %")})
-        outside = [f"{row['estimator']}.{row['parameter']} at {percent(point['share'])}" for row in suggested
-                   for point in row["at"] if not point["in_range"]]
-        st.caption("The value of each selected threshold at which it would mask or clip 0.1 %, 1 % and 10 % of this "
-                   "log's tokens (a per-token threshold) or sequences (a sequence-level one)"
-                   + (f"; outside the estimator's range: {', '.join(outside)}." if outside else "."))
+        st.caption(thresholds_outside_note(suggested))
     if rewards is None:
         return
     metrics = [("logged E_μ[r]", rewards.logged, "The mean reward of the log's sampler rollouts."),
@@ -364,10 +352,7 @@ def _estimator_table(rows, rewards, statistics, suggested):
 
 def _frameworks(block):
     with st.expander("Frameworks: the metrics your dashboard shows, on this log"):
-        frame = frameworks_frame(block)
-        frame["value"] = frame["value"].map(value_text)
-        frame["se"] = frame["se"].map(se_text)
-        st.dataframe(frame, hide_index=True, width="stretch")
+        st.dataframe(frameworks_shown(block), hide_index=True, width="stretch")
         st.caption("Each framework's formula on this log's tokens, under its own name (toylab/your_run/parity.py "
                    "cites the code); a mean carries its standard error, an extreme none.")
 
@@ -421,7 +406,8 @@ def _matched_toy(settings, statistics, sizes):
         "verdict": st.column_config.TextColumn("verdict")})
     st.button(run_verdict.open_match_label(match, statistics), key="your_run_open_match", on_click=_open_match,
               args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, at the mismatch "
-                                          "found (not rounded to the slider's step), and opens the Estimators tab.")
+                                          f"found (not rounded to the slider's step), and opens the {ESTIMATORS_TAB} "
+                                          "tab.")
 
 
 def _defined(frame):

@@ -192,8 +192,8 @@ def run_uploaded():
     removed = set(held) - {file.file_id for file in files}
     if not added and not removed:
         return
-    total = sum(len(held[file.file_id].data) if file.file_id in held else file.size for file in files
-                if file.file_id in held or isinstance(file, UploadedFile))
+    kept = [file for file in files if file.file_id in held or isinstance(file, UploadedFile)]   # not the lost ones
+    total = sum(len(held[file.file_id].data) if file.file_id in held else file.size for file in kept)
     if total > RUN_UPLOAD_BYTES:
         drop_uploaded_copies()
         st.session_state.pop(RUN_UPLOAD_KEY, None)
@@ -202,7 +202,7 @@ def run_uploaded():
                              "inspect DIR.")
         return
     run = {file.file_id: held[file.file_id] if file.file_id in held else Source.of(file.name, file.getvalue())
-           for file in files if file.file_id in held or isinstance(file, UploadedFile)}
+           for file in kept}
     drop_uploaded_copies()
     st.session_state.pop(RUN_UPLOAD_KEY, None)
     show_run(run, lost=len(files) - len(run))

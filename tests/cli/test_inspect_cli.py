@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from framework_dumps import toy_batch, write_nemo
+from messages import says
 from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 
 from toylab.cli.main import main
@@ -89,7 +90,7 @@ def test_text_report(capsys, library):
     assert "  share |log ρ| > 1         3.89 % ± 0.15 %" in lines
     assert f"Matched toy (exact), on k3: T=6 V=4 seed=0 mismatch={significant(match.mismatch, 4)} ± " \
            f"{significant(match.mismatch_se, 2)}" in lines
-    assert "  So per token the toy is a fair stand-in for this run, as far as this sample can tell." in lines
+    assert any("fair stand-in" in line for line in lines)
     assert "0.0000" not in out.out
     assert "  seq_tis.C (now 2; sequences, above): 16.36 / 3.888 / 0.08125*" in lines      # * : C < 1 is no TIS
 
@@ -101,7 +102,8 @@ def test_columns_can_be_named(capsys, tmp_path):
     code, out = run(capsys, str(path), "--sampler", "mu", "--trainer", "pi", "--mask", "keep", "--json")
     result = json.loads(out.out)
     assert code == 0 and result["tokens"] == 7 and result["columns"] == {"sampler": "mu", "trainer": "pi", "mask": "keep"}
-    assert result["mean_reward"] is None and "mean_reward is null: the log has no reward column" in result["notes"]
+    assert result["mean_reward"] is None and any(note.startswith("mean_reward is null") and "no reward" in note
+                                                 for note in result["notes"])
 
 
 def test_null_standard_errors_come_with_a_note(capsys, tmp_path):
@@ -109,8 +111,8 @@ def test_null_standard_errors_come_with_a_note(capsys, tmp_path):
     path.write_bytes(log_bytes(SEQUENCES[:1], "jsonl"))
     result = json.loads(run(capsys, str(path), "--json")[1].out)
     assert result["k1"]["se"] is None and result["matched_toy"]["mismatch_se"] is None
-    assert any(note.startswith("standard errors, spreads and matched_toy.mismatch_se are null: a log of one sequence "
-                               "has no standard error") for note in result["notes"])
+    assert any(says(note, "matched_toy.mismatch_se are null", "no standard error") for note in result["notes"]
+               if "mismatch_se" in note)
 
 
 def _bad_file(tmp_path, name, content):
@@ -151,7 +153,7 @@ def test_a_file_over_the_size_limit(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr("toylab.cli.inspect.CLI_BOUNDS", CLI_BOUNDS.but(file_bytes=1000))
     with pytest.raises(SystemExit) as exit_info:
         main(["inspect", EXAMPLE])
-    assert exit_info.value.code == 2 and "is over the limit of 1,000 bytes per file" in capsys.readouterr().err
+    assert exit_info.value.code == 2 and says(capsys.readouterr().err, "limit", "1,000 bytes per file")
 
 
 def test_module_entry_point():

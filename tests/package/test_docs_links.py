@@ -28,6 +28,12 @@ def links(path: Path) -> list[str]:
     return [target for target in LINK.findall(text) if not re.match(r"[a-z]+:", target)]
 
 
+@pytest.mark.parametrize("requirements", ["requirements.txt", "requirements-dev.txt"])
+def test_the_requirements_comments_name_files_that_exist(requirements):
+    named = re.findall(r"\(((?:toylab|tests)/[\w/.]+\.py)", (ROOT / requirements).read_text(encoding="utf-8"))
+    assert named and all((ROOT / path).is_file() for path in named), named
+
+
 def test_the_readme_is_short():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
 

@@ -4,6 +4,7 @@
 from pathlib import Path
 
 import pytest
+from messages import says
 from streamlit.testing.v1 import AppTest
 
 from toylab.catalogue.estimators import ESTIMATORS
@@ -32,14 +33,14 @@ def test_the_issue_s_link_is_refused_by_its_memory_before_any_probe_or_training(
     at = opened({"T": "16", "V": "2", "N": "2", "train_mode": "sampled", "train_runs": "64", "train_steps": "1000",
                  "est": ",".join(ESTIMATORS)})
     [refused] = refusals(at)
-    assert refused.startswith("This run is estimated to need 2.") and "GB of memory, over the limit of 1 GB" in refused
+    assert says(refused, "need 2.", "limit of 1 GB")
 
 
 def test_a_run_over_the_page_s_seconds_is_refused_after_a_probe_of_small_copies(monkeypatch):
     monkeypatch.setattr(training_cache, "train", pytest.fail)
     at = opened({"T": "11", "V": "4", "est": "seq_mis,geo_rs,k3_rs", "train_steps": "1000"})
     [refused] = refusals(at)
-    assert refused.startswith("This run is estimated at ") and "over the limit of 10 s; use fewer steps" in refused
+    assert says(refused, "estimated at", "limit of 10 s")
 
 
 def test_a_run_within_the_bounds_trains():

@@ -20,6 +20,7 @@ from toylab.presentation import frames
 from toylab.presentation.sweep_frames import (
     length_divergence_frame,
     length_estimator_frame,
+    length_overflow_caption,
     length_overflow_notes,
 )
 from toylab.state.query import make_settings
@@ -105,7 +106,7 @@ def test_the_error_tab_explains_the_missing_rloo_point():
     at.query_params.update({"est": "naive,rloo", "tab": "Error vs batch size", "mc_dots": "1"})
     at.run()
     assert not at.exception and not at.error
-    assert any(caption.value.startswith("No Monte Carlo point for rloo at N = 1: it is undefined at N = 1")
+    assert any(caption.value.startswith("No Monte Carlo point for rloo") and "N = 1" in caption.value
                for caption in at.caption)
 
 
@@ -121,5 +122,8 @@ def test_long_sequences_at_the_largest_mismatch_overflow_deliberately():
     notes = length_overflow_notes(population, estimators)
     assert any(note.startswith("χ²_seq at T = ") and "256" in note for note in notes)
     assert any(note.startswith("seq_is's std ÷ on-policy std at T = ") for note in notes)
+    caption = length_overflow_caption(population, estimators)
+    assert all(note in caption for note in notes) and "ESS fraction" in caption
+    assert length_overflow_caption(population[:1], estimators[:1]) == ""
     for frame in (length_divergence_frame(population), length_estimator_frame(estimators)):
         assert np.isfinite(frame["value"]).all()

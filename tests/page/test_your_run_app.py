@@ -13,7 +13,7 @@ from rollout_logs import EXAMPLES, SEQUENCES, TOKENS, log_bytes
 from streamlit.testing.v1 import AppTest
 
 from toylab.presentation.estimates import with_se
-from toylab.state.query import parse_query
+from toylab.state.query import YOUR_RUN_TAB, parse_query
 from toylab.state.settings import Settings
 from toylab.text import percent, significant
 from toylab.your_run.applied import on_log, reward_estimates
@@ -25,7 +25,7 @@ from toylab.your_run.parity import framework_metrics
 from toylab.your_run.statistics import log_statistics
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
-LABEL = "Your run"
+LABEL = YOUR_RUN_TAB
 UPLOAD = "your_run_upload"
 RUN_UPLOAD = "your_run_run_upload"
 HEADER_METRICS = 8                    # the default page: M, J, E_μ[r], ‖∇J‖, KL, χ², ESS, E_μs[W]

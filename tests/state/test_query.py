@@ -1,6 +1,7 @@
 """URL query ↔ Settings: round trips, per-control fallbacks with notices, the size limit."""
 
 import pytest
+from messages import says
 
 from toylab.state.query import DEFAULTS, PAGE_SIZE_LIMIT, make_settings, parse_query, size_problem, to_query
 from toylab.state.settings import Settings
@@ -24,7 +25,7 @@ def test_shared_link_round_trips():
 def test_repeated_parameters_use_the_last_with_a_notice():
     settings, notices = parse_query({"T": ["3", "5"], "N": ["10"]})
     assert (settings.T, settings.N) == (5, 10)
-    assert notices == ["URL parameter 'T' given more than once: using the last value."]
+    assert len(notices) == 1 and says(notices[0], "'T'", "more than once", "last value")
 
 
 def test_est_accepts_spaces():

@@ -6,6 +6,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from framework_dumps import expected, toy_batch
+from messages import says
 
 from toylab.engine.coefficients import coefficients
 from toylab.your_run.applied import advantages_of, on_log
@@ -80,8 +81,7 @@ def test_an_unused_position_column_and_interleaved_sequences_are_noticed(tmp_pat
             "sampler_logprobs": [-0.1, -0.2, -0.3, -0.4], "trainer_logprobs": [-0.15, -0.2, -0.3, -0.5]}
     log = load_log(write(tmp_path, "tokens.parquet", rows))
     notices = " ".join(log.notices)
-    assert "'tok_pos' may hold token positions but is not used" in notices
-    assert "not contiguous (at row 3, sequence 'a' continues after other sequences' rows)" in notices
+    assert says(notices, "'tok_pos'", "not used", "not contiguous (at row 3, sequence 'a'")
     assert np.array_equal(log.sampler_logprobs, [-0.1, -0.3, -0.2, -0.4])
     contiguous = load_log(write(tmp_path, "in_order.parquet", {**rows, "sequence_id": ["a", "a", "b", "b"],
                                                                "position": [0.0, 1.0, 0.0, 1.0]}))

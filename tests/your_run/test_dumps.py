@@ -10,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from framework_dumps import PROMPT, RECORDED, expected, joined, prime_run, toy_batch, write_nemo
+from messages import says
 
 from toylab.your_run.dumps import SKYRL_EXPORT, canonical_file, dump_kind
 from toylab.your_run.files import LogError
@@ -52,8 +53,7 @@ def test_nemo_rl_sample_loss_mask_drops_a_sequence(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     log = read(path)
     assert log.sequences == 4 and log.dropped == 1
-    assert log.notices == ("1 sequence without a response token (masked out everywhere, e.g. NeMo-RL's "
-                           "sample_loss_mask 0) left out",)
+    assert len(log.notices) == 1 and says(log.notices[0], "1 sequence without a response token", "left out")
     assert np.array_equal(log.sampler_logprobs, np.concatenate(batch.sampler[:2] + batch.sampler[3:]))
 
 

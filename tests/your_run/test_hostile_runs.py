@@ -30,6 +30,7 @@ from hostile_runs import (
     zip_bomb,
     zipped,
 )
+from messages import says
 
 from toylab.cli.main import main
 from toylab.your_run import archives
@@ -138,7 +139,7 @@ def test_a_member_declaring_more_than_the_bound_is_refused_unread():
     name, content = zip_bomb(3 * 2**20, declared=3 * 2**20)
     files = zip_files(name, content, CLI_BOUNDS.but(file_bytes=2**20))
     [step] = list(step_logs(files, bounds=CLI_BOUNDS.but(file_bytes=2**20)))
-    assert step.error.startswith("step_1.jsonl: the file (3,145,728 bytes uncompressed) is over the limit")
+    assert step.error.startswith("step_1.jsonl") and says(step.error, "3,145,728 bytes uncompressed", "limit")
 
 
 @pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
@@ -172,9 +173,9 @@ def test_a_run_over_its_steps_is_read_as_far_as_the_bound_with_a_notice(capsys, 
     code, out, err = inspect(capsys, tmp_path / name, "--json")
     result = json.loads(out)
     assert code == 0 and err == "" and [step["step"] for step in result["steps"]] == [1, 2, 3, 4, 5]
-    assert result["cut_short"] == "The first 5 steps of 12 were read: at most 5 steps of a run are read here."
+    assert says(result["cut_short"], "first 5 steps of 12", "at most 5 steps")
     code, out, _ = inspect(capsys, tmp_path / name)
-    assert out.rstrip().endswith("Notice: The first 5 steps of 12 were read: at most 5 steps of a run are read here.")
+    assert says(out.rstrip().splitlines()[-1], "Notice:", "first 5 steps of 12")
 
 
 def test_a_run_over_its_seconds_is_read_as_far_as_the_clock_allows():
@@ -183,7 +184,7 @@ def test_a_run_over_its_seconds_is_read_as_far_as_the_clock_allows():
     summaries, cut = step_summaries(step_logs(zip_files(name, content, CLI_BOUNDS)), 6, {}, CLI_BOUNDS.but(
         run_seconds=25), clock=lambda: next(ticks))
     assert [summary["step"] for summary in summaries] == [1, 2]                      # the third would start at 30 s
-    assert cut == "The first 2 steps of 6 were read: as many steps as 25 s allow of a run are read here."
+    assert says(cut, "first 2 steps of 6", "25 s")
 
 
 def test_a_run_within_its_bounds_has_no_notice():
@@ -199,8 +200,7 @@ def test_a_pipe_named_like_a_step_is_not_opened(capsys, tmp_path):
     os.mkfifo(tmp_path / "step_1.jsonl")
     code, out, _ = inspect(capsys, tmp_path, "--json")
     steps = json.loads(out)["steps"]
-    assert code == 0 and steps[0]["error"] == ("step_1.jsonl: not a regular file (a pipe, a device or a socket); only "
-                                               "regular files are read")
+    assert code == 0 and steps[0]["error"].startswith("step_1.jsonl: ") and says(steps[0]["error"], "not a regular file")
     assert steps[1]["sequences"] == 3
     (tmp_path / "step_2.jsonl").unlink()
     code, _, err = inspect(capsys, tmp_path)

@@ -4,6 +4,7 @@ generating mismatch recovered within its standard error."""
 
 import numpy as np
 import pytest
+from messages import says
 from rollout_logs import EXAMPLES
 
 from examples.make_example_log import TOY
@@ -103,15 +104,15 @@ def test_the_comparison_words(statistics, sizes):
     name, kl = matching_estimate(statistics)
     assert name == "k3" and statistics.k3.se < statistics.k1.se
     same_toy = comparison(match_toy(kl, 6, 4, 0), statistics, sizes)
-    assert same_toy[0].startswith("At mismatch 0.5032 ± 0.0029 the toy (T = 6, V = 4, seed 0) has the data's per-token "
-                                  "KL, k3 = 0.169 ± 0.0017 (k3, not k1 = 0.172 ± 0.0046: its standard error is 2.66×")
+    assert says(same_toy[0], "mismatch 0.5032 ± 0.0029", "T = 6, V = 4, seed 0", "k3 = 0.169 ± 0.0017",
+                "k1 = 0.172 ± 0.0046", "2.66×")
     assert all(line.endswith("consistent.") for line in same_toy[1:6])
-    assert same_toy[6] == "So per token the toy is a fair stand-in for this run, as far as this sample can tell."
+    assert says(same_toy[6], "fair stand-in")
     assert "the data's 55 on average" in same_toy[7]
     other_toy = comparison(match_toy(kl, 11, 4, 0), statistics, sizes)
-    assert other_toy[1].endswith("the data's is below the toy's range.") and "tails heavier at some sizes, lighter at others" in other_toy[6]
+    assert says(other_toy[1], "below the toy's range") and says(other_toy[6], "heavier at some sizes")
     clamped = comparison(match_toy(Estimate(9.0, 0.1), 6, 4, 0), statistics, sizes)
-    assert clamped[0].startswith("Even the page's largest mismatch, 2, gives the toy")
+    assert says(clamped[0], "largest mismatch, 2,")
 
 
 def test_the_comparison_frame_keeps_data_and_toy_apart(statistics, sizes):
@@ -193,4 +194,4 @@ def test_the_matched_toy_takes_the_sampler_model(statistics, sizes):
     assert statistics.k1.se / match.mismatch_se == pytest.approx(numeric, rel=0.05)
     assert match.as_dict()["temperature"] == 1.2
     zero = match_toy(Estimate(-0.01, 0.001), 6, 4, 0, sampler=Sampler(temperature=2.0))
-    assert zero.clamped == "zero" and "its sampler model alone gives a per-token KL" in comparison(zero, statistics, sizes)[0]
+    assert zero.clamped == "zero" and says(comparison(zero, statistics, sizes)[0], "sampler model alone")

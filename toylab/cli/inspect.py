@@ -17,7 +17,7 @@ from toylab.cli.arguments import (
     sampler_of,
     selection_from_overrides,
 )
-from toylab.presentation.estimates import with_se
+from toylab.presentation.estimates import record_text, with_se
 from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_verdict import comparison
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
@@ -146,20 +146,31 @@ def _notes(result):
 
 
 def as_text(result):
+    """The report as text: the file, the sample estimates, the extremes, the estimators, the thresholds, the
+    frameworks' metrics, the matched toy and the notes, each a section."""
+    sections = (_file_lines, _estimate_lines, _extreme_lines, _estimator_lines, _suggestion_lines, _framework_lines,
+                _match_lines)
+    return "\n".join(line for section in sections for line in section(result))
+
+
+def _file_lines(result):
     columns = ", ".join(f"{role} {quoted(column)}" for role, column in result["columns"].items())
     shape = "a row per sequence" if result["shape"] == "sequence" else "a row per token"
     lines = [f"{result['file']}: {shape}; {columns}",
              f"{result['sequences']:,} sequences, {result['tokens']:,} response tokens, mean length "
-             f"{_pm(result['mean_length'])}"
+             f"{record_text(result['mean_length'])}"
              + (f" ({result['sequences_without_response_tokens']:,} sequences without response tokens left out)"
                 if result["sequences_without_response_tokens"] else "")]
-    lines += [f"Notice: {notice}." for notice in result["notices"]]
-    lines += ["", f"Sample estimates ± {STANDARD_ERRORS}:",
-              f"  k1 = mean(log μ − log π)   {_pm(result['k1'])}   per-token KL(μ‖π)",
-              f"  k3 = mean(ρ − 1 − log ρ)   {_pm(result['k3'])}   per-token KL(μ‖π), low variance",
-              f"  χ² = mean((ρ − 1)²)        {_pm(result['chi2_low_variance'])}   per-token χ², low variance",
-              f"  χ² = mean(ρ²) − 1          {_pm(result['chi2_token'])}",
-              f"  mean ρ − 1                 {_pm(result['identity_mean_rho_minus_1'])}   0 if μ is what was sampled"]
+    return lines + [f"Notice: {notice}." for notice in result["notices"]]
+
+
+def _estimate_lines(result):
+    lines = ["", f"Sample estimates ± {STANDARD_ERRORS}:",
+             f"  k1 = mean(log μ − log π)   {record_text(result['k1'])}   per-token KL(μ‖π)",
+             f"  k3 = mean(ρ − 1 − log ρ)   {record_text(result['k3'])}   per-token KL(μ‖π), low variance",
+             f"  χ² = mean((ρ − 1)²)        {record_text(result['chi2_low_variance'])}   per-token χ², low variance",
+             f"  χ² = mean(ρ²) − 1          {record_text(result['chi2_token'])}",
+             f"  mean ρ − 1                 {record_text(result['identity_mean_rho_minus_1'])}   0 if μ is what was sampled"]
     lines += [f"  share |log ρ| > {row['threshold']:<6g}    {percent(row['value'])} ± {percent(row['se'], 2)}"
               for row in result["tail_shares"]]
     quantiles = result["abs_log_rho_quantiles"]
@@ -168,26 +179,36 @@ def as_text(result):
     for name, key in (("log W", "log_W"), ("log ρ_geo", "log_rho_geo")):
         spread = result[key]
         values = " ".join(significant(value) for value in spread["quantiles"].values())
-        lines.append(f"  {name}: mean {_pm(spread['mean'])}, sd {significant(spread['sd'])}, 5/25/50/75/95 %: "
+        lines.append(f"  {name}: mean {record_text(spread['mean'])}, sd {significant(spread['sd'])}, 5/25/50/75/95 %: "
                      f"{values}, range {significant(spread['min'])} to {significant(spread['max'])}")
     lines.append(f"  ESS fraction of these {result['sequences']:,} sequence weights: {percent(result['ess_fraction'])}")
-    if result["mean_reward"] is not None:
-        lines.append(f"  mean reward E_μ[r]: {_pm(result['mean_reward'])}")
+    return lines + _reward_lines(result)
+
+
+def _reward_lines(result):
+    lines = [f"  mean reward E_μ[r]: {record_text(result['mean_reward'])}"] if result["mean_reward"] is not None else []
     rewards = result["reward_estimates"]
     if rewards is not None:
-        lines.append(f"  J = E_π[r] by seq_is: {_pm(rewards['seq_is']) if rewards['seq_is'] else UNDEFINED},  "
-                     f"by self-normalised IS: {_pm(rewards['snis'])}")
+        lines.append(f"  J = E_π[r] by seq_is: {record_text(rewards['seq_is']) if rewards['seq_is'] else UNDEFINED},  "
+                     f"by self-normalised IS: {record_text(rewards['snis'])}")
         if result["ess_fraction"] < FEW_WEIGHTS:
             lines.append("  " + UNRELIABLE.format(result["ess_fraction"]))
-    lines += ["", "The most extreme tokens (position in the response, μ and π of the token, log ρ):"]
+    return lines
+
+
+def _extreme_lines(result):
+    lines = ["", "The most extreme tokens (position in the response, μ and π of the token, log ρ):"]
     lines += [f"  row {row['row']}, position {row['position']}: μ {significant(row['sampler_probability'])}, π "
               f"{significant(row['trainer_probability'])}, log ρ {significant(row['log_rho'])}"
               for row in result["worst_tokens"][:5]]
     lines += ["The most extreme sequences (by |log W|):"]
-    lines += [f"  row {row['row']}: {row['length']:,} tokens, log W {significant(row['log_W'])}, largest |log ρ| "
-              f"{significant(row['max_abs_log_rho'])}" for row in result["worst_sequences"][:5]]
-    lines += ["", "What each estimator does to these sequences (shares of this log, not probabilities):",
-              f"  {'estimator':<28}{'tokens hit':>12}{'seqs hit':>11}{'weight mean':>13}{'sd':>10}{'ESS':>9}"]
+    return lines + [f"  row {row['row']}: {row['length']:,} tokens, log W {significant(row['log_W'])}, largest |log ρ| "
+                    f"{significant(row['max_abs_log_rho'])}" for row in result["worst_sequences"][:5]]
+
+
+def _estimator_lines(result):
+    lines = ["", "What each estimator does to these sequences (shares of this log, not probabilities):",
+             f"  {'estimator':<28}{'tokens hit':>12}{'seqs hit':>11}{'weight mean':>13}{'sd':>10}{'ESS':>9}"]
     for row in result["estimators"]:
         if row["note"] and row["tokens_affected"] is not None:
             lines.append(f"  {row['name']:<28}{percent(row['tokens_affected']):>12}{percent(row['sequences_affected']):>11}"
@@ -200,28 +221,37 @@ def as_text(result):
                          f"{percent(row['ess_fraction']):>9}")
     if result["advantages"] == "the log's own":
         lines.append("  (the estimators that read the advantage use the log's own advantages: it has no reward)")
-    if result["threshold_suggestions"]:
-        lines += ["", "Thresholds that would touch 0.1 % / 1 % / 10 % of this log (* outside the estimator's range):"]
-        for row in result["threshold_suggestions"]:
-            at = " / ".join(significant(point["value"], 4) + ("" if point["in_range"] else "*") for point in row["at"])
-            lines.append(f"  {row['estimator']}.{row['parameter']} (now {significant(row['current'])}; "
-                         f"{row['counts']}, {row['side']}): {at}")
-    lines += ["", "The frameworks' own metrics on this log (the JSON's \"frameworks\" has them all):"]
+    return lines
+
+
+def _suggestion_lines(result):
+    if not result["threshold_suggestions"]:
+        return []
+    lines = ["", "Thresholds that would touch 0.1 % / 1 % / 10 % of this log (* outside the estimator's range):"]
+    for row in result["threshold_suggestions"]:
+        at = " / ".join(significant(point["value"], 4) + ("" if point["in_range"] else "*") for point in row["at"])
+        lines.append(f"  {row['estimator']}.{row['parameter']} (now {significant(row['current'])}; "
+                     f"{row['counts']}, {row['side']}): {at}")
+    return lines
+
+
+def _framework_lines(result):
+    lines = ["", "The frameworks' own metrics on this log (the JSON's \"frameworks\" has them all):"]
     for framework, rows in result["frameworks"].items():
         shown = [f"{row['name']} {with_se(row['value'], row.get('se'))}"
                  for row in rows if row["value"] is not None][:4]
         lines.append(f"  {framework}: " + "; ".join(shown))
+    return lines
+
+
+def _match_lines(result):
     match = result["matched_toy"]
-    lines += ["", f"Matched toy (exact), on {match['matched_on']}: T={match['T']} V={match['V']} seed={match['seed']} "
-                  f"mismatch={significant(match['mismatch'], 4)} ± {significant(match['mismatch_se'], 2)}"]
+    lines = ["", f"Matched toy (exact), on {match['matched_on']}: T={match['T']} V={match['V']} seed={match['seed']} "
+                 f"mismatch={significant(match['mismatch'], 4)} ± {significant(match['mismatch_se'], 2)}"]
     lines += [f"  {sentence}" for sentence in match["summary"]]
     if result["notes"]:
         lines += ["", "Notes (why a value is —):"] + [f"  {note}" for note in result["notes"]]
-    return "\n".join(lines)
-
-
-def _pm(estimate):
-    return with_se(estimate["value"], estimate["se"])
+    return lines
 
 
 def main(argv=None):

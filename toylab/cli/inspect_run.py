@@ -9,7 +9,7 @@ import os
 import sys
 
 from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_from_overrides
-from toylab.presentation.estimates import with_se
+from toylab.presentation.estimates import record_text
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant
 from toylab.your_run.bounds import CLI_BOUNDS
@@ -83,36 +83,39 @@ def report(arguments):
 
 
 def as_text(result):
+    """The run as text: its size, a row per step, the metrics that left their early range, the notices."""
     read = [summary for summary in result["steps"] if "error" not in summary]
     lines = [f"{result['run']}: {result['files']:,} files, {len(result['steps']):,} steps "
              f"({sum(summary['tokens'] for summary in read):,} response tokens)",
              f"Each step's numbers are sample estimates ± {STANDARD_ERRORS}.", "",
              f"{'step':>6} {'seqs':>7} {'tokens':>10}  {'k1':<20}{'k3':<20}{'mean (ρ−1)²':<20}{'mean ρ − 1':<22}"
              f"{'max |log ρ|':>11} {'min ρ':>9} {'|log ρ|>0.01':>13}"]
-    for summary in result["steps"]:
-        step = "?" if summary["step"] is None else summary["step"]
-        if "error" in summary:
-            lines.append(f"{step:>6}  not read: {summary['error']}")
-            continue
-        share = next(row for row in summary["tail_shares"] if row["threshold"] == 0.01)
-        lines.append(f"{step:>6} {summary['sequences']:>7,} {summary['tokens']:>10,}  "
-                     f"{_pm(summary['k1']):<20}{_pm(summary['k3']):<20}{_pm(summary['chi2_low_variance']):<20}"
-                     f"{_pm(summary['identity_mean_rho_minus_1']):<22}{significant(summary['max_abs_log_rho']):>11} "
-                     f"{significant(summary['min_rho']):>9} {percent(share['value']):>13}")
-    lines.append("")
-    left = {key: step for key, step in result["departures"].items() if step is not None}
-    if left:
-        lines.append("First step outside the early range (the first 20 % of steps, ± 2 se): "
-                     + ", ".join(f"{key} at step {step}" for key, step in left.items()))
-    elif len(read) > 3:
-        lines.append(f"No metric of {', '.join(SERIES)} left its early range (± 2 se).")
+    lines += [_step_line(summary) for summary in result["steps"]]
+    lines += ["", *_departure_lines(result["departures"], len(read))]
     lines += [f"Notice: step {summary['step']}: {notice}." for summary in read for notice in summary["notices"]]
     lines += [f"Notice: {result['cut_short']}"] if result["cut_short"] else []
     return "\n".join(lines)
 
 
-def _pm(estimate):
-    return with_se(estimate["value"], estimate["se"])
+def _step_line(summary):
+    """One step's row: its size and estimates, or why it was not read."""
+    step = "?" if summary["step"] is None else summary["step"]
+    if "error" in summary:
+        return f"{step:>6}  not read: {summary['error']}"
+    share = next(row for row in summary["tail_shares"] if row["threshold"] == 0.01)
+    return (f"{step:>6} {summary['sequences']:>7,} {summary['tokens']:>10,}  "
+            f"{record_text(summary['k1']):<20}{record_text(summary['k3']):<20}{record_text(summary['chi2_low_variance']):<20}"
+            f"{record_text(summary['identity_mean_rho_minus_1']):<22}{significant(summary['max_abs_log_rho']):>11} "
+            f"{significant(summary['min_rho']):>9} {percent(share['value']):>13}")
+
+
+def _departure_lines(departures, read):
+    """The metrics that left their early range and at which step; none said only when more than 3 steps were read."""
+    left = {key: step for key, step in departures.items() if step is not None}
+    if left:
+        return ["First step outside the early range (the first 20 % of steps, ± 2 se): "
+                + ", ".join(f"{key} at step {step}" for key, step in left.items())]
+    return [f"No metric of {', '.join(SERIES)} left its early range (± 2 se)."] if read > 3 else []
 
 
 def main(argv=None):

@@ -377,7 +377,8 @@ class Toy(Mapping[str, Any]):
         """score[m, t] = (onehot(y_t) − π_t)·score_scale, shape (M, T, V)."""
         return (np.eye(self.V)[self.Y] - self.pi[None]) * self.score_scale
 
-    # -- Mapping interface, so code written against the reference dict runs unchanged ------------------
+    # -- Mapping interface: the reading groups' reference code indexes the toy as a dict (toy["p_sampler"], …), and
+    # the spec (its README) asks that such code run unchanged; DICT_KEYS are that dict's names (tests/engine/test_toy.py)
     def __getitem__(self, key: str) -> Any:
         if key not in DICT_KEYS:
             raise KeyError(key)

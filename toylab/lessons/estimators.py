@@ -10,6 +10,7 @@ from toylab.analysis.sweeps import best_thresholds, threshold_sweep
 from toylab.engine.moments import baseline_value, exact_moments
 from toylab.engine.recursion import exact_by_recursion, objective_by_recursion
 from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
+from toylab.state.query import ESTIMATORS_TAB, LENGTH_TAB, RATIOS_TAB, THRESHOLD_SWEEP_TAB, TRAINING_TAB
 from toylab.training.loop import TrainingConfig, train
 
 
@@ -146,20 +147,20 @@ LESSONS = (
     Lesson("weight_below_one",
            "The sequence weight W = π(y)/μ(y) averages exactly 1 over the sampler, yet most sequences get "
            "W < 1: E_μ[log W] = −KL(μ‖π) < 0, and a few rare sequences carry huge weights.",
-           controls(("seq_is", "seq_tis")), "Ratios", weight_mostly_below_one,
+           controls(("seq_is", "seq_tis")), RATIOS_TAB, weight_mostly_below_one,
            claim="W = π(y)/μ(y) averages exactly 1, yet most sequences lie left of W = 1 (1): E_μ[log W] = −KL < 0 (2), "
                  "and a rare few carry huge weights (3)."),
     Lesson("token_bias",
            "Token-level corrections (tok_is, tok_tis) stay biased even though the positions are independent: "
            "the reward couples the positions, so reweighting each token by its own ρ_t (rather than the "
            "sequence by W) misses the other tokens' mismatch.",
-           controls(("naive", "tok_is", "tok_tis", "seq_is")), "Estimators", token_corrections_stay_biased,
+           controls(("naive", "tok_is", "tok_tis", "seq_is")), ESTIMATORS_TAB, token_corrections_stay_biased,
            claim="Token-level corrections stay biased, tok_is (1) and tok_tis (2), though the positions are "
                  "independent; sequence IS (3) is unbiased."),
     Lesson("seq_is_variance",
            "Sequence-level IS is unbiased at every length, but its variance grows like "
            "(1 + χ²_t)^T = 1 + χ²_seq: exponentially in T.",
-           controls(("on_policy", "tok_is", "tok_tis", "seq_is"), mismatch=0.5), "Sequence length",
+           controls(("on_policy", "tok_is", "tok_tis", "seq_is"), mismatch=0.5), LENGTH_TAB,
            sequence_is_variance_explodes,
            claim="Sequence IS is unbiased at every length, but its spread grows exponentially in T: against "
                  "on-policy's, at T = 16 (1), 32 (2) and 64 (3)."),
@@ -167,27 +168,27 @@ LESSONS = (
            "Truncation and masking trade bias for variance: a lower threshold adds bias and removes spread. "
            "So the best threshold depends on the batch size N: small batches want aggressive truncation, large "
            "ones a much higher threshold.",
-           controls(("seq_tis",), N=SMALL_N), "Threshold sweep", best_threshold_depends_on_N,
+           controls(("seq_tis",), N=SMALL_N), THRESHOLD_SWEEP_TAB, best_threshold_depends_on_N,
            view={"threshold_panel": "rmse", "compare_N": LARGE_N},
            claim=f"The best threshold depends on the batch size: seq_tis's lowest RMSE is at C = 1 for N = {SMALL_N} (1), "
                  f"at C = 26.6 for N = {LARGE_N:,} (2)."),
     Lesson("baseline_shift",
            "Under mismatch a baseline changes the mean of naive and truncated token-level estimators, because "
            "E_μ[s_t] = μ_t − π_t ≠ 0; it leaves tok_is and seq_is alone, whose weights make E[ρ_t s_t] = 0.",
-           controls(("naive", "tok_is", "tok_tis", "seq_is"), baseline="logged"), "Estimators",
+           controls(("naive", "tok_is", "tok_tis", "seq_is"), baseline="logged"), ESTIMATORS_TAB,
            baseline_shifts_uncorrected_means, view={"compare_baseline": "none"},
            claim="A baseline moves the mean of naive (1) and tok_tis under mismatch, not of tok_is (2) or seq_is: "
                  "hollow, b = 0; filled, b = E_μ[r]."),
     Lesson("logged_reward",
            "The mean reward a rollout log shows is E_μ[r], the sampler's, not the objective J = E_π[r] "
            "the trainer climbs; under mismatch they differ.",
-           controls(("naive", "seq_is")), "Training", logged_reward_is_not_J,
+           controls(("naive", "seq_is")), TRAINING_TAB, logged_reward_is_not_J,
            claim="A rollout log shows E_μ[r] (1), the sampler's mean reward, not J = E_π[r] (2), the objective the "
                  "trainer climbs."),
     Lesson("sequence_ratio_names",
            "\"Sequence ratio\" means W = ∏_t ρ_t in verl's and TRL's sequence modes but ρ_geo = W^(1/T) in "
            "GSPO: the same words, very different numbers (E_μ[W] = 1, E_μ[ρ_geo] < 1).",
-           controls(("seq_tis", "geo_rs", "gspo_geo")), "Ratios", two_sequence_ratios,
+           controls(("seq_tis", "geo_rs", "gspo_geo")), RATIOS_TAB, two_sequence_ratios,
            claim="\"Sequence ratio\" is W in verl and TRL but ρ_geo = W^(1/T) in GSPO: P(W > 2) (1) is far above "
                  "P(ρ_geo > 2) (2)."),
 )

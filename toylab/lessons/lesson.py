@@ -17,16 +17,26 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toylab.engine.toy import make_toy
-from toylab.state.query import SAMPLER_FIELDS, VIEW_PARAMETERS, make_settings
+from toylab.state.query import (
+    ESTIMATORS_TAB,
+    LENGTH_TAB,
+    MISMATCH_SWEEP_TAB,
+    RATIOS_TAB,
+    SAMPLER_FIELDS,
+    THRESHOLD_SWEEP_TAB,
+    TRAINING_TAB,
+    VIEW_PARAMETERS,
+    make_settings,
+)
 
 UNBIASED = 1e-9
 CLAIM_LENGTH = 150
 
 
-CHARTS = {"bias_std": "Estimators", "sequence_W": "Ratios", "sequence_geo": "Ratios",
-          "threshold_rmse": "Threshold sweep", "sampler_divergence": "Mismatch sweep",
-          "length_std_ratio": "Sequence length", "training_J": "Training", "training_cosine": "Training",
-          "training_logged": "Training"}     # chart name → the tab that draws it
+CHARTS = {"bias_std": ESTIMATORS_TAB, "sequence_W": RATIOS_TAB, "sequence_geo": RATIOS_TAB,
+          "threshold_rmse": THRESHOLD_SWEEP_TAB, "sampler_divergence": MISMATCH_SWEEP_TAB,
+          "length_std_ratio": LENGTH_TAB, "training_J": TRAINING_TAB, "training_cosine": TRAINING_TAB,
+          "training_logged": TRAINING_TAB}     # chart name → the tab that draws it
 
 
 @dataclass(frozen=True)

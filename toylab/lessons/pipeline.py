@@ -10,6 +10,7 @@ from toylab.engine.moments import exact_moments_many
 from toylab.engine.sampler import Sampler
 from toylab.engine.toy import Toy, make_toy
 from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
+from toylab.state.query import ESTIMATORS_TAB, RATIOS_TAB
 
 CORRECTIONS = ("naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mis", "geo_rs")
 SMOLLM_VOCABULARY = 49_152            # HuggingFaceTB/SmolLM-135M-Instruct, the model of trl#4159
@@ -126,7 +127,7 @@ LESSONS = (
            "processed log-probabilities every ratio is exactly 1.",
            controls(("naive", "tok_is", "tok_tis", "seq_is"), mismatch=0.0, V=8, seed=1215, temperature=0.6,
                     pipeline="trl_colocate_before_4163"),
-           "Ratios", raw_logprobs_ratio,
+           RATIOS_TAB, raw_logprobs_ratio,
            claim="One model, no logit error, yet W ≠ 1: with raw log-probabilities as μ at τ = 0.6 (TRL before "
                  "#4163) log W averages 0.49 (1), not 0 (2)."),
     Lesson("processed_top_p",
@@ -137,7 +138,7 @@ LESSONS = (
            "a single token and E_μs[W] = 0.772 is just 1 − the π-mass out of reach. Every correction inherits the "
            "floor of 0.631 that sequence IS has exactly; the others land between 0.553 and 0.631, by an error of "
            "their own that points partly against it.",
-           controls(CORRECTIONS, mismatch=0.0, top_p=0.9, temperature=0.8, pipeline="verl"), "Estimators",
+           controls(CORRECTIONS, mismatch=0.0, top_p=0.9, temperature=0.8, pipeline="verl"), ESTIMATORS_TAB,
            processed_with_top_p,
            claim="verl at top-p 0.9, no logit error: seq_is's bias is all the floor out of reach, 0.631 (1), and no "
                  "correction gets below 0.553 (2)."),
@@ -148,7 +149,7 @@ LESSONS = (
            "alone) leaves it a floor of 0.907. What it optimises instead is J under the masked π, 0.0067 against "
            "0.0554 for softmax(θ) — the mask cuts the rare token 0 the reward needs, and a cut token's logit gets no "
            "gradient — and that objective's gradient is 83 % of ‖∇J‖ away from softmax(θ)'s.",
-           controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), "Estimators", keep_mask,
+           controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), ESTIMATORS_TAB, keep_mask,
            claim="The keep mask (slime) has no floor: seq_is is unbiased (1), for the masked π's J, whose gradient "
                  "is 83 % off softmax(θ)'s (∇J moved, in the header)."),
 )

@@ -10,6 +10,7 @@ from toylab.engine.moments import exact_moments_many
 from toylab.engine.toy import make_toy
 from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
 from toylab.lessons.training import training_view
+from toylab.state.query import ESTIMATORS_TAB, MISMATCH_SWEEP_TAB, TRAINING_TAB
 from toylab.training.loop import REACHED, TrainingConfig, steps_to_reach, train
 
 TRUNCATED = ("naive", "tok_is", "tok_tis", "tok_mis", "prefix_is", "seq_is", "seq_tis", "seq_mis", "geo_rs")
@@ -109,7 +110,7 @@ LESSONS = (
            "floor), because what it cuts is the rare token 0 the reward needs. Sequence IS, unbiased without "
            "truncation, now has exactly that bias and the other corrections land between 0.40 and 0.44: reweighting "
            "what the sampler draws cannot give back what it never draws.",
-           controls(TRUNCATED, mismatch=0.0, top_p=0.9), "Estimators", top_p_floor,
+           controls(TRUNCATED, mismatch=0.0, top_p=0.9), ESTIMATORS_TAB, top_p_floor,
            claim="Top-p 0.9 leaves a bias no correction removes: all of seq_is's bias is the floor out of reach (1), and "
                  "the best correction still has 0.40 (2)."),
     Lesson("bf16_fp16",
@@ -117,7 +118,7 @@ LESSONS = (
            "logits rounded to bf16 give KL(μ‖π) = 7.9e-7 on the default toy, to fp16 2.7e-8, 29× less (fp16 keeps 10 "
            "mantissa bits to bf16's 7 and rounds 8× finer, and KL, quadratic in the error, falls about 64×: 71× on "
            "average over seeds 0–19). naive's relative bias is 8.5e-4 against 1.7e-4.",
-           controls(("naive", "tok_tis", "seq_is"), mismatch=0.0, precision="bf16"), "Mismatch sweep", bf16_against_fp16,
+           controls(("naive", "tok_tis", "seq_is"), mismatch=0.0, precision="bf16"), MISMATCH_SWEEP_TAB, bf16_against_fp16,
            view={"sweep": "precision", "mismatch_panel": "divergence"},
            claim="Rounding alone is a mismatch: at mismatch 0, logits rounded to bf16 (1) give 29× the KL(μ‖π) of fp16 "
                  "(2)."),
@@ -127,7 +128,7 @@ LESSONS = (
            "climbs to J = 0.9998, reaching 90 % of on_policy's final J by step 50, instead of sinking to 0.031. With b "
            "fixed the mask drops the same tokens step after step and its bias pushes one way; at mismatch 0.7 even a "
            "fixed b does not collapse it (J = 0.9993).",
-           controls(("on_policy", "naive", "tok_tis", "tok_mis")), "Training", collapse_needs_a_fixed_error,
+           controls(("on_policy", "naive", "tok_tis", "tok_mis")), TRAINING_TAB, collapse_needs_a_fixed_error,
            training_view(NOISE_RUN, "tok_mis"),
            claim="The collapse needs a fixed engine error: with b redrawn every step tok_mis reaches 90 % of on-policy's "
                  "J (1) and ends near 1 (2); naive wanders (3)."),

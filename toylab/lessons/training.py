@@ -6,7 +6,7 @@ import numpy as np
 
 from toylab.engine.moments import exact_moments
 from toylab.lessons.lesson import Evidence, Lesson, Mark, controls, toy_of
-from toylab.state.query import TRAINING_CONTROLS
+from toylab.state.query import TRAINING_CONTROLS, TRAINING_TAB
 from toylab.training.loop import TrainingConfig, train
 
 
@@ -75,7 +75,7 @@ LESSONS = (
            "ρ_t in [0.5, 5]) climbs for about 35 steps, then its mean gradient turns against ∇J (cosine below 0) and "
            "J sinks below where it started. Meanwhile the logged reward E_μ[r] keeps rising for a while and ends "
            "five times above J, so the training log hides the collapse.",
-           controls(("on_policy", "naive", "tok_tis", "tok_mis")), "Training", token_mask_collapses,
+           controls(("on_policy", "naive", "tok_tis", "tok_mis")), TRAINING_TAB, token_mask_collapses,
            training_view(COLLAPSE, "tok_mis"),
            claim="Under heavy mismatch tok_mis peaks (1), its gradient turns against ∇J (3), J sinks below its "
                  "start (2); the log still shows a high reward (4)."),
@@ -83,7 +83,7 @@ LESSONS = (
            "A mask that keeps no rollout stops training dead: at mismatch 1 the trust-region mask (ε = 0.5) and k3 "
            "rejection (δ = 0.01) reject every sequence, so their mean gradient is exactly zero and J never moves, "
            "while on-policy training climbs to J ≈ 1.",
-           controls(("on_policy", "naive", "k3_rs", "trm")), "Training", full_masks_stall,
+           controls(("on_policy", "naive", "k3_rs", "trm")), TRAINING_TAB, full_masks_stall,
            training_view(STALL, "trm"),
            claim="A mask that keeps no rollout stops training dead: trm and k3_rs stay where they start (1) while "
                  "on-policy training climbs to J ≈ 1 (2)."),

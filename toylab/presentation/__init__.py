@@ -8,6 +8,7 @@ Altair charts (pure functions, no computation).
     training_frames, training_charts  the Training tab
     run_frames, run_charts            the Your run tab
     run_verdict                       the words and table of a log's verdict: its bottom line, the matched toy
+    run_steps_text                    the words of a run's view: its headline, its steps' notices, the captions
     estimates                         a sample estimate with its standard error, written one way everywhere
     labels                            where a chart's text labels go so that none overprints another
     coincidence                       which lines lie on others, how to draw them so that both show, and the words

@@ -185,3 +185,11 @@ def cap(text, most=400):
     """A caption's list of coincidences, cut to ``most`` characters (a chart of twenty series can have many)."""
     return text if len(text) <= most else text[:most - 1].rsplit("; ", 1)[0] + "; …"
 
+
+def dashed_caption(words, chart=None):
+    """The sentence naming the lines drawn in short dashes over the ones they lie on (``words``: ``describe``'s),
+    "On the J chart, drawn …" when a caption covers several charts (``chart``); "" when no line lies on another."""
+    if not words:
+        return ""
+    return f"{f'On {chart}, drawn' if chart else 'Drawn'} in short dashes over the line each lies on: {words}."
+

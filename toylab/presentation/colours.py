@@ -5,6 +5,7 @@ whose estimators include two alike colours (ΔE₀₀ below ALIKE) draws the lat
 no two of its lines differ by a hard-to-see hue alone.
 """
 
+import base64
 import math
 
 ALIKE = 10.0          # ΔE₀₀ below which two colours are hard to tell apart on a line (about 2 "just noticeable" steps
@@ -66,3 +67,10 @@ def alike(colours):
                 found[key] = earlier
                 break
     return found
+
+
+def swatch(colour):
+    """A small filled circle of ``colour`` as an SVG data URI, for a table's colour column."""
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16"><circle cx="8" cy="8" r="7" ' \
+          f'fill="{colour}"/></svg>'
+    return "data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()

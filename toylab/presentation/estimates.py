@@ -35,3 +35,9 @@ def with_se(value, se, digits=3):
 def estimate_text(estimate, digits=3):
     """An ``Estimate`` (value, se) as ``with_se`` writes it; UNDEFINED for None."""
     return UNDEFINED if estimate is None else with_se(estimate.value, estimate.se, digits)
+
+
+def record_text(record):
+    """An estimate as the command line's JSON holds it ({"value", "se"}), as ``with_se`` writes it."""
+    return with_se(record["value"], record["se"])
+

@@ -20,6 +20,8 @@ from toylab.analysis.diagnostics import (
 )
 from toylab.analysis.montecarlo import draw_tokens
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation.coincidence import dashed_caption, describe
+from toylab.presentation.colours import swatch
 from toylab.presentation.labels import place, text_size
 from toylab.text import UNDEFINED
 
@@ -155,30 +157,10 @@ def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTE
     are named at their right ends, placed with the rest."""
     points = table[["estimator", "label", "rel_bias", "rel_std", "rel_rmse"]].copy()
     points["ring"] = [_ring(id, same) for id in points["estimator"]]
-    biases, stds = list(points["rel_bias"]), list(points["rel_std"])
-    if before is not None:
-        biases += list(before["rel_bias"])
-        stds += list(before["rel_std"])
-    log_y = min(stds) > 0 and max(stds) > LOG_SPREAD * min(stds)
-    x_domain, y_domain = fitted_domain(biases, ROOM_RIGHT), fitted_domain(stds, ROOM_TOP, log_y)
-    anchors, texts, kinds, radii = [], [], [], []
-    if marks is not None:
-        anchors += [(row.x, row.y) for row in marks.itertuples()]
-        texts += list(marks["number"])
-        kinds, radii = ["mark"] * len(marks), [MARK_RADIUS] * len(marks)
-    groups, where = {}, dict(zip(points["estimator"], zip(points["rel_bias"], points["rel_std"], strict=True),
-                                 strict=True))
-    for id in points["estimator"]:
-        groups.setdefault(same.get(id, id), []).append(id)
-    anchors += [where[first] for first in groups]
-    texts += [" = ".join(ids) for ids in groups.values()]
-    kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
+    x_domain, y_domain, log_y = _scatter_domains(points, before)
     iso = iso_rmse_frame(table)
     iso = iso[iso["rel_bias"].between(*x_domain) & iso["rel_std"].between(*y_domain)].reset_index(drop=True)
-    ends = iso.loc[iso.groupby("level")["rel_bias"].idxmax()]      # each circle's level, at its right end
-    anchors += list(zip(ends["rel_bias"], ends["rel_std"], strict=True))
-    texts += [f"{level:g}" for level in ends["level"]]
-    kinds, radii = kinds + ["level"] * len(ends), radii + [0] * len(ends)
+    anchors, texts, kinds, radii = _scatter_labels(points, same, marks, iso)
     along_y = (lambda y: math.log10(y), lambda y: 10**y) if log_y else (float, float)
     placed = place([(x, along_y[0](y)) for x, y in anchors], texts, x_domain, tuple(map(along_y[0], y_domain)),
                    width, height, FONT, radii)
@@ -191,6 +173,39 @@ def bias_std_frames(table, same, marks=None, height=SCATTER_HEIGHT, width=SCATTE
             points[["estimator", "rel_bias", "rel_std"]].rename(columns={"rel_bias": "to_bias", "rel_std": "to_std"}),
             on="estimator")
     return Scatter(points, labels, iso, x_domain, y_domain, same, log_y, moved)
+
+
+def _scatter_domains(points, before):
+    """(x domain, y domain, log y): fitted to the points and the compared ones (``before``), the std axis
+    logarithmic when the stds spread over LOG_SPREAD."""
+    biases, stds = list(points["rel_bias"]), list(points["rel_std"])
+    if before is not None:
+        biases += list(before["rel_bias"])
+        stds += list(before["rel_std"])
+    log_y = min(stds) > 0 and max(stds) > LOG_SPREAD * min(stds)
+    return fitted_domain(biases, ROOM_RIGHT), fitted_domain(stds, ROOM_TOP, log_y), log_y
+
+
+def _scatter_labels(points, same, marks, iso):
+    """(anchors, texts, kinds, radii) of the scatter's labels, in the order they are placed: a lesson's mark
+    numbers, one name per group of equal estimators at its first one's point, each iso-RMSE circle's level at its
+    right end."""
+    anchors, texts, kinds, radii = [], [], [], []
+    if marks is not None:
+        anchors += [(row.x, row.y) for row in marks.itertuples()]
+        texts += list(marks["number"])
+        kinds, radii = ["mark"] * len(marks), [MARK_RADIUS] * len(marks)
+    groups, where = {}, dict(zip(points["estimator"], zip(points["rel_bias"], points["rel_std"], strict=True),
+                                 strict=True))
+    for id in points["estimator"]:
+        groups.setdefault(same.get(id, id), []).append(id)
+    anchors += [where[first] for first in groups]
+    texts += [" = ".join(ids) for ids in groups.values()]
+    kinds, radii = kinds + ["estimator"] * len(groups), radii + [POINT_RADIUS] * len(groups)
+    ends = iso.loc[iso.groupby("level")["rel_bias"].idxmax()]      # each circle's level, at its right end
+    anchors += list(zip(ends["rel_bias"], ends["rel_std"], strict=True))
+    texts += [f"{level:g}" for level in ends["level"]]
+    return anchors, texts, kinds + ["level"] * len(ends), radii + [0] * len(ends)
 
 
 def _ring(id, same):
@@ -421,3 +436,54 @@ def crossover_frame(moments, reference):
 def monte_carlo_frame(summary_rows):
     """``montecarlo.summarise`` rows as a frame: estimator, N, rms, q10, median, q90."""
     return pd.DataFrame(summary_rows, columns=["estimator", "N", "rms", "q10", "median", "q90"])
+
+
+def _from_first(first):
+    """The batch sizes from ``first`` (an integer, or NaN for none) on, in words."""
+    if math.isnan(first):
+        return "no N"
+    return f"every N ≥ {int(first):,}"
+
+
+def crossover_table(crossovers):
+    """``crossover_frame`` as the page's table: each biased estimator and the batch sizes at which seq_is has the
+    lower RMSE, in words ("every N ≥ 1,234", or "no N")."""
+    return pd.DataFrame({"estimator": crossovers["estimator"],
+                         "seq_is has the lower RMSE for": [_from_first(n) for n in crossovers["first_N"]]})
+
+
+def evidence_table(numbers):
+    """A lesson's evidence ({quantity: value}) as a two-column table, each value to six significant digits."""
+    return pd.DataFrame({"quantity": list(numbers), "value": [f"{value:.6g}" for value in numbers.values()]})
+
+
+def shown_table(table):
+    """``table_frame`` as the Estimators tab shows it: each estimator's colour as a swatch (``colours.swatch``) and
+    its cosine in words (``cosine_text``)."""
+    return table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
+                        cosine=[cosine_text(cosine) for cosine in table["cosine"]])
+
+
+def error_chart_caption(dots, replicates, sampled_only, lying, sizes):
+    """Under the error-versus-batch-size chart: what the lines, dots (with the Monte Carlo check on, over
+    ``replicates`` batches), dashes and diamonds are; the batch-coupled estimators ``sampled_only`` that have dots
+    only; the lines drawn over others (``lying``, ``coincidence.coincidences`` over the batch sizes ``sizes``)."""
+    if dots:
+        monte_carlo = (f"Dots: Monte Carlo rms over {replicates} batches, bars its 10–90 % range (batch-coupled "
+                       "estimators have dots only). ")
+    else:
+        monte_carlo = ("Turn on the Monte Carlo check above for sampled dots"
+                       + (f" (the batch-coupled {', '.join(sampled_only)} have only those)" if sampled_only else "")
+                       + ". ")
+    return ("Lines: exact sqrt(bias² + var/N)/‖∇J‖. " + monte_carlo
+            + "Dashed: each biased estimator's relative bias, the level its error tends to as N grows. Diamonds: where "
+            "seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole batch size where it does. "
+            "Click a legend entry to highlight one estimator."
+            + (" " + dashed_caption(describe(lying, sizes, "N")) if lying else ""))
+
+
+def undefined_monte_carlo_notes(undefined):
+    """One sentence per estimator with batch sizes at which it is undefined (``{id: [N, …]}``), saying when."""
+    return [f"No Monte Carlo point for {id} at N = {', '.join(map(str, sizes))}: it is undefined "
+            f"{ESTIMATORS[id].undefined}." for id, sizes in undefined.items()]
+

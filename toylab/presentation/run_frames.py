@@ -15,10 +15,13 @@ Every count, mean and quantile is of the log's own tokens or sequences (a sample
     steps_frame                a run's metrics against step, ± 2 se, the step where each left its early range
     affected_steps_frame       each selected estimator's share of tokens masked or clipped, against step
     steps_table                a run as a table to export: a row per step, each metric's value and se
-    failed_steps_frame, frameworks_frame    the steps not read; a "frameworks" block as rows
+    failed_steps_frame, frameworks_frame, frameworks_shown    the steps not read; a "frameworks" block as rows
+                               (as numbers, or as the page's text)
     sequence_results_frame, token_results_frame, export_bytes    the per-sequence and per-token results, as CSV
                                or Parquet bytes
     side_by_side_frame         two (or more) logs' numbers in one table, each with its se
+    beyond_view_note, worst_tokens_frame, worst_sequences_frame, applied_frame, suggested_threshold_frame,
+    thresholds_outside_note    the words and tables around the histograms and the estimators applied to a log
 A binned frame has per bin the token count, the mean of log ρ_t and its 10 % and 90 % quantiles.
 """
 
@@ -27,7 +30,11 @@ import io
 import numpy as np
 import pandas as pd
 
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.presentation.colours import swatch
+from toylab.presentation.estimates import se_text, value_text
 from toylab.presentation.frames import THRESHOLD_COLUMNS, sequence_rules, token_rules
+from toylab.text import percent
 from toylab.your_run.statistics import sequence_log_ratios
 from toylab.your_run.steps import AFFECTED_SERIES, TAIL_SERIES, series_keys, value_and_se
 
@@ -269,6 +276,12 @@ def frameworks_frame(block):
                         columns=["framework", "metric", "value", "se", "note"])
 
 
+def frameworks_shown(block):
+    """``frameworks_frame`` as the page shows it: each value and se as text (``value_text``, ``se_text``)."""
+    frame = frameworks_frame(block)
+    return frame.assign(value=frame["value"].map(value_text), se=frame["se"].map(se_text))
+
+
 # -- the per-sequence and per-token results, for export ------------------------------------------------------
 
 def sequence_results_frame(log):
@@ -326,3 +339,52 @@ def side_by_side_frame(named):
             row[f"{name}"], row[f"{name} ± se"] = value, se
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# -- the words and tables around the histograms and the estimators applied -----------------------------------
+
+def beyond_view_note(beyond):
+    """The thresholds beyond a zoomed histogram (``thresholds_in_view``'s second part), each with its log ρ and the
+    share of tokens beyond it, in one sentence."""
+    return ("Zoomed to the data (0.1 %–99.9 % of its tokens; the outlined end bins hold the rest). Beyond this view: "
+            + "; ".join(f"{row.threshold} at log ρ = {value_text(row.log_value)} ({percent(row.beyond)} of tokens "
+                        "beyond)" for row in beyond.itertuples()))
+
+
+def worst_tokens_frame(sizes):
+    """The log's tokens with the largest |log ρ_t| (``Magnitudes.worst_tokens``): row, position, μ(y_t), π(y_t),
+    log ρ_t."""
+    return pd.DataFrame(sizes.worst_tokens)
+
+
+def worst_sequences_frame(sizes):
+    """The log's sequences with the largest |log W| (``Magnitudes.worst_sequences``): row, length, log W, largest
+    |log ρ_t|."""
+    return pd.DataFrame(sizes.worst_sequences)
+
+
+def applied_frame(rows):
+    """One row per estimator applied to the log (``applied.on_log`` rows with their shares measured), its fields
+    and its colour as a swatch (``colours.swatch``)."""
+    applied = [row for row in rows if row.tokens_affected is not None]
+    return pd.DataFrame([row.as_dict() | {"swatch": swatch(ESTIMATORS[row.name].colour)} for row in applied])
+
+
+def suggested_threshold_frame(suggested):
+    """Per selected threshold: its value now, what it counts (tokens or sequences, ratio side) and the value at
+    which it would touch each share of the log (``touches 0.1 %``, …)."""
+    return pd.DataFrame([{"threshold": f"{row['estimator']}.{row['parameter']}", "now": row["current"],
+                          "counts": f"{row['counts']}, ratio {row['side']}",
+                          **{f"touches {percent(point['share'])}": point["value"] for point in row["at"]}}
+                         for row in suggested])
+
+
+def thresholds_outside_note(suggested):
+    """The sentence under ``suggested_threshold_frame``: what it shows, and which suggested values fall outside
+    their estimator's allowed range."""
+    outside = [f"{row['estimator']}.{row['parameter']} at {percent(point['share'])}" for row in suggested
+               for point in row["at"] if not point["in_range"]]
+    return ("The value of each selected threshold at which it would mask or clip 0.1 %, 1 % and 10 % of this "
+            "log's tokens (a per-token threshold) or sequences (a sequence-level one)"
+            + (f"; outside the estimator's range: {', '.join(outside)}." if outside else "."))
+

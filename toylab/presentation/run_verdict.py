@@ -10,6 +10,7 @@ weights whose sample ESS is NEGLIGIBLE_ESS or more.
 import pandas as pd
 
 from toylab.presentation.estimates import estimate_text, with_se
+from toylab.state.query import ESTIMATORS_TAB
 from toylab.text import percent, significant
 from toylab.your_run.bottom_line import NEGLIGIBLE_CHANGE, NEGLIGIBLE_ESS, NEGLIGIBLE_SHARE, SE_AWAY
 from toylab.your_run.matching import CLOSE, TAIL_FROM, matching_estimate, shape_checks, shape_of
@@ -126,5 +127,5 @@ def open_match_label(match, statistics):
     data's estimate."""
     name, kl = matching_estimate(statistics)
     compared = ("equal to" if match.clamped is None else "below" if match.clamped == "top" else "against")
-    return (f"Open the Estimators tab at this toy (T = {match.T}, V = {match.V}, mismatch {significant(match.mismatch, 4)}): "
+    return (f"Open the {ESTIMATORS_TAB} tab at this toy (T = {match.T}, V = {match.V}, mismatch {significant(match.mismatch, 4)}): "
             f"its per-token KL {significant(match.toy_kl)}, {compared} the data's {name} {with_se(kl.value, kl.se)} →")

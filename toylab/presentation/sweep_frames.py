@@ -11,7 +11,7 @@ import pandas as pd
 
 from toylab.analysis.length import MONTE_CARLO, OUT_OF_REACH
 from toylab.presentation import coincidence
-from toylab.presentation.pipeline_text import combination_label, presets_text
+from toylab.presentation.pipeline_text import PIPELINE_SWEEP_ABOUT, combination_label, presets_text
 
 UNBIASED = 1e-9
 ROUNDING = 1e-12
@@ -124,6 +124,65 @@ def length_overflow_notes(population_rows, estimator_rows):
     return [f"{name} at T = {', '.join(map(str, lengths))}" for name, lengths in overflowed.items()]
 
 
+
+def length_overflow_caption(population_rows, estimator_rows):
+    """The sentence under the length chart naming what ``length_overflow_notes`` finds not drawn (and why the ESS
+    fraction goes with an overflowed χ²_seq), or "" when everything is drawn."""
+    overflowed = length_overflow_notes(population_rows, estimator_rows)
+    if not overflowed:
+        return ""
+    return ("Not drawn, beyond float64's largest number (about 1.8e308): " + "; ".join(overflowed)
+            + (" (where χ²_seq overflows, the ESS fraction 1/(1 + χ²_seq) is below 1e-308 and is not drawn either)"
+               if any(note.startswith("χ²_seq") for note in overflowed) else "") + ".")
+
+
+def threshold_sweep_caption(N, points):
+    """Under the threshold chart: exact at batch size N, what a band sweeps, and the grid (``points`` log-spaced
+    values, ``analysis.sweeps.grid_points``)."""
+    return (f"Exact at every point, batch size N = {N:,}. Bands (tok_mis, geo_rs) sweep their upper bound hi with lo "
+            "held at the sidebar's value; the other thresholds sweep their one parameter over its allowed range "
+            f"({points} log-spaced values plus the chosen one; fewer on large toys, where each point is a full pass "
+            "over the M sequences).")
+
+
+
+SWEEP_ABOUT = {                     # what moves as each sampler parameter is swept, for the caption
+    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
+                "and every estimator coincides with naive (and on_policy).",
+    "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
+             "and the sequences through them are never drawn. Dashed, in the text colour: the bias floor, ∇J's part from those "
+             "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
+    "temperature": "only the sampler's temperature τ moves (μ ∝ exp(z/τ)); the trainer has none, so even at mismatch 0 "
+                   "τ ≠ 1 is a mismatch. Low τ sharpens μ: the ratios of the tokens it rarely draws grow fast.",
+    "precision": "only the precision the sampler rounds its logits to moves: none, fp16 (10 mantissa bits), bf16 (7). "
+                 "The trainer does not round, so even at mismatch 0 rounding is a mismatch; where it is exactly 0 (no "
+                 "rounding at mismatch 0) a log axis draws no point.",
+}
+
+
+def swept_value_text(value):
+    """A swept value as a caption names it: a precision by its name, a number to 3 significant digits."""
+    return value if isinstance(value, str) else f"{value:.3g}"
+
+
+def sampler_sweep_caption(settings, parameter, left_out):
+    """Under the sampler sweep: the toy it is exact on (``settings``), what moves as ``parameter`` is swept
+    (SWEEP_ABOUT), and the values ``left_out`` (W beyond float64 there)."""
+    return (f"Exact at every point (T = {settings.T}, V = {settings.V}, seed {settings.seed}, N = {settings.N:,}; "
+            f"sampler {settings.sampler.describe()}, mismatch {settings.mismatch:g}). θ and b come from the seed alone, "
+            f"so {SWEEP_ABOUT[parameter]} Batch-coupled estimators have no exact moments and are not shown."
+            + (f" Left out, W beyond float64 there: {parameter} = {', '.join(map(swept_value_text, left_out))}."
+               if left_out else ""))
+
+
+def pipeline_sweep_caption(parameter, left_out):
+    """Under the sweep per framework pipeline: PIPELINE_SWEEP_ABOUT, and per pipeline the values ``left_out``
+    ({(logged, scored): [value, …]})."""
+    return PIPELINE_SWEEP_ABOUT + "".join(
+        f" Left out under {combination_label(*key)} (W beyond float64, or the scored objective flat): {parameter} = "
+        f"{', '.join(map(swept_value_text, values))}." for key, values in left_out.items())
+
+
 LOG_METRICS = {METRICS["rel_bias"]: False, METRICS["rel_std"]: True, METRICS["rel_rmse"]: True, STD_RATIO: True}
 LENGTH_LOG_METRICS = {METRICS["rel_bias"]: True, STD_RATIO: True}      # the length chart draws both on log axes
 
@@ -180,3 +239,40 @@ def pipeline_identity_frame(pipeline_rows, parameter):
         "pipeline": [combination_label(*key) for key in zip(frame["logged"], frame["scored"], strict=True)],
         "frameworks": [presets_text(presets) for presets in frame["presets"]], parameter: frame[parameter],
         "value": frame["identity"]})
+
+
+BEST_THRESHOLD_NUMBERS = ("lowest-RMSE threshold", "its rel RMSE", "chosen threshold", "chosen rel RMSE")
+
+
+def best_threshold_table(rows, best):
+    """One row per swept estimator: its lowest-RMSE threshold (``best_thresholds``), whether that is at the sweep's
+    edge, and its relative RMSE; beside them the chosen threshold and its relative RMSE (the row marked chosen).
+    The numeric columns are ``BEST_THRESHOLD_NUMBERS``."""
+    chosen = {row["estimator"]: row for row in rows if row["chosen"]}
+    return pd.DataFrame([{
+        "estimator": id, "parameter": row["parameter"], "lowest-RMSE threshold": row["threshold"],
+        "at the sweep's edge": row["edge"] or "", "its rel RMSE": row["rel_rmse"],
+        "chosen threshold": chosen[id]["threshold"], "chosen rel RMSE": chosen[id]["rel_rmse"]}
+        for id, row in best.items()])
+
+
+def edge_note(best):
+    """The sentence naming the estimators whose lowest RMSE lies at an edge of the range swept (their optimum may
+    lie beyond it), or None when none does."""
+    at_edge = [f"{id} at its {row['edge']} edge ({row['parameter']} = {row['threshold']:.3g})"
+               for id, row in best.items() if row["edge"]]
+    if not at_edge:
+        return None
+    return ("The lowest RMSE lies at the edge of the range swept for " + "; ".join(at_edge)
+            + ": the best threshold may lie beyond it, outside what the estimator allows.")
+
+
+def rule_of_thumb_note(best, rule_of_thumb, N):
+    """Li et al.'s C* = sqrt(2(1 + χ²_seq)) beside seq_tis's lowest-RMSE threshold at batch size N (Markdown), or
+    None when seq_tis is not swept."""
+    if "seq_tis" not in best:
+        return None
+    row = best["seq_tis"]
+    return (f"**Rule of thumb (Li et al. 2025):** C* = sqrt(2(1 + χ²_seq)) = **{rule_of_thumb:.3g}**; on this toy "
+            f"seq_tis's lowest relative RMSE at N = {N:,} is at C = **{row['threshold']:.3g}** (rel RMSE "
+            f"{row['rel_rmse']:.3g})" + (f", the {row['edge']} edge of the range swept." if row["edge"] else "."))

@@ -12,8 +12,8 @@ link once into session state, and writes the canonical link of what it shows at 
 - View parameters (``VIEW_PARAMETERS``): which tab is open, presentation mode, the controls inside a tab, and
   the sidebar's "my framework" (``framework=verl``: that framework's presets first in the estimator picker),
   each a ``ViewParameter`` with its default and allowed values. A new tab adds its label to ``TAB_LABELS`` (the
-  page's tab order), and each control in the link one entry, e.g. ``"steps": ViewParameter(200, low=1,
-  high=2000, tab="Training")``; its widget's key is the parameter's name (the page puts the link's value into
+  page's tab order, the one place a label is spelled; everything else names it, e.g. ``TRAINING_TAB``), and each
+  control in the link one entry, e.g. ``"steps": ViewParameter(200, low=1, high=2000, tab=TRAINING_TAB)``; its widget's key is the parameter's name (the page puts the link's value into
   session state before the widget is drawn, and writes the widget's value back).
 
 ``CONTROL_PARAMETERS`` describes the sidebar's single-valued controls the same way, so tests can go through
@@ -51,7 +51,9 @@ CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg", "t
 FIELDS = {"est": "estimators", "agg": "aggregation"}     # URL name → Settings field, where they differ
 NUMBER_LENGTH = 100                         # longer text is not read as a number
 TAB_LABELS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep",
-              "Sequence length", "Training", "Your run", "Lessons")
+              "Sequence length", "Training", "Your run", "Lessons")     # the page's tabs in order: spelled only here
+(ESTIMATORS_TAB, RATIOS_TAB, ERRORS_TAB, THRESHOLD_SWEEP_TAB, MISMATCH_SWEEP_TAB, LENGTH_TAB, TRAINING_TAB,
+ YOUR_RUN_TAB, LESSONS_TAB) = TAB_LABELS
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)       # the Training tab's choices
 TRAINING = TrainingConfig()                                          # its defaults
 ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
@@ -122,9 +124,9 @@ class ViewParameter:
 
 
 BOOLEANS = {"1": True, "true": True, "0": False, "false": False}
-PANELS = {"threshold_panel": ("Threshold sweep", ("rmse", "bias", "std")),       # the sweeps' panels: one at a
-          "mismatch_panel": ("Mismatch sweep", ("rmse", "bias", "divergence")),   # time when presenting
-          "length_panel": ("Sequence length", ("std_ratio", "bias", "divergence", "probability"))}
+PANELS = {"threshold_panel": (THRESHOLD_SWEEP_TAB, ("rmse", "bias", "std")),       # the sweeps' panels: one at a
+          "mismatch_panel": (MISMATCH_SWEEP_TAB, ("rmse", "bias", "divergence")),   # time when presenting
+          "length_panel": (LENGTH_TAB, ("std_ratio", "bias", "divergence", "probability"))}
 DRAWS = 1_000_000                       # the Ratios tab's resampled batches: draw 0 … DRAWS
 
 
@@ -135,26 +137,26 @@ def _trained(settings, view):
 VIEW_PARAMETERS = {
     "tab": ViewParameter(TAB_LABELS[0], choices=TAB_LABELS),
     "present": ViewParameter(False),
-    "ratio_panels": ViewParameter(False, tab="Ratios"),
-    "draw": ViewParameter(0, low=0, high=DRAWS, step=1, tab="Ratios"),
-    "mc_dots": ViewParameter(False, tab="Error vs batch size"),       # confirmations, off the slider's path: each
-    "length_mc": ViewParameter(False, tab="Sequence length"),         # costs more than the exact picture it checks
+    "ratio_panels": ViewParameter(False, tab=RATIOS_TAB),
+    "draw": ViewParameter(0, low=0, high=DRAWS, step=1, tab=RATIOS_TAB),
+    "mc_dots": ViewParameter(False, tab=ERRORS_TAB),       # confirmations, off the slider's path: each
+    "length_mc": ViewParameter(False, tab=LENGTH_TAB),         # costs more than the exact picture it checks
     **{name: ViewParameter(panels[0], choices=panels, tab=tab, needs={"present": True})
        for name, (tab, panels) in PANELS.items()},
-    "train_mode": ViewParameter(TRAINING.mode, choices=MODES, tab="Training"),
-    "train_optimizer": ViewParameter(TRAINING.optimizer, choices=tuple(OPTIMIZERS), tab="Training"),
-    "train_lr": ViewParameter(TRAINING.lr, choices=LEARNING_RATES, tab="Training"),
-    "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab="Training"),
-    "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab="Training"),
-    "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab="Training"),
-    "train_pick": ViewParameter("naive", choices=_trained, tab="Training"),
-    "sga": ViewParameter(False, tab="Training"),
+    "train_mode": ViewParameter(TRAINING.mode, choices=MODES, tab=TRAINING_TAB),
+    "train_optimizer": ViewParameter(TRAINING.optimizer, choices=tuple(OPTIMIZERS), tab=TRAINING_TAB),
+    "train_lr": ViewParameter(TRAINING.lr, choices=LEARNING_RATES, tab=TRAINING_TAB),
+    "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab=TRAINING_TAB),
+    "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab=TRAINING_TAB),
+    "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab=TRAINING_TAB),
+    "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),
+    "sga": ViewParameter(False, tab=TRAINING_TAB),
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
-                              tab="Training", needs={"sga": True}),              # the shortest run (10 steps)
-    "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab="Mismatch sweep"),
-    "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab="Estimators"),
-    "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab="Threshold sweep"),
-    "sweep_pipelines": ViewParameter(False, tab="Mismatch sweep"),      # the same sweep under each framework pipeline
+                              tab=TRAINING_TAB, needs={"sga": True}),              # the shortest run (10 steps)
+    "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab=MISMATCH_SWEEP_TAB),
+    "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab=ESTIMATORS_TAB),
+    "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab=THRESHOLD_SWEEP_TAB),
+    "sweep_pipelines": ViewParameter(False, tab=MISMATCH_SWEEP_TAB),      # the same sweep under each framework pipeline
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker
 }
 VIEW_DEFAULTS = {name: parameter.default for name, parameter in VIEW_PARAMETERS.items()}
@@ -315,6 +317,22 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
     values = {FIELDS.get(name, name): _parse_control(params, name, notices) for name in CONTROL_PARAMETERS}
     values["estimators"] = _parse_estimators(params, notices)
     values["thresholds"] = _parse_thresholds(params, values["estimators"], notices)
+    _fit_toy_and_sampler(params, values, limit, notices)
+    settings = make_settings(**values)
+    view = {}
+    for name in VIEW_PARAMETERS:
+        view[name] = _parse_view(params, name, settings, view, notices)
+    unknown = [name for name in params if name not in CONTROL_NAMES and name not in VIEW_PARAMETERS
+               and "." not in name]
+    if unknown:
+        notices.append(f"Unknown URL parameter{'s' if len(unknown) > 1 else ''} {listed(unknown)} ignored.")
+    return settings, view, notices
+
+
+def _fit_toy_and_sampler(params, values, limit, notices):
+    """Each value on its own may be fine and the whole not: a toy over the size ``limit`` falls back to the default
+    T and V, a top_k above V to off, a pipeline preset overrides logged and scored, and a sampler whose numbers
+    overflow to plain softmax — each with a notice (``values`` changed in place)."""
     problem = size_problem(values["T"], values["V"], limit)
     if problem:
         notices.append(f"{problem} Showing the default toy T = {DEFAULTS.T}, V = {DEFAULTS.V} instead.")
@@ -329,15 +347,6 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
         notices.append(f"URL sampler parameters: {problem}. Showing the sampler as plain softmax (top_p = 1, "
                        "top_k = 0, temperature = 1, precision none), logged as sampled and scored plain, instead.")
         values |= {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
-    settings = make_settings(**values)
-    view = {}
-    for name in VIEW_PARAMETERS:
-        view[name] = _parse_view(params, name, settings, view, notices)
-    unknown = [name for name in params if name not in CONTROL_NAMES and name not in VIEW_PARAMETERS
-               and "." not in name]
-    if unknown:
-        notices.append(f"Unknown URL parameter{'s' if len(unknown) > 1 else ''} {listed(unknown)} ignored.")
-    return settings, view, notices
 
 
 def dropped_link_notice(parameters, characters, most_parameters, most_characters):
@@ -448,6 +457,9 @@ def _parse_estimators(params, notices):
 
 
 def _parse_thresholds(params, estimators, notices):
+    """{(id, name): value} of the link's ``id.name`` parameters for the selected ``estimators``; a notice for each
+    value refused or normalised, for the names that are no threshold or not selected, and for an estimator whose
+    thresholds together are refused (it keeps its defaults)."""
     thresholds, no_such, unselected = {}, [], []
     for key, raw in params.items():
         if "." not in key:
@@ -458,19 +470,33 @@ def _parse_thresholds(params, estimators, notices):
         elif id not in estimators:
             unselected.append(key)
         else:
-            try:
-                checked_param(id, name, raw)
-            except ValueError as error:
-                default = ESTIMATORS[id].params[name].default
-                notices.append(f"URL parameter {key} = {quoted(raw)}: {error}; using the default {key} = {default}.")
-            else:
-                text = isinstance(ESTIMATORS[id].params[name].default, str)
-                thresholds[(id, name)] = raw if text else clean_float(raw)
-                if not text and (why := normalised(raw, clean_float(raw))):
-                    notices.append(f"URL parameter {key} = {quoted(raw)} {why}: read as {clean_float(raw):g}.")
+            value = _threshold_value(key, id, name, raw, notices)
+            if value is not None:
+                thresholds[(id, name)] = value
     for keys, why in ((no_such, "no such estimator threshold"), (unselected, "not among the selected estimators")):
         if keys:
             notices.append(f"URL parameter{'s' if len(keys) > 1 else ''} {listed(keys)} ignored: {why}.")
+    return _consistent_thresholds(thresholds, notices)
+
+
+def _threshold_value(key, id, name, raw, notices):
+    """The value of one threshold from the link (text, or a float as ``clean_float`` writes it), or None with a
+    notice when its estimator refuses it; a notice too when the value was read normalised."""
+    try:
+        checked_param(id, name, raw)
+    except ValueError as error:
+        default = ESTIMATORS[id].params[name].default
+        notices.append(f"URL parameter {key} = {quoted(raw)}: {error}; using the default {key} = {default}.")
+        return None
+    if isinstance(ESTIMATORS[id].params[name].default, str):
+        return raw
+    if why := normalised(raw, clean_float(raw)):
+        notices.append(f"URL parameter {key} = {quoted(raw)} {why}: read as {clean_float(raw):g}.")
+    return clean_float(raw)
+
+
+def _consistent_thresholds(thresholds, notices):
+    """``thresholds`` without those of an estimator that refuses them together (e.g. lo above hi), with a notice."""
     for id in {id for id, _ in thresholds}:
         mine = {name: value for (owner, name), value in thresholds.items() if owner == id}
         try:

@@ -25,25 +25,40 @@ def combined(shards, orders):
     in rollout order when the rollout dump is there (else by sample index)."""
     order = orders[0].order if orders else None
     locations = _locations(shards)
-    if order is not None and not set(locations) <= set(order):
-        stray = sorted(set(locations) - set(order))
-        raise LogError(f"{shards[0].name}: sample {stray[0]} is not in the rollout dump {orders[0].name} "
-                       f"({len(stray)} such): the train and rollout dumps are of different rollouts")
-    indices = [index for index in order if index in locations] if order is not None else sorted(locations)
+    indices = _sample_order(shards, orders, locations)
     rows = {index: _row(shards, index, locations[index]) for index in indices}
-    readable = [index for index in indices if rows[index]["log_probs"] is not None
-                and rows[index]["rollout_log_probs"] is not None]
+    readable = _readable(shards, indices, rows)
     name = shards[0].name
-    if not readable:
-        raise LogError(f"{name}: no rank of this step holds the trainer's log-probs ('log_probs') of any sequence "
-                       f"(ranks found: {_ranks(shard.shard['rank'] for shard in shards)}; only the last pipeline "
-                       "stage computes them)")
     notices = _layout_notices(shards, rows) + _missing_notices(shards, indices, readable, order)
     rewards, why = _rewards(shards, readable, order)
     columns = {key: pa.array([rows[index][key] for index in readable], pa.list_(pa.float64())) for key in FIELDS
                if all(rows[index][key] is not None for index in readable)}
     table = table_of(name, columns, rewards, columns.pop("advantages", None))
     return Part(name, table=table, notices=notices + why + [note for shard in shards for note in shard.notices])
+
+
+def _sample_order(shards, orders, locations):
+    """The step's sample indices in rollout order (``orders``' first Part), else sorted; a sample the rollout dump
+    does not hold is a LogError (the dumps are of different rollouts)."""
+    order = orders[0].order if orders else None
+    if order is None:
+        return sorted(locations)
+    if not set(locations) <= set(order):
+        stray = sorted(set(locations) - set(order))
+        raise LogError(f"{shards[0].name}: sample {stray[0]} is not in the rollout dump {orders[0].name} "
+                       f"({len(stray)} such): the train and rollout dumps are of different rollouts")
+    return [index for index in order if index in locations]
+
+
+def _readable(shards, indices, rows):
+    """The samples some rank holds both log-probs of; a LogError if none (only the last pipeline stage has them)."""
+    readable = [index for index in indices if rows[index]["log_probs"] is not None
+                and rows[index]["rollout_log_probs"] is not None]
+    if not readable:
+        raise LogError(f"{shards[0].name}: no rank of this step holds the trainer's log-probs ('log_probs') of any "
+                       f"sequence (ranks found: {_ranks(shard.shard['rank'] for shard in shards)}; only the last "
+                       "pipeline stage computes them)")
+    return readable
 
 
 def _locations(shards):

@@ -162,6 +162,7 @@ def _slime_rewards(name, samples, raw):
 # -- Miles: one file per rank, combined per step -------------------------------------------------------------
 
 def _miles_part(name, payload):
+    """A Miles rank's rollout_data as a shard of its step (``combined`` joins the shards by sample index)."""
     data = payload["rollout_data"]
     if not isinstance(data, dict):
         raise LogError(f"{name}: Miles' 'rollout_data' is not a dict")
@@ -170,23 +171,34 @@ def _miles_part(name, payload):
         raise LogError(f"{name}: Miles' rollout_data has no 'sample_indices' (each row's sample): the ranks of a "
                        "step cannot be matched")
     dtypes = {}
+    shard = _miles_shard(name, payload, data, indices, dtypes)
+    _check_miles_shard(name, shard, len(indices))
+    return Part(name, shard=shard, notices=narrow_notice(dtypes))
+
+
+def _miles_shard(name, payload, data, indices, dtypes):
+    """The rank, its context-parallel place, the sample indices, rewards, lengths and per-token fields, as numbers
+    (the narrowed dtypes of the fields recorded in ``dtypes``)."""
     try:
         fields = {key: [_floats(value, dtypes, key) for value in data[key]] for key in FIELDS if data.get(key) is not None}
-        shard = {"rank": payload.get("rank"), "cp_rank": int(payload.get("cp_rank") or 0),
-                 "cp_size": int(payload.get("cp_size") or 1), "qkv_format": payload.get("qkv_format", "thd"),
-                 "indices": [int(index) for index in indices], "raw_reward": data.get("raw_reward"),
-                 "response_lengths": [int(n) for n in data.get("response_lengths") or []],
-                 "total_lengths": [int(n) for n in data.get("total_lengths") or []], "fields": fields}
+        return {"rank": payload.get("rank"), "cp_rank": int(payload.get("cp_rank") or 0),
+                "cp_size": int(payload.get("cp_size") or 1), "qkv_format": payload.get("qkv_format", "thd"),
+                "indices": [int(index) for index in indices], "raw_reward": data.get("raw_reward"),
+                "response_lengths": [int(n) for n in data.get("response_lengths") or []],
+                "total_lengths": [int(n) for n in data.get("total_lengths") or []], "fields": fields}
     except (TypeError, ValueError, RuntimeError) as error:
         raise LogError(f"{name}: Miles' rollout_data does not hold numbers where its writer puts them ({error})") \
             from None
-    for key, values in [*fields.items(), *((key, shard[key]) for key in ("response_lengths", "total_lengths"))]:
-        if len(values) != len(indices):
-            raise LogError(f"{name}: {key!r} has {len(values)} samples, 'sample_indices' {len(indices)}")
+
+
+def _check_miles_shard(name, shard, samples):
+    """Every field and length a value per sample; a context-parallel shard only in qkv_format thd."""
+    for key, values in [*shard["fields"].items(), *((key, shard[key]) for key in ("response_lengths", "total_lengths"))]:
+        if len(values) != samples:
+            raise LogError(f"{name}: {key!r} has {len(values)} samples, 'sample_indices' {samples}")
     if shard["cp_size"] > 1 and shard["qkv_format"] != "thd":
         raise LogError(f"{name}: a context-parallel shard in qkv_format {shard['qkv_format']!r}: its slices depend on "
                        "the padded length of its micro-batch, which the dump does not hold; dump with qkv_format thd")
-    return Part(name, shard=shard, notices=narrow_notice(dtypes))
 
 
 def _rollout_part(name, payload):

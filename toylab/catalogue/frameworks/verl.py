@@ -50,20 +50,23 @@ def verl_rejections(rollout_rs, rollout_rs_threshold):
         specs = [part.strip() for part in str(rollout_rs_threshold).split(",") if part.strip()]
     if len(specs) not in (1, len(options)):
         raise ValueError(f"rollout_rs_threshold needs one threshold or one per option, got {quoted(rollout_rs_threshold)}")
-    rejections = []
-    for option, spec in zip(options, specs * len(options) if len(specs) == 1 else specs, strict=True):
-        if option.endswith("k1"):
-            lower, _, upper = spec.partition("_") if "_" in spec else (None, "", spec)
-            upper = _number(upper, option)
-            lower = 1.0 / upper if lower is None else _number(lower, option)
-            if lower > upper:                  # 1dda039 _parse_rollout_rs_thresholds refuses it (b178a3c did not)
-                raise ValueError(f"thresholds for {option} must be lower ≤ upper, got {quoted(spec)}")
-        elif "_" in spec:
-            raise ValueError(f"rollout_rs_threshold for {option} is a single upper bound, got {quoted(spec)}")
-        else:
-            lower, upper = None, _number(spec, option)
-        rejections.append((option, lower, upper))
-    return rejections
+    return [(option, *_bounds(option, spec))
+            for option, spec in zip(options, specs * len(options) if len(specs) == 1 else specs, strict=True)]
+
+
+def _bounds(option, spec):
+    """(lower, upper) of one option's threshold: "lower_upper" or u (lower = 1/u) for k1, an upper bound only
+    (lower None) for the others."""
+    if option.endswith("k1"):
+        lower, _, upper = spec.partition("_") if "_" in spec else (None, "", spec)
+        upper = _number(upper, option)
+        lower = 1.0 / upper if lower is None else _number(lower, option)
+        if lower > upper:                      # 1dda039 _parse_rollout_rs_thresholds refuses it (b178a3c did not)
+            raise ValueError(f"thresholds for {option} must be lower ≤ upper, got {quoted(spec)}")
+        return lower, upper
+    if "_" in spec:
+        raise ValueError(f"rollout_rs_threshold for {option} is a single upper bound, got {quoted(spec)}")
+    return None, _number(spec, option)
 
 
 def _number(text, option):
