@@ -10,7 +10,7 @@ from dense import DenseToy
 from toylab import make_toy
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.engine.toy import Toy
-from toylab.lessons.lesson import settings, view_of
+from toylab.lessons.lesson import CLAIM_LENGTH, settings, view_of
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import (
     INTEGER_RANGES,
@@ -48,6 +48,16 @@ def test_the_setting_is_a_valid_link_and_the_tab_exists(lesson):
     assert reopened == chosen and not notices
     assert lesson.tab in TABS
     assert 1 <= len(re.findall(r"\.(\s|$)", lesson.text)) <= 2     # one or two sentences
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_the_claim_fits_the_lesson_box_and_names_every_mark(lesson):
+    """A room reads the claim on top of the chart: at most CLAIM_LENGTH characters (two lines of the box at 1280 px),
+    each of the lesson's marks named by its number, "(1)", and no number the chart does not draw."""
+    marks = lesson.check(settings(lesson)).marks
+    assert 0 < len(lesson.claim) <= CLAIM_LENGTH, (len(lesson.claim), lesson.claim)
+    assert sorted(int(number) for number in re.findall(r"\((\d+)\)", lesson.claim)) == \
+        list(range(1, len(marks) + 1)), lesson.claim
 
 
 def test_required_lessons_are_all_there():

@@ -54,6 +54,9 @@ def test_raw_log_probabilities_against_dense_a_closed_form_and_the_text():
                   f"{100 * top:.2f} %", f"ratio {top / 0.5:.4f}", f"sequence IS is {biases['seq_is']:.2f}",
                   f"token IS {biases['tok_is']:.2f}"):
         assert shown in text, shown
+    mean_log_W = float(dense.p_sampler @ np.log(dense.W))                # the claim's mark 1, and 2: processed's W
+    assert f"log W averages {mean_log_W:.2f} (1), not 0 (2)" in BY_ID["raw_logprobs_ratio"].claim
+    assert [mark.x for mark in evidence.marks] == [pytest.approx(mean_log_W, rel=1e-10), 0.0]
 
 
 def test_raw_log_probabilities_fails_with_processed_ones():
@@ -86,6 +89,10 @@ def test_processed_with_top_p_against_dense_and_the_text():
     for shown in (f"cuts {cut.sum()} tokens", f"{kept_mass.min():.3f} to 1", f"E_μs[W] = {population['identity']:.3f}",
                   f"floor of {floor:.3f}", f"between {min(others):.3f} and {floor:.3f}"):
         assert shown in text, shown
+    lowest = min(biases.values())
+    assert f"{floor:.3f} (1)" in BY_ID["processed_top_p"].claim and f"below {lowest:.3f} (2)" in \
+        BY_ID["processed_top_p"].claim
+    assert [mark.x for mark in evidence.marks] == [pytest.approx(floor, rel=1e-9), pytest.approx(lowest, rel=1e-9)]
 
 
 def test_processed_with_top_p_fails_without_truncation():
@@ -113,6 +120,9 @@ def test_keep_mask_against_dense_and_the_text():
     for shown in (f"a floor of {seq_is:.3f}", f"masked π, {population['J']:.4f} against {population['plain_J']:.4f}",
                   f"{100 * population['objective_shift']:.0f} % of ‖∇J‖"):
         assert shown in text, shown
+    assert f"is {100 * population['objective_shift']:.0f} % off" in BY_ID["keep_mask"].claim
+    (mark,) = evidence.marks
+    assert mark.x == pytest.approx(biases["seq_is"], abs=1e-12)
 
 
 def test_keep_mask_fails_with_a_trainer_that_divides_by_tau_alone():

@@ -230,3 +230,42 @@ def test_the_ratio_lessons_mark_their_rules(drawn):
     assert len(rules) == 3 and rules["x"].iloc[0] == 0
     names = [(rings, rules) for _, _, rings, rules in marked(drawn("sequence_ratio_names"))]
     assert len(names) == 2 and all(rules["x"].iloc[0] == pytest.approx(np.log(2)) for _, rules in names)
+
+
+def pixels_apart(a, b, extent, width=360):
+    """How far apart two x values are drawn on an axis spanning ``extent`` in a plot ``width`` pixels wide."""
+    return abs(a - b) / np.ptp(extent) * width
+
+
+def test_raw_logprobs_lesson_draws_both_states_apart_from_other_rules(drawn):
+    """Lesson 13: raw log-probabilities' mean log W (1) and processed ones' log W = 0 (2) on one axis, a label's height
+    apart or more in the half-width plot (480 px), and no threshold rule of the chart beside either mark."""
+    (spec, datasets, _, rules), = marked(drawn("raw_logprobs_ratio"))
+    (span,) = [frame["span"] for frame in datasets.values() if "span" in frame.columns]
+    assert list(rules["number"]) == ["1", "2"] and rules["x"].iloc[1] == 0 and rules["x"].iloc[0] > 0.3
+    assert pixels_apart(*rules["x"], span, width=480) > 20
+    for frame in datasets.values():
+        if "log_value" in frame.columns:
+            for value in frame["log_value"]:
+                assert min(pixels_apart(value, x, span, width=480) for x in rules["x"]) > 20, value
+
+
+def test_processed_top_p_lesson_marks_the_floor_and_the_lowest_bias_apart(drawn):
+    """Lesson 14: seq_is's point at the floor (1), the lowest correction's (2), on a zoomed bias axis, apart."""
+    charts = drawn("processed_top_p")
+    points, extent = scatter_points(charts), corners(charts)
+    assert extent["rel_bias"].min() > 0.3                          # zoomed: 0 is not on the axis
+    (_, _, rings, _), = marked(charts)
+    assert rings["x"].iloc[0] == pytest.approx(points.loc["seq_is", "rel_bias"])
+    assert rings["x"].iloc[1] == pytest.approx(points["rel_bias"].min())
+    assert pixels_apart(*rings["x"], extent["rel_bias"]) > 20
+
+
+def test_keep_mask_lesson_draws_seq_is_unbiased_apart_from_the_biased(drawn):
+    """Lesson 15: seq_is at bias 0 (1), every correction that is not sequence IS at a bias above 1, far to its right."""
+    charts = drawn("keep_mask")
+    points, extent = scatter_points(charts), corners(charts)
+    (_, _, rings, _), = marked(charts)
+    assert rings["x"].iloc[0] == pytest.approx(points.loc["seq_is", "rel_bias"], abs=1e-12) and rings["x"].iloc[0] < 1e-9
+    biased = points.drop(["seq_is", "seq_tis", "seq_mis"])["rel_bias"]
+    assert biased.min() > 1 and pixels_apart(biased.min(), rings["x"].iloc[0], extent["rel_bias"]) > 20

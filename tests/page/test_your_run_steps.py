@@ -48,6 +48,7 @@ def test_a_run_shows_every_metric_against_step_and_a_step_that_left_its_range(tm
     frameworks = at.dataframe[-1].value
     assert "gen_kl_error" in list(frameworks["metric"])
     constant = " ".join(caption.value for caption in at.caption if "Not drawn, the same at every step" in caption.value)
+    assert ". Not drawn, the same at every step" in constant          # its own sentence ("step 10 Not drawn" was)
     for metric in ("share |log ρ| > 0.01", "share |log ρ| > 1"):                  # a panel, or said: never both
         assert (metric in {row["metric"] for row in data}) != (f"{metric} = " in constant)
     affected = chart_rows(at, 1)                           # each default estimator's share of tokens, step by step

@@ -142,6 +142,7 @@ def test_the_steps_caption_names_each_departure_and_each_constant_metric():
     text = run_steps_text.steps_caption(labels, {"k1": 7, "k3": None, "unlabelled": 2}, {"ESS": 0.5})
     assert says(text, "k1 per token at step 7", "ESS = 0.5") and "k3 per token" not in text
     assert "unlabelled" not in text
+    assert "at step 7. Not drawn" in text                   # two sentences (it read "at step 7 Not drawn")
     assert "none left it" in run_steps_text.steps_caption(labels, {"k1": None}, {})
 
 

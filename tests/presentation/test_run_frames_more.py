@@ -95,6 +95,7 @@ def test_steps_frame_marks_the_departure_and_skips_failed_steps():
     assert list(run_frames.failed_steps_frame(summaries)["error"]) == ["bad"]
     spec = run_charts.steps_chart(frame).to_dict()
     assert "autosize" not in spec and spec["spec"]["width"] == 300      # a facet sized by its panels (fit-x: 0 px)
+    assert spec["resolve"]["axis"]["x"] == "independent"    # each panel its step axis: none orphaned in an empty cell
 
 
 def test_a_runs_steps_table_holds_every_followed_metric_with_its_se():

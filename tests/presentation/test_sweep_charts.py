@@ -159,3 +159,42 @@ def test_length_chart_builds(length):
     assert len(spec["vconcat"]) == 4 and "Monte Carlo" in text
     assert spec["vconcat"][3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")
     _check_style(spec, text)
+
+
+def _shape_domains(node):
+    """Every shape scale's domain of an encoding on ``method``, anywhere in a spec."""
+    for found in _walk(node):
+        shape = found.get("shape")
+        if isinstance(shape, dict) and shape.get("field") == "method":
+            yield shape["scale"]["domain"]
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from _walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _walk(value)
+
+
+def test_the_length_legend_names_only_the_ways_drawn():
+    """With the Monte Carlo toggle off (the default, issue 29) no triangle is drawn, and the legend names none: it
+    listed 'Monte Carlo' under lesson 3's chart beside points that were all exact. With it on, the triangle is named."""
+    for sampled, expected in ((False, ["exact (enumeration)", "exact (recursion)"]),
+                              (True, ["exact (enumeration)", "exact (recursion)", MONTE_CARLO])):
+        population, estimators = [], []
+        for T in (4, 64):
+            point_population, point_estimators = length_point(SETTINGS, T, samples=200, sampled=sampled)
+            population += point_population
+            estimators += point_estimators
+        frame = sweep_frames.length_estimator_frame(estimators)
+        spec, _ = _serialised(sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
+                                                        sweep_frames.length_probability_frame(population), frame,
+                                                        panel="std_ratio"))
+        assert sorted(set(frame["method"])) == sorted(expected)
+        assert list(_shape_domains(spec)) and all(domain == expected for domain in _shape_domains(spec))
+    spec, _ = _serialised(sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
+                                                    sweep_frames.length_probability_frame(population), frame))
+    assert all(domain == expected for domain in _shape_domains(spec))      # the stack shares one shape scale

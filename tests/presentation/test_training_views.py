@@ -9,7 +9,10 @@ from test_charts import _walk
 
 from toylab import make_toy
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.lessons.lesson import Mark
 from toylab.presentation import training_charts, training_frames
+from toylab.presentation.charts import MARK_NAMES
+from toylab.presentation.frames import mark_frame
 from toylab.training.loop import (
     TrainingConfig,
     largest_drop,
@@ -170,3 +173,21 @@ def test_a_log_axis_leaves_out_the_steps_where_chi2_is_exactly_zero():
     naive = logged[logged["estimator"] == "naive"]
     np.testing.assert_array_equal(naive["step"], np.flatnonzero(~zero))
     assert len(linear) - len(logged) == zero.sum() and (logged["median"] > 0).all()
+
+
+def test_a_marks_number_at_the_last_step_stands_before_its_ring(expected):
+    """A lesson's ring at the run's last step had its number after it, beyond the plot, on the legend (lesson 12's
+    '3' on 'estimator'): there it is drawn right-aligned before the ring; a ring inside the run keeps it after."""
+    curves = training_frames.curve_frame(expected)
+    last = int(curves["step"].max())
+    J = curves[(curves["estimator"] == "naive") & (curves["quantity"] == training_frames.QUANTITIES["J"])] \
+        .set_index("step")["median"]
+    marks = mark_frame([Mark("training_J", "inside", 10, float(J[10])), Mark("training_J", "at the end", last,
+                                                                             float(J[last]))])
+    spec = training_charts.objective_chart(curves, False, marks=marks).to_dict()
+    layers = {node["name"]: node for node in _walk(spec) if str(node.get("name", "")).startswith("lesson_mark")}
+    after, before = layers[MARK_NAMES["number"]], layers[MARK_NAMES["number_before"]]
+    assert (after["mark"]["align"], before["mark"]["align"]) == ("left", "right") and before["mark"]["dx"] < 0
+    numbers = {name: [row["number"] for row in spec["datasets"][layers[name]["data"]["name"]]]
+               for name in (MARK_NAMES["number"], MARK_NAMES["number_before"])}
+    assert numbers == {MARK_NAMES["number"]: ["1"], MARK_NAMES["number_before"]: ["2"]}

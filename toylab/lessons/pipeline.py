@@ -52,7 +52,9 @@ def raw_logprobs_ratio(settings):
         and numbers["largest |ratio − 1| with processed log-probabilities"] == 0
     mean_log_W = float(probability @ log_W)
     return Evidence(numbers, holds, (Mark("sequence_W", f"mean log W = {mean_log_W:.2f}: the weights of one model "
-                                                        "(mismatch 0) logged before its temperature", mean_log_W),))
+                                                        "(mismatch 0) logged before its temperature", mean_log_W),
+                                     Mark("sequence_W", "log W = 0: where processed log-probabilities put every "
+                                                        "sequence (every ratio exactly 1)", 0.0)))
 
 
 def processed_with_top_p(settings):
@@ -123,8 +125,11 @@ LESSONS = (
            "of the time, gets the ratio 1.9985, the 2 TRL printed (its cap). The wrong μ makes the correction the "
            "error: naive, which needs no μ, is unbiased, sequence IS is 0.32 off and token IS 0.43, while with "
            "processed log-probabilities every ratio is exactly 1.",
-           controls(CORRECTIONS, mismatch=0.0, V=8, seed=1215, temperature=0.6, pipeline="trl_colocate_before_4163"),
-           RATIOS_TAB, raw_logprobs_ratio),
+           controls(("naive", "tok_is", "tok_tis", "seq_is"), mismatch=0.0, V=8, seed=1215, temperature=0.6,
+                    pipeline="trl_colocate_before_4163"),
+           RATIOS_TAB, raw_logprobs_ratio,
+           claim="One model, no logit error, yet W ≠ 1: with raw log-probabilities as μ at τ = 0.6 (TRL before "
+                 "#4163) log W averages 0.49 (1), not 0 (2)."),
     Lesson("processed_top_p",
            "Processed log-probabilities carry the truncation, a trainer that only divides by τ does not: with verl's "
            "pipeline at mismatch 0, top-p 0.9 and τ = 0.8 the sampler cuts 3 tokens the trainer still scores (there "
@@ -134,7 +139,9 @@ LESSONS = (
            "floor of 0.631 that sequence IS has exactly; the others land between 0.553 and 0.631, by an error of "
            "their own that points partly against it.",
            controls(CORRECTIONS, mismatch=0.0, top_p=0.9, temperature=0.8, pipeline="verl"), ESTIMATORS_TAB,
-           processed_with_top_p),
+           processed_with_top_p,
+           claim="verl at top-p 0.9, no logit error: seq_is's bias is all the floor out of reach, 0.631 (1), and no "
+                 "correction gets below 0.553 (2)."),
     Lesson("keep_mask",
            "The Keep Sampling Mask (DeepSeek-V3.2; slime's top-p replay) removes the truncation's floor by changing "
            "the objective: at mismatch 0.3, top-p 0.9 and τ = 0.8 the trainer scores softmax(θ/τ) only on the tokens "
@@ -142,5 +149,7 @@ LESSONS = (
            "alone) leaves it a floor of 0.907. What it optimises instead is J under the masked π, 0.0067 against "
            "0.0554 for softmax(θ) — the mask cuts the rare token 0 the reward needs, and a cut token's logit gets no "
            "gradient — and that objective's gradient is 83 % of ‖∇J‖ away from softmax(θ)'s.",
-           controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), ESTIMATORS_TAB, keep_mask),
+           controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), ESTIMATORS_TAB, keep_mask,
+           claim="The keep mask (slime) has no floor: seq_is is unbiased (1), for the masked π's J, whose gradient "
+                 "is 83 % off softmax(θ)'s (∇J moved, in the header)."),
 )

@@ -77,8 +77,8 @@ LESSONS = (
            "five times above J, so the training log hides the collapse.",
            controls(("on_policy", "naive", "tok_tis", "tok_mis")), TRAINING_TAB, token_mask_collapses,
            training_view(COLLAPSE, "tok_mis"),
-           claim="Under heavy mismatch tok_mis peaks (1), its mean gradient turns against ∇J (3) and J sinks below its "
-                 "start (2), while the log still shows a high reward (4)."),
+           claim="Under heavy mismatch tok_mis peaks (1), its gradient turns against ∇J (3), J sinks below its "
+                 "start (2); the log still shows a high reward (4)."),
     Lesson("full_mask_stalls",
            "A mask that keeps no rollout stops training dead: at mismatch 1 the trust-region mask (ε = 0.5) and k3 "
            "rejection (δ = 0.01) reject every sequence, so their mean gradient is exactly zero and J never moves, "

@@ -33,7 +33,7 @@ DOMAIN_SCALE = alt.Scale(nice=False, zero=False, padding=0)  # the domain is the
 LOG_DOMAIN_SCALE = alt.Scale(type="log", nice=False, padding=0)
 LOG_FIT = alt.Scale(type="log", nice=False, padding=8)      # a log axis on its data's extent, not out to whole decades
 MARK_NAMES = {"ring": "lesson_mark_ring", "rule": "lesson_mark_rule", "number": "lesson_mark_number",
-              "rule_number": "lesson_mark_rule_number"}   # a lesson's marks, named: a browser test finds them in the SVG
+              "number_before": "lesson_mark_number_before", "rule_number": "lesson_mark_rule_number"}   # a lesson's marks, named: a browser test finds them in the SVG
 SPAN_SCALE = alt.Scale(nice=False, zero=False, padding=0)
 LINE_DASHES = alt.Scale(domain=list(coincidence.DASHES), range=list(coincidence.DASHES.values()))
 
@@ -164,21 +164,26 @@ def bias_std_chart(scatter, N, height=frames.SCATTER_HEIGHT, marks=None, compare
     return readable(alt.layer(*layers, height=height, title=alt.Title("bias versus spread", subtitle=subtitle)))
 
 
-def mark_layers(marks, numbers=True, x_type="Q"):
+def mark_layers(marks, numbers=True, x_type="Q", x_end=None):
     """A lesson's annotations, on the x and y scales of the layered chart they join: a ring at each marked point, a
     dotted rule at a marked x alone, each with its number (unless ``numbers`` is False: the chart places them
-    itself); the page lists the numbered sentences with the lesson. ``x_type`` "N" on a nominal x axis. Each layer is
-    named (MARK_NAMES), so its marks can be found on the page. Only layers with marks to draw (an empty one makes
-    Vega-Lite warn of an infinite extent)."""
+    itself); the page lists the numbered sentences with the lesson. ``x_type`` "N" on a nominal x axis. A ring at
+    ``x_end`` (the plot's right edge) has its number before it, inside the plot, not over the legend beside it. Each
+    layer is named (MARK_NAMES), so its marks can be found on the page. Only layers with marks to draw (an empty one
+    makes Vega-Lite warn of an infinite extent)."""
     x, y, number = alt.X(f"x:{x_type}"), alt.Y("y:Q"), alt.Text("number:N")
     points, lines = marks[marks["y"].notna()], marks[marks["y"].isna()]
     layers = []
     if len(points):
         layers.append(alt.Chart(points, name=MARK_NAMES["ring"]).mark_point(size=900, strokeWidth=2.5, color=TEXT)
                       .encode(x, y))
-        if numbers:
-            layers.append(alt.Chart(points, name=MARK_NAMES["number"]).mark_text(
+        at_end = points["x"].ge(x_end) if x_end is not None else pd.Series(False, index=points.index)
+        if numbers and (~at_end).any():
+            layers.append(alt.Chart(points[~at_end], name=MARK_NAMES["number"]).mark_text(
                 align="left", dx=18, dy=-14, fontWeight="bold").encode(x, y, number))
+        if numbers and at_end.any():
+            layers.append(alt.Chart(points[at_end], name=MARK_NAMES["number_before"]).mark_text(
+                align="right", dx=-18, dy=-14, fontWeight="bold").encode(x, y, number))
     if len(lines):
         layers.append(alt.Chart(lines, name=MARK_NAMES["rule"]).mark_rule(strokeWidth=2, color=TEXT, strokeDash=[2, 2])
                       .encode(x))

@@ -100,9 +100,11 @@ RULE_COLOUR = "#D55E00"           # the rule where a run's metric first left its
 def steps_chart(frame, columns=2, width=300, height=150):
     """A run's metrics against step (``log_frames.steps_frame``), one small panel each with its own y scale, in the
     frame's order, ``columns`` abreast: the value, its ± 2 se band, and a dashed vermilion rule at the step where it
-    first left its early range."""
+    first left its early range. Each panel draws its own step axis, untitled (the caption says the x axis is the
+    step): a shared one sits under the last panel of each column, so a last row with fewer panels left one axis in
+    an empty cell and the panel above it without one."""
     base = alt.Chart(frame)
-    x = alt.X("step:Q", title="step")
+    x = alt.X("step:Q", title=None)
     band = base.mark_area(color=DATA_COLOUR, opacity=0.25).encode(x, alt.Y("low:Q", title=None), alt.Y2("high:Q"))
     line = base.mark_line(color=DATA_COLOUR, point=alt.OverlayMarkDef(color=DATA_COLOUR, size=40)).encode(
         x, alt.Y("value:Q"), tips("metric:N", "step:Q", alt.Tooltip("value:Q", format=".4g"),
@@ -112,7 +114,7 @@ def steps_chart(frame, columns=2, width=300, height=150):
         x, tips("metric:N", alt.Tooltip("step:Q", title="left its early range at step")))
     return readable(alt.layer(band, line, left, height=height, width=width).facet(
         facet=alt.Facet("metric:N", title=None, sort=list(dict.fromkeys(frame["metric"]))), columns=columns
-    ).resolve_scale(y="independent"))
+    ).resolve_scale(y="independent").resolve_axis(x="independent"))
 
 
 def affected_steps_chart(frame, coincident=()):

@@ -36,9 +36,10 @@ def steps_caption(labels, departures, constant):
     (``departures``, those with a label) at which step, and the metrics not drawn (``constant``: the same at every
     step) with their value."""
     left = [f"{labels[key]} at step {step}" for key, step in departures.items() if step is not None and key in labels]
-    return (f"Each step's value (orange dots) ± 2 standard errors (the band; clustered by sequence). Dashed vermilion "
-            f"rule: the first step whose value ± 2 se lies wholly outside the metric's early range (its first "
-            f"{EARLY_SHARE:.0%} of steps, at least {EARLY_MIN})" + (": " + ", ".join(left) if left else "; none left it.")
+    return (f"Each panel against the step (its x axis). Each step's value (orange dots) ± 2 standard errors (the band; "
+            f"clustered by sequence). Dashed vermilion rule: the first step whose value ± 2 se lies wholly outside the "
+            f"metric's early range (its first {EARLY_SHARE:.0%} of steps, at least {EARLY_MIN})"
+            + (": " + ", ".join(left) + "." if left else "; none left it.")
             + (" Not drawn, the same at every step: " + "; ".join(f"{metric} = {value_text(number)}"
                                                                  for metric, number in constant.items()) + "."
                if constant else ""))

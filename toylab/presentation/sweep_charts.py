@@ -178,12 +178,17 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
                   title, color="independent")
 
 
-def _method_points(frame, x, y, colour, opacity, tooltip, alone=False):
-    """Filled points whose shape says how each value was computed, and ±2 s.e. bars for the Monte Carlo ones (a
-    layer only when there are any: an empty one makes Vega-Lite warn of an infinite extent)."""
+METHOD_SHAPES = {"exact (enumeration)": "circle", "exact (recursion)": "square", "Monte Carlo": "triangle-up"}
+
+
+def _method_points(frame, x, y, colour, opacity, tooltip, methods, alone=False):
+    """Filled points whose shape says how each value was computed, the legend naming ``methods`` alone (the ways the
+    chart draws: no Monte Carlo triangle while its toggle is off; one domain for panels that share the scale), and
+    ±2 s.e. bars for the Monte Carlo ones (a layer only when there are any: an empty one makes Vega-Lite warn of an
+    infinite extent)."""
+    drawn = [(method, shape) for method, shape in METHOD_SHAPES.items() if method in methods]
     shape = alt.Shape("method:N", legend=alt.Legend(title="computed by", orient=LEGEND_ORIENT[alone]),
-                      scale=alt.Scale(domain=["exact (enumeration)", "exact (recursion)", "Monte Carlo"],
-                                      range=["circle", "square", "triangle-up"]))
+                      scale=alt.Scale(domain=[method for method, _ in drawn], range=[shape for _, shape in drawn]))
     points = alt.Chart(frame).mark_point(size=60, filled=True).encode(x=x, y=y, color=colour, shape=shape,
                                                                       opacity=opacity, tooltip=tooltip)
     sampled = frame[frame["monte_carlo"]]
@@ -204,8 +209,9 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
     tooltip = tips("quantity:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N")
     ids = list(dict.fromkeys(estimators["estimator"]))
     opacity = highlighted_opacity()
-
     alone = panel is not None
+    shown = [probabilities, estimators] if panel is None else [probabilities if panel == "probability" else estimators]
+    methods = set().union(*(frame["method"] for frame in shown))           # the ways drawn, for the shape legend
 
     def build(name, leading):
         if name == "divergence":
@@ -217,7 +223,8 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
             return alt.layer(
                 alt.Chart(probabilities).mark_line(strokeWidth=2).encode(
                     x=x, y=_y("probability under μ", log=False), color=colour),
-                *_method_points(probabilities, x, alt.Y("value:Q"), colour, alt.OpacityValue(1.0), tooltip, alone),
+                *_method_points(probabilities, x, alt.Y("value:Q"), colour, alt.OpacityValue(1.0), tooltip, methods,
+                                alone),
                 height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
         metric, title = {"bias": (METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
                          "std_ratio": (STD_RATIO, "std ÷ on-policy std (same T)")}[name]
@@ -228,7 +235,8 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
                                                                  strokeDash=line_dash(), opacity=opacity)
         lines = holding_highlight(lines, legend_highlight()) if leading else lines
         points = _method_points(frame, x, y, estimator_colour(ids, alone, labels), opacity,
-                                tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"), alone)
+                                tips("estimator:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N"), methods,
+                                alone)
         annotations = mark_layers(marks) if marks is not None and name == "std_ratio" else []
         return alt.layer(lines, *points, *annotations, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 

@@ -65,7 +65,7 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
         layers.append(alt.Chart(alt.Data(values=[{"zero": 0}])).mark_rule(color=DISTRIBUTION_COLOUR).encode(
             y=alt.Y("zero:Q")))
     if marks is not None:
-        layers += mark_layers(marks)
+        layers += mark_layers(marks, x_end=data["step"].max())
     return readable(alt.layer(*layers, height=height, title=title or alt.Undefined))
 
 
@@ -106,7 +106,7 @@ def logged_chart(frame, estimator, colour, marks=None, height=300):
         x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=None, orient="top", direction="horizontal"),
                              scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
         tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
-    annotations = mark_layers(marks) if marks is not None else []
+    annotations = mark_layers(marks, x_end=frame["step"].max()) if marks is not None else []
     return readable(alt.layer(gap, lines, *annotations, height=height, title=f"{estimator}: the training log against J"))
 
 
