@@ -18,7 +18,8 @@ DEFAULT = ["naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mi
 
 
 class Clock:
-    """A fake timer that ``train`` advances by a known cost: setup + (K + 1)·step(config, M)."""
+    """A fake timer that ``train`` advances by a known cost: setup + (K + 1)·step(x, config), x = M·T the toy's
+    sequence-tokens."""
 
     def __init__(self, step, setup=0.37):
         self.now, self.step, self.setup = 0.0, step, setup
@@ -27,25 +28,25 @@ class Clock:
         return self.now
 
     def train(self, toy, selection, baseline, config):
-        self.now += self.setup + (config.steps + 1) * self.step(toy.M, config)
+        self.now += self.setup + (config.steps + 1) * self.step(toy.M * toy.T, config)
 
 
 @pytest.mark.parametrize(("T", "V"), [(11, 4), (16, 2), (3, 8), (9, 3)])
-def test_the_probe_recovers_an_expected_step_a_plus_b_m(monkeypatch, T, V):
-    clock = Clock(lambda M, config: 2e-3 + 7e-8 * M)
+def test_the_probe_recovers_an_expected_step_a_plus_b_m_t(monkeypatch, T, V):
+    clock = Clock(lambda x, config: 2e-3 + 7e-9 * x)
     monkeypatch.setattr(cost, "train", clock.train)
     monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)        # the fake clock has no caches
     line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock)
     config = TrainingConfig(steps=500)
-    assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-8 * V**T))
-    assert clock.now < 12 * (clock.setup + 4 * (2e-3 + 7e-8 * cost.PROBE_SEQUENCES))       # the copies stay small
+    assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-9 * V**T * T))
+    assert clock.now < 12 * (clock.setup + 4 * (2e-3 + 7e-9 * cost.PROBE_SEQUENCES * T))   # the copies stay small
 
 
 @pytest.mark.parametrize(("runs", "N", "selection"), [(64, 2, {"naive": {}}), (8, 1024, {"naive": {}}),
                                                     (1, 64, {"naive": {}}), (64, 1, {"naive": {}}),
                                                     (32, 64, {"rloo": {}, "naive": {}})])
 def test_the_probe_recovers_a_sampled_step_a_plus_b_r_plus_c_r_n(monkeypatch, runs, N, selection):
-    clock = Clock(lambda M, config: 1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N)
+    clock = Clock(lambda x, config: 1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N)
     monkeypatch.setattr(cost, "train", clock.train)
     monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)
     config = TrainingConfig(steps=300, mode="sampled", runs=runs, N=N)
@@ -59,12 +60,12 @@ def test_the_bandwidth_factor_scales_only_what_the_copies_did_not_reach(monkeypa
     assert cost.bandwidth_factor(2**22, 2**16) == pytest.approx(5 / (1 + 2**-4))
     line = cost.Probe("expected", 1e-3, 1e-8, setup=0.5, probed=2**16)
     assert line.seconds(11, 4, TrainingConfig(steps=9)) == pytest.approx(
-        0.5 + 10 * (1e-3 + 1e-8 * 4**11 * cost.bandwidth_factor(4**11, 2**16)))
+        0.5 + 10 * (1e-3 + 1e-8 * 4**11 * 11 * cost.bandwidth_factor(4**11 * 11, 2**16)))
 
 
 def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monkeypatch):
-    cpu = Clock(lambda M, config: 1e-3 + 1e-8 * M)
-    wall = Clock(lambda M, config: 3 * (1e-3 + 1e-8 * M), setup=3 * cpu.setup)          # three times longer
+    cpu = Clock(lambda x, config: 1e-3 + 1e-9 * x)
+    wall = Clock(lambda x, config: 3 * (1e-3 + 1e-9 * x), setup=3 * cpu.setup)          # three times longer
     monkeypatch.setattr(cost, "train", lambda *args: (cpu.train(*args), wall.train(*args)))
     line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=cpu,
                       clock=wall)
@@ -77,13 +78,13 @@ def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monk
 
 def test_a_larger_copy_timed_no_slower_puts_all_of_its_time_on_the_sequences(monkeypatch):
     """Timing noise can make the larger copy look no slower: the estimate then errs long (refusing more), not short."""
-    clock = Clock(lambda M, config: 1e-3 - 1e-9 * M)                      # a step that "gets faster" with M
+    clock = Clock(lambda x, config: 1e-3 - 1e-10 * x)                     # a step that "gets faster" with M·T
     monkeypatch.setattr(cost, "train", clock.train)
     line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock,
                       clock=clock)
-    large, small = 4**9, 4**8                                              # the copies: T = 9 and T = 8
-    assert line.b == pytest.approx((1e-3 - 1e-9 * large) / large)
-    assert line.a == pytest.approx(1e-3 - 1e-9 * small - line.b * small)
+    large, small = 4**9 * 9, 4**8 * 8                                      # the copies: T = 9 and T = 8
+    assert line.b == pytest.approx((1e-3 - 1e-10 * large) / large)
+    assert line.a == pytest.approx(1e-3 - 1e-10 * small - line.b * small)
     assert line.step_seconds(10, 4, 1, 1) > 1e-3                           # longer than any copy took
 
 

@@ -6,7 +6,7 @@ set the pace. So a step is timed, not guessed: ``probe`` runs ``train`` for one 
 copies of the run small enough to take milliseconds, with the same estimators, baseline, optimizer, noise and toy,
 and a line through those times gives a step at the run's size:
 
-    expected:  step(M) = a + b·M·f               M = V**T sequences enumerated; copies at T₁ < T₂ ≤ T, the same V,
+    expected:  step(M, T) = a + b·M·T·f          M·T: the V**T sequences' tokens; copies at T₁ < T₂ ≤ T, the same V,
                                                  M₂ ≤ PROBE_SEQUENCES, ≤ PROBE_WORK per enumerating estimator but
                                                  not below PROBE_SEQUENCES_LEAST (the run's own T when M is small)
     sampled:   step(r, N) = a + b·r + c·r·N      r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
@@ -19,9 +19,12 @@ and a line through those times gives a step at the run's size:
 Seconds of the thread's CPU, so that other work does not blur the line; a run is refused by the seconds it would take
 on the wall's clock: those, times how much longer the copies took by that clock (a busy server's users wait longer).
 
-f (``bandwidth_factor``): M-vectors larger than the largest copy's no longer fit the processor's caches, and numpy
+b is per sequence-token: an enumerated step's temporaries are (M, T) arrays, so a copy at T₂ < T sees each sequence
+T₂/T as long (a line in M alone missed by 2–5× where T and T₂ differ, on benchmarks/training_cost.py's grid).
+f (``bandwidth_factor``): arrays larger than the largest copy's no longer fit the processor's caches, and numpy
 allocates each temporary afresh, page by page: a number there costs up to 4 times more (measured here from 2**16 to
-2**22). f is that ratio for the run's M against the copy's, measured once per process on a small kernel. (A sampled
+2**22). f is that ratio for the run's M·T against the copy's, measured once per process on a small kernel (its
+largest arrays, 2**22 numbers, take about 130 MB while it runs). (A sampled
 run's arrays, r·N·T numbers, showed no such penalty on the grid of benchmarks/training_cost.py: scaled, its
 predictions were up to 6 times too long.)
 
@@ -78,8 +81,8 @@ RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides 
 
 @dataclass(frozen=True)
 class Probe:
-    """A step's seconds as a line through timed copies of a run: a + b·M (expected: b·M scaled by ``bandwidth_factor``
-    beyond the largest copy's ``probed`` sequences) or a + b·r + c·r·N (sampled); and the seconds a run takes to set
+    """A step's seconds as a line through timed copies of a run: a + b·M·T (expected: b·M·T scaled by
+    ``bandwidth_factor`` beyond the largest copy's ``probed`` sequence-tokens) or a + b·r + c·r·N (sampled); and the seconds a run takes to set
     up (its records, optimizer, generators), measured on the largest copy. Seconds of the thread's CPU; ``slowdown``
     is how much longer the copies took by the clock on the wall (other work on the machine), at least 1."""
     mode: str
@@ -87,12 +90,12 @@ class Probe:
     b: float
     c: float = 0.0
     setup: float = 0.0
-    probed: int = 1
+    probed: int = 1                 # expected: the largest copy's sequence-tokens, V**T₂·T₂
     slowdown: float = 1.0
 
     def step_seconds(self, T, V, runs, N):
-        if self.mode == "expected":
-            return self.a + self.b * V**T * bandwidth_factor(V**T, self.probed)
+        if self.mode == "expected":                                          # b and probed: per sequence-token
+            return self.a + self.b * V**T * T * bandwidth_factor(V**T * T, self.probed)
         return self.a + self.b * runs + self.c * runs * N
 
     def seconds(self, T, V, config):
@@ -174,11 +177,12 @@ def _line(timed, T, V, selection, config):
         T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
         T1 = max(1, T2 - (2 if V < 4 else 1))                              # M₁ ≤ M₂/4: b from the difference
         large, setup = timed(T2)
+        x1, x2 = V**T1 * T1, V**T2 * T2                                    # sequence-tokens of each copy
         if T1 == T2:
-            return Probe("expected", large, 0.0, setup=setup, probed=V**T2)
+            return Probe("expected", large, 0.0, setup=setup, probed=x2)
         small, _ = timed(T1)
-        b = (large - small) / (V**T2 - V**T1) if large > small else large / V**T2    # noise: all of it on b
-        return Probe("expected", max(0.0, small - b * V**T1), b, setup=setup, probed=V**T2)
+        b = (large - small) / (x2 - x1) if large > small else large / x2    # noise: all of it on b
+        return Probe("expected", max(0.0, small - b * x1), b, setup=setup, probed=x2)
     low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
     base, setup = timed(T, 1, low)                                           # a + b + c·low
