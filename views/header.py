@@ -54,19 +54,19 @@ def metrics(settings):
     return numbers + [identity_metric(d)] + ([objective] if objective else [])
 
 
-def one_line_metrics(settings):
-    """The headline numbers for one line: the identity check only where it adds to the others
+def one_line_metrics(settings, numbers):
+    """Of the headline ``numbers``, those for one line: the identity check only where it adds to the others
     (``identity_implied``); the tooltip keeps them all."""
     implied = identity_implied(cache.toy_diagnostics(settings.toy_key))
-    return [number for number in metrics(settings) if not (implied and number[1] == "E_μs[W]")]
+    return [number for number in numbers if not (implied and number[1] == "E_μs[W]")]
 
 
 def render(settings):
     """The header for the current mode."""
-    if screen_share.on():
-        _one_line(settings, one_line_metrics(settings), metrics(settings))
-        return
     numbers = metrics(settings)
+    if screen_share.on():
+        _one_line(settings, one_line_metrics(settings, numbers), numbers)
+        return
     with st.container(horizontal=True, vertical_alignment="center"):
         st.title(TITLE, width="stretch")
         screen_share.button(st)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
+from chart_specs import spec_nodes
 from streamlit.testing.v1 import AppTest
 
 from toylab.lessons.lesson import settings as lesson_settings
@@ -58,19 +59,9 @@ def drawn():
     return charts
 
 
-def _walk(node):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
-
-
 def mark_data(spec, datasets, name):
     """The rows of the layer named ``name`` (a lesson's rings or rules) in a chart, or None."""
-    for node in _walk(spec):
+    for node in spec_nodes(spec):
         if node.get("name") == name and isinstance(node.get("data"), dict):
             return datasets[node["data"]["name"]]
     return None

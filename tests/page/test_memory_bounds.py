@@ -63,6 +63,7 @@ def test_the_cache_evicts_the_least_recently_used_by_bytes():
     a.size = 90                                                        # values grow after they are stored
     assert cache.get("c", lambda: Sized(-1)) is c                      # 130 bytes: a goes, c stays
     assert len(cache) == 1 and cache.total() == 40
+    assert "c" in cache and "a" not in cache and "b" not in cache
     assert cache.get("huge", lambda: Sized(500)).size == 500 and len(cache) == 1   # the one asked for stays
 
 

@@ -3,10 +3,9 @@ it is open, and every value — set by a link, a widget or a lesson — stays in
 is closed."""
 
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
-from streamlit.testing.v1 import AppTest
+from test_app_links import run
 from tiers import fast_then_slow
 
 from toylab.lessons.lesson import settings as lesson_settings
@@ -15,17 +14,8 @@ from toylab.state.query import parse_query
 from views.address import DROPPED_KEY
 from views.sidebar import GROUP_PREFIX, GROUPS
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 LINK = {"T": "4", "V": "3", "seed": "5", "est": "naive,tok_tis,seq_mis", "tok_tis.C": "1.5", "baseline": "logged",
         "N": "256", "agg": "token-mean", "framework": "verl", "compare_baseline": "true"}
-
-
-def run(query=None, **state):
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.query_params.update(query or {})
-    for key, value in state.items():
-        at.session_state[key] = value
-    return at.run()
 
 
 def widgets(at):

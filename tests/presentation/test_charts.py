@@ -6,6 +6,7 @@ import json
 
 import pandas as pd
 import pytest
+from chart_specs import spec_nodes
 
 from toylab import exact_moments, make_toy
 from toylab.analysis.montecarlo import monte_carlo, summarise
@@ -41,16 +42,6 @@ def built():
     }
 
 
-def _walk(node):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
-
-
 NAMES = ["scatter", "tokens", "token panels", "sequence W", "sequence geo", "errors"]
 
 
@@ -62,7 +53,7 @@ def text_is_readable(spec):
         assert config[part]["labelColor"] == config[part]["titleColor"] == "currentColor"
     assert config["title"]["fontSize"] >= 16 and config["title"]["color"] == "currentColor"
     assert config["text"]["fontSize"] >= 16 and config["text"]["color"] == "currentColor"
-    for node in _walk(spec):
+    for node in spec_nodes(spec):
         mark = node.get("mark")
         if isinstance(mark, dict) and mark.get("type") == "text":
             assert mark.get("fontSize", 16) >= 16 and mark.get("color", "currentColor") == "currentColor"
@@ -72,7 +63,7 @@ def text_is_readable(spec):
 def one_legend_per_field(spec):
     """No layer of a chart turns off a legend another layer of it gives (Vega-Lite's "Conflicting legend" warning)."""
     legends = {}
-    for node in _walk(spec):
+    for node in spec_nodes(spec):
         for channel in ("color", "shape", "strokeDash"):
             definition = node.get("encoding", {}).get(channel) if isinstance(node.get("encoding"), dict) else None
             if isinstance(definition, dict) and "field" in definition:
@@ -88,7 +79,7 @@ def test_chart_serialises_with_registry_colours_and_readable_fonts(built, name):
     json.dumps(spec)
     text_is_readable(spec)
     one_legend_per_field(spec)
-    scales = [node["scale"] for node in _walk(spec) if node.get("field") == "estimator" and "scale" in node]
+    scales = [node["scale"] for node in spec_nodes(spec) if node.get("field") == "estimator" and "scale" in node]
     assert scales, "the chart colours by estimator"
     for scale in scales:
         assert scale == {"domain": list(ESTIMATORS), "range": [e.colour for e in ESTIMATORS.values()]}
@@ -104,14 +95,14 @@ def test_colour_scale_is_the_registry_and_distinct():
 @pytest.mark.parametrize("name", ["scatter", "errors"])
 def test_legend_click_highlights(built, name):
     spec = built[name].to_dict()
-    params = [p for node in _walk(spec) for p in node.get("params", []) if isinstance(p, dict)]
+    params = [p for node in spec_nodes(spec) for p in node.get("params", []) if isinstance(p, dict)]
     assert any(p.get("bind") == "legend" and p["select"]["fields"] == ["estimator"] for p in params)
-    assert any("condition" in node.get("opacity", {}) for node in _walk(spec) if isinstance(node.get("opacity"), dict))
+    assert any("condition" in node.get("opacity", {}) for node in spec_nodes(spec) if isinstance(node.get("opacity"), dict))
 
 
 def test_legends_list_each_estimator_once(built):
     for name, chart in built.items():
-        for node in _walk(chart.to_dict()):
+        for node in spec_nodes(chart.to_dict()):
             values = node.get("legend", {}).get("values") if isinstance(node.get("legend"), dict) else None
             if values:
                 assert len(values) == len(set(values)), name
@@ -143,7 +134,7 @@ def test_a_duplicate_is_a_ring_named_with_what_it_equals(built):
         "naive": 0, "tok_tis": 0, "tok_mis": 0, "seq_is": 0, "seq_tis": 0, "geo_rs": 1}
     texts = {row["text"] for row in rows if row.get("kind") == "estimator"}
     assert "naive = geo_rs" in texts and "geo_rs" not in texts
-    legend = next(node["legend"] for node in _walk(spec) if isinstance(node.get("legend"), dict)
+    legend = next(node["legend"] for node in spec_nodes(spec) if isinstance(node.get("legend"), dict)
                   and node.get("field") == "estimator")
     assert "geo_rs = naive here" in legend["labelExpr"]
 
@@ -152,7 +143,7 @@ def test_a_duplicate_line_is_dashed_over_the_one_it_equals(built):
     spec = built["errors"].to_dict()
     styles = {row["estimator"]: row["line"] for rows in spec["datasets"].values() for row in rows if "line" in row}
     assert styles["geo_rs"] == "1 of 1" and set(styles.values()) - {"1 of 1"} == {"own"}
-    legend = next(node["legend"] for node in _walk(spec) if isinstance(node.get("legend"), dict)
+    legend = next(node["legend"] for node in spec_nodes(spec) if isinstance(node.get("legend"), dict)
                   and node.get("field") == "estimator")
     assert "geo_rs = naive here" in legend["labelExpr"]
 
@@ -170,6 +161,6 @@ def test_log_axes_fit_their_data(built):
     charts = [built["errors"], sweep_charts.threshold_chart(frame, 2.0),
               training_charts.curve_chart(curves, "chi2_seq", False, log=True)]
     for chart in charts:
-        scales = [node["scale"] for node in _walk(chart.to_dict()) if isinstance(node.get("scale"), dict)
+        scales = [node["scale"] for node in spec_nodes(chart.to_dict()) if isinstance(node.get("scale"), dict)
                   and node["scale"].get("type") == "log" and node.get("field") in ("value", "rel_rmse", "median")]
         assert scales and all(scale.get("nice") is False for scale in scales)

@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from chart_specs import spec_nodes
 
 from toylab.analysis import sweeps
 from toylab.catalogue.estimators import ESTIMATORS
@@ -27,22 +28,12 @@ PLOT_HEIGHT = 300          # pixels: the J chart's plot in presentation mode
 LINE_WIDTH = 2.5           # pixels
 
 
-def _walk(node):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
-
-
 def _rows(spec):
     return [row for rows in spec["datasets"].values() for row in rows]
 
 
 def _legend(spec):
-    return next(node["legend"]["labelExpr"] for node in _walk(spec) if isinstance(node.get("legend"), dict)
+    return next(node["legend"]["labelExpr"] for node in spec_nodes(spec) if isinstance(node.get("legend"), dict)
                 and node.get("field") == "estimator" and "labelExpr" in node["legend"])
 
 

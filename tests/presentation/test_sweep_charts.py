@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from chart_specs import spec_nodes
 
 from toylab import ESTIMATORS, make_toy
 from toylab.analysis import sweeps
@@ -163,20 +164,10 @@ def test_length_chart_builds(length):
 
 def _shape_domains(node):
     """Every shape scale's domain of an encoding on ``method``, anywhere in a spec."""
-    for found in _walk(node):
+    for found in spec_nodes(node):
         shape = found.get("shape")
         if isinstance(shape, dict) and shape.get("field") == "method":
             yield shape["scale"]["domain"]
-
-
-def _walk(node):
-    if isinstance(node, dict):
-        yield node
-        for value in node.values():
-            yield from _walk(value)
-    elif isinstance(node, list):
-        for value in node:
-            yield from _walk(value)
 
 
 def test_the_length_legend_names_only_the_ways_drawn():

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from test_charts import _walk
+from chart_specs import spec_nodes
 
 from toylab import make_toy
 from toylab.catalogue.estimators import ESTIMATORS
@@ -135,12 +135,12 @@ def test_charts_serialise_with_registry_colours(expected, sampled, sga):
     built.append(training_charts.sga_chart(training_frames.second_order_frame(exact, np.logspace(-2, 2, 9), toy.J),
                                            training_frames.monte_carlo_frame(monte, exact), 1.0))
     stepped = built[0].to_dict()                                         # the J chart draws a step axis
-    assert any(node.get("field") == "step" and "axis" in node for node in _walk(stepped))
+    assert any(node.get("field") == "step" and "axis" in node for node in spec_nodes(stepped))
     for chart in built:
         spec = chart.to_dict()
         json.dumps(spec)
         assert spec["config"]["axis"]["labelFontSize"] >= 13
-        for node in _walk(spec):
+        for node in spec_nodes(spec):
             if node.get("field") == "estimator" and "scale" in node:
                 assert node["scale"] == {"domain": list(ESTIMATORS), "range": [e.colour for e in ESTIMATORS.values()]}
             if node.get("field") == "step" and "axis" in node:                 # whole steps, no tick at 0.5
@@ -150,7 +150,7 @@ def test_charts_serialise_with_registry_colours(expected, sampled, sga):
 def test_sampled_chart_has_bands_and_expected_does_not(expected, sampled):
     def marks(chart):
         return {node["mark"]["type"] if isinstance(node["mark"], dict) else node["mark"]
-                for node in _walk(chart.to_dict()) if "mark" in node}
+                for node in spec_nodes(chart.to_dict()) if "mark" in node}
     assert "area" in marks(training_charts.objective_chart(training_frames.curve_frame(sampled), True))
     assert "area" not in marks(training_charts.objective_chart(training_frames.curve_frame(expected), False))
 
@@ -185,7 +185,7 @@ def test_a_marks_number_at_the_last_step_stands_before_its_ring(expected):
     marks = mark_frame([Mark("training_J", "inside", 10, float(J[10])), Mark("training_J", "at the end", last,
                                                                              float(J[last]))])
     spec = training_charts.objective_chart(curves, False, marks=marks).to_dict()
-    layers = {node["name"]: node for node in _walk(spec) if str(node.get("name", "")).startswith("lesson_mark")}
+    layers = {node["name"]: node for node in spec_nodes(spec) if str(node.get("name", "")).startswith("lesson_mark")}
     after, before = layers[MARK_NAMES["number"]], layers[MARK_NAMES["number_before"]]
     assert (after["mark"]["align"], before["mark"]["align"]) == ("left", "right") and before["mark"]["dx"] < 0
     numbers = {name: [row["number"] for row in spec["datasets"][layers[name]["data"]["name"]]]

@@ -25,6 +25,10 @@ class ByteBoundedCache:
         with self._lock:
             return self._use(key, self._values.get(key, value))
 
+    def __contains__(self, key):
+        with self._lock:
+            return key in self._values
+
     def discard(self, key):
         """Forget the value for ``key``, if kept."""
         with self._lock:

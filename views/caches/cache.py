@@ -8,9 +8,6 @@ selected estimators' moments come from one exact pass together (at T = 10 it cos
 pass per estimator cost 0.2 s).
 """
 
-import threading
-from collections import OrderedDict
-
 import streamlit as st
 
 import toylab
@@ -92,9 +89,7 @@ def sequence_histogram(toy_key, kind, N, draw):
         return frames.sequence_histogram_frame(toy(*toy_key), kind, HISTOGRAM_BINS, log_W)
 
 
-MONTE_CARLO_KEPT = 256                 # estimators' errors: 200 replicates at 4 sizes, 6.4 kB each
-_monte_carlo_errors = OrderedDict()    # (toy key, id, params, baseline, aggregation) → errors (sizes, replicates)
-_monte_carlo_lock = threading.Lock()
+MONTE_CARLO_ERRORS = ByteBoundedCache(2**21, lambda errors: errors.nbytes)   # (sizes, replicates) each: 6.4 kB
 
 
 def monte_carlo_frame(toy_key, selection, baseline, aggregation):
@@ -102,18 +97,15 @@ def monte_carlo_frame(toy_key, selection, baseline, aggregation):
     ((id, ((name, value), ...)), ...). Each estimator's errors are kept on their own (an estimator's draws do not
     depend on the others chosen: ``monte_carlo``), so a new threshold or estimator samples only that estimator;
     those not kept are sampled together, in one run."""
+    chosen = {id: dict(params) for id, params in selection}
     keys = {id: (toy_key, id, params, baseline, aggregation) for id, params in selection}
-    with _monte_carlo_lock:
-        kept = {id: _monte_carlo_errors[key] for id, key in keys.items() if key in _monte_carlo_errors}
-    missing = {id: dict(params) for id, params in selection if id not in kept}
-    if missing:
-        kept |= monte_carlo(toy(*toy_key), missing, baseline, MONTE_CARLO_SIZES, MONTE_CARLO_REPLICATES, seed=0,
-                            aggregation=aggregation)
-    with _monte_carlo_lock:
-        for id, key in keys.items():
-            _monte_carlo_errors[key] = kept[id]
-            _monte_carlo_errors.move_to_end(key)
-        while len(_monte_carlo_errors) > MONTE_CARLO_KEPT:
-            _monte_carlo_errors.popitem(last=False)
-    errors = {id: kept[id] for id in keys}
+
+    def sampled(ids):
+        return monte_carlo(toy(*toy_key), {id: chosen[id] for id in ids}, baseline, MONTE_CARLO_SIZES,
+                           MONTE_CARLO_REPLICATES, seed=0, aggregation=aggregation)
+
+    missing = [id for id in chosen if keys[id] not in MONTE_CARLO_ERRORS]
+    fresh = sampled(missing) if missing else {}
+    errors = {id: MONTE_CARLO_ERRORS.get(key, lambda id=id: fresh[id] if id in fresh else sampled([id])[id])
+              for id, key in keys.items()}
     return frames.monte_carlo_frame(summarise(errors, MONTE_CARLO_SIZES)), undefined_sizes(errors, MONTE_CARLO_SIZES)
