@@ -1,12 +1,13 @@
 """Training's cost model (toylab/training/cost.py) against the runs it predicts, on a grid of T, V, N, runs, steps and
 estimators, in both modes.
 
-    python benchmarks/training_cost.py [--json out.json] [--quick]
+    python benchmarks/training_cost.py [--json out.json] [--quick] [--mode expected|sampled]
 
 Each point runs in a fresh process: the model's prediction first (the probe of small copies, timed; the memory from
 the sizes), then the run itself, ``train``, timed by its thread's CPU time (what the probe measures: the page's server
 runs other sessions' work beside it) and by the wall clock (against the probe's CPU seconds times its slowdown), its added memory the rise of the process's resident
-high-water mark (VmHWM) over its resident size just before. Printed: predicted and measured seconds and MB, their
+high-water mark (VmHWM, reset just before the run: the probe's own peak does not count) over its resident size just
+before. Printed: predicted and measured seconds and MB, their
 ratio (predicted / measured), the probe's own seconds, and the load average (2 shared cores here: a loaded machine
 slows the run and the probe alike, but not always by as much).
 """
@@ -42,6 +43,7 @@ start = time.perf_counter()
 line = cost.probe((point["T"], point["V"], 0.3, 0, DEFAULT_SAMPLER), selection, "none", config)
 probe_seconds = time.perf_counter() - start
 toy = make_toy(point["T"], point["V"])
+Path("/proc/self/clear_refs").write_text("5")          # the high-water mark from here: the run's, not the probe's
 before = rss("VmRSS")
 wall, cpu = time.perf_counter(), time.thread_time()
 train(toy, selection, "none", config)
@@ -54,8 +56,8 @@ print(json.dumps({"trained": len(ids), "predicted_s": line.seconds(point["T"], p
 """
 
 
-def grid(quick):
-    """The points: every size in both modes, with the default estimators and with all of them."""
+def grid(quick, mode=None):
+    """The points: every size in both modes (or in ``mode``), with the default estimators and with all of them."""
     expected = [(6, 4, 200), (8, 4, 100), (10, 4, 20), (11, 4, 5), (16, 2, 100), (20, 2, 10), (8, 5, 20), (7, 8, 5),
                 (12, 3, 10)]
     sampled = [(6, 4, 64, 8, 100), (6, 4, 2, 64, 100), (6, 4, 1024, 8, 50), (6, 4, 4096, 32, 5), (16, 2, 2, 64, 50),
@@ -69,6 +71,7 @@ def grid(quick):
         for T, V, N, runs, steps in sampled:
             points.append({"mode": "sampled", "T": T, "V": V, "steps": max(2, steps // scale), "N": N, "runs": runs,
                            "estimators": estimators})
+    points = [point for point in points if mode in (None, point["mode"])]
     return points[::4] if quick else points
 
 
@@ -91,13 +94,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--quick", action="store_true", help="every fourth point")
+    parser.add_argument("--mode", choices=("expected", "sampled"), help="only this mode's points")
     arguments = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     rows = []
     print("| run | predicted CPU s | measured | ratio | predicted wall s | measured | ratio | probe s | predicted MB "
           "| measured MB | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for point in grid(arguments.quick):
+    for point in grid(arguments.quick, arguments.mode):
         row = measure(point)
         rows.append(row)
         print(f"| {label(row)} | {row['predicted_s']:.3g} | {row['cpu_s']:.3g} | {row['predicted_s'] / row['cpu_s']:.2f} "

@@ -1,5 +1,5 @@
 """The cost model of a training run (toylab/training/cost.py): the probe's line through timed copies recovers a known
-step cost exactly; the records' bytes are the trajectories' bytes exactly; a step's temporaries are within a factor of
+step cost exactly, its growth beyond the copies included; the copies enumerate as the run will; the records' bytes are the trajectories' bytes exactly; a step's temporaries are within a factor of
 2 of the model (tracemalloc, not timing); a run over the memory bound is refused before any probe. (Predicted against
 measured seconds and peak memory on a grid: benchmarks/training_cost.py.)"""
 
@@ -18,55 +18,107 @@ DEFAULT = ["naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mi
 
 
 class Clock:
-    """A fake timer that ``train`` advances by a known cost: setup + (K + 1)·step(x, config), x = M·T the toy's
-    sequence-tokens."""
+    """A fake timer that ``train`` advances by a known cost: setup + (K + 1)·step(M, config, E), M the toy's
+    sequences, E the estimators trained; it keeps the ``chunk`` of each call."""
 
     def __init__(self, step, setup=0.37):
-        self.now, self.step, self.setup = 0.0, step, setup
+        self.now, self.step, self.setup, self.chunks = 0.0, step, setup, []
 
     def __call__(self):
         return self.now
 
-    def train(self, toy, selection, baseline, config):
-        self.now += self.setup + (config.steps + 1) * self.step(toy.M * toy.T, config)
+    def train(self, toy, selection, baseline, config, chunk=None):
+        self.chunks.append(chunk)
+        self.now += self.setup + (config.steps + 1) * self.step(toy.M, config, len(selection))
 
 
 @pytest.mark.parametrize(("T", "V"), [(11, 4), (16, 2), (3, 8), (9, 3)])
-def test_the_probe_recovers_an_expected_step_a_plus_b_m_t(monkeypatch, T, V):
-    clock = Clock(lambda x, config: 2e-3 + 7e-9 * x)
+@pytest.mark.parametrize("selection", [{"naive": {}}, {"naive": {}, "seq_mis": {}, "geo_rs": {}}])
+def test_the_probe_recovers_an_expected_step_a_plus_b_m(monkeypatch, T, V, selection):
+    """Factorised only (no growth measured) or enumerating (a reference timed beyond the copies: g = 1 on a line)."""
+    clock = Clock(lambda M, config, count: 2e-3 + 7e-9 * M)
     monkeypatch.setattr(cost, "train", clock.train)
-    monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)        # the fake clock has no caches
-    line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock)
+    line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), selection, "none", TrainingConfig(), timer=clock)
     config = TrainingConfig(steps=500)
-    assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-9 * V**T * T))
-    assert clock.now < 12 * (clock.setup + 4 * (2e-3 + 7e-9 * cost.PROBE_SEQUENCES * T))   # the copies stay small
+    assert line.growth == pytest.approx(1.0)
+    assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-9 * V**T))
+    largest = max(cost.PROBE_SEQUENCES, cost.GROWTH_LARGEST)
+    assert clock.now < 12 * (clock.setup + 4 * (2e-3 + 7e-9 * largest))                # the copies stay small
+
+
+def slower_then_faster(M, count):
+    """A step whose cost per added sequence falls to 0.4 of itself past 2**19 (the machine's huge pages), for
+    every selection alike (``count`` estimators: ``count`` times the cost)."""
+    return count * (1e-3 + 3e-8 * (min(M, 2**19) + 0.4 * max(0, M - 2**19)))
+
+
+@pytest.mark.parametrize(("T", "V"), [(10, 4), (7, 8), (20, 2), (12, 3), (9, 5)])
+def test_the_probe_recovers_a_step_whose_cost_per_sequence_grows_beyond_the_copies(monkeypatch, T, V):
+    """g from the reference (2 estimators) carries over to the run's (4): exact at the run's M ≤ GROWTH_LARGEST."""
+    clock = Clock(lambda M, config, count: slower_then_faster(M, count))
+    monkeypatch.setattr(cost, "train", clock.train)
+    selection = {"on_policy": {}, "naive": {}, "seq_mis": {}, "geo_rs": {}}
+    line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), selection, "none", TrainingConfig(), timer=clock)
+    assert V**T <= cost.GROWTH_LARGEST and line.probed < 2**19 < V**T and line.growth < 1
+    assert line.step_seconds(T, V, 1, 1) == pytest.approx(slower_then_faster(V**T, 4))
+
+
+def test_a_run_past_the_reference_s_largest_size_keeps_its_growth(monkeypatch):
+    clock = Clock(lambda M, config, count: slower_then_faster(M, count))
+    monkeypatch.setattr(cost, "train", clock.train)
+    line = cost.probe((11, 4, 0.3, 0, DEFAULT_SAMPLER), {"seq_mis": {}}, "none", TrainingConfig(), timer=clock)
+    per_sequence = 3e-8 * (2**19 - 4**8 + 0.4 * (4**10 - 2**19)) / (4**10 - 4**8)  # the reference's, T = 8 to 10
+    assert line.step_seconds(11, 4, 1, 1) == pytest.approx(slower_then_faster(4**8, 1) + per_sequence * (4**11 - 4**8))
+
+
+def test_the_step_beyond_the_copies_grows_from_the_smaller_copy():
+    line = cost.Probe("expected", 1e-3, 1e-8, setup=0.5, probed=4**9, smaller=4**8, growth=0.5)
+    assert line.step_seconds(9, 4, 1, 1) == pytest.approx(1e-3 + 1e-8 * 4**9)            # up to M₂: the line
+    assert line.seconds(11, 4, TrainingConfig(steps=9)) == pytest.approx(
+        0.5 + 10 * (1e-3 + 1e-8 * (4**8 + 0.5 * (4**11 - 4**8))))
+
+
+@pytest.mark.parametrize(("r2", "r3"), [(1.0, 2.0), (0.9, 2.0), (2.0, 1.0)])
+def test_a_reference_whose_timings_are_noise_leaves_the_line_as_it_is(r2, r3):
+    """No slope up to M₂, or none beyond: g = 1 (the line as the copies drew it)."""
+    growth = cost._growth(1.0, r2, r3, 4**7, 4**8, 4**10)
+    assert growth == 1.0 if r2 <= 1.0 or r3 <= 1.0 else growth > 0
+
+
+@pytest.mark.parametrize(("T", "V", "chunk"), [(10, 4, 1), (8, 4, 1), (6, 4, 16), (5, 3, 269)])
+def test_the_copies_enumerate_as_the_run_will(monkeypatch, T, V, chunk):
+    """Several estimators at once below ROWS_AT_ONCE sequences (three times cheaper a sequence at 2**15): a copy
+    smaller than its run takes the run's chunk, not its own."""
+    clock = Clock(lambda M, config, count: 1e-3 + 1e-8 * M)
+    monkeypatch.setattr(cost, "train", clock.train)
+    cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"seq_mis": {}, "geo_rs": {}}, "none", TrainingConfig(), timer=clock)
+    assert chunk == cost.chunk_rows(V**T) and set(clock.chunks) == {chunk}
+
+
+def test_a_chunk_changes_no_number():
+    toy = make_toy(6, 3)
+    selection = {id: {} for id in trained_ids(DEFAULT, "expected", 64)}
+    alone, together = (train(toy, selection, "none", TrainingConfig(steps=3), chunk=chunk) for chunk in (1, 8))
+    for id in selection:
+        np.testing.assert_allclose(alone[id].theta, together[id].theta, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(alone[id].J, together[id].J, rtol=1e-12)
 
 
 @pytest.mark.parametrize(("runs", "N", "selection"), [(64, 2, {"naive": {}}), (8, 1024, {"naive": {}}),
                                                     (1, 64, {"naive": {}}), (64, 1, {"naive": {}}),
                                                     (32, 64, {"rloo": {}, "naive": {}})])
 def test_the_probe_recovers_a_sampled_step_a_plus_b_r_plus_c_r_n(monkeypatch, runs, N, selection):
-    clock = Clock(lambda x, config: 1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N)
+    clock = Clock(lambda M, config, count: 1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N)
     monkeypatch.setattr(cost, "train", clock.train)
-    monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)
     config = TrainingConfig(steps=300, mode="sampled", runs=runs, N=N)
     line = cost.probe((16, 2, 0.3, 0, DEFAULT_SAMPLER), selection, "none", config, timer=clock)
     assert line.seconds(16, 2, config) == pytest.approx(clock.setup + 301 * (1e-3 + 4e-5 * runs + 5e-7 * runs * N))
 
 
-def test_the_bandwidth_factor_scales_only_what_the_copies_did_not_reach(monkeypatch):
-    monkeypatch.setattr(cost, "_seconds_per_number", lambda size: 1e-9 * (1 + size / 2**20))
-    assert cost.bandwidth_factor(2**14, 2**16) == 1.0 == cost.bandwidth_factor(2**16, 2**16)
-    assert cost.bandwidth_factor(2**22, 2**16) == pytest.approx(5 / (1 + 2**-4))
-    line = cost.Probe("expected", 1e-3, 1e-8, setup=0.5, probed=2**16)
-    assert line.seconds(11, 4, TrainingConfig(steps=9)) == pytest.approx(
-        0.5 + 10 * (1e-3 + 1e-8 * 4**11 * 11 * cost.bandwidth_factor(4**11 * 11, 2**16)))
-
-
 def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monkeypatch):
-    cpu = Clock(lambda x, config: 1e-3 + 1e-9 * x)
-    wall = Clock(lambda x, config: 3 * (1e-3 + 1e-9 * x), setup=3 * cpu.setup)          # three times longer
-    monkeypatch.setattr(cost, "train", lambda *args: (cpu.train(*args), wall.train(*args)))
+    cpu = Clock(lambda M, config, count: 1e-3 + 1e-9 * M)
+    wall = Clock(lambda M, config, count: 3 * (1e-3 + 1e-9 * M), setup=3 * cpu.setup)    # three times longer
+    monkeypatch.setattr(cost, "train", lambda *args, **kwargs: (cpu.train(*args, **kwargs), wall.train(*args, **kwargs)))
     line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=cpu,
                       clock=wall)
     config = TrainingConfig(steps=1000)
@@ -78,13 +130,13 @@ def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monk
 
 def test_a_larger_copy_timed_no_slower_puts_all_of_its_time_on_the_sequences(monkeypatch):
     """Timing noise can make the larger copy look no slower: the estimate then errs long (refusing more), not short."""
-    clock = Clock(lambda x, config: 1e-3 - 1e-10 * x)                     # a step that "gets faster" with M·T
+    clock = Clock(lambda M, config, count: 1e-3 - 1e-9 * M)                # a step that "gets faster" with M
     monkeypatch.setattr(cost, "train", clock.train)
     line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock,
                       clock=clock)
-    large, small = 4**9 * 9, 4**8 * 8                                      # the copies: T = 9 and T = 8
-    assert line.b == pytest.approx((1e-3 - 1e-10 * large) / large)
-    assert line.a == pytest.approx(1e-3 - 1e-10 * small - line.b * small)
+    large, small = 4**9, 4**8                                              # the copies: T = 9 and T = 8
+    assert line.b == pytest.approx((1e-3 - 1e-9 * large) / large)
+    assert line.a == pytest.approx(1e-3 - 1e-9 * small - line.b * small)
     assert line.step_seconds(10, 4, 1, 1) > 1e-3                           # longer than any copy took
 
 
