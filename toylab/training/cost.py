@@ -9,10 +9,11 @@ and a line through those times gives a step at the run's size:
     expected:  step(M) = a + b·M                 M = V**T sequences, up to M₂; copies at T₁ < T₂ ≤ T, the same V,
                                                  M₂ ≤ PROBE_SEQUENCES, ≤ PROBE_WORK per enumerating estimator but
                                                  not below PROBE_SEQUENCES_LEAST (the run's own T when M is small)
-               step(M) = a + b·M₁ + b·g·(M − M₁) beyond M₂: the smaller copy's step, and b grown by g
-    sampled:   step(r, N) = a + b·r + c·r·N      r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
-                                                 run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
-                                                 (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
+               step(M) = s₁ + g·b·(M − M₁)       beyond M₂: s₁ the smaller copy's step, b grown by g
+    sampled:   step(r, N) = a + b·r + c·g·r·N    r runs of N draws; copies at (1, n₀), (R, n₀), (r₂, N₂) of the
+                                                 run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS),
+                                                 R = min(r, max(r₂, PROBE_ROWS / E)) for E estimators; n₀ = 1 (2
+                                                 when rloo is trained: it needs N ≥ 2); g = 1 up to r₂·N₂ draws
 
     seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
                                                  coefficients below 0 (timing noise) are taken as 0
@@ -20,28 +21,33 @@ and a line through those times gives a step at the run's size:
 Seconds of the thread's CPU, so that other work does not blur the line; a run is refused by the seconds it would take
 on the wall's clock: those, times how much longer the copies took by that clock (a busy server's users wait longer).
 
-b is per sequence: the engine enumerates M-vectors (``engine.grid``: no (M, T) array). But a sequence does not cost
-the same at every M: numpy allocates each temporary afresh, and arrays under 4 MB (2**19 numbers) are faulted in
-page by page, while larger ones get the kernel's huge pages (numpy advises them); caches and the engine's chunks
-(``loop.chunk_rows``: several estimators at once below 2**16 sequences) move it too. Measured on the default
-estimators at V = 4: 92–103 ns a sequence from 2**14 to 2**18, 48 at 2**20, 38 at 2**22 (a 4 KB page faulted per 33
-sequences at 2**18, per 660 at 2**22). So b from copies under 2**19 overstated a large run's step by 2–3 times.
-g (``growth``) is measured, for the run's toy, on REFERENCE_SELECTION (one estimator that enumerates, seq_tis):
+g, ``growth``: a number does not cost the same in every array. numpy allocates each temporary afresh; the C library
+maps a large one anew and gives it back when freed, faulting it in 4 KB page by page, until it has freed one as
+large (it then keeps that much: a threshold that moves with what the process has done), and numpy asks the kernel
+for huge pages from 4 MB (2**19 numbers) on; caches, and the engine's chunks (``loop.chunk_rows``: several
+estimators at once below 2**16 sequences), move it too. Measured on the default estimators at V = 4: 92–103 ns a
+sequence from 2**14 to 2**18 (a 4 KB page faulted per 33 sequences at 2**18), 48 at 2**20, 38 at 2**22 (one per
+660); a copy of every estimator at 2**15 cost a third as much a sequence chunked as one at a time. So a line
+through small copies missed a large run by 2–3 times either way. g is measured for the run's toy on
+REFERENCE_SELECTION (one estimator that enumerates, seq_tis), timed at the copies' sizes and at the run's (up to
+GROWTH_SEQUENCES sequences, else the largest V**t under it past T₂; up to GROWTH_TOKENS drawn tokens r·N·T):
 
-    g = [r(M₃) − r(M₁)]/(M₃ − M₁) ÷ [r(M₂) − r(M₁)]/(M₂ − M₁)      r(m): its seconds for K = 1 at m = V**t sequences;
-                                                                  M₃: the run's M up to GROWTH_LARGEST (else the
-                                                                  largest V**t under it, at least V**(T₂+1))
+    expected:  g = [r(M₃) − r(M₁)] / [(r(M₂) − r(M₁))·(M₃ − M₁)/(M₂ − M₁)]      its growth beyond the copies over
+                                                                                 what their line gives: exact when
+                                                                                 the run's grows as the reference's
+    sampled:   g = [r(r₃, N₃) − r(r₃, n₀)]/[r₃·(N₃ − n₀)] ÷ [r(r₂, N₂) − r(r₂, n₀)]/[r₂·(N₂ − n₀)]
+                                                 its seconds per draw at the run's (r₃, N₃) over at the copies' (the
+                                                 per-run work, E·r rows of the count recursion, grows with E, not as
+                                                 one estimator's: R runs of the run's estimators measure it)
 
-its cost per added sequence as far as the run against as far as the copies (g = 1 when no estimator enumerates or
-the run is no larger than the copies): exact when the run's cost beyond M₁ grows as the reference's does. And the copies enumerate as the run will (its ``chunk_rows``): an estimator
-at a time when the run's M is over 2**16 (chunked, every estimator at 2**15 cost a third as much a sequence).
-(A sampled run's arrays, r·N·T numbers, showed no such growth on the grid of benchmarks/training_cost.py.)
-
-(a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
-sequences). A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS × PROBE_DRAWS draws, per
-estimator, and the reference four steps of one estimator at M₃ ≤ GROWTH_LARGEST (0.1–0.2 s here, and no more memory
-than the run's own step): a small part of any run worth refusing, and the page keeps the line (``Probe``) for the next
-settings.
+g = 1 when no estimator enumerates, when the run is no larger than the copies, or when the reference's timings are
+noise (no growth). The reference runs first, at the run's size (one untimed step before, its memory touched
+afresh): the copies then see the memory the run will see. And the copies enumerate as the run will (its
+``chunk_rows``). (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c:
+drawing and scoring sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
+PROBE_DRAWS draws and R runs of n₀, per estimator, and the reference a few steps of one estimator at the run's size
+(within GROWTH_SEQUENCES or GROWTH_TOKENS, no more memory than the run's own step): a small part of any run worth
+refusing, and the page keeps the line (``Probe``) for the next settings.
 
 Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
 checks the whole model on a grid):
@@ -61,6 +67,7 @@ import time
 from dataclasses import dataclass, replace
 
 from toylab.engine.recursion import FACTORS
+from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
 from toylab.training.loop import TrainingConfig, chunk_rows, train
 
@@ -70,8 +77,10 @@ MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over t
 PROBE_SEQUENCES = 2**18                     # the larger copy of an expected run enumerates at most this many …
 PROBE_SEQUENCES_LEAST = 2**16               # … and at least this many when the run does (if its M allows) …
 PROBE_WORK = 2**21                          # … and about this many over all its enumerating estimators
-PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run
-GROWTH_LARGEST = 2**21                      # the reference runs at the run's M up to this (or the next T past M₂)
+PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run: r₂ runs of N₂ draws …
+PROBE_ROWS = 2**12                          # … and R runs of n₀, up to this many runs of all its estimators
+GROWTH_SEQUENCES = 2**21                    # the reference runs at the run's size up to this M (or the next T) …
+GROWTH_TOKENS = 2**17                       # … or this many drawn tokens r·N·T
 REFERENCE_SELECTION = {"on_policy": {}, "seq_tis": {}}       # g's reference: one estimator that enumerates
 QUICK_PROBE_SECONDS = 0.05                  # a copy is timed again (the least counts) until this is spent …
 PROBE_REPEATS = 5                           # … at most this many times
@@ -89,26 +98,27 @@ RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides 
 
 @dataclass(frozen=True)
 class Probe:
-    """A step's seconds as a line through timed copies of a run: a + b·M (expected; beyond the larger copy's
-    ``probed`` sequences a + b·M₁ + b·g·(M − M₁), M₁ the smaller's, g ``growth``) or a + b·r + c·r·N (sampled);
-    and the seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy.
-    Seconds of the thread's CPU; ``slowdown`` is how much longer the copies took by the clock on the wall (other
-    work on the machine), at least 1."""
+    """A step's seconds as a line ℓ through timed copies of a run, a + b·M (expected) or a + b·r + c·r·N (sampled),
+    up to the largest copy's size (``probed``: M₂, or r₂·N₂ draws); beyond it s₁ + g·(ℓ − s₁), s₁ (``base``) the
+    smaller copy's step (expected), or a + b·r + c·g·r·N (sampled), g (``growth``) measured for the toy probed. And
+    the seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy. Seconds of
+    the thread's CPU; ``slowdown`` is how much longer the copies took by the clock on the wall (other work on the
+    machine), at least 1."""
     mode: str
     a: float
     b: float
     c: float = 0.0
     setup: float = 0.0
-    probed: int = 1                 # expected: the larger copy's sequences, M₂ = V**T₂ …
-    smaller: int = 1                # … the smaller's, M₁ = V**T₁ …
-    growth: float = 1.0             # … and g, measured for the toy probed (its M)
+    probed: int = 1
+    base: float = 0.0
+    growth: float = 1.0
     slowdown: float = 1.0
 
     def step_seconds(self, T, V, runs, N):
         if self.mode == "expected":
-            M = V**T
-            return self.a + self.b * (M if M <= self.probed else self.smaller + self.growth * (M - self.smaller))
-        return self.a + self.b * runs + self.c * runs * N
+            line = self.a + self.b * V**T
+            return line if V**T <= self.probed else self.base + self.growth * (line - self.base)
+        return self.a + self.b * runs + self.c * runs * N * (self.growth if runs * N > self.probed else 1.0)
 
     def seconds(self, T, V, config):
         """CPU seconds of ``train`` under ``config`` on a toy of T, V."""
@@ -130,6 +140,8 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
     def run(T, chosen, steps, runs, N):
         """``train``'s CPU seconds on a copy: K = ``steps`` of ``chosen`` at T (the toy's V), ``runs``, N."""
         toy = make_toy(T, V, mismatch, seed, sampler)
+        if config.mode == "expected":
+            split_grid(T, V)                                        # built once per process: not a step's time
         copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N, runs=runs,
                               noise=config.noise)
         start, wall = timer(), clock()
@@ -139,14 +151,17 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         spent["wall"] += wall
         return cpu
 
-    def timed(T, runs=1, N=1):
+    def timed(T, runs=1, N=1, chosen=selection, warm=False):
         """(a step's seconds, the setup's): a step is the time of K = 3 less K = 1, over 2, and the setup what K = 1
         takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they have taken
-        QUICK_PROBE_SECONDS in all (a short time is a noisy one)."""
+        QUICK_PROBE_SECONDS in all (a short time is a noisy one); ``warm``: after one K = 1 untimed (the first run
+        at a size larger than any before touches its memory afresh: a one-off of the run, not a step)."""
+        if warm:
+            run(T, chosen, 1, runs, N)
         times, here = {1: float("inf"), 3: float("inf")}, 0.0
         for _ in range(PROBE_REPEATS):
             for steps in times:
-                cpu = run(T, selection, steps, runs, N)
+                cpu = run(T, chosen, steps, runs, N)
                 times[steps] = min(times[steps], cpu)
                 here += cpu
             if here >= QUICK_PROBE_SECONDS:
@@ -154,47 +169,70 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         step = max(0.0, times[3] - times[1]) / 2
         return step, max(0.0, times[1] - 2 * step)
 
-    def reference(T):
-        """REFERENCE_SELECTION's seconds for K = 1 at T, the least of two (the first may build the toy's grid)."""
-        return min(run(T, REFERENCE_SELECTION, 1, 1, 1) for _ in range(2))
-
-    line = _line(timed, reference, T, V, selection, config)
+    line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
+        _sampled_line(timed, T, selection, config)
     return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
 
 
-def _line(timed, reference, T, V, selection, config):
-    """The Probe through the copies ``timed(T, runs, N)`` gives, and the reference ``reference(T)`` (see ``probe``)."""
-    if config.mode == "expected":
-        enumerated = sum(id not in FACTORS for id in selection)
-        largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // max(1, enumerated)))
-        T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
-        T1 = max(1, T2 - (2 if V < 4 else 1))                              # M₁ ≤ M₂/4: b from the difference
-        large, setup = timed(T2)
-        M1, M2 = V**T1, V**T2
-        if T1 == T2:
-            return Probe("expected", large, 0.0, setup=setup, probed=M2)
-        small, _ = timed(T1)
-        b = (large - small) / (M2 - M1) if large > small else large / M2    # noise: all of it on b
-        line = Probe("expected", max(0.0, small - b * M1), b, setup=setup, probed=M2, smaller=M1)
-        if not enumerated or T2 == T:
-            return line
-        T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or V**t <= GROWTH_LARGEST)
-        return replace(line, growth=_growth(reference(T1), reference(T2), reference(T3), M1, M2, V**T3))
-    low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
+def _expected_line(timed, T, V, selection):
+    """The expected Probe through the copies at T₁ < T₂ and, beyond them, the reference's growth (see the module
+    docstring)."""
+    enumerated = sum(id not in FACTORS for id in selection)
+    largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // max(1, enumerated)))
+    T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
+    T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
+    M1, M2 = V**T1, V**T2
+    grows = enumerated and T1 < T2 < T
+    T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or V**t <= GROWTH_SEQUENCES) if grows else T
+    far = timed(T3, chosen=REFERENCE_SELECTION, warm=True)[0] if grows else 0.0   # first: the run's arrays
+    large, setup = timed(T2)
+    if T1 == T2:
+        return Probe("expected", large, 0.0, setup=setup, probed=M2)
+    small, _ = timed(T1)
+    b = (large - small) / (M2 - M1) if large > small else large / M2        # noise: all of it on b
+    line = Probe("expected", max(0.0, small - b * M1), b, setup=setup, probed=M2, base=small)
+    if not grows:
+        return line
+    near = [timed(t, chosen=REFERENCE_SELECTION)[0] for t in (T1, T2)]
+    return replace(line, growth=_growth(far - near[0], (near[1] - near[0]) * (V**T3 - M1) / (M2 - M1)))
+
+
+def _sampled_line(timed, T, selection, config):
+    """The sampled Probe through the copies at (1, n₀), (R, n₀), (r₂, N₂) and, beyond them, the reference's growth
+    per draw (see the module docstring)."""
+    low = 2 if "rloo" in selection else 1                                   # rloo trains only with N ≥ 2
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
-    base, setup = timed(T, 1, low)                                           # a + b + c·low
-    wide, setup = timed(T, runs, low) if runs > 1 else (base, setup)        # a + (b + c·low)·runs
-    deep, setup = timed(T, runs, draws) if draws > low else (wide, setup)   # a + (b + c·draws)·runs
-    c = max(0.0, (deep - wide) / (runs * (draws - low))) if draws > low else 0.0
-    b = max(0.0, (wide - base) / (runs - 1) - c * low) if runs > 1 else 0.0
-    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup)
+    wide = min(config.runs, max(runs, PROBE_ROWS // len(selection)))      # R runs: R·E ≤ PROBE_ROWS, R ≥ r₂
+    far = min(config.runs, max(1, GROWTH_TOKENS // (low * T)))            # the run's (r, N), r·N·T ≤ GROWTH_TOKENS
+    deep = min(config.N, max(low, GROWTH_TOKENS // (far * T)))
+    grows = config.runs * config.N > runs * draws and deep > low and draws > low
+    beyond = [timed(T, far, n, chosen=REFERENCE_SELECTION, warm=True)[0] for n in (low, deep)] if grows else []
+    copies = [(1, low), (wide, low), (runs, draws)]
+    a, b, c, setup = _plane(copies, [timed(T, *copy) for copy in copies])
+    line = Probe("sampled", a, b, c, setup, probed=runs * draws)
+    if not grows:
+        return line
+    near = [timed(T, runs, n, chosen=REFERENCE_SELECTION)[0] for n in (low, draws)]
+    return replace(line, growth=_growth((beyond[1] - beyond[0]) / (far * (deep - low)),
+                                        (near[1] - near[0]) / (runs * (draws - low))))
 
 
-def _growth(r1, r2, r3, M1, M2, M3):
-    """g: the reference's seconds per added sequence from M₁ to M₃, over its seconds per added sequence from M₁ to
-    M₂ (1 when the reference's timings are noise: no slope up to M₂, or none beyond it)."""
-    below, beyond = (r2 - r1) / (M2 - M1), (r3 - r1) / (M3 - M1)
-    return beyond / below if below > 0 and beyond > 0 else 1.0
+def _plane(copies, timings):
+    """(a, b, c, setup) of a + b·r + c·r·N through the steps timed at (1, n₀), (R, n₀), (r₂, N₂) (R or N₂ may equal
+    the first: that term is then 0); the setup measured on the last. b + c·n₀ = β, the step's growth per run at n₀,
+    and c = [deep − base − (r₂ − 1)·β] / [r₂·(N₂ − n₀)]."""
+    (_, low), (wide_runs, _), (runs, draws) = copies
+    (base, _), (wide, _), (deep, setup) = timings
+    per_run = (wide - base) / (wide_runs - 1) if wide_runs > 1 else 0.0
+    c = max(0.0, (deep - base - (runs - 1) * per_run) / (runs * (draws - low))) if draws > low else 0.0
+    b = max(0.0, per_run - c * low)
+    return max(0.0, base - b - c * low), b, c, setup
+
+
+def _growth(beyond, along):
+    """g = ``beyond`` / ``along``: the reference's growth measured out to the run's size, over the growth its copies
+    give (1 when either is not above 0: timing noise)."""
+    return beyond / along if beyond > 0 and along > 0 else 1.0
 
 
 def run_bytes(T, V, config, estimator_ids):
