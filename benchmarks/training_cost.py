@@ -3,13 +3,14 @@ estimators, in both modes.
 
     python benchmarks/training_cost.py [--json out.json] [--quick] [--mode expected|sampled]
 
-Each point runs in a fresh process: the model's prediction first (the probe of small copies, timed; the memory from
-the sizes), then the run itself, ``train``, timed by its thread's CPU time (what the probe measures: the page's server
-runs other sessions' work beside it) and by the wall clock (against the probe's CPU seconds times its slowdown), its added memory the rise of the process's resident
-high-water mark (VmHWM, reset just before the run: the probe's own peak does not count) over its resident size just
-before. Printed: predicted and measured seconds and MB, their
-ratio (predicted / measured), the probe's own seconds, and the load average (2 shared cores here: a loaded machine
-slows the run and the probe alike, but not always by as much).
+Each point runs twice, each time in a fresh process. First for its time: the model's prediction (the probe of small
+copies, timed), then the run itself, ``train``, timed by its thread's CPU time (what the probe measures: the page's
+server runs other sessions' work beside it) and by the wall clock (against the probe's CPU seconds times its
+slowdown). Then for its memory, the run alone: the rise of the process's resident high-water mark (VmHWM) over its
+resident size just before (after a probe, the run reuses what the probe's copies freed and the process kept, and
+would seem to add less). Printed: predicted and measured seconds and MB, their ratio (predicted / measured), the
+probe's own seconds, and the load average (2 shared cores here: a loaded machine slows the run and the probe alike,
+but not always by as much).
 """
 
 import argparse
@@ -39,20 +40,22 @@ ids = list(ESTIMATORS) if point["estimators"] == "all" else point["estimators"].
 config = TrainingConfig(steps=point["steps"], mode=point["mode"], N=point["N"], runs=point["runs"])
 ids = trained_ids(ids, config.mode, config.N)
 selection = {id: {} for id in ids}
+toy = make_toy(point["T"], point["V"])
+if sys.argv[2] == "memory":
+    before = rss("VmRSS")
+    train(toy, selection, "none", config)
+    print(json.dumps({"predicted_mb": cost.run_bytes(point["T"], point["V"], config, ids) / 1e6,
+                      "measured_mb": (rss("VmHWM") - before) / 1e6}))
+    sys.exit()
 start = time.perf_counter()
 line = cost.probe((point["T"], point["V"], 0.3, 0, DEFAULT_SAMPLER), selection, "none", config)
 probe_seconds = time.perf_counter() - start
-toy = make_toy(point["T"], point["V"])
-Path("/proc/self/clear_refs").write_text("5")          # the high-water mark from here: the run's, not the probe's
-before = rss("VmRSS")
 wall, cpu = time.perf_counter(), time.thread_time()
 train(toy, selection, "none", config)
 cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
 print(json.dumps({"trained": len(ids), "predicted_s": line.seconds(point["T"], point["V"], config),
                   "predicted_wall_s": line.wall_seconds(point["T"], point["V"], config),
-                  "cpu_s": cpu, "wall_s": wall, "probe_s": probe_seconds,
-                  "predicted_mb": cost.run_bytes(point["T"], point["V"], config, ids) / 1e6,
-                  "measured_mb": (rss("VmHWM") - before) / 1e6}))
+                  "cpu_s": cpu, "wall_s": wall, "probe_s": probe_seconds}))
 """
 
 
@@ -76,11 +79,14 @@ def grid(quick, mode=None):
 
 
 def measure(point):
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(point)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=1800)
-    if done.returncode:
-        raise RuntimeError(done.stderr.strip().splitlines()[-1])
-    return point | json.loads(done.stdout)
+    """The point's time (after its probe) and its memory (alone), each in a fresh process."""
+    for what in ("time", "memory"):
+        done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(point), what], cwd=ROOT, capture_output=True,
+                              text=True, timeout=1800)
+        if done.returncode:
+            raise RuntimeError(done.stderr.strip().splitlines()[-1])
+        point = point | json.loads(done.stdout)
+    return point
 
 
 def label(point):

@@ -20,7 +20,7 @@ DEFAULT = ["naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mi
 
 class Clock:
     """A fake timer that ``train`` advances by a known cost: setup + (K + 1)·step(toy, config, E), E the estimators
-    trained; it keeps each call's (estimators, M, runs, N, chunk)."""
+    trained; it keeps each call's (estimators, M, runs, N, chunk, K)."""
 
     def __init__(self, step, setup=0.37):
         self.now, self.step, self.setup, self.calls = 0.0, step, setup, []
@@ -29,7 +29,7 @@ class Clock:
         return self.now
 
     def train(self, toy, selection, baseline, config, chunk=None):
-        self.calls.append((tuple(selection), toy.M, config.runs, config.N, chunk))
+        self.calls.append((tuple(selection), toy.M, config.runs, config.N, chunk, config.steps))
         self.now += self.setup + (config.steps + 1) * self.step(toy, config, len(selection))
 
 
@@ -43,8 +43,8 @@ def test_the_probe_recovers_an_expected_step_a_plus_b_m(monkeypatch, T, V, selec
     config = TrainingConfig(steps=500)
     assert line.growth == pytest.approx(1.0)
     assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-9 * V**T))
-    largest = max(cost.PROBE_SEQUENCES, cost.GROWTH_SEQUENCES)
-    assert clock.now < 14 * (clock.setup + 4 * (2e-3 + 7e-9 * largest))                # the copies stay small
+    sizes = [M for _, M, *_ in clock.calls]                                  # the copies stay small and few
+    assert max(sizes) <= max(cost.PROBE_SEQUENCES, cost.GROWTH_SEQUENCES) and len(sizes) <= 16
 
 
 def slower_then_faster(M, count):
@@ -75,6 +75,16 @@ def test_a_run_past_the_reference_s_largest_size_keeps_its_growth(monkeypatch):
     assert max(M for _, M, *_ in clock.calls) == 4**10
 
 
+@pytest.mark.parametrize(("setup", "longest"), [(0.37, 3), (1e-3, cost.SHORT_COPY_STEPS)])
+def test_a_short_copy_is_timed_for_more_steps(monkeypatch, setup, longest):
+    """K = 3 less K = 1 when K = 1 takes SHORT_COPY_SECONDS or more, K = 9 less K = 1 below: the line exact either way."""
+    clock = Clock(lambda toy, config, count: 1e-4 + 1e-9 * toy.M, setup=setup)
+    monkeypatch.setattr(cost, "train", clock.train)
+    line = cost.probe((9, 4, 0.3, 0, DEFAULT_SAMPLER), {"seq_mis": {}}, "none", TrainingConfig(), timer=clock)
+    assert max(call[-1] for call in clock.calls) == longest
+    assert line.step_seconds(9, 4, 1, 1) == pytest.approx(1e-4 + 1e-9 * 4**9)
+
+
 def test_the_step_beyond_the_copies_grows_from_the_smaller_copy():
     line = cost.Probe("expected", 1e-3, 1e-8, setup=0.5, probed=4**9, base=1e-3 + 1e-8 * 4**8, growth=0.5)
     assert line.step_seconds(9, 4, 1, 1) == pytest.approx(1e-3 + 1e-8 * 4**9)            # up to M₂: the line
@@ -96,7 +106,7 @@ def test_the_copies_enumerate_as_the_run_will(monkeypatch, T, V, chunk):
     clock = Clock(lambda toy, config, count: 1e-3 + 1e-8 * toy.M)
     monkeypatch.setattr(cost, "train", clock.train)
     cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"seq_mis": {}, "geo_rs": {}}, "none", TrainingConfig(), timer=clock)
-    assert chunk == cost.chunk_rows(V**T) and {call[-1] for call in clock.calls} == {chunk}
+    assert chunk == cost.chunk_rows(V**T) and {call[4] for call in clock.calls} == {chunk}
 
 
 def test_a_chunk_changes_no_number():
@@ -137,7 +147,7 @@ def test_the_probe_recovers_a_sampled_step_whose_draws_cost_more_beyond_the_copi
     assert line.growth == pytest.approx(2.0)
     assert line.step_seconds(6, 4, 8192, 512) == pytest.approx(dearer_draws(make_toy(6, 4), config, 2))
     assert clock.calls[0][:4] == (tuple(cost.REFERENCE_SELECTION), 4**6, 8192, 1)      # first, at the run's runs
-    assert max(runs * N * 6 for _, _, runs, N, _ in clock.calls) <= max(cost.GROWTH_TOKENS, 2048 * 6)
+    assert max(runs * N * 6 for _, _, runs, N, *_ in clock.calls) <= max(cost.GROWTH_TOKENS, 2048 * 6)
 
 
 def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monkeypatch):
@@ -211,3 +221,13 @@ def test_a_run_within_both_bounds_is_not_refused():
     assert cost.refusal(6, 4, TrainingConfig(), DEFAULT, lambda: line, cost.PAGE_SECONDS) is None
     assert says(cost.refusal(6, 4, TrainingConfig(steps=1000), DEFAULT, lambda: cost.Probe("expected", 0.02, 0.0),
                              cost.PAGE_SECONDS), "limit of 10 s", "fewer steps")
+
+
+@pytest.mark.parametrize(("runs", "N", "kept"), [(1, 1, (1, 1)), (64, 2, (64, 2)), (100, 1000, (128, 1024)),
+                                                 (9000, 70_000, (10_000, 100_000))])
+def test_the_page_keeps_a_sampled_probe_for_runs_and_n_up_to_their_next_power_of_two(runs, N, kept):
+    """The probe's reference and wide copy go as far as the run: the power of 2 above serves every run below it."""
+    probed = cost.probed_config(TrainingConfig(steps=500, lr=0.3, mode="sampled", runs=runs, N=N, noise="redrawn"))
+    assert (probed.runs, probed.N) == kept and (probed.mode, probed.noise, probed.steps) == ("sampled", "redrawn", 1)
+    expected = cost.probed_config(TrainingConfig(steps=500, runs=runs, N=N, optimizer="adam"))
+    assert (expected.runs, expected.N, expected.optimizer) == (1, 1, "adam")      # an expected probe: neither

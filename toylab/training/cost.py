@@ -10,10 +10,11 @@ and a line through those times gives a step at the run's size:
                                                  M₂ ≤ PROBE_SEQUENCES, ≤ PROBE_WORK per enumerating estimator but
                                                  not below PROBE_SEQUENCES_LEAST (the run's own T when M is small)
                step(M) = s₁ + g·b·(M − M₁)       beyond M₂: s₁ the smaller copy's step, b grown by g
-    sampled:   step(r, N) = a + b·r + c·g·r·N    r runs of N draws; copies at (1, n₀), (R, n₀), (r₂, N₂) of the
-                                                 run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS),
-                                                 R = min(r, max(r₂, PROBE_ROWS / E)) for E estimators; n₀ = 1 (2
-                                                 when rloo is trained: it needs N ≥ 2); g = 1 up to r₂·N₂ draws
+    sampled:   step(r, N) = a + b·r + c·g·r·N    r runs of N draws; copies of the run's own toy at (1, n₀), (R, n₀)
+                                                 (b + c·n₀ a run) and (r₂, n₀), (r₂, N₂) (c a draw), r₂ = min(r,
+                                                 PROBE_RUNS), N₂ = min(N, PROBE_DRAWS), R = min(r, max(r₂,
+                                                 PROBE_ROWS / E)) for E estimators; n₀ = 1 (2 when rloo is trained:
+                                                 it needs N ≥ 2); g = 1 up to r₂·N₂ draws
 
     seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
                                                  coefficients below 0 (timing noise) are taken as 0
@@ -69,7 +70,7 @@ from dataclasses import dataclass, replace
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
-from toylab.training.loop import TrainingConfig, chunk_rows, train
+from toylab.training.loop import LIMITS, TrainingConfig, chunk_rows, train
 
 PAGE_SECONDS = 10.0                         # the page refuses a run estimated over this
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
@@ -80,10 +81,11 @@ PROBE_WORK = 2**21                          # … and about this many over all i
 PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run: r₂ runs of N₂ draws …
 PROBE_ROWS = 2**12                          # … and R runs of n₀, up to this many runs of all its estimators
 GROWTH_SEQUENCES = 2**21                    # the reference runs at the run's size up to this M (or the next T) …
-GROWTH_TOKENS = 2**17                       # … or this many drawn tokens r·N·T
+GROWTH_TOKENS = 2**18                       # … or this many drawn tokens r·N·T
 REFERENCE_SELECTION = {"on_policy": {}, "seq_tis": {}}       # g's reference: one estimator that enumerates
 QUICK_PROBE_SECONDS = 0.05                  # a copy is timed again (the least counts) until this is spent …
 PROBE_REPEATS = 5                           # … at most this many times
+SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes less is timed for K = 9, not 3
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default estimators) to 13–15 (every one)
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
@@ -152,13 +154,16 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         return cpu
 
     def timed(T, runs=1, N=1, chosen=selection, warm=False):
-        """(a step's seconds, the setup's): a step is the time of K = 3 less K = 1, over 2, and the setup what K = 1
-        takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they have taken
-        QUICK_PROBE_SECONDS in all (a short time is a noisy one); ``warm``: after one K = 1 untimed (the first run
-        at a size larger than any before touches its memory afresh: a one-off of the run, not a step)."""
+        """(a step's seconds, the setup's): a step is the time of K = 3 (K = SHORT_COPY_STEPS when a first K = 1,
+        untimed, took under SHORT_COPY_SECONDS: a short step's difference is a noisy one) less K = 1, over K − 1, and
+        the setup what K = 1 takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they
+        have taken QUICK_PROBE_SECONDS in all; ``warm``: one more K = 1 untimed before (the first run at a size
+        larger than any before touches its memory afresh: a one-off of the run, not a step)."""
         if warm:
             run(T, chosen, 1, runs, N)
-        times, here = {1: float("inf"), 3: float("inf")}, 0.0
+        first = run(T, chosen, 1, runs, N)
+        longer = SHORT_COPY_STEPS if first < SHORT_COPY_SECONDS else 3
+        times, here = {1: float("inf"), longer: float("inf")}, first
         for _ in range(PROBE_REPEATS):
             for steps in times:
                 cpu = run(T, chosen, steps, runs, N)
@@ -166,12 +171,27 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
                 here += cpu
             if here >= QUICK_PROBE_SECONDS:
                 break
-        step = max(0.0, times[3] - times[1]) / 2
+        step = max(0.0, times[longer] - times[1]) / (longer - 1)
         return step, max(0.0, times[1] - 2 * step)
 
     line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
         _sampled_line(timed, T, selection, config)
     return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
+
+
+def probed_config(config):
+    """The config a probe of a run under ``config`` depends on, for keeping the Probe (the page): its mode,
+    optimizer and noise; in sampled mode its runs and N up to the next power of 2 (within ``LIMITS``), as far as
+    the reference and the wide copy go (a probe for the power of 2 serves every run below it); neither in expected
+    mode."""
+    if config.mode == "expected":
+        return replace(config, steps=1, lr=1.0, runs=1, N=1)
+    return replace(config, steps=1, lr=1.0, runs=_power_of_two(config.runs, LIMITS["runs"][1]),
+                   N=_power_of_two(config.N, LIMITS["N"][1]))
+
+
+def _power_of_two(value, most):
+    return min(most, 1 << (value - 1).bit_length())
 
 
 def _expected_line(timed, T, V, selection):
@@ -198,8 +218,8 @@ def _expected_line(timed, T, V, selection):
 
 
 def _sampled_line(timed, T, selection, config):
-    """The sampled Probe through the copies at (1, n₀), (R, n₀), (r₂, N₂) and, beyond them, the reference's growth
-    per draw (see the module docstring)."""
+    """The sampled Probe through the copies at (1, n₀), (R, n₀), (r₂, n₀), (r₂, N₂) and, beyond them, the
+    reference's growth per draw (see the module docstring)."""
     low = 2 if "rloo" in selection else 1                                   # rloo trains only with N ≥ 2
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
     wide = min(config.runs, max(runs, PROBE_ROWS // len(selection)))      # R runs: R·E ≤ PROBE_ROWS, R ≥ r₂
@@ -207,8 +227,9 @@ def _sampled_line(timed, T, selection, config):
     deep = min(config.N, max(low, GROWTH_TOKENS // (far * T)))
     grows = config.runs * config.N > runs * draws and deep > low and draws > low
     beyond = [timed(T, far, n, chosen=REFERENCE_SELECTION, warm=True)[0] for n in (low, deep)] if grows else []
-    copies = [(1, low), (wide, low), (runs, draws)]
-    a, b, c, setup = _plane(copies, [timed(T, *copy) for copy in copies])
+    copies = [(1, low), (wide, low), (runs, low), (runs, draws)]
+    timings = {copy: timed(T, *copy) for copy in dict.fromkeys(copies)}    # each copy once, where two coincide
+    a, b, c, setup = _plane(copies, [timings[copy] for copy in copies])
     line = Probe("sampled", a, b, c, setup, probed=runs * draws)
     if not grows:
         return line
@@ -218,14 +239,13 @@ def _sampled_line(timed, T, selection, config):
 
 
 def _plane(copies, timings):
-    """(a, b, c, setup) of a + b·r + c·r·N through the steps timed at (1, n₀), (R, n₀), (r₂, N₂) (R or N₂ may equal
-    the first: that term is then 0); the setup measured on the last. b + c·n₀ = β, the step's growth per run at n₀,
-    and c = [deep − base − (r₂ − 1)·β] / [r₂·(N₂ − n₀)]."""
-    (_, low), (wide_runs, _), (runs, draws) = copies
-    (base, _), (wide, _), (deep, setup) = timings
-    per_run = (wide - base) / (wide_runs - 1) if wide_runs > 1 else 0.0
-    c = max(0.0, (deep - base - (runs - 1) * per_run) / (runs * (draws - low))) if draws > low else 0.0
-    b = max(0.0, per_run - c * low)
+    """(a, b, c, setup) of a + b·r + c·r·N through the steps timed at (1, n₀), (R, n₀), (r₂, n₀), (r₂, N₂): b + c·n₀
+    the growth per run from the first two, c the growth per draw from the last two (a term is 0 when its copies
+    coincide); the setup measured on the last."""
+    (_, low), (wide_runs, _), (runs, _), (_, draws) = copies
+    (base, _), (wide, _), (narrow, _), (deep, setup) = timings
+    c = max(0.0, (deep - narrow) / (runs * (draws - low))) if draws > low else 0.0
+    b = max(0.0, (wide - base) / (wide_runs - 1) - c * low) if wide_runs > 1 else 0.0
     return max(0.0, base - b - c * low), b, c, setup
 
 
