@@ -8,6 +8,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 import pytest
+from altair.vegalite.v6 import api as altair_api
 from streamlit.elements.vega_charts import (
     _convert_altair_to_vega_lite_spec,  # st.altair_chart's own conversion
 )
@@ -141,7 +142,7 @@ EVERY_VIEW = [{"tab": "Estimators"}, {"present": "1"}, {"tab": "Ratios", "ratio_
     for lesson in LESSONS], ids=[str(view) for view in EVERY_VIEW] + [f"lesson {lesson.id}" for lesson in LESSONS])
 def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     """Every chart of every tab and lesson, built with the page's one-level copies of whole charts
-    (``_layering_copy``), is the chart Altair's deep copies build (Your run: after a click on an example)."""
+    (``_layering_copy``) and unvalidated parameter comparisons, is the chart Altair's deep copies build (Your run: after a click on an example)."""
     at = AppTest.from_file(APP, default_timeout=300)
     at.query_params.update({name: value for name, value in query.items() if name != "click"})
     at.run()
@@ -149,7 +150,8 @@ def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
         next(button for button in at.button if button.label == query["click"]).click().run()
     assert not at.exception, at.exception
     shallow = _drawn(at)
-    monkeypatch.delattr(alt.TopLevelMixin, "copy")                                 # Altair's own deep copies
+    monkeypatch.delattr(alt.TopLevelMixin, "copy")                                 # Altair's own deep copies …
+    monkeypatch.setattr(altair_api, "_viewless_dict", chart_element._altair_parameter_dict)   # … and comparisons
     monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
     chart_element.SPECS.clear()
     at.run()
