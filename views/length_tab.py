@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET, lengths_for
+from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET
 from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import ESTIMATORS_TAB
 from views import chart_element, sweep_panel, tour
@@ -20,16 +20,9 @@ def render(settings):
                         help=f"Beyond V**T = {ENUMERATION_LIMIT:,} the estimators whose weight does not factorise over "
                              "positions, and the two tail probabilities, can only be sampled. Off, the chart shows "
                              "what is exact at every T and a slider step does not wait for the sampling.")
-    key = sweep_cache.length_key(settings)
-    population, estimators = [], []
-    for T in lengths_for(settings.V):
-        try:
-            point_population, point_estimators = sweep_cache.length_point_at(key, T, sampled)
-        except ValueError as error:
-            st.warning(f"Stopped at T = {T}: {error}")
-            break
-        population += point_population
-        estimators += point_estimators
+    population, estimators, stopped = sweep_cache.length_points(sweep_cache.length_key(settings), sampled)
+    if stopped:
+        st.warning(stopped)
     estimator_frame = sweep_frames.length_estimator_frame(estimators)
     lying = sweep_frames.coincident(estimator_frame, "T", sweep_frames.LENGTH_LOG_METRICS)
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),

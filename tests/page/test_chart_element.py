@@ -5,17 +5,23 @@ import json
 from collections import OrderedDict
 from pathlib import Path
 
+import altair as alt
 import pandas as pd
 import pytest
+from altair.vegalite.v6 import api as altair_api
 from streamlit.elements.vega_charts import (
     _convert_altair_to_vega_lite_spec,  # st.altair_chart's own conversion
 )
 from streamlit.testing.v1 import AppTest
 
 from toylab import exact_table, make_toy
+from toylab.lessons.lesson import settings as lesson_settings
+from toylab.lessons.lesson import view_of
+from toylab.lessons.tour import LESSONS
 from toylab.presentation import charts, frames
 from toylab.presentation.training_charts import objective_chart
 from toylab.presentation.training_frames import curve_frame
+from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab.training.loop import TrainingConfig, train
 from views import chart_element
 from views.chart_element import vega_lite_spec
@@ -120,3 +126,34 @@ class _CountingSpecs(OrderedDict):
         spec = super().get(structure, default)
         self.used += spec is not None
         return spec
+
+
+EVERY_VIEW = [{"tab": "Estimators"}, {"present": "1"}, {"tab": "Ratios", "ratio_panels": "1"},
+              {"tab": "Error vs batch size", "mc_dots": "1"}, {"tab": "Threshold sweep", "compare_N": "4096"},
+              {"tab": "Mismatch sweep"}, {"tab": "Mismatch sweep", "sweep": "temperature", "sweep_pipelines": "1"},
+              {"tab": "Sequence length", "length_mc": "1"}, {"tab": "Training", "sga": "1"},
+              {"tab": "Training", "train_mode": "sampled", "train_optimizer": "adam"},
+              {"tab": "Your run", "click": "Use the example log"}, {"tab": "Your run", "click": "Use the example run"}]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", EVERY_VIEW + [
+    to_query(lesson_settings(lesson)) | view_query(VIEW_DEFAULTS | view_of(lesson) | {"present": True})
+    for lesson in LESSONS], ids=[str(view) for view in EVERY_VIEW] + [f"lesson {lesson.id}" for lesson in LESSONS])
+def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
+    """Every chart of every tab and lesson, built with the page's one-level copies of whole charts
+    (``_layering_copy``) and unvalidated parameter comparisons, is the chart Altair's deep copies build (Your run: after a click on an example)."""
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params.update({name: value for name, value in query.items() if name != "click"})
+    at.run()
+    if "click" in query:
+        next(button for button in at.button if button.label == query["click"]).click().run()
+    assert not at.exception, at.exception
+    shallow = _drawn(at)
+    monkeypatch.delattr(alt.TopLevelMixin, "copy")                                 # Altair's own deep copies …
+    monkeypatch.setattr(altair_api, "_viewless_dict", chart_element._altair_parameter_dict)   # … and comparisons
+    monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
+    chart_element.SPECS.clear()
+    at.run()
+    assert alt.Chart().copy.__func__ is alt.utils.schemapi.SchemaBase.copy
+    assert shallow and _drawn(at) == shallow

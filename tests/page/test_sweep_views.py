@@ -120,3 +120,13 @@ def test_show_me_sets_the_sidebar_controls_and_the_tab(index):
     for id in chosen.estimators:
         for name, value in chosen.params(id).items():
             assert state[f"{id}.{name}"] == value
+
+
+def test_length_tab_stops_where_the_relative_error_is_undefined_and_draws_the_lengths_before():
+    """top-k 2 with the trainer keeping the sampler's mask: from T = 6 the kept tokens fix the reward (∇J = 0)."""
+    app = _render("length_tab", top_k=2, scored="keep_mask", estimators=("naive", "seq_is"))
+    assert not app.exception
+    [warning] = app.warning
+    assert warning.value.startswith("Stopped at T = 6:") and "does not depend on θ" in warning.value
+    rows = [data for data in _chart_data(app) if "estimator" in data]
+    assert {T for data in rows for T in data["T"]} == {1, 2, 3, 4}

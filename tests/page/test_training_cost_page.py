@@ -8,9 +8,12 @@ from messages import says
 from streamlit.testing.v1 import AppTest
 
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.training.cost import Probe
+from toylab.training.loop import train
 from views.caches import training_cache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+PROBE = Probe("expected", a=1e-4, b=1e-9)             # a step of the default toy in well under the page's seconds
 
 
 def opened(link):
@@ -46,3 +49,15 @@ def test_a_run_over_the_page_s_seconds_is_refused_after_a_probe_of_small_copies(
 def test_a_run_within_the_bounds_trains():
     at = opened({"train_steps": "20"})
     assert not refusals(at) and len(at.get("vega_lite_chart")) >= 2
+
+
+def test_a_mismatch_step_keeps_the_probe_and_trains_again(monkeypatch):
+    """A step's work does not depend on the mismatch: the probe timed at the first mismatch serves the next, while
+    the run itself is trained again at the new mismatch."""
+    probed, trained = [], []
+    monkeypatch.setattr(training_cache.cost, "probe", lambda *args, **kwargs: probed.append(args) or PROBE)
+    monkeypatch.setattr(training_cache, "train", lambda *args: trained.append(args[0].mismatch) or train(*args))
+    at = opened({"seed": "7", "train_steps": "5"})            # a seed no other test trains: nothing cached
+    at.slider(key="mismatch").set_value(0.45).run()
+    assert not at.exception
+    assert [toy_key[2] for toy_key, *_ in probed] == [0.3] and trained == [0.3, 0.45]

@@ -66,7 +66,7 @@ def coincidences(frame, x, y, series="estimator", log=False):
     equal to it at RUN or more consecutive x values (or all, if fewer), or drawn on top of it at a share HIDDEN or more
     of the x values they share; of several such earlier series, the one it lies on at the most x values."""
     tolerance = APART * span(frame[y], log)
-    order = list(dict.fromkeys(frame[series]))
+    order = frame[series].unique().tolist()
     curves = _curves(frame, x, y, series, order)
     found = []
     for index, id in enumerate(order):
@@ -200,7 +200,7 @@ DASHES = {"own": [1, 0], "reference": [7, 4], "compared": [10, 5], "alike": [9, 
 
 def with_line_styles(frame, styles, series="estimator"):
     """The frame with a ``line`` column: each row's series's style (``line_styles``)."""
-    return frame.assign(line=[styles.get(id, "own") for id in frame[series]])
+    return frame.assign(line=[styles.get(id, "own") for id in frame[series].tolist()])
 
 
 def cap(text, most=400):

@@ -460,8 +460,8 @@ def evidence_table(numbers):
 def shown_table(table):
     """``table_frame`` as the Estimators tab shows it: each estimator's colour as a swatch (``colours.swatch``) and
     its cosine in words (``cosine_text``)."""
-    return table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"]],
-                        cosine=[cosine_text(cosine) for cosine in table["cosine"]])
+    return table.assign(swatch=[swatch(ESTIMATORS[id].colour) for id in table["estimator"].tolist()],
+                        cosine=[cosine_text(cosine) for cosine in table["cosine"].tolist()])
 
 
 def error_chart_caption(dots, replicates, sampled_only, lying, sizes):

@@ -113,7 +113,7 @@ def steps_chart(frame, columns=2, width=300, height=150):
     left = base.transform_filter(alt.datum.left).mark_rule(color=RULE_COLOUR, strokeWidth=2.5, strokeDash=[5, 3]).encode(
         x, tips("metric:N", alt.Tooltip("step:Q", title="left its early range at step")))
     return readable(alt.layer(band, line, left, height=height, width=width).facet(
-        facet=alt.Facet("metric:N", title=None, sort=list(dict.fromkeys(frame["metric"]))), columns=columns
+        facet=alt.Facet("metric:N", title=None, sort=frame["metric"].unique().tolist()), columns=columns
     ).resolve_scale(y="independent").resolve_axis(x="independent"))
 
 
@@ -122,7 +122,7 @@ def affected_steps_chart(frame, coincident=()):
     (``run_frames.affected_steps_frame``), in its registry colour (one that lies on another, ``coincident``, in
     phased short dashes over it, named in the legend), with a rule in that colour at the step where the share first
     left its early range."""
-    ids = list(dict.fromkeys(frame["estimator"]))
+    ids = frame["estimator"].unique().tolist()
     base = alt.Chart(coincidence.with_line_styles(frame, coincidence.line_styles(coincident, ids)))
     x = alt.X("step:Q", title="step", axis=alt.Axis(format="d", tickMinStep=1))
     colour = estimator_colour(ids, labels=coincidence.legend_words(coincident))

@@ -97,8 +97,8 @@ def threshold_chart(frame, rule_of_thumb, panel=None, marks=None, labels=None):
     (``sweep_frames.compared_threshold_frame``) the second's std and RMSE are long-dashed (its ``line`` style). ``panel``: one of
     THRESHOLD_PANELS alone; ``marks``: a lesson's annotations (``frames.mark_frame``) on the RMSE panel."""
     frame = frame if "line" in frame else frame.assign(line="own")
-    ids = list(dict.fromkeys(frame["estimator"]))
-    batches = list(dict.fromkeys(frame["batch"])) if "batch" in frame else []
+    ids = frame["estimator"].unique().tolist()
+    batches = frame["batch"].unique().tolist() if "batch" in frame else []
     opacity = highlighted_opacity()
     x = alt.X("threshold:Q", title="threshold (C; hi for bands; δ for k3_rs; ε for trm)",
               scale=alt.Scale(type="log"))
@@ -150,7 +150,7 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
     where the sampler truncates; the dashed grey rule is the chosen value. ``panel``: "rmse", "bias" or
     "divergence" alone; ``marks``: a lesson's annotations on the divergence panel."""
     estimators = estimators if "line" in estimators else estimators.assign(line="own")
-    ids = list(dict.fromkeys(estimators["estimator"]))
+    ids = estimators["estimator"].unique().tolist()
     _, log_x = SWEPT_AXES[parameter]
     x = _swept_x(parameter)
     rule = _vertical_rule(chosen, f"chosen {parameter}", f"chosen {parameter}", log_x=log_x)
@@ -207,7 +207,7 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
     ``marks``: a lesson's annotations on the std-ratio panel."""
     x = alt.X("T:Q", title="T (tokens per sequence)", scale=alt.Scale(type="log", base=2))
     tooltip = tips("quantity:N", "T:Q", alt.Tooltip("value:Q", format=".4g"), "method:N")
-    ids = list(dict.fromkeys(estimators["estimator"]))
+    ids = estimators["estimator"].unique().tolist()
     opacity = highlighted_opacity()
     alone = panel is not None
     shown = [probabilities, estimators] if panel is None else [probabilities if panel == "probability" else estimators]
@@ -265,14 +265,14 @@ def pipeline_chart(estimators, identity, chosen, parameter="temperature"):
     """Each estimator's relative bias as one sampler parameter moves (its x as the sampler sweep's: ``_swept_x``, the
     precisions by name), one small panel per pipeline (its frameworks in the tooltip), over the identity check E_μs[W]
     of every pipeline (log y, the dashed grey rule at the chosen value and a dotted one at 1)."""
-    ids = list(dict.fromkeys(estimators["estimator"]))
+    ids = estimators["estimator"].unique().tolist()
     _, log_x = SWEPT_AXES[parameter]
     x = _swept_x(parameter)
     panels = alt.Chart(estimators).mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=20)).encode(
         x=x, y=_y("relative bias", log=False), color=estimator_colour(ids),
         tooltip=tips("estimator:N", "pipeline:N", "frameworks:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g"))
     ).properties(height=PANEL_HEIGHT * 0.7, width=PANEL_WIDTH / 2).facet(
-        facet=alt.Facet("pipeline:N", title=None, sort=list(dict.fromkeys(estimators["pipeline"]))),
+        facet=alt.Facet("pipeline:N", title=None, sort=estimators["pipeline"].unique().tolist()),
         columns=PIPELINE_COLUMNS)
     one = alt.Chart(pd.DataFrame({"value": [1.0]})).mark_rule(color=TEXT, strokeDash=[2, 3]).encode(y="value:Q")
     check = alt.layer(

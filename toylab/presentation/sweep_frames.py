@@ -198,7 +198,7 @@ def coincident(frame, x, logs=LOG_METRICS):
 def styled(frame, found, reference=None):
     """The frame with each row's line style (``coincidence.line_styles`` per metric; "compared" for a second batch
     size's rows)."""
-    ids = list(dict.fromkeys(frame["estimator"]))
+    ids = frame["estimator"].unique().tolist()
     styles = {metric: coincidence.line_styles(lying, ids, reference) for metric, lying in found.items()}
     first = frame["batch"].iloc[0] if "batch" in frame and len(frame) else None
     line = [("compared" if first is not None and batch != first else styles.get(metric, {}).get(id, "own"))

@@ -56,7 +56,7 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
     legend only where asked (the tab's charts share the J chart's colours); a lesson's ``marks`` on it. Lines that lie
     on others are found here (``training_frames.coincident``), on this chart's own values."""
     data = quantity_curves(curves, quantity, sampled, log)
-    ids = list(dict.fromkeys(data["estimator"]))
+    ids = data["estimator"].unique().tolist()
     x = alt.X("step:Q", title="step k", axis=STEP_AXIS)
     y = alt.Y("median:Q", title=QUANTITIES[quantity], scale=LOG_FIT if log else alt.Undefined)
     layers = _curves(data, x, y, ids, legend_highlight(), sampled, legend=legend,

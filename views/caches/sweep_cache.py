@@ -9,7 +9,7 @@ from dataclasses import replace
 import streamlit as st
 
 from toylab.analysis import sweeps
-from toylab.analysis.length import enumerable, length_point, samples_at
+from toylab.analysis.length import enumerable, length_point, lengths_for, samples_at
 from toylab.state.query import DEFAULTS
 from views.caches import cache
 from views.caches.work_slots import large_work
@@ -58,9 +58,19 @@ def length_key(settings):
     return replace(settings, T=DEFAULTS.T, N=DEFAULTS.N)
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def length_point_at(settings, T, sampled):
-    """(population rows, estimator rows) at T; call with ``length_key(settings)``. Beyond enumeration a point
-    draws samples_at(T) sequences of T tokens if ``sampled``, else holds only the exact rows."""
-    with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T if sampled else T * T):
-        return length_point(settings, T, sampled=sampled)
+@st.cache_data(max_entries=32, show_spinner=False)
+def length_points(settings, sampled):
+    """(population rows, estimator rows, why the view stopped or "") over ``lengths_for(V)``: each T's
+    ``length_point``, up to the first T that raises ValueError (its message); call with ``length_key(settings)``.
+    One cache entry for every length, so a slider step hashes the Settings once. Beyond enumeration a point draws
+    samples_at(T) sequences of T tokens if ``sampled``, else holds only the exact rows."""
+    population, estimators = [], []
+    for T in lengths_for(settings.V):
+        with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T if sampled else T * T):
+            try:
+                point_population, point_estimators = length_point(settings, T, sampled=sampled)
+            except ValueError as error:
+                return population, estimators, f"Stopped at T = {T}: {error}"
+        population += point_population
+        estimators += point_estimators
+    return population, estimators, ""

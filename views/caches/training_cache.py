@@ -37,19 +37,24 @@ def left_out(settings, mode):
 def refusal(settings, config, selection):
     """Why ``trajectories`` would not finish within the page's seconds or memory (``training.cost.refusal``), or
     None. Its memory is known from its sizes; its seconds from a probe of small copies of it, which is kept for the
-    next steps, and runs and N up to their next power of 2 (``cost.probed_config``: it depends on the toy, the
-    selection, the baseline and the mode, optimizer and noise, and how far a sampled run's reference goes)."""
+    next steps, mismatch, and runs and N up to their next power of 2 (``cost.probed_config``: it depends on the
+    toy's sizes, seed and sampler, the selection, the baseline and the mode, optimizer and noise, and how far a
+    sampled run's reference goes)."""
     ids = [id for id, _ in selection]
-    return cost.refusal(settings.T, settings.V, config, ids, lambda: probe(settings.toy_key, selection,
-                                                                          settings.baseline,
-                                                                          cost.probed_config(config)),
-                        LIMIT_SECONDS)
+    T, V, mismatch, seed, sampler = settings.toy_key
+    return cost.refusal(T, V, config, ids, lambda: probe((T, V, seed, sampler), selection, settings.baseline,
+                                                         cost.probed_config(config), mismatch), LIMIT_SECONDS)
 
 
 @st.cache_data(max_entries=64, show_spinner="Timing small copies of the run …")
-def probe(toy_key, selection, baseline, config):
-    """The run's ``cost.Probe``: a line through the timed steps of small copies of it."""
-    return cost.probe(toy_key, {id: dict(params) for id, params in selection}, baseline, config)
+def probe(sizes, selection, baseline, config, _mismatch):
+    """The run's ``cost.Probe``: a line through the timed steps of small copies of it. ``sizes`` is the toy's key
+    without its mismatch, which does not change a step's work (the same arrays at any mismatch): the probe timed at
+    the first mismatch asked (``_mismatch``, not part of the cache's key) serves every other, so a mismatch step
+    does not time copies again."""
+    T, V, seed, sampler = sizes
+    return cost.probe((T, V, _mismatch, seed, sampler), {id: dict(params) for id, params in selection}, baseline,
+                      config)
 
 
 TRAJECTORIES = ByteBoundedCache(TRAJECTORY_CACHE_BYTES, lambda runs: sum(
