@@ -42,9 +42,9 @@ GROWTH_SEQUENCES sequences, else the largest V**t under it past T₂; up to GROW
                                                  one estimator's: R runs of the run's estimators measure it)
 
 g = 1 when no estimator enumerates, when the run is no larger than the copies, or when the reference's timings are
-noise (no growth). The reference runs first, at the run's size (one untimed step before, its memory touched
-afresh): the copies then see the memory the run will see. And the copies enumerate as the run will (its
-``chunk_rows``). (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c:
+noise (no growth). The reference runs first, at the run's size, timed twice at least: the copies then see the
+memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), and a copy
+whose step is short is timed over more steps. And the copies enumerate as the run will (its ``chunk_rows``). (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c:
 drawing and scoring sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
 PROBE_DRAWS draws and R runs of n₀, per estimator, and the reference a few steps of one estimator at the run's size
 (within GROWTH_SEQUENCES or GROWTH_TOKENS, no more memory than the run's own step): a small part of any run worth
@@ -153,23 +153,22 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         spent["wall"] += wall
         return cpu
 
-    def timed(T, runs=1, N=1, chosen=selection, warm=False):
-        """(a step's seconds, the setup's): a step is the time of K = 3 (K = SHORT_COPY_STEPS when a first K = 1,
-        untimed, took under SHORT_COPY_SECONDS: a short step's difference is a noisy one) less K = 1, over K − 1, and
-        the setup what K = 1 takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they
-        have taken QUICK_PROBE_SECONDS in all; ``warm``: one more K = 1 untimed before (the first run at a size
-        larger than any before touches its memory afresh: a one-off of the run, not a step)."""
-        if warm:
-            run(T, chosen, 1, runs, N)
+    def timed(T, runs=1, N=1, chosen=selection, twice=False):
+        """(a step's seconds, the setup's): after a first K = 1, untimed (the first run at a size larger than any
+        before touches its memory afresh: a one-off of the run, not a step), a step is the time of K = 3 (K =
+        SHORT_COPY_STEPS when that first took under SHORT_COPY_SECONDS: a short step's difference is a noisy one)
+        less K = 1, over K − 1, and the setup what K = 1 takes beyond its two steps; each the least of up to
+        PROBE_REPEATS timings, until they have taken QUICK_PROBE_SECONDS in all, and at least two if ``twice`` (the
+        reference at the run's size: one long timing is at the mercy of the machine's other work)."""
         first = run(T, chosen, 1, runs, N)
         longer = SHORT_COPY_STEPS if first < SHORT_COPY_SECONDS else 3
         times, here = {1: float("inf"), longer: float("inf")}, first
-        for _ in range(PROBE_REPEATS):
+        for repeat in range(PROBE_REPEATS):
             for steps in times:
                 cpu = run(T, chosen, steps, runs, N)
                 times[steps] = min(times[steps], cpu)
                 here += cpu
-            if here >= QUICK_PROBE_SECONDS:
+            if here >= QUICK_PROBE_SECONDS and repeat >= twice:
                 break
         step = max(0.0, times[longer] - times[1]) / (longer - 1)
         return step, max(0.0, times[1] - 2 * step)
@@ -204,7 +203,7 @@ def _expected_line(timed, T, V, selection):
     M1, M2 = V**T1, V**T2
     grows = enumerated and T1 < T2 < T
     T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or V**t <= GROWTH_SEQUENCES) if grows else T
-    far = timed(T3, chosen=REFERENCE_SELECTION, warm=True)[0] if grows else 0.0   # first: the run's arrays
+    far = timed(T3, chosen=REFERENCE_SELECTION, twice=True)[0] if grows else 0.0   # first: the run's arrays
     large, setup = timed(T2)
     if T1 == T2:
         return Probe("expected", large, 0.0, setup=setup, probed=M2)
@@ -226,7 +225,7 @@ def _sampled_line(timed, T, selection, config):
     far = min(config.runs, max(1, GROWTH_TOKENS // (low * T)))            # the run's (r, N), r·N·T ≤ GROWTH_TOKENS
     deep = min(config.N, max(low, GROWTH_TOKENS // (far * T)))
     grows = config.runs * config.N > runs * draws and deep > low and draws > low
-    beyond = [timed(T, far, n, chosen=REFERENCE_SELECTION, warm=True)[0] for n in (low, deep)] if grows else []
+    beyond = [timed(T, far, n, chosen=REFERENCE_SELECTION, twice=True)[0] for n in (low, deep)] if grows else []
     copies = [(1, low), (wide, low), (runs, low), (runs, draws)]
     timings = {copy: timed(T, *copy) for copy in dict.fromkeys(copies)}    # each copy once, where two coincide
     a, b, c, setup = _plane(copies, [timings[copy] for copy in copies])
