@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.your_run.statistics import Estimate, ratio_of_sums, sequence_mean, token_mean
+from toylab.your_run.statistics import Estimate, ratio_of_sums, sequence_mean, token_means
 
 SAFETY_BOUND = 20.0               # verl's clamp on log ratios (rollout_corr_helper.py)
 VERL_IS_THRESHOLD = 2.0           # verl's default rollout_is_threshold
@@ -104,15 +104,18 @@ def framework_metrics(log):
     inverse = 1 / rho
     exp_abs_log_rho = np.maximum(rho, inverse)                                   # e^|log ρ|
     k3 = rho - 1 - log_rho
-    k3_mean, abs_mean = token_mean(log, k3), token_mean(log, abs_log_rho)       # each shown under several names
     seq_mult = per_sequence_mean(exp_abs_log_rho)
     log_W = np.add.reduceat(log_rho, starts)
     clamped = rho if abs_log_rho.max() <= SAFETY_BOUND else np.exp(np.clip(log_rho, -SAFETY_BOUND, SAFETY_BOUND))
     # NeMo's mixture m = (π + μ)/2 of the sampled token: π/m = 2ρ/(1 + ρ), μ/m = 2/(1 + ρ)
     log_half_sum = np.log1p(rho) - math.log(2)
     js = 0.5 * (2 * rho / (1 + rho) - 1 - (log_rho - log_half_sum)) + 0.5 * (2 / (1 + rho) - 1 + log_half_sum)
+    # every token mean at once; k3's and |log ρ|'s are each shown under several names
+    kl, k3_mean, abs_mean, clamped_squares, gap_mean, mult_mean, policy_kl, js_mean, reverse_kl = token_means(log, [
+        -log_rho, k3, abs_log_rho, clamped**2, probability_gap, exp_abs_log_rho, inverse - 1 + log_rho, js,
+        mu * -log_rho])
     rows = [
-        ("verl", "rollout_corr/kl", token_mean(log, -log_rho)),
+        ("verl", "rollout_corr/kl", kl),
         ("verl", "rollout_corr/k3_kl", k3_mean),
         ("verl", "rollout_corr/training_ppl", _finite_mean(_exp(-mean_log_pi))),
         ("verl", "rollout_corr/training_log_ppl", _finite_mean(-mean_log_pi)),
@@ -124,20 +127,20 @@ def framework_metrics(log):
         ("verl", "rollout_corr/log_ppl_diff_min", float(d.min())),
         ("verl", "rollout_corr/ppl_ratio", sequence_mean(np.exp(d))),
         ("verl", "rollout_corr/chi2_token",
-         _shifted(token_mean(log, clamped**2), -1.0)),
+         _shifted(clamped_squares, -1.0)),
         ("verl", "rollout_corr/chi2_seq", _shifted(sequence_mean(np.exp(2 * np.clip(log_W, -SAFETY_BOUND,
                                                                                       SAFETY_BOUND))), -1.0)),
         ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=token)", _verl_ess(clamped)),
         ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=sequence)",
          _verl_ess(np.exp(np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), lengths)),
-        ("verl", "training/rollout_probs_diff_mean", token_mean(log, probability_gap)),
+        ("verl", "training/rollout_probs_diff_mean", gap_mean),
         ("verl", "training/rollout_probs_diff_max", float(probability_gap.max())),
         ("verl", "training/rollout_probs_diff_std", _sd(probability_gap)),
         ("verl", "training/rollout_actor_probs_pearson_corr", _correlation(pi, mu)),
-        ("NeMo-RL", "token_mult_prob_error", token_mean(log, exp_abs_log_rho)),
+        ("NeMo-RL", "token_mult_prob_error", mult_mean),
         ("NeMo-RL", "gen_kl_error", k3_mean),
-        ("NeMo-RL", "policy_kl_error", token_mean(log, inverse - 1 + log_rho)),
-        ("NeMo-RL", "js_divergence_error", token_mean(log, js)),
+        ("NeMo-RL", "policy_kl_error", policy_kl),
+        ("NeMo-RL", "js_divergence_error", js_mean),
         ("NeMo-RL", "max_seq_mult_prob_error", float(seq_mult.max())),
         ("NeMo-RL", "mean_seq_mult_prob_error", sequence_mean(seq_mult)),
         ("NeMo-RL", "min_seq_mult_prob_error", float(seq_mult.min())),
@@ -148,7 +151,7 @@ def framework_metrics(log):
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_mean", abs_mean),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_max", float(abs_log_rho.max())),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_std", _sd(abs_log_rho)),
-        ("open-instruct", "debug/vllm_local_reverse_kl", token_mean(log, mu * -log_rho)),
+        ("open-instruct", "debug/vllm_local_reverse_kl", reverse_kl),
         ("TRL", "sampling/sampling_logp_difference/mean", abs_mean),
         ("TRL", "sampling/sampling_logp_difference/max", float(abs_log_rho.max())),
     ]
