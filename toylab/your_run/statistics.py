@@ -104,7 +104,7 @@ def token_means(log, per_token):
     array, each scaled by its own power of two; every sum is the one a single array's would be, bit for bit."""
     values = np.stack(per_token)
     tops = np.maximum(values.max(axis=1), -values.min(axis=1)).tolist()
-    scales = [_power_of_two_at_or_above(top) for top in tops]
+    scales = [power_of_two_above(top) for top in tops]
     sums = np.add.reduceat(values / np.array(scales)[:, None], log.offsets[:-1], axis=1)
     lengths, tokens, B = log.lengths, log.tokens, log.sequences
     means = sums.sum(axis=1) / tokens
@@ -126,12 +126,8 @@ def ratio_of_sums(numerators, denominators):
     return Estimate(ratio, float(math.sqrt(B / (B - 1) * np.sum((numerators - ratio * denominators) ** 2)) / total))
 
 
-def power_of_two_above(values):
-    """1, or the power of two at or above max |value| when that is over 1 (dividing by it is exact)."""
-    return _power_of_two_at_or_above(max(float(values.max()), -float(values.min())) if values.size else 0.0)
-
-
-def _power_of_two_at_or_above(top):
+def power_of_two_above(top):
+    """1, or the power of two at or above ``top`` (a largest |value|) when that is over 1 (dividing by it is exact)."""
     return 1.0 if top <= 1 else 2.0 ** math.ceil(math.log2(top))
 
 
