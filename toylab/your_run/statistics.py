@@ -133,10 +133,18 @@ def power_of_two_above(top):
 
 def sequence_mean(values):
     """The mean over sequences with its standard error s/√B."""
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return Estimate(float(values.mean()), None)
-    return Estimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values))))
+    return sequence_means([values])[0]
+
+
+def sequence_means(arrays):
+    """[sequence_mean of each (B,) array], taken together (a row each: every sum the one an array's own would be)."""
+    values = np.stack(arrays).astype(float, copy=False)
+    B = values.shape[1]
+    means = values.mean(axis=1).tolist()
+    if B < 2:
+        return [Estimate(mean, None) for mean in means]
+    errors = (values.std(axis=1, ddof=1) / math.sqrt(B)).tolist()
+    return [Estimate(mean, error) for mean, error in zip(means, errors, strict=True)]
 
 
 def spread(values):
