@@ -258,9 +258,11 @@ def _check_rewards(name, column, rewards, rows, role="reward"):
 
 
 def _list_lengths(lists):
-    """Each list's length, 0 for a missing one (fill_null only when one is missing: pyarrow's call costs 0.1 ms)."""
-    lengths = pc.list_value_length(lists)
-    return (lengths.fill_null(0) if lengths.null_count else lengths).to_numpy(zero_copy_only=False)
+    """Each list's length, 0 for a missing one: from the list offsets when none is missing (a pyarrow compute call
+    costs up to 0.1 ms however short the array: a run of tiny steps makes thousands)."""
+    if lists.null_count:
+        return pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+    return np.diff(lists.offsets.to_numpy())
 
 
 def _numpy(array):
