@@ -78,18 +78,18 @@ def on_log(log, selection):
         advantages = None if advantage_of is None else advantage_of[batch.start:batch.start + len(batch.mask)]
         sequences = GivenSequences(batch.trainer_logprobs, batch.sampler_logprobs, batch.mask, advantages)
         indices, coefficients, affected = [], [], []
-        for index, (id, params) in enumerate(exact.items()):
-            if id in left_out:
-                continue
-            try:
-                with np.errstate(over="ignore", invalid="ignore"):     # weights past float64: see _Totals
+        with np.errstate(over="ignore", invalid="ignore"):             # weights past float64: see _Totals
+            for index, (id, params) in enumerate(exact.items()):
+                if id in left_out:
+                    continue
+                try:
                     coefficient, _, marked = marks(id, sequences, params)
-            except ValueError as error:            # the advantage is needed and the log has neither
-                left_out[id] = f"needs rewards or advantages: {error}"
-                continue
-            indices.append(index)
-            coefficients.append(coefficient)
-            affected.append(marked)
+                except ValueError as error:        # the advantage is needed and the log has neither
+                    left_out[id] = f"needs rewards or advantages: {error}"
+                    continue
+                indices.append(index)
+                coefficients.append(coefficient)
+                affected.append(marked)
         if indices:
             totals.add(indices, np.stack(coefficients), batch.mask, np.stack(affected))
     index_of = {id: index for index, id in enumerate(exact)}
