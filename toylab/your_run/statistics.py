@@ -24,7 +24,7 @@ reward E_μ[r] (mean ± s/√B). The sample ESS fraction (Σ_b W_b)² / (B·Σ_b
 """
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 
 import numpy as np
@@ -73,7 +73,7 @@ class LogStatistics:
     tail_shares: dict                # c → Estimate of the share of tokens with |log ρ_t| > c
     ess_fraction: float
     mean_reward: Estimate | None     # E_μ[r], when the log has rewards
-    sequence_log_ratios: tuple       # (log W, log ρ_geo): (B,) each, for their spreads
+    sequence_log_ratios: tuple = field(repr=False)   # (log W, log ρ_geo): (B,) each, for their spreads
 
     @cached_property
     def log_W(self) -> Spread:
@@ -90,7 +90,7 @@ class LogStatistics:
         return type(other) is LogStatistics and self._compared() == other._compared()
 
     def _compared(self):
-        return (*(getattr(self, field.name) for field in fields(self) if field.name != "sequence_log_ratios"),
+        return (*(getattr(self, entry.name) for entry in fields(self) if entry.name != "sequence_log_ratios"),
                 self.log_W, self.log_rho_geo)
 
 
