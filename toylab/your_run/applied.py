@@ -67,26 +67,33 @@ class EstimatorOnLog:
 
 
 def on_log(log, selection):
-    """[EstimatorOnLog] for ``selection`` ({id: parameter overrides}), in its order; one streaming pass."""
+    """[EstimatorOnLog] for ``selection`` ({id: parameter overrides}), in its order; one streaming pass, each batch's
+    estimators summed together (``_Totals``)."""
     exact = {id: resolve_params(id, params) for id, params in selection.items()
              if ESTIMATORS[id].exact and not ESTIMATORS[id].on_policy}
-    totals = {id: _Totals() for id in exact}
+    totals = _Totals(len(exact))
     left_out = {}
     advantage_of = advantages_of(log)
     for batch in log.batches():
         advantages = None if advantage_of is None else advantage_of[batch.start:batch.start + len(batch.mask)]
         sequences = GivenSequences(batch.trainer_logprobs, batch.sampler_logprobs, batch.mask, advantages)
-        for id, params in exact.items():
-            if id in left_out:
-                continue
-            try:
-                with np.errstate(over="ignore", invalid="ignore"):     # weights past float64: see _Totals
-                    coefficient, _, affected = marks(id, sequences, params)
-            except ValueError as error:            # the advantage is needed and the log has neither
-                left_out[id] = f"needs rewards or advantages: {error}"
-                continue
-            totals[id].add(coefficient, batch.mask, affected)
-    return [_row(id, totals.get(id), left_out.get(id) or _why_not(id)) for id in selection]
+        indices, coefficients, affected = [], [], []
+        with np.errstate(over="ignore", invalid="ignore"):             # weights past float64: see _Totals
+            for index, (id, params) in enumerate(exact.items()):
+                if id in left_out:
+                    continue
+                try:
+                    coefficient, _, marked = marks(id, sequences, params)
+                except ValueError as error:        # the advantage is needed and the log has neither
+                    left_out[id] = f"needs rewards or advantages: {error}"
+                    continue
+                indices.append(index)
+                coefficients.append(coefficient)
+                affected.append(marked)
+        if indices:
+            totals.add(indices, np.stack(coefficients), batch.mask, np.stack(affected))
+    index_of = {id: index for index, id in enumerate(exact)}
+    return [_row(id, totals, index_of.get(id), left_out.get(id) or _why_not(id)) for id in selection]
 
 
 def advantages_of(log):
@@ -106,19 +113,21 @@ def _why_not(id):
     return ""
 
 
-def _row(id, totals, note):
-    if note or totals is None or totals.tokens == 0:
+def _row(id, totals, index, note):
+    if note or index is None or totals.tokens[index] == 0:
         return EstimatorOnLog(id, note=note or "no response tokens")
-    shares = {"tokens_affected": totals.affected_tokens / totals.tokens,
-              "sequences_affected": totals.affected_sequences / totals.sequences}
-    if totals.overflow:
+    tokens, sequences = int(totals.tokens[index]), int(totals.sequences[index])
+    shares = {"tokens_affected": int(totals.affected_tokens[index]) / tokens,
+              "sequences_affected": int(totals.affected_sequences[index]) / sequences}
+    if totals.overflow[index]:
         return EstimatorOnLog(id, **shares, note=OVERFLOWING)
-    mean = totals.weight_sum / totals.tokens
-    variance = max(totals.weight_square_sum / totals.tokens - mean**2, 0.0)
-    ess = totals.weight_sum**2 / (totals.tokens * totals.weight_square_sum) if totals.weight_square_sum > 0 else 0.0
-    return EstimatorOnLog(id, **shares, weight_mean=mean * totals.scale,
-                          weight_sd=math.sqrt(variance) * totals.scale, weight_min=totals.low,
-                          weight_max=totals.high, ess_fraction=min(ess, 1.0), weight_change=totals.change())
+    weight_sum, weight_square_sum, scale = totals.weight_sum[index], totals.weight_square_sum[index], totals.scale[index]
+    mean = weight_sum / tokens
+    variance = max(weight_square_sum / tokens - mean**2, 0.0)
+    ess = weight_sum**2 / (tokens * weight_square_sum) if weight_square_sum > 0 else 0.0
+    return EstimatorOnLog(id, **shares, weight_mean=mean * scale, weight_sd=math.sqrt(variance) * scale,
+                          weight_min=totals.low[index], weight_max=totals.high[index], ess_fraction=min(ess, 1.0),
+                          weight_change=totals.change(index))
 
 
 OVERFLOWING = ("its weights overflow float64 on this log (a sequence's W = exp(Σ log ρ) is beyond 1.8e308), so "
@@ -126,55 +135,69 @@ OVERFLOWING = ("its weights overflow float64 on this log (a sequence's W = exp(�
 
 
 class _Totals:
-    """Running sums of one estimator over the log's batches: Σ c/s and Σ (c/s)² with s a power of two at or above
-    the largest |c| so far (rescaled when it grows), so no sum overflows; ``overflow`` once a weight is not finite.
-    For the weight change, per sequence b the sum S_b of |c − 1| over its L_b response tokens: Σ S_b, Σ S_b²,
-    Σ S_b·L_b, Σ L_b, Σ L_b² (the clustered standard error of a token mean, ``statistics.token_mean``)."""
+    """Running sums of E estimators over the log's batches, an entry per estimator: Σ c/s and Σ (c/s)² with s a power
+    of two at or above the largest |c| so far (rescaled when it grows), so no sum overflows; ``overflow`` once a weight
+    is not finite. For the weight change, per sequence b the sum S_b of |c − 1| over its L_b response tokens: Σ S_b,
+    Σ S_b², Σ S_b·L_b, Σ L_b, Σ L_b² (the clustered standard error of a token mean, ``statistics.token_mean``).
+    A batch's estimators are added together, a row each: every sum is the one an estimator's own would be."""
 
-    def __init__(self):
-        self.tokens = self.sequences = self.affected_tokens = self.affected_sequences = 0
-        self.weight_sum = self.weight_square_sum = 0.0
-        self.scale = 1.0
-        self.low, self.high = math.inf, -math.inf
-        self.overflow = False
-        self.change_sums = np.zeros(5)           # Σ S, Σ S², Σ S·L, Σ L, Σ L²
+    def __init__(self, count):
+        self.tokens, self.sequences = np.zeros(count, np.int64), np.zeros(count, np.int64)
+        self.affected_tokens, self.affected_sequences = np.zeros(count, np.int64), np.zeros(count, np.int64)
+        self.weight_sum, self.weight_square_sum = [0.0] * count, [0.0] * count
+        self.scale = [1.0] * count
+        self.low, self.high = [math.inf] * count, [-math.inf] * count
+        self.overflow = np.zeros(count, bool)
+        self.change_sums = np.zeros((count, 5))           # Σ S, Σ S², Σ S·L, Σ L, Σ L²
 
-    def change(self):
+    def change(self, index):
         """Estimate of mean_t |c_t − 1| over the response tokens (None once a weight overflows or the sums do)."""
-        total, squares, cross, length, length_squares = self.change_sums
-        if self.overflow or not np.isfinite(self.change_sums).all() or length == 0:
+        total, squares, cross, length, length_squares = self.change_sums[index]
+        if self.overflow[index] or not np.isfinite(self.change_sums[index]).all() or length == 0:
             return None
         mean = total / length
-        if self.sequences < 2:
+        sequences = int(self.sequences[index])
+        if sequences < 2:
             return Estimate(float(mean), None)
         residual = max(squares - 2 * mean * cross + mean**2 * length_squares, 0.0)
-        return Estimate(float(mean), float(math.sqrt(self.sequences / (self.sequences - 1) * residual) / length))
+        return Estimate(float(mean), float(math.sqrt(sequences / (sequences - 1) * residual) / length))
 
-    def add(self, coefficient, mask, affected):
-        response_weights = coefficient[mask]
-        if not self.overflow:
-            with np.errstate(over="ignore", invalid="ignore"):
-                sums = np.where(mask, np.abs(coefficient - 1), 0.0).sum(axis=1)
-                lengths = mask.sum(axis=1).astype(float)
-                self.change_sums += [sums.sum(), (sums**2).sum(), (sums * lengths).sum(), lengths.sum(),
-                                     (lengths**2).sum()]
-        self.tokens += response_weights.size
-        self.sequences += len(affected)
-        self.affected_tokens += int(affected.sum())
-        self.affected_sequences += int(affected.any(axis=1).sum())
-        if not response_weights.size or self.overflow:
+    def add(self, indices, coefficients, mask, affected):
+        """Add a batch: ``coefficients`` and ``affected`` (E', b, L) of the estimators at ``indices``, ``mask`` (b, L)."""
+        indices = np.asarray(indices)
+        response_weights = coefficients[:, mask]                                  # (E', n)
+        counting = ~self.overflow[indices]
+        with np.errstate(over="ignore", invalid="ignore"):
+            sums = np.where(mask, np.abs(coefficients - 1), 0.0).sum(axis=2)
+            lengths = mask.sum(axis=1).astype(float)
+            self.change_sums[indices[counting]] += np.stack(
+                [sums.sum(axis=1), (sums**2).sum(axis=1), (sums * lengths).sum(axis=1),
+                 np.full(len(indices), lengths.sum()), np.full(len(indices), (lengths**2).sum())], axis=1)[counting]
+        self.tokens[indices] += response_weights.shape[1]
+        self.sequences[indices] += affected.shape[1]
+        self.affected_tokens[indices] += affected.sum(axis=(1, 2))
+        self.affected_sequences[indices] += affected.any(axis=2).sum(axis=1)
+        if not response_weights.shape[1]:
             return
-        if not np.isfinite(response_weights).all():
-            self.overflow = True
+        finite = np.isfinite(response_weights).all(axis=1)
+        self.overflow[indices[counting & ~finite]] = True
+        live = counting & finite
+        if not live.any():
             return
-        scale = max(self.scale, power_of_two_above(response_weights))
-        shrink = self.scale / scale
-        scaled = response_weights / scale
-        self.weight_sum = self.weight_sum * shrink + float(scaled.sum())
-        self.weight_square_sum = self.weight_square_sum * shrink**2 + float(np.square(scaled).sum())
-        self.scale = scale
-        self.low = min(self.low, float(response_weights.min()))
-        self.high = max(self.high, float(response_weights.max()))
+        weights = response_weights[live]
+        highs, lows = weights.max(axis=1).tolist(), weights.min(axis=1).tolist()
+        rows = indices[live].tolist()
+        scales = [max(self.scale[row], power_of_two_above(max(high, -low)))
+                  for row, high, low in zip(rows, highs, lows, strict=True)]
+        scaled = weights / np.array(scales)[:, None]
+        for row, scale, total, squares, high, low in zip(rows, scales, scaled.sum(axis=1).tolist(),
+                                                           np.square(scaled).sum(axis=1).tolist(), highs, lows,
+                                                           strict=True):
+            shrink = self.scale[row] / scale
+            self.weight_sum[row] = self.weight_sum[row] * shrink + total
+            self.weight_square_sum[row] = self.weight_square_sum[row] * shrink**2 + squares
+            self.scale[row] = scale
+            self.low[row], self.high[row] = min(self.low[row], low), max(self.high[row], high)
 
 
 @dataclass(frozen=True)

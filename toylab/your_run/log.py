@@ -77,9 +77,9 @@ class RolloutLog:
     def tokens(self) -> int:
         return int(self.offsets[-1])
 
-    @property
+    @cached_property
     def lengths(self) -> NDArray[np.int64]:
-        """(B,) response tokens per sequence."""
+        """(B,) response tokens per sequence, computed once."""
         return np.diff(self.offsets)
 
     @cached_property
@@ -98,8 +98,8 @@ class RolloutLog:
         return np.arange(self.tokens) - np.repeat(self.offsets[:-1], self.lengths)
 
     def nbytes(self) -> int:
-        """Bytes held by the log's arrays (log ρ and ρ too, once computed)."""
-        derived = [self.__dict__[name] for name in ("log_ratio", "ratio") if name in self.__dict__]
+        """Bytes held by the log's arrays (log ρ, ρ and the lengths too, once computed)."""
+        derived = [self.__dict__[name] for name in ("log_ratio", "ratio", "lengths") if name in self.__dict__]
         return sum(array.nbytes for array in (self.sampler_logprobs, self.trainer_logprobs, self.offsets, self.rows,
                                               *([] if self.rewards is None else [self.rewards]),
                                               *([] if self.advantages is None else [self.advantages]),
@@ -257,6 +257,14 @@ def _check_rewards(name, column, rewards, rows, role="reward"):
                        f"{role} must be a finite number within ±{REWARD_LIMIT:g})")
 
 
+def _list_lengths(lists):
+    """Each list's length, 0 for a missing one: from the list offsets when none is missing (a pyarrow compute call
+    costs up to 0.1 ms however short the array: a run of tiny steps makes thousands)."""
+    if lists.null_count:
+        return pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+    return np.diff(lists.offsets.to_numpy())
+
+
 def _numpy(array):
     return array.to_numpy(zero_copy_only=False).astype(float, copy=False)
 
@@ -275,8 +283,7 @@ class _SequenceRows:
         rows = first_row + 1 + np.arange(batch.num_rows)
         lists = {role: batch.column(column) for role, column in columns.roles().items()
                  if role in ("sampler", "trainer", "mask")}
-        lengths = {role: pc.list_value_length(array).fill_null(0).to_numpy(zero_copy_only=False)
-                   for role, array in lists.items()}
+        lengths = {role: _list_lengths(array) for role, array in lists.items()}
         self.tally.add(np.max(list(lengths.values()), axis=0), rows)
         self.tally.check_sequences(int(rows[-1]) if len(rows) else 0, int(rows[-1]) if len(rows) else 0)
         self.tally.check_sequence(lengths["sampler"], lambda i: f"row {rows[i]}")
@@ -338,7 +345,7 @@ class _SequenceRows:
     def _per_sequence(self, lists, response, role, rows, lengths):
         """A per-token reward summed over each row's tokens (verl's token_level_scores.sum(-1)), or a per-token
         advantage averaged over each row's response tokens; NaN for a row without any."""
-        count = pc.list_value_length(lists).fill_null(0).to_numpy(zero_copy_only=False)
+        count = _list_lengths(lists)
         wrong = (count != lengths) & (count > 0)
         if wrong.any():
             i = int(np.argmax(wrong))

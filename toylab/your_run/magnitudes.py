@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.your_run.statistics import Estimate, token_mean
+from toylab.your_run.statistics import Estimate, token_means
 
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 WORST = 10
@@ -51,15 +51,15 @@ def magnitudes(log, worst=WORST):
     log_rho = log.log_ratio
     rho = log.ratio
     abs_log_rho = np.abs(log_rho)
-    identity = token_mean(log, rho)
+    identity, chi2_low_variance = token_means(log, [rho, (rho - 1) ** 2])
     quantiles = dict(zip(QUANTILES, map(float, np.quantile(abs_log_rho, list(QUANTILES.values()))), strict=True))
     return Magnitudes(
-        chi2_low_variance=token_mean(log, (rho - 1) ** 2),
+        chi2_low_variance=chi2_low_variance,
         identity=Estimate(identity.value - 1.0, identity.se),
         abs_log_rho_quantiles=quantiles | {"max": float(abs_log_rho.max())},
         min_rho=float(np.exp(log_rho.min())), max_rho=float(np.exp(log_rho.max())),
         worst_tokens=_worst_tokens(log, abs_log_rho, worst),
-        worst_sequences=_worst_sequences(log, log_rho, abs_log_rho, worst))
+        worst_sequences=_worst_sequences(log, log_rho, abs_log_rho, worst) if worst else [])
 
 
 def _largest(values, count):

@@ -60,7 +60,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.your_run.statistics import Estimate, ratio_of_sums, sequence_mean, token_mean
+from toylab.your_run.statistics import Estimate, ratio_of_sums, sequence_means, token_means
 
 SAFETY_BOUND = 20.0               # verl's clamp on log ratios (rollout_corr_helper.py)
 VERL_IS_THRESHOLD = 2.0           # verl's default rollout_is_threshold
@@ -92,63 +92,71 @@ def framework_metrics(log):
     lengths = log.lengths
     starts = log.offsets[:-1]
 
-    def per_sequence_mean(values):
-        scale = _headroom(values)                              # log-probs may be as low as −1e308
-        return np.add.reduceat(values / scale, starts) / lengths * scale
+    def per_sequence_means(*arrays):
+        """Each (n,) array's mean over each sequence's tokens, all at once (a row each), each array scaled by its
+        own power of two (log-probs may be as low as −1e308)."""
+        scales = np.array([_headroom(values) for values in arrays])[:, None]
+        return np.add.reduceat(np.stack(arrays) / scales, starts, axis=1) / lengths * scales
 
-    mean_log_mu, mean_log_pi = per_sequence_mean(log_mu), per_sequence_mean(log_pi)
-    d = per_sequence_mean(-log_rho)                          # = mean log μ − mean log π, without cancellation
     abs_log_rho = np.abs(log_rho)
     pi, mu = np.exp(log_pi), np.exp(log_mu)
     probability_gap = np.abs(pi - mu)
     inverse = 1 / rho
     exp_abs_log_rho = np.maximum(rho, inverse)                                   # e^|log ρ|
     k3 = rho - 1 - log_rho
-    k3_mean, abs_mean = token_mean(log, k3), token_mean(log, abs_log_rho)       # each shown under several names
-    seq_mult = per_sequence_mean(exp_abs_log_rho)
+    # d = mean log μ − mean log π, without cancellation
+    mean_log_mu, mean_log_pi, d, seq_mult, mean_abs_log_rho = per_sequence_means(
+        log_mu, log_pi, -log_rho, exp_abs_log_rho, abs_log_rho)
     log_W = np.add.reduceat(log_rho, starts)
     clamped = rho if abs_log_rho.max() <= SAFETY_BOUND else np.exp(np.clip(log_rho, -SAFETY_BOUND, SAFETY_BOUND))
     # NeMo's mixture m = (π + μ)/2 of the sampled token: π/m = 2ρ/(1 + ρ), μ/m = 2/(1 + ρ)
     log_half_sum = np.log1p(rho) - math.log(2)
     js = 0.5 * (2 * rho / (1 + rho) - 1 - (log_rho - log_half_sum)) + 0.5 * (2 / (1 + rho) - 1 + log_half_sum)
+    # every token mean at once; k3's and |log ρ|'s are each shown under several names
+    kl, k3_mean, abs_mean, clamped_squares, gap_mean, mult_mean, policy_kl, js_mean, reverse_kl = token_means(log, [
+        -log_rho, k3, abs_log_rho, clamped**2, probability_gap, exp_abs_log_rho, inverse - 1 + log_rho, js,
+        mu * -log_rho])
+    # every mean over sequences at once, the perplexities' scaled into range
+    training_ppl, training_log_ppl, rollout_ppl, rollout_log_ppl = _finite_means(
+        [_exp(-mean_log_pi), -mean_log_pi, _exp(-mean_log_mu), -mean_log_mu])
+    log_ppl_diff, log_ppl_abs_diff, ppl_ratio, seq_chi2, mean_seq_mult, slime_abs_diff = sequence_means(
+        [d, np.abs(d), np.exp(d), np.exp(2 * np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), seq_mult, mean_abs_log_rho])
     rows = [
-        ("verl", "rollout_corr/kl", token_mean(log, -log_rho)),
+        ("verl", "rollout_corr/kl", kl),
         ("verl", "rollout_corr/k3_kl", k3_mean),
-        ("verl", "rollout_corr/training_ppl", _finite_mean(_exp(-mean_log_pi))),
-        ("verl", "rollout_corr/training_log_ppl", _finite_mean(-mean_log_pi)),
-        ("verl", "rollout_corr/rollout_ppl", _finite_mean(_exp(-mean_log_mu))),
-        ("verl", "rollout_corr/rollout_log_ppl", _finite_mean(-mean_log_mu)),
-        ("verl", "rollout_corr/log_ppl_diff", sequence_mean(d)),
-        ("verl", "rollout_corr/log_ppl_abs_diff", sequence_mean(np.abs(d))),
+        ("verl", "rollout_corr/training_ppl", training_ppl),
+        ("verl", "rollout_corr/training_log_ppl", training_log_ppl),
+        ("verl", "rollout_corr/rollout_ppl", rollout_ppl),
+        ("verl", "rollout_corr/rollout_log_ppl", rollout_log_ppl),
+        ("verl", "rollout_corr/log_ppl_diff", log_ppl_diff),
+        ("verl", "rollout_corr/log_ppl_abs_diff", log_ppl_abs_diff),
         ("verl", "rollout_corr/log_ppl_diff_max", float(d.max())),
         ("verl", "rollout_corr/log_ppl_diff_min", float(d.min())),
-        ("verl", "rollout_corr/ppl_ratio", sequence_mean(np.exp(d))),
-        ("verl", "rollout_corr/chi2_token",
-         _shifted(token_mean(log, clamped**2), -1.0)),
-        ("verl", "rollout_corr/chi2_seq", _shifted(sequence_mean(np.exp(2 * np.clip(log_W, -SAFETY_BOUND,
-                                                                                      SAFETY_BOUND))), -1.0)),
+        ("verl", "rollout_corr/ppl_ratio", ppl_ratio),
+        ("verl", "rollout_corr/chi2_token", _shifted(clamped_squares, -1.0)),
+        ("verl", "rollout_corr/chi2_seq", _shifted(seq_chi2, -1.0)),
         ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=token)", _verl_ess(clamped)),
         ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=sequence)",
          _verl_ess(np.exp(np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), lengths)),
-        ("verl", "training/rollout_probs_diff_mean", token_mean(log, probability_gap)),
+        ("verl", "training/rollout_probs_diff_mean", gap_mean),
         ("verl", "training/rollout_probs_diff_max", float(probability_gap.max())),
         ("verl", "training/rollout_probs_diff_std", _sd(probability_gap)),
         ("verl", "training/rollout_actor_probs_pearson_corr", _correlation(pi, mu)),
-        ("NeMo-RL", "token_mult_prob_error", token_mean(log, exp_abs_log_rho)),
+        ("NeMo-RL", "token_mult_prob_error", mult_mean),
         ("NeMo-RL", "gen_kl_error", k3_mean),
-        ("NeMo-RL", "policy_kl_error", token_mean(log, inverse - 1 + log_rho)),
-        ("NeMo-RL", "js_divergence_error", token_mean(log, js)),
+        ("NeMo-RL", "policy_kl_error", policy_kl),
+        ("NeMo-RL", "js_divergence_error", js_mean),
         ("NeMo-RL", "max_seq_mult_prob_error", float(seq_mult.max())),
-        ("NeMo-RL", "mean_seq_mult_prob_error", sequence_mean(seq_mult)),
+        ("NeMo-RL", "mean_seq_mult_prob_error", mean_seq_mult),
         ("NeMo-RL", "min_seq_mult_prob_error", float(seq_mult.min())),
         ("prime-rl", "mismatch_kl/all/mean", k3_mean),
         ("prime-rl", "mismatch_kl/all/max", float(k3.max())),
         ("prime-rl", "kl_ent_ratio/mean", _kl_entropy_ratio(log, k3)),
-        ("slime", "train_rollout_logprob_abs_diff", sequence_mean(per_sequence_mean(abs_log_rho))),
+        ("slime", "train_rollout_logprob_abs_diff", slime_abs_diff),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_mean", abs_mean),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_max", float(abs_log_rho.max())),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_std", _sd(abs_log_rho)),
-        ("open-instruct", "debug/vllm_local_reverse_kl", token_mean(log, mu * -log_rho)),
+        ("open-instruct", "debug/vllm_local_reverse_kl", reverse_kl),
         ("TRL", "sampling/sampling_logp_difference/mean", abs_mean),
         ("TRL", "sampling/sampling_logp_difference/max", float(abs_log_rho.max())),
     ]
@@ -188,13 +196,14 @@ def _exp(values):
         return np.exp(values)
 
 
-def _finite_mean(values):
-    """sequence_mean of values scaled into range, or the reason it has no value."""
-    if not np.all(np.isfinite(values)):
-        return BEYOND_FLOAT64
-    scale = _headroom(values)
-    estimate = sequence_mean(values / scale)
-    return Estimate(estimate.value * scale, None if estimate.se is None else estimate.se * scale)
+def _finite_means(arrays):
+    """[sequence_mean of each array scaled into range, or the reason it has no value], taken together."""
+    scales = [_headroom(values) if np.all(np.isfinite(values)) else None for values in arrays]
+    with np.errstate(invalid="ignore", over="ignore"):        # an array beyond float64 is averaged, then not shown
+        estimates = sequence_means([values / (scale or 1.0) for values, scale in zip(arrays, scales, strict=True)])
+    return [BEYOND_FLOAT64 if scale is None else
+            Estimate(estimate.value * scale, None if estimate.se is None else estimate.se * scale)
+            for estimate, scale in zip(estimates, scales, strict=True)]
 
 
 def _shifted(estimate, offset):

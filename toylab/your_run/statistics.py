@@ -24,7 +24,8 @@ reward E_μ[r] (mean ± s/√B). The sample ESS fraction (Σ_b W_b)² / (B·Σ_b
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from functools import cached_property
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class Spread:
                 "max": self.high}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class LogStatistics:
     sequences: int
     tokens: int
@@ -70,23 +71,48 @@ class LogStatistics:
     k3: Estimate
     chi2_token: Estimate
     tail_shares: dict                # c → Estimate of the share of tokens with |log ρ_t| > c
-    log_W: Spread
-    log_rho_geo: Spread
     ess_fraction: float
     mean_reward: Estimate | None     # E_μ[r], when the log has rewards
+    sequence_log_ratios: tuple = field(repr=False)   # (log W, log ρ_geo): (B,) each, for their spreads
+
+    @cached_property
+    def log_W(self) -> Spread:
+        """The spread of log W over the sequences (computed when first read: a run's step summaries do not show it)."""
+        return spread(self.sequence_log_ratios[0])
+
+    @cached_property
+    def log_rho_geo(self) -> Spread:
+        """The spread of log ρ_geo over the sequences (computed when first read)."""
+        return spread(self.sequence_log_ratios[1])
+
+    def __eq__(self, other):
+        """Equal statistics, the spreads included (not the arrays they are taken of)."""
+        return type(other) is LogStatistics and self._compared() == other._compared()
+
+    def _compared(self):
+        return (*(getattr(self, entry.name) for entry in fields(self) if entry.name != "sequence_log_ratios"),
+                self.log_W, self.log_rho_geo)
 
 
 def token_mean(log, per_token):
     """The mean over the log's response tokens with its standard error, clustered by sequence."""
-    scale = power_of_two_above(per_token)
-    sums = log.sequence_sums(per_token if scale == 1 else per_token / scale)
-    lengths = log.lengths
-    mean = float(sums.sum() / lengths.sum())
-    B = log.sequences
+    return token_means(log, [per_token])[0]
+
+
+def token_means(log, per_token):
+    """[token_mean of each (n,) array in ``per_token``], from one reduction over the log for all of them: a row per
+    array, each scaled by its own power of two; every sum is the one a single array's would be, bit for bit."""
+    values = np.stack(per_token)
+    tops = np.maximum(values.max(axis=1), -values.min(axis=1)).tolist()
+    scales = [power_of_two_above(top) for top in tops]
+    sums = np.add.reduceat(values / np.array(scales)[:, None], log.offsets[:-1], axis=1)
+    lengths, tokens, B = log.lengths, log.tokens, log.sequences
+    means = sums.sum(axis=1) / tokens
     if B < 2:
-        return Estimate(mean * scale, None)
-    residual = sums - mean * lengths
-    return Estimate(mean * scale, float(math.sqrt(B / (B - 1) * np.sum(residual**2)) / lengths.sum()) * scale)
+        return [Estimate(mean * scale, None) for mean, scale in zip(means.tolist(), scales, strict=True)]
+    squares = np.sum((sums - means[:, None] * lengths) ** 2, axis=1)
+    return [Estimate(mean * scale, math.sqrt(B / (B - 1) * square) / tokens * scale)
+            for mean, square, scale in zip(means.tolist(), squares.tolist(), scales, strict=True)]
 
 
 def ratio_of_sums(numerators, denominators):
@@ -100,18 +126,25 @@ def ratio_of_sums(numerators, denominators):
     return Estimate(ratio, float(math.sqrt(B / (B - 1) * np.sum((numerators - ratio * denominators) ** 2)) / total))
 
 
-def power_of_two_above(values):
-    """1, or the power of two at or above max |value| when that is over 1 (dividing by it is exact)."""
-    top = max(float(np.max(values)), -float(np.min(values))) if np.size(values) else 0.0
+def power_of_two_above(top):
+    """1, or the power of two at or above ``top`` (a largest |value|) when that is over 1 (dividing by it is exact)."""
     return 1.0 if top <= 1 else 2.0 ** math.ceil(math.log2(top))
 
 
 def sequence_mean(values):
     """The mean over sequences with its standard error s/√B."""
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return Estimate(float(values.mean()), None)
-    return Estimate(float(values.mean()), float(values.std(ddof=1) / math.sqrt(len(values))))
+    return sequence_means([values])[0]
+
+
+def sequence_means(arrays):
+    """[sequence_mean of each (B,) array], taken together (a row each: every sum the one an array's own would be)."""
+    values = np.stack(arrays).astype(float, copy=False)
+    B = values.shape[1]
+    means = values.mean(axis=1).tolist()
+    if B < 2:
+        return [Estimate(mean, None) for mean in means]
+    errors = (values.std(axis=1, ddof=1) / math.sqrt(B)).tolist()
+    return [Estimate(mean, error) for mean, error in zip(means, errors, strict=True)]
 
 
 def spread(values):
@@ -142,16 +175,17 @@ def log_statistics(log):
     log_rho = log.log_ratio
     rho = log.ratio
     log_W, log_rho_geo = sequence_log_ratios(log)
+    abs_log_rho = np.abs(log_rho)
+    k1, k3, rho_squared, *tail_shares = token_means(log, [-log_rho, rho - 1 - log_rho, rho**2, *(
+        (abs_log_rho > c).astype(float) for c in TAIL_THRESHOLDS)])
     return LogStatistics(
         sequences=log.sequences, tokens=log.tokens, dropped=log.dropped,
         mean_length=sequence_mean(log.lengths),
-        k1=token_mean(log, -log_rho),
-        k3=token_mean(log, rho - 1 - log_rho),
-        chi2_token=_shifted(token_mean(log, rho**2), -1.0),
-        tail_shares={c: token_mean(log, (np.abs(log_rho) > c).astype(float)) for c in TAIL_THRESHOLDS},
-        log_W=spread(log_W), log_rho_geo=spread(log_rho_geo),
+        k1=k1, k3=k3, chi2_token=_shifted(rho_squared, -1.0),
+        tail_shares=dict(zip(TAIL_THRESHOLDS, tail_shares, strict=True)),
         ess_fraction=ess_fraction(log_W),
-        mean_reward=None if log.rewards is None else sequence_mean(log.rewards))
+        mean_reward=None if log.rewards is None else sequence_mean(log.rewards),
+        sequence_log_ratios=(log_W, log_rho_geo))
 
 
 def _shifted(estimate, offset):
