@@ -1,14 +1,16 @@
 """Training's cost model (toylab/training/cost.py) against the runs it predicts, on a grid of T, V, N, runs, steps and
 estimators, in both modes.
 
-    python benchmarks/training_cost.py [--json out.json] [--quick]
+    python benchmarks/training_cost.py [--json out.json] [--quick] [--mode expected|sampled]
 
-Each point runs in a fresh process: the model's prediction first (the probe of small copies, timed; the memory from
-the sizes), then the run itself, ``train``, timed by its thread's CPU time (what the probe measures: the page's server
-runs other sessions' work beside it) and by the wall clock (against the probe's CPU seconds times its slowdown), its added memory the rise of the process's resident
-high-water mark (VmHWM) over its resident size just before. Printed: predicted and measured seconds and MB, their
-ratio (predicted / measured), the probe's own seconds, and the load average (2 shared cores here: a loaded machine
-slows the run and the probe alike, but not always by as much).
+Each point runs twice, each time in a fresh process. First for its time: the model's prediction (the probe of small
+copies, timed), then the run itself, ``train``, timed by its thread's CPU time (what the probe measures: the page's
+server runs other sessions' work beside it) and by the wall clock (against the probe's CPU seconds times its
+slowdown). Then for its memory, the run alone: the rise of the process's resident high-water mark (VmHWM) over its
+resident size just before (after a probe, the run reuses what the probe's copies freed and the process kept, and
+would seem to add less). Printed: predicted and measured seconds and MB, their ratio (predicted / measured), the
+probe's own seconds, and the load average (2 shared cores here: a loaded machine slows the run and the probe alike,
+but not always by as much).
 """
 
 import argparse
@@ -38,24 +40,27 @@ ids = list(ESTIMATORS) if point["estimators"] == "all" else point["estimators"].
 config = TrainingConfig(steps=point["steps"], mode=point["mode"], N=point["N"], runs=point["runs"])
 ids = trained_ids(ids, config.mode, config.N)
 selection = {id: {} for id in ids}
+toy = make_toy(point["T"], point["V"])
+if sys.argv[2] == "memory":
+    before = rss("VmRSS")
+    train(toy, selection, "none", config)
+    print(json.dumps({"predicted_mb": cost.run_bytes(point["T"], point["V"], config, ids) / 1e6,
+                      "measured_mb": (rss("VmHWM") - before) / 1e6}))
+    sys.exit()
 start = time.perf_counter()
 line = cost.probe((point["T"], point["V"], 0.3, 0, DEFAULT_SAMPLER), selection, "none", config)
 probe_seconds = time.perf_counter() - start
-toy = make_toy(point["T"], point["V"])
-before = rss("VmRSS")
 wall, cpu = time.perf_counter(), time.thread_time()
 train(toy, selection, "none", config)
 cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
 print(json.dumps({"trained": len(ids), "predicted_s": line.seconds(point["T"], point["V"], config),
                   "predicted_wall_s": line.wall_seconds(point["T"], point["V"], config),
-                  "cpu_s": cpu, "wall_s": wall, "probe_s": probe_seconds,
-                  "predicted_mb": cost.run_bytes(point["T"], point["V"], config, ids) / 1e6,
-                  "measured_mb": (rss("VmHWM") - before) / 1e6}))
+                  "cpu_s": cpu, "wall_s": wall, "probe_s": probe_seconds}))
 """
 
 
-def grid(quick):
-    """The points: every size in both modes, with the default estimators and with all of them."""
+def grid(quick, mode=None):
+    """The points: every size in both modes (or in ``mode``), with the default estimators and with all of them."""
     expected = [(6, 4, 200), (8, 4, 100), (10, 4, 20), (11, 4, 5), (16, 2, 100), (20, 2, 10), (8, 5, 20), (7, 8, 5),
                 (12, 3, 10)]
     sampled = [(6, 4, 64, 8, 100), (6, 4, 2, 64, 100), (6, 4, 1024, 8, 50), (6, 4, 4096, 32, 5), (16, 2, 2, 64, 50),
@@ -69,15 +74,19 @@ def grid(quick):
         for T, V, N, runs, steps in sampled:
             points.append({"mode": "sampled", "T": T, "V": V, "steps": max(2, steps // scale), "N": N, "runs": runs,
                            "estimators": estimators})
+    points = [point for point in points if mode in (None, point["mode"])]
     return points[::4] if quick else points
 
 
 def measure(point):
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(point)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=1800)
-    if done.returncode:
-        raise RuntimeError(done.stderr.strip().splitlines()[-1])
-    return point | json.loads(done.stdout)
+    """The point's time (after its probe) and its memory (alone), each in a fresh process."""
+    for what in ("time", "memory"):
+        done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(point), what], cwd=ROOT, capture_output=True,
+                              text=True, timeout=1800)
+        if done.returncode:
+            raise RuntimeError(done.stderr.strip().splitlines()[-1])
+        point = point | json.loads(done.stdout)
+    return point
 
 
 def label(point):
@@ -91,13 +100,14 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--quick", action="store_true", help="every fourth point")
+    parser.add_argument("--mode", choices=("expected", "sampled"), help="only this mode's points")
     arguments = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     rows = []
     print("| run | predicted CPU s | measured | ratio | predicted wall s | measured | ratio | probe s | predicted MB "
           "| measured MB | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for point in grid(arguments.quick):
+    for point in grid(arguments.quick, arguments.mode):
         row = measure(point)
         rows.append(row)
         print(f"| {label(row)} | {row['predicted_s']:.3g} | {row['cpu_s']:.3g} | {row['predicted_s'] / row['cpu_s']:.2f} "

@@ -137,9 +137,9 @@ def test_a_run_whose_per_step_lists_would_pass_the_bound_is_refused(capsys, monk
 def test_a_run_over_the_time_bound_is_refused_before_it_runs(capsys, monkeypatch):
     """Its time is a probe's: small copies of the run, timed; the run itself never starts."""
     monkeypatch.setattr(train_cli, "train", pytest.fail)
-    monkeypatch.setattr(cost, "probe", lambda *args, **kwargs: cost.Probe("expected", 0.0, 1e-6, probed=4**11 * 11))
+    monkeypatch.setattr(cost, "probe", lambda *args, **kwargs: cost.Probe("expected", 0.0, 1e-5, probed=4**11))
     err = one_line_error(capsys, "--T", "11", "--V", "4", "--steps", "2000", "--estimators", "seq_mis,geo_rs,k3_rs")
-    assert says(err, f"{2001 * 4**11 * 11 * 1e-6:,.0f} s", "limit of 300 s")     # b per sequence-token
+    assert says(err, f"{2001 * 4**11 * 1e-5:,.0f} s", "limit of 300 s")          # b per sequence
 
 
 def test_a_long_run_shows_its_progress_on_stderr(capsys, monkeypatch):

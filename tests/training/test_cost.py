@@ -1,7 +1,8 @@
 """The cost model of a training run (toylab/training/cost.py): the probe's line through timed copies recovers a known
-step cost exactly; the records' bytes are the trajectories' bytes exactly; a step's temporaries are within a factor of
-2 of the model (tracemalloc, not timing); a run over the memory bound is refused before any probe. (Predicted against
-measured seconds and peak memory on a grid: benchmarks/training_cost.py.)"""
+step cost exactly, its growth beyond the copies (measured on a reference) included; the reference runs first, at the
+run's size; the copies enumerate as the run will; the records' bytes are the trajectories' bytes exactly; a step's
+temporaries are within a factor of 2 of the model (tracemalloc, not timing); a run over the memory bound is refused
+before any probe. (Predicted against measured seconds and peak memory on a grid: benchmarks/training_cost.py.)"""
 
 import tracemalloc
 
@@ -18,55 +19,142 @@ DEFAULT = ["naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mi
 
 
 class Clock:
-    """A fake timer that ``train`` advances by a known cost: setup + (K + 1)·step(x, config), x = M·T the toy's
-    sequence-tokens."""
+    """A fake timer that ``train`` advances by a known cost: setup + (K + 1)·step(toy, config, E), E the estimators
+    trained; it keeps each call's (estimators, M, runs, N, chunk, K)."""
 
     def __init__(self, step, setup=0.37):
-        self.now, self.step, self.setup = 0.0, step, setup
+        self.now, self.step, self.setup, self.calls = 0.0, step, setup, []
 
     def __call__(self):
         return self.now
 
-    def train(self, toy, selection, baseline, config):
-        self.now += self.setup + (config.steps + 1) * self.step(toy.M * toy.T, config)
+    def train(self, toy, selection, baseline, config, chunk=None):
+        self.calls.append((tuple(selection), toy.M, config.runs, config.N, chunk, config.steps))
+        self.now += self.setup + (config.steps + 1) * self.step(toy, config, len(selection))
 
 
 @pytest.mark.parametrize(("T", "V"), [(11, 4), (16, 2), (3, 8), (9, 3)])
-def test_the_probe_recovers_an_expected_step_a_plus_b_m_t(monkeypatch, T, V):
-    clock = Clock(lambda x, config: 2e-3 + 7e-9 * x)
+@pytest.mark.parametrize("selection", [{"naive": {}}, {"naive": {}, "seq_mis": {}, "geo_rs": {}}])
+def test_the_probe_recovers_an_expected_step_a_plus_b_m(monkeypatch, T, V, selection):
+    """Factorised only (no growth measured) or enumerating (a reference timed beyond the copies: g = 1 on a line)."""
+    clock = Clock(lambda toy, config, count: 2e-3 + 7e-9 * toy.M)
     monkeypatch.setattr(cost, "train", clock.train)
-    monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)        # the fake clock has no caches
-    line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock)
+    line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), selection, "none", TrainingConfig(), timer=clock)
     config = TrainingConfig(steps=500)
-    assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-9 * V**T * T))
-    assert clock.now < 12 * (clock.setup + 4 * (2e-3 + 7e-9 * cost.PROBE_SEQUENCES * T))   # the copies stay small
+    assert line.growth == pytest.approx(1.0)
+    assert line.seconds(T, V, config) == pytest.approx(clock.setup + 501 * (2e-3 + 7e-9 * V**T))
+    sizes = [M for _, M, *_ in clock.calls]                                  # the copies stay small and few
+    assert max(sizes) <= max(cost.PROBE_SEQUENCES, cost.GROWTH_SEQUENCES) and len(sizes) <= 17
+
+
+def slower_then_faster(M, count):
+    """A step whose cost per added sequence falls to 0.4 of itself past 2**19 (the machine's huge pages), for
+    every selection alike (``count`` estimators: ``count`` times the cost)."""
+    return count * (1e-3 + 3e-8 * (min(M, 2**19) + 0.4 * max(0, M - 2**19)))
+
+
+@pytest.mark.parametrize(("T", "V"), [(10, 4), (7, 8), (20, 2), (12, 3), (9, 5)])
+def test_the_probe_recovers_a_step_whose_cost_per_sequence_grows_beyond_the_copies(monkeypatch, T, V):
+    """g from the reference (2 estimators) carries over to the run's (4): exact at the run's M ≤ GROWTH_SEQUENCES."""
+    clock = Clock(lambda toy, config, count: slower_then_faster(toy.M, count))
+    monkeypatch.setattr(cost, "train", clock.train)
+    selection = {"on_policy": {}, "naive": {}, "seq_mis": {}, "geo_rs": {}}
+    line = cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), selection, "none", TrainingConfig(), timer=clock)
+    assert V**T <= cost.GROWTH_SEQUENCES and line.probed < 2**19 < V**T and line.growth < 1
+    assert line.step_seconds(T, V, 1, 1) == pytest.approx(slower_then_faster(V**T, 4))
+    first = clock.calls[0]                                       # the reference, at the run's size, before the copies
+    assert first[:2] == (tuple(cost.REFERENCE_SELECTION), V**T)
+
+
+def test_a_run_past_the_reference_s_largest_size_keeps_its_growth(monkeypatch):
+    clock = Clock(lambda toy, config, count: slower_then_faster(toy.M, count))
+    monkeypatch.setattr(cost, "train", clock.train)
+    line = cost.probe((11, 4, 0.3, 0, DEFAULT_SAMPLER), {"seq_mis": {}}, "none", TrainingConfig(), timer=clock)
+    per_sequence = 3e-8 * (2**19 - 4**8 + 0.4 * (4**10 - 2**19)) / (4**10 - 4**8)  # the reference's, T = 8 to 10
+    assert line.step_seconds(11, 4, 1, 1) == pytest.approx(slower_then_faster(4**8, 1) + per_sequence * (4**11 - 4**8))
+    assert max(M for _, M, *_ in clock.calls) == 4**10
+
+
+@pytest.mark.parametrize(("setup", "longest"), [(0.37, 3), (1e-3, cost.SHORT_COPY_STEPS)])
+def test_a_short_copy_is_timed_for_more_steps(monkeypatch, setup, longest):
+    """K = 3 less K = 1 when K = 1 takes SHORT_COPY_SECONDS or more, K = 9 less K = 1 below: the line exact either way."""
+    clock = Clock(lambda toy, config, count: 1e-4 + 1e-9 * toy.M, setup=setup)
+    monkeypatch.setattr(cost, "train", clock.train)
+    line = cost.probe((9, 4, 0.3, 0, DEFAULT_SAMPLER), {"seq_mis": {}}, "none", TrainingConfig(), timer=clock)
+    assert max(call[-1] for call in clock.calls) == longest
+    assert line.step_seconds(9, 4, 1, 1) == pytest.approx(1e-4 + 1e-9 * 4**9)
+
+
+def test_the_step_beyond_the_copies_grows_from_the_smaller_copy():
+    line = cost.Probe("expected", 1e-3, 1e-8, setup=0.5, probed=4**9, base=1e-3 + 1e-8 * 4**8, growth=0.5)
+    assert line.step_seconds(9, 4, 1, 1) == pytest.approx(1e-3 + 1e-8 * 4**9)            # up to M₂: the line
+    assert line.seconds(11, 4, TrainingConfig(steps=9)) == pytest.approx(
+        0.5 + 10 * (1e-3 + 1e-8 * (4**8 + 0.5 * (4**11 - 4**8))))
+
+
+@pytest.mark.parametrize(("beyond", "along", "growth"), [(2.0, 4.0, 0.5), (0.0, 4.0, 1.0), (-1.0, 4.0, 1.0),
+                                                         (2.0, 0.0, 1.0), (2.0, -3.0, 1.0)])
+def test_a_reference_whose_timings_are_noise_leaves_the_line_as_it_is(beyond, along, growth):
+    """No growth measured beyond the copies or along them: g = 1 (the line as the copies drew it)."""
+    assert cost._growth(beyond, along) == growth
+
+
+@pytest.mark.parametrize(("T", "V", "chunk"), [(10, 4, 1), (8, 4, 1), (6, 4, 16), (5, 3, 269)])
+def test_the_copies_enumerate_as_the_run_will(monkeypatch, T, V, chunk):
+    """Several estimators at once below ROWS_AT_ONCE sequences (three times cheaper a sequence at 2**15): a copy
+    smaller than its run takes the run's chunk, not its own."""
+    clock = Clock(lambda toy, config, count: 1e-3 + 1e-8 * toy.M)
+    monkeypatch.setattr(cost, "train", clock.train)
+    cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), {"seq_mis": {}, "geo_rs": {}}, "none", TrainingConfig(), timer=clock)
+    assert chunk == cost.chunk_rows(V**T) and {call[4] for call in clock.calls} == {chunk}
+
+
+def test_a_chunk_changes_no_number():
+    toy = make_toy(6, 3)
+    selection = {id: {} for id in trained_ids(DEFAULT, "expected", 64)}
+    alone, together = (train(toy, selection, "none", TrainingConfig(steps=3), chunk=chunk) for chunk in (1, 8))
+    for id in selection:
+        np.testing.assert_allclose(alone[id].theta, together[id].theta, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(alone[id].J, together[id].J, rtol=1e-12)
 
 
 @pytest.mark.parametrize(("runs", "N", "selection"), [(64, 2, {"naive": {}}), (8, 1024, {"naive": {}}),
                                                     (1, 64, {"naive": {}}), (64, 1, {"naive": {}}),
-                                                    (32, 64, {"rloo": {}, "naive": {}})])
+                                                    (32, 64, {"rloo": {}, "naive": {}}), (5000, 3, {"naive": {}})])
 def test_the_probe_recovers_a_sampled_step_a_plus_b_r_plus_c_r_n(monkeypatch, runs, N, selection):
-    clock = Clock(lambda x, config: 1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N)
+    clock = Clock(lambda toy, config, count: 1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N)
     monkeypatch.setattr(cost, "train", clock.train)
-    monkeypatch.setattr(cost, "bandwidth_factor", lambda size, probed: 1.0)
     config = TrainingConfig(steps=300, mode="sampled", runs=runs, N=N)
     line = cost.probe((16, 2, 0.3, 0, DEFAULT_SAMPLER), selection, "none", config, timer=clock)
+    assert line.growth == pytest.approx(1.0)
     assert line.seconds(16, 2, config) == pytest.approx(clock.setup + 301 * (1e-3 + 4e-5 * runs + 5e-7 * runs * N))
 
 
-def test_the_bandwidth_factor_scales_only_what_the_copies_did_not_reach(monkeypatch):
-    monkeypatch.setattr(cost, "_seconds_per_number", lambda size: 1e-9 * (1 + size / 2**20))
-    assert cost.bandwidth_factor(2**14, 2**16) == 1.0 == cost.bandwidth_factor(2**16, 2**16)
-    assert cost.bandwidth_factor(2**22, 2**16) == pytest.approx(5 / (1 + 2**-4))
-    line = cost.Probe("expected", 1e-3, 1e-8, setup=0.5, probed=2**16)
-    assert line.seconds(11, 4, TrainingConfig(steps=9)) == pytest.approx(
-        0.5 + 10 * (1e-3 + 1e-8 * 4**11 * 11 * cost.bandwidth_factor(4**11 * 11, 2**16)))
+def dearer_draws(toy, config, count):
+    """A sampled step whose draws cost twice as much in arrays of more than 2**15 tokens (r·N·T), for every selection
+    alike (``count`` estimators: ``count`` times the cost)."""
+    tokens = config.runs * config.N * toy.T
+    return count * (1e-3 + 4e-5 * config.runs + 5e-7 * config.runs * config.N * (2 if tokens > 2**15 else 1))
+
+
+def test_the_probe_recovers_a_sampled_step_whose_draws_cost_more_beyond_the_copies(monkeypatch):
+    """8,192 runs of 512 draws at T = 6: the copies' arrays under 2**15 tokens, the reference's at (8,192, 1) and
+    (8,192, 2) and the run's over it; R = 2,048 runs of 1 (2 estimators): the per-run work from the run's own."""
+    clock = Clock(dearer_draws)
+    monkeypatch.setattr(cost, "train", clock.train)
+    config = TrainingConfig(steps=9, mode="sampled", runs=8192, N=512)
+    line = cost.probe((6, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}, "tok_is": {}}, "none", config, timer=clock)
+    assert line.growth == pytest.approx(2.0)
+    assert line.step_seconds(6, 4, 8192, 512) == pytest.approx(dearer_draws(make_toy(6, 4), config, 2))
+    assert clock.calls[0][:4] == (tuple(cost.REFERENCE_SELECTION), 4**6, 8192, 1)      # first, at the run's runs
+    assert max(runs * N * 6 for _, _, runs, N, *_ in clock.calls) <= max(cost.GROWTH_TOKENS, 2048 * 6)
 
 
 def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monkeypatch):
-    cpu = Clock(lambda x, config: 1e-3 + 1e-9 * x)
-    wall = Clock(lambda x, config: 3 * (1e-3 + 1e-9 * x), setup=3 * cpu.setup)          # three times longer
-    monkeypatch.setattr(cost, "train", lambda *args: (cpu.train(*args), wall.train(*args)))
+    cpu = Clock(lambda toy, config, count: 1e-3 + 1e-9 * toy.M)
+    wall = Clock(lambda toy, config, count: 3 * (1e-3 + 1e-9 * toy.M), setup=3 * cpu.setup)  # three times longer
+    monkeypatch.setattr(cost, "train", lambda *args, **kwargs: (cpu.train(*args, **kwargs),
+                                                                 wall.train(*args, **kwargs)))
     line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=cpu,
                       clock=wall)
     config = TrainingConfig(steps=1000)
@@ -78,13 +166,13 @@ def test_a_busy_machine_s_wall_clock_slows_the_estimate_the_page_refuses_by(monk
 
 def test_a_larger_copy_timed_no_slower_puts_all_of_its_time_on_the_sequences(monkeypatch):
     """Timing noise can make the larger copy look no slower: the estimate then errs long (refusing more), not short."""
-    clock = Clock(lambda x, config: 1e-3 - 1e-10 * x)                     # a step that "gets faster" with M·T
+    clock = Clock(lambda toy, config, count: 1e-3 - 1e-9 * toy.M)          # a step that "gets faster" with M
     monkeypatch.setattr(cost, "train", clock.train)
     line = cost.probe((10, 4, 0.3, 0, DEFAULT_SAMPLER), {"naive": {}}, "none", TrainingConfig(), timer=clock,
                       clock=clock)
-    large, small = 4**9 * 9, 4**8 * 8                                      # the copies: T = 9 and T = 8
-    assert line.b == pytest.approx((1e-3 - 1e-10 * large) / large)
-    assert line.a == pytest.approx(1e-3 - 1e-10 * small - line.b * small)
+    large, small = 4**9, 4**8                                              # the copies: T = 9 and T = 8
+    assert line.b == pytest.approx((1e-3 - 1e-9 * large) / large)
+    assert line.a == pytest.approx(1e-3 - 1e-9 * small - line.b * small)
     assert line.step_seconds(10, 4, 1, 1) > 1e-3                           # longer than any copy took
 
 
@@ -133,3 +221,13 @@ def test_a_run_within_both_bounds_is_not_refused():
     assert cost.refusal(6, 4, TrainingConfig(), DEFAULT, lambda: line, cost.PAGE_SECONDS) is None
     assert says(cost.refusal(6, 4, TrainingConfig(steps=1000), DEFAULT, lambda: cost.Probe("expected", 0.02, 0.0),
                              cost.PAGE_SECONDS), "limit of 10 s", "fewer steps")
+
+
+@pytest.mark.parametrize(("runs", "N", "kept"), [(1, 1, (1, 1)), (64, 2, (64, 2)), (100, 1000, (128, 1024)),
+                                                 (9000, 70_000, (10_000, 100_000))])
+def test_the_page_keeps_a_sampled_probe_for_runs_and_n_up_to_their_next_power_of_two(runs, N, kept):
+    """The probe's reference and wide copy go as far as the run: the power of 2 above serves every run below it."""
+    probed = cost.probed_config(TrainingConfig(steps=500, lr=0.3, mode="sampled", runs=runs, N=N, noise="redrawn"))
+    assert (probed.runs, probed.N) == kept and (probed.mode, probed.noise, probed.steps) == ("sampled", "redrawn", 1)
+    expected = cost.probed_config(TrainingConfig(steps=500, runs=runs, N=N, optimizer="adam"))
+    assert (expected.runs, expected.N, expected.optimizer) == (1, 1, "adam")      # an expected probe: neither

@@ -6,12 +6,15 @@ set the pace. So a step is timed, not guessed: ``probe`` runs ``train`` for one 
 copies of the run small enough to take milliseconds, with the same estimators, baseline, optimizer, noise and toy,
 and a line through those times gives a step at the run's size:
 
-    expected:  step(M, T) = a + b·M·T·f          M·T: the V**T sequences' tokens; copies at T₁ < T₂ ≤ T, the same V,
+    expected:  step(M) = a + b·M                 M = V**T sequences, up to M₂; copies at T₁ < T₂ ≤ T, the same V,
                                                  M₂ ≤ PROBE_SEQUENCES, ≤ PROBE_WORK per enumerating estimator but
                                                  not below PROBE_SEQUENCES_LEAST (the run's own T when M is small)
-    sampled:   step(r, N) = a + b·r + c·r·N      r runs of N draws; copies at (1, 1), (r₂, 1), (r₂, N₂) of the
-                                                 run's own toy, r₂ = min(r, PROBE_RUNS), N₂ = min(N, PROBE_DRAWS)
-                                                 (N = 2 for 1 when rloo is trained: it needs N ≥ 2)
+               step(M) = s₁ + g·b·(M − M₁)       beyond M₂: s₁ the smaller copy's step, b grown by g
+    sampled:   step(r, N) = a + b·r + c·g·r·N    r runs of N draws; copies of the run's own toy at (1, n₀), (R, n₀)
+                                                 (b + c·n₀ a run) and (r₂, n₀), (r₂, N₂) (c a draw), r₂ = min(r,
+                                                 PROBE_RUNS), N₂ = min(N, PROBE_DRAWS), R = min(r, max(r₂,
+                                                 PROBE_ROWS / E)) for E estimators; n₀ = 1 (2 when rloo is trained:
+                                                 it needs N ≥ 2); g = 1 up to r₂·N₂ draws
 
     seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
                                                  coefficients below 0 (timing noise) are taken as 0
@@ -19,18 +22,33 @@ and a line through those times gives a step at the run's size:
 Seconds of the thread's CPU, so that other work does not blur the line; a run is refused by the seconds it would take
 on the wall's clock: those, times how much longer the copies took by that clock (a busy server's users wait longer).
 
-b is per sequence-token: an enumerated step's temporaries are (M, T) arrays, so a copy at T₂ < T sees each sequence
-T₂/T as long (a line in M alone missed by 2–5× where T and T₂ differ, on benchmarks/training_cost.py's grid).
-f (``bandwidth_factor``): arrays larger than the largest copy's no longer fit the processor's caches, and numpy
-allocates each temporary afresh, page by page: a number there costs up to 4 times more (measured here from 2**16 to
-2**22). f is that ratio for the run's M·T against the copy's, measured once per process on a small kernel (its
-largest arrays, 2**22 numbers, take about 130 MB while it runs). (A sampled
-run's arrays, r·N·T numbers, showed no such penalty on the grid of benchmarks/training_cost.py: scaled, its
-predictions were up to 6 times too long.)
+g, ``growth``: a number does not cost the same in every array. numpy allocates each temporary afresh; the C library
+maps a large one anew and gives it back when freed, faulting it in 4 KB page by page, until it has freed one as
+large (it then keeps that much: a threshold that moves with what the process has done), and numpy asks the kernel
+for huge pages from 4 MB (2**19 numbers) on; caches, and the engine's chunks (``loop.chunk_rows``: several
+estimators at once below 2**16 sequences), move it too. Measured on the default estimators at V = 4: 92–103 ns a
+sequence from 2**14 to 2**18 (a 4 KB page faulted per 33 sequences at 2**18), 48 at 2**20, 38 at 2**22 (one per
+660); a copy of every estimator at 2**15 cost a third as much a sequence chunked as one at a time. So a line
+through small copies missed a large run by 2–3 times either way. g is measured for the run's toy on
+REFERENCE_SELECTION (one estimator that enumerates, seq_tis), timed at the copies' sizes and at the run's (up to
+GROWTH_SEQUENCES sequences, else the largest V**t under it past T₂; up to GROWTH_TOKENS drawn tokens r·N·T):
 
-(a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
-sequences). A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS × PROBE_DRAWS draws, per
-estimator: a small part of any run worth refusing, and the page keeps the line (``Probe``) for the next settings.
+    expected:  g = [r(M₃) − r(M₁)] / [(r(M₂) − r(M₁))·(M₃ − M₁)/(M₂ − M₁)]      its growth beyond the copies over
+                                                                                 what their line gives: exact when
+                                                                                 the run's grows as the reference's
+    sampled:   g = [r(r₃, N₃) − r(r₃, n₀)]/[r₃·(N₃ − n₀)] ÷ [r(r₂, N₂) − r(r₂, n₀)]/[r₂·(N₂ − n₀)]
+                                                 its seconds per draw at the run's (r₃, N₃) over at the copies' (the
+                                                 per-run work, E·r rows of the count recursion, grows with E, not as
+                                                 one estimator's: R runs of the run's estimators measure it)
+
+g = 1 when no estimator enumerates, when the run is no larger than the copies, or when the reference's timings are
+noise (no growth). The reference runs first, at the run's size, timed twice at least: the copies then see the
+memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), and a copy
+whose step is short is timed over more steps. And the copies enumerate as the run will (its ``chunk_rows``). (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c:
+drawing and scoring sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
+PROBE_DRAWS draws and R runs of n₀, per estimator, and the reference a few steps of one estimator at the run's size
+(within GROWTH_SEQUENCES or GROWTH_TOKENS, no more memory than the run's own step): a small part of any run worth
+refusing, and the page keeps the line (``Probe``) for the next settings.
 
 Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
 checks the whole model on a grid):
@@ -46,16 +64,13 @@ checks the whole model on a grid):
                  JSON text: JSON_BYTES_PER_VALUE per value (``--json``)
 """
 
-import functools
-import math
 import time
 from dataclasses import dataclass, replace
 
-import numpy as np
-
 from toylab.engine.recursion import FACTORS
+from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
-from toylab.training.loop import TrainingConfig, train
+from toylab.training.loop import LIMITS, TrainingConfig, chunk_rows, train
 
 PAGE_SECONDS = 10.0                         # the page refuses a run estimated over this
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
@@ -63,12 +78,16 @@ MEMORY_LIMIT_BYTES = 10**9                  # both refuse a run estimated over t
 PROBE_SEQUENCES = 2**18                     # the larger copy of an expected run enumerates at most this many …
 PROBE_SEQUENCES_LEAST = 2**16               # … and at least this many when the run does (if its M allows) …
 PROBE_WORK = 2**21                          # … and about this many over all its enumerating estimators
-PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run
-KERNEL_LARGEST = 22                         # bandwidth_factor's kernel runs on arrays of at most 2**22 numbers
+PROBE_RUNS, PROBE_DRAWS = 16, 256           # the copies of a sampled run: r₂ runs of N₂ draws …
+PROBE_ROWS = 2**12                          # … and R runs of n₀, up to this many runs of all its estimators
+GROWTH_SEQUENCES = 2**21                    # the reference runs at the run's size up to this M (or the next T) …
+GROWTH_TOKENS = 2**18                       # … or this many drawn tokens r·N·T
+REFERENCE_SELECTION = {"on_policy": {}, "seq_tis": {}}       # g's reference: one estimator that enumerates
 QUICK_PROBE_SECONDS = 0.05                  # a copy is timed again (the least counts) until this is spent …
 PROBE_REPEATS = 5                           # … at most this many times
+SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes less is timed for K = 9, not 3
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
-FLOATS_PER_ENUMERATED_SEQUENCE = 12         # measured 6.4 (the default estimators) to 15 (every one)
+FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default estimators) to 13–15 (every one)
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
 FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
 FLOATS_PER_COUNT_PAIR = 4                   # … its count recursion over (position, count of token 0) …
@@ -81,22 +100,27 @@ RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides 
 
 @dataclass(frozen=True)
 class Probe:
-    """A step's seconds as a line through timed copies of a run: a + b·M·T (expected: b·M·T scaled by
-    ``bandwidth_factor`` beyond the largest copy's ``probed`` sequence-tokens) or a + b·r + c·r·N (sampled); and the seconds a run takes to set
-    up (its records, optimizer, generators), measured on the largest copy. Seconds of the thread's CPU; ``slowdown``
-    is how much longer the copies took by the clock on the wall (other work on the machine), at least 1."""
+    """A step's seconds as a line ℓ through timed copies of a run, a + b·M (expected) or a + b·r + c·r·N (sampled),
+    up to the largest copy's size (``probed``: M₂, or r₂·N₂ draws); beyond it s₁ + g·(ℓ − s₁), s₁ (``base``) the
+    smaller copy's step (expected), or a + b·r + c·g·r·N (sampled), g (``growth``) measured for the toy probed. And
+    the seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy. Seconds of
+    the thread's CPU; ``slowdown`` is how much longer the copies took by the clock on the wall (other work on the
+    machine), at least 1."""
     mode: str
     a: float
     b: float
     c: float = 0.0
     setup: float = 0.0
-    probed: int = 1                 # expected: the largest copy's sequence-tokens, V**T₂·T₂
+    probed: int = 1
+    base: float = 0.0
+    growth: float = 1.0
     slowdown: float = 1.0
 
     def step_seconds(self, T, V, runs, N):
-        if self.mode == "expected":                                          # b and probed: per sequence-token
-            return self.a + self.b * V**T * T * bandwidth_factor(V**T * T, self.probed)
-        return self.a + self.b * runs + self.c * runs * N
+        if self.mode == "expected":
+            line = self.a + self.b * V**T
+            return line if V**T <= self.probed else self.base + self.growth * (line - self.base)
+        return self.a + self.b * runs + self.c * runs * N * (self.growth if runs * N > self.probed else 1.0)
 
     def seconds(self, T, V, config):
         """CPU seconds of ``train`` under ``config`` on a toy of T, V."""
@@ -107,90 +131,127 @@ class Probe:
         return self.seconds(T, V, config) * self.slowdown
 
 
-def bandwidth_factor(size, probed):
-    """How many times more a number costs in arrays of ``size`` numbers than in arrays of ``probed`` (1 when not
-    larger): the arrays of a large run leave the processor's caches and are allocated afresh, page by page. Measured
-    once per process and size on a kernel that allocates as the engine does (``_seconds_per_number``)."""
-    if size <= probed:
-        return 1.0
-    return max(1.0, _seconds_per_number(_power_of_two(size)) / _seconds_per_number(_power_of_two(probed)))
-
-
-def _power_of_two(size):
-    return 1 << max(10, min(KERNEL_LARGEST, round(math.log2(size))))
-
-
-@functools.cache
-def _seconds_per_number(size):
-    """Thread CPU seconds per number of z = x·y + x; w = where(z > ½, z, 0); w.sum() on arrays of ``size`` (a power
-    of two), the least of three passes over at least 2**KERNEL_LARGEST numbers."""
-    rng = np.random.default_rng(0)
-    x, y = rng.random(size), rng.random(size)
-    repeats, best = max(1, (1 << KERNEL_LARGEST) // size), float("inf")
-    for _ in range(3):
-        start = time.thread_time()
-        for _ in range(repeats):
-            z = x * y + x
-            np.where(z > 0.5, z, 0.0).sum()
-        best = min(best, time.thread_time() - start)
-    return best / (repeats * size)
-
-
 def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter):
     """The Probe of ``train`` on the toy of ``toy_key`` (T, V, mismatch, seed, sampler) with ``selection`` ({id:
     overrides}), ``baseline`` and ``config``'s mode, optimizer and noise (its steps, runs and N are the line's
     variables); ValueError as ``train`` raises it. ``timer`` measures CPU seconds, ``clock`` the wall's."""
     T, V, mismatch, seed, sampler = toy_key
     spent = {"cpu": 0.0, "wall": 0.0}
+    chunk = chunk_rows(V**T)                                        # the copies enumerate as the run will
 
-    def timed(T, runs=1, N=1):
-        """(a step's seconds, the setup's): a step is the time of K = 3 less K = 1, over 2, and the setup what K = 1
-        takes beyond its two steps; each the least of up to PROBE_REPEATS timings, until they have taken
-        QUICK_PROBE_SECONDS in all (a short time is a noisy one)."""
+    def run(T, chosen, steps, runs, N):
+        """``train``'s CPU seconds on a copy: K = ``steps`` of ``chosen`` at T (the toy's V), ``runs``, N."""
         toy = make_toy(T, V, mismatch, seed, sampler)
-        times, here = {1: float("inf"), 3: float("inf")}, 0.0
-        for _ in range(PROBE_REPEATS):
+        if config.mode == "expected":
+            split_grid(T, V)                                        # built once per process: not a step's time
+        copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N, runs=runs,
+                              noise=config.noise)
+        start, wall = timer(), clock()
+        train(toy, chosen, baseline, copy, chunk=chunk)
+        cpu, wall = timer() - start, clock() - wall
+        spent["cpu"] += cpu
+        spent["wall"] += wall
+        return cpu
+
+    def timed(T, runs=1, N=1, chosen=selection, twice=False):
+        """(a step's seconds, the setup's): after a first K = 1, untimed (the first run at a size larger than any
+        before touches its memory afresh: a one-off of the run, not a step), a step is the time of K = 3 (K =
+        SHORT_COPY_STEPS when that first took under SHORT_COPY_SECONDS: a short step's difference is a noisy one)
+        less K = 1, over K − 1, and the setup what K = 1 takes beyond its two steps; each the least of up to
+        PROBE_REPEATS timings, until they have taken QUICK_PROBE_SECONDS in all, and at least two if ``twice`` (the
+        reference at the run's size: one long timing is at the mercy of the machine's other work)."""
+        first = run(T, chosen, 1, runs, N)
+        longer = SHORT_COPY_STEPS if first < SHORT_COPY_SECONDS else 3
+        times, here = {1: float("inf"), longer: float("inf")}, first
+        for repeat in range(PROBE_REPEATS):
             for steps in times:
-                copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N,
-                                      runs=runs, noise=config.noise)
-                start, wall = timer(), clock()
-                train(toy, selection, baseline, copy)
-                cpu, wall = timer() - start, clock() - wall
+                cpu = run(T, chosen, steps, runs, N)
                 times[steps] = min(times[steps], cpu)
                 here += cpu
-                spent["cpu"] += cpu
-                spent["wall"] += wall
-            if here >= QUICK_PROBE_SECONDS:
+            if here >= QUICK_PROBE_SECONDS and repeat >= twice:
                 break
-        step = max(0.0, times[3] - times[1]) / 2
+        step = max(0.0, times[longer] - times[1]) / (longer - 1)
         return step, max(0.0, times[1] - 2 * step)
 
-    line = _line(timed, T, V, selection, config)
+    line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
+        _sampled_line(timed, T, selection, config)
     return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
 
 
-def _line(timed, T, V, selection, config):
-    """The Probe through the copies ``timed(T, runs, N)`` gives (see ``probe``)."""
+def probed_config(config):
+    """The config a probe of a run under ``config`` depends on, for keeping the Probe (the page): its mode,
+    optimizer and noise; in sampled mode its runs and N up to the next power of 2 (within ``LIMITS``), as far as
+    the reference and the wide copy go (a probe for the power of 2 serves every run below it); neither in expected
+    mode."""
     if config.mode == "expected":
-        enumerated = max(1, sum(id not in FACTORS for id in selection))
-        largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // enumerated))
-        T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
-        T1 = max(1, T2 - (2 if V < 4 else 1))                              # M₁ ≤ M₂/4: b from the difference
-        large, setup = timed(T2)
-        x1, x2 = V**T1 * T1, V**T2 * T2                                    # sequence-tokens of each copy
-        if T1 == T2:
-            return Probe("expected", large, 0.0, setup=setup, probed=x2)
-        small, _ = timed(T1)
-        b = (large - small) / (x2 - x1) if large > small else large / x2    # noise: all of it on b
-        return Probe("expected", max(0.0, small - b * x1), b, setup=setup, probed=x2)
-    low = 2 if "rloo" in selection else 1                                    # rloo trains only with N ≥ 2
+        return replace(config, steps=1, lr=1.0, runs=1, N=1)
+    return replace(config, steps=1, lr=1.0, runs=_power_of_two(config.runs, LIMITS["runs"][1]),
+                   N=_power_of_two(config.N, LIMITS["N"][1]))
+
+
+def _power_of_two(value, most):
+    return min(most, 1 << (value - 1).bit_length())
+
+
+def _expected_line(timed, T, V, selection):
+    """The expected Probe through the copies at T₁ < T₂ and, beyond them, the reference's growth (see the module
+    docstring)."""
+    enumerated = sum(id not in FACTORS for id in selection)
+    largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // max(1, enumerated)))
+    T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
+    T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
+    M1, M2 = V**T1, V**T2
+    grows = enumerated and T1 < T2 < T
+    T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or V**t <= GROWTH_SEQUENCES) if grows else T
+    far = timed(T3, chosen=REFERENCE_SELECTION, twice=True)[0] if grows else 0.0   # first: the run's arrays
+    large, setup = timed(T2)
+    if T1 == T2:
+        return Probe("expected", large, 0.0, setup=setup, probed=M2)
+    small, _ = timed(T1)
+    b = (large - small) / (M2 - M1) if large > small else large / M2        # noise: all of it on b
+    line = Probe("expected", max(0.0, small - b * M1), b, setup=setup, probed=M2, base=small)
+    if not grows:
+        return line
+    near = [timed(t, chosen=REFERENCE_SELECTION)[0] for t in (T1, T2)]
+    return replace(line, growth=_growth(far - near[0], (near[1] - near[0]) * (V**T3 - M1) / (M2 - M1)))
+
+
+def _sampled_line(timed, T, selection, config):
+    """The sampled Probe through the copies at (1, n₀), (R, n₀), (r₂, n₀), (r₂, N₂) and, beyond them, the
+    reference's growth per draw (see the module docstring)."""
+    low = 2 if "rloo" in selection else 1                                   # rloo trains only with N ≥ 2
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
-    base, setup = timed(T, 1, low)                                           # a + b + c·low
-    wide, setup = timed(T, runs, low) if runs > 1 else (base, setup)        # a + (b + c·low)·runs
-    deep, setup = timed(T, runs, draws) if draws > low else (wide, setup)   # a + (b + c·draws)·runs
-    c = max(0.0, (deep - wide) / (runs * (draws - low))) if draws > low else 0.0
-    b = max(0.0, (wide - base) / (runs - 1) - c * low) if runs > 1 else 0.0
-    return Probe("sampled", max(0.0, base - b - c * low), b, c, setup)
+    wide = min(config.runs, max(runs, PROBE_ROWS // len(selection)))      # R runs: R·E ≤ PROBE_ROWS, R ≥ r₂
+    far = min(config.runs, max(1, GROWTH_TOKENS // (low * T)))            # the run's (r, N), r·N·T ≤ GROWTH_TOKENS
+    deep = min(config.N, max(low, GROWTH_TOKENS // (far * T)))
+    grows = config.runs * config.N > runs * draws and deep > low and draws > low
+    beyond = [timed(T, far, n, chosen=REFERENCE_SELECTION, twice=True)[0] for n in (low, deep)] if grows else []
+    copies = [(1, low), (wide, low), (runs, low), (runs, draws)]
+    timings = {copy: timed(T, *copy) for copy in dict.fromkeys(copies)}    # each copy once, where two coincide
+    a, b, c, setup = _plane(copies, [timings[copy] for copy in copies])
+    line = Probe("sampled", a, b, c, setup, probed=runs * draws)
+    if not grows:
+        return line
+    near = [timed(T, runs, n, chosen=REFERENCE_SELECTION)[0] for n in (low, draws)]
+    return replace(line, growth=_growth((beyond[1] - beyond[0]) / (far * (deep - low)),
+                                        (near[1] - near[0]) / (runs * (draws - low))))
+
+
+def _plane(copies, timings):
+    """(a, b, c, setup) of a + b·r + c·r·N through the steps timed at (1, n₀), (R, n₀), (r₂, n₀), (r₂, N₂): b + c·n₀
+    the growth per run from the first two, c the growth per draw from the last two (a term is 0 when its copies
+    coincide); the setup measured on the last."""
+    (_, low), (wide_runs, _), (runs, _), (_, draws) = copies
+    (base, _), (wide, _), (narrow, _), (deep, setup) = timings
+    c = max(0.0, (deep - narrow) / (runs * (draws - low))) if draws > low else 0.0
+    b = max(0.0, (wide - base) / (wide_runs - 1) - c * low) if wide_runs > 1 else 0.0
+    return max(0.0, base - b - c * low), b, c, setup
+
+
+def _growth(beyond, along):
+    """g = ``beyond`` / ``along``: the reference's growth measured out to the run's size, over the growth its copies
+    give (1 when either is not above 0: timing noise)."""
+    return beyond / along if beyond > 0 and along > 0 else 1.0
 
 
 def run_bytes(T, V, config, estimator_ids):

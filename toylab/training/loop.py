@@ -112,9 +112,10 @@ def engine_errors(toy, noise, steps):
         yield toy.b if rng is None else rng.standard_t(3, size=toy.b.shape)
 
 
-def train(toy, selection, baseline="none", config=TrainingConfig(), progress=None):
+def train(toy, selection, baseline="none", config=TrainingConfig(), progress=None, chunk=None):
     """{estimator id: Trajectory} from the toy's θ₀ for every estimator in ``selection`` (id → overrides);
-    ``progress(k)``, if given, is called after step k = 0 … K is recorded.
+    ``progress(k)``, if given, is called after step k = 0 … K is recorded. ``chunk``: how many estimators an
+    enumerated step takes at once (``exact_means``; the cost probe's small copies take their run's).
 
     ValueError for an unknown baseline or an estimator that ``cannot_train`` in the config's mode.
     """
@@ -124,8 +125,9 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
     problems = [f"{id}: {why}" for id in selection if (why := cannot_train(id, config.mode, config.N))]
     if problems:
         raise ValueError("; ".join(problems))
-    run = _expected if config.mode == "expected" else _sampled
-    records = run(toy, selection, baseline, config, progress or (lambda k: None))
+    progress = progress or (lambda k: None)
+    records = _expected(toy, selection, baseline, config, progress, chunk) if config.mode == "expected" else \
+        _sampled(toy, selection, baseline, config, progress)
     return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
                                                       for name in RECORDED))
             for index, (id, params) in enumerate(selection.items())}
@@ -183,20 +185,26 @@ class Population:
         return {"none": np.zeros_like(self.J), "logged": self.logged_reward, "true": self.J}[name]
 
 
-def exact_means(rows, estimators, b):
+def exact_means(rows, estimators, b, chunk=None):
     """E_p[ĝ] of estimator i = (id, params) at row i of a ToyRows with a grid, p = μ (π for on_policy): shape
     (rows, T, V). Estimators that factorise over positions (``recursion.FACTORS``) by the count recursion
-    (``counts.factorised_means``), all rows at once; the others by enumeration, rows in chunks."""
+    (``counts.factorised_means``), all rows at once; the others by enumeration, rows in chunks of ``chunk``
+    (default ``chunk_rows(M)``)."""
     means = np.empty(rows.pi.shape)
     factorised = [index for index, (id, _) in enumerate(estimators) if id in FACTORS]
     enumerated = [index for index, (id, _) in enumerate(estimators) if id not in FACTORS]
     if factorised:
         means[factorised] = _factorised_means(rows, factorised, [estimators[i] for i in factorised], b[factorised])
-    chunk = max(1, ROWS_AT_ONCE // rows.M)
+    chunk = chunk or chunk_rows(rows.M)
     for start in range(0, len(enumerated), chunk):
         chosen = enumerated[start:start + chunk]
         means[chosen] = enumerated_means(rows.subset(chosen), [estimators[i] for i in chosen], b[chosen])
     return means
+
+
+def chunk_rows(M):
+    """Rows an enumerated step takes at once on a toy of M sequences: M-vectors of about ROWS_AT_ONCE numbers."""
+    return max(1, ROWS_AT_ONCE // M)
 
 
 def _factorised_means(rows, indices, estimators, b):
@@ -296,7 +304,7 @@ def check_range(rows, k):
         raise ValueError(f"training stopped: {problem}")
 
 
-def _expected(toy, selection, baseline, config, progress):
+def _expected(toy, selection, baseline, config, progress, chunk):
     grid = split_grid(toy.T, toy.V)
     estimators = list(selection.items())
     enumerated = any(id not in FACTORS for id, _ in estimators)
@@ -308,7 +316,7 @@ def _expected(toy, selection, baseline, config, progress):
         if enumerated:
             check_range(rows, k)
         population = Population.of(rows)
-        means = exact_means(rows, estimators, population.baseline(baseline))
+        means = exact_means(rows, estimators, population.baseline(baseline), chunk)
         step = optimizer.step(means)
         _record(records, k, theta, population, cosine(means, population.grad), relative_error(means, population.grad),
                 cosine(step, population.grad))

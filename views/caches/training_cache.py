@@ -1,8 +1,6 @@
 """Cached computations of the Training tab, keyed on the toy, the trained selection, the baseline and the tab's
 controls; plus the work limits that keep a re-render within seconds on the largest toys."""
 
-from dataclasses import replace
-
 import numpy as np
 import streamlit as st
 
@@ -39,17 +37,13 @@ def left_out(settings, mode):
 def refusal(settings, config, selection):
     """Why ``trajectories`` would not finish within the page's seconds or memory (``training.cost.refusal``), or
     None. Its memory is known from its sizes; its seconds from a probe of small copies of it, which is kept for the
-    next steps, runs, N or mismatch (it depends on the toy's sizes, seed and sampler, the selection, the baseline and
-    the mode, optimizer and noise)."""
+    next steps, mismatch, and runs and N up to their next power of 2 (``cost.probed_config``: it depends on the
+    toy's sizes, seed and sampler, the selection, the baseline and the mode, optimizer and noise, and how far a
+    sampled run's reference goes)."""
     ids = [id for id, _ in selection]
     T, V, mismatch, seed, sampler = settings.toy_key
     return cost.refusal(T, V, config, ids, lambda: probe((T, V, seed, sampler), selection, settings.baseline,
-                                                         _probed(config), mismatch), LIMIT_SECONDS)
-
-
-def _probed(config):
-    """The config a probe depends on: its mode, optimizer and noise, and runs and N as far as the probe goes."""
-    return replace(config, steps=1, lr=1.0, runs=min(config.runs, cost.PROBE_RUNS), N=min(config.N, cost.PROBE_DRAWS))
+                                                         cost.probed_config(config), mismatch), LIMIT_SECONDS)
 
 
 @st.cache_data(max_entries=64, show_spinner="Timing small copies of the run …")
