@@ -95,6 +95,8 @@ class RunFile:
             return self.archive.getinfo(self.name).file_size
         if self.data is not None:
             return len(self.data)
+        if self.path is None:
+            return 0
         try:
             return os.path.getsize(self.path)
         except OSError:
