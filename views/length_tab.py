@@ -22,7 +22,7 @@ def render(settings):
                              "what is exact at every T and a slider step does not wait for the sampling.")
     population, estimators, stopped = sweep_cache.length_points(sweep_cache.length_key(settings), sampled)
     if stopped:
-        st.warning(stopped)
+        st.warning(f"Stopped at T = {stopped[0]}: {stopped[1]}")
     estimator_frame = sweep_frames.length_estimator_frame(estimators)
     lying = sweep_frames.coincident(estimator_frame, "T", sweep_frames.LENGTH_LOG_METRICS)
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),

@@ -18,6 +18,7 @@ from toylab.analysis.length import (
     _population_by_sampling,
     enumerable,
     length_point,
+    length_points,
     length_toy,
     lengths_for,
     samples_at,
@@ -274,3 +275,16 @@ def test_one_stacked_recursion_equals_enumeration_for_every_factorising_estimato
         assert together[id].var == pytest.approx(expected.var, rel=1e-9, abs=1e-13)
         assert (together[id].tokens_affected, together[id].sequences_affected) == \
             pytest.approx((expected.tokens_affected, expected.sequences_affected), rel=1e-9, abs=1e-12)
+
+
+def test_length_points_are_each_lengths_point_up_to_where_the_relative_error_is_undefined():
+    """top-k 2 with the trainer keeping the sampler's mask: ∇J = 0 from T = 6, so the view stops there."""
+    settings = Settings(estimators=("naive", "seq_is"), top_k=2, scored="keep_mask")
+    population, estimators, stopped = length_points(settings, sampled=False)
+    before = [length_point(settings, T, sampled=False) for T in (1, 2, 3, 4)]
+    assert population == [row for rows, _ in before for row in rows]
+    assert estimators == [row for _, rows in before for row in rows]
+    assert stopped[0] == 6 and "does not depend on θ" in stopped[1]
+    with pytest.raises(ValueError, match="does not depend on θ"):
+        length_point(settings, 6, sampled=False)
+    assert length_points(Settings(estimators=("naive",)), sampled=False)[2] is None

@@ -94,6 +94,26 @@ def length_point(settings, T, samples=None, sampled=True):
             _estimators_beyond_enumeration(toy, selection, settings.baseline, samples, rng))
 
 
+def length_points(settings, sampled=True):
+    """(population rows, estimator rows, (T, why) or None) over ``lengths_for(V)``: each T's ``length_point``, up to
+    the first T at which it raises ValueError (that T and its message)."""
+    population, estimators = [], []
+    for T in lengths_for(settings.V):
+        try:
+            point_population, point_estimators = length_point(settings, T, sampled=sampled)
+        except ValueError as error:
+            return population, estimators, (T, str(error))
+        population += point_population
+        estimators += point_estimators
+    return population, estimators, None
+
+
+def largest_work(V, sampled):
+    """The most a point of the view enumerates or draws: V**T sequences at the largest enumerable T, or samples_at(T)
+    sequences of T tokens beyond it if ``sampled``."""
+    return max(V**T if enumerable(T, V) else samples_at(T) * T if sampled else T * T for T in lengths_for(V))
+
+
 def _population_row(T, quantity, value, se, method):
     return {"T": T, "quantity": quantity, "value": value, "se": se, "method": method}
 

@@ -43,9 +43,11 @@ GROWTH_SEQUENCES sequences, else the largest V**t under it past T₂; up to GROW
 
 g = 1 when no estimator enumerates, when the run is no larger than the copies, or when the reference's timings are
 noise (no growth). The reference runs first, at the run's size, timed twice at least: the copies then see the
-memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), and a copy
-whose step is short is timed over more steps. And the copies enumerate as the run will (its ``chunk_rows``). (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c:
-drawing and scoring sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
+memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), a copy whose
+step is short is timed over more steps, and the copies enumerate as the run will (its ``chunk_rows``).
+
+(a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
+sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
 PROBE_DRAWS draws and R runs of n₀, per estimator, and the reference a few steps of one estimator at the run's size
 (within GROWTH_SEQUENCES or GROWTH_TOKENS, no more memory than the run's own step): a small part of any run worth
 refusing, and the page keeps the line (``Probe``) for the next settings.

@@ -24,8 +24,7 @@ reward E_μ[r] (mean ± s/√B). The sample ESS fraction (Σ_b W_b)² / (B·Σ_b
 """
 
 import math
-from dataclasses import dataclass, field, fields
-from functools import cached_property
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -61,7 +60,7 @@ class Spread:
                 "max": self.high}
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
 class LogStatistics:
     sequences: int
     tokens: int
@@ -71,27 +70,10 @@ class LogStatistics:
     k3: Estimate
     chi2_token: Estimate
     tail_shares: dict                # c → Estimate of the share of tokens with |log ρ_t| > c
+    log_W: Spread
+    log_rho_geo: Spread
     ess_fraction: float
     mean_reward: Estimate | None     # E_μ[r], when the log has rewards
-    sequence_log_ratios: tuple = field(repr=False)   # (log W, log ρ_geo): (B,) each, for their spreads
-
-    @cached_property
-    def log_W(self) -> Spread:
-        """The spread of log W over the sequences (computed when first read: a run's step summaries do not show it)."""
-        return spread(self.sequence_log_ratios[0])
-
-    @cached_property
-    def log_rho_geo(self) -> Spread:
-        """The spread of log ρ_geo over the sequences (computed when first read)."""
-        return spread(self.sequence_log_ratios[1])
-
-    def __eq__(self, other):
-        """Equal statistics, the spreads included (not the arrays they are taken of)."""
-        return type(other) is LogStatistics and self._compared() == other._compared()
-
-    def _compared(self):
-        return (*(getattr(self, entry.name) for entry in fields(self) if entry.name != "sequence_log_ratios"),
-                self.log_W, self.log_rho_geo)
 
 
 def token_mean(log, per_token):
@@ -183,9 +165,9 @@ def log_statistics(log):
         mean_length=sequence_mean(log.lengths),
         k1=k1, k3=k3, chi2_token=_shifted(rho_squared, -1.0),
         tail_shares=dict(zip(TAIL_THRESHOLDS, tail_shares, strict=True)),
+        log_W=spread(log_W), log_rho_geo=spread(log_rho_geo),
         ess_fraction=ess_fraction(log_W),
-        mean_reward=None if log.rewards is None else sequence_mean(log.rewards),
-        sequence_log_ratios=(log_W, log_rho_geo))
+        mean_reward=None if log.rewards is None else sequence_mean(log.rewards))
 
 
 def _shifted(estimate, offset):

@@ -8,8 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from toylab.analysis import sweeps
-from toylab.analysis.length import enumerable, length_point, lengths_for, samples_at
+from toylab.analysis import length, sweeps
 from toylab.state.query import DEFAULTS
 from views.caches import cache
 from views.caches.work_slots import large_work
@@ -60,17 +59,7 @@ def length_key(settings):
 
 @st.cache_data(max_entries=32, show_spinner=False)
 def length_points(settings, sampled):
-    """(population rows, estimator rows, why the view stopped or "") over ``lengths_for(V)``: each T's
-    ``length_point``, up to the first T that raises ValueError (its message); call with ``length_key(settings)``.
-    One cache entry for every length, so a slider step hashes the Settings once. Beyond enumeration a point draws
-    samples_at(T) sequences of T tokens if ``sampled``, else holds only the exact rows."""
-    population, estimators = [], []
-    for T in lengths_for(settings.V):
-        with large_work(settings.V**T if enumerable(T, settings.V) else samples_at(T) * T if sampled else T * T):
-            try:
-                point_population, point_estimators = length_point(settings, T, sampled=sampled)
-            except ValueError as error:
-                return population, estimators, f"Stopped at T = {T}: {error}"
-        population += point_population
-        estimators += point_estimators
-    return population, estimators, ""
+    """``length.length_points``; call with ``length_key(settings)``. One cache entry for every length, so a slider
+    step hashes the Settings once."""
+    with large_work(length.largest_work(settings.V, sampled)):
+        return length.length_points(settings, sampled)
