@@ -1,0 +1,8 @@
+"""Every framework's update presets in one table: a framework's module lists its ``UPDATES`` (``updates.UpdatePreset``
+rows: the anchor, the loss and its parameters, minibatches × epochs, its correction and pipeline presets, its
+default staleness and where its code computes the loss), and this table gathers them by id."""
+
+from toylab.catalogue.presets import FRAMEWORKS
+
+UPDATE_PRESETS = {preset.id: preset for module in dict.fromkeys(FRAMEWORKS.values())
+                  for preset in getattr(module, "UPDATES", ())}
