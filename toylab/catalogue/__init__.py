@@ -15,5 +15,7 @@ factors of its per-token coefficient. Bottom to top:
     frameworks/    one module per framework: its presets as rows of data, its rules, its formulas
     presets        every framework's presets in one table
     pipelines      what a pipeline logs as μ and what its trainer scores; each framework's pipeline as a preset
+    updates        one update of a batch: the per-token surrogate sg(g(w))·L(r, A) of π_θ, π_old and μ, and its data
+    update_presets every framework's update presets in one table
     estimators     the registry: id → formula, source, thresholds, colour and weight function
 """

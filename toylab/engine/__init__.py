@@ -7,6 +7,7 @@
     counts         J, ∇J and the Hessian through the count of token 0 (O(T²))
     sequences      the two views a weight function reads: every sequence of the toy, or given sequences
     coefficients   the batch interface: any estimator's per-token coefficients on given sequences
+    surrogate      an update's per-token surrogate sg(g(w))·L(r, A) on given sequences
     moments        exact mean and variance of every estimator in one O(M) pass
     recursion      factorising estimators' moments at any T, by dynamic programming over the count
 """
