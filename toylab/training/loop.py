@@ -221,9 +221,9 @@ def _record(records, k, theta, population, cosines, rel_bias=None, step_cosines=
         records["step_cosine"][..., k] = step_cosines
 
 
-def _record_update(records, k, lag, clipped, kl, spread):
+def _record_update(records, k, lag, on_policy, clipped, kl, spread):
     records["clip_share"][..., k], records["ppo_kl"][..., k], records["w_std"][..., k] = clipped, kl, spread
-    records["lag"][..., k] = lag
+    records["lag"][..., k] = np.where(on_policy, 0, lag).reshape(-1, *[1] * (clipped.ndim - 1))   # on_policy: none
 
 
 def check_range(rows, k):
@@ -261,7 +261,7 @@ def _expected(toy, selection, baseline, config, progress, chunk):
             starts_at_anchor(update.anchor, s), chunk)
         _record(records, k, theta, population, cosine(first, population.grad), relative_error(first, population.grad),
                 cosine(step, population.grad))
-        _record_update(records, k, s, clipped, kl, spread)
+        _record_update(records, k, s, on_policy, clipped, kl, spread)
         progress(k)
         if k < config.steps:
             theta = theta + step
@@ -294,7 +294,7 @@ def _sampled(toy, selection, baseline, config, progress):
                 id, params, mine, tokens, log_old[index], b[index], update, optimizers[index],
                 starts_at_anchor(update.anchor, s))
         _record(records, k, theta, population, cosine(step, population.grad))
-        _record_update(records, k, s, clipped, kl, spread)
+        _record_update(records, k, s, on_policy, clipped, kl, spread)
         progress(k)
         if k < config.steps:
             theta = theta + step
