@@ -101,10 +101,13 @@ class TrainingConfig:
 
     @property
     def weights_only(self):
-        """True when some update may start away from its anchor or a batch feeds several updates: the correction
-        must then be a weight g(w) (no additive term) and the loss reads the ratio r."""
-        update = self.update
-        return update.U > 1 or update.anchor == "bypass" or (update.anchor == "rollout" and self.lag > 0)
+        return weights_only(self.update, self.lag)
+
+
+def weights_only(update, lag):
+    """True when some update may start away from its anchor (bypass, or rollout with a lag) or a batch feeds several
+    updates: the loss then reads the ratio r, and the correction must be a weight g(w) (no additive term)."""
+    return update.U > 1 or update.anchor == "bypass" or (update.anchor == "rollout" and lag > 0)
 
 
 @dataclass(frozen=True)
@@ -333,13 +336,15 @@ def steps_to_reach(J, target):
 def summary(trajectories, reference="on_policy"):
     """One row per estimator, on the per-step median over runs in sampled mode: final J, the step at which J
     first reaches REACHED × the reference's final J (None: never; absent without a reference), the largest drop
-    of J, the final E_μ[r] and KL(μ‖π)."""
+    of J, the final E_μ[r] and KL(μ‖π), and the clipped share and PPO KL averaged over the steps."""
     target = REACHED * per_step_median(trajectories[reference].J)[-1] if reference in trajectories else None
     rows = []
     for id, trajectory in trajectories.items():
         J = per_step_median(trajectory.J)
         rows.append({"estimator": id, "final_J": float(J[-1]), "largest_drop": largest_drop(J),
                      "final_logged_reward": float(per_step_median(trajectory.logged_reward)[-1]),
-                     "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1])}
+                     "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1]),
+                     "mean_clip_share": float(np.mean(per_step_median(trajectory.clip_share))),
+                     "mean_ppo_kl": float(np.mean(per_step_median(trajectory.ppo_kl)))}
                     | ({"steps_to_reach": steps_to_reach(J, target)} if target is not None else {}))
     return rows
