@@ -19,10 +19,13 @@ Each folder's ``__init__`` maps its modules. The public surface is below.
 
 from toylab.catalogue.aggregation import AGGREGATIONS, gradient_weights
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, EXACT_IDS, PRESET_IDS, resolve_params
+from toylab.catalogue.updates import ANCHORS, LOSSES, Update, token_loss
 from toylab.engine.coefficients import additive_terms, affected_tokens, coefficients, kept_tokens
 from toylab.engine.moments import Moments, baseline_value, exact_moments, exact_table
+from toylab.engine.surrogate import batch_surrogate
 from toylab.engine.toy import EXACT_SIZE_LIMIT, Toy, estimator_moments, make_toy, sample_from_sampler
 
-__all__ = ["AGGREGATIONS", "BASELINES", "ESTIMATORS", "EXACT_IDS", "EXACT_SIZE_LIMIT", "Moments", "PRESET_IDS", "Toy",
-           "baseline_value", "coefficients", "estimator_moments", "exact_moments", "exact_table", "gradient_weights",
-           "kept_tokens", "affected_tokens", "additive_terms", "make_toy", "resolve_params", "sample_from_sampler"]
+__all__ = ["AGGREGATIONS", "ANCHORS", "BASELINES", "ESTIMATORS", "EXACT_IDS", "EXACT_SIZE_LIMIT", "LOSSES", "Moments",
+           "PRESET_IDS", "Toy", "Update", "baseline_value", "batch_surrogate", "coefficients", "estimator_moments",
+           "exact_moments", "exact_table", "gradient_weights", "kept_tokens", "affected_tokens", "additive_terms",
+           "make_toy", "resolve_params", "sample_from_sampler", "token_loss"]

@@ -70,8 +70,8 @@ def batch_surrogate(update: Update, correction: str | None, log_pi: ArrayLike, l
     if pi.shape != sequences.mask.shape:
         raise ValueError(f"log_pi must have the shape {sequences.mask.shape} of log_old and log_mu, got {pi.shape}")
     response = sequences.mask
-    inside = [np.where(response, x, 0.0) for x in (pi, sequences.log_pi, sequences.log_mu)]
-    loss = update.token_loss(*inside, sequences.advantage[:, None])
+    pi, old, mu = (np.where(response, x, 0.0) for x in (pi, sequences.log_pi, sequences.log_mu))
+    loss = update.token_loss(pi, old, mu, sequences.advantage[:, None])
     return BatchSurrogate(weight, kept, np.where(response, weight * loss.objective, 0.0),
                           np.where(response, weight * loss.derivative, 0.0), loss.clipped & response,
                           loss.dual_clipped & response)
