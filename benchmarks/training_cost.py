@@ -90,7 +90,8 @@ UPDATES = ({"anchor": "recompute", "epochs": 8}, {"anchor": "bypass", "minibatch
 def policy_grid(quick, mode=None):
     """The three-policy points: the default estimators at each size of the grid, under each of UPDATES."""
     sizes = [point for point in grid(False, mode) if point["estimators"] == DEFAULT]
-    points = [point | {"update": update} for point in sizes for update in UPDATES]
+    points = [point | {"update": update} for point in sizes for update in UPDATES
+              if point["N"] >= update.get("minibatches", 1)]                # N sequences make at most N minibatches
     return points[::4] if quick else points
 
 

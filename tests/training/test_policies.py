@@ -16,7 +16,7 @@ from toylab.engine.split_grid import split_grid
 from toylab.training.exact import Population, exact_means
 from toylab.training.loop import TrainingConfig, cannot_train, cosine, relative_error, train
 from toylab.training.optimizers import make_optimizer
-from toylab.training.policies import ExpectedBatch, lags, refuses_as_weight, sampled_updates
+from toylab.training.policies import ExpectedBatch, lags, refuses_as_weight, sampled_updates, sampled_w_spread
 from toylab.training.toy_rows import ToyRows
 
 Z = 5.0
@@ -186,8 +186,10 @@ def test_sampled_updates_on_a_given_batch_equal_sums_over_its_sequences(update, 
     b = Population.of(rows).baseline("logged")
     tokens = tokens_from_uniforms(np.random.default_rng(3).random((2, 7, 4)), rows.mu)
     lr = 0.7
-    total, clipped, kl, spread = sampled_updates(correction, resolve_params(correction, params), rows, tokens,
-                                                 log_old, b, update, make_optimizer("sgd", lr, theta.shape), False)
+    total, clipped, kl = sampled_updates(correction, resolve_params(correction, params), rows, tokens, log_old, b,
+                                         update, make_optimizer("sgd", lr, theta.shape), False)
+    spread = sampled_w_spread(ToyRows(theta[None], toy.b, toy.mismatch, engine_theta=stale[None]), log_old[None],
+                              np.array([False]), tokens[None])[0]
     index = (tokens * 3 ** np.arange(3, -1, -1)).sum(axis=-1)              # each sequence's row of the oracle
     for run in range(2):
         current, expected_step, held, drift = theta[run], 0.0, 0.0, 0.0

@@ -49,6 +49,7 @@ from toylab.training.policies import (
     lags,
     refuses_as_weight,
     sampled_updates,
+    sampled_w_spread,
     starts_at_anchor,
 )
 from toylab.training.toy_rows import ToyRows
@@ -289,15 +290,16 @@ def _sampled(toy, selection, baseline, config, progress):
         b = population.baseline(baseline)
         uniforms = np.stack([generator.random((N, toy.T)) for generator in generators])     # (runs, N, T)
         step = np.empty_like(theta)
-        clipped, kl, spread = (np.empty(theta.shape[:2]) for _ in range(3))
+        clipped, kl = np.empty(theta.shape[:2]), np.empty(theta.shape[:2])
+        tokens = np.empty((*theta.shape[:2], N, toy.T), dtype=np.intp)
         for index, (id, params) in enumerate(estimators):
             mine = rows[index]
-            tokens = tokens_from_uniforms(uniforms, mine.pi if on_policy[index] else mine.mu)
-            step[index], clipped[index], kl[index], spread[index] = sampled_updates(
-                id, params, mine, tokens, log_old[index], b[index], update, optimizers[index],
+            tokens[index] = tokens_from_uniforms(uniforms, mine.pi if on_policy[index] else mine.mu)
+            step[index], clipped[index], kl[index] = sampled_updates(
+                id, params, mine, tokens[index], log_old[index], b[index], update, optimizers[index],
                 starts_at_anchor(update.anchor, s))
         _record(records, k, theta, population, cosine(step, population.grad))
-        _record_update(records, k, s, on_policy, clipped, kl, spread)
+        _record_update(records, k, s, on_policy, clipped, kl, sampled_w_spread(rows, log_old, on_policy, tokens))
         progress(k)
         if k < config.steps:
             theta = theta + step

@@ -33,6 +33,7 @@ the records are the same quantities over the minibatch's tokens (w's over the ba
 """
 
 from collections import deque
+from functools import cached_property
 from types import SimpleNamespace
 
 import numpy as np
@@ -109,14 +110,18 @@ class ExpectedBatch:
         self.log_old = on_kept(log_old, self.kept)
         self.log_mu = on_kept(np.where(on_policy[:, None, None], rows.log_pi, rows.log_logged), self.kept)
         self.probability = probability
-        phi = reward_by_count(rows.T)
-        ones = np.ones_like(probability)
-        unit = SimpleNamespace(token=ones, before=ones, after=ones)
-        self.reward_share = np.stack([factorised_marginals(probability, unit, np.broadcast_to(part, (len(b), rows.T + 1)))
-                                      for part in (1 - phi, phi)], axis=1)          # q_ρ: (rows, 2, T, V)
         self.advantages = np.stack([-b, 1 - b], axis=1)[..., None, None]                 # A = ρ − b: (rows, 2, 1, 1)
         self.estimators = estimators
         self.marginals = None
+
+    @cached_property
+    def reward_share(self):
+        """q_ρ[t, v] = P_μ(y_t = v, r = ρ): (rows, 2, T, V), by the count recursion."""
+        phi = reward_by_count(self.rows.T)
+        ones = np.ones_like(self.probability)
+        unit = SimpleNamespace(token=ones, before=ones, after=ones)
+        return np.stack([factorised_marginals(self.probability, unit, np.broadcast_to(part, (len(self.b), len(phi))))
+                         for part in (1 - phi, phi)], axis=1)
 
     def w_spread(self):
         """The token standard deviation of w = π_old/μ_log under μ (+∞ beyond float64)."""
@@ -158,7 +163,11 @@ class ExpectedBatch:
 
 def expected_updates(rows, log_old, on_policy, estimators, b, update, optimizer, exact_start, chunk):
     """The U updates of one batch at every row: (G⁰, θᵁ − θ⁰, clipped share, PPO KL, w's spread), the two records
-    averaged over the U updates. ``exact_start``: π_θ⁰ = π_old, so a single update is the correction's exact mean."""
+    averaged over the U updates. ``exact_start``: π_θ⁰ = π_old, so a single update is the correction's exact mean,
+    with r ≡ 1: nothing clipped (no loss clips or masks at r = 1) and −log r = 0."""
+    if exact_start and update.U == 1:
+        first = exact_means(rows, estimators, b, chunk)
+        return first, optimizer.step(first), np.zeros(len(b)), np.zeros(len(b)), exact_w_spread(rows, on_policy)
     batch = ExpectedBatch(rows, log_old, on_policy, estimators, b, update)
     theta, log_pi, pi = rows.theta, rows.log_pi, rows.pi
     first, total = None, 0.0
@@ -167,10 +176,7 @@ def expected_updates(rows, log_old, on_policy, estimators, b, update, optimizer,
         losses = batch.losses(log_pi)
         held, drift = batch.records(log_pi, losses)
         clipped, kl = clipped + held / update.U, kl + drift / update.U
-        if exact_start and update.U == 1:
-            gradient = exact_means(rows, estimators, b, chunk)
-        else:
-            gradient = batch.gradient(log_pi, pi, losses, chunk)
+        gradient = batch.gradient(log_pi, pi, losses, chunk)
         first = gradient if u == 0 else first
         step = optimizer.step(gradient)
         total = step if u == 0 else total + step
@@ -179,6 +185,15 @@ def expected_updates(rows, log_old, on_policy, estimators, b, update, optimizer,
             log_pi = rows.sampler.scored_log_probabilities(theta, rows.kept)      # over the batch's kept tokens
             pi = np.exp(log_pi)
     return first, total, clipped, kl, batch.w_spread()
+
+
+def exact_w_spread(rows, on_policy):
+    """w's spread under μ when π_old is the rows' π (w = ρ), 0 for on_policy (``ExpectedBatch.w_spread``)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = np.where(rows.kept, rows.rho, 0.0)
+        mean = (rows.mu * w).sum(axis=(-2, -1)) / rows.T
+        spread = np.sqrt((rows.mu * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / rows.T)
+    return np.where(on_policy, 0.0, np.where(np.isnan(spread), np.inf, spread))
 
 
 # -- sampled mode -----------------------------------------------------------------------------------------
@@ -230,21 +245,18 @@ def minibatch_gradient(tokens, log_pi, pi, weights, advantage, log_old, log_mu, 
 
 
 def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, optimizer, exact_start):
-    """One estimator's U updates of its batch in every run: (θᵁ − θ⁰ (R, T, V), clipped share, PPO KL, w's spread (R,))
-    averaged over the U updates. ``mine``: the estimator's rows (its μ_k, or π_k for on_policy)."""
+    """One estimator's U updates of its batch in every run: (θᵁ − θ⁰ (R, T, V), clipped share and PPO KL (R,)),
+    the records averaged over the U updates. ``mine``: the estimator's rows (its μ_k, or π_k for on_policy)."""
     on_policy = ESTIMATORS[estimator_id].on_policy
     side = trainer_side(mine) if on_policy else mine
     R, N, T = tokens.shape
+    if exact_start and update.U == 1:                      # r ≡ 1: no clip binds, −log r = 0
+        estimate = batch_estimates(Batches(side, tokens, np.array([N]), b), estimator_id, params)[:, 0]
+        return optimizer.step(estimate), np.zeros(R), np.zeros(R)
     V = mine.V
     own = tokens + V * np.arange(T) + T * V * np.arange(R)[:, None, None]
     old_tokens = np.take(side.log_pi if on_policy else log_old, own)
     mu_tokens = np.take(side.log_logged, own)
-    with np.errstate(over="ignore", invalid="ignore"):
-        spread = np.exp(old_tokens - mu_tokens).reshape(R, -1).std(axis=1)
-    spread = np.where(np.isnan(spread), np.inf, spread)           # w beyond float64
-    if exact_start and update.U == 1:                      # r ≡ 1: no clip binds, −log r = 0
-        estimate = batch_estimates(Batches(side, tokens, np.array([N]), b), estimator_id, params)[:, 0]
-        return optimizer.step(estimate), np.zeros(R), np.zeros(R), spread
     anchored = side if on_policy else _anchored_side(side, log_old)
     weights, advantage = batch_terms(estimator_id, params, anchored, tokens, b)
     parts = np.array_split(np.arange(N), update.minibatches)
@@ -267,7 +279,25 @@ def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, opti
             theta = theta + step
             log_pi = mine.sampler.scored_log_probabilities(theta, mine.kept)     # over the batch's kept tokens
             pi = np.exp(log_pi)
-    return total, clipped, kl, spread
+    return total, clipped, kl
+
+
+def sampled_w_spread(rows, log_old, on_policy, tokens):
+    """w's spread over each batch's N·T tokens, every estimator and run at once: tokens (E, R, N, T) drawn from each
+    row's μ (π for on_policy, whose w is 1), w = π_old/μ_log at them: sqrt(Σ w²/n − (Σ w/n)²) from the count of each
+    (position, token) in the batch; +∞ where w² leaves float64."""
+    E, R, N, T = tokens.shape
+    V = rows.V
+    log_w = np.subtract(log_old, rows.log_logged, out=np.zeros(log_old.shape), where=rows.kept)
+    if on_policy.any():
+        log_w = np.where(on_policy[:, None, None, None], 0.0, log_w)
+    cells = tokens + V * np.arange(T) + T * V * np.arange(E * R).reshape(E, R, 1, 1)
+    counts = np.bincount(cells.ravel(), minlength=E * R * T * V).reshape(E, R, T * V)
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = np.exp(log_w).reshape(E, R, T * V)
+        first, second = (counts * w).sum(axis=-1) / (N * T), (counts * w * w).sum(axis=-1) / (N * T)
+        spread = np.sqrt(np.maximum(second - first**2, 0.0))
+    return np.where(np.isnan(spread), np.inf, spread)
 
 
 def _anchored_side(side, log_old):
