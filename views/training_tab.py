@@ -64,7 +64,8 @@ def _shown(columns):
 
 
 def controls(settings, where=st):
-    """The tab's controls (each in the URL), in ``where``, as a TrainingConfig; N is the sidebar's batch size."""
+    """The tab's controls (each in the URL), in ``where``, as a TrainingConfig; N is the sidebar's batch size. The
+    three policies' controls are read here and built further down (``_policy_group``): a rerun reads them first."""
     mode_column, optimizer_column, noise_column, lr_column, steps_column, runs_column = where.columns(
         [2, 1.3, 1.6, 2, 2, 1.5])
     mode = mode_column.radio("mode", MODES, key=KEY["mode"], persist_state="session", horizontal=True,
@@ -88,7 +89,6 @@ def controls(settings, where=st):
     runs_range = VIEW_PARAMETERS[KEY["runs"]]
     runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"], persist_state="session",
                        disabled=mode == "expected", help="Independent sampled runs (fixed seeds).")
-    _policy_group(where)
     value = {url: st.session_state.get(url, parameter.default) for url, parameter in VIEW_PARAMETERS.items()}
     return training_config(value | {KEY["mode"]: mode, KEY["optimizer"]: optimizer, KEY["noise"]: noise,
                                     KEY["lr"]: lr, KEY["steps"]: steps}, settings.N)
@@ -187,6 +187,11 @@ def render(settings):
             "training_logged": lambda at, size: chart_element.draw(at, training_charts.logged_chart(
                 training_frames.logged_frame(trajectories[pick]), pick, ESTIMATORS[pick].colour,
                 tour.marks(settings, "training_logged"), height=size))}
+    draw |= {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
+                 at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
+                                                 marks=tour.marks(settings, chart)))
+             for chart, quantity in POLICY_CHARTS.items() if three}
+    draw["training_staleness"] = lambda at, size: _staleness_chart(at, settings, config, size)
     if lesson:
         _lesson_charts(lesson, draw)
     if "training_J" not in lesson:
@@ -195,8 +200,9 @@ def render(settings):
         draw["training_cosine"](st, None)
     if not sampled and config.optimizer == "adam":
         chart_element.draw(st, training_charts.step_cosine_chart(curves))
+    _policy_group(st)
     if three:
-        _policy_charts(settings, curves, sampled)
+        _policy_charts(draw, lesson)
     lying = training_frames.coincident_note(curves, sampled)
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
@@ -216,7 +222,7 @@ def render(settings):
                  width="stretch")
     if screen_share.on():                                    # the long names left the table: say them once
         st.caption(frames.names_note(summary["estimator"]))
-    _staleness_view(settings, config)
+    _staleness_view(settings, config, draw, lesson)
     _sga_view(settings, config)
 
 
@@ -225,37 +231,45 @@ def _three_policies(config):
     return config.update != DEFAULT_UPDATE or config.lag > 0
 
 
-def _policy_charts(settings, curves, sampled):
-    """What the frameworks log of the three policies, against step: the clipped share, the PPO KL, w's spread."""
+POLICY_CHARTS = {"training_clip": "clip_share", "training_ppo_kl": "ppo_kl", "training_w": "w_std"}
+
+
+def _policy_charts(draw, lesson):
+    """What the frameworks log of the three policies, against step: the clipped share, the PPO KL, w's spread (those
+    a lesson marks are on top already)."""
     st.markdown("**What the frameworks log: the clip, the PPO KL, the correction's ratio**")
-    columns = st.columns(3)
-    for column, quantity, chart in zip(columns, training_frames.POLICY_CURVES, ("training_clip", None, "training_w"),
-                                       strict=True):
-        chart_element.draw(column, training_charts.curve_chart(
-            curves, quantity, sampled, height=180, marks=tour.marks(settings, chart) if chart else None))
+    for column, chart in zip(st.columns(3), POLICY_CHARTS, strict=True):
+        if chart not in lesson:
+            draw[chart](column, None)
     st.caption("Clipped share: the share of tokens whose gradient the loss's clip or mask holds (verl's pg_clipfrac "
                "and pg_clipfrac_lower; prime-rl's is_masked), averaged over the batch's U updates. PPO KL: the token "
                "mean of −log r = log π_old − log π_θ (verl's ppo_kl), averaged likewise. Spread of w: the standard "
                "deviation over the tokens of w = π_old/μ. Expected mode: each exact, under μ.")
 
 
-def _staleness_view(settings, config):
+def _staleness_view(settings, config, draw, lesson):
     st.subheader("How much staleness is safe?")
     if not st.toggle("Show the staleness view", key=KEY["staleness"], persist_state="session",
                      help="J after this run's steps against the engine's lag s = 0 … 16, for PPO centred on μ "
                           "(bypass), the decoupled objective and recompute without w: expected mode, exact. Off, a "
                           "change of the toy does not wait for it."):
         return
-    with st.spinner("Training at six lags…"):
-        result = training_cache.staleness(settings.toy_key, settings.baseline, config)
-    chart_element.draw(st, training_charts.staleness_chart(training_frames.staleness_frame(result), config.steps,
-                                                           tour.marks(settings, "training_staleness")))
+    if "training_staleness" not in lesson:
+        draw["training_staleness"](st, None)
     st.caption(f"Each point: {config.steps} steps in expected mode at lr {config.lr:g} ({config.optimizer}), the "
                f"loss {config.update.loss} with U = {config.update.U} updates per batch, the engine's policy s steps "
                "old. PPO centred on μ: π_old = μ, no correction (AReaL's \"naive PPO\"). Decoupled: π_old "
                "recomputed, w = π_old/μ as a weight (tok_is). Recompute without w: π_old recomputed, no weight. "
                "on_policy, dashed: the trainer sampling itself. The shape of AReaL's table of naive against "
                "decoupled PPO, exact.")
+
+
+def _staleness_chart(at, settings, config, height):
+    with st.spinner("Training at six lags…"):
+        result = training_cache.staleness(settings.toy_key, settings.baseline, config)
+    chart_element.draw(at, training_charts.staleness_chart(training_frames.staleness_frame(result), config.steps,
+                                                           tour.marks(settings, "training_staleness"),
+                                                           height=height or 260))
 
 
 def _trained(settings, config, selection):
@@ -286,7 +300,8 @@ def _pick(where, ids):
                            help="Its logged reward E_μ[r] against the true J, step by step.")
 
 
-LESSON_CHARTS = ("training_J", "training_cosine", "training_logged")
+LESSON_CHARTS = ("training_J", "training_cosine", "training_logged", "training_clip", "training_w",
+                 "training_staleness")
 LESSON_HEIGHTS = {1: 240, "main": 270, "beside": 70}     # plot heights that keep a lesson's charts in view at 720 px
 
 
