@@ -231,3 +231,18 @@ def test_the_page_keeps_a_sampled_probe_for_runs_and_n_up_to_their_next_power_of
     assert (probed.runs, probed.N) == kept and (probed.mode, probed.noise, probed.steps) == ("sampled", "redrawn", 1)
     expected = cost.probed_config(TrainingConfig(steps=500, runs=runs, N=N, optimizer="adam"))
     assert (expected.runs, expected.N, expected.optimizer) == (1, 1, "adam")      # an expected probe: neither
+
+
+def test_three_policies_add_the_lags_policies_and_the_updates_token_arrays():
+    """A lag keeps the θ of s steps per estimator and run; a batch that feeds updates away from its anchor holds
+    FLOATS_PER_UPDATED_TOKEN more floats per drawn token (its frozen g, A, log π_old, log μ and each update's)."""
+    from toylab.catalogue.updates import Update
+    today = TrainingConfig(steps=10, mode="sampled", N=64, runs=8)
+    lagged = TrainingConfig(steps=10, mode="sampled", N=64, runs=8, lag=4)          # recompute, U = 1: as today
+    updated = TrainingConfig(steps=10, mode="sampled", N=64, runs=8, update=Update(epochs=2))
+    ids = ["naive", "tok_tis"]
+    assert cost.run_bytes(6, 4, lagged, ids) - cost.run_bytes(6, 4, today, ids) == 8 * 2 * 8 * 6 * 4 * 4
+    assert cost.run_bytes(6, 4, updated, ids) - cost.run_bytes(6, 4, today, ids) == \
+        8 * cost.FLOATS_PER_UPDATED_TOKEN * 8 * 64 * 6
+    assert cost.run_bytes(6, 4, TrainingConfig(update=Update(epochs=2)), ids) == cost.run_bytes(6, 4, TrainingConfig(),
+                                                                                               ids)

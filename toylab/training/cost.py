@@ -58,7 +58,8 @@ checks the whole model on a grid):
     records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
                                                      expected): exact
     one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
-                 sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T
+                 sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T (+ FLOATS_PER_UPDATED_TOKEN when a batch feeds
+                                    updates away from its anchor: the frozen g, A, log π_old, log μ and each update's)
                                 + E·r·(FLOATS_PER_TABLE_ENTRY · T·V + FLOATS_PER_COUNT_PAIR · T² + FLOATS_PER_RUN))
     run          records + one step: what the page's server adds, refused over MEMORY_LIMIT_BYTES
     command line BASE_BYTES + the largest of: run + lists, the toy's diagnostics (8·FLOATS_PER_ENUMERATED_SEQUENCE·M),
@@ -92,6 +93,7 @@ SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes l
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default estimators) to 13–15 (every one)
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
+FLOATS_PER_UPDATED_TOKEN = 20               # more when a batch feeds U updates away from its anchor (measured 17–22)
 FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
 FLOATS_PER_COUNT_PAIR = 4                   # … its count recursion over (position, count of token 0) …
 FLOATS_PER_RUN = 100                        # … and its per-run numbers (fitted to 8 toys, T = 4 to 16, V = 2 to 8)
@@ -268,7 +270,8 @@ def run_bytes(T, V, config, estimator_ids):
         enumerates = any(id not in FACTORS for id in estimator_ids)
         step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
     else:
-        step = 8 * (FLOATS_PER_DRAWN_TOKEN * config.runs * config.N * T
+        per_token = FLOATS_PER_DRAWN_TOKEN + (FLOATS_PER_UPDATED_TOKEN if config.weights_only else 0)
+        step = 8 * (per_token * config.runs * config.N * T
                     + count * config.runs * (FLOATS_PER_TABLE_ENTRY * T * V + FLOATS_PER_COUNT_PAIR * T * T
                                              + FLOATS_PER_RUN))
     return records + step
