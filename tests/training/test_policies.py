@@ -107,6 +107,8 @@ def test_every_catalogue_estimator_but_the_penalties_can_be_a_weight():
     refused = {id for id in EXACT_IDS if refuses_as_weight(id, resolve_params(id))}
     assert refused == {"k2_penalty", "prime_rl:default", "prime_rl:ipo"}
     assert "loss, not a correction weight" in cannot_train("k2_penalty", "expected", 64, weights_only=True)
+    assert "its weight k2_penalty adds a penalty" in cannot_train("grpo", "sampled", 64, True, {"weight": "k2_penalty"})
+    assert cannot_train("grpo", "sampled", 64, True, {"weight": "tok_tis"}) is None
     with pytest.raises(ValueError, match="k2_penalty: adds a penalty term"):
         train(make_toy(4, 3), {"k2_penalty": {}}, "none", TrainingConfig(2, update=Update(epochs=2)))
 
@@ -277,3 +279,16 @@ def test_an_update_is_hashable_data_with_every_parameter_resolved():
         Update("bypass", "ppo", {"dual_clip": 3.0, "eps_low": 0.2}, 2, 2))
     assert update.loss_params == {"clamp": None, "dual_clip": 3.0, "eps_high": 0.2, "eps_low": 0.2}
     assert update.U == 4 and Update(params={"clamp": "none"}).loss_params["clamp"] is None
+
+
+@pytest.mark.parametrize("estimator, params", [("grpo", {"weight": "tok_tis"}), ("rloo", {}), ("seq_snis", {}),
+                                               ("tis_bn", {}), ("m2po", {})])
+def test_batch_coupled_corrections_take_the_general_path_as_their_own_estimate_at_r_1(estimator, params):
+    """At mismatch 0 the bypass anchor is the trainer to the bit, so r = w = 1: the general sampled path (g from the
+    whole batch, grpo's and rloo's centred rewards as A) steps where the estimator's own batch estimate does."""
+    toy = make_toy(5, 3, 0.0, 4)
+    config = TrainingConfig(6, 1.0, "sgd", "sampled", N=16, runs=3)
+    general = train(toy, {estimator: params}, "logged", TrainingConfig(**{**config.__dict__,
+                                                                           "update": Update("bypass")}))[estimator]
+    own = train(toy, {estimator: params}, "logged", config)[estimator]
+    np.testing.assert_allclose(general.theta, own.theta, rtol=0, atol=1e-12)

@@ -39,7 +39,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from toylab.analysis.montecarlo import Batches, batch_estimates, trainer_side
-from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.engine.coefficients import apply
 from toylab.engine.counts import factorised_marginals, reward_by_count
 from toylab.engine.sequences import GivenSequences
@@ -47,7 +47,7 @@ from toylab.engine.surrogate import correction_has_additive_term
 from toylab.training.exact import exact_means, reward_marginals
 
 LAG_STREAM = 2**32 - 2          # the second seed word of the drawn lags: no run number reaches it
-CENTRED = {"grpo": 1.0, "rloo": None}     # corrections whose advantage is the batch-centred reward (rloo: × N/(N − 1))
+CENTRED = ("grpo", "rloo")      # corrections whose advantage is the batch-centred reward (rloo's × N/(N − 1))
 
 
 def lags(seed, lag, draw, steps):
@@ -205,8 +205,8 @@ def batch_terms(estimator_id, params, side, tokens, b):
     batches = Batches(side, tokens, np.array([N]), b)
     advantage = batches.advantage
     if estimator_id in CENTRED:
-        centred = batches.reward - batches.reward.mean(axis=1, keepdims=True)
-        advantage = centred if CENTRED[estimator_id] else centred * (N / (N - 1.0) if N > 1 else np.nan)
+        advantage = batches.reward - batches.reward.mean(axis=1, keepdims=True)
+        advantage = advantage * N / (N - 1.0) if estimator_id == "rloo" else advantage     # rloo trains at N ≥ 2
     if ESTIMATORS[estimator_id].exact:
         return batches.terms(estimator_id, params)[0], advantage
     weights = np.empty(tokens.shape)
@@ -223,7 +223,8 @@ def refuses_as_weight(estimator_id, params):
     if ESTIMATORS[estimator_id].exact and correction_has_additive_term(estimator_id, params):
         return "adds a penalty term to the gradient: it is a loss, not a correction weight g(w)"
     weight = params.get("weight")
-    if estimator_id in ("grpo", "rloo", "m2po") and weight and correction_has_additive_term(weight, {}):
+    if estimator_id in ("grpo", "rloo", "m2po") and weight and correction_has_additive_term(weight,
+                                                                                            resolve_params(weight)):
         return f"its weight {weight} adds a penalty term: a loss, not a correction weight g(w)"
     return None
 

@@ -1,9 +1,9 @@
 """Many toys at once: one θ per row, sharing b, the mismatch and the sampler — the training loop's toys at one step.
 
 The tables (log π, log μ_log, log μ, π, μ, log ρ, ρ, the sampler's kept tokens) have θ's leading axes, built as the
-toy builds them (``toy.pipeline_tables``: the engine's μ from ``engine_theta`` when it holds a stale policy); the reward r(y) is the SplitGrid's, the same for every row. ``rows[i]`` is a
-view of row i (or of a slice of rows): its tables are the parent's, indexed — a Toy-like object for the
-estimators' weight functions (through ``sequences.AllSequences``, which builds the M-vectors they read) and for
+toy builds them (``toy.pipeline_tables``: the engine's μ from ``engine_theta`` when it holds a stale policy); the
+reward r(y) is the SplitGrid's, the same for every row. ``rows[i]`` is a view of row i (or of a slice of rows): its
+tables are the parent's, indexed — a Toy-like object for the estimators' weight functions (through ``sequences.AllSequences``, which builds the M-vectors they read) and for
 ``montecarlo.Batches``.
 """
 
