@@ -201,13 +201,13 @@ def caption_problems(panels, words, where):
         holds = equal if claim["sign"] == "=" else close
         named = _named(claim["at"], shared, panel.x) if claim["at"] else shared
         wrong = []
-        if not shared or not _same(named, holds):
+        if not shared or not _same(named, holds, shared):
             wrong.append(f"{'equal' if claim['sign'] == '=' else 'close'} at {_x_text(holds)} of {_x_text(shared)}")
         if claim["sign"] == "≈" and holds:
             if not _within_says(claim["within"], max(difference[x] for x in holds), panel.log):
                 wrong.append(f"largest difference {max(difference[x] for x in holds):.3g} "
                              f"({'relative' if panel.log else 'absolute'})")
-            if claim["equal"] and not _same(_named(claim["equal"], shared, panel.x), equal):
+            if claim["equal"] and not _same(_named(claim["equal"], shared, panel.x), equal, shared):
                 wrong.append(f"equal at {_x_text(equal)}")
         if wrong:
             problems.append(f"{where}: caption {item!r} on {_key_text(key)}: " + "; ".join(wrong))
@@ -244,9 +244,9 @@ def _named(text, shared, name):
     return [shared[i] for i in sorted(index)]
 
 
-def _same(named, holds):
+def _same(named, holds, shared):
     if isinstance(named, tuple):                      # "k of n points"
-        return len(holds) == named[0]
+        return named == (len(holds), len(shared))
     return list(named) == list(holds)
 
 
@@ -309,6 +309,10 @@ def problems(charts, captions, where):
             continue
         under = [index for index, (spec, _) in enumerate(drawn)
                  if dashed["chart"] is None or dashed["chart"] == "the J chart" and _title(spec).startswith("does it")]
+        if not under:
+            found.append(f"{where}: a caption names lines lying on others, but no chart of estimator lines is drawn: "
+                         f"{dashed['words']!r}")
+            continue
         assert len(under) == 1, f"{where}: which chart is {caption[:60]!r} under?"
         said[under[0]] = dashed["words"]
         found += caption_problems(drawn[under[0]][1], dashed["words"], where)

@@ -220,3 +220,27 @@ def test_the_rule_pairs_series_as_pandas_aligns_them(log):
             if shared and (coincidence._run(np.isin(shared, equal)) >= min(coincidence.RUN, len(shared))
                            or len(close) >= coincidence.HIDDEN * len(shared)):
                 assert any(c.id == id for c in found)
+
+
+def _at_mismatch_0(query):
+    settings, _ = parse_query(query)
+    rows, _, _ = sweeps.sampler_sweep(settings.T, settings.V, settings.seed, settings.mismatch, settings.sampler,
+                                      "mismatch", settings.selection(exact_only=True), settings.baseline, settings.N)
+    frame = sweep_frames.sampler_frame(rows, "mismatch")
+    return frame[frame["mismatch"] == 0].pivot(index="estimator", columns="metric", values="value"), settings
+
+
+def test_the_mismatch_sweeps_sentence_about_mismatch_0_holds_on_its_lines():
+    """The caption said "every estimator coincides with naive" at mismatch 0; a rejection whose band leaves out ratio 1
+    (rs with lo = 0.1 on k1 = −log ρ) rejects every token there: relative bias 1, naive's 0. It now says which
+    estimators: those whose weight is 1 at ratio 1, each one at its default thresholds — all 110 exact ones here."""
+    every = ",".join(id for id, e in ESTIMATORS.items() if e.exact)
+    at_0, settings = _at_mismatch_0({"est": every})
+    assert len(at_0) == sum(e.exact for e in ESTIMATORS.values())
+    values, naive = at_0.to_numpy(), at_0.loc["naive"].to_numpy()
+    assert (np.abs(values - naive) <= 1e-12 * np.maximum(np.abs(values), np.abs(naive)) + 1e-15).all()
+    caption = sweep_frames.sampler_sweep_caption(settings, "mismatch", [])
+    assert "an estimator whose weight is 1 at ratio 1 (each one at its default thresholds) coincides with naive" \
+        in caption and "every estimator coincides" not in caption
+    moved, _ = _at_mismatch_0({"est": "naive,rs", "rs.lo": "0.1"})
+    assert moved.loc["rs", "relative bias"] == pytest.approx(1.0) and moved.loc["naive", "relative bias"] < 1e-12

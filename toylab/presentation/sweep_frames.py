@@ -147,8 +147,9 @@ def threshold_sweep_caption(N, points):
 
 
 SWEEP_ABOUT = {                     # what moves as each sampler parameter is swept, for the caption
-    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
-                "and every estimator coincides with naive (and on_policy).",
+    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) μ = π and every "
+                "ratio is 1, so an estimator whose weight is 1 at ratio 1 (each one at its default thresholds) "
+                "coincides with naive there (and with on_policy).",
     "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
              "and the sequences through them are never drawn. Dashed, in the text colour: the bias floor, ∇J's part from those "
              "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
