@@ -24,7 +24,8 @@ PANELS = {"bias": "relative bias", "std": "relative std at N", "RMSE": "relative
           "std ratio": "std ÷ on-policy std"}          # a panel's name in a legend: its metric
 DASHED = re.compile(r"(?:On (?P<chart>.+?), drawn|Drawn) in short dashes over the line each lies on: (?P<words>.*)\.$",
                     re.S)
-LABEL = re.compile(r'datum\.label === ("(?:[^"\\]|\\.)*") \? ("(?:[^"\\]|\\.)*") :')
+STRING = r'"(?:[^"\\]|\\.)*"'
+LABEL = re.compile(rf'datum\.label === ({STRING}) \? ({STRING}|\[{STRING}(?:, {STRING})*\]) :')
 
 
 # -- the points each chart draws -----------------------------------------------------------------------
@@ -130,7 +131,8 @@ class Panel:
 # -- the words -----------------------------------------------------------------------------------------
 
 def legend_labels(spec):
-    """{id: label} of the estimator legend (every layer gives it the same labels: checked), or None: no legend."""
+    """{id: label} of the estimator legend (every layer gives it the same labels: checked), or None: no legend. A label
+    of several lines is a list."""
     found = []
     for node in spec_nodes(spec):
         legend = node.get("legend") if node.get("field") == "estimator" else None
@@ -147,15 +149,17 @@ def _panel_key(name):
 
 
 def legend_problems(panels, labels, where):
-    """The legend's false claims: each label "id = first here", "id ≈ first in part", "id ≈ first (bias); = other in
-    part (RMSE)" checked on each panel it names (every panel when it names none)."""
+    """The legend's false claims: each label "id = first here", "id ≈ first in part", "id ≈ first (bias)", or one such
+    claim a line ["id ≈ first (bias)", "= other in part (RMSE)"], checked on each panel it names (every panel when it
+    names none)."""
     problems = []
     keys = [panel.key for panel in panels]
     for id, label in (labels or {}).items():
         if label == id:
             continue
-        assert label.startswith(f"{id} "), label
-        for phrase in label[len(id) + 1:].split("; "):
+        lines = [label] if isinstance(label, str) else label
+        assert lines[0].startswith(f"{id} "), label
+        for phrase in [lines[0][len(id) + 1:], *lines[1:]]:
             claim = re.fullmatch(r"(?P<sign>[=≈]) (?P<first>\S+)(?P<scope> in part| here)?(?: \((?P<panels>.+)\))?",
                                  phrase)
             assert claim, f"{where}: a legend label this reader does not know: {label!r}"

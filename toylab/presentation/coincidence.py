@@ -224,7 +224,7 @@ def panel_legend_words(found, names):
     panel drawn; ``names``: {panel: its short name}). Where an id lies on one series in several panels, one relation
     true of each (``_merged``); a relation that holds on every panel is said as on one panel, else with the panels it
     holds on: 'tok_tis ≈ tok_is in part' (= in part in one panel, ≈ in part in the other), 'seq_is ≈ on_policy
-    (bias)', 'tok_mis = tok_is in part (bias); ≈ tok_tis in part (RMSE)'."""
+    (bias)'; several such relations, one a line: ('tok_mis = tok_is in part (bias)', '≈ tok_tis in part (RMSE)')."""
     held = {}
     for panel, lying in found.items():
         for c in lying:
@@ -239,8 +239,9 @@ def panel_legend_words(found, names):
         if len(phrases) == 1 and len(phrases[0][2]) == len(found):
             words[id] = f"{id} {_phrase(*phrases[0][:2], here=True)}"
         else:
-            words[id] = f"{id} " + "; ".join(f"{_phrase(relation, first)} ({', '.join(names[panel] for panel in on)})"
-                                             for relation, first, on in phrases)
+            lines = tuple(f"{_phrase(relation, first)} ({', '.join(names[panel] for panel in on)})"
+                          for relation, first, on in phrases)
+            words[id] = f"{id} {lines[0]}" if len(lines) == 1 else (f"{id} {lines[0]}", *lines[1:])
     return words
 
 
