@@ -1,28 +1,35 @@
 """One rule for every chart of lines: a series that lies on an earlier one, over the plotted range or a part of it, is
-drawn so that both show, and said in words — words that hold on the very points the chart draws.
+drawn so that both show, and said in words that hold on the very points the chart draws.
 
-Two series of a long frame (one row per series and x: exactly the rows a chart draws on one panel) are compared at the
-x values both draw (their *shared* x). At such an x they are **equal** where they differ by at most EXACT relative
-(|a − b| ≤ EXACT·max(|a|, |b|): rounding, not the toy), and **close** where they are equal or differ by at most APART
-of the compared series' span (max − min of every y they draw; on a log axis in log10 units, |log10 a − log10 b|): about
-2 pixels on a 300-pixel plot, under a 2.5-pixel line. A later series (in the frame's order: the registry's) lies on an
-earlier one where it equals it at RUN or more consecutive shared x values (or at all, if fewer), or is close to it at a
-share HIDDEN or more of them; of several, the one it lies on most. It is drawn in short dashes over that one, the k-th
-of n on one line in its own phase of the dash (``line_styles``: each colour shows in turn). A line whose colour looks
-like an earlier line's (``colours``) is dash-dotted, so colour is never the only difference.
+What is compared: the rows one panel draws, in a long frame (one row per series and x; a caller passes exactly those:
+one metric's rows, one batch size's lines) — without the rows a chart cannot draw (x missing, y not finite, or on a log
+axis not positive). Two series are compared at the x values both draw, their *shared* x. At such an x they are
+**equal** when |a − b| ≤ EXACT·max(|a|, |b|) (EXACT = 1e-12: rounding, not the toy), and **close** when equal or
+|a − b| ≤ APART·span — on a log axis |log10 a − log10 b| ≤ APART·span in log10 — where span is max − min of every y the
+compared series draw (APART = 1/150: about 2 pixels on a 300-pixel plot, under a 2.5-pixel line; an axis wider than the
+lines only brings them closer in pixels).
 
-What the words claim (``relation``), always of the shared x values:
+Which lines are said: a later series (in the frame's order: the registry's) lies on an earlier one when it equals it at
+RUN or more consecutive shared x values (or at all, if fewer), or is close to it at a share HIDDEN or more of them; of
+several, the one it lies on most. It is drawn in short dashes over that one, the k-th of n on one line in its own phase
+of the dash (``line_styles``: each colour shows in turn). A line whose colour looks like an earlier line's (``colours``)
+is dash-dotted, so colour is never the only difference.
+
+What the words claim (``Coincidence.relation``), always of the shared x values:
 - "=": equal at every one of them;
-- "= … in part": equal at some (a run of RUN or more), and at every other one not even close;
-- "≈": close at every one of them (equal at some or none);
-- "≈ … in part": close at some, and not at others.
-A caption (``describe``) names the x values where it holds ("tok_mis = tok_is at step ≤ 16", "tok_tis ≈ tok_is at
-mismatch ≤ 0.35 (within 5.3 %, equal at mismatch ≤ 0.25)"): ≤ and ≥ run from the first or to the last shared x,
-a–b are the shared x values from a to b, and beyond three runs "at 27 of 101 points"; "within" is the largest
-difference at those x values (relative on a log axis, in the axis's units on a linear one). A legend (``legend_words``)
-says the relation alone: "geo_rs = naive here", "tok_mis = tok_is in part", "tok_tis ≈ tok_is", "tok_tis ≈ tok_is in
-part". One legend over several panels (``panel_legend_words``) says a relation unqualified only when it holds on every
-panel, else with the panels it holds on: "seq_is ≈ on_policy (bias)".
+- "= … in part": equal at RUN or more of them, and at every other one not close;
+- "≈": close at every one of them, equal at some or none;
+- "≈ … in part": close at some of them, and not at the others.
+A caption (``describe``) names the x values where the relation holds: "tok_mis = tok_is at step ≤ 16", "tok_tis ≈ tok_is
+at mismatch ≤ 0.35 (within 5.3 %, equal at mismatch ≤ 0.25)". "≤ a" runs from the first shared x to a, "≥ a" from a to
+the last, "a–b" over the shared x from a to b, a lone value is that x (numbers to 6 digits; on a nominal axis each name);
+beyond three runs "at 27 of 101 points" (of the shared x). "within" is the largest difference at the x values named
+(relative, |a − b|/max(|a|, |b|), on a log axis; in the axis's units on a linear one), to two digits, and "equal at"
+names the equal ones when there are RUN or more. A legend (``legend_words``) says the relation alone: "geo_rs = naive
+here", "tok_mis = tok_is in part", "tok_tis ≈ tok_is", "tok_tis ≈ tok_is in part". One legend over several panels
+(``panel_legend_words``) says a relation as on one panel only when it holds on every panel drawn ("=" and "≈" on
+different panels are said "≈", "= in part" and "≈ in part" are said "≈ in part": equal points are close); otherwise it
+names the panels it holds on, "seq_is ≈ on_policy (bias)", one relation a line when there are several.
 """
 
 from dataclasses import dataclass
