@@ -306,6 +306,9 @@ def problems(charts, captions, where):
         if panels:
             drawn.append((spec, panels))
             found += legend_problems(panels, legend_labels(spec), where)
+        elif _scatter(datasets) is None and any(label != id for id, label in (legend_labels(spec) or {}).items()):
+            found.append(f"{where}: a legend speaks of lines on a chart that draws no estimator line this reader reads: "
+                         f"{legend_labels(spec)}")
     said = {}
     for caption in captions:
         dashed = DASHED.search(caption)
@@ -330,21 +333,32 @@ def _title(spec):
     return title.get("text", "") if isinstance(title, dict) else title
 
 
+def _scatter(datasets):
+    """The scatter's points (estimator, rel_bias, rel_std, ring), or None: not the scatter."""
+    return next((frame for frame in datasets.values() if {"ring", "rel_bias", "rel_std"} <= set(frame)), None)
+
+
 def scatter_problems(charts, where):
-    """The scatter's names of estimators that are one ("naive = geo_rs"): each at the same point as the first."""
+    """The scatter's words about estimators that are one: its names ("naive = geo_rs") and its legend ("geo_rs = naive
+    here"), each point at the first one's point (within 1e-9 relative: rounding)."""
     found = []
-    for _, datasets in charts:
-        points = next((frame for frame in datasets.values() if {"ring", "rel_bias", "rel_std"} <= set(frame)), None)
-        labels = next((frame for frame in datasets.values() if {"text", "kind"} <= set(frame)), None)
-        if points is None or labels is None:
+    for spec, datasets in charts:
+        points = _scatter(datasets)
+        if points is None:
             continue
+        labels = next((frame for frame in datasets.values() if {"text", "kind"} <= set(frame)), None)
+        named = [text.split(" = ") for text in labels.loc[labels["kind"] == "estimator", "text"]]
+        for id, label in (legend_labels(spec) or {}).items():
+            if label != id:
+                claim = re.fullmatch(rf"{re.escape(id)} = (\S+) here", label)
+                assert claim, f"{where}: a scatter legend label this reader does not know: {label!r}"
+                named.append([claim[1], id])
         at = points.set_index("estimator")
-        for text in labels.loc[labels["kind"] == "estimator", "text"]:
-            ids = text.split(" = ")
+        for ids in named:
             for id in ids[1:]:
                 if not all(np.isclose(at.loc[id, column], at.loc[ids[0], column], rtol=1e-9, atol=0)
                            for column in ("rel_bias", "rel_std")):
-                    found.append(f"{where}: scatter {text!r}: {id} at ({at.loc[id, 'rel_bias']:.6g}, "
+                    found.append(f"{where}: scatter {' = '.join(ids)!r}: {id} at ({at.loc[id, 'rel_bias']:.6g}, "
                                  f"{at.loc[id, 'rel_std']:.6g}), {ids[0]} at ({at.loc[ids[0], 'rel_bias']:.6g}, "
                                  f"{at.loc[ids[0], 'rel_std']:.6g})")
     return found
