@@ -89,6 +89,7 @@ def charts(arguments):
 
 async def uploads_on(script, sessions):
     from playwright.async_api import async_playwright
+
     from tests.browser import CHROMIUM, CHROMIUM_ARGS, running_app
 
     with running_app(script) as url:
