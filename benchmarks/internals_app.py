@@ -1,0 +1,14 @@
+"""The page with Streamlit's copy of each upload kept (``drop_uploaded_copies`` a no-op): the "without" side of
+``python benchmarks/internals.py uploads``."""
+
+import runpy
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import views.your_run_uploads  # noqa: E402
+
+views.your_run_uploads.drop_uploaded_copies = lambda: None
+runpy.run_path(str(ROOT / "streamlit_app.py"), run_name="__main__")
