@@ -41,6 +41,8 @@ GROWTH_SEQUENCES sequences, else the largest V**t under it past T₂; up to GROW
                                                  per-run work, E·r rows of the count recursion, grows with E, not as
                                                  one estimator's: R runs of the run's estimators measure it)
 
+The reference makes one recomputed update a step whatever the run's update (g is how a number's cost grows with the
+arrays; the copies time the run's U updates): with U = 8 a reference at the run's size cost up to a minute.
 g = 1 when no estimator enumerates, when the run is no larger than the copies, or when the reference's timings are
 noise (no growth). The reference runs first, at the run's size, timed twice at least: the copies then see the
 memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), a copy whose
@@ -70,6 +72,7 @@ checks the whole model on a grid):
 import time
 from dataclasses import dataclass, replace
 
+from toylab.catalogue.updates import DEFAULT_UPDATE
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
@@ -151,6 +154,8 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         if config.mode == "expected":
             split_grid(T, V)                                        # built once per process: not a step's time
         copy = replace(config, steps=steps, N=N, runs=runs)
+        if chosen is REFERENCE_SELECTION:            # g is the arrays' growth: one recomputed update a step measures it
+            copy = replace(copy, update=DEFAULT_UPDATE, lag=0)
         start, wall = timer(), clock()
         train(toy, chosen, baseline, copy, chunk=chunk)
         cpu, wall = timer() - start, clock() - wall
