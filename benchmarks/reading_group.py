@@ -167,7 +167,7 @@ async def sample(pids, samples, stop):
         samples.times.append(time.monotonic())
         samples.cpu.append(cpu)
         samples.rss.append(rss)
-        with contextlib.suppress(asyncio.TimeoutError):
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), SAMPLE_EVERY_S)
 
 
@@ -323,7 +323,7 @@ async def user_session(user, args, clock0):
                 if shown is None or abs(float(shown) - value) > 1e-9:
                     user.problems.append(("address", f"the page's address says {args.slider_param}={shown}, "
                                                      f"the user set {value:g}"))
-    except (TimeoutError, asyncio.TimeoutError):
+    except TimeoutError:
         user.problems.append(("timeout", f"no answer within {args.timeout:g} s"))
     except (OSError, WebSocketException) as error:
         user.problems.append(("connection", f"{type(error).__name__}: {error}"))
