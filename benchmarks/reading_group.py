@@ -10,7 +10,8 @@ Each user is a headless client that speaks Streamlit's own protocol, as the brow
 the times are the server's share of the wait; the browser's own drawing comes on top, see page_latency.py):
 
 - the page load: GET of the page (``/?tab=…``) and of the scripts and styles it links (a cold browser; not with
-  ``--warm-browser``), ``/_stcore/health`` and ``/_stcore/host-config``, then the websocket ``/_stcore/stream``
+  ``--warm-browser``), ``/_stcore/health`` and ``/_stcore/host-config``, keeping the cookies they set (a reverse
+  proxy's sticky route, docs/deploying/nginx.conf), then the websocket ``/_stcore/stream``
   (subprotocols "streamlit" and the placeholder auth token, as the frontend's WebsocketConnection sends) and a
   BackMsg ``rerun_script`` carrying the link's query string; loaded when the run's ``script_finished`` arrives.
 - a press: after a think time drawn uniformly from ``--think``, the slider (``--slider``: its key or label; its
@@ -107,12 +108,14 @@ async def _status(url, path):
         return None
 
 
-async def http_get(url, path):
-    """(status, body bytes) of a plain HTTP/1.1 GET (gzip accepted, as a browser does; the body left compressed)."""
+async def http_get(url, path, cookies=None):
+    """(status, body bytes) of a plain HTTP/1.1 GET (gzip accepted, as a browser does; the body left compressed),
+    sending ``cookies`` (a dict) and keeping there those the response sets (a reverse proxy's sticky route)."""
     parts = urllib.parse.urlsplit(url)
     reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+    jar = f"Cookie: {'; '.join(f'{k}={v}' for k, v in cookies.items())}\r\n" if cookies else ""
     try:
-        writer.write(f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAccept-Encoding: gzip\r\n"
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: {parts.netloc}\r\nAccept-Encoding: gzip\r\n{jar}"
                      "Connection: close\r\n\r\n".encode())
         await writer.drain()
         response = await reader.read()
@@ -121,6 +124,9 @@ async def http_get(url, path):
         with contextlib.suppress(OSError):
             await writer.wait_closed()
     head, _, body = response.partition(b"\r\n\r\n")
+    if cookies is not None:
+        for name, value in re.findall(r"(?im)^set-cookie:\s*([^=;\s]+)=([^;\r\n]*)", head.decode("latin-1")):
+            cookies[name] = value
     return int(head.split(b" ", 2)[1]), body
 
 
@@ -278,22 +284,25 @@ async def user_session(user, args, clock0):
     page = Page(args.slider)
     query = urllib.parse.urlencode({"tab": user.tab}) + (f"&{args.query}" if args.query else "")
     start = time.monotonic()
+    cookies = {}
     try:
-        status, body = await http_get(args.url, f"/?{query}")
+        status, body = await http_get(args.url, f"/?{query}", cookies)
         if status != 200:
             user.problems.append(("http", f"GET / answered {status}"))
         if not args.warm_browser:
             paths = sorted(set(ASSETS.findall(body.decode("utf-8", "replace"))))
             for first in range(0, len(paths), 6):                     # a browser's six connections to one host
-                for status, _ in await asyncio.gather(*(http_get(args.url, f"/{path}")
+                for status, _ in await asyncio.gather(*(http_get(args.url, f"/{path}", cookies)
                                                         for path in paths[first:first + 6])):
                     if status != 200:
                         user.problems.append(("http", f"an asset answered {status}"))
         for path in ("/_stcore/health", "/_stcore/host-config"):
-            await http_get(args.url, path)
+            await http_get(args.url, path, cookies)
         ws_url = args.url.replace("http", "ws", 1) + "/_stcore/stream"
+        cookie = {"Cookie": "; ".join(f"{k}={v}" for k, v in cookies.items())} if cookies else {}
         async with connect(ws_url, subprotocols=["streamlit", "PLACEHOLDER_AUTH_TOKEN"], max_size=None,
-                           compression=None, open_timeout=args.timeout, ping_interval=None) as socket_:
+                           compression=None, open_timeout=args.timeout, ping_interval=None,
+                           additional_headers=cookie) as socket_:
             await socket_.send(page.client_state(BackMsg(), query, {}).SerializeToString())
             seconds, outcome = await run_until_answered(socket_, page, start, start + args.timeout, args.queue_text)
             user.load = seconds
