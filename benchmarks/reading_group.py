@@ -16,7 +16,7 @@ the times are the server's share of the wait; the browser's own drawing comes on
   BackMsg ``rerun_script`` carrying the link's query string; loaded when the run's ``script_finished`` arrives.
 - a press: after a think time drawn uniformly from ``--think``, the slider (``--slider``: its key or label; its
   widget id read from the ForwardMsg deltas, as the frontend does) moves one step (``--step``, default the slider's
-  own) up, and the client sends ``rerun_script`` with the slider's value (``double_array_value``), the address the
+  own) up (down once it reaches the end, for long sessions), and the client sends ``rerun_script`` with the slider's value (``double_array_value``), the address the
   page last wrote (``page_info_changed``) and the hashes of the cacheable messages it holds (the frontend's message
   cache, ``max_cached_message_age`` runs). Answered when a run that started after the press finishes.
 
@@ -317,9 +317,12 @@ async def user_session(user, args, clock0):
                                    .SerializeToString())
                 await run_until_answered(socket_, page, time.monotonic(), time.monotonic() + args.timeout,
                                          args.queue_text)
+            direction = 1
             for think in user.thinks:
                 await asyncio.sleep(think)
-                value = round(min(page.slider.max, value + step), 10)
+                if not page.slider.min <= value + direction * step <= page.slider.max:
+                    direction = -direction            # at an end of the slider: back the other way
+                value = round(value + direction * step, 10)
                 pressed = time.monotonic()
                 await socket_.send(page.client_state(BackMsg(), page.query, {page.slider.id: value})
                                    .SerializeToString())
