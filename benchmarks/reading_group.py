@@ -16,9 +16,10 @@ the times are the server's share of the wait; the browser's own drawing comes on
   BackMsg ``rerun_script`` carrying the link's query string; loaded when the run's ``script_finished`` arrives.
 - a press: after a think time drawn uniformly from ``--think``, the slider (``--slider``: its key or label; its
   widget id read from the ForwardMsg deltas, as the frontend does) moves one step (``--step``, default the slider's
-  own) up (down once it reaches the end, for long sessions), and the client sends ``rerun_script`` with the slider's value (``double_array_value``), the address the
-  page last wrote (``page_info_changed``) and the hashes of the cacheable messages it holds (the frontend's message
-  cache, ``max_cached_message_age`` runs). Answered when a run that started after the press finishes.
+  own) up, down once it reaches the end (long sessions), and the client sends ``rerun_script`` with the slider's
+  value (``double_array_value``), the address the page last wrote (``page_info_changed``) and the hashes of the
+  cacheable messages it holds (the frontend's message cache, ``max_cached_message_age`` runs). Answered when a run
+  that started after the press finishes.
 
 Users are spread over ``--tabs`` in turn and arrive uniformly over ``--window`` seconds (``--seed``). With
 ``--spread S`` each user starts at its own slider value (a multiple of the step in [0, S] above the link's), so the
