@@ -4,7 +4,7 @@
     python benchmarks/reading_group.py --users 100 --json room.json
     python benchmarks/reading_group.py --app /tmp/main                   # another checkout's app and its config
     python benchmarks/reading_group.py --url http://127.0.0.1:8080 --pid 1234 5678      # a running server (nginx)
-    python benchmarks/reading_group.py --users 10 --presses 200 --think 0.5 1 --memory-every 10   # a long session
+    python benchmarks/reading_group.py --users 10 --presses 200 --think 0.2 0.5 --walk 10 --memory-every 15  # memory
 
 Each user is a headless client that speaks Streamlit's own protocol, as the browser does (no browser per user, so
 the times are the server's share of the wait; the browser's own drawing comes on top, see page_latency.py):
@@ -16,10 +16,10 @@ the times are the server's share of the wait; the browser's own drawing comes on
   BackMsg ``rerun_script`` carrying the link's query string; loaded when the run's ``script_finished`` arrives.
 - a press: after a think time drawn uniformly from ``--think``, the slider (``--slider``: its key or label; its
   widget id read from the ForwardMsg deltas, as the frontend does) moves one step (``--step``, default the slider's
-  own) up, down once it reaches the end (long sessions), and the client sends ``rerun_script`` with the slider's
-  value (``double_array_value``), the address the page last wrote (``page_info_changed``) and the hashes of the
-  cacheable messages it holds (the frontend's message cache, ``max_cached_message_age`` runs). Answered when a run
-  that started after the press finishes.
+  own) up, back down once it reaches the slider's end or ``--walk`` steps (a long session), and the client sends
+  ``rerun_script`` with the slider's value (``double_array_value``), the address the page last wrote
+  (``page_info_changed``) and the hashes of the cacheable messages it holds (the frontend's message cache,
+  ``max_cached_message_age`` runs). Answered when a run that started after the press finishes.
 
 Users are spread over ``--tabs`` in turn and arrive uniformly over ``--window`` seconds (``--seed``). With
 ``--spread S`` each user starts at its own slider value (a multiple of the step in [0, S] above the link's), so the
@@ -318,11 +318,12 @@ async def user_session(user, args, clock0):
                                    .SerializeToString())
                 await run_until_answered(socket_, page, time.monotonic(), time.monotonic() + args.timeout,
                                          args.queue_text)
-            direction = 1
+            direction, walked = 1, 0
             for think in user.thinks:
                 await asyncio.sleep(think)
-                if not page.slider.min <= value + direction * step <= page.slider.max:
-                    direction = -direction            # at an end of the slider: back the other way
+                if not page.slider.min <= value + direction * step <= page.slider.max or walked == args.walk > 0:
+                    direction, walked = -direction, 0  # at an end of the slider or of the walk: back the other way
+                walked += 1
                 value = round(value + direction * step, 10)
                 pressed = time.monotonic()
                 await socket_.send(page.client_state(BackMsg(), page.query, {page.slider.id: value})
@@ -459,6 +460,8 @@ def main():
     parser.add_argument("--window", type=float, default=20.0, help="users arrive uniformly over this many seconds")
     parser.add_argument("--think", type=float, nargs=2, default=(2.0, 8.0), help="seconds between presses")
     parser.add_argument("--presses", type=int, default=6, help="presses per user")
+    parser.add_argument("--walk", type=int, default=0,
+                        help="turn back after this many presses one way (0: only at the slider's ends)")
     parser.add_argument("--spread", type=float, default=0.0,
                         help="each user starts up to this far above the link's value (0: all at the same)")
     parser.add_argument("--seed", type=int, default=0)
