@@ -312,6 +312,7 @@ async def user_session(user, args, clock0):
                 user.problems.append(("slider", f"no slider {args.slider!r} on the page"))
                 return
             step = args.step or page.slider.step
+            default = page.slider.default[0]
             value = (page.slider.value or page.slider.default)[0] + user.start_steps * step
             if user.start_steps:          # a user who starts elsewhere: one run to get there, not timed
                 await socket_.send(page.client_state(BackMsg(), page.query, {page.slider.id: value})
@@ -334,7 +335,7 @@ async def user_session(user, args, clock0):
                 _note(user, outcome)
                 user.silent += seconds > SILENT_S and not outcome["told"]
                 shown = urllib.parse.parse_qs(page.query).get(args.slider_param, [None])[0]
-                if shown is None or abs(float(shown) - value) > 1e-9:
+                if abs(float(default if shown is None else shown) - value) > 1e-9:    # the link leaves out a default
                     user.problems.append(("address", f"the page's address says {args.slider_param}={shown}, "
                                                      f"the user set {value:g}"))
     except TimeoutError:
