@@ -44,7 +44,7 @@ def step_summary(step, files, log, selection):
         "mean_reward": None if statistics.mean_reward is None else statistics.mean_reward.as_dict(),
         "estimators": [{"name": row.name, "tokens_affected": row.tokens_affected,
                         "sequences_affected": row.sequences_affected, **({"note": row.note} if row.note else {})}
-                       for row in on_log(log, selection)],
+                       for row in on_log(log, selection, weights=False)],
         "frameworks": by_framework(framework_metrics(log)),
         "notices": list(log.notices),
     }
