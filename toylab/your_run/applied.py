@@ -41,7 +41,8 @@ from toylab.engine.coefficients import marks
 from toylab.engine.sequences import GivenSequences
 from toylab.your_run.statistics import Estimate, power_of_two_above, sequence_log_ratios, sequence_mean
 
-LARGEST_LOG = math.log(np.finfo(float).max)      # 709.78: exp of more is not a float64
+LARGEST = float(np.finfo(float).max)
+LARGEST_LOG = math.log(LARGEST)      # 709.78: exp of more is not a float64
 COUNTING_CELLS = 1 << 17            # counts only: batches a core's cache holds (1.9× faster than log.batches' 1M)
 FEW_WEIGHTS = 0.1                    # a sample ESS fraction below this: IS standard errors are not to be trusted
 UNRELIABLE = ("the sequence weights' sample ESS fraction is {:.1%}: a few sequences carry almost all the weight, "
@@ -85,12 +86,13 @@ def on_log(log, selection, weights=True):
                 if id in left_out:
                     continue
                 try:
+                    if not weights:
+                        found = ESTIMATORS[id].weights(sequences, **params)
+                        totals.count(index, batch.mask, sequences.affected(found), _overflows(sequences, found))
+                        continue
                     coefficient, _, marked = marks(id, sequences, params)
                 except ValueError as error:        # the advantage is needed and the log has neither
                     left_out[id] = f"needs rewards or advantages: {error}"
-                    continue
-                if not weights:
-                    totals.count(index, coefficient, batch.mask, marked)
                     continue
                 indices.append(index)
                 coefficients.append(coefficient)
@@ -99,6 +101,20 @@ def on_log(log, selection, weights=True):
             totals.add(indices, np.stack(coefficients), batch.mask, np.stack(affected))
     index_of = {id: index for index, id in enumerate(exact)}
     return [_row(id, totals, index_of.get(id), left_out.get(id) or _why_not(id)) for id in selection]
+
+
+def _overflows(sequences, weights):
+    """Whether a response token's coefficient c = sequence·token (``GivenSequences.assemble``) is beyond float64: not
+    when the largest |sequence| times the largest |token| (padding included) is finite, else read off c itself."""
+    if weights.carry is None and not weights.classes:
+        sequence = np.asarray(weights.sequence, dtype=float)
+        top = max(float(sequence.max()), -float(sequence.min()))
+        if weights.token is not None:
+            top *= max(float(weights.token.max()), -float(weights.token.min()))
+        if top < LARGEST:
+            return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        return not np.isfinite(sequences.assemble(weights)[0]).all()
 
 
 def advantages_of(log):
@@ -171,15 +187,14 @@ class _Totals:
         residual = max(squares - 2 * mean * cross + mean**2 * length_squares, 0.0)
         return Estimate(float(mean), float(math.sqrt(sequences / (sequences - 1) * residual) / length))
 
-    def count(self, index, coefficient, mask, affected):
-        """Add one estimator's counts on a batch (``coefficient``, ``affected`` and ``mask`` (b, L)): its tokens and
-        sequences, those it affects, and whether a weight overflows (padding is 0: finite)."""
+    def count(self, index, mask, affected, overflows):
+        """Add one estimator's counts on a batch (``affected`` and ``mask`` (b, L)): its tokens and sequences, those it
+        affects, and whether a weight overflows."""
         self.tokens[index] += int(np.count_nonzero(mask))
         self.sequences[index] += len(mask)
         self.affected_tokens[index] += int(np.count_nonzero(affected))
         self.affected_sequences[index] += int(np.count_nonzero(affected.any(axis=1)))
-        if not self.overflow[index] and not np.isfinite(coefficient).all():
-            self.overflow[index] = True
+        self.overflow[index] |= overflows
 
     def add(self, indices, coefficients, mask, affected):
         """Add a batch: ``coefficients`` and ``affected`` (E', b, L) of the estimators at ``indices``, ``mask`` (b, L)."""
