@@ -47,6 +47,8 @@ CHUNK_TOKENS = 1 << 15            # a chunk's two dozen buffers stay in a core's
 SAFETY_BOUND = 20.0               # verl's clamp on log ratios (rollout_corr_helper.py)
 VERL_IS_THRESHOLD = 2.0           # verl's default rollout_is_threshold
 ABS_LOG_RHO_QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
+KEY_BITS = 16                     # |log ρ|'s bins for its quantiles: sign, exponent and 4 bits of the mantissa
+KEY_BINS = 1 << (KEY_BITS - 1)    # (the sign bit is 0)
 LOG_PROBABILITY_FLOOR = -(2.0**500)   # log-probabilities above it: their sequences' sums stay in float64
 TAILS = tuple(f"tail>{c:g}" for c in TAIL_THRESHOLDS)
 TOKEN_MEANS = ("minus_log_rho", "k3", "rho_squared", *TAILS, "rho", "rho_minus_1_sq", "abs_log_rho", "clamped_squared",
@@ -98,7 +100,7 @@ def chunked_pass(log) -> TokenPass | None:
     """The TokenPass from one walk over the log's chunks; None if a sum leaves float64 unscaled (or could)."""
     offsets, B, n = log.offsets, log.sequences, log.tokens
     sums = {name: np.empty(B) for name in SUMMED}
-    abs_log_rho_all = np.empty(n)
+    histogram = np.zeros(KEY_BINS, np.int64)
     low, high, k3_high, gap_high, lowest_logprob = math.inf, -math.inf, -math.inf, -math.inf, 0.0
     moments = _Moments()
     buffers = _Buffers(min(n, max(CHUNK_TOKENS, int(log.lengths.max()))))
@@ -114,7 +116,7 @@ def chunked_pass(log) -> TokenPass | None:
         if max(-low, high) > LOG_RATIO_LIMIT or lowest_logprob < LOG_PROBABILITY_FLOOR:
             return None
         quantities = _quantities(mu_log, pi_log, log_rho, values)
-        np.copyto(abs_log_rho_all[start:stop], quantities["abs_log_rho"])
+        histogram += np.bincount(_keys(quantities["abs_log_rho"], values["keys"]), minlength=KEY_BINS)
         for name in SUMMED:
             np.add.reduceat(quantities[name], starts, out=sums[name][first:last], dtype=np.float64)
         k3_high = max(k3_high, float(quantities["k3"].max()))
@@ -124,7 +126,7 @@ def chunked_pass(log) -> TokenPass | None:
         return None
     return TokenPass(
         sums=sums, log_rho_low=low, log_rho_high=high, k3_high=k3_high,
-        probability_gap_high=gap_high, abs_log_rho_quantiles=_quantiles(abs_log_rho_all),
+        probability_gap_high=gap_high, abs_log_rho_quantiles=_selected_quantiles(log, histogram, buffers),
         probability_gap_sd=moments.sd("probability_gap"), abs_log_rho_sd=moments.sd("abs_log_rho"),
         probability_correlation=moments.correlation(), verl_token_ess=moments.verl_ess())
 
@@ -133,7 +135,8 @@ class _Buffers:
     """A chunk's per-token buffers, allocated once for the largest chunk and viewed at each chunk's size."""
     NAMES = ("log_rho", "rho", "abs_log_rho", "minus_log_rho", "k3", "rho_squared", "rho_minus_1", "rho_minus_1_sq",
              "pi", "mu", "probability_gap", "inverse", "exp_abs_log_rho", "clamped", "clamped_squared", "policy_kl",
-             "one_plus_rho", "log_half_sum", "js", "js_other", "reverse_kl", "verl_weight", "deviation", "scratch", *TAILS)
+             "one_plus_rho", "log_half_sum", "js", "js_other", "reverse_kl", "verl_weight", "deviation", "scratch", "keys",
+             *TAILS)
 
     def __init__(self, size):
         self.arrays = {name: np.empty(size) for name in self.NAMES}
@@ -232,6 +235,40 @@ class _Moments:
     def verl_ess(self):
         mean = self.weight / self.count
         return 1.0 / (self.weight_squares / (mean * mean) / self.count)
+
+
+def _keys(abs_log_rho, out):
+    """Each |log ρ|'s bin: its float64 bits' top KEY_BITS (a nonnegative float's bits order it as the float does)."""
+    return np.right_shift(abs_log_rho.view(np.int64), 64 - KEY_BITS, out=out.view(np.int64))
+
+
+def _selected_quantiles(log, histogram, buffers):
+    """np.quantile's |log ρ| quantiles (linear: v = (n − 1)·q, between the order statistics ⌊v⌋ and ⌊v⌋ + 1, as
+    ``_lerp`` weighs them) from the order statistics alone: the bins' counts say which bin holds each, and a second
+    walk over the chunks gathers only those bins' values."""
+    n = log.tokens
+    virtual = (n - 1) * np.array(list(ABS_LOG_RHO_QUANTILES.values()))
+    below = np.floor(virtual).astype(np.int64)
+    ranks = sorted({int(rank) for rank in below} | {min(int(rank) + 1, n - 1) for rank in below})
+    ends = np.cumsum(histogram)
+    bins = {rank: int(np.searchsorted(ends, rank, side="right")) for rank in ranks}
+    found = {bin: [] for bin in set(bins.values())}
+    for first, last in chunk_bounds(log.offsets):
+        start, stop = int(log.offsets[first]), int(log.offsets[last])
+        values = buffers.of(stop - start)
+        abs_log_rho = np.abs(np.subtract(log.trainer_logprobs[start:stop], log.sampler_logprobs[start:stop],
+                                         out=values["log_rho"]), out=values["abs_log_rho"])
+        keys = _keys(abs_log_rho, values["keys"])
+        for bin, parts in found.items():
+            parts.append(abs_log_rho[keys == bin])
+    ordered = {bin: np.sort(np.concatenate(parts)) for bin, parts in found.items()}
+    order = {rank: float(ordered[bins[rank]][rank - (ends[bins[rank] - 1] if bins[rank] else 0)]) for rank in ranks}
+    result = {}
+    for name, point, rank in zip(ABS_LOG_RHO_QUANTILES, virtual.tolist(), below.tolist(), strict=True):
+        low, high, gamma = order[rank], order[min(rank + 1, n - 1)], point - rank
+        difference = high - low
+        result[name] = high - difference * (1 - gamma) if gamma >= 0.5 else low + difference * gamma
+    return result
 
 
 def _quantiles(abs_log_rho):
