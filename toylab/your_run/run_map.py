@@ -126,7 +126,7 @@ def _gathered(submit, works, errors, steps, workers, bounds, progress, clock=tim
     handed = works[: bounds.steps]
     pending: deque = deque()
     summaries, start = [], clock()
-    shown = RunProgress(steps, clock=clock)
+    shown = RunProgress(steps)
     if progress is not None:
         progress(shown)
     try:

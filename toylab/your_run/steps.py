@@ -64,7 +64,7 @@ def step_summaries(step_logs, steps, selection, bounds, progress=None, clock=tim
     stopped the reading ("" when every step was). ``progress(RunProgress)`` is called before the first step and after
     each."""
     summaries, start = [], clock()
-    shown = RunProgress(steps, clock=clock)
+    shown = RunProgress(steps)
     if progress is not None:
         progress(shown)
     for index, step in enumerate(step_logs):

@@ -104,24 +104,25 @@ def chunked_pass(log) -> TokenPass | None:
     low, high, k3_high, gap_high, lowest_logprob = math.inf, -math.inf, -math.inf, -math.inf, 0.0
     moments = _Moments()
     buffers = _Buffers(min(n, max(CHUNK_TOKENS, int(log.lengths.max()))))
-    for first, last in chunk_bounds(offsets):
-        start, stop = int(offsets[first]), int(offsets[last])
-        starts = offsets[first:last] - start
-        size = stop - start
-        mu_log, pi_log = log.sampler_logprobs[start:stop], log.trainer_logprobs[start:stop]
-        values = buffers.of(size)
-        log_rho = np.subtract(pi_log, mu_log, out=values["log_rho"])
-        low, high = min(low, float(log_rho.min())), max(high, float(log_rho.max()))
-        lowest_logprob = min(lowest_logprob, float(mu_log.min()), float(pi_log.min()))
-        if max(-low, high) > LOG_RATIO_LIMIT or lowest_logprob < LOG_PROBABILITY_FLOOR:
-            return None
-        quantities = _quantities(mu_log, pi_log, log_rho, values)
-        histogram += np.bincount(_keys(quantities["abs_log_rho"], values["keys"]), minlength=KEY_BINS)
-        for name in SUMMED:
-            np.add.reduceat(quantities[name], starts, out=sums[name][first:last], dtype=np.float64)
-        k3_high = max(k3_high, float(quantities["k3"].max()))
-        gap_high = max(gap_high, float(quantities["probability_gap"].max()))
-        moments.add(quantities, (values["deviation"], values["scratch"], values["rho_minus_1"]))
+    with np.errstate(over="ignore", invalid="ignore"):       # a sum beyond float64: taken whole (below)
+        for first, last in chunk_bounds(offsets):
+            start, stop = int(offsets[first]), int(offsets[last])
+            starts = offsets[first:last] - start
+            size = stop - start
+            mu_log, pi_log = log.sampler_logprobs[start:stop], log.trainer_logprobs[start:stop]
+            values = buffers.of(size)
+            log_rho = np.subtract(pi_log, mu_log, out=values["log_rho"])
+            low, high = min(low, float(log_rho.min())), max(high, float(log_rho.max()))
+            lowest_logprob = min(lowest_logprob, float(mu_log.min()), float(pi_log.min()))
+            if max(-low, high) > LOG_RATIO_LIMIT or lowest_logprob < LOG_PROBABILITY_FLOOR:
+                return None
+            quantities = _quantities(mu_log, pi_log, log_rho, values)
+            histogram += np.bincount(_keys(quantities["abs_log_rho"], values["keys"]), minlength=KEY_BINS)
+            for name in SUMMED:
+                np.add.reduceat(quantities[name], starts, out=sums[name][first:last], dtype=np.float64)
+            k3_high = max(k3_high, float(quantities["k3"].max()))
+            gap_high = max(gap_high, float(quantities["probability_gap"].max()))
+            moments.add(quantities, (values["deviation"], values["scratch"], values["rho_minus_1"]))
     if not all(np.isfinite(values).all() for values in sums.values()):
         return None
     return TokenPass(
