@@ -3,7 +3,11 @@ frozen_inspect/numbers.json by frozen_inspect/generate.py): on the example logs,
 estimators and with every exact one), prime-rl's and SkyRL's recorded dumps and a NeMo-RL run its own writer wrote.
 Every number to 1e-12 relative (the chunked pass sums each sequence's tokens as the whole array did, bit for bit;
 the spreads and the correlation of π and μ are summed chunk by chunk and move in their last bits), every count,
-text and key exactly; and the same with the steps summarised by two local processes."""
+text and key exactly; and the same with the steps summarised by two local processes.
+
+The numbers were frozen under numpy 2.4 (requirements-dev.txt's): under numpy 1.26 the old code's own numbers move
+(its log1p changes the last bits of NeMo-RL's js se by 1.2e-12, its argpartition picks other tokens among tied worst
+ones), so there the comparison is skipped; old and new code agree there to 2e-15 as well (docs/your-run.md)."""
 
 import contextlib
 import importlib.util
@@ -12,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from tiers import fast_then_slow
 
@@ -32,6 +37,8 @@ def frozen_cases():
 
 generate = frozen_cases()
 NUMBERS = json.loads((FROZEN / "numbers.json").read_text())
+FROZEN_UNDER = pytest.mark.skipif(np.lib.NumpyVersion(np.__version__) < "2.0.0",
+                                  reason="frozen under numpy 2: numpy 1's log1p and argpartition move the old numbers")
 FAST = ("rollouts_per_token.jsonl", "rollouts_per_sequence.parquet", "example run", "prime-rl", "SkyRL", "NeMo-RL")
 
 
@@ -59,11 +66,13 @@ def inspected(argv, run, *options):
     return json.loads(out.getvalue().replace(json.dumps(str(run))[1:-1], "RUN"))
 
 
+@FROZEN_UNDER
 @pytest.mark.parametrize("case", fast_then_slow(list(generate.CASES), FAST))
 def test_inspect_gives_the_old_numbers_to_1e_12(case, nemo):
     assert differences(NUMBERS[case], inspected(generate.CASES[case], nemo)) == []
 
 
+@FROZEN_UNDER
 @pytest.mark.parametrize("case", fast_then_slow(["example run", "prime-rl", "NeMo-RL"], ("NeMo-RL",)))
 def test_two_local_workers_give_the_old_numbers_to_1e_12(case, nemo):
     assert differences(NUMBERS[case], inspected(generate.CASES[case], nemo, "--workers", "2")) == []
