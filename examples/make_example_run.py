@@ -7,7 +7,8 @@ positions repeated), at a mismatch of realistic size — per-token KL near 1e-4,
 0.01 for eight steps and then grows (0.02, 0.04, 0.08, 0.16): a run whose sampler drifts from its trainer before
 a collapse. Each step is written as the README's verl recipe writes it, two ranks of 60 sequences each
 (``logprobs/step_N/rank_R.parquet``: rollout_log_probs, old_log_probs, response_mask, token_level_scores), and
-the whole run as one zip, examples/example_run.zip, byte-reproducible.
+the whole run as one zip, examples/example_run.zip, reproducible: the same files and numbers (with the same pyarrow,
+the same bytes).
 """
 
 import io

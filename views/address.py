@@ -11,24 +11,21 @@ the signal Streamlit's own URL-bound widgets follow); the page then reads that a
 """
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
-from streamlit.runtime.state.query_params import (
-    CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
-    CLIENT_STATE_QUERY_STRING_MAX_LENGTH,
-)
 
 from toylab.state.query import VIEW_PARAMETERS, dropped_link_notice, to_query, view_query
+from views import internals
 
 DROPPED_KEY = "_toylab_dropped_link"
+REPORTED_KEY = "_toylab_dropped_link_reported"
 DROPPED_JS = """
 export default function ({ data, setStateValue }) {
     const query = window.location.search.replace(/^\\?/, "");
     const fields = query ? query.split("&").length : 0;
-    const over = fields > data.fields || query.length > data.length;
-    setStateValue("dropped", over ? { fields: fields, characters: query.length } : null);
+    if (!data.reported && (fields > data.fields || query.length > data.length)) {   // once: a report reruns the
+        setStateValue("dropped", { fields: fields, characters: query.length });      // page, which may mount this
+    }                                                                                // script again
 }
 """
-_DROPPED = st.components.v2.component("toylab_dropped_link", js=DROPPED_JS)
 
 
 def query():
@@ -38,8 +35,7 @@ def query():
 
 def navigated():
     """Whether this run follows the browser's Back or Forward button (Streamlit reruns with that entry's address)."""
-    context = get_script_run_ctx()
-    return bool(getattr(context, "is_history_navigation", False))
+    return internals.history_navigation()
 
 
 def open_view(view, linked, navigation=False):
@@ -59,16 +55,18 @@ def view():
 
 
 def dropped_link():
-    """A notice when Streamlit dropped the link unread (over its CLIENT_STATE_QUERY_STRING_MAX_FIELDS parameters or
-    CLIENT_STATE_QUERY_STRING_MAX_LENGTH characters, it hands the page no parameter at all), or None. Only the browser
-    still has that link: a script without layout checks it there and tells the page, which reruns."""
-    result = _DROPPED(key=DROPPED_KEY, data={"fields": CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
-                                              "length": CLIENT_STATE_QUERY_STRING_MAX_LENGTH},
-                      default={"dropped": None}, on_dropped_change=lambda: None, height=0)
+    """A notice when Streamlit dropped the link unread (over its most parameters or characters, it hands the page no
+    parameter at all: ``internals.QUERY_STRING_LIMITS``), or None. Only the browser still has that link: a script
+    without layout checks it there and tells the page, which reruns. The component is declared in the run, as a
+    script's own components are: Streamlit registers components with the runtime of the run that declares them."""
+    limits = internals.QUERY_STRING_LIMITS
+    check = st.components.v2.component("toylab_dropped_link", js=DROPPED_JS)
+    result = check(key=DROPPED_KEY, data=limits | {"reported": st.session_state.get(REPORTED_KEY, False)},
+                   default={"dropped": None}, on_dropped_change=lambda: None, height=0)
     dropped = result.dropped
-    return None if not dropped else dropped_link_notice(dropped["fields"], dropped["characters"],
-                                                        CLIENT_STATE_QUERY_STRING_MAX_FIELDS,
-                                                        CLIENT_STATE_QUERY_STRING_MAX_LENGTH)
+    st.session_state[REPORTED_KEY] = bool(dropped)
+    return None if not dropped else dropped_link_notice(dropped["fields"], dropped["characters"], limits["fields"],
+                                                        limits["length"])
 
 
 def write(settings):

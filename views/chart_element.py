@@ -6,12 +6,11 @@ most of a chart's server time here (0.1–0.35 s a tab). The chart builders are 
 (tests/presentation/test_charts.py and friends call ``to_dict()``, which validates whatever the mode), so the page
 turns debug mode off once, process-wide (a per-run switch would race between sessions), serialises with
 ``validate=False`` and hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the
-theme "none" (no default width and height) and each data frame sent once as Arrow, named by a hash of its
-bytes (so a frame that did not change keeps its name and two layers showing one frame share it).
+theme "none" (no default width and height) and each data frame sent once (as Arrow, by Streamlit), named by a
+hash of its contents (so a frame that did not change keeps its name and two layers showing one frame share it).
 
-Building a chart is next: Altair copies every sub-chart, deeply, each time it layers or stacks charts; the page's
-charts copy one level (``_layering_copy``), and the selection parameters Altair compares while layering are not
-validated again (``_parameter_dict``).
+Building a chart is next: Altair copies every sub-chart, deeply, each time it layers or stacks charts; the page's charts
+copy one level (``views/internals.py``, where every use of a library's internals lives).
 
 Serialising is still most of a chart's server time: Altair rebuilds every layered and concatenated chart, deep-copying
 its layers, at each level of ``to_dict`` (0.05–0.1 s for a sweep's panels). The spec is a function of the chart's
@@ -29,42 +28,21 @@ import altair as alt
 import numpy as np
 import pandas as pd
 from altair.expr.core import OperatorMixin
-from altair.vegalite.v6 import api as altair_api
-from streamlit.dataframe_util import convert_anything_to_arrow_bytes
 
-alt.utils.schemapi.disable_debug_mode()
+from views import internals
+
+internals.disable_debug_mode()
+internals.copy_whole_charts_one_level()
 _altair_globals = threading.Lock()     # the theme and data transformer are process-wide: one session at a time
 
 
-def _layering_copy(chart, deep=True, ignore=None):
-    """A whole chart's copy, one level deep: the chart builders make new charts on every call and never change one
-    after they have layered or stacked it, so the copy Altair makes of each part when it layers or concatenates
-    charts (``LayerChart`` and ``VConcatChart`` copy every sub-chart, deeply, at each level of nesting: 43,000
-    schema objects, 35 ms of the threshold sweep's 47) need not copy the parts' parts. Altair changes only the copy's
-    own fields (data, name, params, height, width, view); its copies of named fields (``deep=[…]``) are as before.
-    tests/page/test_chart_element.py checks every tab's charts against Altair's deep copies."""
-    return _schema_copy(chart, deep=False if deep is True else deep, ignore=ignore)
-
-
-def _parameter_dict(parameter):
-    """A selection parameter as Altair compares it when it layers charts (its dict without ``views``), not validated
-    against the schema: Altair's ``_viewless_dict`` validates it whatever the debug mode (3 ms a chart)."""
-    return {key: value for key, value in parameter.to_dict(validate=False).items() if key != "views"}
-
-
-_schema_copy = alt.utils.schemapi.SchemaBase.copy
-_altair_parameter_dict = altair_api._viewless_dict
-alt.TopLevelMixin.copy = _layering_copy
-altair_api._viewless_dict = _parameter_dict
-
-
 def _by_reference(data, datasets, names):
-    """Altair data transformer: the frame's Arrow bytes into ``datasets``, converted once per frame object
-    (``names``: the name given to each frame seen in this chart, by id) however many layers show it."""
+    """Altair data transformer: the frame itself into ``datasets`` (``st.vega_lite_chart`` sends it as Arrow), named
+    once per frame object (``names``: the name given to each frame seen in this chart, by id) however many layers
+    show it."""
     if id(data) not in names:
-        arrow = convert_anything_to_arrow_bytes(data)
-        names[id(data)] = name = _name(arrow)
-        datasets[name] = arrow
+        names[id(data)] = name = _name(data)
+        datasets[name] = data
     return {"name": names[id(data)]}
 
 
@@ -76,7 +54,7 @@ SPECS = OrderedDict()                  # structure → (spec without datasets, i
 
 
 def vega_lite_spec(chart):
-    """The chart's Vega-Lite dict, unvalidated, its data frames as Arrow bytes under ``datasets``."""
+    """The chart's Vega-Lite dict, unvalidated, its data frames under ``datasets`` by the names ``_name`` gives."""
     frames = {}
     try:
         structure = _structure(chart, frames)
@@ -88,13 +66,12 @@ def vega_lite_spec(chart):
             SPECS.move_to_end(structure)
     if known is not None:
         spec, names = known
-        arrows = [convert_anything_to_arrow_bytes(frame) for frame in frames.values()]
-        new_names = [_name(arrow) for arrow in arrows]
+        new_names = [_name(frame) for frame in frames.values()]
         renaming = dict(zip(names, new_names, strict=True))
         if all(renaming[old] == new for old, new in zip(names, new_names, strict=True)) \
                 and len(set(new_names)) == len(renaming):       # the frames alike are alike as before, and only they
             renamed = _renamed(spec, renaming)
-            return {**renamed, "datasets": {**renamed.get("datasets", {}), **dict(zip(new_names, arrows, strict=True))}}
+            return {**renamed, "datasets": {**renamed.get("datasets", {}), **dict(zip(new_names, frames.values(), strict=True))}}
     datasets, names = {}, {}
     with _altair_globals, alt.theme.enable("none"), alt.data_transformers.enable("toylab_by_reference",
                                                                                  datasets=datasets, names=names):
@@ -106,8 +83,11 @@ def vega_lite_spec(chart):
     return {**spec, "datasets": {**spec.get("datasets", {}), **datasets}}
 
 
-def _name(arrow):
-    return hashlib.md5(arrow, usedforsecurity=False).hexdigest()
+def _name(frame):
+    """A hash of the frame's columns, dtypes, index and values: a frame that did not change keeps its name."""
+    hasher = hashlib.md5(repr((list(frame.columns), list(map(str, frame.dtypes)))).encode(), usedforsecurity=False)
+    hasher.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
+    return hasher.hexdigest()
 
 
 LEAVES = (str, int, float, bool, type(None), type(alt.Undefined))

@@ -37,7 +37,7 @@ def render(settings):
     chart_element.draw(st, charts.error_chart(curves, monte_carlo, crossovers, lying,
                                               height=420 if screen_share.on() else 480))
     sampled_only = [id for id, _ in selection if not ESTIMATORS[id].exact]
-    st.caption(frames.error_chart_caption(dots, cache.MONTE_CARLO_REPLICATES, sampled_only, lying, curves["N"]))
+    st.caption(frames.error_chart_caption(dots, cache.MONTE_CARLO_REPLICATES, sampled_only, lying))
     if dots:
         st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
     for note in frames.undefined_monte_carlo_notes(undefined):

@@ -24,14 +24,15 @@ def render(settings):
     if stopped:
         st.warning(f"Stopped at T = {stopped[0]}: {stopped[1]}")
     estimator_frame = sweep_frames.length_estimator_frame(estimators)
-    lying = sweep_frames.coincident(estimator_frame, "T", sweep_frames.LENGTH_LOG_METRICS)
+    lying = sweep_frames.coincident(estimator_frame, "T",
+                                    sweep_charts.drawn_panels(sweep_charts.LENGTH_ESTIMATOR_PANELS, panel))
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
                                       sweep_frames.length_probability_frame(population),
                                       sweep_frames.styled(estimator_frame, lying), panel,
                                       marks=tour.marks(settings, "length_std_ratio"),
                                       labels=sweep_frames.legend_words(lying))
     chart_element.draw(st, chart, width="stretch" if panel else "content")
-    note = sweep_frames.coincident_note(lying, estimator_frame["T"], "T")
+    note = sweep_frames.coincident_note(lying, "T")
     if note:
         st.caption(coincidence.dashed_caption(note))
     overflowed = sweep_frames.length_overflow_caption(population, estimators)

@@ -26,14 +26,15 @@ def render(settings):
     estimator_rows, divergence_rows, left_out = sweep_cache.sampler_sweep(settings, parameter)
     chosen = getattr(settings, parameter)
     estimators = sweep_frames.sampler_frame(estimator_rows, parameter)
-    lying = sweep_frames.coincident(estimators, parameter)
+    lying = sweep_frames.coincident(estimators, parameter,
+                                    sweep_charts.drawn_panels(sweep_charts.SAMPLER_PANELS, panel))
     chart = sweep_charts.sampler_chart(sweep_frames.styled(estimators, lying),
                                        sweep_frames.divergence_frame(divergence_rows, parameter),
                                        sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter, panel,
                                        marks=tour.marks(settings, "sampler_divergence"),
                                        labels=sweep_frames.legend_words(lying))
     chart_element.draw(st, chart, width="stretch" if panel else "content")
-    note = sweep_frames.coincident_note(lying, estimators[parameter], parameter)
+    note = sweep_frames.coincident_note(lying, parameter)
     if note:
         st.caption(coincidence.dashed_caption(note))
     st.caption(sweep_frames.sampler_sweep_caption(settings, parameter, left_out))

@@ -31,7 +31,7 @@ def render(settings):
     if compared and compared != settings.N:
         sweeps.append((compared, *sweep_cache.threshold_sweep(replace(settings, N=compared))[:2]))
     frame = sweep_frames.compared_threshold_frame(sweeps)
-    lying = sweep_frames.coincident(frame, "threshold")
+    lying = sweep_frames.coincident(frame, "threshold", sweep_charts.drawn_panels(sweep_charts.THRESHOLD_PANELS, panel))
     at_edge = sweep_frames.edge_note(best)
     if at_edge:                                    # above the chart, so a room sees it with the chart
         st.caption(f":material/first_page: {at_edge}")
@@ -39,7 +39,7 @@ def render(settings):
                                                         marks=tour.marks(settings, "threshold_rmse"),
                                                         labels=sweep_frames.legend_words(lying)),
                        width="stretch" if panel else "content")
-    note = sweep_frames.coincident_note(lying, frame["threshold"], "threshold")
+    note = sweep_frames.coincident_note(lying, "threshold")
     if note:
         st.caption(coincidence.dashed_caption(note))
     st.caption(sweep_frames.threshold_sweep_caption(settings.N, grid_points(settings.V**settings.T)))

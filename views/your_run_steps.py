@@ -69,7 +69,7 @@ def _affected(summaries, departures):
     if len(affected):
         lying = coincidence.coincidences(affected, "step", "value")
         chart_element.draw(st, run_charts.affected_steps_chart(affected, lying))
-        st.caption(run_steps_text.affected_caption(departures, lying, affected["step"]))
+        st.caption(run_steps_text.affected_caption(departures, lying))
 
 
 def _export(summaries):

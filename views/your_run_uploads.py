@@ -14,15 +14,15 @@ Bounds:
   reading failed with the columns picked is kept: another pick may read it.
 """
 
+import io
 import threading
 import uuid
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-from streamlit.runtime.uploaded_file_manager import UploadedFile
 
 from toylab.your_run.bounds import MB, PAGE_BOUNDS
 from views.caches.your_run_cache import Source
+from views.internals import drop_uploaded_copies
 
 UPLOAD_KEY = "your_run_upload"
 RUN_UPLOAD_KEY = "your_run_run_upload"
@@ -158,11 +158,10 @@ def refuse_compared(error):
 
 # -- the uploaders' callbacks ------------------------------------------------------------------------------------
 
-def drop_uploaded_copies():
-    """Forget Streamlit's copy of this session's uploads (the tab keeps its own, ``shown``)."""
-    context = get_script_run_ctx()
-    if context is not None:
-        context.uploaded_file_mgr.remove_session_files(context.session_id)
+def _new(file):
+    """Whether an uploader's value is a file with its bytes (Streamlit's UploadedFile, a BytesIO), not the mark of
+    one whose bytes were let go."""
+    return isinstance(file, io.BytesIO)
 
 
 def uploaded():
@@ -173,7 +172,7 @@ def uploaded():
     if file is None:
         if not run_in_view():
             show(None)
-    elif isinstance(file, UploadedFile):
+    elif _new(file):
         source = Source.of(file.name, file.getvalue())
         drop_uploaded_copies()
         del st.session_state[UPLOAD_KEY]
@@ -188,11 +187,11 @@ def run_uploaded():
     back: the tab says so. Over RUN_UPLOAD_BYTES in all, nothing new is kept."""
     files = st.session_state.get(RUN_UPLOAD_KEY) or []
     held = run_in_view()
-    added = [file for file in files if isinstance(file, UploadedFile)]
+    added = [file for file in files if _new(file)]
     removed = set(held) - {file.file_id for file in files}
     if not added and not removed:
         return
-    kept = [file for file in files if file.file_id in held or isinstance(file, UploadedFile)]   # not the lost ones
+    kept = [file for file in files if file.file_id in held or _new(file)]   # not the lost ones
     total = sum(len(held[file.file_id].data) if file.file_id in held else file.size for file in kept)
     if total > RUN_UPLOAD_BYTES:
         drop_uploaded_copies()
@@ -217,7 +216,7 @@ def compared_uploaded():
     file = st.session_state.get(COMPARE_KEY)
     if file is None:
         show_compared(None)
-    elif isinstance(file, UploadedFile):
+    elif _new(file):
         source = Source.of(file.name, file.getvalue())
         drop_uploaded_copies()
         del st.session_state[COMPARE_KEY]

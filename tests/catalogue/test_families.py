@@ -51,7 +51,7 @@ def test_rejection_by_every_statistic_at_every_scope(toy_pair, statistic, scope,
 @pytest.mark.parametrize("baseline", BASELINES)
 @pytest.mark.parametrize("estimator, params", [
     ("rs", {"statistic": "k1", "scope": "seq_mean", "lo": -0.3, "hi": 0.1, "weight": "tok_tis"}),
-    ("rs", {"statistic": "k3", "scope": "token", "hi": 0.2, "weight": "geo_rs"}),
+    ("rs", {"statistic": "k3", "scope": "token", "hi": 0.1, "weight": "geo_rs"}),     # k3_t reaches 0.153 here
     ("rs", {"statistic": "k2", "scope": "seq_max", "hi": 0.3, "weight": "verl:decoupled_k3_rs_token_tis"}),
     ("rs", {"statistic": "log_ratio", "scope": "token", "lo": -0.5, "hi": 0.5, "weight": "prefix_is"}),
     ("rs", {"statistic": "k1", "scope": "token", "lo": -0.5, "hi": 0.5, "weight": "ppo_clip"}),
@@ -67,7 +67,7 @@ def test_families_with_thresholds_that_bite(toy_pair, estimator, params, baselin
     toy, dense = toy_pair
     moments = assert_matches_dense(toy, dense, estimator, params, baseline)
     if not (estimator == "opsm" and baseline == "none"):          # without a baseline no advantage is negative
-        assert moments.sequences_affected > 0
+        assert moments.sequences_affected > 1e-6                    # bites, not a share of rounding error
 
 
 def test_affected_fractions_of_the_families_equal_dense_counts(toy_pair):

@@ -158,3 +158,15 @@ def test_a_huge_bad_value_is_quoted_short():
     assert len(notices) == 4 and all(len(notice) < NOTICE_LIMIT for notice in notices)
     assert all("9" * (QUOTE_LIMIT + 1) not in notice and "x" * (QUOTE_LIMIT + 1) not in notice for notice in notices)
     assert any("10,000 characters" in notice for notice in notices)
+
+
+def test_a_value_the_link_does_not_turn_on_is_said_and_kept_for_when_it_is():
+    """``?tab=Training&sga_step=0`` opened Training without the SGA view and said nothing."""
+    at = run({"tab": "Training", "sga_step": "0"})
+    assert not at.exception and not at.error
+    (notice,) = [warning.value for warning in at.warning]
+    assert "URL parameter sga_step = '0' takes effect only with sga = 1, which this link does not set: kept for " \
+           "when it does." in notice
+    assert at.query_params == {"tab": "Training"}
+    at.toggle(key="sga").set_value(True).run()
+    assert not at.exception and at.query_params == {"tab": "Training", "sga": "1", "sga_step": "0"}

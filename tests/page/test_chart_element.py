@@ -1,17 +1,12 @@
 """The page's unvalidated chart path sends exactly what ``st.altair_chart`` would; a slider step changes a chart's
 data, not its spec."""
 
-import json
 from collections import OrderedDict
 from pathlib import Path
 
 import altair as alt
 import pandas as pd
 import pytest
-from altair.vegalite.v6 import api as altair_api
-from streamlit.elements.vega_charts import (
-    _convert_altair_to_vega_lite_spec,  # st.altair_chart's own conversion
-)
 from streamlit.testing.v1 import AppTest
 
 from toylab import exact_table, make_toy
@@ -23,21 +18,10 @@ from toylab.presentation.training_charts import objective_chart
 from toylab.presentation.training_frames import curve_frame
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab.training.loop import TrainingConfig, train
-from views import chart_element
+from views import chart_element, internals
 from views.chart_element import vega_lite_spec
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
-
-
-def _comparable(spec):
-    """The spec with each dataset's name replaced by its position in a sorted list of the datasets' bytes."""
-    spec = dict(spec)
-    datasets = spec.pop("datasets")
-    order = sorted(datasets, key=lambda name: datasets[name])
-    text = json.dumps(spec, sort_keys=True)
-    for index, name in enumerate(order):
-        text = text.replace(name, f"dataset-{index}")
-    return text, [datasets[name] for name in order]
 
 
 def _charts():
@@ -48,16 +32,39 @@ def _charts():
     yield objective_chart(curve_frame(trajectories), False)
 
 
-def test_specs_equal_streamlits_own_conversion():
+def _both_ways():
+    """A page drawing each chart of ``_charts`` twice: by ``st.altair_chart``, then by the page's own path."""
+    import streamlit as st
+    from page.test_chart_element import _charts
+
+    from views.chart_element import draw
+
     for chart in _charts():
-        ours, theirs = _comparable(vega_lite_spec(chart)), _comparable(_convert_altair_to_vega_lite_spec(chart))
-        assert ours == theirs
-        assert ours[1] and all(isinstance(data, bytes) for data in ours[1])
+        st.altair_chart(chart, theme=None, width="stretch")
+        draw(st, chart)
+
+
+def test_the_page_sends_what_st_altair_chart_sends():
+    """Spec and Arrow bytes, each dataset named by its place."""
+    at = AppTest.from_function(_both_ways, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    drawn = _drawn(at)
+    assert len(drawn) == 4 and all(data for _, data in drawn)
+    assert drawn[0] == drawn[1] and drawn[2] == drawn[3]
 
 
 def test_an_unchanged_frame_keeps_its_dataset_name():
     chart = next(_charts())
     assert set(vega_lite_spec(chart)["datasets"]) == set(vega_lite_spec(chart)["datasets"])
+
+
+def test_a_changed_frame_gets_another_name():
+    frame = pd.DataFrame({"x": [1.0, 2.0], "label": ["a", "b"]})
+    names = {chart_element._name(changed) for changed in (frame, frame.assign(x=[1.0, 2.5]),
+                                                          frame.assign(label=["a", "c"]), frame.rename(columns={"x": "y"}),
+                                                          frame.astype({"x": "float32"}), frame.set_index("label"))}
+    assert len(names) == 6 and chart_element._name(frame.copy()) == chart_element._name(frame)
 
 
 def _drawn(at):
@@ -142,7 +149,7 @@ EVERY_VIEW = [{"tab": "Estimators"}, {"present": "1"}, {"tab": "Ratios", "ratio_
     for lesson in LESSONS], ids=[str(view) for view in EVERY_VIEW] + [f"lesson {lesson.id}" for lesson in LESSONS])
 def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     """Every chart of every tab and lesson, built with the page's one-level copies of whole charts
-    (``_layering_copy``) and unvalidated parameter comparisons, is the chart Altair's deep copies build (Your run: after a click on an example)."""
+    (``internals.copy_whole_charts_one_level``) and unvalidated parameter comparisons, is the chart Altair's deep copies build (Your run: after a click on an example)."""
     at = AppTest.from_file(APP, default_timeout=300)
     at.query_params.update({name: value for name, value in query.items() if name != "click"})
     at.run()
@@ -151,9 +158,9 @@ def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     assert not at.exception, at.exception
     shallow = _drawn(at)
     monkeypatch.delattr(alt.TopLevelMixin, "copy")                                 # Altair's own deep copies …
-    monkeypatch.setattr(altair_api, "_viewless_dict", chart_element._altair_parameter_dict)   # … and comparisons
+    monkeypatch.setattr(internals.ALTAIR_API, "_viewless_dict", internals.ALTAIR_PARAMETER_DICT)   # … and comparisons
     monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
     chart_element.SPECS.clear()
     at.run()
-    assert alt.Chart().copy.__func__ is alt.utils.schemapi.SchemaBase.copy
+    assert alt.Chart().copy.__func__ is internals.SCHEMA_COPY
     assert shallow and _drawn(at) == shallow

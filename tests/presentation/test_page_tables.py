@@ -148,16 +148,16 @@ def test_the_steps_caption_names_each_departure_and_each_constant_metric():
 
 def test_the_affected_caption_names_the_estimators_that_moved():
     departures = {f"{AFFECTED_SERIES}tok_tis": 4, f"{AFFECTED_SERIES}seq_mis": None, "k1": 3}
-    text = run_steps_text.affected_caption(departures, [], [1, 2, 3, 4])
+    text = run_steps_text.affected_caption(departures, [])
     assert says(text, "tok_tis at step 4") and "seq_mis" not in text and "k1" not in text
 
 
 def test_the_error_caption_says_where_the_dots_are_and_which_estimators_have_only_those():
-    on = frames.error_chart_caption(True, 200, ["seq_snis"], [], [1, 4])
+    on = frames.error_chart_caption(True, 200, ["seq_snis"], [])
     assert says(on, "Monte Carlo rms over 200 batches") and "Turn on" not in on
-    off = frames.error_chart_caption(False, 200, ["seq_snis"], [], [1, 4])
+    off = frames.error_chart_caption(False, 200, ["seq_snis"], [])
     assert says(off, "Turn on the Monte Carlo check", "batch-coupled seq_snis") and "rms over" not in off
-    assert "batch-coupled" not in frames.error_chart_caption(False, 200, [], [], [1, 4])
+    assert "batch-coupled" not in frames.error_chart_caption(False, 200, [], [])
 
 
 def test_an_undefined_monte_carlo_point_is_named_with_its_batch_sizes():

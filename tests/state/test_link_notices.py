@@ -3,7 +3,8 @@ notice, and the page writes it back in ASCII digits."""
 
 import pytest
 
-from toylab.state.query import parse_link, to_query, view_query
+from toylab.state.query import PANELS, VIEW_PARAMETERS, parse_link, to_query, view_query
+from toylab.text import quoted
 
 
 @pytest.mark.parametrize(("link", "name", "read"), [
@@ -29,3 +30,28 @@ def test_a_normalised_number_is_read_with_a_notice_and_written_in_ascii(link, na
                                   {"est": "tok_tis", "tok_tis.C": "3"}])
 def test_a_number_in_ascii_digits_has_no_notice(link):
     assert parse_link(link)[2] == []
+
+
+NEEDING = [name for name, parameter in VIEW_PARAMETERS.items() if parameter.needs]
+
+
+@pytest.mark.parametrize("name", NEEDING)
+def test_a_value_that_needs_another_the_link_leaves_off_says_so(name):
+    """``?tab=Training&sga_step=0`` opened Training without the SGA view and said nothing: every parameter that takes
+    effect only under other view values says so when the link leaves them off, keeps its value, and is silent when
+    the link sets them."""
+    parameter = VIEW_PARAMETERS[name]
+    value = parameter.to_url(parameter.allowed()[0][-1] if parameter.allowed()[0] else parameter.low)
+    link = {"tab": parameter.tab, name: value}
+    settings, view, notices = parse_link(link)
+    needs = " and ".join(f"{need} = {VIEW_PARAMETERS[need].to_url(wanted)}" for need, wanted in parameter.needs.items())
+    assert notices == [f"URL parameter {name} = {quoted(value)} takes effect only with {needs}, which this link does not set: "
+                       "kept for when it does."]
+    assert parameter.to_url(view[name]) == value
+    with_needs = link | {need: VIEW_PARAMETERS[need].to_url(wanted) for need, wanted in parameter.needs.items()}
+    settings, view, notices = parse_link(with_needs)
+    assert notices == [] and view_query(view)[name] == value
+
+
+def test_the_sga_step_is_one_of_them():
+    assert "sga_step" in NEEDING and all(name in NEEDING for name in PANELS)

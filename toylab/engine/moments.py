@@ -192,8 +192,8 @@ class _Sums:
         self.toy, self.on_policy = toy, on_policy
         self.first = np.zeros((toy.T, toy.V))           # m_t[v] = E_p[c_t·1[y_t = v]], summed over the chunks
         self.second = np.zeros((toy.T, toy.V))          # E_p[c_t²·1[y_t = v]]
-        self.kept_tokens = np.zeros(toy.T)              # Σ over sequences of p·1[token t kept]
-        self.kept_sequences = 0.0                       # Σ p·1[no token of the sequence masked or clipped]
+        self.hit_tokens = np.zeros(toy.T)               # Σ over sequences of p·1[token t masked or clipped]
+        self.hit_sequences = 0.0                        # Σ p·1[some token of the sequence masked or clipped]
         self.hits = "nothing"                           # or "tokens" (only token marks: closed form) or "any"
         self.token_hits = None
         self.any_sequence_weight = self.any_token_weight = False
@@ -216,17 +216,21 @@ class _Sums:
             return
         self.hits = "any"
         probability = view.probability(self.on_policy)
-        kept = probability if weights.sequence_affected is None else np.where(weights.sequence_affected, 0.0,
-                                                                               probability)
+        kept = probability
+        if weights.sequence_affected is not None:       # a sequence hit whole: every token of it hit
+            hit = float(np.sum(probability, where=weights.sequence_affected))
+            self.hit_tokens += hit
+            self.hit_sequences += hit
+            kept = np.where(weights.sequence_affected, 0.0, probability)
         for members, _, token_hit in classes:
-            in_class = kept if members is None else np.where(members, kept, 0.0)
             if token_hit is None:
-                self.kept_tokens += in_class.sum()
-                self.kept_sequences += float(in_class.sum())
                 continue
-            self.kept_tokens += (chunk_marginals(view, in_class) * ~token_hit).sum(axis=1)
-            if not token_hit[np.arange(view.head), view.prefix].any():
-                self.kept_sequences += float(np.sum(in_class, where=~outer_any(token_hit[view.head:])))
+            in_class = kept if members is None else np.where(members, kept, 0.0)
+            self.hit_tokens += (chunk_marginals(view, in_class) * token_hit).sum(axis=1)
+            if token_hit[np.arange(view.head), view.prefix].any():
+                self.hit_sequences += float(in_class.sum())
+            else:
+                self.hit_sequences += float(np.sum(in_class, where=outer_any(token_hit[view.head:])))
 
     def moments(self, estimator_id, params, b):
         toy = self.toy
@@ -253,7 +257,7 @@ class _Sums:
         if self.hits == "tokens":
             per_position = (position_probability * self.token_hits).sum(axis=1)
             return float(per_position.mean()), float(1 - np.prod(1 - per_position))
-        return float(1 - self.kept_tokens.mean()), float(1 - self.kept_sequences)
+        return float(self.hit_tokens.mean()), self.hit_sequences
 
 
 def drawn_times(moment, table):

@@ -236,6 +236,7 @@ def _affected(position_probability, factors):
         per_position = (position_probability * factors.token_affected).sum(axis=1)
         return float(per_position.mean()), float(1 - np.prod(1 - per_position))
     if factors.sequence_kept is not None:
-        dropped = float(1 - np.prod((position_probability * factors.sequence_kept).sum(axis=1)))
+        dropped_at = (position_probability * ~factors.sequence_kept).sum(axis=1)   # exactly 0 when none is
+        dropped = float(1 - np.prod(1 - dropped_at))                              # dropped
         return dropped, dropped
     return 0.0, 0.0

@@ -45,10 +45,11 @@ def colour_scale():
 
 def legend_names(labels):
     """A Vega expression for a legend's labels: each estimator's id, or its label in ``labels`` ({id: text}, e.g.
-    "geo_rs = naive here": ``coincidence.legend_words``)."""
+    "geo_rs = naive here": ``coincidence.legend_words``; a tuple of lines is drawn one under another)."""
     expression = "datum.label"
     for id, text in (labels or {}).items():
-        expression = f"datum.label === {json.dumps(id)} ? {json.dumps(text)} : {expression}"
+        label = json.dumps(text if isinstance(text, str) else list(text))
+        expression = f"datum.label === {json.dumps(id)} ? {label} : {expression}"
     return expression
 
 

@@ -464,10 +464,10 @@ def shown_table(table):
                         cosine=[cosine_text(cosine) for cosine in table["cosine"].tolist()])
 
 
-def error_chart_caption(dots, replicates, sampled_only, lying, sizes):
+def error_chart_caption(dots, replicates, sampled_only, lying):
     """Under the error-versus-batch-size chart: what the lines, dots (with the Monte Carlo check on, over
     ``replicates`` batches), dashes and diamonds are; the batch-coupled estimators ``sampled_only`` that have dots
-    only; the lines drawn over others (``lying``, ``coincidence.coincidences`` over the batch sizes ``sizes``)."""
+    only; the lines drawn over others (``lying``, ``coincidence.coincidences`` of the curves, against N)."""
     if dots:
         monte_carlo = (f"Dots: Monte Carlo rms over {replicates} batches, bars its 10–90 % range (batch-coupled "
                        "estimators have dots only). ")
@@ -479,7 +479,7 @@ def error_chart_caption(dots, replicates, sampled_only, lying, sizes):
             + "Dashed: each biased estimator's relative bias, the level its error tends to as N grows. Diamonds: where "
             "seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole batch size where it does. "
             "Click a legend entry to highlight one estimator."
-            + (" " + dashed_caption(describe(lying, sizes, "N")) if lying else ""))
+            + (" " + dashed_caption(describe(lying, "N")) if lying else ""))
 
 
 def undefined_monte_carlo_notes(undefined):

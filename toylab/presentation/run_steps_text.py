@@ -45,12 +45,12 @@ def steps_caption(labels, departures, constant):
                if constant else ""))
 
 
-def affected_caption(departures, lying, steps):
+def affected_caption(departures, lying):
     """Under the shares chart: what it shows, the estimators whose share left its early range at which step, and
-    the lines drawn dashed over the one they lie on (``lying``, ``coincidence.coincidences`` over ``steps``)."""
+    the lines drawn dashed over the one they lie on (``lying``, ``coincidence.coincidences`` of the shares, against step)."""
     moved = [f"{key[len(AFFECTED_SERIES):]} at step {step}" for key, step in departures.items()
              if step is not None and key.startswith(AFFECTED_SERIES)]
     return ("Shares of this sample's response tokens, at the sidebar's thresholds (no standard error). Dashed rule in "
             "the estimator's colour: the first step where its share left its early range (its early values' range "
             "widened by its own width)" + (": " + ", ".join(moved) + "." if moved else "; none left it.")
-            + (" " + dashed_caption(describe(lying, steps, "step")) if lying else ""))
+            + (" " + dashed_caption(describe(lying, "step")) if lying else ""))

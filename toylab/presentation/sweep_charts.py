@@ -86,8 +86,16 @@ def _vertical_rule(value, field, tooltip_title, log_x):
                       alt.Tooltip(f"{field}:Q", format=".4g", title=tooltip_title)])
 
 
-THRESHOLD_PANELS = {"bias": ("relative bias", False), "std": ("relative std at N", True),
-                    "rmse": ("relative RMSE at N", True)}
+THRESHOLD_PANELS = {"bias": (METRICS["rel_bias"], False), "std": (METRICS["rel_std"], True),
+                    "rmse": (METRICS["rel_rmse"], True)}          # name: (metric, log y)
+SAMPLER_PANELS = {"bias": (METRICS["rel_bias"], False), "rmse": (METRICS["rel_rmse"], True)}   # and "divergence"
+LENGTH_ESTIMATOR_PANELS = {"bias": (METRICS["rel_bias"], True), "std_ratio": (STD_RATIO, True)}
+
+
+def drawn_panels(panels, panel=None):
+    """{metric: whether its y axis is log} of the estimators' panels a chart draws: every one in ``panels`` (its table
+    above), or only ``panel`` (presentation mode; none when that panel draws no estimator)."""
+    return {metric: log for name, (metric, log) in panels.items() if panel in (None, name)}
 
 
 def threshold_chart(frame, rule_of_thumb, panel=None, marks=None, labels=None):
@@ -162,7 +170,7 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
                 tooltip=tips("quantity:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g")))
             annotations = mark_layers(marks, x_type="N" if log_x is None else "Q") if marks is not None else []
             return alt.layer(divergence, rule, *annotations, height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
-        metric, log_y = {"bias": ("relative bias", False), "rmse": ("relative RMSE at N", True)}[name]
+        metric, log_y = SAMPLER_PANELS[name]
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         layers = [_estimator_lines(data, x, _y(metric, log_y), ids, legend_highlight() if leading else None,
                                    alone=panel is not None, labels=labels), rule]
@@ -198,6 +206,7 @@ def _method_points(frame, x, y, colour, opacity, tooltip, methods, alone=False):
 
 
 LENGTH_PANELS = ("divergence", "probability", "bias", "std_ratio")
+LENGTH_TITLES = {"bias": "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖", "std_ratio": "std ÷ on-policy std (same T)"}
 
 
 def length_chart(divergences, probabilities, estimators, panel=None, marks=None, labels=None):
@@ -226,11 +235,10 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
                 *_method_points(probabilities, x, alt.Y("value:Q"), colour, alt.OpacityValue(1.0), tooltip, methods,
                                 alone),
                 height=PANEL_HEIGHT * 0.8, width=PANEL_WIDTH)
-        metric, title = {"bias": (METRICS["rel_bias"], "relative bias ‖E[ĝ] − ∇J‖ / ‖∇J‖"),
-                         "std_ratio": (STD_RATIO, "std ÷ on-policy std (same T)")}[name]
+        metric, log_y = LENGTH_ESTIMATOR_PANELS[name]
         frame = estimators[estimators["metric"] == metric]
         frame = frame if "line" in frame else frame.assign(line="own")
-        y = _y(title, log=True)
+        y = _y(LENGTH_TITLES[name], log=log_y)
         lines = alt.Chart(frame).mark_line(strokeWidth=2).encode(x=x, y=y, color=estimator_colour(ids, alone, labels),
                                                                  strokeDash=line_dash(), opacity=opacity)
         lines = holding_highlight(lines, legend_highlight()) if leading else lines

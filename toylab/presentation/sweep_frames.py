@@ -147,8 +147,9 @@ def threshold_sweep_caption(N, points):
 
 
 SWEEP_ABOUT = {                     # what moves as each sampler parameter is swept, for the caption
-    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) every weight is 1 "
-                "and every estimator coincides with naive (and on_policy).",
+    "mismatch": "only μ = sampler(θ + mismatch·b) moves. At mismatch 0 (and a plain-softmax sampler) μ = π and every "
+                "ratio is 1, so an estimator whose weight is 1 at ratio 1 (each one at its default thresholds) "
+                "coincides with naive there (and with on_policy).",
     "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
              "and the sequences through them are never drawn. Dashed, in the text colour: the bias floor, ∇J's part from those "
              "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
@@ -183,42 +184,57 @@ def pipeline_sweep_caption(parameter, left_out):
         f"{', '.join(map(swept_value_text, values))}." for key, values in left_out.items())
 
 
-LOG_METRICS = {METRICS["rel_bias"]: False, METRICS["rel_std"]: True, METRICS["rel_rmse"]: True, STD_RATIO: True}
-LENGTH_LOG_METRICS = {METRICS["rel_bias"]: True, STD_RATIO: True}      # the length chart draws both on log axes
+PANEL_NAMES = {METRICS["rel_bias"]: "bias", METRICS["rel_std"]: "std", METRICS["rel_rmse"]: "RMSE",
+               STD_RATIO: "std ratio"}      # a panel in a legend that covers several
 
 
-def coincident(frame, x, logs=LOG_METRICS):
-    """{metric: [Coincidence]}: on each metric's panel (its axis log or not: ``logs``), the estimators' lines that lie
-    on others; a frame with several batch sizes (``batch``), on the first one's lines only."""
-    first = frame[frame["batch"] == frame["batch"].iloc[0]] if "batch" in frame and len(frame) else frame
-    return {metric: coincidence.coincidences(rows, x, "value", log=logs.get(metric, False))
-            for metric, rows in first.groupby("metric", sort=False)}
+def coincident(frame, x, panels):
+    """{(metric, batch): [Coincidence]}: on each panel the chart draws (``panels``: {metric: whether its axis is log},
+    in the chart's order), the estimators' lines that lie on others; where a panel draws several batch sizes
+    (``batch``: "N = 64"), each one's lines among themselves (batch None where it draws one)."""
+    found = {}
+    for metric, log in panels.items():
+        rows = frame[frame["metric"] == metric]
+        batches = rows["batch"].unique().tolist() if "batch" in rows else []
+        for batch in batches if len(batches) > 1 else [None]:
+            drawn = rows if batch is None else rows[rows["batch"] == batch]
+            found[metric, batch] = coincidence.coincidences(drawn, x, "value", log=log)
+    return found
 
 
 def styled(frame, found, reference=None):
-    """The frame with each row's line style (``coincidence.line_styles`` per metric; "compared" for a second batch
-    size's rows)."""
+    """The frame with each row's line style: ``coincidence.line_styles`` of its panel, but "compared" (long dashes) for
+    the rows of a second batch size."""
     ids = frame["estimator"].unique().tolist()
-    styles = {metric: coincidence.line_styles(lying, ids, reference) for metric, lying in found.items()}
-    first = frame["batch"].iloc[0] if "batch" in frame and len(frame) else None
-    line = [("compared" if first is not None and batch != first else styles.get(metric, {}).get(id, "own"))
-            for id, metric, batch in zip(frame["estimator"], frame["metric"],
-                                         frame["batch"] if first is not None else [None] * len(frame), strict=True)]
+    styles = {key: coincidence.line_styles(lying, ids, reference) for key, lying in found.items()}
+    batches = frame["batch"].tolist() if "batch" in frame else [None] * len(frame)
+    first = batches[0] if batches else None
+    line = ["compared" if batch != first else
+            styles.get((metric, batch), styles.get((metric, None), {})).get(id, "own")
+            for id, metric, batch in zip(frame["estimator"].tolist(), frame["metric"].tolist(), batches, strict=True)]
     return frame.assign(line=line)
 
 
+def _panel_name(key, short=False):
+    """A panel in words: its metric, and its batch size if it draws several — "relative RMSE at N (N = 4,096)", or
+    (``short``, PANEL_NAMES) "RMSE at N = 4,096"."""
+    metric, batch = key
+    if short:
+        return PANEL_NAMES[metric] + (f" at {batch}" if batch else "")
+    return metric + (f" ({batch})" if batch else "")
+
+
 def legend_words(found):
-    """{id: legend label} over every panel (the first panel's words for an estimator that lies on others in several)."""
-    words = {}
-    for lying in found.values():
-        for id, text in coincidence.legend_words(lying).items():
-            words.setdefault(id, text)
-    return words
+    """{id: legend label} for the one legend over the panels drawn (``coincidence.panel_legend_words``: a relation
+    that does not hold on every panel names the ones it holds on, "bias" or "RMSE at N = 4,096")."""
+    return coincidence.panel_legend_words(found, {key: _panel_name(key, short=True) for key in found})
 
 
-def coincident_note(found, xs, name):
-    """'relative RMSE at N: seq_tis = seq_is at mismatch ≥ 0.55; …' for each panel with lines that lie on others."""
-    return "; ".join(f"{metric}: {coincidence.describe(lying, xs, name)}" for metric, lying in found.items() if lying)
+def coincident_note(found, name):
+    """'relative RMSE at N: seq_tis = seq_is at mismatch ≥ 0.55; …' for each panel drawn (and batch size, where it
+    draws several: 'relative RMSE at N (N = 4,096): …') with lines that lie on others."""
+    return "; ".join(f"{_panel_name(key)}: {coincidence.describe(lying, name)}"
+                     for key, lying in found.items() if lying)
 
 
 def pipeline_frame(estimator_rows, pipeline_rows, parameter):

@@ -72,7 +72,7 @@ def coincident(curves, quantity, sampled, log=False):
 
 def coincident_note(curves, sampled):
     """What lies on what on the J chart, in words ('' if nothing): 'seq_is = on_policy; tok_tis ≈ tok_is (…)'."""
-    return coincidence.describe(coincident(curves, "J", sampled), curves["step"], "step")
+    return coincidence.describe(coincident(curves, "J", sampled), "step")
 
 
 def quantity_curves(curves, quantity, sampled, log=False):

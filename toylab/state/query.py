@@ -439,6 +439,11 @@ def _parse_view(params, name, settings, view, notices):
                        f"{name} = {parameter.to_url(parameter.default)}.")
         return parameter.default
     _notice_normalised(notices, name, params[name], value, parameter)
+    unmet = [f"{need} = {VIEW_PARAMETERS[need].to_url(wanted)}" for need, wanted in parameter.needs.items()
+             if view[need] != wanted]
+    if unmet:                           # the page would show nothing of it: say so (the page keeps the value)
+        notices.append(f"URL parameter {name} = {quoted(params[name])} takes effect only with {' and '.join(unmet)}, "
+                       "which this link does not set: kept for when it does.")
     return value
 
 

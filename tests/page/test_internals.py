@@ -1,0 +1,92 @@
+"""Every internal of Streamlit and Altair the page uses (``views/internals.py``) is still there and still does what the
+page relies on. Each failure names the library, its installed version and what the page loses; the page itself falls
+back without the gain."""
+
+import inspect
+
+import altair as alt
+import streamlit
+from streamlit.testing.v1 import AppTest
+
+from views import chart_element, internals
+
+STREAMLIT = f"streamlit {streamlit.__version__}"
+ALTAIR = f"altair {alt.__version__}"
+
+
+def _script_run_context():
+    """A page that records what views/internals.py reads of the script-run context, and the flag it gives."""
+    import streamlit as st
+
+    from views import internals
+
+    context = internals.get_script_run_ctx() if internals.get_script_run_ctx else None
+    manager = getattr(context, "uploaded_file_mgr", None)
+    st.session_state["seen"] = {
+        "context": context is not None,
+        "flag": type(getattr(context, "is_history_navigation", None)).__name__,
+        "navigated": internals.history_navigation(),
+        "remove_session_files": callable(getattr(manager, "remove_session_files", None)),
+        "session_id": getattr(context, "session_id", None),
+    }
+
+
+def test_streamlit_flags_a_run_that_follows_back_or_forward():
+    at = AppTest.from_function(_script_run_context).run()
+    seen = at.session_state["seen"]
+    assert seen["context"], f"{STREAMLIT}: streamlit.runtime.scriptrunner.get_script_run_ctx is gone or returns None " \
+                            "in a run: Back and Forward no longer restore the page's views"
+    assert seen["flag"] == "bool", f"{STREAMLIT}: the script-run context has no is_history_navigation flag: Back and " \
+                                   "Forward no longer restore the page's views"
+    assert seen["navigated"] is False
+
+
+def test_streamlit_reads_at_most_the_links_the_page_says_it_reads():
+    from streamlit.runtime.state import query_params
+
+    constants = {name.lstrip("_").removeprefix("CLIENT_STATE_QUERY_STRING_MAX_").lower(): value
+                 for name, value in vars(query_params).items() if "QUERY_STRING_MAX_" in name}
+    assert constants == internals.QUERY_STRING_LIMITS, \
+        f"{STREAMLIT}: the most parameters and characters of a link it reads are {constants or 'no longer constants'}, " \
+        f"not {internals.QUERY_STRING_LIMITS}: the dropped-link notice (views/address.py) is wrong"
+    assert query_params.sanitize_query_string("a=1&" * 1000 + "b=2") == "", \
+        f"{STREAMLIT}: a link of 1,001 parameters is no longer dropped: the dropped-link notice is wrong"
+
+
+def test_streamlit_lets_a_sessions_uploads_go():
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.runtime.uploaded_file_manager import UploadedFileRec
+
+    assert AppTest.from_function(_script_run_context).run().session_state["seen"]["remove_session_files"], \
+        f"{STREAMLIT}: its upload manager has no remove_session_files: every upload is held twice until its session ends"
+    manager = MemoryUploadedFileManager("/upload")
+    manager.add_file("session", UploadedFileRec("file", "log.jsonl", "application/json", b"{}"))
+    assert [record.file_id for record in manager.get_files("session", ["file"])] == ["file"]
+
+    class Context:
+        uploaded_file_mgr, session_id = manager, "session"
+
+    original = internals.get_script_run_ctx
+    try:
+        internals.get_script_run_ctx = lambda: Context()
+        internals.drop_uploaded_copies()
+    finally:
+        internals.get_script_run_ctx = original
+    assert manager.get_files("session", ["file"]) == [], f"{STREAMLIT}: remove_session_files kept the file"
+
+
+def test_altair_copies_and_compares_as_the_page_replaces_them():
+    assert "copy" not in vars(alt.TopLevelMixin) or alt.TopLevelMixin.copy is internals._whole_chart_copy, \
+        f"{ALTAIR}: TopLevelMixin defines its own copy: charts are copied deeply again (slower layering)"
+    assert list(inspect.signature(internals.SCHEMA_COPY).parameters) == ["self", "deep", "ignore"], \
+        f"{ALTAIR}: SchemaBase.copy takes {inspect.signature(internals.SCHEMA_COPY)}, not (self, deep, ignore)"
+    assert internals.ALTAIR_PARAMETER_DICT is not None, \
+        f"{ALTAIR}: {internals.ALTAIR_API.__name__} has no _viewless_dict: layered selections are validated again"
+    assert chart_element.alt.TopLevelMixin.copy is internals._whole_chart_copy
+    assert internals.ALTAIR_API._viewless_dict is internals._parameter_dict
+    parameter = alt.selection_point(name="pick", fields=["estimator"])
+    assert internals._parameter_dict(parameter.param) == internals.ALTAIR_PARAMETER_DICT(parameter.param), \
+        f"{ALTAIR}: a selection parameter's dict without views is not what _viewless_dict gives"
+    assert callable(getattr(alt.utils.schemapi, "disable_debug_mode", None)), \
+        f"{ALTAIR}: alt.utils.schemapi.disable_debug_mode is gone: every schema object is validated as it is built"
+    assert not alt.utils.schemapi.DEBUG_MODE
