@@ -26,6 +26,7 @@ import multiprocessing
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
@@ -54,7 +55,8 @@ class StepWork:
 
 
 def run_summaries(files: list[RunFile], selection: dict, bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
-                  explicit: dict | None = None, workers: int = 1, scheduler: str | None = None, progress=None):
+                  explicit: dict | None = None, workers: int = 1, scheduler: str | None = None,
+                  progress: Callable[[RunProgress], object] | None = None) -> tuple[list[dict], str]:
     """(summaries, cut) of a run (``steps.step_summaries``), in this process (``workers`` 1, no ``scheduler``), in
     ``workers`` local processes, or on Dask (``scheduler``: "local" for a local cluster of ``workers`` processes,
     or a running cluster's address). ``progress(RunProgress)`` is called before the first step and after each."""
@@ -124,7 +126,7 @@ def _gathered(submit, works, errors, steps, workers, bounds, progress, clock=tim
     """(summaries, cut) as ``steps.step_summaries`` gives them, the ``works`` handed out through ``submit(function,
     work)`` (a future) IN_FLIGHT per worker ahead and gathered in step order, then the ``errors``."""
     handed = works[: bounds.steps]
-    pending: deque = deque()
+    pending = deque()
     summaries, start = [], clock()
     shown = RunProgress(steps)
     if progress is not None:

@@ -2,12 +2,12 @@
 metrics: per-sequence sums, extremes, spreads and the |log ρ| quantiles.
 
 With log ρ = log π − log μ and ρ = e^{log ρ}, the per-token quantities (``TOKEN_MEANS``, each a token mean with its
-standard error clustered by sequence, ``statistics.token_mean``) are
+standard error clustered by sequence, ``statistics.token_mean``; ``quantity`` computes each over the whole log) are
 
     minus_log_rho      −log ρ                     k1; verl's kl
     k3                 ρ − 1 − log ρ
     rho_squared        ρ²                         χ²_token + 1
-    tail>c             1 when |log ρ| > c          c in ``statistics.TAIL_THRESHOLDS``
+    tail>c             1 when |log ρ| > c          c in TAIL_THRESHOLDS
     rho                ρ                          the identity check + 1
     rho_minus_1_sq     (ρ − 1)²                   the low-variance χ²
     abs_log_rho        |log ρ|
@@ -26,8 +26,10 @@ every S_b is the sum the whole log's array would give, bit for bit, and every me
 ``statistics.token_means`` takes it (``statistics.clustered_means``), so the numbers are the ones a quantity computed
 alone over the whole log gives. Only the token mean of verl's clamped weight (its ESS), the spreads of |π − μ| and
 |log ρ| and the correlation of π and μ are summed in another order (chunk by chunk, combined by Chan's formulas):
-sums of positive terms, or a correlation near 1, whose last bits move, not their first twelve digits. Memory holds
-the log, |log ρ| (for its quantiles) and a chunk's buffers, not a copy of the log per quantity.
+sums of positive terms, or a correlation near 1, whose last bits move, not their first twelve digits. |log ρ|'s
+quantiles are np.quantile's, bit for bit, from its order statistics alone: a histogram of the values' top KEY_BITS
+bits says which bins hold them, and a second walk gathers those bins' values. Memory holds the log, a (B,) array per
+sum and a chunk's buffers, not a copy of the log per quantity.
 
 A log whose sums would leave float64 without the statistics' scaling (a log-probability near −1e308, a sequence's
 Σ ρ² beyond 1.8e308) is computed the other way, a whole array per quantity scaled by a power of two
