@@ -6,6 +6,9 @@ with the extra), which makes its absence a failure."""
 import importlib.util
 import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from framework_dumps import prime_run
@@ -19,21 +22,26 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(
     "requirements-distributed.txt); TOYLAB_REQUIRE_DISTRIBUTED=1 makes that a failure")]
 
 
-def inspected(capsys, *argv):
-    assert main(["inspect", *argv, "--json"]) == 0
-    out = capsys.readouterr()
-    assert out.err == ""
-    return json.loads(out.out)
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTER = """
+import json, sys
+from distributed import LocalCluster
+from toylab.cli.main import main
+if __name__ == "__main__":
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        main(["inspect", sys.argv[1], "--json", "--scheduler", cluster.scheduler_address])
+"""
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    if not INSTALLED:
-        pytest.fail("TOYLAB_REQUIRE_DISTRIBUTED=1, but Dask distributed is not installed: pip install -r "
-                    "requirements-distributed.txt")
-    from distributed import LocalCluster
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as running:
-        yield running
+def inspected(*argv, code=None):
+    """The JSON of ``python -m toylab inspect ARGV --json`` (or of ``code`` run with them) in a process of its own: a
+    cluster's processes import the main module's file, and a page test in this process leaves the page's script
+    there."""
+    command = ["-c", code, *argv] if code else ["-m", "toylab", "inspect", *argv, "--json"]
+    done = subprocess.run([sys.executable, *command], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
 
 
 @pytest.fixture
@@ -42,17 +50,17 @@ def directory(tmp_path):
     return str(tmp_path)
 
 
-def test_a_local_cluster_of_two_gives_the_single_process_numbers(capsys, directory):
+def test_a_local_cluster_of_two_gives_the_single_process_numbers(directory):
     if not INSTALLED:
         pytest.fail("TOYLAB_REQUIRE_DISTRIBUTED=1, but Dask distributed is not installed")
-    single = inspected(capsys, directory, "--workers", "1")
-    assert inspected(capsys, directory, "--scheduler", "local", "--workers", "2") == single
+    assert inspected(directory, "--scheduler", "local", "--workers", "2") == inspected(directory, "--workers", "1")
 
 
-def test_a_running_cluster_gives_the_single_process_numbers(capsys, directory, cluster):
-    single = inspected(capsys, "examples/example_run.zip", "--workers", "1")
-    assert inspected(capsys, "examples/example_run.zip", "--scheduler", cluster.scheduler_address) == single
-    assert inspected(capsys, directory, "--scheduler", cluster.scheduler_address) == inspected(capsys, directory)
+def test_a_running_cluster_gives_the_single_process_numbers(directory):
+    if not INSTALLED:
+        pytest.fail("TOYLAB_REQUIRE_DISTRIBUTED=1, but Dask distributed is not installed")
+    for run in ("examples/example_run.zip", directory):
+        assert inspected(run, code=CLUSTER) == inspected(run, "--workers", "1")
 
 
 def test_an_address_where_no_scheduler_answers_is_one_line_and_exit_2(capsys):
