@@ -15,8 +15,11 @@ on the same step. (The one thing a worker keeps across steps is the column choic
 ``run.read_file``: a worker makes it from the first file of that schema it reads, this process from the run's
 first; both are the same choice unless the files' first values differ in looking like probabilities.)
 
-Local processes use ``concurrent.futures`` (no dependency); a cluster uses Dask distributed, an optional extra
-(``requirements-distributed.txt``): its workers must import toylab and see the run's files at the same paths. The
+Local processes use ``concurrent.futures`` (no dependency), forked from a server process that imported this module;
+like any multiprocessing pool they import the main module's file, so a script calling this with workers needs the
+``if __name__ == "__main__":`` guard (``python -m toylab`` and notebooks need nothing). A cluster uses Dask
+distributed, an optional extra (``requirements-distributed.txt``): its workers must import toylab and see the run's
+files at the same paths. The
 run's bounds (steps, seconds) hold as in one process: at most ``bounds.steps`` steps are handed out, and once
 ``bounds.run_seconds`` have passed no step is waited for.
 """
