@@ -18,9 +18,10 @@ Each row is a fresh process (imports included) running the command line's ``main
     Dask 2       ``--scheduler local --workers 2``: a local Dask cluster of two worker processes (skipped, with the
                  reason, when Dask distributed is not installed: ``requirements-distributed.txt``)
 
-A thread of that process reads, every 50 ms, the peak resident memory (VmHWM, /proc) of the process itself and of
-every process it started: "main" is its own, "worker" the largest of the others (a pool's workers, Dask's nannies
-and workers). Tokens per second are the run's response tokens over the wall time. Every row's JSON is compared
+A thread of that process reads, every 50 ms, the peak resident memory (VmHWM, /proc) and the CPU time of the process
+itself and of every process it started: "main" is its own peak, "worker" the largest of the others (a pool's workers,
+Dask's nannies and workers), "CPU" the CPU seconds of them all (user and system; on a shared machine the wall time
+grows with the load, the CPU time much less). Tokens per second are the run's response tokens over the wall time. Every row's JSON is compared
 with the old one: the largest relative difference of any number (they differ only in the last bits of three
 spreads: docs/your-run.md).
 
@@ -67,13 +68,17 @@ def descendants():
         stack += children.get(pid, [])
     return found
 
+cpu, tick = {}, os.sysconf("SC_CLK_TCK")
+
 def watch():
     while not done.is_set():
         for pid in descendants():
             try:
                 line = next(line for line in open(f"/proc/{pid}/status") if line.startswith("VmHWM"))
                 peaks[pid] = max(peaks.get(pid, 0), int(line.split()[1]) / 1024)
-            except (OSError, StopIteration):
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                cpu[pid] = (int(fields[11]) + int(fields[12])) / tick
+            except (OSError, StopIteration, IndexError):
                 pass
         done.wait(0.05)
 
@@ -86,8 +91,11 @@ seconds = time.perf_counter() - start
 done.set()
 own = next(line for line in open("/proc/self/status") if line.startswith("VmHWM")).split()[1]
 others = [peak for pid, peak in peaks.items() if pid != os.getpid()]
+times = os.times()
+cpu[os.getpid()] = times.user + times.system
 open(sys.argv[1], "w").write(out.getvalue())
-print(json.dumps({"seconds": seconds, "main": int(own) / 1024, "worker": max(others, default=None)}), file=sys.stderr)
+print(json.dumps({"seconds": seconds, "main": int(own) / 1024, "worker": max(others, default=None),
+                  "cpu": sum(cpu.values())}), file=sys.stderr)
 """
 ENGINE_CHILD = """
 import math, sys, time, glob
@@ -213,7 +221,8 @@ def measure_run(run, tokens, old, rows):
             continue
         reference = text if reference is None else reference
         row = {"tokens": tokens, "path": label, "seconds": result["seconds"], "rate": tokens / result["seconds"],
-               "main": result["main"], "worker": result["worker"], "load": (load, os.getloadavg()[0]),
+               "cpu": result["cpu"], "main": result["main"], "worker": result["worker"],
+               "load": (load, os.getloadavg()[0]),
                "difference": largest_difference(reference, text)}
         rows.append(row)
         print(_line(row), flush=True)
@@ -222,7 +231,8 @@ def measure_run(run, tokens, old, rows):
 def _line(row):
     worker = "—" if row["worker"] is None else f"{row['worker']:,.0f} MB"
     return (f"| {row['tokens'] / 1e6:,.0f} M | {row['path']} | {row['seconds']:.1f} s | {row['rate'] / 1e6:.2f} M/s | "
-            f"{row['main']:,.0f} MB | {worker} | {row['difference']:.0e} | {row['load'][0]:.1f}–{row['load'][1]:.1f} |")
+            f"{row['cpu']:.1f} s | {row['main']:,.0f} MB | {worker} | {row['difference']:.0e} | "
+            f"{row['load'][0]:.1f}–{row['load'][1]:.1f} |")
 
 
 def engines(run, engine_path):
@@ -253,8 +263,8 @@ def main():
     with tempfile.TemporaryDirectory() as scratch:
         old = old_tree(arguments.old, Path(scratch))
         print(f"old path: {arguments.old} (git archive); load average before: {os.getloadavg()}")
-        print("| tokens | path | time | tokens/s | peak, main | peak, largest worker | largest relative difference "
-              "from old | load |\n|---|---|---|---|---|---|---|---|")
+        print("| tokens | path | time | tokens/s | CPU, all processes | peak, main | peak, largest worker | largest "
+              "relative difference from old | load |\n|---|---|---|---|---|---|---|---|---|")
         for size in arguments.sizes.split(","):
             tokens, steps = map(int, size.split(":"))
             with tempfile.TemporaryDirectory() as directory:
