@@ -16,6 +16,8 @@ sequence (cluster-robust, clustered by sequence, the ratio estimator's linearisa
 which is the usual s/√n when every sequence has one token. One sequence has no standard error (None, shown
 "—" with SINGLE_SEQUENCE as the reason). Token means are taken on values scaled by a power of two, so sums of
 up to millions of ρ_t² ≤ e^700 (``bounds.LOG_RATIO_LIMIT``) stay finite and ordinary logs are not rounded at all.
+A log's per-sequence sums S_b come from one chunked pass over its tokens (``token_pass``), scaled after the sum
+(``clustered_means``: the same numbers, since scaling by a power of two is exact).
 Per sequence: log W = Σ_t log ρ_t and
 log ρ_geo = log W / L (mean ± s/√B, spread, quantiles), the mean length and, with rewards, the logged mean
 reward E_μ[r] (mean ± s/√B). The sample ESS fraction (Σ_b W_b)² / (B·Σ_b W_b²) describes these B weights
