@@ -47,8 +47,9 @@ def run_summaries(sources, selection, progress):
         chosen = {id: dict(params) for id, params in selection}
         with log_work(waiting=lambda: progress(None, "Waiting for another log to be read (one at a time) …")):
             try:
-                summaries, cut = summarised_run(run_files(sources), chosen, PAGE_BOUNDS,
-                                                progress=lambda read: progress(read.share(), f"Reading the run: {read.text()} …"))
+                def reading(read):
+                    progress(read.share(), f"Reading the run: {read.text()} …")
+                summaries, cut = summarised_run(run_files(sources), chosen, PAGE_BOUNDS, progress=reading)
             finally:
                 give_back_memory()            # the steps' buffers, whether the reading finished, failed or was stopped
         if all("error" in summary for summary in summaries):
