@@ -4,9 +4,11 @@ Run with ``streamlit run streamlit_app.py``. The sidebar gives the Settings; eac
 runs only while that tab is open, under the lesson on show (if it opens that tab). To add a tab, add its label to
 ``TAB_LABELS`` (toylab/state/query.py, the one place a label is spelled) and ``(its name there, render)`` to TABS. The link the session opened is read first (it may ask for presentation mode, which collapses
 the sidebar), and the address is written last, once, with the link of what the page shows. An unexpected error
-in a tab is a notice in that tab (``last_resort``): the other tabs, the sidebar and the address go on.
+in a tab is a notice in that tab (``last_resort``): the other tabs, the sidebar and the address go on. A run does its
+work in turn with the other sessions' runs (``turns``: at most two at once), and says so while it waits.
 """
 
+import gc
 from pathlib import Path
 
 import streamlit as st
@@ -39,6 +41,7 @@ from views import (
     threshold_sweep_tab,
     tour,
     training_tab,
+    turns,
     user_text,
     your_run_tab,
 )
@@ -55,27 +58,33 @@ TABS = [                     # in TAB_LABELS' order (tests/page/test_app_links.p
     (LESSONS_TAB, lessons_tab.render),
 ]
 
+TURN_KEY = "_toylab_turn"              # the session's place in the line for a turn (views/turns.py)
 ICON = Path(__file__).resolve().parent / "docs" / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
+if not gc.get_freeze_count():           # once, on the server's first run: the imports' heap (Streamlit, pandas, Altair)
+    gc.freeze()                         # is left out of Python's collections (.streamlit/config.toml: no full one a run)
 sidebar.open_link()
 st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide",
                    initial_sidebar_state="collapsed" if screen_share.on() else "auto", menu_items=header.MENU)
 screen_share.style()
-settings, notices = sidebar.render()
-with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
-    dropped = address.dropped_link()
-for notice in notices + ([dropped] if dropped else []):
-    st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
-problem = toy_problem(settings) or threshold_problem(settings)
-if problem:
-    st.error(problem, icon=":material/block:")
+waiting = st.empty()                    # the queue notice's place, first on the page: empty unless this run waits
+with turns.turn(st.session_state.setdefault(TURN_KEY, turns.Ticket()), served=waiting.empty,
+                waiting=lambda ahead: waiting.info(turns.notice(ahead), icon=":material/hourglass_top:")):
+    settings, notices = sidebar.render()
+    with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
+        dropped = address.dropped_link()
+    for notice in notices + ([dropped] if dropped else []):
+        st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
+    problem = toy_problem(settings) or threshold_problem(settings)
+    if problem:
+        st.error(problem, icon=":material/block:")
+        address.write(settings)
+        st.stop()
+    with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
+        header.render(settings)
+    for tab, (label, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
+                                    TABS, strict=True):
+        if tab.open:
+            with tab, st.spinner("Computing…"), last_resort.contained(label):
+                tour.banner(label, settings)
+                render(settings)
     address.write(settings)
-    st.stop()
-with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
-    header.render(settings)
-for tab, (label, render) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
-                                TABS, strict=True):
-    if tab.open:
-        with tab, st.spinner("Computing…"), last_resort.contained(label):
-            tour.banner(label, settings)
-            render(settings)
-address.write(settings)

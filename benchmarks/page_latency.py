@@ -6,8 +6,9 @@
     python benchmarks/page_latency.py --query "V=3&mismatch=1" --large-query "" --payload
     python benchmarks/page_latency.py --viewport 1280x720 --query present=1     # a screen-share, presentation mode
 
-Starts the floor app (benchmarks/floor_app.py: one slider, one metric) and the app — this checkout's, and with
-``--against`` the app of other checkouts too, each from its own folder — with ``streamlit run``, each under
+Starts the floor app (benchmarks/floor_app.py: one slider, one metric, at Streamlit's fastest settings: no garbage
+collection after each run, no file watcher) and the app — this checkout's, and with ``--against`` the app of other
+checkouts too, each from its own folder and with its own .streamlit/config.toml — with ``streamlit run``, each under
 benchmarks/timed_script.py, which logs when each script run started and how long it took on the server. Drives them in
 headless Debian Chromium. For each tab, as listed by the page itself, it presses the mismatch slider's → key N times
 on each page in turn — the floor, the app, the other apps, the floor again, … — so that the machine's load, which
@@ -16,7 +17,8 @@ reaches the slider). Each press is timed in the page's own clock: from the keydo
 ``[data-testid="stApp"]`` returns to ``data-test-script-state="notRunning"`` after having been ``running``.
 A MutationObserver, installed before the page loads, timestamps every change of that attribute (and of the
 rest of the DOM), so runs shorter than any polling interval are caught. Presses always go one way, so no
-value comes from a cache a user would not hit.
+value comes from a cache a user would not hit. Before any timing, the floor and each app are pressed a few times
+untimed (a cold browser's first steps cost more).
 
 Per view it prints the median key press → idle, its ratio to the floor's median, the server's script time
 per press, and where the rest goes: key press → the script's start on the server (the widget's debounce
@@ -49,6 +51,9 @@ from tests.browser import browser_available, launch_browser, running_app  # noqa
 
 APP = ROOT / "streamlit_app.py"
 FLOOR_APP = ROOT / "benchmarks" / "floor_app.py"
+FASTEST = ("--runner.postScriptGC", "false", "--server.fileWatcherType", "none")   # the floor: no collection, no watcher
+WARM_PRESSES = 3                # untimed presses of the floor and each app before any timing (a cold browser's first
+                                # steps cost more)
 TIMED_SCRIPT = ROOT / "benchmarks" / "timed_script.py"
 VIEWPORT = {"width": 1600, "height": 1000}
 SLIDER = "mismatch"
@@ -220,13 +225,14 @@ def message_parts(frame: bytes) -> list[tuple[str, int]]:
 
 
 @contextlib.contextmanager
-def served(script: Path, log: RunLog, profile_dir: str | None = None):
-    """``streamlit run`` SCRIPT under timed_script.py; yield its base URL."""
+def served(script: Path, log: RunLog, profile_dir: str | None = None, options: tuple[str, ...] = ()):
+    """``streamlit run`` SCRIPT under timed_script.py, in SCRIPT's folder (so its own .streamlit/config.toml is read),
+    with extra streamlit ``options``; yield its base URL."""
     settings = {"TOYLAB_TIMED_SCRIPT": str(script), "TOYLAB_TIMED_LOG": str(log.path),
                 "TOYLAB_PROFILE_DIR": str(Path(profile_dir).resolve()) if profile_dir else None}
     with contextlib.ExitStack() as stack:
         with environment(settings):                  # the server inherits this environment when it starts
-            url = stack.enter_context(running_app(TIMED_SCRIPT))
+            url = stack.enter_context(running_app(TIMED_SCRIPT, cwd=script.parent, options=options))
         yield url
 
 
@@ -411,7 +417,7 @@ class Measurement:
         self.args, self.browser = args, browser
         self.load_averages = [os.getloadavg()[0]]
         self.floor_log = RunLog(folder / "floor.jsonl")
-        self.floor_url = stack.enter_context(served(FLOOR_APP, self.floor_log))
+        self.floor_url = stack.enter_context(served(FLOOR_APP, self.floor_log, options=FASTEST))
         self.apps = {}
         for name, script in app_scripts(args).items():
             log = RunLog(folder / f"app-{len(self.apps)}.jsonl")
@@ -425,6 +431,9 @@ class Measurement:
         for name, app in self.apps.items():
             app["page"] = self.app_page(name)
             self.loads[name]["fresh server"].append(app["page"].load(app["url"] + self.query))
+        for _ in range(WARM_PRESSES):
+            for page in (self.floor, *(app["page"] for app in self.apps.values())):
+                page.press()
         self.floor_presses = []
         self.presses = {name: {} for name in self.apps}
 

@@ -80,8 +80,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def running_app(script: str | os.PathLike = "streamlit_app.py", query: str = "") -> Iterator[str]:
-    """Run ``streamlit run SCRIPT`` on a free loopback port; yield its URL (plus ``?query`` if given).
+def running_app(script: str | os.PathLike = "streamlit_app.py", query: str = "", cwd: str | os.PathLike = REPO_ROOT,
+                options: tuple[str, ...] = ()) -> Iterator[str]:
+    """Run ``streamlit run SCRIPT`` on a free loopback port, in ``cwd`` (whose .streamlit/config.toml it reads), with
+    extra command-line ``options`` (e.g. ``("--runner.postScriptGC", "false")``); yield its URL (plus ``?query`` if
+    given).
 
     The server always stops when the block exits, even on error.
     """
@@ -104,11 +107,12 @@ def running_app(script: str | os.PathLike = "streamlit_app.py", query: str = "")
         "127.0.0.1",
         "--browser.gatherUsageStats",
         "false",
+        *options,
     ]
     with tempfile.TemporaryFile(mode="w+", prefix="streamlit-", suffix=".log") as log:
         proc = subprocess.Popen(
             cmd,
-            cwd=REPO_ROOT,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -2,24 +2,31 @@
 
 Every step is a sample: its numbers are estimates with standard errors, printed to their significant digits. A
 step whose file is malformed is reported on its own line and the other steps are still read; a bad argument, or
-a run with no readable step, prints one line, ``toylab: error: ...``, and exits with status 2.
+a run with no readable step, prints one line, ``toylab: error: ...``, and exits with status 2. The steps are
+summarised in ``--workers`` local processes (by default every core for a run of 64 MB or more) or on a Dask
+cluster (``--scheduler``, an optional extra): the numbers are the same (``your_run.run_map``). On a terminal, a
+progress line on stderr gives the steps read, tokens per second and the time left.
 """
 
+import importlib.util
 import os
 import sys
 
-from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, selection_from_overrides
+from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, number_in, selection_from_overrides
+from toylab.cli.progress import ProgressBar
 from toylab.presentation.estimates import record_text
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, significant
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError, regular_file
-from toylab.your_run.run import RunFile, directory_files, step_and_rank, step_logs, zip_files
+from toylab.your_run.run import RunFile, directory_files, step_and_rank, zip_files
+from toylab.your_run.run_map import DISTRIBUTED_EXTRA, default_workers, run_summaries
 from toylab.your_run.statistics import STANDARD_ERRORS
-from toylab.your_run.steps import SERIES, departures, step_summaries
+from toylab.your_run.steps import SERIES, departures
 
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
+MOST_WORKERS = 256
 
 
 def is_run(arguments):
@@ -42,7 +49,16 @@ def parse_arguments(argv):
     parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
                         help="override a threshold of a chosen estimator (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--workers", type=number_in(int, 1, MOST_WORKERS), default=None, metavar="N",
+                        help="local processes summarising the steps (default: every core for a run of 64 MB or "
+                             "more, else 1); with --scheduler local, the local Dask cluster's")
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help="summarise the steps on a Dask cluster: 'local' starts one of --workers processes, an "
+                             "address (tcp://host:8786) connects to a running one, whose workers see the run at the "
+                             f"same path (an optional extra: {DISTRIBUTED_EXTRA.split(': ')[1]})")
     arguments = parser.parse_args(argv)
+    if arguments.scheduler is not None and importlib.util.find_spec("distributed") is None:
+        parser.error(f"--scheduler needs Dask, which is not installed: {DISTRIBUTED_EXTRA}")
     try:
         arguments.selection = selection_from_overrides(arguments.set, chosen_ids(arguments.estimators))
     except ValueError as error:
@@ -66,9 +82,13 @@ def run_files(paths):
 def report(arguments):
     explicit = {role: getattr(arguments, role) for role in ROLES}
     files = run_files(arguments.paths)
-    steps = len({file.step for file in files if file.step is not None})
-    summaries, cut = step_summaries(step_logs(files, bounds=CLI_BOUNDS, allow_torch=True, **explicit), steps,
-                                   arguments.selection, CLI_BOUNDS)
+    workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else 2)
+    bar = ProgressBar("inspect", 1) if sys.stderr.isatty() else None
+    summaries, cut = run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
+                                   workers=workers, scheduler=arguments.scheduler,
+                                   progress=None if bar is None else lambda read: bar.update(read.share(), read.text()))
+    if bar is not None:
+        bar.close()
     if all("error" in summary for summary in summaries):
         raise LogError(summaries[0]["error"])
     result = {"run": arguments.paths[0] if len(arguments.paths) == 1 else list(arguments.paths),

@@ -6,6 +6,7 @@
     text_rows      the slow reader of a text log, row by row, that names the first bad value
     columns        which column is which, and which of the two shapes the log has
     log            the log read and checked: B sequences' response tokens with both log-probabilities
+    token_pass     one chunked pass over a log's tokens: every per-sequence sum, extreme and spread the statistics read
     statistics     sample statistics (k1, k3, χ², ESS, tails), each with its standard error
     applied        what each estimator would do to the log, through the one batch interface
     matching       the toy whose exact KL matches the log, and what its shape checks say of the tails and the bulk
@@ -18,6 +19,8 @@
     archives       a run's zip: its directory checked before it is parsed, its members inflated through a counter
     run            a run: its files by step and rank, read one step at a time, ranks merged
     steps          a run as a time series: a summary per step, and where each metric left its early range
+    run_progress   how far a run's reading has come: steps, tokens per second, the time left
+    run_map        a run's steps summarised here, in local processes or on a Dask cluster, gathered in step order
     magnitudes     the sizes a real run's mismatch has: low-variance estimates, tails, extremes, worst tokens
     suggestions    the threshold at which each estimator would touch 0.1 %, 1 %, 10 % of the log
     parity         the frameworks' own mismatch metrics, under their names, from the two log-prob columns

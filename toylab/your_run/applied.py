@@ -41,7 +41,9 @@ from toylab.engine.coefficients import marks
 from toylab.engine.sequences import GivenSequences
 from toylab.your_run.statistics import Estimate, power_of_two_above, sequence_log_ratios, sequence_mean
 
-LARGEST_LOG = math.log(np.finfo(float).max)      # 709.78: exp of more is not a float64
+LARGEST = float(np.finfo(float).max)
+LARGEST_LOG = math.log(LARGEST)      # 709.78: exp of more is not a float64
+COUNTING_CELLS = 1 << 17            # counts only: batches a core's cache holds (1.9× faster than log.batches' 1M)
 FEW_WEIGHTS = 0.1                    # a sample ESS fraction below this: IS standard errors are not to be trusted
 UNRELIABLE = ("the sequence weights' sample ESS fraction is {:.1%}: a few sequences carry almost all the weight, "
               "so the IS estimates of J and their standard errors understate the uncertainty (both can be far off)")
@@ -66,15 +68,16 @@ class EstimatorOnLog:
                 for key, value in ((key, getattr(self, key)) for key in self.__dataclass_fields__)}
 
 
-def on_log(log, selection):
+def on_log(log, selection, weights=True):
     """[EstimatorOnLog] for ``selection`` ({id: parameter overrides}), in its order; one streaming pass, each batch's
-    estimators summed together (``_Totals``)."""
+    estimators summed together (``_Totals``). ``weights`` False: the shares of tokens and sequences affected only
+    (and whether the weights overflow), as a run's steps list them."""
     exact = {id: resolve_params(id, params) for id, params in selection.items()
              if ESTIMATORS[id].exact and not ESTIMATORS[id].on_policy}
-    totals = _Totals(len(exact))
+    totals = _Totals(len(exact), weights)
     left_out = {}
     advantage_of = advantages_of(log)
-    for batch in log.batches():
+    for batch in log.batches() if weights else log.batches(COUNTING_CELLS):
         advantages = None if advantage_of is None else advantage_of[batch.start:batch.start + len(batch.mask)]
         sequences = GivenSequences(batch.trainer_logprobs, batch.sampler_logprobs, batch.mask, advantages)
         indices, coefficients, affected = [], [], []
@@ -83,6 +86,10 @@ def on_log(log, selection):
                 if id in left_out:
                     continue
                 try:
+                    if not weights:
+                        found = ESTIMATORS[id].weights(sequences, **params)
+                        totals.count(index, batch.mask, sequences.affected(found), _overflows(sequences, found))
+                        continue
                     coefficient, _, marked = marks(id, sequences, params)
                 except ValueError as error:        # the advantage is needed and the log has neither
                     left_out[id] = f"needs rewards or advantages: {error}"
@@ -94,6 +101,20 @@ def on_log(log, selection):
             totals.add(indices, np.stack(coefficients), batch.mask, np.stack(affected))
     index_of = {id: index for index, id in enumerate(exact)}
     return [_row(id, totals, index_of.get(id), left_out.get(id) or _why_not(id)) for id in selection]
+
+
+def _overflows(sequences, weights):
+    """Whether a response token's coefficient c = sequence·token (``GivenSequences.assemble``) is beyond float64: not
+    when the largest |sequence| times the largest |token| (padding included) is finite, else read off c itself."""
+    if weights.carry is None and not weights.classes:
+        sequence = np.asarray(weights.sequence, dtype=float)
+        top = max(float(sequence.max()), -float(sequence.min()))
+        if weights.token is not None:
+            top *= max(float(weights.token.max()), -float(weights.token.min()))
+        if top < LARGEST:
+            return False
+    with np.errstate(over="ignore", invalid="ignore"):
+        return not np.isfinite(sequences.assemble(weights)[0]).all()
 
 
 def advantages_of(log):
@@ -121,6 +142,8 @@ def _row(id, totals, index, note):
               "sequences_affected": int(totals.affected_sequences[index]) / sequences}
     if totals.overflow[index]:
         return EstimatorOnLog(id, **shares, note=OVERFLOWING)
+    if not totals.weights:
+        return EstimatorOnLog(id, **shares)
     weight_sum, weight_square_sum, scale = totals.weight_sum[index], totals.weight_square_sum[index], totals.scale[index]
     mean = weight_sum / tokens
     variance = max(weight_square_sum / tokens - mean**2, 0.0)
@@ -139,9 +162,11 @@ class _Totals:
     of two at or above the largest |c| so far (rescaled when it grows), so no sum overflows; ``overflow`` once a weight
     is not finite. For the weight change, per sequence b the sum S_b of |c − 1| over its L_b response tokens: Σ S_b,
     Σ S_b², Σ S_b·L_b, Σ L_b, Σ L_b² (the clustered standard error of a token mean, ``statistics.token_mean``).
-    A batch's estimators are added together, a row each: every sum is the one an estimator's own would be."""
+    A batch's estimators are added together, a row each: every sum is the one an estimator's own would be. Without
+    ``weights``, only the counts and whether a weight overflows."""
 
-    def __init__(self, count):
+    def __init__(self, count, weights=True):
+        self.weights = weights
         self.tokens, self.sequences = np.zeros(count, np.int64), np.zeros(count, np.int64)
         self.affected_tokens, self.affected_sequences = np.zeros(count, np.int64), np.zeros(count, np.int64)
         self.weight_sum, self.weight_square_sum = [0.0] * count, [0.0] * count
@@ -161,6 +186,15 @@ class _Totals:
             return Estimate(float(mean), None)
         residual = max(squares - 2 * mean * cross + mean**2 * length_squares, 0.0)
         return Estimate(float(mean), float(math.sqrt(sequences / (sequences - 1) * residual) / length))
+
+    def count(self, index, mask, affected, overflows):
+        """Add one estimator's counts on a batch (``affected`` and ``mask`` (b, L)): its tokens and sequences, those it
+        affects, and whether a weight overflows."""
+        self.tokens[index] += int(np.count_nonzero(mask))
+        self.sequences[index] += len(mask)
+        self.affected_tokens[index] += int(np.count_nonzero(affected))
+        self.affected_sequences[index] += int(np.count_nonzero(affected.any(axis=1)))
+        self.overflow[index] |= overflows
 
     def add(self, indices, coefficients, mask, affected):
         """Add a batch: ``coefficients`` and ``affected`` (E', b, L) of the estimators at ``indices``, ``mask`` (b, L)."""

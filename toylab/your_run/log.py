@@ -41,6 +41,8 @@ from toylab.your_run.columns import Columns, choose
 from toylab.your_run.files import LogError, LogFile, Preview, open_log_file, preview, read_batches
 
 CELLS_PER_BATCH = 1 << 20
+RELEASE_EVERY = 8                 # batches between returns of pyarrow's freed blocks to the system (after each
+                                  # batch: 12 ns a token of a 43 ns read, its pages faulted in again)
 
 
 @dataclass(frozen=True)
@@ -127,13 +129,15 @@ class RolloutLog:
         return self._padded(0, self.sequences)
 
     def _padded(self, start, stop):
+        """Sequences start … stop − 1 padded: each row's tokens placed in row order by the mask (a boolean assignment,
+        not a gather of (b, L) indices: 1.6× faster)."""
         lengths = self.lengths[start:stop]
-        width = np.arange(lengths.max())
-        mask = width < lengths[:, None]
-        index = np.minimum(self.offsets[start:stop, None] + width, self.tokens - 1)
-        return Batch(start, np.where(mask, self.sampler_logprobs[index], 0.0),
-                     np.where(mask, self.trainer_logprobs[index], 0.0), mask,
-                     None if self.rewards is None else self.rewards[start:stop])
+        mask = np.arange(lengths.max()) < lengths[:, None]
+        first, last = self.offsets[start], self.offsets[stop]
+        sampler, trainer = np.zeros(mask.shape), np.zeros(mask.shape)
+        sampler[mask] = self.sampler_logprobs[first:last]
+        trainer[mask] = self.trainer_logprobs[first:last]
+        return Batch(start, sampler, trainer, mask, None if self.rewards is None else self.rewards[start:stop])
 
 
 def load_log(name: str, data: bytes | None = None, path: str | None = None, bounds: Bounds = CLI_BOUNDS,
@@ -152,10 +156,11 @@ def read_log(file: LogFile, first_rows: Preview, columns: Columns,
     is called after every chunk with the share of the file read so far (a page can stop the reading there)."""
     shape = _SequenceRows if columns.shape == "sequence" else _TokenRows
     reader = shape(file.name, columns, file.bounds)
-    for first_row, batch, share in read_batches(file, columns.kinds(), first_rows):
+    for count, (first_row, batch, share) in enumerate(read_batches(file, columns.kinds(), first_rows), start=1):
         reader.add(first_row, batch)
         del batch
-        pa.default_memory_pool().release_unused()        # pyarrow's pool keeps freed blocks otherwise
+        if count % RELEASE_EVERY == 0:
+            pa.default_memory_pool().release_unused()    # pyarrow's pool keeps freed blocks otherwise
         if progress is not None:
             progress(share)
     return _with_dump_extras(reader.finish(), file)
@@ -306,30 +311,32 @@ class _SequenceRows:
         offsets = np.concatenate([[0], np.cumsum(lengths["sampler"])])
 
         def where(column, response_index):
-            def describe(i):
-                element = response_index[i]
+            def describe(i):                        # response_index None: every token is a response token
+                element = i if response_index is None else response_index[i]
                 row = int(np.searchsorted(offsets, element, side="right")) - 1
                 place = f"row {rows[row]}" + ("" if column is None else f", column {quoted(column)}")
                 return f"{place}, element {element - offsets[row] + 1}"
             return describe
 
-        every = np.arange(offsets[-1])
+        response = index = None                     # without a mask: the values as read, nothing copied
         if "mask" in lists:
             mask = _numpy(lists["mask"].flatten())
-            _check_mask(name, mask, where(columns.mask, every))
+            _check_mask(name, mask, where(columns.mask, None))
             response = mask == 1
-        else:
-            response = np.ones(offsets[-1], dtype=bool)
-        index = np.flatnonzero(response)
+            index = np.flatnonzero(response)
         values = {}
         for role in ("sampler", "trainer"):
-            values[role] = _numpy(lists[role].flatten())[response]
+            values[role] = _numpy(lists[role].flatten())
+            values[role] = values[role] if response is None else values[role][response]
             _check_logprobs(name, getattr(columns, role), values[role], self.ranges[role],
                             where(getattr(columns, role), index))
             self.parts[role].append(values[role])
         _check_log_ratios(name, values["sampler"], values["trainer"], where(None, index))
-        row_of_token = np.repeat(np.arange(batch.num_rows), lengths["sampler"])
-        self.parts["lengths"].append(np.bincount(row_of_token[response], minlength=batch.num_rows))
+        if response is None:
+            self.parts["lengths"].append(lengths["sampler"])
+        else:
+            row_of_token = np.repeat(np.arange(batch.num_rows), lengths["sampler"])
+            self.parts["lengths"].append(np.bincount(row_of_token[response], minlength=batch.num_rows))
         self.parts["rows"].append(rows)
         for role, part in (("reward", "rewards"), ("advantage", "advantages")):
             column = getattr(columns, role)
@@ -355,7 +362,8 @@ class _SequenceRows:
         row_of = np.repeat(np.arange(len(count)), count)
         if role == "reward":
             return np.bincount(row_of, weights=np.nan_to_num(values), minlength=len(count))
-        taken = response[: len(values)] if count.sum() == lengths.sum() else np.ones(len(values), bool)
+        taken = response[: len(values)] if response is not None and count.sum() == lengths.sum() else \
+            np.ones(len(values), bool)
         sums = np.bincount(row_of[taken], weights=values[taken], minlength=len(count))
         tokens = np.bincount(row_of[taken], minlength=len(count))
         return np.where(tokens > 0, sums / np.maximum(tokens, 1), np.nan)

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.your_run.statistics import Estimate, token_means
+from toylab.your_run.statistics import Estimate, log_token_means
+from toylab.your_run.token_pass import token_pass
 
-QUANTILES = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}
 WORST = 10
 
 
@@ -47,19 +47,18 @@ class Magnitudes:
 
 
 def magnitudes(log, worst=WORST):
-    """The Magnitudes of a RolloutLog."""
-    log_rho = log.log_ratio
-    rho = log.ratio
-    abs_log_rho = np.abs(log_rho)
-    identity, chi2_low_variance = token_means(log, [rho, (rho - 1) ** 2])
-    quantiles = dict(zip(QUANTILES, map(float, np.quantile(abs_log_rho, list(QUANTILES.values()))), strict=True))
+    """The Magnitudes of a RolloutLog (the worst tokens and sequences only when ``worst`` > 0: they read the whole
+    log's |log ρ|)."""
+    passed = token_pass(log)
+    identity, chi2_low_variance = log_token_means(log, ["rho", "rho_minus_1_sq"])
+    largest = max(-passed.log_rho_low, passed.log_rho_high)
     return Magnitudes(
         chi2_low_variance=chi2_low_variance,
         identity=Estimate(identity.value - 1.0, identity.se),
-        abs_log_rho_quantiles=quantiles | {"max": float(abs_log_rho.max())},
-        min_rho=float(np.exp(log_rho.min())), max_rho=float(np.exp(log_rho.max())),
-        worst_tokens=_worst_tokens(log, abs_log_rho, worst),
-        worst_sequences=_worst_sequences(log, log_rho, abs_log_rho, worst) if worst else [])
+        abs_log_rho_quantiles=passed.abs_log_rho_quantiles | {"max": largest},
+        min_rho=float(np.exp(passed.log_rho_low)), max_rho=float(np.exp(passed.log_rho_high)),
+        worst_tokens=_worst_tokens(log, np.abs(log.log_ratio), worst) if worst else [],
+        worst_sequences=_worst_sequences(log, log.log_ratio, np.abs(log.log_ratio), worst) if worst else [])
 
 
 def _largest(values, count):

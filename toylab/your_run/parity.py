@@ -60,10 +60,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.your_run.statistics import Estimate, ratio_of_sums, sequence_means, token_means
+from toylab.your_run.statistics import (
+    Estimate,
+    log_sequence_sums,
+    log_token_means,
+    ratio_of_sums,
+    sequence_means,
+)
+from toylab.your_run.token_pass import SAFETY_BOUND, VERL_IS_THRESHOLD, quantity, token_pass
 
-SAFETY_BOUND = 20.0               # verl's clamp on log ratios (rollout_corr_helper.py)
-VERL_IS_THRESHOLD = 2.0           # verl's default rollout_is_threshold
 BEYOND_FLOAT64 = "beyond float64 on this log (its log-probabilities reach below −709, where e^−log p overflows)"
 WHOLE_VOCABULARY = ("needs the trainer's entropy over the whole vocabulary at each token, which prime-rl's token "
                     "export holds ('entropy') and this log does not: a log of sampled tokens holds one token's "
@@ -87,40 +92,22 @@ class FrameworkMetric:
 
 def framework_metrics(log):
     """[FrameworkMetric] of a RolloutLog, framework by framework in the order of the module docstring."""
-    log_mu, log_pi = log.sampler_logprobs, log.trainer_logprobs
-    log_rho, rho = log.log_ratio, log.ratio
+    passed = token_pass(log)
     lengths = log.lengths
-    starts = log.offsets[:-1]
-
-    def per_sequence_means(*arrays):
-        """Each (n,) array's mean over each sequence's tokens, all at once (a row each), each array scaled by its
-        own power of two (log-probs may be as low as −1e308)."""
-        scales = np.array([_headroom(values) for values in arrays])[:, None]
-        return np.add.reduceat(np.stack(arrays) / scales, starts, axis=1) / lengths * scales
-
-    abs_log_rho = np.abs(log_rho)
-    pi, mu = np.exp(log_pi), np.exp(log_mu)
-    probability_gap = np.abs(pi - mu)
-    inverse = 1 / rho
-    exp_abs_log_rho = np.maximum(rho, inverse)                                   # e^|log ρ|
-    k3 = rho - 1 - log_rho
     # d = mean log μ − mean log π, without cancellation
-    mean_log_mu, mean_log_pi, d, seq_mult, mean_abs_log_rho = per_sequence_means(
-        log_mu, log_pi, -log_rho, exp_abs_log_rho, abs_log_rho)
-    log_W = np.add.reduceat(log_rho, starts)
-    clamped = rho if abs_log_rho.max() <= SAFETY_BOUND else np.exp(np.clip(log_rho, -SAFETY_BOUND, SAFETY_BOUND))
-    # NeMo's mixture m = (π + μ)/2 of the sampled token: π/m = 2ρ/(1 + ρ), μ/m = 2/(1 + ρ)
-    log_half_sum = np.log1p(rho) - math.log(2)
-    js = 0.5 * (2 * rho / (1 + rho) - 1 - (log_rho - log_half_sum)) + 0.5 * (2 / (1 + rho) - 1 + log_half_sum)
+    mean_log_mu, mean_log_pi, d, seq_mult, mean_abs_log_rho = _sequence_means_of(
+        log, ["log_mu", "log_pi", "minus_log_rho", "exp_abs_log_rho", "abs_log_rho"])
+    log_W = -log_sequence_sums(log, "minus_log_rho")
     # every token mean at once; k3's and |log ρ|'s are each shown under several names
-    kl, k3_mean, abs_mean, clamped_squares, gap_mean, mult_mean, policy_kl, js_mean, reverse_kl = token_means(log, [
-        -log_rho, k3, abs_log_rho, clamped**2, probability_gap, exp_abs_log_rho, inverse - 1 + log_rho, js,
-        mu * -log_rho])
+    kl, k3_mean, abs_mean, clamped_squares, gap_mean, mult_mean, policy_kl, js_mean, reverse_kl = log_token_means(log, [
+        "minus_log_rho", "k3", "abs_log_rho", "clamped_squared", "probability_gap", "exp_abs_log_rho", "policy_kl", "js",
+        "reverse_kl"])
     # every mean over sequences at once, the perplexities' scaled into range
     training_ppl, training_log_ppl, rollout_ppl, rollout_log_ppl = _finite_means(
         [_exp(-mean_log_pi), -mean_log_pi, _exp(-mean_log_mu), -mean_log_mu])
     log_ppl_diff, log_ppl_abs_diff, ppl_ratio, seq_chi2, mean_seq_mult, slime_abs_diff = sequence_means(
         [d, np.abs(d), np.exp(d), np.exp(2 * np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), seq_mult, mean_abs_log_rho])
+    largest_abs_log_rho = max(-passed.log_rho_low, passed.log_rho_high)
     rows = [
         ("verl", "rollout_corr/kl", kl),
         ("verl", "rollout_corr/k3_kl", k3_mean),
@@ -135,13 +122,13 @@ def framework_metrics(log):
         ("verl", "rollout_corr/ppl_ratio", ppl_ratio),
         ("verl", "rollout_corr/chi2_token", _shifted(clamped_squares, -1.0)),
         ("verl", "rollout_corr/chi2_seq", _shifted(seq_chi2, -1.0)),
-        ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=token)", _verl_ess(clamped)),
+        ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=token)", passed.verl_token_ess),
         ("verl", "rollout_corr/rollout_is_eff_sample_size (rollout_is=sequence)",
          _verl_ess(np.exp(np.clip(log_W, -SAFETY_BOUND, SAFETY_BOUND)), lengths)),
         ("verl", "training/rollout_probs_diff_mean", gap_mean),
-        ("verl", "training/rollout_probs_diff_max", float(probability_gap.max())),
-        ("verl", "training/rollout_probs_diff_std", _sd(probability_gap)),
-        ("verl", "training/rollout_actor_probs_pearson_corr", _correlation(pi, mu)),
+        ("verl", "training/rollout_probs_diff_max", passed.probability_gap_high),
+        ("verl", "training/rollout_probs_diff_std", passed.probability_gap_sd),
+        ("verl", "training/rollout_actor_probs_pearson_corr", passed.probability_correlation),
         ("NeMo-RL", "token_mult_prob_error", mult_mean),
         ("NeMo-RL", "gen_kl_error", k3_mean),
         ("NeMo-RL", "policy_kl_error", policy_kl),
@@ -150,26 +137,38 @@ def framework_metrics(log):
         ("NeMo-RL", "mean_seq_mult_prob_error", mean_seq_mult),
         ("NeMo-RL", "min_seq_mult_prob_error", float(seq_mult.min())),
         ("prime-rl", "mismatch_kl/all/mean", k3_mean),
-        ("prime-rl", "mismatch_kl/all/max", float(k3.max())),
-        ("prime-rl", "kl_ent_ratio/mean", _kl_entropy_ratio(log, k3)),
+        ("prime-rl", "mismatch_kl/all/max", passed.k3_high),
+        ("prime-rl", "kl_ent_ratio/mean", _kl_entropy_ratio(log)),
         ("slime", "train_rollout_logprob_abs_diff", slime_abs_diff),
         ("open-instruct", "debug/vllm_vs_local_logprob_diff_mean", abs_mean),
-        ("open-instruct", "debug/vllm_vs_local_logprob_diff_max", float(abs_log_rho.max())),
-        ("open-instruct", "debug/vllm_vs_local_logprob_diff_std", _sd(abs_log_rho)),
+        ("open-instruct", "debug/vllm_vs_local_logprob_diff_max", largest_abs_log_rho),
+        ("open-instruct", "debug/vllm_vs_local_logprob_diff_std", passed.abs_log_rho_sd),
         ("open-instruct", "debug/vllm_local_reverse_kl", reverse_kl),
         ("TRL", "sampling/sampling_logp_difference/mean", abs_mean),
-        ("TRL", "sampling/sampling_logp_difference/max", float(abs_log_rho.max())),
+        ("TRL", "sampling/sampling_logp_difference/max", largest_abs_log_rho),
     ]
     return [_metric(framework, name, value) for framework, name, value in rows]
 
 
-def _kl_entropy_ratio(log, k3):
+def _sequence_means_of(log, names):
+    """Each named quantity's mean over each sequence's tokens: from the log's one pass (Σ_b / L_b), or, when the pass
+    leaves the sums to the whole arrays, all at once (a row each), each array scaled by its own power of two
+    (log-probs may be as low as −1e308)."""
+    sums = token_pass(log).sums
+    if sums is not None:
+        return [sums[name] / log.lengths for name in names]
+    arrays = [quantity(log, name) for name in names]
+    scales = np.array([_headroom(values) for values in arrays])[:, None]
+    return list(np.add.reduceat(np.stack(arrays) / scales, log.offsets[:-1], axis=1) / log.lengths * scales)
+
+
+def _kl_entropy_ratio(log):
     """prime-rl's kl_ent_ratio: Σ k3 / Σ entropy over the response tokens, clustered by sequence."""
     if log.entropy_sums is None:
         return WHOLE_VOCABULARY
     if not np.sum(log.entropy_sums) > 0:
         return NO_ENTROPY
-    return ratio_of_sums(log.sequence_sums(k3), log.entropy_sums)
+    return ratio_of_sums(log_sequence_sums(log, "k3"), log.entropy_sums)
 
 
 def _metric(framework, name, value):
@@ -216,17 +215,6 @@ def _verl_ess(weights, counts=None, threshold=VERL_IS_THRESHOLD):
     clamped = np.clip(weights, 1 / threshold, threshold)
     mean = np.average(clamped, weights=counts)
     return float(1.0 / np.average((clamped / mean) ** 2, weights=counts))
-
-
-def _sd(values):
-    return float(values.std(ddof=1)) if len(values) > 1 else None
-
-
-def _correlation(x, y):
-    """Pearson's r = Σ(x − x̄)(y − ȳ) / √(Σ(x − x̄)²·Σ(y − ȳ)²) (torch.corrcoef's), None when either is constant."""
-    x, y = x - x.mean(), y - y.mean()
-    denominator = np.sqrt(np.dot(x, x) * np.dot(y, y))
-    return float(np.dot(x, y) / denominator) if len(x) > 1 and denominator > 0 else None
 
 
 def by_framework(metrics):

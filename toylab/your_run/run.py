@@ -79,6 +79,7 @@ class RunFile:
     path: str | None = field(default=None, repr=False)
     data: bytes | None = field(default=None, repr=False)
     archive: zipfile.ZipFile | None = field(default=None, repr=False)     # holding the member ``name``
+    archive_path: str | None = field(default=None, repr=False)           # that zip's path, if it is on disk
 
     def loaded(self, bounds: Bounds) -> Self:
         """This file with its bytes in ``data`` (a zip member is read now, within the bounds: ``archives``); a file on
@@ -168,7 +169,8 @@ def zip_files(name: str, source: bytes | str, bounds: Bounds) -> list[RunFile]:
     total = sum(member.file_size for member in members)
     if total > bounds.text_bytes:
         raise bounds.exceeded(name, "text_bytes", f"the archive's log files ({total:,} bytes uncompressed)")
-    found = [RunFile(member.filename, *step_and_rank(member.filename), archive=archive)
+    on_disk = None if isinstance(source, bytes) else source
+    found = [RunFile(member.filename, *step_and_rank(member.filename), archive=archive, archive_path=on_disk)
              for member in sorted(members, key=lambda member: member.filename)]
     if not found:
         raise LogError(f"{name}: the archive holds no log files (Parquet, JSON Lines, CSV, or a framework's dump)")
@@ -239,18 +241,35 @@ def _head(file, size=1 << 16):
         raise LogError(f"{file.name}: cannot read the file ({error.strerror or error})") from None
 
 
-def step_logs(files: Sequence[RunFile], bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
-              **explicit: str | None) -> Iterator[StepLog]:
-    """StepLog per step, in step order, each read only when reached (files without a step in their path are
-    read first, to split them by their ``step`` column)."""
+@dataclass
+class RunPlan:
+    """A run's steps before any is read: each step's files, the logs of files without a step in their path split by
+    their ``step`` column (read already), the one-line errors of those that could not be, and the ranks the run's
+    paths name."""
+    by_step: dict[int, list[RunFile]]
+    split: dict[int, list[tuple[RunFile, RolloutLog]]]
+    errors: list[tuple[str, str]]
+    ranks: tuple[int, ...]
+
+    @property
+    def steps(self) -> list[int]:
+        return sorted(set(self.by_step) | set(self.split))
+
+    def stored_bytes(self, step: int) -> int:
+        return sum(file.stored_bytes() for file in self.by_step.get(step, []))
+
+
+def plan_run(files: Sequence[RunFile], bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
+             **explicit: str | None) -> RunPlan:
+    """The RunPlan of a run's files (files without a step in their path are read now, to split them by their
+    ``step`` column); LogError if there is no step to read."""
     by_step: dict[int, list[RunFile]] = {}
     errors: list[tuple[str, str]] = []
     for file in files:
         if file.step is not None:
             by_step.setdefault(file.step, []).append(file)
-    unstepped = [file for file in files if file.step is None]
     split: dict[int, list[tuple[RunFile, RolloutLog]]] = {}
-    for file in unstepped:
+    for file in (file for file in files if file.step is None):
         try:
             for step, log in _split_by_step_column(file, bounds, allow_torch, **explicit):
                 split.setdefault(step, []).append((file, log))
@@ -258,38 +277,60 @@ def step_logs(files: Sequence[RunFile], bounds: Bounds = CLI_BOUNDS, allow_torch
             errors.append((file.name, str(error)))
     if errors and not by_step and not split:
         raise LogError(errors[0][1])
+    return RunPlan(by_step, split, errors, _run_ranks(by_step))
+
+
+def read_step(plan: RunPlan, step: int, bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
+              layouts: dict[str, tuple[Preview, Columns]] | None = None, **explicit: str | None) -> StepLog:
+    """The StepLog of one step of a plan: its files read one by one (rank order) and merged, or the one-line error
+    that stopped it. ``layouts`` is shared by the steps one process reads (``read_file``)."""
+    step_files = sorted(plan.by_step.get(step, []), key=lambda file: (file.rank is None, file.rank, file.name))
+    parts = plan.split.get(step, [])
+    names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in parts)
+    try:
+        logs, notices = _step_files(step_files, bounds, allow_torch, {} if layouts is None else layouts, explicit)
+        logs += [log for _, log in parts]
+        if not logs:
+            raise LogError("; ".join(notices))
+        return StepLog(step, names, merged(f"step {step}", logs, _rank_notices(step_files, plan.ranks) + notices))
+    except LogError as error:
+        return StepLog(step, names, error=str(error))
+
+
+def step_logs(files: Sequence[RunFile], bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
+              **explicit: str | None) -> Iterator[StepLog]:
+    """StepLog per step, in step order, each read only when reached (files without a step in their path are
+    read first, to split them by their ``step`` column)."""
+    yield from step_logs_of(plan_run(files, bounds, allow_torch, **explicit), bounds, allow_torch, **explicit)
+
+
+def step_logs_of(plan: RunPlan, bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
+                 **explicit: str | None) -> Iterator[StepLog]:
+    """``step_logs`` of a RunPlan: a large next step read in a thread while this one is used, then a StepLog per
+    error of the plan's files that could not be split."""
     layouts: dict[str, tuple[Preview, Columns]] = {}
-    ranks = _run_ranks(by_step)
 
     def read(step):
-        step_files = sorted(by_step.get(step, []), key=lambda file: (file.rank is None, file.rank, file.name))
-        parts = split.pop(step, [])
-        names = tuple(file.name for file in step_files) + tuple(file.name for file, _ in parts)
-        try:
-            logs, notices = _step_files(step_files, bounds, allow_torch, layouts, explicit)
-            logs += [log for _, log in parts]
-            if not logs:
-                raise LogError("; ".join(notices))
-            return StepLog(step, names, merged(f"step {step}", logs, _rank_notices(step_files, ranks) + notices))
-        except LogError as error:
-            return StepLog(step, names, error=str(error))
+        step_log = read_step(plan, step, bounds, allow_torch, layouts, **explicit)
+        plan.split.pop(step, None)                  # a split step's logs are dropped once read
+        return step_log
 
     def ahead(reader, step):
         """The step's StepLog to come: read now in the reader thread if its files hold AHEAD_BYTES or more, else read
         when it is asked for."""
-        if sum(file.stored_bytes() for file in by_step.get(step, [])) >= AHEAD_BYTES:
+        if plan.stored_bytes(step) >= AHEAD_BYTES:
             return reader.submit(read, step).result
         return lambda: read(step)
 
     with ThreadPoolExecutor(max_workers=1) as reader:          # a large next step is read while this one is used
-        steps = sorted(set(by_step) | set(split))
+        steps = plan.steps
         if steps:
             coming = ahead(reader, steps[0])
             for following in steps[1:]:
                 current, coming = coming(), ahead(reader, following)
                 yield current
             yield coming()
-    for name, message in errors:
+    for name, message in plan.errors:
         yield StepLog(None, (name,), error=message)
 
 

@@ -16,6 +16,8 @@ sequence (cluster-robust, clustered by sequence, the ratio estimator's linearisa
 which is the usual s/√n when every sequence has one token. One sequence has no standard error (None, shown
 "—" with SINGLE_SEQUENCE as the reason). Token means are taken on values scaled by a power of two, so sums of
 up to millions of ρ_t² ≤ e^700 (``bounds.LOG_RATIO_LIMIT``) stay finite and ordinary logs are not rounded at all.
+A log's per-sequence sums S_b come from one chunked pass over its tokens (``token_pass``), scaled after the sum
+(``clustered_means``: the same numbers, since scaling by a power of two is exact).
 Per sequence: log W = Σ_t log ρ_t and
 log ρ_geo = log W / L (mean ± s/√B, spread, quantiles), the mean length and, with rewards, the logged mean
 reward E_μ[r] (mean ± s/√B). The sample ESS fraction (Σ_b W_b)² / (B·Σ_b W_b²) describes these B weights
@@ -28,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-TAIL_THRESHOLDS = (1e-3, 1e-2, 0.1, 1.0)          # sizes real runs have: bf16 gives |log ρ| ~ 1e-3
+from toylab.your_run.token_pass import TAIL_THRESHOLDS, TAILS, quantity, token_pass
+
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 STANDARD_ERRORS = ("standard errors clustered by sequence: sequences are independent draws, the tokens of "
                    "one sequence may be correlated")
@@ -87,7 +90,21 @@ def token_means(log, per_token):
     values = np.stack(per_token)
     tops = np.maximum(values.max(axis=1), -values.min(axis=1)).tolist()
     scales = [power_of_two_above(top) for top in tops]
-    sums = np.add.reduceat(values / np.array(scales)[:, None], log.offsets[:-1], axis=1)
+    return _clustered(log, np.add.reduceat(values / np.array(scales)[:, None], log.offsets[:-1], axis=1), scales)
+
+
+def clustered_means(log, sums):
+    """[token_mean of a quantity, from its per-sequence sums S_b] for each (B,) array of ``sums``: the same numbers
+    as ``token_means`` of the quantities, the S_b scaled by a power of two (at or above their largest |S_b|) instead
+    of the values (scaling by a power of two is exact, so only the headroom differs)."""
+    sums = np.stack(sums)
+    tops = np.abs(sums).max(axis=1).tolist()
+    scales = [power_of_two_above(top) for top in tops]
+    return _clustered(log, sums / np.array(scales)[:, None], scales)
+
+
+def _clustered(log, sums, scales):
+    """Estimates of token means from per-sequence sums ``sums`` (a row per quantity, divided by its ``scales``)."""
     lengths, tokens, B = log.lengths, log.tokens, log.sequences
     means = sums.sum(axis=1) / tokens
     if B < 2:
@@ -95,6 +112,21 @@ def token_means(log, per_token):
     squares = np.sum((sums - means[:, None] * lengths) ** 2, axis=1)
     return [Estimate(mean * scale, math.sqrt(B / (B - 1) * square) / tokens * scale)
             for mean, square, scale in zip(means.tolist(), squares.tolist(), scales, strict=True)]
+
+
+def log_token_means(log, names):
+    """[token_mean of each quantity of ``token_pass.SUMMED`` named], from the log's one pass over its tokens
+    (``token_pass``), or from its whole arrays scaled (``token_means``) when the pass leaves the sums to them."""
+    sums = token_pass(log).sums
+    if sums is None:
+        return token_means(log, [quantity(log, name) for name in names])
+    return clustered_means(log, [sums[name] for name in names])
+
+
+def log_sequence_sums(log, name):
+    """(B,) Σ_t of a quantity of ``token_pass.SUMMED`` over each sequence's tokens."""
+    sums = token_pass(log).sums
+    return log.sequence_sums(quantity(log, name)) if sums is None else sums[name]
 
 
 def ratio_of_sums(numerators, denominators):
@@ -147,19 +179,16 @@ def _log_sum_exp(values):
 
 
 def sequence_log_ratios(log):
-    """(log W, log ρ_geo) per sequence: Σ_t log ρ_t and its mean over the sequence's tokens."""
-    log_W = log.sequence_sums(log.log_ratio)
+    """(log W, log ρ_geo) per sequence: Σ_t log ρ_t (−Σ_t (−log ρ_t): negation is exact) and its mean over the
+    sequence's tokens."""
+    log_W = -log_sequence_sums(log, "minus_log_rho")
     return log_W, log_W / log.lengths
 
 
 def log_statistics(log):
     """The LogStatistics of a RolloutLog."""
-    log_rho = log.log_ratio
-    rho = log.ratio
     log_W, log_rho_geo = sequence_log_ratios(log)
-    abs_log_rho = np.abs(log_rho)
-    k1, k3, rho_squared, *tail_shares = token_means(log, [-log_rho, rho - 1 - log_rho, rho**2, *(
-        (abs_log_rho > c).astype(float) for c in TAIL_THRESHOLDS)])
+    k1, k3, rho_squared, *tail_shares = log_token_means(log, ["minus_log_rho", "k3", "rho_squared", *TAILS])
     return LogStatistics(
         sequences=log.sequences, tokens=log.tokens, dropped=log.dropped,
         mean_length=sequence_mean(log.lengths),

@@ -18,6 +18,7 @@ import time
 from toylab.your_run.applied import on_log
 from toylab.your_run.magnitudes import magnitudes
 from toylab.your_run.parity import by_framework, framework_metrics
+from toylab.your_run.run_progress import RunProgress
 from toylab.your_run.statistics import log_statistics
 
 EARLY_SHARE = 0.2
@@ -44,7 +45,7 @@ def step_summary(step, files, log, selection):
         "mean_reward": None if statistics.mean_reward is None else statistics.mean_reward.as_dict(),
         "estimators": [{"name": row.name, "tokens_affected": row.tokens_affected,
                         "sequences_affected": row.sequences_affected, **({"note": row.note} if row.note else {})}
-                       for row in on_log(log, selection)],
+                       for row in on_log(log, selection, weights=False)],
         "frameworks": by_framework(framework_metrics(log)),
         "notices": list(log.notices),
     }
@@ -60,19 +61,28 @@ def step_summaries(step_logs, steps, selection, bounds, progress=None, clock=tim
     """(summaries, notice) of a run's StepLogs (``run.step_logs``, in step order): a ``step_summary`` per step read,
     or its ``failed_step``; at most ``bounds.steps`` of them, and those read within ``bounds.run_seconds``. ``steps``
     is how many steps the run has (as far as its paths tell); ``notice`` says how many were read when the bounds
-    stopped the reading ("" when every step was). ``progress(index, step)`` is called before each step is summarised."""
+    stopped the reading ("" when every step was). ``progress(RunProgress)`` is called before the first step and after
+    each."""
     summaries, start = [], clock()
+    shown = RunProgress(steps)
+    if progress is not None:
+        progress(shown)
     for index, step in enumerate(step_logs):
         if index == bounds.steps or clock() - start > bounds.run_seconds:
-            limit = f"at most {bounds.steps:,} steps" if index == bounds.steps else \
-                f"as many steps as {bounds.run_seconds:,} s allow"
-            return summaries, (f"The first {index:,} steps of {max(steps, index + 1):,} were read: {limit} of a run "
-                               "are read here.")
-        if progress is not None:
-            progress(index, step)
+            return summaries, cut_notice(index, steps, bounds)
         summaries.append(failed_step(step.step, step.files, step.error) if step.log is None
                          else step_summary(step.step, step.files, step.log, selection))
+        shown.add(summaries[-1].get("tokens", 0))
+        if progress is not None:
+            progress(shown)
     return summaries, ""
+
+
+def cut_notice(index, steps, bounds):
+    """What a run's reading stopped at ``index`` by the bounds says: how many steps of how many, and which bound."""
+    limit = f"at most {bounds.steps:,} steps" if index == bounds.steps else \
+        f"as many steps as {bounds.run_seconds:,} s allow"
+    return f"The first {index:,} steps of {max(steps, index + 1):,} were read: {limit} of a run are read here."
 
 
 def series_keys(summaries):

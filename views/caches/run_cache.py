@@ -10,8 +10,9 @@ import hashlib
 
 from toylab.your_run.bounds import PAGE_BOUNDS
 from toylab.your_run.files import LogError
-from toylab.your_run.run import step_logs, uploaded_files, zip_files
-from toylab.your_run.steps import departures, step_summaries
+from toylab.your_run.run import uploaded_files, zip_files
+from toylab.your_run.run_map import run_summaries as summarised_run
+from toylab.your_run.steps import departures
 from views.caches.bounded_cache import ByteBoundedCache
 from views.caches.work_slots import give_back_memory, log_work
 
@@ -39,20 +40,16 @@ def run_files(sources):
 
 def run_summaries(sources, selection, progress):
     """(summaries, departures, notice: how many steps were read if the page's bounds cut the run short, else "")
-    of the run; ``selection`` is ((id, ((name, value), ...)), ...); ``progress(share, text)`` is called before each
-    step is read (share None: waiting for the reading slot)."""
+    of the run, read in this process (``run_map.run_summaries``); ``selection`` is ((id, ((name, value), ...)), ...);
+    ``progress(share, text)`` is called before the first step and after each: steps read, tokens per second, the
+    time left (share None: waiting for the reading slot)."""
     def build():
         chosen = {id: dict(params) for id, params in selection}
         with log_work(waiting=lambda: progress(None, "Waiting for another log to be read (one at a time) …")):
             try:
-                files = run_files(sources)
-                steps = len({file.step for file in files if file.step is not None})
-
-                def reading(index, step):
-                    progress(min(1.0, index / max(steps, 1)),
-                             f"Reading step {step.step} ({index + 1} of {max(steps, index + 1)}) …")
-                summaries, cut = step_summaries(step_logs(files, bounds=PAGE_BOUNDS, allow_torch=False), steps,
-                                                chosen, PAGE_BOUNDS, reading)
+                def reading(read):
+                    progress(read.share(), f"Reading the run: {read.text()} …")
+                summaries, cut = summarised_run(run_files(sources), chosen, PAGE_BOUNDS, progress=reading)
             finally:
                 give_back_memory()            # the steps' buffers, whether the reading finished, failed or was stopped
         if all("error" in summary for summary in summaries):

@@ -1,0 +1,195 @@
+"""A run summarised step by step in this process, in local processes, or on a Dask cluster: a map over its steps, each
+read and summarised where it runs, and the summaries gathered in step order.
+
+    summaries, cut = run_summaries(files, selection)                              # this process (the page's way)
+    summaries, cut = run_summaries(files, selection, workers=4)                   # 4 local processes
+    summaries, cut = run_summaries(files, selection, workers=2, scheduler="local")   # a local Dask cluster of 2
+    summaries, cut = run_summaries(files, selection, scheduler="tcp://host:8786")    # a running Dask cluster
+
+A step's summary (``steps.step_summary``) depends on its own files only, so the steps are independent: a worker is
+handed one step (its files' names and paths, never their contents; a zip's members are read from the zip's path),
+reads it (``run.read_step``), summarises it and returns the summary, a few kilobytes. A worker holds one step at a
+time whatever the run's length, and at most ``IN_FLIGHT`` steps per worker are handed out ahead, so the gathering
+process holds summaries only. The summaries are the ones this process computes, number for number: the same code
+on the same step. (The one thing a worker keeps across steps is the column choice of each Parquet schema it met,
+``run.read_file``: a worker makes it from the first file of that schema it reads, this process from the run's
+first; both are the same choice unless the files' first values differ in looking like probabilities.)
+
+Local processes use ``concurrent.futures`` (no dependency), forked from a server process that imported this module;
+like any multiprocessing pool they import the main module's file, so a script calling this with workers needs the
+``if __name__ == "__main__":`` guard (``python -m toylab`` and notebooks need nothing). A cluster uses Dask
+distributed, an optional extra (``requirements-distributed.txt``): its workers must import toylab and see the run's
+files at the same paths. The
+run's bounds (steps, seconds) hold as in one process: at most ``bounds.steps`` steps are handed out, and once
+``bounds.run_seconds`` have passed no step is waited for.
+"""
+
+import logging
+import multiprocessing
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+
+from toylab.your_run.archives import open_archive
+from toylab.your_run.bounds import CLI_BOUNDS, Bounds
+from toylab.your_run.files import LogError
+from toylab.your_run.run import RunFile, RunPlan, plan_run, read_step, step_logs_of
+from toylab.your_run.run_progress import RunProgress
+from toylab.your_run.steps import cut_notice, failed_step, step_summaries, step_summary
+
+IN_FLIGHT = 2                   # steps handed to each worker ahead of the one it works on
+DISTRIBUTED_EXTRA = ("Dask distributed is an optional extra: pip install -r requirements-distributed.txt "
+                     "(dask[distributed])")
+
+
+@dataclass(frozen=True)
+class StepWork:
+    """One step for a worker: the plan's part for it (its files, without open archives; its split logs), and how to
+    read and summarise it."""
+    step: int
+    plan: RunPlan
+    bounds: Bounds
+    allow_torch: bool
+    explicit: tuple[tuple[str, str | None], ...]
+    selection: dict
+
+
+def run_summaries(files: list[RunFile], selection: dict, bounds: Bounds = CLI_BOUNDS, allow_torch: bool = False,
+                  explicit: dict | None = None, workers: int = 1, scheduler: str | None = None,
+                  progress: Callable[[RunProgress], object] | None = None) -> tuple[list[dict], str]:
+    """(summaries, cut) of a run (``steps.step_summaries``), in this process (``workers`` 1, no ``scheduler``), in
+    ``workers`` local processes, or on Dask (``scheduler``: "local" for a local cluster of ``workers`` processes,
+    or a running cluster's address). ``progress(RunProgress)`` is called before the first step and after each."""
+    explicit = explicit or {}
+    steps = len({file.step for file in files if file.step is not None})
+    plan = plan_run(files, bounds, allow_torch, **explicit)
+    if scheduler is None and workers == 1:
+        return step_summaries(step_logs_of(plan, bounds, allow_torch, **explicit), steps, selection, bounds, progress)
+    works = [StepWork(step, _part(plan, step), bounds, allow_torch, tuple(explicit.items()), selection)
+             for step in plan.steps]
+    errors = [failed_step(None, (name,), message) for name, message in plan.errors]
+    if scheduler is None:
+        with _local_pool(workers) as pool:
+            return _gathered(pool.submit, works, errors, steps, workers, bounds, progress)
+    with _dask_client(scheduler, workers) as client:
+        return _gathered(lambda function, work: client.submit(function, work, pure=False), works, errors, steps,
+                         max(1, len(client.scheduler_info()["workers"])), bounds, progress)
+
+
+def summarise(work: StepWork) -> dict:
+    """A step's summary, or its failed_step, read and computed in this process."""
+    plan = replace(work.plan, by_step={step: [_reopened(file) for file in files]
+                                       for step, files in work.plan.by_step.items()})
+    step_log = read_step(plan, work.step, work.bounds, work.allow_torch, _layouts(work.explicit),
+                         **dict(work.explicit))
+    if step_log.log is None:
+        return failed_step(step_log.step, step_log.files, step_log.error)
+    return step_summary(step_log.step, step_log.files, step_log.log, work.selection)
+
+
+def _part(plan, step):
+    """The plan's part for one step, its files without their open archives (a worker reopens the zip's path)."""
+    files = [_portable(file) for file in plan.by_step.get(step, [])]
+    return RunPlan({step: files} if files else {}, {step: plan.split[step]} if step in plan.split else {}, [],
+                   plan.ranks)
+
+
+def _portable(file):
+    if file.archive is None:
+        return file
+    if file.archive_path is None:
+        raise LogError(f"{file.name}: a zip in memory cannot be read by other processes: give its path")
+    return replace(file, archive=None)
+
+
+_ARCHIVES: dict = {}            # a worker's open zips, by path
+_LAYOUTS: dict = {}             # a worker's column choices by Parquet schema, by the column options given
+
+
+def _reopened(file):
+    if file.archive_path is None or file.archive is not None:
+        return file
+    if file.archive_path not in _ARCHIVES:
+        _ARCHIVES.clear()                              # one run's zip at a time
+        _ARCHIVES[file.archive_path] = open_archive(file.archive_path, file.archive_path)
+    return replace(file, archive=_ARCHIVES[file.archive_path])
+
+
+def _layouts(explicit):
+    if explicit not in _LAYOUTS:
+        _LAYOUTS.clear()
+        _LAYOUTS[explicit] = {}
+    return _LAYOUTS[explicit]
+
+
+def _gathered(submit, works, errors, steps, workers, bounds, progress, clock=time.monotonic):
+    """(summaries, cut) as ``steps.step_summaries`` gives them, the ``works`` handed out through ``submit(function,
+    work)`` (a future) IN_FLIGHT per worker ahead and gathered in step order, then the ``errors``."""
+    handed = works[: bounds.steps]
+    pending = deque()
+    summaries, start = [], clock()
+    shown = RunProgress(steps)
+    if progress is not None:
+        progress(shown)
+    try:
+        for index in range(len(works) + len(errors)):
+            if index == bounds.steps or clock() - start > bounds.run_seconds:
+                return summaries, cut_notice(index, steps, bounds)
+            if index < len(works):
+                while len(pending) < workers * (1 + IN_FLIGHT) and index + len(pending) < len(handed):
+                    pending.append(submit(summarise, handed[index + len(pending)]))
+                summaries.append(pending.popleft().result())
+            else:
+                summaries.append(errors[index - len(works)])
+            shown.add(summaries[-1].get("tokens", 0))
+            if progress is not None:
+                progress(shown)
+        return summaries, ""
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+def _local_pool(workers):
+    """A pool of ``workers`` local processes, forked from a server process that has imported this module (not from
+    this process, whose reader threads a fork would copy mid-lock)."""
+    from concurrent.futures import ProcessPoolExecutor
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload([__name__])
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
+@contextmanager
+def _dask_client(scheduler, workers):
+    """A Dask client: of a new local cluster of ``workers`` processes (one thread each) for "local", else connected
+    to the running scheduler at the address; LogError saying how to install Dask if it is not."""
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise LogError(f"--scheduler needs Dask, which is not installed: {DISTRIBUTED_EXTRA}") from None
+    if scheduler != "local":
+        try:
+            client = Client(scheduler, timeout="10s")
+        except (OSError, TimeoutError) as error:
+            raise LogError(f"--scheduler {scheduler}: no Dask scheduler answers there ({error})") from None
+        with client:
+            yield client
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
+        yield client
+
+
+def default_workers(files: list[RunFile], bounds: Bounds = CLI_BOUNDS) -> int:
+    """Every core this process may use for a run of PARALLEL_BYTES or more stored in two steps or more, else 1 (a
+    worker's start costs about a second)."""
+    steps = {file.step for file in files if file.step is not None}
+    if len(steps) < 2 or sum(file.stored_bytes() for file in files) < PARALLEL_BYTES:
+        return 1
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+PARALLEL_BYTES = 64 << 20
