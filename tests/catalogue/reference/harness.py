@@ -318,12 +318,15 @@ class Numbers:
         self.findings[name] = {"batch": batch, "coefficients": as_list(coefficient), "note": note}
 
     def update(self, preset, setting, config, params, correction, correction_params, batch, loss, gradient,
-               note=""):
+               float32=False, note=""):
         """One check of an update preset: the framework's configuration as run (``config``), the update preset it
         is, the loss parameters and correction (registry id and parameters) that setting means in toylab's terms,
-        and per token of the batch the framework's loss and its gradient ∂loss/∂log π_θ (``per_token``)."""
+        and per token of the batch the framework's loss and its gradient ∂loss/∂log π_θ (``per_token``);
+        ``float32`` where the loss or its correction exponentiates in float32."""
         entry = {"preset": preset, "setting": setting, "config": config, "params": params, "correction": correction,
                  "correction_params": correction_params, "batch": batch, "loss": loss, "gradient": gradient}
+        if float32:
+            entry["float32"] = True
         if note:
             entry["note"] = note
         self.updates.append(entry)
