@@ -122,7 +122,7 @@ PRESETS = with_code(PRESETS, CODE)
 # -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
 
 PPO = "areal/utils/functional/functional.py ppo_actor_loss_fn 452–596"
-CISPO = "areal/utils/functional/functional.py cispo_loss_fn 678–793; actor.py grpo_loss_fn 571–597"
+CISPO = "areal/utils/functional/functional.py cispo_loss_fn 678–793; actor.py grpo_loss_fn 576–597"
 ANCHOR = "areal/trainer/ppo/actor.py _compute_advantages 229–242 (without use_decoupled_loss π_prox is μ)"
 EXAMPLE = ("examples/math/gsm8k_grpo.yaml 28, 69–80: rollout.max_head_offpolicyness 2, actor.eps_clip 0.4, "
            "ppo_n_minibatches 1, recompute_logprob and use_decoupled_loss true, rejection_sampling {metric ratio, "
