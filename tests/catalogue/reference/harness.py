@@ -215,11 +215,12 @@ def _sides(ratio):
 
 def update_probes(ratios=(), weights=(), combined=(), gaps=(), samplers=(0.3, 0.6)):
     """One-token rows, each twice (A = +0.9, −0.6): every log r of LOG_RATIOS and 10⁻⁴ on each side of each PPO
-    bound in ``ratios`` (1 − ε_low, 1 + ε_high, c, …), crossed with every log w of LOG_WEIGHTS and 10⁻⁴ on each
+    bound in ``ratios`` (1 − ε_low, 1 + ε_high, c, …; a bound ≤ 0 has no side), crossed with every log w of LOG_WEIGHTS and 10⁻⁴ on each
     side of each bound of the engine correction in ``weights`` (a TIS cap, IcePop bounds); rows whose combined
     ratio π_θ/μ is 10⁻⁴ on each side of each bound in ``combined`` while w = e^±0.5; and, for each probability
     threshold δ in ``gaps`` and sampler probability μ in ``samplers``, π_θ = μ ± δ·e^∓10⁻⁴ (and ±δ/2, ±1.5·δ
     where they fit) with π_old = μ and with π_old = μ·e^0.3."""
+    ratios, weights, combined = ([b for b in bounds if b > 0] for bounds in (ratios, weights, combined))
     xs = list(LOG_RATIOS) + [x for ratio in ratios for x in _sides(ratio)]
     ys = list(LOG_WEIGHTS) + [y for weight in weights for y in _sides(weight)]
     tokens = [policy_token(x, y, i) for i, (x, y) in enumerate((x, y) for x in xs for y in ys)]
