@@ -12,8 +12,15 @@ toylab's π_old is μ (the framework's own π_old, in the batch, must not matter
 
 import numpy as np
 import pytest
-from framework_reference import (assert_frozen_equal, frameworks, load, update_batch, update_id, update_tolerance,
-                                 updates)
+from framework_reference import (
+    assert_frozen_equal,
+    frameworks,
+    load,
+    update_batch,
+    update_id,
+    update_tolerance,
+    updates,
+)
 
 from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import Update

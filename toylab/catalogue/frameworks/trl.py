@@ -9,8 +9,8 @@ weight alone; TRL does not clamp, and its masks zero a weight but leave the toke
 """
 
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
-from toylab.catalogue.weights import Param
 from toylab.catalogue.updates import Update, UpdatePreset
+from toylab.catalogue.weights import Param
 
 COMMIT = "f2cd577"
 SAME_NAME = ("name collision: ms-swift's rollout_importance_sampling_mode of the same name ({ms_swift}) uses the "

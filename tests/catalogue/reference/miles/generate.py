@@ -1106,6 +1106,18 @@ def load_function(path):
     raise NotImplementedError(path)
 
 
+def all_gather_with_cp(*args, **kwargs):
+    raise NotImplementedError("all_gather_with_cp: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_opsm_mask(*args, **kwargs):
+    raise NotImplementedError("compute_opsm_mask: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_gspo_kl(*args, **kwargs):
+    raise NotImplementedError("compute_gspo_kl: OPSM, GSPO and the KL loss are off here")
+
+
 MILES_ARGS = {"eps_clip": 0.2, "eps_clip_high": 0.2, "eps_clip_c": None, "use_rollout_logprobs": False,
               "use_tis": False, "tis_clip": 2.0, "tis_clip_low": 0.0}
 UPDATE_SETTINGS = [

@@ -936,6 +936,22 @@ def load_function(path):
     raise NotImplementedError(path)
 
 
+def all_gather_with_cp(*args, **kwargs):
+    raise NotImplementedError("all_gather_with_cp: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_opsm_mask(*args, **kwargs):
+    raise NotImplementedError("compute_opsm_mask: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_gspo_kl(*args, **kwargs):
+    raise NotImplementedError("compute_gspo_kl: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_approx_kl(*args, **kwargs):
+    raise NotImplementedError("compute_approx_kl: OPSM, GSPO and the KL loss are off here")
+
+
 # (update preset, setting, slime's flags as run, the loss parameters in toylab's terms, the correction and its
 # parameters)
 SLIME_ARGS = {"eps_clip": 0.2, "eps_clip_high": 0.2, "eps_clip_c": None, "use_rollout_logprobs": False,
