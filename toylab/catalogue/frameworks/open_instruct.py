@@ -16,8 +16,8 @@ import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
-from toylab.catalogue.weights import Param
 from toylab.catalogue.updates import Update, UpdatePreset
+from toylab.catalogue.weights import Param
 
 COMMIT = "e6c3044"
 CLAMP = 10.0

@@ -23,8 +23,8 @@ never reads loss_mask, removes the filtered tokens there and keeps them on the w
 
 from toylab.catalogue.frameworks.factors import ratio_band
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
-from toylab.catalogue.weights import Param
 from toylab.catalogue.updates import Update, UpdatePreset
+from toylab.catalogue.weights import Param
 
 COMMIT = "8eb27cc"
 SCOPES = {"token": "token", "geometric": "seq_mean", "sequence": "seq_sum"}

@@ -87,7 +87,7 @@ def per_segment_sums(*args, **kwargs):
 
 
 def policy_loss(new_logprobs, batch, config, masks_shifted, segments=None, has_value_head=False, outputs=None,
-                entropy=None, use_entropy_loss=False, current_step=0, max_step=1):
+                entropy=None, use_entropy_loss=False, current_step=0, max_step=1, seq_parallel_group=None):
     """rl_step from its shifted values to policy_loss_total, what it computed before them given."""
 # verbatim: ServiceNow/PipelineRL 58d393458625ad63ed539f2dcd072c85700c557f pipelinerl/finetune/rl/__init__.py 237-365
     # get shifted values and compute ratios
