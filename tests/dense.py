@@ -126,15 +126,25 @@ def dense_scored_log_pi(theta, log_mu, temperature=1.0, scored="plain", **_):
 
 class DenseToy:
     def __init__(self, toy):
-        T, V = toy.T, toy.V
-        self.T, self.V = T, V
         pipeline = toy.sampler.parameters()
-        self.log_mu = dense_sampler_log_mu(toy.theta, toy.b, toy.mismatch, **pipeline)
-        self.log_logged = dense_logged_log_mu(toy.theta, toy.b, toy.mismatch, self.log_mu, **pipeline)
-        self.log_pi = dense_scored_log_pi(toy.theta, self.log_mu, **pipeline)
+        log_mu = dense_sampler_log_mu(toy.theta, toy.b, toy.mismatch, **pipeline)
+        self.build(toy.T, toy.V, log_mu, dense_logged_log_mu(toy.theta, toy.b, toy.mismatch, log_mu, **pipeline),
+                   dense_scored_log_pi(toy.theta, log_mu, **pipeline), np.exp(dense_scored_log_pi(toy.theta, log_mu)),
+                   1.0 if pipeline["scored"] == "plain" else 1.0 / pipeline["temperature"])
+
+    @classmethod
+    def of_tables(cls, log_mu, log_logged, log_pi, scale=1.0):
+        """The oracle of given (T, V) tables: the sampled μ_s, the logged μ_log and the π the correction divides
+        by (the three-policy oracle passes π_old there)."""
+        dense = cls.__new__(cls)
+        dense.build(*log_mu.shape, log_mu, log_logged, log_pi, np.exp(log_pi), scale)
+        return dense
+
+    def build(self, T, V, log_mu, log_logged, log_pi, plain_pi, scale):
+        self.T, self.V = T, V
+        self.log_mu, self.log_logged, self.log_pi = log_mu, log_logged, log_pi
         self.pi = np.exp(self.log_pi)
-        self.plain_pi = np.exp(dense_scored_log_pi(toy.theta, self.log_mu))
-        scale = 1.0 if pipeline["scored"] == "plain" else 1.0 / pipeline["temperature"]
+        self.plain_pi = plain_pi
         self.Y = np.array(list(itertools.product(range(V), repeat=T)))
         positions = np.arange(T)
         self.log_pi_tokens = self.log_pi[positions, self.Y]          # (M, T), −∞ where keep_mask's π is 0
@@ -145,7 +155,8 @@ class DenseToy:
         self.R = ((self.Y == 0).sum(axis=1) * 2 >= T).astype(float)
         self.score = (np.eye(V)[self.Y] - self.pi[None]) * scale          # (M, T, V)
         self.true_grad = np.einsum("m,m,mtv->tv", self.p_train, self.R, self.score)
-        plain_tokens = np.log(self.plain_pi)[positions, self.Y]
+        with np.errstate(divide="ignore"):
+            plain_tokens = np.log(self.plain_pi)[positions, self.Y]
         self.plain_grad = np.einsum("m,m,mtv->tv", np.exp(plain_tokens.sum(axis=1)), self.R,
                                     np.eye(V)[self.Y] - self.plain_pi[None])
         drawn = np.isfinite(self.log_mu_tokens)
@@ -460,3 +471,127 @@ def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
     assert moments.rel_plain_bias == pytest.approx(np.linalg.norm(mean - dense.plain_grad) / plain_scale, rel=1e-9,
                                                    abs=1e-10)
     return moments
+
+
+# -- three policies: π_θ, the anchor π_old and the engine's stale μ -----------------------------------------
+
+def dense_token_derivative(loss, log_pi, log_old, advantage, p):
+    """(∂L/∂log π_θ, clipped or masked) per token (M, T) of an update's loss, written out case by case from each loss's
+    definition (the derivative of the branch that is active; at the dual clip's tie r = c the gradient is halved,
+    as torch splits a tied min): PPO with A > 0 keeps r·A while r ≤ 1 + ε_h, with A < 0 while 1 − ε_l ≤ r (≤ c);
+    CISPO's is clip(r)·A; REINFORCE's A; prime-rl's keep·A·r − 2τ·log r with keep read from the probabilities."""
+    A = np.broadcast_to(advantage, log_pi.shape)
+    x = log_pi - log_old
+    passes = np.ones(x.shape, bool)
+    if p.get("clamp") is not None:
+        passes = np.abs(x) <= p["clamp"]
+        x = np.clip(x, -p["clamp"], p["clamp"])
+    r = np.exp(x)
+    if loss == "reinforce":
+        return A.copy(), np.zeros(x.shape, bool)
+    if loss in ("ppo", "cispo"):
+        lo, hi = 1 - p["eps_low"], 1 + p["eps_high"]
+        if loss == "cispo":
+            return np.minimum(np.maximum(r, lo), hi) * A, (r < lo) | (r > hi)
+        c = p["dual_clip"]
+        keep_negative = r >= lo
+        share = np.ones(x.shape)
+        if c is not None:
+            keep_negative &= r <= c
+            share = np.where(r == c, 0.5, 1.0)
+        derivative = np.where(A > 0, r * A * (r <= hi), np.where(A < 0, r * A * keep_negative * share, 0.0))
+        held = ((A > 0) & (r > hi)) | ((A < 0) & (r < lo)) | ((A < 0) & (r > c) if c is not None else False)
+        return derivative * passes, held
+    rise = np.exp(log_pi) - np.exp(log_old)
+    if loss == "dppo_kl":
+        keep = np.where(A > 0, rise <= p["delta_high"], rise >= -p["delta_low"])
+    else:
+        keep = np.abs(rise) <= p["delta"]
+    return keep * A * r - 2 * p["tau"] * (log_pi - log_old), ~keep
+
+
+def dense_weight(correction, params, baseline, b, tables, on_policy):
+    """g (M', T) on μ's sequences: the correction's coefficient on the oracle of ``tables`` (log μ_s, log μ_log, the
+    log π its ratio divides μ into, the score's scale), A = r − b; 1 for on_policy."""
+    seen = DenseToy.of_tables(*tables).on_support
+    if on_policy:
+        return np.ones(seen.rho.shape)
+    seen.baselines = {name: b for name in seen.baselines}
+    return seen.coefficients(correction, resolve_params(correction, params), baseline)
+
+
+def dense_three_policies(toy, correction, params, baseline, update, steps, lr, optimizer="sgd", lag=0,
+                         lag_draw="fixed"):
+    """Training with three policies by brute force, every sequence materialised: {record: list over k = 0 … K}.
+
+    At step k the engine holds θ_{k−s} (θ_0 before the run; s fixed, or the k-th draw of
+    default_rng([seed, 2**32 − 2]).integers(0, lag + 1)); μ_s, μ_log from it, π scored at θ_k over the tokens μ_s
+    keeps; the anchor log π_old the scored π at θ_k, at θ_{k−s}, or μ_log; g the correction's coefficient on the
+    oracle of (μ_s, μ_log, π_old), so its ρ is w = π_old/μ_log (or sg(π_θ)/μ_log at each update when the update's
+    weights are at the current policy); then U updates, each the gradient Σ_y μ(y)·Σ_t g·∂L/∂log π_θ·∇log π_θ(y_t)
+    of textbook SGD or Adam (its count of steps over every update). on_policy: μ = π_old = π_θ_k, g = 1.
+    """
+    p = update.loss_params
+    rng = np.random.default_rng([toy.seed, 2**32 - 2]) if lag_draw == "uniform" else None
+    pipeline = toy.sampler.parameters()
+    scale = 1.0 if pipeline["scored"] == "plain" else 1.0 / pipeline["temperature"]
+    thetas, theta = [], toy.theta.copy()
+    m = v = 0.0
+    count = 0
+    out = {name: [] for name in ("theta", "J", "logged_reward", "kl_mu_pi", "clip_share", "ppo_kl", "w_std", "lag",
+                                 "first", "step", "grad")}
+    on_policy = correction == "on_policy"
+    for k in range(steps + 1):
+        thetas.append(theta)
+        drawn = lag if rng is None else int(rng.integers(0, lag + 1))
+        s = 0 if on_policy else min(drawn, k)
+        engine = thetas[k - s]
+        log_mu = dense_sampler_log_mu(engine, toy.b, toy.mismatch, **pipeline)
+        log_logged = dense_logged_log_mu(engine, toy.b, toy.mismatch, log_mu, **pipeline)
+        log_pi = dense_scored_log_pi(theta, log_mu, **pipeline)
+        here = DenseToy.of_tables(log_mu, log_logged, log_pi, scale)
+        J, logged = here.p_train @ here.R, here.p_sampler @ here.R
+        b = {"none": 0.0, "logged": logged, "true": J}[baseline]
+        rows = here.on_support
+        kl = rows.p_sampler @ (rows.log_mu_tokens.sum(axis=1) - rows.log_pi_tokens.sum(axis=1))
+        if on_policy:
+            log_mu = log_logged = log_old = log_pi
+        else:
+            log_old = {"recompute": log_pi, "bypass": log_logged,
+                       "rollout": dense_scored_log_pi(engine, log_mu, **pipeline)}[update.anchor]
+        sampled = DenseToy.of_tables(log_mu, log_logged, log_old, scale).on_support    # μ's sequences, π := π_old
+
+        positions = np.arange(toy.T)
+        old_tokens, logged_tokens = sampled.log_pi_tokens, sampled.log_logged_tokens
+        w = np.exp(old_tokens - logged_tokens)
+        w_mean = sampled.p_sampler @ w.mean(axis=1)
+        out["w_std"].append(np.sqrt(sampled.p_sampler @ ((w - w_mean) ** 2).mean(axis=1)))
+        g = dense_weight(correction, params, baseline, b, (log_mu, log_logged, log_old, scale), on_policy)
+        advantage = (sampled.R - b)[:, None]
+        current, total, held_total, kl_total = theta, 0.0, 0.0, 0.0
+        for u in range(update.U):
+            log_pi_u = dense_scored_log_pi(current, log_mu, **pipeline)
+            if update.weights_at == "current" and not on_policy:
+                g = dense_weight(correction, params, baseline, b, (log_mu, log_logged, log_pi_u, scale), on_policy)
+            tokens_u = log_pi_u[positions, sampled.Y]
+            derivative, held = dense_token_derivative(update.loss, tokens_u, old_tokens, advantage, p)
+            score = (np.eye(toy.V)[sampled.Y] - np.exp(log_pi_u)[None]) * scale
+            gradient = np.einsum("m,mt,mtv->tv", sampled.p_sampler, g * derivative, score)
+            held_total += (sampled.p_sampler @ held.mean(axis=1)) / update.U
+            kl_total += (sampled.p_sampler @ (old_tokens - tokens_u).mean(axis=1)) / update.U
+            count += 1
+            if optimizer == "sgd":
+                step = lr * gradient
+            else:
+                m = 0.9 * m + 0.1 * gradient
+                v = 0.999 * v + 0.001 * gradient * gradient
+                step = lr * (m / (1 - 0.9**count)) / (np.sqrt(v / (1 - 0.999**count)) + 1e-8)
+            if u == 0:
+                out["first"].append(gradient)
+            total, current = total + step, current + step
+        for name, value in (("theta", theta), ("J", J), ("logged_reward", logged), ("kl_mu_pi", kl),
+                            ("clip_share", held_total), ("ppo_kl", kl_total), ("lag", s), ("step", total),
+                            ("grad", here.true_grad)):
+            out[name].append(value)
+        theta = theta + total if k < steps else theta
+    return {name: np.array(values) for name, values in out.items()}

@@ -12,7 +12,7 @@ from toylab.analysis.stratified import stratified_moments
 from toylab.engine.moments import baseline_value
 from toylab.engine.recursion import exact_by_recursion
 from toylab.engine.split_grid import split_grid
-from toylab.training.loop import Population, enumerated_means, exact_means
+from toylab.training.exact import Population, enumerated_means, exact_means
 from toylab.training.toy_rows import ToyRows
 
 TOYS = [(5, 3, 1.0, 7), (4, 4, 0.4, 3)]

@@ -10,6 +10,7 @@ import pytest
 from messages import says
 
 from toylab import make_toy
+from toylab.catalogue.updates import Update
 from toylab.cli import progress
 from toylab.cli import train as train_cli
 from toylab.cli.main import main
@@ -72,7 +73,7 @@ def test_undefined_cosines_are_null_with_a_note(capsys):
 def test_text_summary_lists_every_estimator(capsys):
     assert main(["train", "--mismatch", "1", "--steps", "300", "--estimators", "on_policy,naive,tok_mis"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split() for line in lines[4:7]}
+    rows = {line.split()[0]: line.split() for line in lines[5:8]}
     assert set(rows) == {"on_policy", "naive", "tok_mis"} and rows["tok_mis"][2] == "never"
     assert rows["on_policy"][3] == "0.0000"
 
@@ -116,21 +117,21 @@ def test_a_run_over_the_memory_bound_is_refused_before_any_work(capsys, monkeypa
     monkeypatch.setattr(train_cli, "make_toy", pytest.fail)                 # no work at all: no toy, no probe
     monkeypatch.setattr(cost, "make_toy", pytest.fail)
     err = one_line_error(capsys, "--mode", "sampled", "--runs", "10000")
-    assert says(err, "4.8 GB", "limit of 1 GB")
-    records = 8 * 9 * 10_000 * 101 * (6 * 4 + 6)                            # θ_k and the numbers of every run
-    listed = 32 * 9 * 10_000 * 101 * 5                                      # the per-step lists, Python floats
+    assert says(err, "6.3 GB", "limit of 1 GB")
+    records = 8 * 9 * 10_000 * 101 * (6 * 4 + 10)                           # θ_k and the numbers of every run
+    listed = 32 * 9 * 10_000 * 101 * 9                                      # the per-step lists, Python floats
     assert command_line_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records + listed > 3e9
 
 
 def test_a_run_whose_per_step_lists_would_pass_the_bound_is_refused(capsys, monkeypatch):
     """110 runs of 2,000 steps at T = 11, V = 4 peaked at 1,254 MB (records 824 MB, the per-step lists 317 MB); 50
-    runs with --json at 633 MB (the JSON text is written once the records are freed)."""
+    runs with --json at 633 MB (the JSON text is written once the records are freed), before each step recorded four
+    more numbers (the clipped share, PPO KL, w's spread, the lag: 1.6 GB estimated now)."""
     monkeypatch.setattr(train_cli, "make_toy", pytest.fail)
     monkeypatch.setattr(cost, "make_toy", pytest.fail)
     err = one_line_error(capsys, "--T", "11", "--V", "4", "--mode", "sampled", "--steps", "2000", "--runs", "110")
-    assert says(err, "1.3 GB", "limit of 1 GB")
+    assert says(err, "1.6 GB", "limit of 1 GB")
     config = TrainingConfig(steps=2000, mode="sampled", runs=50)
-    assert command_line_bytes(11, 4, config, [0] * 9) == command_line_bytes(11, 4, config, [0] * 9, as_json=True)
     assert command_line_bytes(6, 4, config, [0] * 9, as_json=True) > command_line_bytes(6, 4, config, [0] * 9)
 
 
@@ -171,3 +172,47 @@ def test_the_page_and_the_command_line_share_the_estimate(monkeypatch):
     expected = cost.refusal(10, 4, config, ["naive", "seq_is"], lambda: line, PAGE_SECONDS)
     assert training_cache.refusal(settings, config, selection) == expected
     assert expected.startswith(f"this run is estimated at {51 * (1e-3 + 1e-4 * 4000 + 1e-5 * 4000 * 128):,.0f} s")
+
+
+# -- three policies: the lag, the anchor, the loss and the updates per batch ---------------------------------
+
+def test_three_policy_options_reach_the_library_and_the_json_says_them(capsys):
+    result = run_json(capsys, "--T", "4", "--V", "3", "--mismatch", "0.9", "--estimators", "on_policy,tok_tis,seq_tis",
+                      "--steps", "6", "--anchor", "rollout", "--loss", "ppo", "--eps-low", "0.1", "--eps-high", "0.3",
+                      "--dual-clip", "3", "--loss-param", "clamp=20", "--minibatches", "2", "--epochs", "3",
+                      "--lag", "4", "--lag-draw", "uniform", "--weights-at", "current")
+    update = Update("rollout", "ppo", {"eps_low": 0.1, "eps_high": 0.3, "dual_clip": 3.0, "clamp": 20.0}, 2, 3, "current")
+    expected = train(make_toy(4, 3, 0.9), {"on_policy": {}, "tok_tis": {}, "seq_tis": {}}, "none",
+                     TrainingConfig(6, update=update, lag=4, lag_draw="uniform"))
+    assert result["update"] == {"anchor": "rollout", "loss": "ppo", "loss_params": update.loss_params, "minibatches": 2,
+                                "epochs": 3, "U": 6, "weights_at": "current", "lag": 4, "lag_draw": "uniform"}
+    for entry in result["trajectories"]:
+        for name in ("J", "clip_share", "ppo_kl", "w_std", "lag", "cosine"):
+            np.testing.assert_array_equal(entry[name], getattr(expected[entry["estimator"]], name), err_msg=name)
+    assert max(result["trajectories"][1]["lag"]) > 0 and max(result["trajectories"][1]["clip_share"]) > 0
+    assert main(["train", "--steps", "3", "--anchor", "bypass", "--loss", "dppo_kl", "--loss-param", "tau=0.01"]) == 0
+    text = capsys.readouterr().out
+    assert says(text, "anchor bypass, loss dppo_kl (delta_high 0.2, delta_low 0.2, tau 0.01), U = 1", "clipped",
+                "PPO KL")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lag", "17"], "--lag: '17' is outside 0 to 16"), (["--lag-draw", "normal"], "invalid choice"),
+    (["--anchor", "stale"], "invalid choice"), (["--loss", "grpo"], "invalid choice"),
+    (["--eps-low", "2"], "--eps-low: '2' is outside 0 to 1"), (["--dual-clip", "1"], "dual_clip must be above 1"),
+    (["--dual-clip", "many"], "ppo.dual_clip must be a number"), (["--loss", "reinforce", "--eps-high", "0.3"],
+                                                                 "loss reinforce has no parameter 'eps_high'"),
+    (["--loss-param", "tau"], "NAME=VALUE"), (["--loss-param", "tau=1"], "loss ppo has no parameter 'tau'"),
+    (["--loss", "dppo_kl", "--loss-param", "tau=-1"], "dppo_kl.tau = '-1' is outside"),
+    (["--minibatches", "0"], "--minibatches: '0' is outside"), (["--epochs", "65"], "--epochs: '65' is outside"),
+    (["--minibatches", "8", "--epochs", "9"], "at most 64"),
+    (["--mode", "sampled", "--N", "3", "--minibatches", "4"], "cannot make 4 minibatches"),
+    (["--estimators", "k2_penalty", "--anchor", "bypass"], "a loss, not a correction weight"),
+    (["--weights-at", "later"], "invalid choice"),
+])
+def test_bad_three_policy_arguments_print_one_line_and_exit_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", *argv])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.count("\n") == 1 and err.startswith("toylab: error:") and message in err

@@ -25,7 +25,7 @@ from toylab.engine.recursion import RECURSIVE_IDS, exact_many_by_recursion
 from toylab.engine.sampler import Sampler
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy, scored_probabilities
-from toylab.training.loop import Population, exact_means
+from toylab.training.exact import Population, exact_means
 from toylab.training.toy_rows import ToyRows
 
 TOYS = {"T3V4": (3, 4, 0.5, 0), "T4V3": (4, 3, 1.0, 7), "T2V5m0": (2, 5, 0.0, 3)}

@@ -11,8 +11,9 @@ from toylab.analysis.montecarlo import Batches, batch_estimates, draw_tokens
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import Toy
-from toylab.training import loop as training
-from toylab.training.loop import Population, TrainingConfig, enumerated_means, exact_means, train
+from toylab.training import exact as training
+from toylab.training.exact import Population, enumerated_means, exact_means
+from toylab.training.loop import TrainingConfig, train
 from toylab.training.toy_rows import ToyRows
 
 Z = 5.0

@@ -7,7 +7,7 @@ and μ, what the engine logged when it sampled the token. With
 
 an update ascends, per token, sg(g(w))·L(r, A): g the weight of a correction of the catalogue (any exact registry id,
 presets included, evaluated with π := π_old, so that its ρ is w; none: g = 1), frozen with π_old for the batch
-(stop-gradient), and L one of LOSSES, a function of log π_θ, log π_old, log μ and A. A framework's per-token loss is
+(stop-gradient; or, with ``weights_at="current"``, g(sg(π_θ)/μ) recomputed at each update), and L one of LOSSES, a function of log π_θ, log π_old, log μ and A. A framework's per-token loss is
 the negative, −sg(g)·L, and its gradient in θ is −sg(g)·(∂L/∂log π_θ)·∇_θ log π_θ(y_t). The anchor (ANCHORS):
 
     recompute   π_old = π_{θ_k}: the trainer's recomputation of the batch's log-probs before its first update
@@ -51,6 +51,7 @@ from numpy.typing import ArrayLike, NDArray
 from toylab.text import quoted
 
 ANCHORS = ("recompute", "rollout", "bypass")
+WEIGHTS_AT = ("anchor", "current")      # the correction's ratio: w = π_old/μ frozen, or sg(π_θ)/μ at each update
 LAG_DRAWS = ("fixed", "uniform")        # the lag s fixed, or drawn uniformly from 0 … η per batch
 UPDATES_AT_MOST = 64                    # minibatches × epochs
 
@@ -203,26 +204,32 @@ def resolve_loss_params(loss: str, overrides: Mapping[str, object] | None = None
 
 def token_loss(loss: str, log_pi: ArrayLike, log_old: ArrayLike, log_mu: ArrayLike, advantage: ArrayLike,
                **params: object) -> TokenLoss:
-    """L, ∂L/∂log π_θ and the clip marks per token (arrays of one shape, ``advantage`` broadcast to it) for the
-    loss ``loss`` (LOSSES) with ``params`` (defaults for those not given): see the module docstring."""
-    arrays = [np.asarray(x, dtype=float) for x in (log_pi, log_old, log_mu)]
+    """L, ∂L/∂log π_θ and the clip marks per token (the four arrays broadcast together) for the loss ``loss``
+    (LOSSES) with ``params`` (defaults for those not given): see the module docstring."""
+    arrays = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (log_pi, log_old, log_mu, advantage)))
     with np.errstate(over="ignore"):
-        return LOSSES[loss].function(*arrays, np.asarray(advantage, dtype=float), **resolve_loss_params(loss, params))
+        return LOSSES[loss].function(*arrays, **resolve_loss_params(loss, params))
 
 
 @dataclass(frozen=True)
 class Update:
     """How a batch is used: its anchor (ANCHORS), its loss (LOSSES) with parameters (a mapping, or (name, value)
-    pairs; every parameter of the loss resolved in ``params``), and U = minibatches × epochs sequential updates."""
+    pairs; every parameter of the loss resolved in ``params``), U = minibatches × epochs sequential updates, and
+    where the correction reads its ratio (WEIGHTS_AT): w = π_old/μ, frozen for the batch (anchor), or sg(π_θ)/μ
+    recomputed at each update (current: verl's bypass mode computes its IS weights and rejection masks from the
+    current log-probs, detached)."""
     anchor: str = "recompute"
     loss: str = "ppo"
     params: Any = ()
     minibatches: int = 1
     epochs: int = 1
+    weights_at: str = "anchor"
 
     def __post_init__(self):
         if self.anchor not in ANCHORS:
             raise ValueError(f"anchor must be one of {', '.join(ANCHORS)}, got {quoted(self.anchor)}")
+        if self.weights_at not in WEIGHTS_AT:
+            raise ValueError(f"weights_at must be one of {', '.join(WEIGHTS_AT)}, got {quoted(self.weights_at)}")
         given = dict(self.params.items() if isinstance(self.params, Mapping) else self.params)
         object.__setattr__(self, "params", tuple(sorted(resolve_loss_params(self.loss, given).items())))
         for name in ("minibatches", "epochs"):

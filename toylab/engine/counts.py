@@ -132,15 +132,24 @@ def curvature(pi, scale=1.0):
 
 
 def factorised_means(position_probability, factors, phi, pi):
-    """Exact E_p[ĝ] of estimators whose coefficient factorises over positions, many rows at once, O(T³) per row:
+    """Exact E_p[ĝ] of estimators whose coefficient factorises over positions, many rows at once:
+    mean_t = m_t − π_t·Σ_v m_t[v], m = ``factorised_marginals``, π of shape (..., T, V)."""
+    m = factorised_marginals(position_probability, factors, phi)
+    return m - pi * m.sum(axis=-1, keepdims=True)
+
+
+def factorised_marginals(position_probability, factors, phi):
+    """m_t[v] = E_p[c_t(y)·φ(K)·1[y_t = v]] of coefficients that factorise over positions, many rows at once, O(T³)
+    per row:
 
         c_t(y) = token[t, y_t]·∏_{s<t} before[s, y_s]·∏_{s>t} after[s, y_s]   (``recursion.PositionFactors``)
         m_t[v] = p_t[v]·token[t, v]·Σ_k D_t(k)·φ(k + 1[v = 0]),   mean_t = m_t − π_t·Σ_v m_t[v]
 
     D_t(k) = Σ over the other positions' tokens with k zeros of ∏_{s≠t} p_s·(before_s if s < t else after_s):
     the count distribution of the weights with position t left out, each position divided by its total weight
-    (the log of their product carried alongside). Arguments: p, token, before, after, π of shape (..., T, V)
-    (``factors`` a PositionFactors of such tables), φ(k) = r(k) − b of shape (..., T + 1).
+    (the log of their product carried alongside). Arguments: p, token, before, after of shape (..., T, V)
+    (``factors`` a PositionFactors of such tables), φ(k) of shape (..., T + 1): r(k) − b for an estimator's mean,
+    1[r(k) = ρ] for the part of the sequences with reward ρ.
     """
     p = position_probability
     T = p.shape[-2]
@@ -157,8 +166,7 @@ def factorised_means(position_probability, factors, phi, pi):
     phi = phi[..., None, :]
     h = np.repeat(np.sum(counts * phi[..., :-1], axis=-1)[..., None], p.shape[-1], axis=-1)
     h[..., 0] = np.sum(counts * phi[..., 1:], axis=-1)
-    m = p * factors.token * h * scale[..., None]
-    return m - pi * m.sum(axis=-1, keepdims=True)
+    return p * factors.token * h * scale[..., None]
 
 
 def reachable_gradient(pi, kept, b):

@@ -150,13 +150,16 @@ def range_problem(log_W_bound: float, where: str = "this toy") -> str | None:
             f"overflow; use a temperature nearer 1, a smaller mismatch or fewer tokens")
 
 
-def pipeline_tables(theta: NDArray[np.float64], b: NDArray[np.float64], mismatch: float, sampler: Sampler
+def pipeline_tables(theta: NDArray[np.float64], b: NDArray[np.float64], mismatch: float, sampler: Sampler,
+                    engine_theta: NDArray[np.float64] | None = None
                     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64],
                                NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]:
-    """(log π, log μ_log, log μ_s, μ_s, kept, log ρ) of the pipeline for θ and logits θ + mismatch·b (any leading
+    """(log π, log μ_log, log μ_s, μ_s, kept, log ρ) of the pipeline for θ and logits θ_e + mismatch·b (any leading
     axes): the scored π, the logged μ_log (``sampler.Sampler``), the sampled μ_s with its kept tokens
-    (``sampler_tables``) and log ρ = log π − log μ_log on the kept tokens, +∞ at the others (never drawn)."""
-    logits = theta + mismatch * b
+    (``sampler_tables``) and log ρ = log π − log μ_log on the kept tokens, +∞ at the others (never drawn). The engine's
+    θ_e is θ unless ``engine_theta`` gives the policy it holds (a stale one, in asynchronous training): π is scored
+    at θ over the kept tokens of the engine's μ."""
+    logits = (theta if engine_theta is None else engine_theta) + mismatch * b
     log_mu, mu, kept = sampler_tables(theta, b, mismatch, sampler, logits)
     log_logged = sampler.logged_log_probabilities(logits, log_mu)
     log_pi = sampler.scored_log_probabilities(theta, kept)

@@ -33,11 +33,12 @@ from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, checked_param, resolve_params
 from toylab.catalogue.pipelines import CUSTOM, LOGGED, PIPELINE_IDS, PIPELINES, SCORED
 from toylab.catalogue.presets import FRAMEWORKS
+from toylab.catalogue.updates import ANCHORS, LAG_DRAWS, LOSSES, WEIGHTS_AT, Update
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
 from toylab.engine.toy import EXACT_SIZE_LIMIT, flat_problem, make_toy, more_sequences_than, range_problem
 from toylab.state.settings import Settings
 from toylab.text import listed, quoted
-from toylab.training.loop import MODES, NOISES, TrainingConfig, trained_ids
+from toylab.training.loop import LIMITS, MODES, NOISES, TrainingConfig, trained_ids, weights_only
 from toylab.training.optimizers import OPTIMIZERS
 
 DEFAULTS = Settings()
@@ -59,7 +60,15 @@ TRAINING = TrainingConfig()                                          # its defau
 ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
 TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "train_optimizer", "mode": "train_mode",
                      "runs": "train_runs", "noise": "train_noise", "pick": "train_pick",
-                     "sga": "sga", "sga_step": "sga_step"}                             # Training tab → URL name
+                     "sga": "sga", "sga_step": "sga_step",
+                     "lag": "train_lag", "lag_draw": "train_lag_draw", "anchor": "train_anchor",
+                     "loss": "train_loss", "minibatches": "train_minibatches", "epochs": "train_epochs",
+                     "eps_low": "train_eps_low", "eps_high": "train_eps_high", "dual_clip": "train_dual_clip",
+                     "weights_at": "train_weights", "staleness": "staleness"}          # Training tab → URL name
+UPDATE_CONTROLS = ("anchor", "loss", "minibatches", "epochs", "weights_at")   # the Update's fields the tab sets …
+CLIP_CONTROLS = ("eps_low", "eps_high", "dual_clip")                         # … and its loss's ε and c, where it has them
+DUAL_CLIPS = (0.0, 1.5, 2.0, 3.0, 5.0, 10.0)       # the tab's dual clip c: 0 is off (verl's default is 3)
+PAGE_UPDATES_AT_MOST = 8                          # minibatches, and epochs, each at most this on the page
 SWEPT = ("mismatch", "top_p", "temperature", "precision")     # what the Mismatch sweep tab can sweep (URL sweep)
 SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision", "logged", "scored", "pipeline")   # the pipeline model
 NO_COMPARISON = "off"                            # the Estimators tab's compare_baseline: no second baseline drawn
@@ -131,7 +140,27 @@ DRAWS = 1_000_000                       # the Ratios tab's resampled batches: dr
 
 
 def _trained(settings, view):
-    return trained_ids(settings.estimators, view["train_mode"], settings.N)
+    return trained_ids(settings.estimators, view["train_mode"], settings.N,
+                       weights_only(update_of(view), view["train_lag"]))
+
+
+def update_of(view):
+    """The Update the Training tab's values set (view: URL name → value): the anchor, the loss with its ε_low,
+    ε_high and dual clip c (0: off) where it has them, minibatches, epochs and where the correction is read;
+    ValueError as ``Update`` raises it."""
+    value = {name: view[TRAINING_CONTROLS[name]] for name in (*UPDATE_CONTROLS, *CLIP_CONTROLS)}
+    params = {name: value[name] for name in CLIP_CONTROLS if name in LOSSES[value["loss"]].params}
+    if "dual_clip" in params:
+        params["dual_clip"] = params["dual_clip"] or None
+    return Update(value["anchor"], value["loss"], params, value["minibatches"], value["epochs"], value["weights_at"])
+
+
+def training_config(view, N):
+    """The TrainingConfig the Training tab's values set (URL name → value), with the sidebar's batch size N."""
+    named = {name: view[TRAINING_CONTROLS[name]] for name in ("steps", "lr", "optimizer", "mode", "runs", "noise",
+                                                                "lag", "lag_draw")}
+    return TrainingConfig(named["steps"], named["lr"], named["optimizer"], named["mode"], N, named["runs"],
+                          named["noise"], update_of(view), named["lag"], named["lag_draw"])
 
 
 VIEW_PARAMETERS = {
@@ -149,8 +178,19 @@ VIEW_PARAMETERS = {
     "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab=TRAINING_TAB),
     "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab=TRAINING_TAB),
     "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab=TRAINING_TAB),
+    "train_lag": ViewParameter(TRAINING.lag, low=LIMITS["lag"][0], high=LIMITS["lag"][1], step=1, tab=TRAINING_TAB),
+    "train_lag_draw": ViewParameter(TRAINING.lag_draw, choices=LAG_DRAWS, tab=TRAINING_TAB),
+    "train_anchor": ViewParameter(TRAINING.update.anchor, choices=ANCHORS, tab=TRAINING_TAB),
+    "train_loss": ViewParameter(TRAINING.update.loss, choices=tuple(LOSSES), tab=TRAINING_TAB),
+    "train_minibatches": ViewParameter(1, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
+    "train_epochs": ViewParameter(1, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
+    "train_eps_low": ViewParameter(0.2, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
+    "train_eps_high": ViewParameter(0.2, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
+    "train_dual_clip": ViewParameter(0.0, choices=DUAL_CLIPS, tab=TRAINING_TAB),
+    "train_weights": ViewParameter(TRAINING.update.weights_at, choices=WEIGHTS_AT, tab=TRAINING_TAB),
     "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),
     "sga": ViewParameter(False, tab=TRAINING_TAB),
+    "staleness": ViewParameter(False, tab=TRAINING_TAB),
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
                               tab=TRAINING_TAB, needs={"sga": True}),              # the shortest run (10 steps)
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab=MISMATCH_SWEEP_TAB),

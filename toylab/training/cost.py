@@ -25,7 +25,7 @@ on the wall's clock: those, times how much longer the copies took by that clock 
 g, ``growth``: a number does not cost the same in every array. numpy allocates each temporary afresh; the C library
 maps a large one anew and gives it back when freed, faulting it in 4 KB page by page, until it has freed one as
 large (it then keeps that much: a threshold that moves with what the process has done), and numpy asks the kernel
-for huge pages from 4 MB (2**19 numbers) on; caches, and the engine's chunks (``loop.chunk_rows``: several
+for huge pages from 4 MB (2**19 numbers) on; caches, and the engine's chunks (``exact.chunk_rows``: several
 estimators at once below 2**16 sequences), move it too. Measured on the default estimators at V = 4: 92–103 ns a
 sequence from 2**14 to 2**18 (a 4 KB page faulted per 33 sequences at 2**18), 48 at 2**20, 38 at 2**22 (one per
 660); a copy of every estimator at 2**15 cost a third as much a sequence chunked as one at a time. So a line
@@ -72,7 +72,8 @@ from dataclasses import dataclass, replace
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
-from toylab.training.loop import LIMITS, TrainingConfig, chunk_rows, train
+from toylab.training.exact import chunk_rows
+from toylab.training.loop import LIMITS, TrainingConfig, train
 
 PAGE_SECONDS = 10.0                         # the page refuses a run estimated over this
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
@@ -96,8 +97,8 @@ FLOATS_PER_COUNT_PAIR = 4                   # … its count recursion over (posi
 FLOATS_PER_RUN = 100                        # … and its per-run numbers (fitted to 8 toys, T = 4 to 16, V = 2 to 8)
 LISTED_BYTES_PER_VALUE = 32                 # a float object and its place in a list
 JSON_BYTES_PER_VALUE = 68
-LISTS = {"expected": 7, "sampled": 5}       # per-step lists of a run (sampled: no rel_bias, step_cosine)
-RECORDED = {"expected": 8, "sampled": 6}    # numbers recorded per step besides θ
+LISTS = {"expected": 11, "sampled": 9}      # per-step lists of a run (sampled: no rel_bias, step_cosine)
+RECORDED = {"expected": 12, "sampled": 10}  # numbers recorded per step besides θ
 
 
 @dataclass(frozen=True)

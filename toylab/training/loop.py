@@ -28,37 +28,46 @@ A sampler with a temperature makes log ρ grow as θ moves; if W = π(y)/μ(y) w
 an enumerated mean sums over (``toy.range_problem``), the run stops with a ValueError naming the step.
 """
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from toylab.analysis.diagnostics import chi2_terms, on_support
-from toylab.analysis.montecarlo import Batches, batch_estimates, tokens_from_uniforms, trainer_side
+from toylab.analysis.montecarlo import tokens_from_uniforms
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
-from toylab.engine.counts import expected_reward, factorised_means, objective_and_gradient, reward_by_count
-from toylab.engine.moments import _carried_marginals
-from toylab.engine.recursion import FACTORS, PositionFactors
-from toylab.engine.recursion import on_support as factors_on_support
-from toylab.engine.sequences import AllSequences
+from toylab.catalogue.updates import DEFAULT_UPDATE, LAG_DRAWS, Update
+from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
-from toylab.engine.toy import mean_ratios, range_problem, sampled_log_ratio
+from toylab.engine.toy import range_problem
+from toylab.training.exact import Population
 from toylab.training.optimizers import OPTIMIZERS, make_optimizer
+from toylab.training.policies import (
+    History,
+    anchor_log_probs,
+    engine_policy,
+    expected_updates,
+    lags,
+    refuses_as_weight,
+    sampled_updates,
+    starts_at_anchor,
+)
 from toylab.training.toy_rows import ToyRows
 
 MODES = ("expected", "sampled")
 REFERENCE = "on_policy"
 NOISES = ("fixed", "redrawn")
 NOISE_STREAM = 2**32 - 1        # the second seed word of the redrawn errors: no run number reaches it
-LIMITS = {"steps": (1, 2000), "lr": (1e-4, 1e4), "N": (1, 100_000), "runs": (1, 10_000)}
-RECORDED = ("theta", "J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias")
+LIMITS = {"steps": (1, 2000), "lr": (1e-4, 1e4), "N": (1, 100_000), "runs": (1, 10_000), "lag": (0, 16)}
+RECORDED = ("theta", "J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias",
+            "clip_share", "ppo_kl", "w_std", "lag")
 UNDEFINED_BELOW = 1e-10   # shorter vectors: the cosine or relative error is undefined (NaN); rounding error ~1e-16/length
-ROWS_AT_ONCE = 2**16          # M-vectors of at most this many numbers per array: rows go in chunks on large toys
 
 
 @dataclass(frozen=True)
 class TrainingConfig:
     """How to train: K steps of size lr with an optimizer, in a mode; N and runs for sampled mode; the engine's
-    error fixed or redrawn at every step."""
+    error fixed or redrawn at every step; how each batch is used (``update``: the anchor, the loss, minibatches ×
+    epochs) and how stale the engine's policy is (``lag``: s, or η when ``lag_draw`` is uniform)."""
     steps: int = 100
     lr: float = 1.0
     optimizer: str = "sgd"
@@ -66,6 +75,9 @@ class TrainingConfig:
     N: int = 64
     runs: int = 8
     noise: str = "fixed"
+    update: Update = DEFAULT_UPDATE
+    lag: int = 0
+    lag_draw: str = "fixed"
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -74,12 +86,28 @@ class TrainingConfig:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
         if self.noise not in NOISES:
             raise ValueError(f"noise must be one of {', '.join(NOISES)}, got {self.noise!r}")
+        if not isinstance(self.update, Update):
+            raise ValueError(f"update must be an Update, got {self.update!r}")
+        if self.lag_draw not in LAG_DRAWS:
+            raise ValueError(f"lag_draw must be one of {', '.join(LAG_DRAWS)}, got {self.lag_draw!r}")
         for name, (low, high) in LIMITS.items():
             value = getattr(self, name)
             if name != "lr" and (isinstance(value, bool) or not float(value).is_integer()):
                 raise ValueError(f"{name} must be an integer, got {value!r}")
             if not low <= value <= high:
                 raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
+        if self.mode == "sampled" and self.N < self.update.minibatches:
+            raise ValueError(f"N = {self.N} sequences cannot make {self.update.minibatches} minibatches")
+
+    @property
+    def weights_only(self):
+        return weights_only(self.update, self.lag)
+
+
+def weights_only(update, lag):
+    """True when some update may start away from its anchor (bypass, or rollout with a lag) or a batch feeds several
+    updates: the loss then reads the ratio r, and the correction must be a weight g(w) (no additive term)."""
+    return update.U > 1 or update.anchor == "bypass" or (update.anchor == "rollout" and lag > 0)
 
 
 @dataclass(frozen=True)
@@ -87,8 +115,11 @@ class Trajectory:
     """One estimator's record, K + 1 values per quantity: shape (K + 1,) in expected mode, (runs, K + 1) in
     sampled mode (θ: (…, K + 1, T, V)). NaN marks an undefined cosine or relative bias: a vector shorter than
     UNDEFINED_BELOW (an estimator whose mean is zero because it masks everything, a zero step, or ∇J at a
-    maximum of J to within rounding). ``cosine`` is the mean's in expected mode and the step's in sampled mode;
-    ``step_cosine`` (expected mode) the step's; ``rel_bias`` and ``step_cosine`` are None in sampled mode."""
+    maximum of J to within rounding). ``cosine`` is the mean's in expected mode (the first update's gradient, G⁰)
+    and the step's in sampled mode; ``step_cosine`` (expected mode) the step's (all U updates of the batch);
+    ``rel_bias`` and ``step_cosine`` are None in sampled mode. ``clip_share``, ``ppo_kl`` (the token mean of −log r)
+    and ``w_std`` (w's spread) are the frameworks' metrics (``policies``), the first two averaged over the batch's U
+    updates; ``lag`` is the age s_k of the engine's policy."""
     estimator: str
     params: dict
     mode: str
@@ -101,6 +132,10 @@ class Trajectory:
     cosine: np.ndarray
     step_cosine: np.ndarray | None
     rel_bias: np.ndarray | None
+    clip_share: np.ndarray
+    ppo_kl: np.ndarray
+    w_std: np.ndarray
+    lag: np.ndarray
 
 
 def engine_errors(toy, noise, steps):
@@ -122,7 +157,8 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; choose {', '.join(BASELINES)}")
     selection = {id: resolve_params(id, params) for id, params in selection.items()}
-    problems = [f"{id}: {why}" for id in selection if (why := cannot_train(id, config.mode, config.N))]
+    problems = [f"{id}: {why}" for id, params in selection.items()
+                if (why := cannot_train(id, config.mode, config.N, config.weights_only, params))]
     if problems:
         raise ValueError("; ".join(problems))
     progress = progress or (lambda k: None)
@@ -133,132 +169,23 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
             for index, (id, params) in enumerate(selection.items())}
 
 
-def cannot_train(estimator_id, mode, N):
-    """Why the estimator cannot train in this mode with batches of N, or None if it can."""
+def cannot_train(estimator_id, mode, N, weights_only=False, params=None):
+    """Why the estimator cannot train in this mode with batches of N (and as a weight g(w) of an update, when
+    ``weights_only``), or None if it can."""
     if mode == "expected" and not ESTIMATORS[estimator_id].exact:
         return "batch-coupled, no exact mean; train it in sampled mode"
     if mode == "sampled" and estimator_id == "rloo" and N < 2:
         return "needs N ≥ 2 (its baseline is the mean of the other N − 1 rewards)"
+    if weights_only:
+        return refuses_as_weight(estimator_id, resolve_params(estimator_id, params))
     return None
 
 
-def trained_ids(estimators, mode, N):
+def trained_ids(estimators, mode, N, weights_only=False):
     """The estimators a run trains: REFERENCE (on_policy, the exact ascent the others are compared with) and the
     chosen ones that can train in this mode with batches of N, in registry order."""
     chosen = {REFERENCE, *estimators}
-    return tuple(id for id in ESTIMATORS if id in chosen and not cannot_train(id, mode, N))
-
-
-# -- the exact quantities of many θ at once -----------------------------------------------------------------
-
-@dataclass
-class Population:
-    """J, E_μ[r], ∇J, ‖∇J‖, KL(μ‖π) and χ²_seq of every row of a ToyRows, exact."""
-    J: np.ndarray
-    logged_reward: np.ndarray
-    grad: np.ndarray
-    grad_norm: np.ndarray
-    kl_mu_pi: np.ndarray
-    chi2_seq: np.ndarray
-
-    @classmethod
-    def of(cls, rows):
-        """KL(μ‖π) = −Σ μ log(π/μ) and χ²_seq = ∏_t Σ_v μ (ρ/E_μ[ρ_t])² − 1 over each row's μ-support (μ the
-        sampled μ_s, π the scored one, ρ = π/μ_log: ``analysis.diagnostics``); J and ∇J of the scored π."""
-        J, grad = objective_and_gradient(rows.pi)
-        grad = grad * rows.score_scale
-        sampler = rows.sampler
-        if sampler.is_default:                        # every token kept, log ρ bounded by mismatch·(max b − min b)
-            second_moments = (rows.mu * rows.rho**2).sum(axis=-1)
-        else:
-            mean = None if sampler.logged == "processed" else \
-                mean_ratios(rows.pi, rows.mu, rows.rho, rows.kept, sampler.logged)
-            second_moments = 1 + chi2_terms(rows.pi, rows.mu, rows.rho, rows.kept, mean)
-        with np.errstate(over="ignore"):
-            chi2_seq = np.prod(second_moments, axis=-1) - 1
-        log_ratio = sampled_log_ratio(rows.log_pi, rows.log_mu, rows.kept, rows.log_rho, sampler.logged)
-        return cls(J, expected_reward(rows.mu), grad, np.linalg.norm(grad, axis=(-2, -1)),
-                   -on_support(rows.mu, log_ratio, rows.kept).sum(axis=(-2, -1)), chi2_seq)
-
-    def baseline(self, name):
-        """b per row: none → 0, logged → E_μ[r], true → J."""
-        return {"none": np.zeros_like(self.J), "logged": self.logged_reward, "true": self.J}[name]
-
-
-def exact_means(rows, estimators, b, chunk=None):
-    """E_p[ĝ] of estimator i = (id, params) at row i of a ToyRows with a grid, p = μ (π for on_policy): shape
-    (rows, T, V). Estimators that factorise over positions (``recursion.FACTORS``) by the count recursion
-    (``counts.factorised_means``), all rows at once; the others by enumeration, rows in chunks of ``chunk``
-    (default ``chunk_rows(M)``)."""
-    means = np.empty(rows.pi.shape)
-    factorised = [index for index, (id, _) in enumerate(estimators) if id in FACTORS]
-    enumerated = [index for index, (id, _) in enumerate(estimators) if id not in FACTORS]
-    if factorised:
-        means[factorised] = _factorised_means(rows, factorised, [estimators[i] for i in factorised], b[factorised])
-    chunk = chunk or chunk_rows(rows.M)
-    for start in range(0, len(enumerated), chunk):
-        chosen = enumerated[start:start + chunk]
-        means[chosen] = enumerated_means(rows.subset(chosen), [estimators[i] for i in chosen], b[chosen])
-    return means
-
-
-def chunk_rows(M):
-    """Rows an enumerated step takes at once on a toy of M sequences: M-vectors of about ROWS_AT_ONCE numbers."""
-    return max(1, ROWS_AT_ONCE // M)
-
-
-def _factorised_means(rows, indices, estimators, b):
-    factors = [FACTORS[id](rows[index], **params) for index, (id, params) in zip(indices, estimators, strict=True)]
-    factors = [f if ESTIMATORS[id].on_policy or not rows.truncates[index] else factors_on_support(f, rows.kept[index])
-               for f, index, (id, _) in zip(factors, indices, estimators, strict=True)]
-    stacked = PositionFactors(*(np.stack([getattr(f, name) for f in factors]) for name in ("token", "before", "after")))
-    on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])[:, None, None]
-    probability = np.where(on_policy, rows.pi[indices], rows.mu[indices])
-    phi = reward_by_count(rows.T)[None, :] - b[:, None]
-    return factorised_means(probability, stacked, phi, rows.pi[indices]) * rows.score_scale
-
-
-def enumerated_means(rows, estimators, b):
-    """``exact_means`` by enumerating the M sequences, for any exact estimator: ``moments``' formula, first
-    moment only, with every row's M-vectors built at once on the grid,
-
-        mean_t = m_t − π_t·Σ_v m_t[v],   m_t[v] = token[t, v]·E_p[(r − b)·sequence·∏_{s<t} carry[s, y_s]·1[y_t = v]]
-                                                 + p_t[v]·additive[t, v]
-
-    (a token class's sequences with its own token table, summed over the classes).
-    """
-    on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
-    probability = rows.grid.outer_product(np.where(on_policy[:, None, None], rows.log_pi, rows.log_mu))
-    m, tokens, additive = np.empty(rows.pi.shape), np.ones(rows.pi.shape), np.zeros(rows.pi.shape)
-    first = np.empty((len(estimators), rows.M))
-    carried = []
-    for index, (estimator_id, params) in enumerate(estimators):
-        row = rows[index]
-        view = AllSequences(row, b[index])
-        weights = ESTIMATORS[estimator_id].weights(view, **params)
-        weights = weights if on_policy[index] else view.on_support(weights)
-        np.multiply(probability[index], weights.sequence, out=first[index])
-        first[index] *= row.R - b[index] if b[index] else row.R
-        if weights.additive is not None:
-            position = row.pi if on_policy[index] else row.mu
-            additive[index] = position * np.where(position > 0, weights.additive, 0.0)
-        if weights.classes:                              # the token factor differs by a class of sequences
-            carried.append(index)
-            m[index] = sum(rows.grid.marginals((first[index] * members)[None])[0] * (1.0 if token is None else token)
-                           for members, token, _ in weights.token_classes())
-            continue
-        if weights.token is not None:
-            tokens[index] = weights.token
-        if weights.carry is not None:
-            carried.append(index)
-            m[index] = _carried_marginals(first[index], row.T, row.V, weights.carry, 1)
-    if not carried:
-        m = rows.grid.marginals(first)
-    elif len(carried) < len(estimators):
-        uncarried = np.setdiff1d(np.arange(len(estimators)), carried)
-        m[uncarried] = rows.grid.marginals(first[uncarried])
-    m = m * tokens + additive
-    return (m - rows.pi * m.sum(axis=-1, keepdims=True)) * rows.score_scale
+    return tuple(id for id in ESTIMATORS if id in chosen and not cannot_train(id, mode, N, weights_only))
 
 
 def cosine(a, b):
@@ -297,6 +224,11 @@ def _record(records, k, theta, population, cosines, rel_bias=None, step_cosines=
         records["step_cosine"][..., k] = step_cosines
 
 
+def _record_update(records, k, lag, on_policy, clipped, kl, spread):
+    records["clip_share"][..., k], records["ppo_kl"][..., k], records["w_std"][..., k] = clipped, kl, spread
+    records["lag"][..., k] = np.where(on_policy, 0, lag).reshape(-1, *[1] * (clipped.ndim - 1))   # on_policy: none
+
+
 def check_range(rows, k):
     """ValueError if some row's W could leave float64 on the sequences an enumerated mean sums over."""
     problem = range_problem(float(np.max(rows.largest_log_W)), where=f"step {k} of the run")
@@ -304,22 +236,35 @@ def check_range(rows, k):
         raise ValueError(f"training stopped: {problem}")
 
 
+def _steps(toy, config):
+    """(k, b_k, s_k) for k = 0 … K: the engine's error and the age of its policy at each step."""
+    return zip(itertools.count(), engine_errors(toy, config.noise, config.steps),
+               lags(toy.seed, config.lag, config.lag_draw, config.steps))
+
+
 def _expected(toy, selection, baseline, config, progress, chunk):
     grid = split_grid(toy.T, toy.V)
     estimators = list(selection.items())
+    on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
     enumerated = any(id not in FACTORS for id, _ in estimators)
     theta = np.repeat(toy.theta[None], len(estimators), axis=0)
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     records = _empty_records(theta, config.steps, expected=True)
-    for k, b in enumerate(engine_errors(toy, config.noise, config.steps)):
-        rows = ToyRows(theta, b, toy.mismatch, grid, toy.sampler)
+    history, update = History(config.lag), config.update
+    for k, b, s in _steps(toy, config):
+        history.push(theta)
+        stale = history.ago(s)
+        rows = ToyRows(theta, b, toy.mismatch, grid, toy.sampler, engine_policy(theta, stale, on_policy))
+        log_old = anchor_log_probs(update.anchor, rows, stale, on_policy)
         if enumerated:
-            check_range(rows, k)
+            check_range(rows if update.anchor == "recompute" else rows.anchored(log_old), k)
         population = Population.of(rows)
-        means = exact_means(rows, estimators, population.baseline(baseline), chunk)
-        step = optimizer.step(means)
-        _record(records, k, theta, population, cosine(means, population.grad), relative_error(means, population.grad),
+        first, step, clipped, kl, spread = expected_updates(
+            rows, log_old, on_policy, estimators, population.baseline(baseline), update, optimizer,
+            starts_at_anchor(update.anchor, s), chunk)
+        _record(records, k, theta, population, cosine(first, population.grad), relative_error(first, population.grad),
                 cosine(step, population.grad))
+        _record_update(records, k, s, on_policy, clipped, kl, spread)
         progress(k)
         if k < config.steps:
             theta = theta + step
@@ -328,24 +273,31 @@ def _expected(toy, selection, baseline, config, progress, chunk):
 
 def _sampled(toy, selection, baseline, config, progress):
     N, runs = config.N, config.runs
+    estimators = list(selection.items())
+    on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
     theta = np.broadcast_to(toy.theta, (len(selection), runs, toy.T, toy.V)).copy()
-    optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
+    optimizers = [make_optimizer(config.optimizer, config.lr, theta.shape[1:]) for _ in estimators]
     generators = [np.random.default_rng([toy.seed, run]) for run in range(runs)]
     records = _empty_records(theta, config.steps, expected=False)
-    for k, b in enumerate(engine_errors(toy, config.noise, config.steps)):
-        rows = ToyRows(theta, b, toy.mismatch, sampler=toy.sampler)
+    history, update = History(config.lag), config.update
+    for k, b, s in _steps(toy, config):
+        history.push(theta)
+        stale = history.ago(s)
+        rows = ToyRows(theta, b, toy.mismatch, sampler=toy.sampler, engine_theta=engine_policy(theta, stale, on_policy))
+        log_old = anchor_log_probs(update.anchor, rows, stale, on_policy)
         population = Population.of(rows)
         b = population.baseline(baseline)
         uniforms = np.stack([generator.random((N, toy.T)) for generator in generators])     # (runs, N, T)
-        estimates = np.empty_like(theta)
-        for index, (id, params) in enumerate(selection.items()):
+        step = np.empty_like(theta)
+        clipped, kl, spread = (np.empty(theta.shape[:2]) for _ in range(3))
+        for index, (id, params) in enumerate(estimators):
             mine = rows[index]
-            on_policy = ESTIMATORS[id].on_policy
-            tokens = tokens_from_uniforms(uniforms, mine.pi if on_policy else mine.mu)
-            side = trainer_side(mine) if on_policy else mine
-            estimates[index] = batch_estimates(Batches(side, tokens, np.array([N]), b[index]), id, params)[:, 0]
-        step = optimizer.step(estimates)
+            tokens = tokens_from_uniforms(uniforms, mine.pi if on_policy[index] else mine.mu)
+            step[index], clipped[index], kl[index], spread[index] = sampled_updates(
+                id, params, mine, tokens, log_old[index], b[index], update, optimizers[index],
+                starts_at_anchor(update.anchor, s))
         _record(records, k, theta, population, cosine(step, population.grad))
+        _record_update(records, k, s, on_policy, clipped, kl, spread)
         progress(k)
         if k < config.steps:
             theta = theta + step
@@ -384,13 +336,15 @@ def steps_to_reach(J, target):
 def summary(trajectories, reference="on_policy"):
     """One row per estimator, on the per-step median over runs in sampled mode: final J, the step at which J
     first reaches REACHED × the reference's final J (None: never; absent without a reference), the largest drop
-    of J, the final E_μ[r] and KL(μ‖π)."""
+    of J, the final E_μ[r] and KL(μ‖π), and the clipped share and PPO KL averaged over the steps."""
     target = REACHED * per_step_median(trajectories[reference].J)[-1] if reference in trajectories else None
     rows = []
     for id, trajectory in trajectories.items():
         J = per_step_median(trajectory.J)
         rows.append({"estimator": id, "final_J": float(J[-1]), "largest_drop": largest_drop(J),
                      "final_logged_reward": float(per_step_median(trajectory.logged_reward)[-1]),
-                     "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1])}
+                     "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1]),
+                     "mean_clip_share": float(np.mean(per_step_median(trajectory.clip_share))),
+                     "mean_ppo_kl": float(np.mean(per_step_median(trajectory.ppo_kl)))}
                     | ({"steps_to_reach": steps_to_reach(J, target)} if target is not None else {}))
     return rows

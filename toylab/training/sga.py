@@ -42,7 +42,8 @@ from toylab.engine.counts import curvature, expected_reward
 from toylab.engine.moments import baseline_value, exact_moments
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import Toy, range_problem, scored_probabilities
-from toylab.training.loop import Population, engine_errors, exact_means
+from toylab.training.exact import Population, exact_means
+from toylab.training.loop import engine_errors
 from toylab.training.optimizers import SGD, make_optimizer
 from toylab.training.toy_rows import ToyRows
 

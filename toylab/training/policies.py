@@ -1,0 +1,277 @@
+"""Three policies in one update: the engine's stale μ, the anchor π_old, and U updates of π_θ on one batch.
+
+At step k the engine samples from μ_k = engine(θ_{k−s}): the sampler model (mismatch, top-p/top-k, τ, rounding, what
+is logged and what is scored) applied to the policy s steps old (θ_j = θ_0 for j < 0: before the run the engine holds
+θ_0). s is fixed, or drawn uniformly from 0 … η for each batch from default_rng([seed, LAG_STREAM]) — the same draws
+for every estimator and run. The anchor π_old (``updates.ANCHORS``) is π_{θ_k} (recompute), π_{θ_{k−s}} scored over
+the engine's kept tokens (rollout), or the logged μ_k (bypass); w = π_old/μ_k. The batch feeds U = minibatches ×
+epochs sequential updates θ_k = θ⁰ → θ¹ → … → θᵁ = θ_{k+1}, with π_old and the correction's weight g(w) frozen. Each
+estimator of the selection is a correction g; on_policy is the reference: it samples π_{θ_k} itself (no engine, no
+lag), so π_old = μ = π_{θ_k} under every anchor.
+
+Expected mode. The update u steps along the exact gradient of the expected surrogate at θᵘ,
+
+    Gᵘ = E_{μ_k}[Σ_t g_t·∂L/∂log π_θ(y_t)·∇_θ log π_θᵘ(y_t)] = Σ_ρ (m_ρ·D_ρ − π_θᵘ·Σ_v m_ρ·D_ρ)·score_scale
+
+with m_ρ[t, v] = E_μ[1[r = ρ]·g_t·1[y_t = v]] (``exact.reward_marginals``, one pass over the sequences per batch)
+and D_ρ[t, v] = ∂L/∂log π_θ at (log π_θᵘ, log π_old, log μ)[t, v] and A = ρ − b: L reads y only through (t, y_t, A),
+and the toy's reward is 0 or 1. When π_θ⁰ = π_old exactly (recompute, or rollout at lag 0) and U = 1, r ≡ 1 and
+every loss's ∂L/∂log π_θ is A: the one update is the correction's exact mean (``exact.exact_means``), today's
+Training. What the frameworks log, per update and averaged over the U updates (their metrics' mean over mini-batches):
+
+    clipped share   (1/T)·Σ_t Σ_ρ Σ_v q_ρ[t, v]·1[the clip or mask holds (t, v) at A = ρ − b],   q_ρ[t, v] =
+                    P_μ(y_t = v, r = ρ): the share of tokens (verl pg_clipfrac + pg_clipfrac_lower; prime-rl is_masked)
+    PPO KL          (1/T)·Σ_t Σ_v μ_t[v]·(log π_old − log π_θᵘ)[t, v]: the token mean of −log r (verl ppo_kl)
+    w's spread      sqrt((1/T)·Σ_t Σ_v μ_t[v]·(w[t, v] − w̄)²), w̄ = (1/T)·Σ_t Σ_v μ_t[v]·w[t, v]: the standard
+                    deviation of w over the tokens (frozen for the batch)
+
+Sampled mode. The batch of N sequences drawn from μ_k is split into ``minibatches`` contiguous minibatches (sizes as
+numpy.array_split gives them), taken in order in each of ``epochs`` passes; update u steps along the minibatch's mean
+(1/n)·Σ_i Σ_t g_{i,t}·∂L/∂log π_θ·∇_θ log π_θᵘ(y_{i,t}) (seq-mean-token-sum). g is computed once on the whole batch
+(a batch-coupled correction's normalisation over the N sequences; grpo and rloo centre the rewards over the batch);
+the records are the same quantities over the minibatch's tokens (w's over the batch's).
+"""
+
+from collections import deque
+from types import SimpleNamespace
+
+import numpy as np
+
+from toylab.analysis.montecarlo import Batches, batch_estimates, trainer_side
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.engine.coefficients import apply
+from toylab.engine.counts import factorised_marginals, reward_by_count
+from toylab.engine.sequences import GivenSequences
+from toylab.engine.surrogate import correction_has_additive_term
+from toylab.training.exact import exact_means, reward_marginals
+
+LAG_STREAM = 2**32 - 2          # the second seed word of the drawn lags: no run number reaches it
+CENTRED = {"grpo": 1.0, "rloo": None}     # corrections whose advantage is the batch-centred reward (rloo: × N/(N − 1))
+
+
+def lags(seed, lag, draw, steps):
+    """s_0 … s_K: the age of the policy each batch's engine holds — ``lag`` (fixed), or drawn uniformly from 0 … lag
+    (uniform) by default_rng([seed, LAG_STREAM]) — and at most k (before the run the engine holds θ_0)."""
+    rng = np.random.default_rng([seed, LAG_STREAM]) if draw == "uniform" else None
+    for k in range(steps + 1):
+        drawn = lag if rng is None else int(rng.integers(0, lag + 1))
+        yield min(drawn, k)
+
+
+class History:
+    """The last lag + 1 policies θ_k, θ_{k−1}, …: ``ago(s)`` is θ_{k−s}."""
+
+    def __init__(self, lag):
+        self.kept = deque(maxlen=lag + 1)
+
+    def push(self, theta):
+        self.kept.append(theta)
+
+    def ago(self, s):
+        return self.kept[-1 - s]
+
+
+def engine_policy(theta, stale, on_policy):
+    """The θ each row's engine holds: the stale θ_{k−s}, but θ_k for on_policy (it samples the trainer)."""
+    if stale is theta or not on_policy.any():
+        return stale
+    return np.where(on_policy.reshape(-1, *[1] * (theta.ndim - 1)), theta, stale)
+
+
+def anchor_log_probs(anchor, rows, stale, on_policy):
+    """log π_old per row (rows, …, T, V): the scored π at θ_k (recompute), at θ_{k−s} over the engine's kept tokens
+    (rollout), or the logged μ (bypass); on_policy's is its own π."""
+    if anchor == "recompute":
+        return rows.log_pi
+    old = rows.log_logged if anchor == "bypass" else rows.sampler.scored_log_probabilities(stale, rows.kept)
+    return np.where(on_policy.reshape(-1, *[1] * (rows.log_pi.ndim - 1)), rows.log_pi, old) if on_policy.any() else old
+
+
+def starts_at_anchor(anchor, s):
+    """True when π_θ⁰ = π_old exactly: the recomputed anchor, or the rollout one at lag 0."""
+    return anchor == "recompute" or (anchor == "rollout" and s == 0)
+
+
+def on_kept(table, kept):
+    """The table on the kept tokens, 0 elsewhere (tokens never drawn: a log-probability there may be −∞)."""
+    return np.where(kept, table, 0.0)
+
+
+# -- expected mode ----------------------------------------------------------------------------------------
+
+class ExpectedBatch:
+    """One batch of every row in expected mode: the tables frozen for its U updates (π_old, μ, w, m_ρ, q_ρ)."""
+
+    def __init__(self, rows, log_old, on_policy, estimators, b, update):
+        self.rows, self.update, self.b = rows, update, b
+        probability = np.where(on_policy[:, None, None], rows.pi, rows.mu)
+        self.kept = np.where(on_policy[:, None, None], rows.pi > 0, rows.kept)
+        self.log_old = on_kept(log_old, self.kept)
+        self.log_mu = on_kept(np.where(on_policy[:, None, None], rows.log_pi, rows.log_logged), self.kept)
+        self.probability = probability
+        phi = reward_by_count(rows.T)
+        ones = np.ones_like(probability)
+        unit = SimpleNamespace(token=ones, before=ones, after=ones)
+        self.reward_share = np.stack([factorised_marginals(probability, unit, np.broadcast_to(part, (len(b), rows.T + 1)))
+                                      for part in (1 - phi, phi)], axis=1)          # q_ρ: (rows, 2, T, V)
+        self.advantages = np.stack([-b, 1 - b], axis=1)[..., None, None]                 # A = ρ − b: (rows, 2, 1, 1)
+        self.estimators = estimators
+        self.marginals = None
+
+    def w_spread(self):
+        """The token standard deviation of w = π_old/μ_log under μ (+∞ beyond float64)."""
+        log_w = on_kept(self.log_old - self.log_mu, self.kept)
+        T = self.rows.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            w = np.where(self.kept, np.exp(log_w), 0.0)
+            mean = (self.probability * w).sum(axis=(-2, -1)) / T
+            spread = np.sqrt((self.probability * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / T)
+        return np.where(np.isnan(spread), np.inf, spread)
+
+    def losses(self, log_pi):
+        """The update's TokenLoss at each reward class: tables (rows, 2, T, V)."""
+        pi = on_kept(log_pi, self.kept)[:, None]
+        return self.update.token_loss(pi, self.log_old[:, None], self.log_mu[:, None], self.advantages)
+
+    def records(self, log_pi, losses):
+        """(clipped share, PPO KL) at π_θ (``log_pi``) per row."""
+        held = (losses.clipped | losses.dual_clipped) & self.kept[:, None]
+        T = self.rows.T
+        clipped = (self.reward_share * held).sum(axis=(-3, -2, -1)) / T
+        kl = (self.probability * on_kept(self.log_old - log_pi, self.kept)).sum(axis=(-2, -1)) / T
+        return clipped, kl
+
+    def gradient(self, log_pi, pi, losses, chunk):
+        """Gᵘ at π_θ: Σ_ρ (m_ρ·D_ρ − π·Σ_v m_ρ·D_ρ)·score_scale, m_ρ of the correction on w = π_old/μ (once per
+        batch) or on sg(π_θ)/μ (``weights_at`` current: at each update)."""
+        if self.update.weights_at == "current":
+            self.marginals = reward_marginals(self.seen_by_correction(log_pi), self.estimators, self.b, chunk)
+        elif self.marginals is None:
+            self.marginals = reward_marginals(self.seen_by_correction(self.log_old), self.estimators, self.b, chunk)
+        x = (self.marginals * np.where(self.kept[:, None], losses.derivative, 0.0)).sum(axis=1)
+        return (x - pi * x.sum(axis=-1, keepdims=True)) * self.rows.score_scale
+
+    def seen_by_correction(self, log_ratio_numerator):
+        """The rows with π := the policy the correction's ratio divides μ into."""
+        return self.rows.anchored(np.where(self.kept, log_ratio_numerator, -np.inf))
+
+
+def expected_updates(rows, log_old, on_policy, estimators, b, update, optimizer, exact_start, chunk):
+    """The U updates of one batch at every row: (G⁰, θᵁ − θ⁰, clipped share, PPO KL, w's spread), the two records
+    averaged over the U updates. ``exact_start``: π_θ⁰ = π_old, so a single update is the correction's exact mean."""
+    batch = ExpectedBatch(rows, log_old, on_policy, estimators, b, update)
+    theta, log_pi, pi = rows.theta, rows.log_pi, rows.pi
+    first, total = None, 0.0
+    clipped, kl = np.zeros(len(b)), np.zeros(len(b))
+    for u in range(update.U):
+        losses = batch.losses(log_pi)
+        held, drift = batch.records(log_pi, losses)
+        clipped, kl = clipped + held / update.U, kl + drift / update.U
+        if exact_start and update.U == 1:
+            gradient = exact_means(rows, estimators, b, chunk)
+        else:
+            gradient = batch.gradient(log_pi, pi, losses, chunk)
+        first = gradient if u == 0 else first
+        step = optimizer.step(gradient)
+        total = step if u == 0 else total + step
+        if u + 1 < update.U:
+            theta = theta + step
+            log_pi = rows.sampler.scored_log_probabilities(theta, rows.kept)      # over the batch's kept tokens
+            pi = np.exp(log_pi)
+    return first, total, clipped, kl, batch.w_spread()
+
+
+# -- sampled mode -----------------------------------------------------------------------------------------
+
+def batch_terms(estimator_id, params, side, tokens, b):
+    """(g, A) of a correction on the batch (R, N, T) drawn for one estimator: g (R, N, T) on the side's anchor (its
+    log π is π_old), A (R, N) = r − b, or the batch-centred reward for grpo and rloo."""
+    R, N, T = tokens.shape
+    batches = Batches(side, tokens, np.array([N]), b)
+    advantage = batches.advantage
+    if estimator_id in CENTRED:
+        centred = batches.reward - batches.reward.mean(axis=1, keepdims=True)
+        advantage = centred if CENTRED[estimator_id] else centred * (N / (N - 1.0) if N > 1 else np.nan)
+    if ESTIMATORS[estimator_id].exact:
+        return batches.terms(estimator_id, params)[0], advantage
+    weights = np.empty(tokens.shape)
+    sequences = batches.sequences
+    for run in range(R):
+        one = GivenSequences(sequences.log_pi[run * N:(run + 1) * N], sequences.log_mu[run * N:(run + 1) * N],
+                             advantages=advantage[run])
+        weights[run] = np.broadcast_to(apply(estimator_id, one, params)[0], (N, T))
+    return weights, advantage
+
+
+def refuses_as_weight(estimator_id, params):
+    """Why the correction cannot be a weight g(w) of an update (an additive term), or None."""
+    if ESTIMATORS[estimator_id].exact and correction_has_additive_term(estimator_id, params):
+        return "adds a penalty term to the gradient: it is a loss, not a correction weight g(w)"
+    weight = params.get("weight")
+    if estimator_id in ("grpo", "rloo", "m2po") and weight and correction_has_additive_term(weight, {}):
+        return f"its weight {weight} adds a penalty term: a loss, not a correction weight g(w)"
+    return None
+
+
+def minibatch_gradient(tokens, log_pi, pi, weights, advantage, log_old, log_mu, update, scale):
+    """(ĝ (R, T, V), clipped share (R,), PPO KL (R,)) on a minibatch: tokens (R, n, T), tables log π_θ, π_θ (R, T, V),
+    the frozen g, A, log π_old and log μ at the tokens."""
+    R, n, T = tokens.shape
+    V = pi.shape[-1]
+    cell = tokens + V * np.arange(T)
+    own = cell + T * V * np.arange(R)[:, None, None]
+    log_pi_tokens = np.take(log_pi, own)
+    losses = update.token_loss(log_pi_tokens, log_old, log_mu, advantage[..., None])
+    x = weights * losses.derivative
+    sums = np.bincount(own.ravel(), weights=x.ravel(), minlength=R * T * V).reshape(R, T, V)
+    gradient = (sums - pi * sums.sum(axis=-1, keepdims=True)) * scale / n
+    clipped = (losses.clipped | losses.dual_clipped).mean(axis=(1, 2))
+    return gradient, clipped, (log_old - log_pi_tokens).mean(axis=(1, 2))
+
+
+def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, optimizer, exact_start):
+    """One estimator's U updates of its batch in every run: (θᵁ − θ⁰ (R, T, V), clipped share, PPO KL, w's spread (R,))
+    averaged over the U updates. ``mine``: the estimator's rows (its μ_k, or π_k for on_policy)."""
+    on_policy = ESTIMATORS[estimator_id].on_policy
+    side = trainer_side(mine) if on_policy else mine
+    R, N, T = tokens.shape
+    V = mine.V
+    own = tokens + V * np.arange(T) + T * V * np.arange(R)[:, None, None]
+    old_tokens = np.take(side.log_pi if on_policy else log_old, own)
+    mu_tokens = np.take(side.log_logged, own)
+    with np.errstate(over="ignore", invalid="ignore"):
+        spread = np.exp(old_tokens - mu_tokens).reshape(R, -1).std(axis=1)
+    spread = np.where(np.isnan(spread), np.inf, spread)           # w beyond float64
+    if exact_start and update.U == 1:                      # r ≡ 1: no clip binds, −log r = 0
+        estimate = batch_estimates(Batches(side, tokens, np.array([N]), b), estimator_id, params)[:, 0]
+        return optimizer.step(estimate), np.zeros(R), np.zeros(R), spread
+    anchored = side if on_policy else _anchored_side(side, log_old)
+    weights, advantage = batch_terms(estimator_id, params, anchored, tokens, b)
+    parts = np.array_split(np.arange(N), update.minibatches)
+    theta, total = mine.theta, 0.0
+    log_pi, pi = side.log_pi, side.pi
+    clipped, kl = np.zeros(R), np.zeros(R)
+    current = update.weights_at == "current" and not on_policy
+    weights = np.array(weights) if current else weights          # rewritten at each update
+    for u in range(update.U):
+        part = parts[u % update.minibatches]
+        if current:                                        # g(sg(π_θ)/μ) on this minibatch, at this update
+            weights[:, part] = batch_terms(estimator_id, params, _anchored_side(side, log_pi), tokens[:, part],
+                                           b)[0]
+        gradient, held, drift = minibatch_gradient(tokens[:, part], log_pi, pi, weights[:, part], advantage[:, part],
+                                                   old_tokens[:, part], mu_tokens[:, part], update, mine.score_scale)
+        clipped, kl = clipped + held / update.U, kl + drift / update.U
+        step = optimizer.step(gradient)
+        total = step if u == 0 else total + step
+        if u + 1 < update.U:
+            theta = theta + step
+            log_pi = mine.sampler.scored_log_probabilities(theta, mine.kept)     # over the batch's kept tokens
+            pi = np.exp(log_pi)
+    return total, clipped, kl, spread
+
+
+def _anchored_side(side, log_old):
+    """The batch's tables as the correction sees them: log π := log π_old, ratio w = π_old/μ_log."""
+    log_rho = np.subtract(log_old, side.log_logged, out=np.full(log_old.shape, np.inf), where=side.kept)
+    return SimpleNamespace(V=side.V, pi=np.exp(log_old), log_pi=log_old, log_logged=side.log_logged, log_rho=log_rho,
+                           score_scale=side.score_scale)
