@@ -34,7 +34,7 @@ def preset_update(entry):
     """The preset's update with the setting's loss parameters."""
     update = UPDATE_PRESETS[entry["preset"]].update
     return Update(update.anchor, update.loss, {**update.loss_params, **entry["params"]}, update.minibatches,
-                  update.epochs)
+                  update.epochs, update.weights_at)
 
 
 @pytest.mark.parametrize("framework, entry", CHECKS)
@@ -42,26 +42,31 @@ def test_update_preset_equals_its_framework_loss(framework, entry):
     trainer, old, sampler, mask, advantages = update_batch(framework, entry["batch"])
     update = preset_update(entry)
     anchor = sampler if update.anchor == "bypass" else old
-    surrogate = batch_surrogate(update, entry["correction"], trainer, anchor, sampler, advantages, mask,
-                                **entry["correction_params"])
+    correction = entry["correction"], entry["correction_params"]
+    surrogate = batch_surrogate(update, correction[0], trainer, anchor, sampler, advantages, mask, **correction[1])
+    objective, derivative = surrogate.objective, surrogate.derivative
+    if update.weights_at == "current":                   # the correction reads sg(π_θ)/μ, not π_old/μ
+        weight = batch_surrogate(update, correction[0], trainer, trainer, sampler, advantages, mask,
+                                 **correction[1]).weight
+        loss = update.token_loss(trainer, anchor, sampler, advantages[:, None])
+        objective, derivative = weight * loss.objective, weight * loss.derivative
     rtol = update_tolerance(framework, entry["batch"], entry.get("float32", False))
-    assert_frozen_equal(-surrogate.objective, entry["loss"], rtol)
-    assert_frozen_equal(-surrogate.derivative, entry["gradient"], rtol)
+    assert_frozen_equal(-objective, entry["loss"], rtol)
+    assert_frozen_equal(-derivative, entry["gradient"], rtol)
 
 
-def covered(entry):
-    preset = UPDATE_PRESETS[entry["preset"]]
-    return preset.update.anchor == "bypass", preset.update.loss, preset.update.params, entry["correction"]
+def checked_as(update, correction):
+    return update.anchor == "bypass", update.loss, update.params, update.weights_at, correction
 
 
 def test_every_update_preset_is_checked_against_its_framework_code():
     """Each update preset's loss, parameters and correction at its defaults are those of a frozen check of its
-    framework: its anchor's kind (bypass or not), loss, resolved parameters and correction."""
-    checked = {covered(entry) for framework in frameworks() for entry in updates(framework)
-               if not entry["params"]}
+    framework: its anchor's kind (bypass or not), loss, resolved parameters, where its weights read their ratio,
+    and correction."""
+    checked = {checked_as(UPDATE_PRESETS[entry["preset"]].update, entry["correction"])
+               for framework in frameworks() for entry in updates(framework) if not entry["params"]}
     missing = [preset.id for preset in UPDATE_PRESETS.values()
-               if (preset.update.anchor == "bypass", preset.update.loss, preset.update.params, preset.correction)
-               not in checked]
+               if checked_as(preset.update, preset.correction) not in checked]
     assert not missing
 
 

@@ -266,6 +266,15 @@ UPDATES = [
     UpdatePreset("verl:bypass", "algorithm.rollout_correction.bypass_mode=true, loss_type=ppo_clip",
                  Update("bypass", "ppo", VERL_PPO, MINIBATCHES), None, "verl", 0, commit=COMMIT,
                  code=BYPASS + "; rollout_corr_helper.py apply_bypass_mode 1109–1144 (old_log_probs = rollout_log_probs)"),
+    UpdatePreset("verl:bypass_geo_rs", "RolloutCorrectionConfig.bypass_ppo_clip_geo_rs()",
+                 Update("bypass", "ppo", VERL_PPO, MINIBATCHES, weights_at="current"), "verl:decoupled_geo_rs", "verl",
+                 0, commit=COMMIT, code=BYPASS + " (2495–2507: the rejection mask of the current log-probs against "
+                                                 "the rollout's, at every mini-batch)"),
+    UpdatePreset("verl:bypass_pg_is", "RolloutCorrectionConfig.bypass_pg_is() (loss_type reinforce)",
+                 Update("bypass", "reinforce", minibatches=MINIBATCHES, weights_at="current"), "verl:bypass_pg_is",
+                 "verl", 0, commit=COMMIT,
+                 code=BYPASS + "; compute_policy_loss_reinforce 2332–2411 (−A·log π·w, w = min(π_θ/μ, 2) of the "
+                               "sequence, detached, recomputed at every mini-batch)"),
     UpdatePreset("verl:cispo", "actor.policy_loss.loss_mode=cispo",
                  Update("recompute", "cispo", {"eps_low": 0.2, "eps_high": 0.2, "clamp": VERL_CLAMP}, MINIBATCHES),
                  None, "verl", 0, commit=COMMIT, code="verl/trainer/ppo/core_algos.py compute_policy_loss_cispo 2047–2104",

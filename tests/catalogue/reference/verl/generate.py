@@ -2214,6 +2214,10 @@ UPDATE_SETTINGS = [
     ("verl:bypass", "defaults", {"preset": "bypass_ppo_clip"}, {}, None, {}),
     ("verl:bypass", "alternative", {"preset": "bypass_ppo_clip", **VERL_ALTERNATIVE},
      {"eps_low": 0.1, "eps_high": 0.28, "dual_clip": 2.5}, None, {}),
+    ("verl:bypass_geo_rs", "defaults", {"preset": "bypass_ppo_clip_geo_rs"}, {}, "verl:decoupled_geo_rs", {}),
+    ("verl:bypass_pg_is", "defaults", {"preset": "bypass_pg_is"}, {}, "verl:bypass_pg_is", {}),
+    ("verl:bypass_pg_is", "bypass_pg_token_icepop", {"preset": "bypass_pg_token_icepop"}, {},
+     "verl:bypass_pg_token_icepop", {}),
     ("verl:cispo", "defaults", {"loss_mode": "cispo", "rollout_is": None}, {}, None, {}),
     ("verl:cispo", "decoupled_token_is", {"loss_mode": "cispo", "preset": "decoupled_token_is"}, {},
      "verl:decoupled_token_is", {}),
@@ -2221,10 +2225,12 @@ UPDATE_SETTINGS = [
 
 
 def update_loss(config, batch):
-    """loss_fn(b, trainer, old, sampler, mask, advantages) -> verl's loss of token b, token-mean as its default worker
-    aggregates (no global batch info: the mean over the one token). Decoupled mode's rollout-correction weights and
-    rejection mask are computed once on the whole batch (as the trainer computes them once per batch: its metrics
-    need more than one token); they are per token."""
+    """loss_fn(b, trainer, old, sampler, mask, advantages) -> verl's loss of token b, agg_loss token-sum (the token's
+    own loss; token-mean, the default, would divide a rejected token's 0 by 0). Decoupled mode's rollout-correction
+    weights and rejection mask are computed once on the whole batch (as the trainer computes them once per batch:
+    its metrics need more than one token); they are per token. Bypass mode computes them inside the loss, from the
+    current log-probs: there the token runs beside a companion token at ratio 1 with A = 0 (its loss exactly 0, its
+    weight 1 keeping the metrics defined), which no per-token or per-sequence weight of the other row reads."""
     params = {name: config[name] for name in CLIP if name in config}
     if "preset" in config:
         correction = getattr(RolloutCorrectionConfig, config["preset"])()
@@ -2241,10 +2247,13 @@ def update_loss(config, batch):
     def loss_fn(b, trainer, old, sampler, mask, advantages):
         token_advantages = advantages[:, None].expand_as(trainer)
         if correction.bypass_mode:
-            loss, _ = compute_policy_loss_bypass_mode(sampler, trainer, token_advantages, mask, "token-mean", actor)
+            companion = torch.full((1, 1), -0.1, dtype=torch.float64)
+            pair = (torch.cat([trainer, companion]), torch.cat([sampler, companion]),
+                    torch.cat([token_advantages, torch.zeros(1, 1, dtype=torch.float64)]), torch.cat([mask, mask]))
+            loss, _ = compute_policy_loss_bypass_mode(pair[1], pair[0], pair[2], pair[3], "token-sum", actor)
             return loss
         row_weights = None if is_weights is None else is_weights[b:b + 1]
-        loss, _ = policy_loss(old, trainer, token_advantages, kept[b:b + 1], "token-mean", actor,
+        loss, _ = policy_loss(old, trainer, token_advantages, kept[b:b + 1], "token-sum", actor,
                               rollout_is_weights=row_weights)
         return loss
 
@@ -2259,8 +2268,9 @@ def run_update(numbers, preset, setting, config, params, correction_id, correcti
     weights = ([float(x) for x in str(probe_correction.rollout_is_threshold).split("_")]
                if probe_correction is not None and probe_correction.rollout_is else [])
     bypass = probe_correction is not None and probe_correction.bypass_mode
-    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights,
-                                                                            combined=ratios if bypass else ()))
+    # bypass mode's IS weights and rejections read π_θ/μ: their bounds are probed on the combined ratio
+    combined = ratios + thresholds(probe_correction, {})[0] if bypass else ()
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights, combined))
     loss_fn, _, _ = update_loss(config, numbers.batches[name])
     loss, gradient = harness.per_token(loss_fn, numbers.batches[name])
     numbers.update(preset, setting, config, params, correction_id, correction_params, name, loss, gradient)
