@@ -3,10 +3,18 @@
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
 from toylab.presentation import coincidence, frames, training_charts, training_frames
 from toylab.presentation.pipeline_text import scored_objective_note
-from toylab.state.query import LEARNING_RATES, TRAINING_CONTROLS, VIEW_PARAMETERS
-from toylab.training.loop import MODES, NOISES, REACHED, TrainingConfig
+from toylab.state.query import (
+    DUAL_CLIPS,
+    LEARNING_RATES,
+    PAGE_UPDATES_AT_MOST,
+    TRAINING_CONTROLS,
+    VIEW_PARAMETERS,
+    training_config,
+)
+from toylab.training.loop import MODES, NOISES, REACHED
 from toylab.training.optimizers import OPTIMIZERS
 from views import chart_element, screen_share, tour
 from views.caches import training_cache
@@ -78,17 +86,73 @@ def controls(settings, where=st):
     steps = steps_column.slider("steps", int(steps_range.low), int(steps_range.high), step=10, key=KEY["steps"],
                                 persist_state="session", help="Number of steps K; every curve has K + 1 points.")
     runs_range = VIEW_PARAMETERS[KEY["runs"]]
-    runs = runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"],
-                              persist_state="session", disabled=mode == "expected",
-                              help="Independent sampled runs (fixed seeds).")
-    return TrainingConfig(steps, lr, optimizer, mode, settings.N, runs, noise)
+    runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"], persist_state="session",
+                       disabled=mode == "expected", help="Independent sampled runs (fixed seeds).")
+    _policy_group(where)
+    value = {url: st.session_state.get(url, parameter.default) for url, parameter in VIEW_PARAMETERS.items()}
+    return training_config(value | {KEY["mode"]: mode, KEY["optimizer"]: optimizer, KEY["noise"]: noise,
+                                    KEY["lr"]: lr, KEY["steps"]: steps}, settings.N)
+
+
+POLICY_GROUP = "group_policies"          # the three-policy controls' expander: built only while open
+POLICY_KEYS = ("lag", "lag_draw", "anchor", "loss", "minibatches", "epochs", "eps_low", "eps_high", "dual_clip",
+               "weights_at")
+
+
+def _policy_group(where):
+    """The three policies' controls (each in the URL): the engine's lag, the anchor, the loss with its ε and c, U =
+    minibatches × epochs, where the correction reads its ratio; an expander that reruns the page when opened or closed,
+    its widgets built only while open, opened by a link (or lesson) that sets one of them."""
+    state = st.session_state
+    if POLICY_GROUP not in state and any(state.get(KEY[name], VIEW_PARAMETERS[KEY[name]].default)
+                                         != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS):
+        state[POLICY_GROUP] = True
+    group = where.expander("Three policies: the engine's lag, the anchor π_old, the loss, updates per batch",
+                           key=POLICY_GROUP, on_change="rerun")
+    if not group.open:
+        return
+    lag_column, draw_column, anchor_column, weights_column = group.columns([2, 1.4, 2.2, 1.6])
+    lag_range = VIEW_PARAMETERS[KEY["lag"]]
+    lag_column.slider("engine's lag s", int(lag_range.low), int(lag_range.high), key=KEY["lag"],
+                      persist_state="session", help="The engine samples from the policy s steps old (θ_0 before the "
+                                                    "run): asynchronous rollouts.")
+    draw_column.radio("lag", LAG_DRAWS, key=KEY["lag_draw"], persist_state="session",
+                      help="fixed: s every batch; uniform: s drawn from 0 … s per batch (η = s, AReaL's "
+                           "max_head_offpolicyness), seeded.")
+    anchor_column.radio("anchor π_old", ANCHORS, key=KEY["anchor"], persist_state="session", horizontal=True,
+                        help="recompute: π_θk, the trainer's recomputation. rollout: π_θ(k−s), the policy that "
+                             "generated the batch. bypass: the engine's logged μ (r = π_θ/μ, w ≡ 1).")
+    weights_column.radio("correction reads", WEIGHTS_AT, key=KEY["weights_at"], persist_state="session",
+                         format_func={"anchor": "w = π_old/μ", "current": "π_θ/μ"}.get,
+                         help="The estimator's weight g: of w = π_old/μ, frozen for the batch, or of the current "
+                              "π_θ/μ at each update (verl's bypass mode).")
+    loss_column, minibatch_column, epoch_column, low_column, high_column, dual_column = group.columns(
+        [2, 1.4, 1.4, 1.4, 1.4, 1.4])
+    loss = loss_column.selectbox("loss L(r, A)", tuple(LOSSES), key=KEY["loss"], persist_state="session",
+                                 format_func=lambda id: LOSSES[id].label,
+                                 help="ppo: min(rA, clip(r)A), dual clip for A < 0. reinforce: A·log π. cispo: "
+                                      "sg(clip(r))·A·log π. dppo_kl, ipo_kl: prime-rl's masks and (log r)² term.")
+    minibatch_column.slider("minibatches", 1, PAGE_UPDATES_AT_MOST, key=KEY["minibatches"], persist_state="session",
+                            help="Sampled mode splits the batch into these; expected mode takes each at the exact "
+                                 "expectation.")
+    epoch_column.slider("epochs", 1, PAGE_UPDATES_AT_MOST, key=KEY["epochs"], persist_state="session",
+                        help="Passes over the batch: U = minibatches × epochs updates with π_old frozen.")
+    clipped = {"eps_low", "eps_high"} <= set(LOSSES[loss].params)
+    for column, name, label in ((low_column, "eps_low", "ε_low"), (high_column, "eps_high", "ε_high")):
+        column.slider(label, 0.0, 1.0, step=0.01, key=KEY[name], persist_state="session", disabled=not clipped,
+                      help="The clip range is [1 − ε_low, 1 + ε_high] (ppo and cispo).")
+    dual_column.select_slider("dual clip c", DUAL_CLIPS, key=KEY["dual_clip"], persist_state="session",
+                              format_func=lambda c: "off" if c == 0 else f"{c:g}", disabled="dual_clip" not in
+                              LOSSES[loss].params, help="For A < 0, ratios above c are clipped (verl's default 3).")
 
 
 def _run_in_words():
     """The run the controls set, in a few words (a lesson's collapsed controls): 'expected · sgd · lr 1 · 300 steps'."""
     value = {name: st.session_state.get(url, VIEW_PARAMETERS[url].default) for name, url in KEY.items()}
+    policies = f" · {value['anchor']} · {value['minibatches']} × {value['epochs']} updates · lag {value['lag']}" \
+        if any(value[name] != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS) else ""
     return (f"{value['mode']} · {value['optimizer']} · lr {VIEW_PARAMETERS[KEY['lr']].to_url(value['lr'])} · "
-            f"{value['steps']} steps · b {value['noise']}")
+            f"{value['steps']} steps · b {value['noise']}{policies}")
 
 
 def render(settings):
@@ -97,14 +161,20 @@ def render(settings):
     controls folded away."""
     lesson = [chart for chart in tour.marked(settings) if chart in LESSON_CHARTS]
     where = st.expander(f"The run: {_run_in_words()}", icon=":material/tune:") if lesson else st
-    config = controls(settings, where)
-    selection = training_cache.trained(settings, config.mode)
-    left_out = training_cache.left_out(settings, config.mode)
+    try:
+        config = controls(settings, where)
+    except ValueError as error:
+        st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+        return
+    selection = training_cache.trained(settings, config.mode, config.weights_only)
+    left_out = training_cache.left_out(settings, config.mode, config.weights_only)
     trajectories = _trained(settings, config, selection)
     if trajectories is None:
         return
     sampled = config.mode == "sampled"
-    curves = training_frames.curve_frame(trajectories)
+    three = _three_policies(config)
+    curves = training_frames.curve_frame(trajectories, training_frames.CURVES
+                                         + (training_frames.POLICY_CURVES if three else ()))
     ids = list(trajectories)
     if st.session_state.get(KEY["pick"]) not in ids:
         st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
@@ -125,6 +195,8 @@ def render(settings):
         draw["training_cosine"](st, None)
     if not sampled and config.optimizer == "adam":
         chart_element.draw(st, training_charts.step_cosine_chart(curves))
+    if three:
+        _policy_charts(settings, curves, sampled)
     lying = training_frames.coincident_note(curves, sampled)
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
@@ -144,7 +216,46 @@ def render(settings):
                  width="stretch")
     if screen_share.on():                                    # the long names left the table: say them once
         st.caption(frames.names_note(summary["estimator"]))
+    _staleness_view(settings, config)
     _sga_view(settings, config)
+
+
+def _three_policies(config):
+    """Whether the run is more than today's one recomputed update per batch with the engine at θ_k."""
+    return config.update != DEFAULT_UPDATE or config.lag > 0
+
+
+def _policy_charts(settings, curves, sampled):
+    """What the frameworks log of the three policies, against step: the clipped share, the PPO KL, w's spread."""
+    st.markdown("**What the frameworks log: the clip, the PPO KL, the correction's ratio**")
+    columns = st.columns(3)
+    for column, quantity, chart in zip(columns, training_frames.POLICY_CURVES, ("training_clip", None, "training_w"),
+                                       strict=True):
+        chart_element.draw(column, training_charts.curve_chart(
+            curves, quantity, sampled, height=180, marks=tour.marks(settings, chart) if chart else None))
+    st.caption("Clipped share: the share of tokens whose gradient the loss's clip or mask holds (verl's pg_clipfrac "
+               "and pg_clipfrac_lower; prime-rl's is_masked), averaged over the batch's U updates. PPO KL: the token "
+               "mean of −log r = log π_old − log π_θ (verl's ppo_kl), averaged likewise. Spread of w: the standard "
+               "deviation over the tokens of w = π_old/μ. Expected mode: each exact, under μ.")
+
+
+def _staleness_view(settings, config):
+    st.subheader("How much staleness is safe?")
+    if not st.toggle("Show the staleness view", key=KEY["staleness"], persist_state="session",
+                     help="J after this run's steps against the engine's lag s = 0 … 16, for PPO centred on μ "
+                          "(bypass), the decoupled objective and recompute without w: expected mode, exact. Off, a "
+                          "change of the toy does not wait for it."):
+        return
+    with st.spinner("Training at six lags…"):
+        result = training_cache.staleness(settings.toy_key, settings.baseline, config)
+    chart_element.draw(st, training_charts.staleness_chart(training_frames.staleness_frame(result), config.steps,
+                                                           tour.marks(settings, "training_staleness")))
+    st.caption(f"Each point: {config.steps} steps in expected mode at lr {config.lr:g} ({config.optimizer}), the "
+               f"loss {config.update.loss} with U = {config.update.U} updates per batch, the engine's policy s steps "
+               "old. PPO centred on μ: π_old = μ, no correction (AReaL's \"naive PPO\"). Decoupled: π_old "
+               "recomputed, w = π_old/μ as a weight (tok_is). Recompute without w: π_old recomputed, no weight. "
+               "on_policy, dashed: the trainer sampling itself. The shape of AReaL's table of naive against "
+               "decoupled PPO, exact.")
 
 
 def _trained(settings, config, selection):

@@ -92,3 +92,55 @@ def test_rloo_at_batch_size_one_is_left_out_with_the_reason():
     assert sum("rloo (needs N ≥ 2" in caption.value for caption in at.caption) == 2        # the run and the SGA view
     assert not any(frame.value.astype(str).apply(lambda column: column.str.contains("nan")).any().any()
                    for frame in at.dataframe)
+
+
+# -- three policies: the lag, the anchor, the loss, updates per batch ------------------------------------------
+
+def test_a_link_with_three_policy_controls_opens_their_group_and_shows_the_library_run():
+    from toylab.catalogue.updates import Update
+    query = {"tab": "Training", "train_anchor": "bypass", "train_epochs": "3", "train_minibatches": "2",
+             "train_dual_clip": "3", "train_eps_high": "0.28", "train_lag": "2", "train_steps": "30",
+             "baseline": "logged"}
+    at = run(query)
+    assert not at.exception and not at.error and not at.warning
+    assert at.radio(key="train_anchor").value == "bypass" and at.slider(key="train_epochs").value == 3
+    assert at.select_slider(key="train_dual_clip").value == 3.0 and at.slider(key="train_eps_high").value == 0.28
+    assert parse_query(query)[1] == []
+    assert tab_content(at, "Training").count("vega_lite_chart") == 8          # + the clip, PPO KL and w charts
+    settings = Settings(baseline="logged")
+    update = Update("bypass", "ppo", {"dual_clip": 3.0, "eps_high": 0.28}, 2, 3)
+    expected = train(make_toy(*settings.toy_key), {"on_policy": {}} | settings.selection(True), "logged",
+                     TrainingConfig(30, update=update, lag=2))
+    table = shown_summary(at)
+    for id, trajectory in expected.items():
+        assert table.loc[id, "final_J"] == trajectory.J[-1]
+    assert at.query_params == query | {"train_dual_clip": "3"}
+
+
+def test_the_default_run_builds_no_three_policy_widget_until_the_group_opens():
+    at = run(tab="Training")
+    assert not any(widget.key == "train_anchor" for widget in at.radio)
+    at.expander(key="group_policies").open = True            # what a click does: the group reruns the page open
+    at.session_state["group_policies"] = True
+    at.run()
+    assert not at.exception and at.radio(key="train_anchor").value == "recompute"
+    assert tab_content(at, "Training").count("vega_lite_chart") == 5          # today's run: no new charts
+    at.radio(key="train_anchor").set_value("bypass").run()
+    assert not at.exception and tab_content(at, "Training").count("vega_lite_chart") == 8
+    assert at.query_params == {"tab": "Training", "train_anchor": "bypass"}
+
+
+def test_the_staleness_view_is_a_toggle_in_the_link():
+    at = run({"tab": "Training", "train_steps": "20", "staleness": "1"})
+    assert not at.exception and not at.error
+    assert tab_content(at, "Training").count("vega_lite_chart") == 6
+    assert any("PPO centred on μ: π_old = μ" in caption.value for caption in at.caption)
+    at.toggle(key="staleness").set_value(False).run()
+    assert tab_content(at, "Training").count("vega_lite_chart") == 5
+    assert at.query_params == {"tab": "Training", "train_steps": "20"}
+
+
+def test_too_few_sequences_for_the_minibatches_is_a_warning():
+    at = run({"tab": "Training", "train_mode": "sampled", "train_minibatches": "8", "N": "4"})
+    assert not at.exception and not at.error
+    assert any("cannot make 8 minibatches" in warning.value for warning in at.warning)

@@ -9,6 +9,7 @@ from chart_specs import spec_nodes
 
 from toylab import make_toy
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.updates import Update
 from toylab.lessons.lesson import Mark
 from toylab.presentation import training_charts, training_frames
 from toylab.presentation.charts import MARK_NAMES
@@ -191,3 +192,27 @@ def test_a_marks_number_at_the_last_step_stands_before_its_ring(expected):
     numbers = {name: [row["number"] for row in spec["datasets"][layers[name]["data"]["name"]]]
                for name in (MARK_NAMES["number"], MARK_NAMES["number_before"])}
     assert numbers == {MARK_NAMES["number"]: ["1"], MARK_NAMES["number_before"]: ["2"]}
+
+
+def test_the_staleness_frame_and_chart_hold_the_librarys_numbers():
+    from toylab.training.staleness import LABELS, LAGS, staleness
+    result = staleness(make_toy(4, 3, 0.7, 1), "logged", TrainingConfig(10))
+    frame = training_frames.staleness_frame(result)
+    assert len(frame) == 4 * len(LAGS) and set(frame["label"]) == set(LABELS.values())
+    for objective, values in result.J.items():
+        rows = frame[frame["objective"] == objective]
+        assert rows["lag"].tolist() == list(LAGS) and rows["J"].tolist() == list(values)
+    assert (frame.loc[frame["objective"] == "on_policy", "J"] == result.on_policy).all()
+    spec = training_charts.staleness_chart(frame, 10).to_dict()
+    assert spec["layer"][0]["encoding"]["y"]["title"] == "J after 10 steps"
+
+
+def test_the_policy_curves_are_the_records():
+    runs = train(make_toy(4, 3, 0.7, 1), {"on_policy": {}, "tok_is": {}}, "logged",
+                 TrainingConfig(8, update=Update("bypass", epochs=2), lag=1))
+    curves = training_frames.curve_frame(runs, training_frames.CURVES + training_frames.POLICY_CURVES)
+    for quantity in training_frames.POLICY_CURVES:
+        rows = curves[(curves["estimator"] == "tok_is") & (curves["quantity"] == training_frames.QUANTITIES[quantity])]
+        assert rows["median"].tolist() == getattr(runs["tok_is"], quantity).tolist()
+    assert set(training_frames.curve_frame(runs)["quantity"]) == {training_frames.QUANTITIES[q]
+                                                                  for q in training_frames.CURVES}

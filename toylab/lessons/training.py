@@ -1,20 +1,30 @@
-"""Lessons about training with a correction: a token mask that collapses, full masks that stall."""
+"""Lessons about training with a correction: a token mask that collapses, full masks that stall; and about the three
+policies of an update: a recomputed anchor that the clip never reaches, bypass's clip spent on the engine's mismatch,
+objectives that part as the rollouts grow stale, and a sequence ratio that falls with the length."""
 
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 
+from toylab.analysis.length import repeated_position
+from toylab.catalogue.updates import Update
 from toylab.engine.moments import exact_moments
 from toylab.lessons.lesson import Evidence, Lesson, Mark, controls, toy_of
-from toylab.state.query import TRAINING_CONTROLS, TRAINING_TAB
+from toylab.state.query import CLIP_CONTROLS, LENGTH_TAB, TRAINING_CONTROLS, TRAINING_TAB, UPDATE_CONTROLS
 from toylab.training.loop import TrainingConfig, train
+from toylab.training.staleness import staleness
 
 
-def training_view(config, pick):
-    """The Training tab's controls (URL name → value) that show ``config``, with ``pick``'s training log."""
-    names = {f.name for f in fields(TrainingConfig)}
+def training_view(config, pick, **view):
+    """The Training tab's controls (URL name → value) that show ``config`` (its update's anchor, loss with ε and c,
+    minibatches, epochs and weights included), with ``pick``'s training log and any other ``view`` values."""
+    names = {f.name for f in fields(TrainingConfig)} - {"update"}
+    update = config.update
+    params = update.loss_params
     return {url: getattr(config, name) for name, url in TRAINING_CONTROLS.items() if name in names} \
-        | {TRAINING_CONTROLS["pick"]: pick}
+        | {TRAINING_CONTROLS[name]: getattr(update, name) for name in UPDATE_CONTROLS} \
+        | {TRAINING_CONTROLS[name]: params[name] or 0.0 for name in CLIP_CONTROLS if name in params} \
+        | {TRAINING_CONTROLS["pick"]: pick} | view
 
 
 COLLAPSE = TrainingConfig(steps=300, lr=1.0, optimizer="sgd", mode="expected")
@@ -69,6 +79,94 @@ def full_masks_stall(settings):
     return Evidence(numbers, holds, marks)
 
 
+LAGGED = TrainingConfig(steps=100, lr=1.0, optimizer="sgd", mode="expected", lag=8)
+
+
+def recomputed_anchor_never_clips(settings):
+    """At mismatch 0 with the engine 8 steps behind, one update per batch: recomputing π_old gives r ≡ 1 at every
+    step — clipped share and PPO KL exactly 0 — and w = π_θk/μ carries the lag (spread above 0.05); the rollout
+    anchor π_θ(k−8) moves the lag into r (clipped share above 0.05) and leaves w ≡ 1 (spread below 1e-12)."""
+    toy = toy_of(settings)
+    selection = settings.selection(exact_only=True) | {"on_policy": {}}
+    recompute = train(toy, selection, settings.baseline, LAGGED)["tok_is"]
+    rollout = train(toy, selection, settings.baseline, replace(LAGGED, update=Update("rollout")))["tok_is"]
+    peak = int(np.argmax(recompute.w_std))
+    numbers = {"recompute: largest clipped share": recompute.clip_share.max(),
+               "recompute: largest |PPO KL|": np.abs(recompute.ppo_kl).max(),
+               "recompute: largest spread of w": recompute.w_std[peak], "step of that spread": peak,
+               "rollout: largest clipped share": rollout.clip_share.max(),
+               "rollout: largest |PPO KL|": np.abs(rollout.ppo_kl).max(),
+               "rollout: largest spread of w": rollout.w_std.max()}
+    holds = numbers["recompute: largest clipped share"] == 0 and numbers["recompute: largest |PPO KL|"] == 0 \
+        and numbers["recompute: largest spread of w"] > 0.05 and numbers["rollout: largest clipped share"] > 0.05 \
+        and numbers["rollout: largest spread of w"] < 1e-12
+    marks = (Mark("training_clip", "recompute: not one token clipped, at any step (r ≡ 1)", LAGGED.steps, 0.0),
+             Mark("training_w", f"the lag sits in w: its spread reaches {recompute.w_std[peak]:.3f}", peak,
+                  float(recompute.w_std[peak])))
+    return Evidence({name: float(value) for name, value in numbers.items()}, holds, marks)
+
+
+BYPASS = TrainingConfig(steps=100, lr=0.01, optimizer="sgd", mode="expected", update=Update("bypass"))
+
+
+def bypass_spends_the_clip(settings):
+    """PPO centred on the engine's μ (bypass) at mismatch 0.3: at step 0, before θ has moved, over 30 % of the tokens
+    are already outside [1 − ε, 1 + ε] — the same share at learning rate 0.01 and 1 —, where the recomputed anchor
+    clips none."""
+    toy = toy_of(settings)
+    selection = settings.selection(exact_only=True) | {"on_policy": {}}
+    small = train(toy, selection, settings.baseline, BYPASS)["naive"]
+    large = train(toy, selection, settings.baseline, replace(BYPASS, lr=1.0))["naive"]
+    recompute = train(toy, selection, settings.baseline, replace(BYPASS, update=Update()))["naive"]
+    numbers = {"bypass: clipped share at step 0, lr 0.01": small.clip_share[0],
+               "bypass: clipped share at step 0, lr 1": large.clip_share[0],
+               "bypass: PPO KL at step 0": small.ppo_kl[0],
+               "recompute: clipped share at step 0": recompute.clip_share[0]}
+    holds = small.clip_share[0] == large.clip_share[0] > 0.3 and recompute.clip_share[0] == 0
+    marks = (Mark("training_clip", f"step 0, nothing learnt yet: {small.clip_share[0]:.0%} of tokens clipped", 0,
+                  float(small.clip_share[0])),)
+    return Evidence({name: float(value) for name, value in numbers.items()}, holds, marks)
+
+
+STALE = TrainingConfig(steps=30, lr=1.0, optimizer="sgd", mode="expected")
+
+
+def stale_objectives_part(settings):
+    """J after 30 steps against the engine's lag s = 0 … 16 (``training.staleness``): at every lag the decoupled
+    objective is above recompute-without-w, which is above PPO centred on μ; PPO centred on μ loses more than half of
+    its J from lag 0 to lag 16."""
+    result = staleness(toy_of(settings), settings.baseline, STALE)
+    J = result.J
+    numbers = {f"{objective}: J at lag {lag}": J[objective][index] for objective in J
+               for index, lag in enumerate(result.lags) if lag in (0, 16)} | {"on_policy: J": result.on_policy}
+    holds = all(d > r > b for d, r, b in zip(J["decoupled"], J["recompute"], J["bypass"], strict=True)) \
+        and J["bypass"][-1] < J["bypass"][0] / 2
+    last = result.lags[-1]
+    marks = (Mark("training_staleness", f"PPO centred on μ at lag {last}: J = {J['bypass'][-1]:.3f}", last,
+                  J["bypass"][-1]),
+             Mark("training_staleness", f"the decoupled objective at lag {last}: J = {J['decoupled'][-1]:.3f}", last,
+                  J["decoupled"][-1]))
+    return Evidence(numbers, holds, marks)
+
+
+LENGTHS = (1, 4, 16, 64, 128)
+TRL_CAP = 3.0          # TRL's vllm_importance_sampling_cap default (toylab's trl presets: clip_max 3)
+
+
+def sequence_ratio_falls_with_length(settings):
+    """The first position of the toy repeated T times (``length.repeated_position``): E_μ[min(W, 3)] of the product of
+    token ratios falls from over 0.99 at T = 1 to under 0.15 at T = 128, while E_μ[min(ρ_geo, 3)] of its geometric
+    mean stays within 0.05 of its value at T = 4."""
+    toy = toy_of(settings)
+    found = repeated_position(toy.log_rho[0], toy.mu[0], LENGTHS, TRL_CAP)
+    numbers = {f"E[min(W, 3)] at T = {T}": found[T][0] for T in LENGTHS} \
+        | {f"E[min(ρ_geo, 3)] at T = {T}": found[T][1] for T in LENGTHS} \
+        | {f"E[log W] at T = {LENGTHS[-1]}": found[LENGTHS[-1]][2]}
+    holds = found[1][0] > 0.99 and found[LENGTHS[-1]][0] < 0.15 \
+        and all(abs(found[T][1] - found[4][1]) < 0.05 for T in LENGTHS[1:])
+    return Evidence(numbers, holds)
+
+
 LESSONS = (
     Lesson("token_mask_collapse",
            "Under heavy mismatch a token mask can train the wrong way: at mismatch 1, IcePop-style tok_mis (keep "
@@ -87,4 +185,42 @@ LESSONS = (
            training_view(STALL, "trm"),
            claim="A mask that keeps no rollout stops training dead: trm and k3_rs stay where they start (1) while "
                  "on-policy training climbs to J ≈ 1 (2)."),
+    Lesson("recomputed_anchor_never_clips",
+           "With π_old recomputed and one update per batch, the PPO ratio r = π_θ/π_old is exactly 1 when the loss is "
+           "taken, so the clip never binds, however stale the rollouts: at mismatch 0 with the engine 8 steps behind, "
+           "not one token is clipped in 100 steps and the PPO KL is 0, while w = π_old/μ carries all of the lag (its "
+           "spread reaches 0.40). Anchor π_old at the policy that generated the batch instead and the lag moves into "
+           "r, where the clip sees it (up to 29 % of tokens clipped), and w is 1 (the complaint of verl #791: with "
+           "one PPO epoch the clip ratio does nothing).",
+           controls(("on_policy", "naive", "tok_is"), mismatch=0.0, baseline="logged"), TRAINING_TAB, recomputed_anchor_never_clips,
+           training_view(LAGGED, "tok_is"),
+           claim="Recompute π_old, one update: r ≡ 1, nothing clipped (1) however stale; the lag sits in w (2)."),
+    Lesson("bypass_spends_the_clip",
+           "PPO centred on the engine's μ (bypass mode: π_old = μ) spends its trust region on the engine's error "
+           "before the policy moves at all: at mismatch 0.3, 42 % of the tokens are outside [0.8, 1.2] at step 0 "
+           "— the same share at learning rate 0.01 as at 1 — so their gradient is clipped away, where a recomputed "
+           "π_old clips none.",
+           controls(("on_policy", "naive", "tok_is"), mismatch=0.3, baseline="logged"), TRAINING_TAB, bypass_spends_the_clip,
+           training_view(BYPASS, "naive"),
+           claim="Bypass: at step 0, before θ moves, a large share of tokens is already clipped (1): the engine's "
+                 "error, not learning."),
+    Lesson("stale_objectives_part",
+           "As the rollouts grow stale the objectives part. At mismatch 0.3, after 30 steps: PPO centred on μ (bypass, "
+           "AReaL's \"naive PPO\") falls from J = 0.68 at lag 0 to 0.18 at lag 16; the decoupled objective (π_old "
+           "recomputed, w = π_old/μ as a weight) keeps the most (0.86 to 0.52), and recomputing without w sits "
+           "between (0.80 to 0.35) — the shape of "
+           "AReaL's table of naive against decoupled PPO, here exact.",
+           controls(("on_policy", "naive", "tok_is"), mismatch=0.3, baseline="logged"), TRAINING_TAB, stale_objectives_part,
+           training_view(STALE, "tok_is", staleness=True),
+           claim="Stale rollouts: PPO centred on μ collapses with the lag (1), the decoupled objective holds up "
+                 "best (2)."),
+    Lesson("sequence_ratio_falls_with_length",
+           "A sequence ratio is a product of token ratios, W = ∏_t ρ_t: its mean is 1 at every length, but its typical "
+           "value falls as e^{T·E[log ρ]}. With the toy's first position repeated T times, the mean of W capped at 3 "
+           "(TRL's sequence_truncate default cap) falls from 1.00 at T = 1 to 0.13 at T = 128, while the same for "
+           "the geometric mean ρ_geo = W^{1/T} stays at 0.95 (TRL #5814, where a capped W deflated the weights and "
+           "TRL kept the product as the unbiased weight).",
+           controls(("on_policy", "naive", "seq_tis", "gspo_geo"), mismatch=0.3), LENGTH_TAB,
+           sequence_ratio_falls_with_length,
+           claim="The product of token ratios W falls with T; its geometric mean does not."),
 )

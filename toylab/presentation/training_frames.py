@@ -16,10 +16,15 @@ import pandas as pd
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import coincidence
 from toylab.training.loop import per_step_median, summary
+from toylab.training.staleness import LABELS as STALENESS_LABELS
 
 CURVE_COLUMNS = ["estimator", "quantity", "step", "median", "q10", "q90"]
 QUANTITIES = {"J": "J = E_π[r]", "logged_reward": "logged reward E_μ[r]", "kl_mu_pi": "KL(μ‖π)",
-              "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J", "step_cosine": "cosine to ∇J of the step"}
+              "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J", "step_cosine": "cosine to ∇J of the step",
+              "clip_share": "clipped share of tokens", "ppo_kl": "PPO KL (mean of −log r)",
+              "w_std": "spread of w = π_old/μ"}
+CURVES = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine")      # every run's curves …
+POLICY_CURVES = ("clip_share", "ppo_kl", "w_std")      # … and what the frameworks log of the three policies
 BAND = (0.1, 0.9)
 UNDEFINED = "—"
 
@@ -45,7 +50,7 @@ def band_description(runs):
             f"{inside} of the {runs} runs lie inside")
 
 
-def curve_frame(trajectories, quantities=tuple(QUANTITIES)):
+def curve_frame(trajectories, quantities=CURVES):
     """Long frame: one row per (estimator, quantity, step) with median, q10, q90; undefined steps left out, and
     quantities a trajectory does not record (step_cosine in sampled mode). Built as one frame from its columns (a
     frame per curve and a concatenation cost 40 ms a run for nine estimators)."""
@@ -176,3 +181,13 @@ def sga_table(estimators, second_order, monte_carlo, lr):
     return pd.DataFrame(rows, columns=["estimator", "label", "slope", "mean_curvature", "noise_curvature", "best_lr",
                                        "second_order", "monte_carlo", "trusted", "adam", "adam_lr"])
 
+
+
+def staleness_frame(result):
+    """One row per (objective, lag) of a ``staleness.Staleness``: its label, the lag s and J after the run; the
+    reference on_policy's J as a row of its own at every lag."""
+    rows = [{"objective": objective, "label": STALENESS_LABELS[objective], "lag": lag, "J": J}
+            for objective, values in result.J.items() for lag, J in zip(result.lags, values, strict=True)]
+    rows += [{"objective": "on_policy", "label": STALENESS_LABELS["on_policy"], "lag": lag, "J": result.on_policy}
+             for lag in result.lags]
+    return pd.DataFrame(rows, columns=["objective", "label", "lag", "J"])

@@ -8,6 +8,7 @@ from toylab.catalogue.estimators import ESTIMATORS
 from toylab.training import cost
 from toylab.training.loop import REFERENCE, cannot_train, train, trained_ids
 from toylab.training.sga import monte_carlo_improvement, second_order, toy_at
+from toylab.training.staleness import staleness as staleness_of
 from views.caches import cache
 from views.caches.bounded_cache import ByteBoundedCache
 from views.caches.work_slots import large_work
@@ -22,16 +23,26 @@ LIMIT_SECONDS = cost.PAGE_SECONDS
 TRAJECTORY_CACHE_BYTES = 256 * 2**20        # runs kept over every session (the one just asked for always stays)
 
 
-def trained(settings, mode):
+def trained(settings, mode, weights_only=False):
     """((id, ((name, value), …)), …): on_policy (the reference) and the selected estimators that can train in this
-    mode at the sidebar's N (``training.trained_ids``), in registry order."""
+    mode at the sidebar's N (as a weight g(w) of an update when ``weights_only``: ``training.trained_ids``), in
+    registry order."""
     chosen = {REFERENCE: {}} | settings.selection()
-    return tuple((id, tuple(chosen[id].items())) for id in trained_ids(settings.estimators, mode, settings.N))
+    return tuple((id, tuple(chosen[id].items()))
+                 for id in trained_ids(settings.estimators, mode, settings.N, weights_only))
 
 
-def left_out(settings, mode):
+def left_out(settings, mode, weights_only=False):
     """'id (why)' for each selected estimator that cannot train in this mode at the sidebar's N."""
-    return [f"{id} ({why})" for id in settings.estimators if (why := cannot_train(id, mode, settings.N))]
+    return [f"{id} ({why})" for id in settings.estimators
+            if (why := cannot_train(id, mode, settings.N, weights_only))]
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def staleness(toy_key, baseline, config):
+    """``training.staleness`` of the toy under ``config``: J after its steps against the lag, for three objectives
+    (every one of them factorises over positions: no enumeration, whatever the toy's size)."""
+    return staleness_of(cache.toy(*toy_key), baseline, config)
 
 
 def refusal(settings, config, selection):

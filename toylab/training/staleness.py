@@ -1,0 +1,53 @@
+"""How much staleness is safe: J after K steps against the engine's lag s, for three objectives, exact.
+
+For each lag s in LAGS (the engine samples from the policy s steps old, ``policies``), expected mode, the run's
+steps, learning rate, optimizer, engine error, loss and U = minibatches × epochs:
+
+    bypass        PPO centred on μ: the anchor is the engine's μ, no correction (AReaL's "naive PPO", verl's bypass)
+    decoupled     the anchor recomputed, π_old = π_{θ_k}, and the correction w = π_old/μ as a weight (tok_is: AReaL's
+                  decoupled PPO, its behaviour weight π_prox/μ uncapped)
+    recompute     the anchor recomputed, no correction: the lag and the mismatch left uncorrected
+
+and on_policy (the trainer sampling itself, no engine, no lag) as the reference. The shape of AReaL's table of
+accuracy against its max_head_offpolicyness η for naive and decoupled PPO (its v0.3 blog, Table 3), with a fixed
+lag s in place of a lag drawn up to η.
+"""
+
+from dataclasses import dataclass, replace
+
+from toylab.catalogue.updates import Update
+from toylab.training.loop import train
+
+LAGS = (0, 1, 2, 4, 8, 16)
+OBJECTIVES = {"bypass": ("bypass", "naive"), "decoupled": ("recompute", "tok_is"), "recompute": ("recompute", "naive")}
+LABELS = {"bypass": "PPO centred on μ (bypass; AReaL's naive PPO)", "decoupled": "decoupled: recompute, w as a weight",
+          "recompute": "recompute without w", "on_policy": "on_policy (no engine, no lag)"}
+
+
+@dataclass(frozen=True)
+class Staleness:
+    """J after the run's K steps: ``J[objective]`` a tuple over ``lags``; ``on_policy`` the reference's."""
+    lags: tuple
+    J: dict
+    on_policy: float
+
+
+def staleness(toy, baseline, config, lags=LAGS):
+    """The Staleness of the toy under ``config`` (its mode is taken as expected; its update's anchor and lag are the
+    view's to set, the rest is kept)."""
+    J = {objective: [] for objective in OBJECTIVES}
+    reference = None
+    for lag in lags:
+        for anchor in ("bypass", "recompute"):
+            ids = [id for objective, (their, id) in OBJECTIVES.items() if their == anchor]
+            update = Update(anchor, config.update.loss, config.update.params, config.update.minibatches,
+                            config.update.epochs)
+            selection = {id: {} for id in ids} | ({"on_policy": {}} if reference is None else {})
+            runs = train(toy, selection, baseline, replace(config, mode="expected", update=update, lag=lag,
+                                                           lag_draw="fixed"))
+            if reference is None:
+                reference = float(runs["on_policy"].J[-1])
+            for objective, (their, id) in OBJECTIVES.items():
+                if their == anchor:
+                    J[objective].append(float(runs[id].J[-1]))
+    return Staleness(tuple(lags), {objective: tuple(values) for objective, values in J.items()}, reference)
