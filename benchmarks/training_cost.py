@@ -1,7 +1,7 @@
 """Training's cost model (toylab/training/cost.py) against the runs it predicts, on a grid of T, V, N, runs, steps and
 estimators, in both modes.
 
-    python benchmarks/training_cost.py [--json out.json] [--quick] [--mode expected|sampled]
+    python benchmarks/training_cost.py [--json out.json] [--quick] [--mode expected|sampled] [--policies]
 
 Each point runs twice, each time in a fresh process. First for its time: the model's prediction (the probe of small
 copies, timed), then the run itself, ``train``, timed by its thread's CPU time (what the probe measures: the page's
@@ -10,7 +10,9 @@ slowdown). Then for its memory, the run alone: the rise of the process's residen
 resident size just before (after a probe, the run reuses what the probe's copies freed and the process kept, and
 would seem to add less). Printed: predicted and measured seconds and MB, their ratio (predicted / measured), the
 probe's own seconds, and the load average (2 shared cores here: a loaded machine slows the run and the probe alike,
-but not always by as much).
+but not always by as much). ``--policies``: the three-policy grid instead — the default estimators at each size with
+U = 8 updates a batch (recompute, 8 epochs), bypass at lag 16 (4 minibatches × 2 epochs), and rollout at lag 8 with
+the correction at the current policy (4 epochs): U ≤ 8 and lag ≤ 16.
 """
 
 import argparse
@@ -29,6 +31,7 @@ from toylab import make_toy
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.engine.sampler import DEFAULT_SAMPLER
 from toylab.training import cost
+from toylab.catalogue.updates import Update
 from toylab.training.loop import TrainingConfig, train, trained_ids
 
 def rss(field):
@@ -37,8 +40,10 @@ def rss(field):
 
 point = json.loads(sys.argv[1])
 ids = list(ESTIMATORS) if point["estimators"] == "all" else point["estimators"].split(",")
-config = TrainingConfig(steps=point["steps"], mode=point["mode"], N=point["N"], runs=point["runs"])
-ids = trained_ids(ids, config.mode, config.N)
+update = point.get("update", {})
+config = TrainingConfig(steps=point["steps"], mode=point["mode"], N=point["N"], runs=point["runs"],
+                        update=Update(**{k: v for k, v in update.items() if k != "lag"}), lag=update.get("lag", 0))
+ids = trained_ids(ids, config.mode, config.N, config.weights_only)
 selection = {id: {} for id in ids}
 toy = make_toy(point["T"], point["V"])
 if sys.argv[2] == "memory":
@@ -78,6 +83,17 @@ def grid(quick, mode=None):
     return points[::4] if quick else points
 
 
+UPDATES = ({"anchor": "recompute", "epochs": 8}, {"anchor": "bypass", "minibatches": 4, "epochs": 2, "lag": 16},
+           {"anchor": "rollout", "epochs": 4, "weights_at": "current", "lag": 8})
+
+
+def policy_grid(quick, mode=None):
+    """The three-policy points: the default estimators at each size of the grid, under each of UPDATES."""
+    sizes = [point for point in grid(False, mode) if point["estimators"] == DEFAULT]
+    points = [point | {"update": update} for point in sizes for update in UPDATES]
+    return points[::4] if quick else points
+
+
 def measure(point):
     """The point's time (after its probe) and its memory (alone), each in a fresh process."""
     for what in ("time", "memory"):
@@ -93,7 +109,9 @@ def label(point):
     size = f"T={point['T']} V={point['V']}"
     draws = f" N={point['N']} runs={point['runs']}" if point["mode"] == "sampled" else ""
     which = "all" if point["estimators"] == "all" else "default"
-    return f"{point['mode']} {size}{draws} K={point['steps']}, {which} ({point['trained']})"
+    update = point.get("update")
+    policies = "" if update is None else " · " + " ".join(f"{key} {value}" for key, value in update.items())
+    return f"{point['mode']} {size}{draws} K={point['steps']}, {which} ({point['trained']}){policies}"
 
 
 def main():
@@ -101,13 +119,14 @@ def main():
     parser.add_argument("--json", help="write the rows to this file")
     parser.add_argument("--quick", action="store_true", help="every fourth point")
     parser.add_argument("--mode", choices=("expected", "sampled"), help="only this mode's points")
+    parser.add_argument("--policies", action="store_true", help="the three-policy grid: U ≤ 8, lag ≤ 16")
     arguments = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     rows = []
     print("| run | predicted CPU s | measured | ratio | predicted wall s | measured | ratio | probe s | predicted MB "
           "| measured MB | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for point in grid(arguments.quick, arguments.mode):
+    for point in (policy_grid if arguments.policies else grid)(arguments.quick, arguments.mode):
         row = measure(point)
         rows.append(row)
         print(f"| {label(row)} | {row['predicted_s']:.3g} | {row['cpu_s']:.3g} | {row['predicted_s'] / row['cpu_s']:.2f} "

@@ -6,5 +6,6 @@
     toy_rows       many toys at once, one θ per row: the loop's toys at one step
     optimizers     SGD and Adam on arrays of any shape
     sga            how much one step θ + lr·ĝ_N is expected to improve J
+    staleness      J after K steps against the engine's lag, for PPO centred on μ, decoupled and recompute
     cost           a run's seconds and peak memory, estimated before it starts
 """

@@ -73,7 +73,7 @@ from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
 from toylab.training.exact import chunk_rows
-from toylab.training.loop import LIMITS, TrainingConfig, train
+from toylab.training.loop import LIMITS, train
 
 PAGE_SECONDS = 10.0                         # the page refuses a run estimated over this
 COMMAND_LINE_FACTOR = 30                    # … and the command line one over 30 times that
@@ -136,8 +136,9 @@ class Probe:
 
 def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter):
     """The Probe of ``train`` on the toy of ``toy_key`` (T, V, mismatch, seed, sampler) with ``selection`` ({id:
-    overrides}), ``baseline`` and ``config``'s mode, optimizer and noise (its steps, runs and N are the line's
-    variables); ValueError as ``train`` raises it. ``timer`` measures CPU seconds, ``clock`` the wall's."""
+    overrides}), ``baseline`` and ``config``'s mode, optimizer, noise, update (anchor, loss, U = minibatches × epochs,
+    where the correction reads) and lag (its steps, runs and N are the line's variables: a step's U updates are in
+    the copies' steps); ValueError as ``train`` raises it. ``timer`` measures CPU seconds, ``clock`` the wall's."""
     T, V, mismatch, seed, sampler = toy_key
     spent = {"cpu": 0.0, "wall": 0.0}
     chunk = chunk_rows(V**T)                                        # the copies enumerate as the run will
@@ -147,8 +148,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         toy = make_toy(T, V, mismatch, seed, sampler)
         if config.mode == "expected":
             split_grid(T, V)                                        # built once per process: not a step's time
-        copy = TrainingConfig(steps=steps, lr=config.lr, optimizer=config.optimizer, mode=config.mode, N=N, runs=runs,
-                              noise=config.noise)
+        copy = replace(config, steps=steps, N=N, runs=runs)
         start, wall = timer(), clock()
         train(toy, chosen, baseline, copy, chunk=chunk)
         cpu, wall = timer() - start, clock() - wall
@@ -222,7 +222,8 @@ def _expected_line(timed, T, V, selection):
 def _sampled_line(timed, T, selection, config):
     """The sampled Probe through the copies at (1, n₀), (R, n₀), (r₂, n₀), (r₂, N₂) and, beyond them, the
     reference's growth per draw (see the module docstring)."""
-    low = 2 if "rloo" in selection else 1                                   # rloo trains only with N ≥ 2
+    low = max(2 if "rloo" in selection else 1, config.update.minibatches)   # rloo trains only with N ≥ 2, and a
+                                                                            # batch of N makes at most N minibatches
     runs, draws = min(config.runs, PROBE_RUNS), max(low, min(config.N, PROBE_DRAWS))
     wide = min(config.runs, max(runs, PROBE_ROWS // len(selection)))      # R runs: R·E ≤ PROBE_ROWS, R ≥ r₂
     far = min(config.runs, max(1, GROWTH_TOKENS // (low * T)))            # the run's (r, N), r·N·T ≤ GROWTH_TOKENS
@@ -261,7 +262,8 @@ def run_bytes(T, V, config, estimator_ids):
     """Bytes a run adds while it runs: its records and one step's temporaries (see the module docstring)."""
     runs = config.runs if config.mode == "sampled" else 1
     count = len(estimator_ids)
-    records = 8 * count * runs * (config.steps + 1) * (T * V + RECORDED[config.mode])
+    records = 8 * count * runs * (config.steps + 1) * (T * V + RECORDED[config.mode]) \
+        + 8 * count * runs * T * V * config.lag                             # θ_{k−1} … θ_{k−s}: the engine's past
     if config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
         step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
