@@ -60,3 +60,32 @@ def assert_frozen_equal(actual, frozen, rtol):
     np.testing.assert_array_equal(actual == 0, frozen == 0, err_msg="the zero coefficients differ")
     scale = np.broadcast_to(rtol, frozen.shape) * np.abs(frozen)
     np.testing.assert_array_less(np.abs(actual - frozen), scale + 1e-300, err_msg="beyond the tolerance")
+
+
+# -- three policies: each framework's policy loss with π_θ, π_old and μ apart (issue 37) ------------------------
+
+def updates(framework):
+    """The framework's update checks: an update preset, the loss parameters and correction a setting means in
+    toylab's terms, and the framework's per-token loss and ∂loss/∂log π_θ on a batch of one-token rows."""
+    return load(framework).get("updates", [])
+
+
+def update_id(entry):
+    return f"{entry['preset']}-{entry['setting']}"
+
+
+def update_batch(framework, name):
+    """(log π_θ, log π_old, log μ, mask, advantages) of an update batch, as arrays."""
+    data = load(framework)["batches"][name]
+    return (np.array(data["trainer"]), np.array(data["old"]), np.array(data["sampler"]), np.array(data["mask"]),
+            np.array(data["advantages"]))
+
+
+def update_tolerance(framework, name, float32):
+    """(B, 1) relative tolerance: 10⁻¹² in float64; where the framework's loss or correction exponentiates in
+    float32, 2⁻²³·(2 + the row's largest |log-prob|) as for the cases."""
+    if not float32:
+        return FLOAT64_RTOL
+    trainer, old, sampler, mask, _ = update_batch(framework, name)
+    largest = np.where(mask > 0, np.maximum.reduce([np.abs(trainer), np.abs(old), np.abs(sampler)]), 0.0)
+    return FLOAT32_UNIT * (2.0 + largest.max(axis=1, keepdims=True))

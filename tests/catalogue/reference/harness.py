@@ -22,6 +22,14 @@ dependency of toylab or of its tests), from the repository's root:
 
 It rewrites ``<framework>/numbers.json``: the framework, its repository and commit, the batches, and per case the
 preset, its parameters, the batch, the coefficients and (where the framework returns one) the loss mask it leaves.
+
+Three policies (issue 37): ``update_probes`` builds batches of one-token rows with log π_θ ("trainer"), log π_old
+("old") and log μ ("sampler"), at PPO ratios r = π_θ/π_old and engine ratios w = π_old/μ 10⁻⁴ (in log) on each side
+of every clip, cap and bound of a setting, near 1, far beyond them (|log r| 1, 3, 21 and 25: beyond ±20 clamps), at
+combined ratios π_θ/μ on each side of each bound with w ≠ 1, and at probability gaps π_θ − μ on each side of a
+probability threshold (DPPO masks); every row with A = +0.9 and A = −0.6. ``per_token`` runs a framework's loss
+on each row alone (one token: every aggregation of the framework is that token's loss) and records the token's loss
+and its gradient ∂loss/∂log π_θ by autograd; ``Numbers.update`` files them under "updates", beside the cases.
 """
 
 import json
@@ -182,6 +190,76 @@ def probe_batch(ratios=(), extra=(), float32=False):
             "mask": [r[2] for r, _ in doubled], "advantages": [a for _, a in doubled]}
 
 
+# -- three policies --------------------------------------------------------------------------------------------
+
+LOG_RATIOS = (0.0, 0.05, -0.05, 1.0, -1.0, 3.0, -3.0, 21.0, -21.0, 25.0, -25.0)     # log r: 1, near 1, far, beyond ±20
+LOG_WEIGHTS = (0.0, 0.5, -0.5, 3.0, -3.0)                                            # log w: 1, near 1, far
+COMBINED_SHIFTS = (0.5, -0.5)                    # log w of the rows whose combined ratio π_θ/μ sits at a bound
+
+
+def policy_token(log_ratio, log_weight, position=0):
+    """(log π_θ, log π_old, log μ) of a token with log r = log π_θ − log π_old and log w = log π_old − log μ (to
+    the rounding of the sums), the largest of the three at −0.1·(1 + position mod 6)."""
+    top = -0.1 * (1 + position % 6) - max(0.0, log_weight, log_weight + log_ratio)
+    return top + log_weight + log_ratio, top + log_weight, top
+
+
+def probability_token(pi, old, mu):
+    """(log π_θ, log π_old, log μ) of a token given as probabilities."""
+    return math.log(pi), math.log(old), math.log(mu)
+
+
+def _sides(ratio):
+    return (math.log(ratio) - STEP, math.log(ratio) + STEP)
+
+
+def update_probes(ratios=(), weights=(), combined=(), gaps=(), samplers=(0.3, 0.6)):
+    """One-token rows, each twice (A = +0.9, −0.6): every log r of LOG_RATIOS and 10⁻⁴ on each side of each PPO
+    bound in ``ratios`` (1 − ε_low, 1 + ε_high, c, …; a bound ≤ 0 has no side), crossed with every log w of LOG_WEIGHTS and 10⁻⁴ on each
+    side of each bound of the engine correction in ``weights`` (a TIS cap, IcePop bounds); rows whose combined
+    ratio π_θ/μ is 10⁻⁴ on each side of each bound in ``combined`` while w = e^±0.5; and, for each probability
+    threshold δ in ``gaps`` and sampler probability μ in ``samplers``, π_θ = μ ± δ·e^∓10⁻⁴ (and ±δ/2, ±1.5·δ
+    where they fit) with π_old = μ and with π_old = μ·e^0.3."""
+    ratios, weights, combined = ([b for b in bounds if b > 0] for bounds in (ratios, weights, combined))
+    xs = list(LOG_RATIOS) + [x for ratio in ratios for x in _sides(ratio)]
+    ys = list(LOG_WEIGHTS) + [y for weight in weights for y in _sides(weight)]
+    tokens = [policy_token(x, y, i) for i, (x, y) in enumerate((x, y) for x in xs for y in ys)]
+    tokens += [policy_token(z - y, y, i) for i, (z, y) in enumerate(
+        (z, y) for ratio in combined for z in _sides(ratio) for y in COMBINED_SHIFTS)]
+    for delta in gaps:
+        for mu in samplers:
+            for gap in (delta * math.exp(-STEP), delta * math.exp(STEP), delta / 2, 1.5 * delta):
+                for sign in (1.0, -1.0):
+                    pi = mu + sign * gap
+                    if 0.0 < pi < 1.0:
+                        tokens += [probability_token(pi, mu, mu), probability_token(pi, mu * math.exp(0.3), mu)]
+    doubled = [(t, a) for t in tokens for a in (POSITIVE, NEGATIVE)]
+    return {"trainer": [[t[0]] for t, _ in doubled], "old": [[t[1]] for t, _ in doubled],
+            "sampler": [[t[2]] for t, _ in doubled], "mask": [[1] for _ in doubled],
+            "advantages": [a for _, a in doubled]}
+
+
+def per_token(loss_fn, batch):
+    """(loss, gradient), each (B, 1): ``loss_fn(b, trainer, old, sampler, mask, advantages)`` run on each one-token
+    row b alone (float64 tensors of shape (1, 1), advantages (1,); trainer requires grad) returns the framework's
+    scalar loss, and the gradient is its ∂/∂log π_θ by autograd. (A correction whose metrics need more than one
+    token is computed on the whole batch first and looked up by b.)"""
+    losses, gradients = [], []
+    for b in range(len(batch["advantages"])):
+        trainer = torch.tensor(batch["trainer"][b:b + 1], dtype=torch.float64, requires_grad=True)
+        old, sampler, mask = (torch.tensor(batch[key][b:b + 1], dtype=torch.float64)
+                              for key in ("old", "sampler", "mask"))
+        advantages = torch.tensor(batch["advantages"][b:b + 1], dtype=torch.float64)
+        loss = loss_fn(b, trainer, old, sampler, mask, advantages)
+        (gradient,) = torch.autograd.grad(loss, trainer, allow_unused=True)
+        losses.append([float(loss.detach())])
+        gradients.append([0.0 if gradient is None else float(gradient[0, 0])])
+    for values in (losses, gradients):
+        if not all(math.isfinite(v[0]) for v in values):
+            raise ValueError("a loss or a gradient is not finite")
+    return losses, gradients
+
+
 # -- running a loss --------------------------------------------------------------------------------------------
 
 def tensors(batch):
@@ -216,7 +294,7 @@ class Numbers:
         self.header = {"framework": framework, "repository": repository, "commit": commit,
                        "generator": generator, "float32": float32, "notes": notes,
                        "torch": torch.__version__, "python": platform.python_version()}
-        self.batches, self.cases, self.findings = {}, [], {}
+        self.batches, self.cases, self.findings, self.updates = {}, [], {}, []
 
     def batch(self, name, batch):
         self.batches[name] = {key: [list(map(float if key != "mask" else int, r)) if isinstance(r, list) else r
@@ -240,6 +318,20 @@ class Numbers:
         """Numbers that are not a preset's, kept for a test that shows what the framework's code does."""
         self.findings[name] = {"batch": batch, "coefficients": as_list(coefficient), "note": note}
 
+    def update(self, preset, setting, config, params, correction, correction_params, batch, loss, gradient,
+               float32=False, note=""):
+        """One check of an update preset: the framework's configuration as run (``config``), the update preset it
+        is, the loss parameters and correction (registry id and parameters) that setting means in toylab's terms,
+        and per token of the batch the framework's loss and its gradient ∂loss/∂log π_θ (``per_token``);
+        ``float32`` where the loss or its correction exponentiates in float32."""
+        entry = {"preset": preset, "setting": setting, "config": config, "params": params, "correction": correction,
+                 "correction_params": correction_params, "batch": batch, "loss": loss, "gradient": gradient}
+        if float32:
+            entry["float32"] = True
+        if note:
+            entry["note"] = note
+        self.updates.append(entry)
+
     def write(self, path):
         """JSON, one batch or case per line block, floats as Python writes them (they read back bit for bit)."""
         lines = ["{"]
@@ -261,7 +353,14 @@ class Numbers:
         for i, case in enumerate(self.cases):
             comma = "," if i < len(self.cases) - 1 else ""
             lines.append(f"    {json.dumps(case)}{comma}")
-        lines.append("  ]")
+        lines.append("  ]" + ("," if self.updates else ""))
+        if self.updates:
+            lines.append('  "updates": [')
+            for i, entry in enumerate(self.updates):
+                comma = "," if i < len(self.updates) - 1 else ""
+                lines.append(f"    {json.dumps(entry)}{comma}")
+            lines.append("  ]")
         lines.append("}")
         Path(path).write_text("\n".join(lines) + "\n")
-        print(f"{path}: {len(self.cases)} cases on {len(self.batches)} batches", file=sys.stderr)
+        print(f"{path}: {len(self.cases)} cases and {len(self.updates)} update checks on {len(self.batches)} "
+              "batches", file=sys.stderr)

@@ -13,4 +13,7 @@
     prime_rl       prime-rl's default loss (DPPO binary-TV + squared log-ratio penalty) and its IPO loss
     ms_swift       ms-swift's rollout_importance_sampling_mode (token and geometric sequence modes)
     open_instruct  open-instruct's use_rho_correction and rho masks
+    pipelinerl     PipelineRL's update only (its ratio against the logged log-probs; no correction presets)
+
+Each module may list ``UPDATES``: its update presets (``toylab.catalogue.updates``), gathered by ``update_presets``.
 """

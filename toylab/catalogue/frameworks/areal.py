@@ -19,6 +19,7 @@ token's probability, both probabilities clamped to [10⁻⁸, 1 − 10⁻⁸].
 
 from toylab.catalogue.frameworks.factors import ratio_band
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "cbff54d"
@@ -116,6 +117,42 @@ CODE = {"*": f"{FUNCTIONAL} 185–437 (apply_rejection_sampling), 452–596 (ppo
                 "(ppo_actor_loss_fn)",
         "m2_threshold": "areal/trainer/ppo/actor.py 933–1014 (_apply_m2po_masking, _get_m2po_loss_mask)"}
 PRESETS = with_code(PRESETS, CODE)
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+PPO = "areal/utils/functional/functional.py ppo_actor_loss_fn 452–596"
+CISPO = "areal/utils/functional/functional.py cispo_loss_fn 678–793; actor.py grpo_loss_fn 576–597"
+ANCHOR = "areal/trainer/ppo/actor.py _compute_advantages 229–242 (without use_decoupled_loss π_prox is μ)"
+EXAMPLE = ("examples/math/gsm8k_grpo.yaml 28, 69–80: rollout.max_head_offpolicyness 2, actor.eps_clip 0.4, "
+           "ppo_n_minibatches 1, recompute_logprob and use_decoupled_loss true, rejection_sampling {metric ratio, "
+           "upper 5.0}")
+LOGLINEAR_NOTE = ("prox_logp_method loglinear (actor.py compute_prox_logp_approximations 768–849) replaces π_prox by "
+                  "log μ + α(log π_θ − log μ), α = (v_θ − 1 − v_μ)/(v_θ − v_μ) per token: an anchor that moves with "
+                  "π_θ, not one of these")
+UPDATES = [
+    UpdatePreset("areal:default", "actor.use_decoupled_loss=false, recompute_logprob=false (PPOActorConfig defaults)",
+                 Update("bypass", "ppo", {"eps_low": 0.2, "eps_high": 0.2}, minibatches=4), None, "areal", 0,
+                 commit=COMMIT, code=f"{PPO}; {ANCHOR}; cli_args.py PPOActorConfig 1676–1697 (ppo_n_minibatches 4, "
+                                     "eps_clip 0.2, c_clip None), 2502–2509 (max_head_offpolicyness 0)",
+                 note="the defaults are AReaL's “naive PPO”: clipped against the engine's log-probs, no π_prox"),
+    UpdatePreset("areal:decoupled", "actor.use_decoupled_loss=true, rejection_sampling={level token, action mask, "
+                                    "metric ratio, upper 5.0} (examples/math/gsm8k_grpo.yaml)",
+                 Update("recompute", "ppo", {"eps_low": 0.4, "eps_high": 0.4}), "areal:token_mask", "areal", 2,
+                 "uniform", commit=COMMIT, code=f"{PPO}; {EXAMPLE}",
+                 note="π_prox/μ multiplies the clipped loss only when rejection_sampling is set (since #1088, "
+                      "bc9f009); use_decoupled_loss with rejection_sampling None (the field's default) warns and "
+                      "applies no weight (cli_args.py 1941–1952); max_head_offpolicyness bounds the lag, the toy "
+                      "draws it uniformly in 0 … 2; " + LOGLINEAR_NOTE),
+    UpdatePreset("areal:cispo", "actor.use_cispo_loss=true, eps_clip=1.0, eps_clip_higher=4.0 (its help's "
+                                "recommendation; eps_clip_higher None raises)",
+                 Update("bypass", "cispo", {"eps_low": 1.0, "eps_high": 4.0}, minibatches=4), None, "areal", 0,
+                 commit=COMMIT, code=CISPO),
+    UpdatePreset("areal:cispo_decoupled", "actor.use_cispo_loss=true, eps_clip=1.0, eps_clip_higher=4.0, "
+                                          "use_decoupled_loss=true, rejection_sampling as gsm8k_grpo.yaml",
+                 Update("recompute", "cispo", {"eps_low": 1.0, "eps_high": 4.0}), "areal:token_mask", "areal", 2,
+                 "uniform", commit=COMMIT, code=f"{CISPO}; {EXAMPLE}"),
+]
 
 
 def check(config):

@@ -16,6 +16,7 @@ masked_mean divides by the count + 10⁻⁸.
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "7ea279a"
@@ -139,3 +140,31 @@ def latex(preset):
                                "sequence_level_importance_ratios") else \
         r",\quad \ell, u:\ \texttt{truncated\_importance\_sampling\_ratio\_min, \_ratio}"
     return LATEX[option] + symbols
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+LOSS = ("nemo_rl/algorithms/loss/loss_functions.py ClippedPGLossFn.__call__ 374– (ratio 527, clip 545–562, weight "
+        "579–584 and 674–690)")
+RECOMPUTE = "nemo_rl/algorithms/grpo.py grpo_train 3238–3241 (prev_logprobs = policy.get_logprobs)"
+CONFIG = ("examples/configs/grpo_math_1B.yaml 3–4 (32 prompts × 16 generations), 86–88 (ratio_clip 0.2/0.2, c null), "
+          "93 (use_importance_sampling_correction false), 132 (train_global_batch_size 512: one update per batch)")
+CLIP = {"eps_low": 0.2, "eps_high": 0.2}
+UPDATES = [
+    UpdatePreset("nemo_rl:default", "grpo_math_1B.yaml", Update("recompute", "ppo", CLIP), None, "nemo_rl", 0,
+                 commit=COMMIT, code=f"{LOSS}; {RECOMPUTE}; {CONFIG}",
+                 note="use_importance_sampling_correction multiplies the clipped loss by π_old/μ "
+                      "(truncated_importance_sampling_type: tis, icepop, seq-mask-tis)"),
+    UpdatePreset("nemo_rl:async", "grpo.async_grpo.enabled=true (max_trajectory_age_steps 1), "
+                                  "loss_fn.use_importance_sampling_correction=true",
+                 Update("recompute", "ppo", CLIP), "nemo_rl:use_importance_sampling_correction", "nemo_rl", 1,
+                 "uniform", commit=COMMIT,
+                 code=f"{LOSS}; grpo.py async_grpo_train 4074– (4127–4129: asserts the correction; 4784–4787: "
+                      "prev_logprobs recomputed); grpo_math_1B.yaml 56–64",
+                 note="the yaml comment asks for the correction, async_grpo_train asserts it; max_trajectory_age_steps "
+                      "bounds the lag, the toy draws it uniformly in 0 … 1"),
+    UpdatePreset("nemo_rl:cispo", "loss_fn.use_cispo=true", Update("recompute", "cispo", CLIP), None, "nemo_rl", 0,
+                 commit=COMMIT, code=f"{LOSS}; {CONFIG}",
+                 note="clips both sides with ratio_clip_min/max (0.2/0.2 in grpo_math_1B.yaml)"),
+]
+

@@ -16,6 +16,7 @@ import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "e6c3044"
@@ -99,3 +100,30 @@ def latex(preset):
     elif "rho_mask_lower_bound" in preset.params:
         text += rf"\,\mathbf 1[\ell\le {ratio}\le u]"
     return text + r",\quad \tilde\rho_t = e^{\mathrm{clip}(\log\rho_t,\pm10)},\ a, b:\ \texttt{rho\_clamp\_lower/upper\_bound}"
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+LOSS = ("open_instruct/grpo_utils.py compute_grpo_loss 504–538 (the ρ weight multiplies the clipped loss, 525), "
+        "resolve_old_logprob 475–501; grpo_fast.py 691–716")
+CONFIG = ("grpo_utils.py 102 (num_mini_batches 1), 106–110 (clip_lower 0.2, clip_higher 0.272, use_rho_correction), "
+          "olmo_core_utils.py 89 (num_epochs 1); data_loader.py 413 (async_steps 8), 1405 (generation waits when "
+          "more than async_steps ahead)")
+ASYNC_NOTE = ("with one mini-batch and one epoch the old log-probs are the current ones (r = 1): the whole lag, up to "
+              "async_steps = 8 (synchronous training is refused, data_loader.py 523–524), sits in ρ = π_old/μ, "
+              "clamped at 2; the toy draws it uniformly in 0 … 8; the beta·KL term to the reference model "
+              "(beta 0.05) is a separate loss term, left out")
+CLIP = {"eps_low": 0.2, "eps_high": 0.272}
+UPDATES = [
+    UpdatePreset("open_instruct:default", "GRPOExperimentConfig defaults (loss_fn dapo, use_rho_correction)",
+                 Update("recompute", "ppo", CLIP), "open_instruct:use_rho_correction", "open_instruct", 8, "uniform",
+                 commit=COMMIT, code=f"{LOSS}; {CONFIG}", note=ASYNC_NOTE),
+    UpdatePreset("open_instruct:cispo", "loss_fn=cispo", Update("recompute", "cispo", {"eps_low": 1.0, "eps_high": 0.272}),
+                 "open_instruct:use_rho_correction", "open_instruct", 8, "uniform", commit=COMMIT,
+                 code=f"{LOSS} (517–521: clamp(r, max=1 + clip_higher), no lower bound); {CONFIG}"),
+    UpdatePreset("open_instruct:use_vllm_logprobs", "use_vllm_logprobs=true, use_rho_correction=false (the config "
+                                                    "refuses both)",
+                 Update("bypass", "ppo", CLIP), None, "open_instruct", 8, "uniform", commit=COMMIT,
+                 code=f"{LOSS}; grpo_utils.py 246–249; {CONFIG}"),
+]
+

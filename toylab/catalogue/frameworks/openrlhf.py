@@ -15,6 +15,7 @@ import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "3c3be62"
@@ -86,3 +87,27 @@ def latex(preset):
                 r"\rho_{geo}\,\mathbf 1[\rho_{geo}\ge 1-\varepsilon_l]\ (A<0),\quad \varepsilon_l, \varepsilon_h:\ "
                 r"\texttt{eps\_clip\_low\_high}")
     return LATEX[option] + r",\quad \ell, u:\ \texttt{is\_correction\_threshold}"
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+LOSS = ("openrlhf/models/loss.py PolicyLoss 116–230 (log r clamped to ±20; the correction's weight multiplies the "
+        "clipped loss); openrlhf/trainer/ray/ppo_actor.py training_step 306–313 (old = experience.action_log_probs, "
+        "recomputed by make_experience_batch, ppo_trainer.py 216)")
+CONFIG = ("openrlhf/cli/train_ppo_ray.py 373 (rollout.batch_size 1024), 394 (train.batch_size 128), 378 "
+          "(max_epochs 1): eight updates per batch at n_samples_per_prompt 1; 387–389 (eps_clip 0.2, dual_clip None), "
+          "257 (is_correction_enable false)")
+CLIP = {"eps_low": 0.2, "eps_high": 0.2, "clamp": 20.0}
+UPDATES = [
+    UpdatePreset("openrlhf:default", "train_ppo_ray.py defaults", Update("recompute", "ppo", CLIP, 8), None,
+                 "openrlhf", 0, commit=COMMIT, code=f"{LOSS}; {CONFIG}",
+                 note="--algo.advantage.is_correction_enable multiplies the clipped loss by the detached weight of "
+                      "π_old/μ (tis [0.5, 5], icepop, seq-mask-tis)"),
+    UpdatePreset("openrlhf:async", "--train.async_enable (async_queue_size 1)", Update("recompute", "ppo", CLIP, 8),
+                 None, "openrlhf", 1, commit=COMMIT,
+                 code=f"{LOSS}; {CONFIG}; train_ppo_ray.py 274–275; ppo_trainer_async.py 202–233 (the next batch "
+                      "generated while this one trains; experience made at training time)",
+                 note="the old log-probs are recomputed by the current actor: the lag sits in π_old/μ, corrected "
+                      "only with is_correction_enable"),
+]
+

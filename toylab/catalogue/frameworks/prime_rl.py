@@ -13,6 +13,7 @@ default 1 (a different adv_tau is this estimator times adv_tau with kl_tau/adv_t
 
 from toylab.catalogue.frameworks.factors import weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "559b447"
@@ -64,3 +65,22 @@ def latex(preset):
         symbols = r"\delta_l, \delta_h, \tau:\ \texttt{dppo\_mask\_low, dppo\_mask\_high, kl\_tau}"
     return (rf"\hat g = \sum_t \big(\rho_t\,{keep}\,A - 2\tau\log\rho_t\big)\,s_t,\ \Delta p_t = \pi_t - \mu_t,"
             rf"\quad {symbols}")
+
+
+# -- the update: one ratio π_θ/μ, a mask on probability gaps, a (log r)² term; one step per batch --------------
+
+STEP = ("src/prime_rl/trainer/rl/train.py 261–567 (each batch's micro-batches accumulate into one optimizer.step)")
+STALENESS = ("packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py 532–533 (max_off_policy_steps 8: older "
+             "rollouts are dropped)")
+LAG_NOTE = "max_off_policy_steps bounds the lag, the toy draws it uniformly in 0 … 8; no π_old: the ratio is π_θ/μ"
+UPDATES = [
+    UpdatePreset("prime_rl:default", 'trainer.loss = {type = "default"}',
+                 Update("bypass", "dppo_kl", {"delta_low": 0.2, "delta_high": 0.2, "tau": 1e-3}), None, "prime_rl", 8,
+                 "uniform", commit=COMMIT, code=f"src/prime_rl/trainer/rl/loss.py default_loss_fn 109–162; {STEP}; "
+                                                f"{STALENESS}", note=LAG_NOTE),
+    UpdatePreset("prime_rl:ipo", 'trainer.loss = {type = "ipo"}',
+                 Update("bypass", "ipo_kl", {"delta": 0.1, "tau": 1e-3}), None, "prime_rl", 8, "uniform",
+                 commit=COMMIT, code=f"src/prime_rl/trainer/rl/loss.py ipo_loss_fn 164–196; {STEP}; {STALENESS}",
+                 note=LAG_NOTE),
+]
+

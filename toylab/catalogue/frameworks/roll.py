@@ -23,6 +23,7 @@ never reads loss_mask, removes the filtered tokens there and keeps them on the w
 
 from toylab.catalogue.frameworks.factors import ratio_band
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "8eb27cc"
@@ -124,3 +125,26 @@ def latex(preset):
         diff = {"token": r"\Delta p_t", "geometric": r"\tfrac1L\sum_s\Delta p_s", "sequence": r"\sum_s\Delta p_s"}[level]
         return rf"c_t = \mathbf 1[\ell\le {diff}\le u],\ \Delta p = \pi - \mu,\quad \ell, u:\ \texttt{{diff\_low, diff\_high}}"
     return rf"c_t = \mathbf 1[\ell\le {RATIO[level]}\le u],\quad \ell, u:\ \texttt{{ratio\_low, ratio\_high}}"
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+LOSS = ("roll/pipeline/agentic/agentic_actor_pg_worker.py loss_func 29– (pg_variant 73, the IS weight 97–98), "
+        "_compute_ppo_loss 150–198, _compute_vanilla_pg_loss 200–212")
+RECOMPUTE = ("roll/configs/base_config.py 535–537 (init_kl_coef 0.2), 817–819 (then enable_old_logprobs_recompute): "
+             "old log-probs recomputed before the update")
+BATCHES = ("base_config.py 510 (ppo_epochs 1); the minibatches are rollout_batch_size × num_return_sequences over "
+           "per_device_train_batch_size × gradient_accumulation_steps × dp, no default (the examples' yaml)")
+UPDATE_NOTE = ("train_infer_correction.is_weight off by default (base_config.py 426–429); on, its weight (token, "
+               "upper_bound 1.2) multiplies the loss; async_generation_ratio 0 (502–507): synchronous")
+UPDATES = [
+    UpdatePreset("roll:vanilla", "actor_train.pg_variant unset (loss_func's default \"vanilla\")",
+                 Update("recompute", "reinforce"), None, "roll", 0, commit=COMMIT, code=f"{LOSS}; {BATCHES}",
+                 note="the default policy loss is REINFORCE, −log π·A, with no ratio; " + UPDATE_NOTE),
+    UpdatePreset("roll:ppo", "actor_train.pg_variant=ppo (pg_clip 0.2, dual_clip_loss false)",
+                 Update("recompute", "ppo", {"eps_low": 0.2, "eps_high": 0.2}), None, "roll", 0, commit=COMMIT,
+                 code=f"{LOSS}; {RECOMPUTE}; base_config.py 515–522, 574; {BATCHES}",
+                 note="dual_clip_loss bounds the loss at (1 + 2·pg_clip)·|A| for A < 0: its dual clip c is tied to "
+                      "pg_clip (1.4 at the default); " + UPDATE_NOTE),
+]
+

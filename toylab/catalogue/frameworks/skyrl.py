@@ -17,6 +17,7 @@ import math
 
 from toylab.catalogue.frameworks.factors import ratio_band, weights_only
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "a956457"
@@ -122,6 +123,41 @@ CODE = {"tis_ratio_type_token": f"{UTILS}off_policy_correction_utils.py 24–72 
                           "binary KL at 910–913)",
         "rollout_is": f"{UTILS}ppo_utils.py 825–863 (rollout_is_policy_loss: the strict band at 850)"}
 PRESETS = with_code(PRESETS, CODE)
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+PPO_LOSS = ("skyrl/backends/skyrl_train/utils/ppo_utils.py ppo_policy_loss 557–587 (log r clamped to ±20, "
+            "exponentiated in float32: torch_utils.py safe_exp_delta)")
+RECOMPUTE = "skyrl/train/trainer.py fwd_logprobs_values_reward 1307–1381 (the policy's log-probs recomputed)"
+BATCHES = ("skyrl/train/config/config.py 1387–1396: train_batch_size 1024 over policy_mini_batch_size 256, "
+           "update_epochs_per_batch 1")
+CLIP = {"eps_low": 0.2, "eps_high": 0.2, "clamp": SAFETY_BOUND}
+CISPO = {"eps_low": 1.0, "eps_high": 4.0, "clamp": SAFETY_BOUND}
+CISPO_CODE = "ppo_utils.py compute_policy_loss_cispo 733–821; config.py CISPOConfig 749–772"
+ASYNC = ("skyrl/train/fully_async_trainer.py 376–379 (train_batch_size = policy_mini_batch_size: one update per "
+         "batch), config.py FullyAsyncConfig 951 (max_staleness_steps 4)")
+UPDATES = [
+    UpdatePreset("skyrl:regular", "trainer.algorithm.policy_loss_type=regular", Update("recompute", "ppo", CLIP, 4),
+                 None, "skyrl", 0, commit=COMMIT, code=f"{PPO_LOSS}; {RECOMPUTE}; {BATCHES}",
+                 note="off_policy_correction.tis_ratio_type None by default (config.py 794): no correction; when set "
+                      "it multiplies the clipped loss by the detached weight of π_old/μ (apply_off_policy_correction)"),
+    UpdatePreset("skyrl:dual_clip", "trainer.algorithm.policy_loss_type=dual_clip",
+                 Update("recompute", "ppo", {**CLIP, "dual_clip": 3.0}, 4), None, "skyrl", 0, commit=COMMIT,
+                 code=f"{PPO_LOSS}; config.py 910 (clip_ratio_c 3.0)"),
+    UpdatePreset("skyrl:cispo", "trainer.algorithm.policy_loss_type=cispo (cispo_anchor old)",
+                 Update("recompute", "cispo", CISPO, 4), None, "skyrl", 0, commit=COMMIT, code=CISPO_CODE),
+    UpdatePreset("skyrl:cispo_rollout", "trainer.algorithm.policy_loss_type=cispo, cispo.cispo_anchor=rollout",
+                 Update("bypass", "cispo", CISPO, 4), None, "skyrl", 0, commit=COMMIT, code=CISPO_CODE,
+                 note="refuses a TIS correction on top (it would count the rollout ratio twice)"),
+    UpdatePreset("skyrl:fully_async", "trainer.fully_async.enabled=true (policy_loss_type regular)",
+                 Update("recompute", "ppo", CLIP), None, "skyrl", 4, "uniform", commit=COMMIT,
+                 code=f"{PPO_LOSS}; {ASYNC}; fully_async_trainer.py _run_training 853–857 (log-probs recomputed "
+                      "with the current policy)",
+                 note="the old log-probs are the current policy's, so r = 1 at the single update and the clip never "
+                      "binds; the whole lag sits in π_old/μ (SkyRL #1315); max_staleness_steps bounds the lag, the "
+                      "toy draws it uniformly in 0 … 4"),
+]
 
 
 def factors(config):

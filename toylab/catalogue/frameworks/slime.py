@@ -19,6 +19,7 @@ log-probs: 1 on the toy's step.
 
 from toylab.catalogue.frameworks.factors import ratio_band
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMITS = {"slime": "624b824", "miles": "31f1ca9"}
@@ -112,6 +113,57 @@ def option_text(option, config, loss_file, mis_file):
 
 
 PRESETS = _rows("slime") + _rows("miles")
+
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+POLICY_LOSS = {"slime": "slime/backends/megatron_utils/loss.py policy_loss_function 934–1173 (old log-probs 965, "
+                        "985–986; TIS 1050–1078) and slime/utils/ppo_utils.py compute_policy_loss 125–148",
+               "miles": "miles/backends/training_utils/loss_hub/losses.py policy_loss_function 62–396 (old log-probs "
+                        "95–136; TIS 230–261) and math_utils.py compute_policy_loss 254–277 (log r clamped to ±20, "
+                        "float32: _safe_exp_neg_ppo_kl 18–32)"}
+UPDATE_NOTE = ("U = rollout_batch_size × n_samples_per_prompt / global_batch_size, one pass (no epochs); neither "
+               "has a default (scripts/run-qwen3-4B.sh: 32 × 8 / 256 = 1; the quick-start docs call "
+               "num_steps_per_rollout's default 1, the argument's default is None)")
+ASYNC = {"slime": "train_async.py 32–40 (the next rollout starts before this one trains; update_weights_interval 1)",
+         "miles": "train_async.py 73–81"}
+KEEP_OLD = {"slime": "slime/backends/megatron_utils/actor.py 460 (the old_actor computes log_probs), 643–652 (the "
+                     "queue rollout_actor → old_actor at each weight update)",
+            "miles": "miles/backends/megatron_utils/actor.py 522, 797–806"}
+
+
+def _updates(framework):
+    commit, code = COMMITS[framework], POLICY_LOSS[framework]
+    clip = {"eps_low": 0.2, "eps_high": 0.2, **({"clamp": SAFETY_BOUND} if framework == "miles" else {})}
+    rows = [
+        UpdatePreset(f"{framework}:default", "--eps-clip 0.2 (--eps-clip-high, --eps-clip-c unset), train.py",
+                     Update("recompute", "ppo", clip), None, framework, 0, commit=commit, code=code,
+                     note=UPDATE_NOTE + "; --use-tis multiplies the clipped loss by the detached min(π_old/μ, 2)"),
+        UpdatePreset(f"{framework}:use_rollout_logprobs", "--use-rollout-logprobs",
+                     Update("bypass", "ppo", clip), None, framework, 0, commit=commit, code=code, note=UPDATE_NOTE),
+        UpdatePreset(f"{framework}:async", "train_async.py", Update("recompute", "ppo", clip), None, framework, 1,
+                     commit=commit, code=f"{code}; {ASYNC[framework]}",
+                     note="the old log-probs are the current actor's: the whole lag sits in π_old/μ, corrected only "
+                          "with --use-tis" + ("; train_async.py asserts a correction flag only with a critic "
+                                              "(arguments.py validate_async_off_policy_correction 3591–3609, "
+                                              "whose docstring speaks of async PPO in general)"
+                                              if framework == "miles" else "")),
+        UpdatePreset(f"{framework}:async_keep_old_actor", "train_async.py --keep-old-actor",
+                     Update("rollout", "ppo", clip), None, framework, 1, commit=commit,
+                     code=f"{code}; {ASYNC[framework]}; {KEEP_OLD[framework]}"),
+    ]
+    if framework == "slime":
+        rows.append(UpdatePreset("slime:cispo", "--advantage-estimator cispo --eps-clip 1.0 --eps-clip-high 4.0",
+                                 Update("recompute", "cispo", {"eps_low": 1.0, "eps_high": 4.0}), None, "slime", 0,
+                                 commit=commit, code="slime/utils/ppo_utils.py compute_cispo_loss 152–171; "
+                                                     "loss.py 1035–1036",
+                                 note="arguments.py 1879–1885 warns when --eps-clip < 1 (the default 0.2 keeps a "
+                                      "lower bound 0.8)"))
+    return rows
+
+
+UPDATES = _updates("slime") + _updates("miles")
 
 
 def check(config):

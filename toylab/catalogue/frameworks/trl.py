@@ -9,6 +9,7 @@ weight alone; TRL does not clamp, and its masks zero a weight but leave the toke
 """
 
 from toylab.catalogue.frameworks.preset import Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 
 COMMIT = "f2cd577"
@@ -59,3 +60,36 @@ def latex(preset):
     formula = (rf"\mathrm{{clamp}}({ratio}, C_{{\min}}, C_{{\max}})" if config["mode"].endswith("truncate")
                else rf"{ratio}\,\mathbf 1[C_{{\min}}\le {ratio}\le C_{{\max}}]")
     return rf"c_t = {formula},\quad C_{{\min}}, C_{{\max}}:\ \texttt{{clip\_min, clip\_max}}"
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+LOSS = "trl/trainer/grpo_trainer.py _compute_loss 3020–3150 (ratio 3066, weight 3118)"
+OLD = ("grpo_trainer.py 2561–2576 (old log-probs recomputed at generation only with num_iterations > 1, misaligned "
+       "steps or the vLLM correction; otherwise the current log-probs, detached)")
+STEPS = ("grpo_config.py 679 (num_iterations 1), 518 (steps_per_generation None: gradient_accumulation_steps): one "
+         "update per generated batch")
+ASYNC = ("trl/experimental/async_grpo/async_grpo_trainer.py compute_loss 911–954 (old_log_probs are the engine's); "
+         "async_grpo_config.py 247 (epsilon 0.2), 282–288 (max_staleness 4), 293 (weight_sync_steps 1); "
+         "async_grpo_trainer.py 277–279 (older samples dropped)")
+UPDATES = [
+    UpdatePreset("trl:grpo", "GRPOConfig defaults (loss_type dapo, epsilon 0.2, use_vllm False)",
+                 Update("recompute", "ppo", {"eps_low": 0.2, "eps_high": 0.2}), None, None, 0, commit=COMMIT,
+                 code=f"{LOSS}; {OLD}; {STEPS}",
+                 note="delta (INTELLECT-2's two-sided clip) clamps r at delta before the min: the dual clip c = delta "
+                      "when delta > 1 + epsilon_high"),
+    UpdatePreset("trl:grpo_vllm", "use_vllm=True (vllm_importance_sampling_correction True, mode sequence_mask, "
+                                  "clip_max 3)",
+                 Update("recompute", "ppo", {"eps_low": 0.2, "eps_high": 0.2}), "trl:sequence_mask", "trl_colocate",
+                 0, commit=COMMIT, code=f"{LOSS}; {OLD}; 2579–2623 (the weight); {STEPS}"),
+    UpdatePreset("trl:cispo", "loss_type=cispo, epsilon_high=5.0 (its help's recommendation)",
+                 Update("recompute", "cispo", {"eps_low": 1.0, "eps_high": 4.0}), None, None, 0, commit=COMMIT,
+                 code=f"{LOSS} (3080–3082: clamp(r, max=epsilon_high)); {STEPS}",
+                 note="the cap is epsilon_high itself, not 1 + epsilon_high; with epsilon_high unset it is epsilon "
+                      "(0.2): every weight capped below 1, not a CISPO of this API"),
+    UpdatePreset("trl:async_grpo", "AsyncGRPOConfig defaults (trl/experimental/async_grpo)",
+                 Update("bypass", "ppo", {"eps_low": 0.2, "eps_high": 0.2}), None, "trl_server", 4, "uniform",
+                 commit=COMMIT, code=ASYNC,
+                 note="clips π_θ/μ with no other correction; max_staleness bounds the lag, the toy draws it "
+                      "uniformly in 0 … 4"),
+]

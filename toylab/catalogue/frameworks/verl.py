@@ -22,6 +22,7 @@ import math
 from toylab.catalogue.aggregation import VERL_EPSILON
 from toylab.catalogue.frameworks.factors import weights_only
 from toylab.catalogue.frameworks.preset import Joined, Preset, Ref, Rules, with_code
+from toylab.catalogue.updates import Update, UpdatePreset
 from toylab.catalogue.weights import Param
 from toylab.text import quoted
 
@@ -135,9 +136,10 @@ def _ratio_bounds(default):
 K1_NOTE = ("code bounds k1 = −log ρ by log(lower)..log(upper), keeping 1/upper ≤ ratio ≤ 1/lower; the docs "
            "(rollout_corr.md, rollout_corr_math.md §3.4) say lower ≤ ratio ≤ upper — equal only if lower·upper = 1")
 TOKEN_TIS_NOTE = "; rollout_corr_math.md writes the token weights as ∏_t min(ρ_t, C), the code weights token t by min(ρ_t, C)"
-BYPASS_NOTE = ("docs: bypass uses the rollout log-probs as old; dp_actor.update_policy replaces old_log_prob by the "
-               "current log-probs when there is one mini-batch and one epoch, which then disables every bypass "
-               "correction (read, not run)")
+BYPASS_NOTE = ("docs: bypass uses the rollout log-probs as old; at b178a3c dp_actor.update_policy replaced old_log_prob "
+               "by the current log-probs when there was one mini-batch and one epoch, which then disabled every "
+               "bypass correction (read, not run); 1dda039 has no dp_actor (verl#6067 moved to the engine workers, "
+               "whose ppo_loss takes old_log_probs as the trainer set them)")
 CLIP_NOTE = "; verl's ActorConfig docstring calls clip_ratio_c a critic-loss ratio, the policy loss uses it as the dual clip"
 
 
@@ -238,6 +240,56 @@ CODE = {name: f"verl/trainer/config/algorithm.py {line} (the classmethod); verl/
                                                    else "1286–1378 (compute_policy_loss_vanilla)")
         for name, line in CLASSMETHODS.items()}
 PRESETS = with_code(PRESETS, CODE)
+
+
+# -- the update: PPO ratio, correction, updates per batch, staleness ------------------------------------------
+
+# actor.yaml: clip_ratio_low/high 0.2, clip_ratio_c 3.0; compute_policy_loss_vanilla clamps log r to ±20 before exp
+VERL_PPO = {"eps_low": 0.2, "eps_high": 0.2, "dual_clip": 3.0, "clamp": VERL_CLAMP}
+# legacy_data.yaml train_batch_size 1024 over actor.yaml ppo_mini_batch_size 256 (ray_trainer.py 1352–1353 multiplies
+# both by rollout.n), ppo_epochs 1: four sequential updates per batch
+MINIBATCHES = 4
+ONE_STEP_OFF = "verl/experimental/one_step_off_policy (config/one_step_off_ppo_trainer.yaml 31: bypass_mode: True)"
+FULLY_ASYNC = ("verl/experimental/fully_async_policy (config/fully_async_ppo_trainer.yaml: staleness_threshold 0.1, "
+               "trigger_parameter_sync_step 4, require_batches 1; 98: bypass_mode: True)")
+ASYNC_LAG_NOTE = ("one mini-batch per local step and a weight sync every trigger_parameter_sync_step = 4 steps: the "
+                  "k-th local step of a cycle trains on samples of the weights synced k − 1 steps ago (0 … 3, in turn, "
+                  "not at random; staleness_threshold 0.1 lets up to 10% more samples from before the sync in)")
+VANILLA = "verl/trainer/ppo/core_algos.py compute_policy_loss_vanilla 1286–1378"
+BYPASS = "verl/trainer/ppo/core_algos.py compute_policy_loss_bypass_mode 2413–2548"
+UPDATES = [
+    UpdatePreset("verl:decoupled", "algorithm.rollout_correction.bypass_mode=false, actor.policy_loss.loss_mode=vanilla",
+                 Update("recompute", "ppo", VERL_PPO, MINIBATCHES), None, "verl", 0, commit=COMMIT,
+                 code=VANILLA + "; ray_trainer.py 1570–1617 (old_log_probs recomputed once per batch)",
+                 note="rollout_correction.yaml 6: rollout_is null, no correction by default; a correction preset "
+                      "(verl:decoupled_*) multiplies the clipped loss by its detached weight (core_algos.py 1364–1365)"),
+    UpdatePreset("verl:bypass", "algorithm.rollout_correction.bypass_mode=true, loss_type=ppo_clip",
+                 Update("bypass", "ppo", VERL_PPO, MINIBATCHES), None, "verl", 0, commit=COMMIT,
+                 code=BYPASS + "; rollout_corr_helper.py apply_bypass_mode 1109–1144 (old_log_probs = rollout_log_probs)"),
+    UpdatePreset("verl:bypass_geo_rs", "RolloutCorrectionConfig.bypass_ppo_clip_geo_rs()",
+                 Update("bypass", "ppo", VERL_PPO, MINIBATCHES, weights_at="current"), "verl:decoupled_geo_rs", "verl",
+                 0, commit=COMMIT, code=BYPASS + " (2495–2507: the rejection mask of the current log-probs against "
+                                                 "the rollout's, at every mini-batch)"),
+    UpdatePreset("verl:bypass_pg_is", "RolloutCorrectionConfig.bypass_pg_is() (loss_type reinforce)",
+                 Update("bypass", "reinforce", minibatches=MINIBATCHES, weights_at="current"), "verl:bypass_pg_is",
+                 "verl", 0, commit=COMMIT,
+                 code=BYPASS + "; compute_policy_loss_reinforce 2332–2411 (−A·log π·w, w = min(π_θ/μ, 2) of the "
+                               "sequence, detached, recomputed at every mini-batch)"),
+    UpdatePreset("verl:cispo", "actor.policy_loss.loss_mode=cispo",
+                 Update("recompute", "cispo", {"eps_low": 0.2, "eps_high": 0.2, "clamp": VERL_CLAMP}, MINIBATCHES),
+                 None, "verl", 0, commit=COMMIT, code="verl/trainer/ppo/core_algos.py compute_policy_loss_cispo 2047–2104",
+                 note="clips both sides with clip_ratio_low/high (MiniMax-M1's CISPO has no lower bound)"),
+    UpdatePreset("verl:one_step_off", ONE_STEP_OFF, Update("bypass", "ppo", VERL_PPO, MINIBATCHES), None, "verl", 1,
+                 commit=COMMIT, code=BYPASS + "; one_step_off_policy/ray_trainer.py fit_step 323–403 (the next batch "
+                                              "generated while this one trains)"),
+    UpdatePreset("verl:fully_async", FULLY_ASYNC, Update("bypass", "ppo", VERL_PPO), None, "verl", 3, "uniform",
+                 commit=COMMIT, code=BYPASS + "; fully_async_trainer.py _fit_update_local_step 676–688",
+                 note=ASYNC_LAG_NOTE),
+    UpdatePreset("verl:fully_async_decoupled", FULLY_ASYNC.replace("98: bypass_mode: True", "bypass_mode=false"),
+                 Update("rollout", "ppo", VERL_PPO), None, "verl", 3, "uniform", commit=COMMIT,
+                 code=VANILLA + "; fully_async_trainer.py _compute_old_log_prob 654–674 (old_log_prob recomputed "
+                                "with the parameters of the cycle's first step)", note=ASYNC_LAG_NOTE),
+]
 
 
 # -- the coefficient in verl's symbols ----------------------------------------------------------------------

@@ -815,6 +815,126 @@ def ppo_actor_loss_fn(
 # end verbatim
 
 
+# verbatim: areal-project/AReaL cbff54d645d2cd8ee1f1c358a82f3f473588433d areal/utils/functional/functional.py 678-793
+def cispo_loss_fn(
+    logprobs: torch.Tensor,
+    proximal_logprobs: torch.Tensor,
+    advantages: torch.Tensor,
+    eps_clip: float,
+    loss_mask: torch.Tensor,
+    eps_clip_higher: float | None = None,
+    old_logprobs: torch.Tensor | None = None,
+    rejection_sampling: RejectionSamplingConfig | None = None,
+    cu_seqlens: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict]:
+    """CISPO (Clipped IS-weight Policy Optimization) loss from MiniMax-M1.
+
+    PPO/GRPO-style clipping zeroes the gradient of any token whose
+    importance-sampling ratio leaves the clip band: ``min(r*A, clip(r)*A)`` is
+    constant in theta there. MiniMax-M1 (https://arxiv.org/abs/2506.13585,
+    Eq. 4-5) observes those are disproportionately low-probability "fork" tokens
+    (``However``, ``Wait``, ...) that steer reasoning, and instead clips the IS
+    *weight* under stop-gradient while keeping the gradient on every token's
+    ``log pi_theta`` (the choice ScaleRL, https://arxiv.org/abs/2510.13786 Eq. 4,
+    also adopts). Per token::
+
+        ratio         = exp(logprobs - proximal_logprobs)
+        ratio_clipped = clip(ratio, 1 - eps_clip, 1 + eps_clip_higher)   # stop-grad
+        pg_loss       = -sg(ratio_clipped) * advantages * logprobs
+
+    Advantages are never clipped. The clip bounds reuse the same delta-from-1
+    convention as :func:`ppo_actor_loss_fn`. CISPO is canonically single-sided:
+    pass ``eps_clip=1.0`` (lower bound 0) with ``eps_clip_higher=4.0`` for the
+    wide MiniMax-M1 range. Token level only -- the geometric-mean sequence ratio
+    of GSPO is not part of the MiniMax-M1 surrogate.
+
+    Decoupled loss: when ``rejection_sampling`` is set, the detached
+    ``pi_proximal/pi_behave`` weight (from ``old_logprobs``) rescales each token's
+    surrogate, mirroring :func:`ppo_actor_loss_fn`.
+
+    Args:
+        logprobs: Current policy log-probabilities (pi_theta), with autograd.
+        proximal_logprobs: Proximal policy log-probabilities; enters only through
+            the detached ratio path, so it carries no gradient.
+        advantages: Per-token advantage estimates; detached on entry.
+        eps_clip: Lower clipping delta from 1 (ratio lower bound ``1 - eps_clip``).
+        loss_mask: Mask for valid tokens (1 = valid).
+        eps_clip_higher: Upper clipping delta from 1 (ratio upper bound
+            ``1 + eps_clip_higher``); must be positive -- the asymmetric upper
+            clip is the defining knob of CISPO, so ``None`` is rejected.
+        old_logprobs: Behavior policy log-probabilities (pi_behave) from inference.
+            Required only when ``rejection_sampling`` is set (decoupled loss).
+        rejection_sampling: Staleness filtering / off-policy correction config.
+            None disables it (pure on-policy CISPO).
+        cu_seqlens: Cumulative sequence lengths for 1D packed inputs; required when
+            ``rejection_sampling.level == "sequence"``.
+
+    Returns:
+        ``(loss, stat)`` matching the PPO loss signature. ``stat['clip_mask']``
+        flags tokens whose raw ratio left the band (CISPO never zeroes their
+        loss, so band-exit -- not loss-affecting clip -- is the meaningful
+        metric); ``stat['importance_weight']`` reports the unclipped ratio. When
+        rejection sampling is active the ``behave_*`` keys are reported too.
+    """
+    if eps_clip_higher is None or eps_clip_higher <= 0:
+        raise ValueError(
+            "CISPO requires a positive eps_clip_higher; the asymmetric upper "
+            f"clip is the defining knob (MiniMax-M1 Eq. 4-5). Got {eps_clip_higher!r}."
+        )
+    # Pre-rejection token count, so the denominator matches loss_weight_fn.
+    loss_mask_count = loss_mask.count_nonzero() or 1
+
+    # Decoupled off-policy correction: the pi_proximal/pi_behave weight.
+    if rejection_sampling is not None:
+        rs_result = apply_rejection_sampling(
+            proximal_logprobs=proximal_logprobs,
+            old_logprobs=old_logprobs,
+            loss_mask=loss_mask,
+            cu_seqlens=cu_seqlens,
+            config=rejection_sampling,
+        )
+        loss_mask = rs_result.loss_mask
+        behave_imp_weight = rs_result.behave_imp_weight
+        filtered_fraction = rs_result.filtered_fraction
+
+    advantages = advantages.detach()
+
+    # Stop-gradient on the clipped IS weight; gradient flows through logprobs only.
+    log_ratio = (logprobs - proximal_logprobs).detach()
+    ratio = torch.exp(log_ratio)
+    ratio_clipped = torch.clamp(ratio, 1.0 - eps_clip, 1.0 + eps_clip_higher).detach()
+    pg_loss = -ratio_clipped * advantages * logprobs
+
+    if rejection_sampling is not None:
+        # behave_imp_weight is detached at source -> still a valid policy gradient.
+        behave_approx_kl = proximal_logprobs.detach() - old_logprobs.detach()
+        behave_mask = (behave_imp_weight > 0).logical_and(loss_mask.bool())
+        behave_approx_kl = torch.where(behave_mask, behave_approx_kl, 0.0)
+        pg_loss = pg_loss * behave_imp_weight
+
+    logging_loss = pg_loss.detach()
+    pg_loss = torch.where(loss_mask, pg_loss, 0).sum() / loss_mask_count
+
+    clip_mask = (ratio_clipped != ratio).logical_and(loss_mask)
+    stat = dict(
+        loss=logging_loss,
+        importance_weight=ratio.detach(),
+        approx_kl=log_ratio,
+        clip_mask=clip_mask,
+        # CISPO has no dual clip; zeros keep the stat schema stable.
+        dual_clip_mask=torch.zeros_like(loss_mask, dtype=torch.bool),
+    )
+    if rejection_sampling is not None:
+        stat.update(
+            behave_approx_kl=behave_approx_kl.detach(),
+            behave_imp_weight=behave_imp_weight.detach(),
+            behave_mask=behave_mask,
+            filtered_fraction=filtered_fraction,
+        )
+    return pg_loss, stat
+# end verbatim
+
+
 # verbatim: areal-project/AReaL cbff54d645d2cd8ee1f1c358a82f3f473588433d areal/trainer/ppo/actor.py 933-1014
 def _apply_m2po_masking(
     old_logp: torch.Tensor,
@@ -1002,6 +1122,69 @@ def run(config, batch, m2_threshold=None):
     return harness.coefficients(loss, trainer, advantages, count), kept
 
 
+# -- three policies: ppo_actor_loss_fn and cispo_loss_fn with π_θ, π_prox and μ apart ------------------------------
+
+# (update preset, setting, PPOActorConfig's fields as run, the loss parameters in toylab's terms, the correction (a
+# registry id) and its parameters). grpo_loss_fn passes logprobs (π_θ), proximal_logprobs (π_prox) and old_logprobs
+# (the engine's μ): with use_decoupled_loss false and recompute_logprob false (the defaults) π_prox is μ itself
+# (actor.py 239–242); with use_decoupled_loss it is the recomputed π_old.
+EXAMPLE = {"use_decoupled_loss": True, "recompute_logprob": True, "eps_clip": 0.4,
+           "rejection_sampling": {"level": "token", "action": "mask", "metric": "ratio", "upper": 5.0}}
+UPDATE_SETTINGS = [
+    ("areal:default", "defaults", {"use_decoupled_loss": False, "recompute_logprob": False, "eps_clip": 0.2}, {},
+     None, {}),
+    ("areal:default", "dual_clip", {"use_decoupled_loss": False, "eps_clip": 0.2, "eps_clip_higher": 0.28,
+                                    "c_clip": 3.0}, {"eps_high": 0.28, "dual_clip": 3.0}, None, {}),
+    ("areal:decoupled", "defaults", EXAMPLE, {}, "areal:token_mask", {}),
+    ("areal:decoupled", "token_clamp", {**EXAMPLE, "rejection_sampling": {**EXAMPLE["rejection_sampling"],
+                                                                         "action": "clamp", "upper": 2.0}},
+     {}, "areal:token_clamp", {"upper": 2.0}),
+    ("areal:decoupled", "no_rejection_sampling", {**EXAMPLE, "rejection_sampling": None}, {}, None, {}),
+    ("areal:cispo", "defaults", {"use_cispo_loss": True, "use_decoupled_loss": False, "eps_clip": 1.0,
+                                 "eps_clip_higher": 4.0}, {}, None, {}),
+    ("areal:cispo_decoupled", "defaults", {**EXAMPLE, "use_cispo_loss": True, "eps_clip": 1.0,
+                                           "eps_clip_higher": 4.0}, {}, "areal:token_mask", {}),
+]
+
+
+def update_loss(config):
+    """loss_fn(b, trainer, old, sampler, mask, advantages) -> AReaL's loss of one token (its denominator, the
+    loss-mask count before rejection, is 1)."""
+    spec = config.get("rejection_sampling")
+    rejection = None if spec is None else RejectionSamplingConfig(**spec)
+    decoupled = config["use_decoupled_loss"]
+
+    def loss_fn(b, trainer, old, sampler, mask, advantages):
+        proximal = old if decoupled else sampler
+        token_advantages = advantages[:, None].expand_as(trainer)
+        if config.get("use_cispo_loss"):
+            loss, _ = cispo_loss_fn(logprobs=trainer, proximal_logprobs=proximal, advantages=token_advantages,
+                                    eps_clip=config["eps_clip"], loss_mask=mask.bool(),
+                                    eps_clip_higher=config["eps_clip_higher"], old_logprobs=sampler,
+                                    rejection_sampling=rejection)
+            return loss
+        loss, _ = ppo_actor_loss_fn(logprobs=trainer, proximal_logprobs=proximal, old_logprobs=sampler,
+                                    advantages=token_advantages, eps_clip=config["eps_clip"], loss_mask=mask.bool(),
+                                    eps_clip_higher=config.get("eps_clip_higher"), c_clip=config.get("c_clip"),
+                                    rejection_sampling=rejection)
+        return loss
+
+    return loss_fn
+
+
+def run_update(numbers, preset, setting, config, params, correction, correction_params):
+    low = 1 - config["eps_clip"]
+    high = 1 + config.get("eps_clip_higher", config["eps_clip"])
+    ratios = [r for r in (low, high, config.get("c_clip")) if r]
+    spec = config.get("rejection_sampling")
+    weights = [] if spec is None else [spec["upper"]]
+    combined = () if config["use_decoupled_loss"] else ratios
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights, combined))
+    loss, gradient = harness.per_token(update_loss(config), numbers.batches[name])
+    numbers.update(preset, setting, config, params, correction, correction_params, name, loss, gradient,
+                   float32=spec is not None)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/areal/generate.py",
                               float32=FLOAT32)
@@ -1020,6 +1203,8 @@ def main():
             for batch in (ragged, batch_name):
                 c, kept = run(config, numbers.batches[batch], threshold)
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, c, kept, setting)
+    for preset, setting, config, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, config, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

@@ -14,13 +14,22 @@ function's weights, with the loss mask it returns as numerator (the denominators
 depend on log π): c = −∂(Σ pg_loss·mask')/∂log π / A_b, and "kept" is mask'. mis.yaml's settings as in slime's
 generator.
 
+Three policies (the "updates"): policy_loss_function (miles/backends/training_utils/loss_hub/losses.py) copied
+verbatim too, run on one-token rows with the batch's log_probs (π_old), rollout_log_probs (μ) and the current
+log-probs (π_θ) apart. Stubbed for it: get_parallel_state, get_log_probs_and_entropy (returns the given log-probs),
+get_local_response_loss_masks (the loss masks as given), get_sum_of_sample_mean and the reducer (the masked sum:
+one token is its own sample mean), compute_ess_ratio_contribution and compute_approx_kl (metrics only: zeros), and
+load_function (unused).
+
     python tests/catalogue/reference/miles/generate.py
 """
 
 import sys
 import types
 from argparse import Namespace
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -649,6 +658,348 @@ def compute_policy_loss(
 # end verbatim
 
 
+
+RolloutBatch = dict                  # miles.utils.types.RolloutBatch, a type hint of policy_loss_function
+
+
+# verbatim: radixark/miles 31f1ca961a94cb860cec3b2dea34ec332bfa8f76 miles/backends/training_utils/loss_hub/losses.py 62-396
+def policy_loss_function(
+    args: Namespace,
+    batch: RolloutBatch,
+    logits: torch.Tensor,
+    sum_of_sample_mean: Callable[[torch.Tensor], torch.Tensor],
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Compute policy loss (PPO/GSPO) and metrics.
+
+    Computes current log-probabilities and entropy from model logits, then
+    calculates PPO-style clipped policy gradient loss. For GSPO, gathers
+    full sequences via context-parallel all-gather before computing per-sample
+    KL. Optionally applies TIS (Truncated Importance Sampling) correction and
+    adds KL loss term if configured.
+
+    Args:
+        args: Configuration controlling advantage estimator, clipping thresholds,
+            entropy/KL coefficients, and TIS settings.
+        batch: Mini-batch containing "advantages", "log_probs" (old policy),
+            "unconcat_tokens", "response_lengths", "total_lengths", "loss_masks",
+            and optionally "ref_log_probs" and "rollout_log_probs".
+        logits: Policy logits with shape `[1, T, V]`.
+        sum_of_sample_mean: Reduction function that averages per-sample values.
+
+    Returns:
+        Tuple of `(loss, metrics)` where `loss` is a scalar tensor and `metrics`
+        is a dict containing detached scalars: "loss", "pg_loss",
+        "entropy_loss", "pg_clipfrac", "ppo_kl". Additional keys "kl_loss",
+        "tis", "ois", "tis_clipfrac" are included when the respective features
+        are enabled.
+    """
+    parallel_state = get_parallel_state()
+    advantages_list = [advantage.detach() for advantage in batch["advantages"]]
+    advantages = torch.cat(advantages_list, dim=0)
+    rollout_old_log_probs = (
+        [log_prob.detach() for log_prob in batch["rollout_log_probs"]]
+        if batch.get("rollout_log_probs") is not None
+        else None
+    )
+    reference_log_probs = (
+        [log_prob.detach() for log_prob in batch["ref_log_probs"]] if batch.get("ref_log_probs") is not None else None
+    )
+    if args.use_rollout_logprobs:
+        assert (
+            rollout_old_log_probs is not None
+        ), "rollout_log_probs must be provided when --use-rollout-logprobs is set"
+    elif not args.skip_actor_forward_only and batch.get("log_probs") is None:
+        raise ValueError("policy loss requires old-policy log-probs")
+
+    response_lengths = batch["response_lengths"]
+    total_lengths = batch["total_lengths"]
+    max_seq_lens = batch.get("max_seq_lens", None)
+    calculate_entropy = args.entropy_coef != 0 or args.observe_training_entropy
+
+    log_probs_and_entropy = get_log_probs_and_entropy(
+        logits,
+        args=args,
+        unconcat_tokens=batch["unconcat_tokens"],
+        total_lengths=total_lengths,
+        response_lengths=response_lengths,
+        with_entropy=calculate_entropy,
+        entropy_requires_grad=args.entropy_coef != 0,
+        max_seq_lens=max_seq_lens,
+    )
+
+    log_probs = log_probs_and_entropy["log_probs"]
+    if args.skip_actor_forward_only:
+        trainer_scored_log_probs = [log_prob.detach() for log_prob in log_probs]
+    else:
+        trainer_scored_log_probs = (
+            [log_prob.detach() for log_prob in batch["log_probs"]] if batch.get("log_probs") is not None else None
+        )
+    if args.use_rollout_logprobs:
+        old_log_probs = rollout_old_log_probs
+    else:
+        old_log_probs = trainer_scored_log_probs
+    train_log_probs_list = log_probs
+    old_log_probs_list = old_log_probs
+
+    # Pre-gather log probs if needed by OPSM or GSPO to avoid duplicate gathering
+    need_full_log_probs = args.use_opsm or args.advantage_estimator == "gspo"
+
+    full_log_probs = None
+    full_old_log_probs = None
+    if need_full_log_probs:
+        full_log_probs = [
+            all_gather_with_cp(log_prob, total_length, response_length)
+            for log_prob, total_length, response_length in zip(
+                log_probs, total_lengths, response_lengths, strict=False
+            )
+        ]
+        if args.skip_actor_forward_only and not args.use_rollout_logprobs:
+            full_old_log_probs = [full_log_prob.detach() for full_log_prob in full_log_probs]
+        else:
+            full_old_log_probs = [
+                all_gather_with_cp(old_log_prob, total_length, response_length)
+                for old_log_prob, total_length, response_length in zip(
+                    old_log_probs, total_lengths, response_lengths, strict=False
+                )
+            ]
+
+    # Compute OPSM mask if enabled
+    if args.use_opsm:
+        opsm_mask, opsm_clipfrac = compute_opsm_mask(
+            args=args,
+            full_log_probs=full_log_probs,
+            full_old_log_probs=full_old_log_probs,
+            advantages=advantages_list,
+            loss_masks=batch["loss_masks"],
+        )
+
+    # Compute KL divergence (GSPO uses sequence-level KL, others use per-token KL)
+    if args.advantage_estimator == "gspo":
+        ppo_kl = compute_gspo_kl(
+            full_log_probs=full_log_probs,
+            full_old_log_probs=full_old_log_probs,
+            local_log_probs=log_probs,
+            loss_masks=batch["loss_masks"],
+        )
+        old_log_probs = torch.cat(old_log_probs, dim=0)
+        log_probs = torch.cat(log_probs, dim=0)
+    else:
+        old_log_probs = torch.cat(old_log_probs, dim=0)
+        log_probs = torch.cat(log_probs, dim=0)
+        ppo_kl = old_log_probs - log_probs
+
+    local_loss_mask_list = get_local_response_loss_masks(
+        total_lengths,
+        response_lengths,
+        batch["loss_masks"],
+        args.qkv_format,
+        max_seq_lens,
+    )
+    local_loss_masks = torch.cat(local_loss_mask_list, dim=0).to(device=ppo_kl.device)
+    active_tokens = local_loss_masks.bool()
+    ppo_kl = torch.where(
+        active_tokens,
+        torch.nan_to_num(ppo_kl, nan=0.0, posinf=0.0, neginf=0.0),
+        ppo_kl.new_zeros(()),
+    )
+    advantages = torch.where(
+        active_tokens,
+        torch.nan_to_num(advantages, nan=0.0, posinf=0.0, neginf=0.0),
+        advantages.new_zeros(()),
+    )
+
+    pg_loss, pg_clipfrac = compute_policy_loss(
+        ppo_kl, advantages, args.eps_clip, args.eps_clip_high, getattr(args, "eps_clip_c", None)
+    )
+
+    if getattr(args, "dump_details", None) is not None:
+        from miles.backends.training_utils.debug_dump import maybe_dump_policy_loss_debug
+
+        maybe_dump_policy_loss_debug(
+            args=args,
+            batch=batch,
+            train_log_probs=train_log_probs_list,
+            old_log_probs=old_log_probs_list,
+            rollout_log_probs=rollout_old_log_probs,
+            advantages=advantages_list,
+            local_loss_masks=local_loss_mask_list,
+            ppo_kl=ppo_kl,
+            pg_loss=pg_loss,
+        )
+
+    if args.use_opsm:
+        pg_loss = pg_loss * opsm_mask
+
+    # Apply off-policy correction using importance sampling if enabled
+    if args.get_mismatch_metrics or args.use_tis:
+        # NOTE:
+        # `tis_func` may apply rejection-sampling style masking (RS) and return `modified_response_masks`.
+        # We rebuild `sum_of_sample_mean` with those masks to correct denominators for loss/backprop.
+        #
+        # However, mismatch/TIS/RS metrics (e.g., "truncate_fraction") are often defined over the
+        # *pre-RS* valid tokens. If we aggregate metrics with `modified_response_masks`, the rejected
+        # tokens are excluded from the denominator and the metric can be artificially driven to 0.
+        # Keep a copy of the original reducer (based on `batch["loss_masks"]`) for metric aggregation.
+        sum_of_sample_mean_for_mismatch_metrics = sum_of_sample_mean
+
+        if args.custom_tis_function_path is not None:
+            tis_func = load_function(args.custom_tis_function_path)
+        else:
+            assert trainer_scored_log_probs is not None, "log_probs must be provided for built-in TIS"
+            assert rollout_old_log_probs is not None, "rollout_log_probs must be provided for built-in TIS"
+            tis_func = vanilla_tis_function
+
+        ois = (-ppo_kl).exp()
+        tis_kwargs = {
+            "args": args,
+            "pg_loss": pg_loss,
+            "train_log_probs": trainer_scored_log_probs,
+            "rollout_log_probs": rollout_old_log_probs,
+            "loss_masks": batch["loss_masks"],
+            "total_lengths": total_lengths,
+            "response_lengths": response_lengths,
+            "parallel_state": parallel_state,
+            "max_seq_lens": max_seq_lens,
+        }
+
+        pg_loss, modified_response_masks, tis_metrics = tis_func(**tis_kwargs)
+
+        # [decouple IS and rejection] modified masks correct the numerator only;
+        # denominators stay the precomputed rollout_mask_sums.
+        sum_of_sample_mean = get_sum_of_sample_mean(
+            total_lengths,
+            response_lengths,
+            modified_response_masks,
+            args.calculate_per_token_loss,
+            args.qkv_format,
+            max_seq_lens,
+            denominators=batch.get("rollout_mask_sums", None),
+        )
+
+    # Determine pg_loss reducer: use custom if specified, otherwise default
+    if args.custom_pg_loss_reducer_function_path is not None:
+        custom_pg_loss_reducer_func = load_function(args.custom_pg_loss_reducer_function_path)
+        # Determine which loss_masks to use for pg_loss reducer
+        pg_loss_masks = modified_response_masks if (args.get_mismatch_metrics or args.use_tis) else batch["loss_masks"]
+        pg_loss_reducer = custom_pg_loss_reducer_func(
+            total_lengths, response_lengths, pg_loss_masks, args.calculate_per_token_loss
+        )
+    else:
+        pg_loss_reducer = sum_of_sample_mean
+
+    # ESS (Effective Sample Size) ratio from per-token IS weights
+    # w = π_new/π_old = exp(-ppo_kl).  A value of 1.0 is on-policy; near 0
+    # means the per-token weights are highly concentrated.
+    ess_ratio_sum = compute_ess_ratio_contribution(
+        ppo_kl=ppo_kl,
+        loss_masks=batch["loss_masks"],
+        total_lengths=total_lengths,
+        response_lengths=response_lengths,
+        qkv_format=args.qkv_format,
+        max_seq_lens=max_seq_lens,
+        calculate_per_token_loss=args.calculate_per_token_loss,
+    )
+
+    pg_loss = pg_loss_reducer(pg_loss)
+    pg_clipfrac = sum_of_sample_mean(pg_clipfrac)
+    ppo_kl = sum_of_sample_mean(ppo_kl)
+
+    entropy_loss = pg_loss.new_zeros(())
+    loss = pg_loss
+    if calculate_entropy:
+        entropy = log_probs_and_entropy["entropy"]
+        entropy = torch.cat(entropy, dim=0)
+        entropy_loss = sum_of_sample_mean(entropy)
+        if args.entropy_coef != 0:
+            loss = pg_loss - args.entropy_coef * entropy_loss
+        else:
+            entropy_loss = entropy_loss.detach()
+
+    if args.use_kl_loss:
+        assert reference_log_probs is not None, "ref_log_probs must be provided when --use-kl-loss is set"
+        ref_log_probs = torch.cat(reference_log_probs, dim=0)
+        importance_ratio = None
+        if args.use_unbiased_kl:
+            importance_ratio = torch.exp(log_probs - old_log_probs)
+        kl = compute_approx_kl(
+            log_probs,
+            ref_log_probs,
+            kl_loss_type=args.kl_loss_type,
+            importance_ratio=importance_ratio,
+        )
+        kl = torch.where(
+            active_tokens,
+            torch.nan_to_num(kl, nan=0.0, posinf=0.0, neginf=0.0),
+            kl.new_zeros(()),
+        )
+        kl_loss = sum_of_sample_mean(kl)
+
+        if args.kl_loss_coef != 0:
+            loss = loss + args.kl_loss_coef * kl_loss
+
+    # make sure the gradient could backprop correctly.
+    if log_probs.numel() == 0:
+        loss += 0 * logits.sum()
+
+    train_scored_log_probs = old_log_probs
+    train_rollout_logprob_abs_diff = None
+    train_rollout_kl = None
+    if rollout_old_log_probs:
+        rollout_log_probs = torch.cat(rollout_old_log_probs, dim=0)
+        abs_diff = (train_scored_log_probs - rollout_log_probs).abs()
+        abs_diff = torch.where(
+            active_tokens,
+            torch.nan_to_num(abs_diff, nan=0.0, posinf=0.0, neginf=0.0),
+            abs_diff.new_zeros(()),
+        )
+        train_rollout_logprob_abs_diff = sum_of_sample_mean(abs_diff)
+
+        # KL(rollout || train) at sampled tokens via Schulman k3 with per-token clamp [-10, 10]
+        rollout_train_kl = compute_approx_kl(rollout_log_probs, train_scored_log_probs, kl_loss_type="low_var_kl")
+        rollout_train_kl = torch.where(
+            active_tokens,
+            torch.nan_to_num(rollout_train_kl, nan=0.0, posinf=0.0, neginf=0.0),
+            rollout_train_kl.new_zeros(()),
+        )
+        train_rollout_kl = sum_of_sample_mean(rollout_train_kl)
+
+    reported_loss = {
+        "loss": loss.clone().detach(),
+        "pg_loss": pg_loss.clone().detach(),
+        "entropy_loss": entropy_loss.clone().detach(),
+        "pg_clipfrac": pg_clipfrac.clone().detach(),
+        "ppo_kl": ppo_kl.clone().detach(),
+        "ess_ratio": ess_ratio_sum.squeeze(),
+    }
+
+    if train_rollout_logprob_abs_diff is not None:
+        reported_loss["train_rollout_logprob_abs_diff"] = train_rollout_logprob_abs_diff.clone().detach()
+    if train_rollout_kl is not None:
+        reported_loss["train_rollout_kl"] = train_rollout_kl.clone().detach()
+
+    if args.use_kl_loss:
+        reported_loss["kl_loss"] = kl_loss.clone().detach()
+
+    if args.get_mismatch_metrics or args.use_tis:
+        # Aggregate mismatch/TIS/RS related metrics with the *pre-RS* masks.
+        # See comment above where `sum_of_sample_mean_for_mismatch_metrics` is defined.
+        reported_loss["ois"] = sum_of_sample_mean_for_mismatch_metrics(ois).clone().detach()
+        # Assume all metrics are already cloned and detached
+        for metric_key, metric_value in tis_metrics.items():
+            key_name = f"{metric_key}"
+            reported_loss[key_name] = sum_of_sample_mean_for_mismatch_metrics(metric_value)
+
+    if args.use_opsm:
+        reported_loss["opsm_clipfrac"] = opsm_clipfrac
+
+    # Add OPD metrics if available
+    if batch.get("opd_reverse_kl") is not None:
+        opd_reverse_kl = torch.cat(batch["opd_reverse_kl"], dim=0)
+        reported_loss["opd_reverse_kl"] = sum_of_sample_mean(opd_reverse_kl).clone().detach()
+
+    return loss, reported_loss
+# end verbatim
+
 def _identity(values, *lengths):
     return values
 
@@ -720,6 +1071,96 @@ def run(option, args, batch):
     return harness.coefficients(loss, trainer, advantages), kept
 
 
+# -- three policies: policy_loss_function with π_θ, π_old and μ apart ---------------------------------------------
+
+def get_parallel_state():
+    return SimpleNamespace(cp=SimpleNamespace(size=1))
+
+
+def get_log_probs_and_entropy(logits, *, args, unconcat_tokens, total_lengths, response_lengths, with_entropy,
+                              entropy_requires_grad, max_seq_lens):
+    """The stub: the "logits" are the current log-probs themselves, one sample."""
+    return {"log_probs": [logits], "entropy": [torch.zeros_like(logits)]}
+
+
+def get_local_response_loss_masks(total_lengths, response_lengths, loss_masks, qkv_format, max_seq_lens):
+    return loss_masks
+
+
+def get_sum_of_sample_mean(total_lengths, response_lengths, loss_masks, calculate_per_token_loss, qkv_format,
+                           max_seq_lens, denominators=None):
+    """Miles' reducer for one one-token sample: the masked value (its own sample mean)."""
+    mask = torch.cat(loss_masks)
+    return lambda values: (values * mask).sum()
+
+
+def compute_ess_ratio_contribution(ppo_kl, **kwargs):
+    return torch.zeros(())
+
+
+def compute_approx_kl(log_probs, log_probs_base, kl_loss_type, importance_ratio=None):
+    return torch.zeros_like(log_probs)
+
+
+def load_function(path):
+    raise NotImplementedError(path)
+
+
+def all_gather_with_cp(*args, **kwargs):
+    raise NotImplementedError("all_gather_with_cp: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_opsm_mask(*args, **kwargs):
+    raise NotImplementedError("compute_opsm_mask: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_gspo_kl(*args, **kwargs):
+    raise NotImplementedError("compute_gspo_kl: OPSM, GSPO and the KL loss are off here")
+
+
+MILES_ARGS = {"eps_clip": 0.2, "eps_clip_high": 0.2, "eps_clip_c": None, "use_rollout_logprobs": False,
+              "use_tis": False, "tis_clip": 2.0, "tis_clip_low": 0.0}
+UPDATE_SETTINGS = [
+    ("miles:default", "defaults", {}, {}, None, {}),
+    ("miles:default", "alternative", {"eps_clip_high": 0.28, "eps_clip_c": 3.0}, {"eps_high": 0.28, "dual_clip": 3.0},
+     None, {}),
+    ("miles:default", "use_tis", {"use_tis": True}, {}, "miles:use_tis", {}),
+    ("miles:use_rollout_logprobs", "defaults", {"use_rollout_logprobs": True}, {}, None, {}),
+]
+
+
+def miles_args(flags):
+    return Namespace(**{**MILES_ARGS, **flags}, skip_actor_forward_only=False, entropy_coef=0.0,
+                     observe_training_entropy=False, use_opsm=False, get_mismatch_metrics=False,
+                     custom_tis_function_path=None, calculate_per_token_loss=False, qkv_format="thd",
+                     custom_pg_loss_reducer_function_path=None, use_kl_loss=False, advantage_estimator="grpo")
+
+
+def update_loss(args):
+    """loss_fn(b, trainer, old, sampler, mask, advantages) -> policy_loss_function's loss of one token."""
+
+    def loss_fn(b, trainer, old, sampler, mask, advantages):
+        batch = {"advantages": [advantages.expand(1)], "log_probs": [old[0]], "rollout_log_probs": [sampler[0]],
+                 "response_lengths": [1], "total_lengths": [1], "loss_masks": [mask[0]], "rollout_mask_sums": [1.0],
+                 "unconcat_tokens": [None]}
+        reducer = get_sum_of_sample_mean(None, None, [mask[0]], False, "thd", None)
+        loss, _ = policy_loss_function(args, batch, trainer[0], reducer)
+        return loss
+
+    return loss_fn
+
+
+def run_update(numbers, preset, setting, flags, params, correction, correction_params):
+    args = miles_args(flags)
+    ratios = [1 - args.eps_clip, 1 + args.eps_clip_high] + ([args.eps_clip_c] if args.eps_clip_c else [])
+    weights = [w for w in (args.tis_clip, args.tis_clip_low) if w] if args.use_tis else []
+    combined = ratios if args.use_rollout_logprobs else ()
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights, combined))
+    loss, gradient = harness.per_token(update_loss(args), numbers.batches[name])
+    numbers.update(preset, setting, {**MILES_ARGS, **flags}, params, correction, correction_params, name, loss,
+                   gradient, float32=True)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/miles/generate.py",
                               float32=FLOAT32)
@@ -733,6 +1174,8 @@ def main():
                 c, kept = run(option, args, numbers.batches[batch])
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, c,
                             kept if option.startswith("mis") else None, setting)
+    for preset, setting, flags, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, flags, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

@@ -17,6 +17,11 @@ sequence-level loss is a per-sample mean (÷ L + 1e-8) of a ratio whose log is i
 there c is multiplied back by (1 + 1e-8)·(L + 1e-8)²/L. "kept" is token_mask × sample_mask (the error masking
 edits sample_mask; the importance weights never edit a mask).
 
+Three policies (the "updates"): ClippedPGLossFn with prev_logprobs (π_old, the policy's recomputation),
+generation_logprobs (μ) and the current log-probs (π_θ) apart, on one-token rows: the loss and its gradient of each
+token × (1 + 1e-8), masked_mean's denominator with global_valid_toks 1 (reference_policy_kl_penalty 0: no reference
+model here).
+
     python tests/catalogue/reference/nemo_rl/generate.py
 """
 
@@ -1052,6 +1057,44 @@ def run(fields, threshold, batch):
     return harness.coefficients(loss, trainer, advantages, scale), mask * data["sample_mask"][:, None]
 
 
+# -- three policies: ClippedPGLossFn with π_θ, π_old and μ apart ---------------------------------------------------
+
+# (update preset, setting, ClippedPGLossConfig's fields as run, the loss parameters in toylab's terms, the correction
+# and its parameters); examples/configs/grpo_math_1B.yaml: ratio_clip_min/max 0.2, ratio_clip_c null, no correction
+GRPO_MATH = {"reference_policy_kl_penalty": 0.0, "ratio_clip_min": 0.2, "ratio_clip_max": 0.2, "ratio_clip_c": None,
+             "use_importance_sampling_correction": False, "token_level_loss": True}
+UPDATE_SETTINGS = [
+    ("nemo_rl:default", "defaults", GRPO_MATH, {}, None, {}),
+    ("nemo_rl:default", "alternative", {**GRPO_MATH, "ratio_clip_min": 0.1, "ratio_clip_max": 0.28, "ratio_clip_c": 3.0},
+     {"eps_low": 0.1, "eps_high": 0.28, "dual_clip": 3.0}, None, {}),
+    ("nemo_rl:default", "tis", {**GRPO_MATH, "use_importance_sampling_correction": True,
+                                "truncated_importance_sampling_type": "tis", RATIO: 2.0}, {}, "nemo_rl:tis", {}),
+    ("nemo_rl:async", "defaults", {**GRPO_MATH, "use_importance_sampling_correction": True}, {},
+     "nemo_rl:use_importance_sampling_correction", {}),
+    ("nemo_rl:cispo", "defaults", {**GRPO_MATH, "use_cispo": True}, {}, None, {}),
+]
+
+
+def run_update(numbers, preset, setting, fields, params, correction, correction_params):
+    ratios = [1 - fields["ratio_clip_min"], 1 + fields["ratio_clip_max"]]
+    ratios += [fields["ratio_clip_c"]] if fields["ratio_clip_c"] else []
+    weights = [fields[RATIO]] if fields.get(RATIO) else []
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights))
+    loss_fn = ClippedPGLossFn(ClippedPGLossConfig(**fields))
+    one = torch.tensor(1.0, dtype=torch.float64)
+
+    def token_loss(b, trainer, old, sampler, mask, advantages):
+        column = torch.zeros(1, 1, dtype=torch.float64)
+        data = {"token_mask": torch.cat([column, mask], dim=1), "sample_mask": torch.ones(1, dtype=torch.float64),
+                "advantages": torch.cat([column, advantages[:, None]], dim=1),
+                "prev_logprobs": torch.cat([column, old], dim=1), "generation_logprobs": torch.cat([column, sampler], dim=1)}
+        loss, _ = loss_fn(trainer, data, global_valid_seqs=one, global_valid_toks=one)
+        return loss * (1 + 1e-8)
+
+    loss, gradient = harness.per_token(token_loss, numbers.batches[name])
+    numbers.update(preset, setting, fields, params, correction, correction_params, name, loss, gradient)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/nemo_rl/generate.py")
     ragged = numbers.batch("ragged", harness.RAGGED)
@@ -1063,6 +1106,8 @@ def main():
             for batch in (ragged, probes):
                 c, kept = run(fields, threshold, numbers.batches[batch])
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, c, kept, setting)
+    for preset, setting, fields, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, fields, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

@@ -13,6 +13,11 @@ old_logprob is the trainer's (use_vllm_logprobs false with one mini-batch: resol
 log-probs, detached), vllm_logprobs the sampler's; the PPO ratio is 1. c = −∂(Σ pg_loss·mask)/∂log π / A_b;
 nothing leaves response_mask.
 
+Three policies (the "updates"): resolve_old_logprob copied verbatim too, and the training step's loss (grpo_fast.py
+702–716: ratio, ρ, compute_grpo_loss) with the precomputed old log-probs (π_old, more than one mini-batch),
+vllm_logprobs (μ) and the current log-probs (π_θ) apart, on one-token rows; the beta·KL term to the reference model
+left out.
+
     python tests/catalogue/reference/open_instruct/generate.py
 """
 
@@ -153,6 +158,37 @@ def compute_rho_correction(
 # end verbatim
 
 
+# verbatim: allenai/open-instruct e6c3044aa6201c8bfa4573c1b03142af599e730d open_instruct/grpo_utils.py 475-501
+def resolve_old_logprob(
+    old_logprobs_cache: list[torch.Tensor | None],
+    sample_idx: int,
+    epoch_idx: int,
+    num_mini_batches: int,
+    use_vllm_logprobs: bool,
+    vllm_logprobs: torch.Tensor,
+    new_logprobs: torch.Tensor,
+) -> torch.Tensor:
+    """Return the old (baseline) logprobs for a sample.
+
+    With multiple mini-batches, old logprobs are pre-computed and cached.
+    With a single mini-batch, they are lazily set on the first epoch from
+    either vllm logprobs or the current policy's detached logprobs.
+    """
+    if num_mini_batches > 1:
+        result = old_logprobs_cache[sample_idx]
+    else:
+        with torch.no_grad():
+            if epoch_idx == 0:
+                if use_vllm_logprobs:
+                    old_logprobs_cache[sample_idx] = vllm_logprobs
+                else:
+                    old_logprobs_cache[sample_idx] = new_logprobs.detach()
+            result = old_logprobs_cache[sample_idx]
+    assert result is not None
+    return result
+# end verbatim
+
+
 # verbatim: allenai/open-instruct e6c3044aa6201c8bfa4573c1b03142af599e730d open_instruct/grpo_utils.py 504-538
 def compute_grpo_loss(
     new_logprobs: torch.Tensor,
@@ -237,6 +273,46 @@ def run(config, batch):
     return harness.coefficients((pg_loss * mask).sum(), trainer, advantages)
 
 
+# -- three policies: the loss of grpo_fast.py's training step with π_θ, π_old and μ apart --------------------------
+
+# (update preset, setting, GRPOExperimentConfig's fields as run, the loss parameters in toylab's terms, the correction
+# and its parameters). grpo_fast.py 702–716: ratio = exp(new − old), ρ from (old, vLLM), compute_grpo_loss; the
+# beta·KL term against the reference model (its own loss term) is left out (ref_logprobs None).
+UPDATE_SETTINGS = [
+    ("open_instruct:default", "defaults", {}, {}, "open_instruct:use_rho_correction", {}),
+    ("open_instruct:default", "no_rho", {"use_rho_correction": False}, {}, None, {}),
+    ("open_instruct:default", "alternative", {"clip_lower": 0.1, "clip_higher": 0.3, "rho_clamp_upper_bound": 1.5},
+     {"eps_low": 0.1, "eps_high": 0.3}, "open_instruct:use_rho_correction", {"rho_clamp_upper_bound": 1.5}),
+    ("open_instruct:cispo", "defaults", {"loss_fn": GRPOLossType.cispo}, {}, "open_instruct:use_rho_correction", {}),
+    ("open_instruct:use_vllm_logprobs", "defaults", {"use_vllm_logprobs": True, "use_rho_correction": False}, {},
+     None, {}),
+]
+
+
+def run_update(numbers, preset, setting, fields, params, correction, correction_params):
+    config = SimpleNamespace(**{**DEFAULTS, "use_vllm_logprobs": False, **fields})
+    check(config)
+    high = 1 + config.clip_higher
+    ratios = [high] if config.loss_fn == GRPOLossType.cispo else [1 - config.clip_lower, high]
+    weights = [config.rho_clamp_upper_bound] if config.use_rho_correction else []
+    combined = ratios if config.use_vllm_logprobs else ()
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights, combined))
+
+    def token_loss(b, new, old, vllm, mask, advantages):
+        # more than one mini-batch: the old log-probs precomputed (the recomputation, or vLLM's), grpo_fast.py 620–636
+        old = resolve_old_logprob([vllm if config.use_vllm_logprobs else old], 0, 0, 2, config.use_vllm_logprobs,
+                                  vllm, new)
+        token_advantages = advantages[:, None]
+        ratio = torch.exp(new - old)
+        rho = compute_rho_correction(old, vllm, mask.bool(), token_advantages, config)
+        pg_loss, _, _ = compute_grpo_loss(new, ratio, token_advantages, None, config, rho.weights)
+        return (pg_loss * mask).sum()
+
+    loss, gradient = harness.per_token(token_loss, numbers.batches[name])
+    numbers.update(preset, setting, {k: str(v) if k == "loss_fn" else v for k, v in fields.items()}, params,
+                   correction, correction_params, name, loss, gradient)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/open_instruct/generate.py")
     ragged = numbers.batch("ragged", harness.RAGGED)
@@ -248,6 +324,8 @@ def main():
             for batch in (ragged, probe):
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, run(config, numbers.batches[batch]),
                             setting=setting)
+    for preset, setting, fields, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, fields, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

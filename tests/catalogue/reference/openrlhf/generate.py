@@ -10,6 +10,9 @@ with batch_num_tokens = 1 (token level: c = −∂loss/∂log π / A_b) or, for 
 mean, global_batch_size = 1 (c is multiplied back by L + 1e-8, the per-sample mean's divisor). Nothing leaves
 action_mask, so there is no "kept".
 
+Three policies (the "updates"): PolicyLoss with old_log_probs (π_old), rollout_log_probs (μ) and the current
+log-probs (π_θ) apart, on one-token rows (batch_num_tokens 1: each token's own loss).
+
     python tests/catalogue/reference/openrlhf/generate.py
 """
 
@@ -219,6 +222,37 @@ def run(loss_fn, batch):
     return harness.coefficients(loss, trainer, advantages, scale)
 
 
+# -- three policies: PolicyLoss with π_θ, π_old and μ apart --------------------------------------------------------
+
+# (update preset, setting, PolicyLoss's arguments as train_ppo_ray.py builds them, the loss parameters in toylab's
+# terms, the correction and its parameters); old_log_probs are the actor's (recomputed in make_experience_batch)
+UPDATE_SETTINGS = [
+    ("openrlhf:default", "defaults", {"clip_eps_low": 0.2, "clip_eps_high": 0.2}, {}, None, {}),
+    ("openrlhf:default", "alternative", {"clip_eps_low": 0.1, "clip_eps_high": 0.28, "dual_clip": 3.0},
+     {"eps_low": 0.1, "eps_high": 0.28, "dual_clip": 3.0}, None, {}),
+    ("openrlhf:default", "tis", {"clip_eps_low": 0.2, "clip_eps_high": 0.2, "enable_vllm_is_correction": True,
+                                 "vllm_is_truncated_threshold": [0.5, 5.0]}, {}, "openrlhf:tis", {}),
+    ("openrlhf:default", "icepop", {"clip_eps_low": 0.2, "clip_eps_high": 0.2, "enable_vllm_is_correction": True,
+                                    "vllm_is_truncated_threshold": [0.5, 5.0], "vllm_is_correction_type": "icepop"},
+     {}, "openrlhf:icepop", {}),
+]
+
+
+def run_update(numbers, preset, setting, arguments, params, correction, correction_params):
+    loss_fn = PolicyLoss(**arguments)
+    ratios = [1 - loss_fn.clip_eps_low, 1 + loss_fn.clip_eps_high] + ([loss_fn.dual_clip] if loss_fn.dual_clip else [])
+    weights = loss_fn.vllm_is_truncated_threshold if loss_fn.enable_vllm_is_correction else []
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights))
+
+    def token_loss(b, trainer, old, sampler, mask, advantages):
+        loss, *_ = loss_fn(trainer, old, advantages[:, None], action_mask=mask, rollout_log_probs=sampler,
+                           batch_num_tokens=1.0)
+        return loss
+
+    loss, gradient = harness.per_token(token_loss, numbers.batches[name])
+    numbers.update(preset, setting, arguments, params, correction, correction_params, name, loss, gradient)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/openrlhf/generate.py")
     ragged = numbers.batch("ragged", harness.RAGGED)
@@ -229,6 +263,8 @@ def main():
             for batch in (ragged, probes):
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, run(loss_fn, numbers.batches[batch]),
                             setting=setting)
+    for preset, setting, arguments, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, arguments, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

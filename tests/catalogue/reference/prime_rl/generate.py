@@ -11,6 +11,10 @@ Each sequence's loss is a sum over its tokens (the loss mask is all its response
 "gradient" is −∂loss/∂log π with the setting's kl_tau (the KL term's part does not read A), "coefficients" the
 same at kl_tau = 0, divided by A_b. Nothing leaves the loss mask.
 
+Three policies (the "updates"): the same functions on one-token rows with π_θ, the rows' π_old (which they never
+read: prime-rl's ratio is π_θ/μ) and μ, at probability gaps π_θ − μ on each side of each mask threshold: each
+token's loss and its gradient ∂loss/∂log π_θ.
+
     python tests/catalogue/reference/prime_rl/generate.py
 """
 
@@ -208,6 +212,33 @@ def gradient(option, config, batch):
     return harness.coefficients(total, trainer, torch.ones_like(advantages)), advantages
 
 
+# -- three policies: the loss functions on one-token rows -----------------------------------------------------------
+
+# (update preset, setting, the loss config as run, the loss parameters in toylab's terms, the correction and its
+# parameters). LossInputs has no π_old: the ratio is π_θ/μ (the rows' own π_old must not matter).
+UPDATE_SETTINGS = [
+    ("prime_rl:default", "defaults", ("default", {}), {}, None, {}),
+    ("prime_rl:default", "alternative", ("default", {"dppo_mask_low": 0.1, "dppo_mask_high": 0.3, "kl_tau": 0.01}),
+     {"delta_low": 0.1, "delta_high": 0.3, "tau": 0.01}, None, {}),
+    ("prime_rl:ipo", "defaults", ("ipo", {}), {}, None, {}),
+]
+
+
+def run_update(numbers, preset, setting, option_params, params, correction, correction_params):
+    option, overrides = option_params
+    config = SimpleNamespace(**{**DEFAULTS[option], **overrides})
+    gaps = [config.dppo_mask_low, config.dppo_mask_high] if option == "default" else [config.ipo_threshold]
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(gaps=sorted(set(gaps))))
+
+    def token_loss(b, trainer, old, sampler, mask, advantages):
+        inputs = LossInputs(trainer[0], sampler[0], None, advantages, mask[0].bool())
+        return LOSSES[option](inputs, config).loss
+
+    loss, gradient = harness.per_token(token_loss, numbers.batches[name])
+    numbers.update(preset, setting, {"type": option, **vars(config)}, params, correction, correction_params, name,
+                   loss, gradient)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/prime_rl/generate.py")
     ragged = numbers.batch("ragged", harness.RAGGED)
@@ -221,6 +252,8 @@ def main():
                 c, advantages = gradient(option, without_kl, numbers.batches[batch])
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, c / advantages[:, None], setting=setting,
                             gradient=g)
+    for preset, setting, option_params, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, option_params, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

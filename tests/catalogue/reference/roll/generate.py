@@ -23,6 +23,10 @@ c = −∂loss/∂log π / A_b × (1 + 1e-8); "kept" is the response mask after 
 token-mean, whose agg_loss never reads loss_mask: on the worker's path a filtered token keeps its coefficient; on the
 recompute path the filtered response_mask already multiplied the log-probs (op_compute_log_probs), so it has none.
 
+Three policies (the "updates"): loss_func on the recompute path with old_log_probs (π_old), infer_logprobs (μ) and
+the current log-probs (π_θ) apart, on one-token rows, pg_variant ppo (pg_clip, the range, dual_clip_loss) and
+vanilla, with and without the token IS weight: each token's loss and gradient × (1 + 1e-8).
+
     python tests/catalogue/reference/roll/generate.py
 """
 
@@ -1009,6 +1013,57 @@ def run(config, pg_variant, batch, recompute, loss_agg_mode="seq-mean-token-sum"
     return harness.coefficients(loss, trainer, advantages, 1 + 1e-8), kept
 
 
+# -- three policies: loss_func with π_θ, π_old and μ apart ---------------------------------------------------------
+
+# (update preset, setting, the pipeline config's fields as run, the loss parameters in toylab's terms, the correction
+# and its parameters); the default recompute path (enable_old_logprobs_recompute: old_log_probs are the trainer's
+# recomputation, the correction computed by apply_train_infer_correction_to_batch)
+PPO = {"pg_variant": "ppo", "pg_clip": 0.2, "dual_clip_loss": False}
+UPDATE_SETTINGS = [
+    ("roll:ppo", "defaults", PPO, {}, None, {}),
+    ("roll:ppo", "dual_clip_loss", {**PPO, "dual_clip_loss": True}, {"dual_clip": 1 + 0.2 * 2}, None, {}),
+    ("roll:ppo", "pg_clip_range", {**PPO, "use_pg_clip_range": True, "pg_clip_low": 0.1, "pg_clip_high": 0.28},
+     {"eps_low": 0.1, "eps_high": 0.28}, None, {}),
+    ("roll:ppo", "is_weight_token", {**PPO, "is_weight": "token"}, {}, "roll:is_weight_token", {}),
+    ("roll:vanilla", "defaults", {"pg_variant": "vanilla"}, {}, None, {}),
+    ("roll:vanilla", "is_weight_token", {"pg_variant": "vanilla", "is_weight": "token"}, {}, "roll:is_weight_token",
+     {}),
+]
+
+
+def run_update(numbers, preset, setting, fields, params, correction_id, correction_params):
+    weight = fields.get("is_weight")
+    config = (TrainInferCorrectionConfig(is_weight=TrainInferISWeightConfig(enabled=True, weight_type=weight))
+              if weight else TrainInferCorrectionConfig())
+    clip = fields.get("pg_clip", 0.2)
+    low, high = (fields["pg_clip_low"], fields["pg_clip_high"]) if fields.get("use_pg_clip_range") else (clip, clip)
+    ratios = ([1 - low, 1 + high] + ([1 + clip * 2] if fields.get("dual_clip_loss") else [])
+              if fields["pg_variant"] == "ppo" else [])
+    weights = [config.is_weight.upper_bound] if weight else []
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights))
+    pipeline_config = SimpleNamespace(
+        train_infer_correction=config, enable_old_logprobs_recompute=True, ratio_type="token",
+        loss_agg_mode="seq-mean-token-sum", use_kl_loss=False, kl_loss_coef=0.0, entropy_loss_coef=0.0,
+        pg_clip=clip, use_pg_clip_range=fields.get("use_pg_clip_range", False), pg_clip_low=low, pg_clip_high=high,
+        dual_clip_loss=fields.get("dual_clip_loss", False), actor_train=SimpleNamespace(pg_variant=fields["pg_variant"]))
+
+    def token_loss(b, trainer, old, sampler, mask, advantages):
+        data = DataProto(
+            {"response_mask": torch.cat([torch.ones(1, 1, dtype=torch.int64), mask.long()], dim=1),
+             "old_log_probs": old, "infer_logprobs": sampler, "ref_log_probs": old, "advantages": advantages[:, None],
+             "input_ids": torch.zeros(1, 2, dtype=torch.int64)},
+            {"traj_id": np.arange(1), "episode_scores": advantages.numpy()},
+            {"batch_num_tokens": {"response_mask": 1.0}, "global_valid_samples": {"response_mask": 1.0},
+             "loss_mask_keys": ["response_mask"]})
+        data, _ = apply_train_infer_correction_to_batch(pipeline_config, data,
+                                                        update_mask_keys=data.meta_info["loss_mask_keys"])
+        loss, _ = ActorWorker(pipeline_config).loss_func(data, trainer)
+        return loss * (1 + 1e-8)
+
+    loss, gradient = harness.per_token(token_loss, numbers.batches[name])
+    numbers.update(preset, setting, fields, params, correction_id, correction_params, name, loss, gradient)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/roll/generate.py")
     ragged = numbers.batch("ragged", harness.RAGGED)
@@ -1031,6 +1086,8 @@ def main():
     numbers.finding("token_mean_on_the_recompute_path", ragged,
                     run(config, "vanilla", numbers.batches[ragged], True, "token-mean")[0] * scale,
                     "the same on the default recompute path: the filtered response_mask zeroes the log-probs")
+    for preset, setting, fields, params, correction_id, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, fields, params, correction_id, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

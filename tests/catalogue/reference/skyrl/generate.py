@@ -15,6 +15,10 @@ reduce_loss is (loss·loss_mask).sum() with the loss mask the off-policy correct
 float32 (safe_exp_delta): the numbers carry float32 rounding. The thresholds the config leaves None (outlier and
 token masks) are the docs' (10⁻⁴ and 100; 0.5 and 2).
 
+Three policies (the "updates"): ppo_policy_loss (regular and dual_clip) and compute_policy_loss_cispo (copied
+verbatim too, its decorator dropped; cispo_anchor "old" and "rollout") run on one-token rows with old_log_probs
+(π_old, the trainer's recomputation), rollout_logprobs (μ) and the current log-probs (π_θ) apart.
+
     python tests/catalogue/reference/skyrl/generate.py
 """
 
@@ -527,6 +531,99 @@ def rollout_is_policy_loss(
 # end verbatim
 
 
+# verbatim: NovaSky-AI/SkyRL a9564572eb8e91076be43c1bd5e4615e3de17265 skyrl/backends/skyrl_train/utils/ppo_utils.py 733-821
+def compute_policy_loss_cispo(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    config: AlgorithmConfig,
+    loss_mask: Optional[torch.Tensor] = None,
+    rollout_logprobs: Optional[torch.Tensor] = None,
+) -> Tuple[torch.Tensor, dict[str, float]]:
+    """Implementation of CISPO (Clipped IS-weight Policy Optimization) loss function,
+    as proposed in https://arxiv.org/abs/2506.13585.
+
+    Instead of clipping the importance sampling ratio in the loss directly, as done
+    in PPO loss, CISPO clips the importance sampling ratio in the policy gradient
+    update. This means the model can still learn from samples whose importance sampling
+    ratio is clipped in CISPO, as opposed to PPO where these samples have zero
+    gradient and are essentially ignored.
+
+    The behavior policy the IS ratio is anchored on is selected by ``config.cispo.cispo_anchor``:
+
+    * ``"old"`` (default, original CISPO): ``ratio = pi_theta / pi_old``, where ``pi_old`` is the
+      recomputed log-probs of the current policy at experience-prep. Under a single gradient step
+      this ratio is ~1, so the clamp only bites across multiple gradient passes over a frozen batch.
+    * ``"rollout"``: ``ratio = pi_theta / pi_rollout``, anchored on the sampler/behavior policy. This
+      makes the clamped objective engage under fully-async training, where the sampler lags the
+      trainer by up to ``max_staleness_steps`` so the ratio genuinely differs from 1 even at a single
+      gradient pass. Here the rollout-anchored ratio *is* the off-policy correction, so stacking TIS
+      (``off_policy_correction.tis_ratio_type``) would double-count it and is rejected.
+
+    The ``"rollout"`` anchor is the clamped (CISPO) counterpart of the hard-zero ``rollout_is`` loss:
+    both anchor on ``pi_rollout``, but CISPO caps out-of-range tokens rather than zeroing them, so
+    every token keeps a (bounded) gradient.
+
+    Logs ``clip_ratio`` (cap-hit fraction) plus ``cispo/ratio_{mean,clamped_mean,max,min}`` so the
+    actual gradient multiplier ``r = pi_theta / pi_behavior`` is observable, not just how often the
+    cap fires (which is near-zero with a wide ``eps_clip_high``).
+    """
+    anchor = config.cispo.cispo_anchor
+    if anchor == "rollout":
+        assert rollout_logprobs is not None, "rollout_logprobs are required for cispo with cispo_anchor='rollout'"
+        if config.off_policy_correction.tis_ratio_type is not None:
+            raise ValueError(
+                "cispo_anchor='rollout' is already rollout-anchored and performs the off-policy "
+                f"correction; TIS (tis_ratio_type={config.off_policy_correction.tis_ratio_type!r}) "
+                "would double-count it. Set off_policy_correction.tis_ratio_type=None."
+            )
+        behavior_log_probs = rollout_logprobs
+    else:
+        behavior_log_probs = old_log_probs
+
+    ratio = safe_exp_delta(log_probs - behavior_log_probs, clip=20.0, out_dtype=log_probs.dtype)
+    clamped_ratio = torch.clamp(ratio, 1 - config.cispo.cispo_eps_clip_low, 1 + config.cispo.cispo_eps_clip_high)
+    loss = -advantages * clamped_ratio.detach() * log_probs
+
+    is_clipped = (ratio < 1 - config.cispo.cispo_eps_clip_low) | (ratio > 1 + config.cispo.cispo_eps_clip_high)
+    clip_ratio = masked_mean(is_clipped.float(), loss_mask).mean().detach().item()
+
+    # IS-ratio diagnostics. clip_ratio above is only the cap-HIT fraction; these expose the actual
+    # gradient multiplier r = pi_theta / pi_behavior. Under cispo_anchor="rollout", r drifts from 1
+    # via the vLLM-vs-train numerical gap + async staleness even at a single gradient pass, so mean(r)
+    # and the raw-vs-clamped gap quantify how much the off-policy correction (and the cap) actually
+    # move the gradient -- not just how often the cap fires. For max/min we select only the active
+    # (unmasked) ratios: `ratio` is strictly positive (safe_exp_delta), so multiplying by loss_mask
+    # would zero masked tokens and force min to 0.0 whenever any token is masked. masked_mean excludes
+    # them for the means.
+    cispo_ratio_mean = masked_mean(ratio, loss_mask).mean().detach().item()
+    cispo_ratio_clamped_mean = masked_mean(clamped_ratio, loss_mask).mean().detach().item()
+    if loss_mask is not None and loss_mask.any():
+        active_ratio = ratio[loss_mask.bool()]
+        cispo_ratio_max = active_ratio.max().detach().item()
+        cispo_ratio_min = active_ratio.min().detach().item()
+    else:
+        cispo_ratio_max = ratio.max().detach().item()
+        cispo_ratio_min = ratio.min().detach().item()
+
+    # apply off policy correction
+    loss_metrics = {
+        "clip_ratio": clip_ratio,
+        "cispo/ratio_mean": cispo_ratio_mean,
+        "cispo/ratio_clamped_mean": cispo_ratio_clamped_mean,
+        "cispo/ratio_max": cispo_ratio_max,
+        "cispo/ratio_min": cispo_ratio_min,
+    }
+    loss, loss_mask, off_policy_metrics = apply_off_policy_correction(
+        loss, old_log_probs, rollout_logprobs, loss_mask, config.off_policy_correction
+    )
+    loss_metrics.update(off_policy_metrics)
+
+    loss = reduce_loss(loss, loss_mask)
+    return loss, loss_metrics
+# end verbatim
+
+
 # verbatim: NovaSky-AI/SkyRL a9564572eb8e91076be43c1bd5e4615e3de17265 skyrl/backends/skyrl_train/utils/ppo_utils.py 867-935
 def dppo_policy_loss(
     log_probs: torch.Tensor,
@@ -738,6 +835,55 @@ def run(cfg, batch):
     return harness.coefficients(loss, trainer, advantages), kept
 
 
+# -- three policies: the policy losses with π_θ, π_old and μ apart ------------------------------------------------
+
+# (update preset, setting, trainer.algorithm's fields as run, the loss parameters in toylab's terms, the correction
+# and its parameters)
+UPDATE_SETTINGS = [
+    ("skyrl:regular", "defaults", {"policy_loss_type": "regular"}, {}, None, {}),
+    ("skyrl:regular", "alternative", {"policy_loss_type": "regular", "eps_clip_low": 0.1, "eps_clip_high": 0.28},
+     {"eps_low": 0.1, "eps_high": 0.28}, None, {}),
+    ("skyrl:regular", "tis_ratio_type_token", {"policy_loss_type": "regular", "tis_ratio_type": "token"}, {},
+     "skyrl:tis_ratio_type_token", {}),
+    ("skyrl:dual_clip", "defaults", {"policy_loss_type": "dual_clip"}, {}, None, {}),
+    ("skyrl:cispo", "defaults", {"policy_loss_type": "cispo", "cispo_anchor": "old"}, {}, None, {}),
+    ("skyrl:cispo", "tis_ratio_type_token", {"policy_loss_type": "cispo", "cispo_anchor": "old",
+                                             "tis_ratio_type": "token"}, {}, "skyrl:tis_ratio_type_token", {}),
+    ("skyrl:cispo_rollout", "defaults", {"policy_loss_type": "cispo", "cispo_anchor": "rollout"}, {}, None, {}),
+]
+
+
+def algorithm_config(fields):
+    off = OffPolicyCorrectionConfig(**{k: v for k, v in fields.items() if k in OFF_POLICY_FIELDS})
+    cispo = SimpleNamespace(cispo_eps_clip_low=1.0, cispo_eps_clip_high=4.0,
+                            cispo_anchor=fields.get("cispo_anchor", "old"))
+    return SimpleNamespace(policy_loss_type=fields["policy_loss_type"], eps_clip_low=fields.get("eps_clip_low", 0.2),
+                           eps_clip_high=fields.get("eps_clip_high", 0.2), clip_ratio_c=3.0, cispo=cispo,
+                           off_policy_correction=off)
+
+
+def run_update(numbers, preset, setting, fields, params, correction, correction_params):
+    cfg = algorithm_config(fields)
+    if cfg.policy_loss_type == "cispo":
+        ratios = [1 - cfg.cispo.cispo_eps_clip_low, 1 + cfg.cispo.cispo_eps_clip_high]
+        loss_function = compute_policy_loss_cispo
+    else:
+        ratios = [1 - cfg.eps_clip_low, 1 + cfg.eps_clip_high] + ([3.0] if cfg.policy_loss_type == "dual_clip" else [])
+        loss_function = ppo_policy_loss
+    weights = [cfg.off_policy_correction.token_tis_ratio_clip_high] if fields.get("tis_ratio_type") else []
+    combined = ratios if fields.get("cispo_anchor") == "rollout" else ()
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights, combined))
+
+    def loss_fn(b, trainer, old, sampler, mask, advantages):
+        loss, _ = loss_function(trainer, old, advantages[:, None].expand_as(trainer), cfg, loss_mask=mask,
+                                rollout_logprobs=sampler)
+        return loss
+
+    loss, gradient = harness.per_token(loss_fn, numbers.batches[name])
+    numbers.update(preset, setting, fields, params, correction, correction_params, name, loss, gradient,
+                   float32=True)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/skyrl/generate.py",
                               float32=FLOAT32)
@@ -754,6 +900,8 @@ def main():
     both.off_policy_correction.tis_ratio_type = "sequence"
     numbers.finding("token_mask_then_sequence_tis", ragged, run(both, numbers.batches[ragged])[0],
                     "token_mask_is_threshold (0.5, 2) with tis_ratio_type sequence: W over the tokens the mask left")
+    for preset, setting, fields, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, fields, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

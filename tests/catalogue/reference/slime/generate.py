@@ -14,12 +14,20 @@ c = −∂(Σ pg_loss·mask')/∂log π / A_b, and "kept" is mask'. mis.yaml's s
 tis_upper_bound 2 (0.9999 and 1.0001 at the geometric level, as its comment says), use_rs true, rs_veto_threshold
 1e-4, rs bounds unset, tis_batch_normalize off (batch-coupled, not a preset).
 
+Three policies (the "updates"): policy_loss_function (slime/backends/megatron_utils/loss.py) and
+compute_cispo_loss (slime/utils/ppo_utils.py, @torch.compile dropped) copied verbatim too, run on one-token rows
+with the batch's log_probs (π_old, the actor's recomputation), rollout_log_probs (μ) and the current log-probs
+(π_θ) apart. Stubbed for it: get_log_probs_and_entropy (returns the given log-probs, entropy 0),
+get_rollout_top_p_logprob_kwargs ({}), _maybe_capture_log_probs (nothing), get_sum_of_sample_mean and the
+sum_of_sample_mean reducer (the masked sum: one token is its own sample mean), and load_function (unused).
+
     python tests/catalogue/reference/slime/generate.py
 """
 
 import sys
 import types
 from argparse import Namespace
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -560,6 +568,276 @@ def compute_policy_loss(
 # end verbatim
 
 
+RolloutBatch = dict                  # slime.utils.types.RolloutBatch, a type hint of policy_loss_function
+
+
+# verbatim: THUDM/slime 624b824a898ab0ec1fcb4d373004c7f3852bf515 slime/utils/ppo_utils.py 152-171
+def compute_cispo_loss(
+    ppo_kl: torch.Tensor,
+    log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    eps_clip: float,
+    eps_clip_high: float,
+):
+    """CISPO loss from MiniMax-M1 (https://arxiv.org/abs/2506.13585, Eq. 4-5):
+    ``-sg(clip(ratio, 1 - eps_clip, 1 + eps_clip_high)) * advantages * log_probs``.
+
+    Unlike PPO, the IS ratio is clipped under stop-gradient and the gradient flows
+    through ``log_probs``, so clipped tokens still contribute gradient. The bounds
+    reuse the delta-from-1 convention of ``compute_policy_loss``; canonical CISPO
+    disables the lower bound (``eps_clip >= 1.0``).
+    """
+    ratio = (-ppo_kl).exp()
+    ratio_truncated = torch.clamp(ratio, min=1.0 - eps_clip, max=1.0 + eps_clip_high)
+    pg_losses = -ratio_truncated.detach() * advantages * log_probs
+    clipfrac = (ratio_truncated != ratio).float()
+    return pg_losses, clipfrac
+# end verbatim
+
+
+# verbatim: THUDM/slime 624b824a898ab0ec1fcb4d373004c7f3852bf515 slime/backends/megatron_utils/loss.py 934-1173
+def policy_loss_function(
+    args: Namespace,
+    batch: RolloutBatch,
+    logits: torch.Tensor,
+    sum_of_sample_mean: Callable[[torch.Tensor], torch.Tensor],
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Compute policy loss (PPO/GSPO) and metrics.
+
+    Computes current log-probabilities and entropy from model logits, then
+    calculates PPO-style clipped policy gradient loss. For GSPO, gathers
+    full sequences via context-parallel all-gather before computing per-sample
+    KL. Optionally applies TIS (Truncated Importance Sampling) correction and
+    adds KL loss term if configured.
+
+    Args:
+        args: Configuration controlling advantage estimator, clipping thresholds,
+            entropy/KL coefficients, and TIS settings.
+        batch: Mini-batch containing "advantages", "log_probs" (old policy),
+            "unconcat_tokens", "response_lengths", "total_lengths", "loss_masks",
+            and optionally "ref_log_probs" and "rollout_log_probs".
+        logits: Policy logits with shape `[1, T, V]`.
+        sum_of_sample_mean: Reduction function that averages per-sample values.
+
+    Returns:
+        Tuple of `(loss, metrics)` where `loss` is a scalar tensor and `metrics`
+        is a dict containing detached scalars: "loss", "pg_loss",
+        "entropy_loss", "pg_clipfrac", "ppo_kl". Additional keys "kl_loss",
+        "tis", "ois", "tis_clipfrac" are included when the respective features
+        are enabled.
+    """
+    advantages = torch.cat(batch["advantages"], dim=0)
+    old_log_probs = batch["rollout_log_probs"] if args.use_rollout_logprobs else batch.get("log_probs")
+
+    response_lengths = batch["response_lengths"]
+    total_lengths = batch["total_lengths"]
+
+    _, log_probs_and_entropy = get_log_probs_and_entropy(
+        logits,
+        args=args,
+        unconcat_tokens=batch["unconcat_tokens"],
+        total_lengths=total_lengths,
+        response_lengths=response_lengths,
+        with_entropy=True,
+        **get_rollout_top_p_logprob_kwargs(args, batch),
+    )
+
+    log_probs = log_probs_and_entropy["log_probs"]
+    # Snapshot the per-sample policy log-probs for the train debug dump (no-op
+    # unless capture is enabled). Must run before the torch.cat below rebinds
+    # `log_probs` to a single concatenated tensor.
+    _maybe_capture_log_probs(batch, log_probs)
+    if not args.use_rollout_logprobs and not old_log_probs:
+        old_log_probs = [log_prob.detach() for log_prob in log_probs]
+    train_log_probs_for_tis = batch.get("log_probs")
+    if not train_log_probs_for_tis:
+        train_log_probs_for_tis = [log_prob.detach() for log_prob in log_probs]
+
+    # Pre-gather log probs if needed by OPSM or GSPO to avoid duplicate gathering
+    need_full_log_probs = args.use_opsm or args.advantage_estimator == "gspo"
+
+    full_log_probs = None
+    full_old_log_probs = None
+    if need_full_log_probs:
+        full_log_probs = [
+            all_gather_with_cp(log_prob, total_length, response_length)
+            for log_prob, total_length, response_length in zip(
+                log_probs, total_lengths, response_lengths, strict=False
+            )
+        ]
+        full_old_log_probs = [
+            all_gather_with_cp(old_log_prob, total_length, response_length)
+            for old_log_prob, total_length, response_length in zip(
+                old_log_probs, total_lengths, response_lengths, strict=False
+            )
+        ]
+
+    # Compute OPSM mask if enabled
+    if args.use_opsm:
+        opsm_mask, opsm_clipfrac = compute_opsm_mask(
+            args=args,
+            full_log_probs=full_log_probs,
+            full_old_log_probs=full_old_log_probs,
+            advantages=batch["advantages"],
+            loss_masks=batch["loss_masks"],
+        )
+
+    # Compute KL divergence (GSPO uses sequence-level KL, others use per-token KL)
+    if args.advantage_estimator == "gspo":
+        ppo_kl = compute_gspo_kl(
+            full_log_probs=full_log_probs,
+            full_old_log_probs=full_old_log_probs,
+            local_log_probs=log_probs,
+            loss_masks=batch["loss_masks"],
+        )
+        old_log_probs = torch.cat(old_log_probs, dim=0)
+        log_probs = torch.cat(log_probs, dim=0)
+    else:
+        old_log_probs = torch.cat(old_log_probs, dim=0)
+        log_probs = torch.cat(log_probs, dim=0)
+        ppo_kl = old_log_probs - log_probs
+
+    if args.advantage_estimator == "cispo":
+        pg_loss, pg_clipfrac = compute_cispo_loss(ppo_kl, log_probs, advantages, args.eps_clip, args.eps_clip_high)
+    else:
+        pg_loss, pg_clipfrac = compute_policy_loss(
+            ppo_kl,
+            advantages,
+            args.eps_clip,
+            args.eps_clip_high,
+            eps_clip_c=args.eps_clip_c,
+        )
+
+    if args.use_opsm:
+        pg_loss = pg_loss * opsm_mask
+
+    # Apply off-policy correction using importance sampling if enabled
+    if args.get_mismatch_metrics or args.use_tis:
+        # NOTE:
+        # `tis_func` may apply rejection-sampling style masking (RS) and return `modified_response_masks`.
+        # We rebuild `sum_of_sample_mean` with those masks to correct denominators for loss/backprop.
+        #
+        # However, mismatch/TIS/RS metrics (e.g., "truncate_fraction") are often defined over the
+        # *pre-RS* valid tokens. If we aggregate metrics with `modified_response_masks`, the rejected
+        # tokens are excluded from the denominator and the metric can be artificially driven to 0.
+        # Keep a copy of the original reducer (based on `batch["loss_masks"]`) for metric aggregation.
+        sum_of_sample_mean_for_mismatch_metrics = sum_of_sample_mean
+
+        assert "rollout_log_probs" in batch, "rollout_log_probs must be provided for TIS"
+
+        ois = (-ppo_kl).exp()
+        tis_kwargs = {
+            "args": args,
+            "pg_loss": pg_loss,
+            "train_log_probs": train_log_probs_for_tis,
+            "rollout_log_probs": batch["rollout_log_probs"],
+            "loss_masks": batch["loss_masks"],
+            "total_lengths": total_lengths,
+            "response_lengths": response_lengths,
+        }
+
+        if args.custom_tis_function_path is not None:
+            tis_func = load_function(args.custom_tis_function_path)
+        else:
+            tis_func = vanilla_tis_function
+        pg_loss, modified_response_masks, tis_metrics = tis_func(**tis_kwargs)
+
+        # [decouple IS and rejection] Rebuild sum_of_sample_mean with
+        # modified_response_masks for numerator correction (rejected tokens
+        # zeroed in pg_loss). Denominators stay the precomputed per-rollout
+        # totals from ``rollout_mask_sums`` (based on original loss_masks) —
+        # same normalizer as the outer reducer, so pg_loss and the rest of the
+        # reported metrics live in the same per-rollout-mean space.
+        sum_of_sample_mean = get_sum_of_sample_mean(
+            total_lengths,
+            response_lengths,
+            modified_response_masks,
+            batch["rollout_mask_sums"],
+            args.calculate_per_token_loss,
+        )
+
+    # Determine pg_loss reducer: use custom if specified, otherwise default
+    if getattr(args, "custom_pg_loss_reducer_function_path", None) is not None:
+        custom_pg_loss_reducer_func = load_function(args.custom_pg_loss_reducer_function_path)
+        # Determine which loss_masks to use for pg_loss reducer
+        pg_loss_masks = modified_response_masks if (args.get_mismatch_metrics or args.use_tis) else batch["loss_masks"]
+        pg_loss_reducer = custom_pg_loss_reducer_func(
+            total_lengths, response_lengths, pg_loss_masks, args.calculate_per_token_loss
+        )
+    else:
+        pg_loss_reducer = sum_of_sample_mean
+
+    pg_loss = pg_loss_reducer(pg_loss)
+    pg_clipfrac = sum_of_sample_mean(pg_clipfrac)
+    ppo_kl = sum_of_sample_mean(ppo_kl)
+
+    # entropy loss
+    entropy = log_probs_and_entropy["entropy"]
+    entropy = torch.cat(entropy, dim=0)
+    entropy_loss = sum_of_sample_mean(entropy)
+
+    loss = pg_loss - args.entropy_coef * entropy_loss
+
+    if args.use_kl_loss:
+        ref_log_probs = batch["ref_log_probs"]
+        ref_log_probs = torch.cat(ref_log_probs, dim=0)
+        importance_ratio = None
+        if args.use_unbiased_kl:
+            importance_ratio = torch.exp(log_probs - old_log_probs)
+        kl = compute_approx_kl(
+            log_probs,
+            ref_log_probs,
+            kl_loss_type=args.kl_loss_type,
+            importance_ratio=importance_ratio,
+        )
+        kl_loss = sum_of_sample_mean(kl)
+
+        loss = loss + args.kl_loss_coef * kl_loss
+
+    # make sure the gradient could backprop correctly.
+    if log_probs.numel() == 0:
+        loss += 0 * logits.sum()
+
+    train_rollout_logprob_abs_diff = None
+    if "rollout_log_probs" in batch and batch["rollout_log_probs"]:
+        rollout_log_probs = torch.cat(batch["rollout_log_probs"], dim=0)
+        log_probs_to_compare = log_probs if args.use_rollout_logprobs else old_log_probs
+        train_rollout_logprob_abs_diff = sum_of_sample_mean((log_probs_to_compare - rollout_log_probs).abs())
+
+    reported_loss = {
+        "loss": loss.clone().detach(),
+        "pg_loss": pg_loss.clone().detach(),
+        "entropy_loss": entropy_loss.clone().detach(),
+        "pg_clipfrac": pg_clipfrac.clone().detach(),
+        "ppo_kl": ppo_kl.clone().detach(),
+    }
+
+    if train_rollout_logprob_abs_diff is not None:
+        reported_loss["train_rollout_logprob_abs_diff"] = train_rollout_logprob_abs_diff.clone().detach()
+
+    if args.use_kl_loss:
+        reported_loss["kl_loss"] = kl_loss.clone().detach()
+
+    if args.get_mismatch_metrics or args.use_tis:
+        # Aggregate mismatch/TIS/RS related metrics with the *pre-RS* masks.
+        # See comment above where `sum_of_sample_mean_for_mismatch_metrics` is defined.
+        reported_loss["ois"] = sum_of_sample_mean_for_mismatch_metrics(ois).clone().detach()
+        # Assume all metrics are already cloned and detached
+        for metric_key, metric_value in tis_metrics.items():
+            key_name = f"{metric_key}"
+            reported_loss[key_name] = sum_of_sample_mean_for_mismatch_metrics(metric_value)
+
+    if args.use_opsm:
+        reported_loss["opsm_clipfrac"] = opsm_clipfrac
+
+    # Add OPD metrics if available
+    if batch.get("opd_reverse_kl"):
+        opd_reverse_kl = torch.cat(batch["opd_reverse_kl"], dim=0)
+        reported_loss["opd_reverse_kl"] = sum_of_sample_mean(opd_reverse_kl).clone().detach()
+
+    return loss, reported_loss
+# end verbatim
+
 def _identity(values, *lengths):
     return values
 
@@ -631,6 +909,97 @@ def run(option, args, batch):
     return harness.coefficients(loss, trainer, advantages), kept
 
 
+# -- three policies: policy_loss_function with π_θ, π_old and μ apart ---------------------------------------------
+
+
+def get_log_probs_and_entropy(logits, *, args, unconcat_tokens, total_lengths, response_lengths, with_entropy,
+                              **kwargs):
+    """The stub: the "logits" are the current log-probs themselves, one sample; entropy 0."""
+    return None, {"log_probs": [logits], "entropy": [torch.zeros_like(logits)]}
+
+
+def get_rollout_top_p_logprob_kwargs(args, batch):
+    return {}
+
+
+def _maybe_capture_log_probs(batch, log_probs):
+    return None
+
+
+def get_sum_of_sample_mean(total_lengths, response_lengths, loss_masks, rollout_mask_sums, calculate_per_token_loss):
+    """slime's reducer for one one-token sample: the masked value (its own sample mean)."""
+    mask = torch.cat(loss_masks)
+    return lambda values: (values * mask).sum()
+
+
+def load_function(path):
+    raise NotImplementedError(path)
+
+
+def all_gather_with_cp(*args, **kwargs):
+    raise NotImplementedError("all_gather_with_cp: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_opsm_mask(*args, **kwargs):
+    raise NotImplementedError("compute_opsm_mask: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_gspo_kl(*args, **kwargs):
+    raise NotImplementedError("compute_gspo_kl: OPSM, GSPO and the KL loss are off here")
+
+
+def compute_approx_kl(*args, **kwargs):
+    raise NotImplementedError("compute_approx_kl: OPSM, GSPO and the KL loss are off here")
+
+
+# (update preset, setting, slime's flags as run, the loss parameters in toylab's terms, the correction and its
+# parameters)
+SLIME_ARGS = {"eps_clip": 0.2, "eps_clip_high": 0.2, "eps_clip_c": None, "use_rollout_logprobs": False,
+              "use_tis": False, "tis_clip": 2.0, "tis_clip_low": 0.0, "advantage_estimator": "grpo"}
+UPDATE_SETTINGS = [
+    ("slime:default", "defaults", {}, {}, None, {}),
+    ("slime:default", "alternative", {"eps_clip_high": 0.28, "eps_clip_c": 3.0}, {"eps_high": 0.28, "dual_clip": 3.0},
+     None, {}),
+    ("slime:default", "use_tis", {"use_tis": True}, {}, "slime:use_tis", {}),
+    ("slime:default", "use_tis_alternative", {"use_tis": True, "tis_clip": 1.5, "tis_clip_low": 0.5}, {},
+     "slime:use_tis", {"tis_clip": 1.5, "tis_clip_low": 0.5}),
+    ("slime:use_rollout_logprobs", "defaults", {"use_rollout_logprobs": True}, {}, None, {}),
+    ("slime:cispo", "defaults", {"advantage_estimator": "cispo", "eps_clip": 1.0, "eps_clip_high": 4.0}, {}, None,
+     {}),
+]
+
+
+def slime_args(flags):
+    return Namespace(**{**SLIME_ARGS, **flags}, use_opsm=False, get_mismatch_metrics=False,
+                     custom_tis_function_path=None, calculate_per_token_loss=False, entropy_coef=0.0,
+                     use_kl_loss=False)
+
+
+def update_loss(args):
+    """loss_fn(b, trainer, old, sampler, mask, advantages) -> policy_loss_function's loss of one token."""
+
+    def loss_fn(b, trainer, old, sampler, mask, advantages):
+        batch = {"advantages": [advantages.expand(1)], "log_probs": [old[0]], "rollout_log_probs": [sampler[0]],
+                 "response_lengths": [1], "total_lengths": [1], "loss_masks": [mask[0]], "rollout_mask_sums": [1.0],
+                 "unconcat_tokens": [None]}
+        loss, _ = policy_loss_function(args, batch, trainer[0], get_sum_of_sample_mean(None, None, [mask[0]], None,
+                                                                                       False))
+        return loss
+
+    return loss_fn
+
+
+def run_update(numbers, preset, setting, flags, params, correction, correction_params):
+    args = slime_args(flags)
+    ratios = [1 - args.eps_clip, 1 + args.eps_clip_high] + ([args.eps_clip_c] if args.eps_clip_c else [])
+    weights = [w for w in (args.tis_clip, args.tis_clip_low) if w] if args.use_tis else []
+    combined = ratios if args.use_rollout_logprobs else ()
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights, combined))
+    loss, gradient = harness.per_token(update_loss(args), numbers.batches[name])
+    numbers.update(preset, setting, {**SLIME_ARGS, **flags}, params, correction, correction_params, name, loss,
+                   gradient)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/slime/generate.py")
     ragged = numbers.batch("ragged", harness.RAGGED)
@@ -643,6 +1012,8 @@ def main():
                 c, kept = run(option, args, numbers.batches[batch])
                 numbers.add(f"{FRAMEWORK}:{option}", params, batch, c,
                             kept if option.startswith("mis") else None, setting)
+    for preset, setting, flags, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, flags, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

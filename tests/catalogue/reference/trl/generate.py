@@ -15,11 +15,18 @@ num_items_in_batch. The findings keep −∂loss/∂log π / A_b unscaled for ea
 with clip 0.5 and 1.5) and for the off-policy mask ("off_policy_mask/δ", over TRL's default sequence_mask).
 Nothing leaves the mask.
 
+Three policies (the "updates"): the same loss block with old_per_token_logps (π_old), sampling_per_token_logps
+(μ) and the current log-probs (π_θ) apart (loss_type dapo and cispo, epsilon_high, delta; use_vllm off and on), and
+AsyncGRPOTrainer.compute_loss (trl/experimental/async_grpo/async_grpo_trainer.py, copied verbatim to the loss, as a
+method of a stand-in holding epsilon, one process, no accumulation; the model stubbed to return the given
+log-probs), whose old_log_probs are the engine's: each on one-token rows (num_items_in_batch and global_n_tokens 1).
+
     python tests/catalogue/reference/trl/generate.py
 """
 
 import math
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -273,6 +280,65 @@ class Trainer:
         return loss
 
 
+class AsyncTrainer:
+    """The settings AsyncGRPOTrainer.compute_loss reads, and its loss (to the loss: the metrics after it are left)."""
+
+    def __init__(self, epsilon=0.2, epsilon_high=None):
+        self.epsilon_low = epsilon
+        self.epsilon_high = epsilon_high if epsilon_high is not None else epsilon
+        self.accelerator = SimpleNamespace(num_processes=1)
+        self.current_gradient_accumulation_steps = 1
+        self.aux_loss_enabled = False
+
+# verbatim: huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/experimental/async_grpo/async_grpo_trainer.py 911-954
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        # Padding-free: the collator already packed this rank's samples into a single row (real tokens concatenated,
+        # `position_ids` resetting per sequence, advantages expanded per-token), then padded the row to the longest
+        # rank's length so DataLoaderDispatcher could scatter rectangular rows. Strip that trailing inter-rank padding
+        # here.
+        mask_bool = inputs["attention_mask"].bool()
+        input_ids = inputs["input_ids"][mask_bool].unsqueeze(0)
+        completion_mask = inputs["completion_mask"][mask_bool].unsqueeze(0)
+        old_log_probs = inputs["old_log_probs"][mask_bool].unsqueeze(0)
+        position_ids = inputs["position_ids"][mask_bool].unsqueeze(0)
+        advantages = inputs["advantages"][mask_bool].unsqueeze(0)
+
+        forward_start = time.time()
+        outputs = model(
+            input_ids=input_ids,
+            position_ids=position_ids,
+            labels=input_ids,
+            completion_mask=completion_mask,
+            use_cache=False,
+        )
+        log_probs, entropy = outputs["log_probs"], outputs["entropy"]
+        self._last_forward_time_s = time.time() - forward_start
+
+        completion_mask = completion_mask[:, 1:]
+        old_log_probs = old_log_probs[:, 1:]
+        advantages = advantages[:, 1:]
+        log_ratio = log_probs - old_log_probs
+        coef_1 = torch.exp(log_ratio)
+        coef_2 = torch.clamp(coef_1, 1 - self.epsilon_low, 1 + self.epsilon_high)
+        per_token_loss1 = coef_1 * advantages
+        per_token_loss2 = coef_2 * advantages
+        per_token_loss = -torch.min(per_token_loss1, per_token_loss2)
+
+        # DDP/FSDP averages gradients across ranks (world_size).
+        # To get correct per-token normalization we scale by 1/tokens_per_rank
+        # = world_size / global_n_tokens, so after DDP averaging the effective
+        loss = (per_token_loss * completion_mask).sum()
+        global_n_tokens = inputs["global_n_tokens"][0]
+        world_size = self.accelerator.num_processes
+        tokens_per_rank = (global_n_tokens / world_size).clamp(min=1.0)
+        loss = loss / tokens_per_rank.to(torch.float32)
+        # For DAPO, we would scale like this instead:
+        # loss = loss / max(per_token_loss.size(0), 1)
+        loss = loss / self.current_gradient_accumulation_steps
+# end verbatim
+        return loss
+
+
 FRAMEWORK, REPOSITORY, COMMIT = "trl", "huggingface/trl", "f2cd57710ae345ea6428ae95363267fcf38a3dc8"
 MODES = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
@@ -285,6 +351,76 @@ def run(trainer, batch):
               "num_items_in_batch": mask.sum()}
     loss = trainer.loss(log_pi, None, mask, inputs)
     return harness.coefficients(loss, log_pi, advantages), mask
+
+
+# -- three policies: _compute_loss and AsyncGRPOTrainer.compute_loss with π_θ, π_old and μ apart ------------------
+
+# (update preset, setting, GRPOConfig's fields as run, the loss parameters in toylab's terms, the correction and its
+# parameters)
+UPDATE_SETTINGS = [
+    ("trl:grpo", "defaults", {"use_vllm": False, "loss_type": "dapo", "epsilon": 0.2}, {}, None, {}),
+    ("trl:grpo", "two_sided", {"use_vllm": False, "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": 0.28,
+                               "delta": 3.0}, {"eps_high": 0.28, "dual_clip": 3.0}, None, {}),
+    ("trl:grpo_vllm", "defaults", {"use_vllm": True, "vllm_importance_sampling_mode": "sequence_mask",
+                                   "vllm_importance_sampling_clip_max": 3.0}, {}, "trl:sequence_mask", {}),
+    ("trl:grpo_vllm", "token_truncate", {"use_vllm": True, "vllm_importance_sampling_mode": "token_truncate",
+                                         "vllm_importance_sampling_clip_max": 3.0}, {}, "trl:token_truncate", {}),
+    ("trl:cispo", "defaults", {"use_vllm": False, "loss_type": "cispo", "epsilon_high": 5.0}, {}, None, {}),
+    ("trl:async_grpo", "defaults", {"epsilon": 0.2}, {}, None, {}),
+    ("trl:async_grpo", "alternative", {"epsilon": 0.2, "epsilon_high": 0.28}, {"eps_high": 0.28}, None, {}),
+]
+
+
+def grpo_loss(fields):
+    """loss_fn(b, trainer, old, sampler, mask, advantages) -> _compute_loss's loss of one token, the importance
+    sampling ratio (with use_vllm) computed at generation from the old and the sampler's log-probs."""
+    trainer = Trainer(fields.get("vllm_importance_sampling_mode", "sequence_mask"), None,
+                      fields.get("vllm_importance_sampling_clip_max", 3.0), fields.get("loss_type", "dapo"), width=1)
+    trainer.use_vllm = fields["use_vllm"]
+    trainer.epsilon_high = fields.get("epsilon_high", trainer.epsilon_low)
+    trainer.args.delta = fields.get("delta")
+
+    def loss_fn(b, log_pi, old, sampler, mask, advantages):
+        inputs = {"advantages": advantages, "old_per_token_logps": old, "num_items_in_batch": mask.sum()}
+        if trainer.use_vllm:
+            inputs["importance_sampling_ratio"] = importance_sampling(trainer, mask, None, old, sampler)
+            inputs["sampling_per_token_logps"] = sampler
+        return trainer.loss(log_pi, None, mask, inputs)
+
+    return loss_fn
+
+
+def async_loss(fields):
+    """loss_fn -> AsyncGRPOTrainer.compute_loss's loss of one token: a sequence of two (the prompt token and the
+    completion token, whose log-prob the stub model returns), old_log_probs the engine's."""
+    trainer = AsyncTrainer(fields["epsilon"], fields.get("epsilon_high"))
+
+    def loss_fn(b, log_pi, old, sampler, mask, advantages):
+        def model(**kwargs):
+            return {"log_probs": log_pi, "entropy": torch.zeros_like(log_pi)}
+        two = torch.ones(1, 2, dtype=torch.long)
+        inputs = {"attention_mask": two, "input_ids": two, "position_ids": torch.arange(2)[None],
+                  "completion_mask": torch.tensor([[0.0, 1.0]], dtype=torch.float64),
+                  "old_log_probs": torch.cat([torch.zeros(1, 1, dtype=torch.float64), sampler], dim=1),
+                  "advantages": advantages.expand(1, 2), "global_n_tokens": torch.ones(1, dtype=torch.float64)}
+        return trainer.compute_loss(model, inputs)
+
+    return loss_fn
+
+
+def run_update(numbers, preset, setting, fields, params, correction, correction_params):
+    epsilon = fields.get("epsilon", 0.2)
+    high = fields.get("epsilon_high", epsilon)
+    if fields.get("loss_type") == "cispo":
+        ratios = [high]
+    else:
+        ratios = [1 - epsilon, 1 + high] + ([fields["delta"]] if fields.get("delta") else [])
+    weights = [fields["vllm_importance_sampling_clip_max"]] if fields.get("use_vllm") else []
+    is_async = preset == "trl:async_grpo"
+    name = numbers.batch(f"updates/{preset}/{setting}",
+                         harness.update_probes(ratios, weights, ratios if is_async else ()))
+    loss, gradient = harness.per_token(async_loss(fields) if is_async else grpo_loss(fields), numbers.batches[name])
+    numbers.update(preset, setting, fields, params, correction, correction_params, name, loss, gradient)
 
 
 def main():
@@ -307,6 +443,8 @@ def main():
         trainer = Trainer("sequence_mask", None, 3.0, off_policy_mask_threshold=float(delta))
         numbers.finding(f"off_policy_mask/{delta}", ragged, run(trainer, numbers.batches[ragged])[0],
                         f"off_policy_mask_threshold {delta} over the default sequence_mask: −∂loss/∂log π / A_b")
+    for preset, setting, fields, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, fields, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 

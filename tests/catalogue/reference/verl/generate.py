@@ -56,7 +56,16 @@ class DataProto:
         return cls(tensors)
 
 
-PolicyLossConfig = ActorConfig = Any
+PolicyLossConfig = Any
+DictConfig = dict
+
+
+class ActorConfig(SimpleNamespace):
+    """verl's ActorConfig as the policy losses read it: attributes and a DictConfig-like get (compute_policy_loss_cispo
+    asserts its config is one)."""
+
+    def get(self, key, default=None):
+        return getattr(self, key, default)
 
 
 class AlgoConfig:
@@ -2029,6 +2038,68 @@ def compute_policy_loss_bypass_mode(
 # end verbatim
 
 
+# verbatim: verl-project/verl 1dda039b9c6311889a9c9a26040677e1254814f9 verl/trainer/ppo/core_algos.py 2047-2104
+def compute_policy_loss_cispo(
+    old_log_prob: torch.Tensor,
+    log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    loss_agg_mode: str = "token-mean",
+    config: Optional[DictConfig | ActorConfig] = None,
+    rollout_is_weights: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, dict[str, Any]]:
+    """
+    Compute the clipped policy objective and related metrics for CISPO.
+
+    See https://arxiv.org/pdf/2506.13585 for more details.
+    """
+
+    assert config is not None
+    assert isinstance(config, ActorConfig)
+    clip_ratio_low = config.clip_ratio_low if config.clip_ratio_low is not None else config.clip_ratio
+    clip_ratio_high = config.clip_ratio_high if config.clip_ratio_high is not None else config.clip_ratio
+
+    # Compute importance sampling ratio: π_θ / π_θ_old
+    negative_approx_kl = log_prob - old_log_prob
+    # Clamp for numerical stability
+    negative_approx_kl = torch.clamp(negative_approx_kl, min=-20.0, max=20.0)
+    ratio = torch.exp(negative_approx_kl)
+    ppo_kl = verl_F.masked_mean(-negative_approx_kl, response_mask)
+
+    # CISPO: Clip the importance sampling weights
+    # KEY: Apply stop gradient to the clipped ratio
+    # This prevents gradients from flowing through the ratio computation and clipping
+    # Gradients only flow through log_prob in the final loss term
+    clipped_ratio = torch.clamp(ratio, 1 - clip_ratio_low, 1 + clip_ratio_high)
+    clipped_ratio_sg = clipped_ratio.detach()
+
+    # CISPO objective function (to maximize): J = sg(clip(ratio)) * A * log π_θ
+    # Loss function (to minimize): L = -J = -sg(clip(ratio)) * A * log_prob
+    pg_losses = -clipped_ratio_sg * advantages * log_prob
+
+    # Track clipping statistics
+    pg_clipfrac = verl_F.masked_mean((ratio != clipped_ratio).float(), response_mask)
+
+    # Apply rollout importance sampling weights if provided
+    if rollout_is_weights is not None:
+        pg_losses = pg_losses * rollout_is_weights
+
+    pg_loss = agg_loss(
+        loss_mat=pg_losses, loss_mask=response_mask, loss_agg_mode=loss_agg_mode, **config.global_batch_info
+    )
+
+    # For compatibility, return zero for pg_clipfrac_lower (not used in CISPO)
+    pg_clipfrac_lower = torch.tensor(0.0, device=pg_loss.device)
+
+    pg_metrics = {
+        "actor/pg_clipfrac": pg_clipfrac.detach().item(),
+        "actor/ppo_kl": ppo_kl.detach().item(),
+        "actor/pg_clipfrac_lower": pg_clipfrac_lower.detach().item(),
+    }
+    return pg_loss, pg_metrics
+# end verbatim
+
+
 _helper = types.ModuleType("verl.trainer.ppo.rollout_corr_helper")
 _helper.compute_rollout_correction_and_rejection_mask = compute_rollout_correction_and_rejection_mask
 for _name in ("verl", "verl.trainer", "verl.trainer.ppo"):
@@ -2076,10 +2147,8 @@ CUSTOM = {
 def actor_config(correction, params, global_batch_info):
     fields = {"clip_ratio": 0.2, "clip_ratio_low": None, "clip_ratio_high": None, "clip_ratio_c": 3.0,
               **{name: params[name] for name in CLIP if name in params}}
-    config = SimpleNamespace(**fields, global_batch_info=global_batch_info,
-                             policy_loss={"rollout_correction": vars(correction)})
-    config.get = lambda key, default=None: getattr(config, key, default)
-    return config
+    return ActorConfig(**fields, global_batch_info=global_batch_info,
+                       policy_loss={"rollout_correction": vars(correction)})
 
 
 def run(correction, params, batch, mode="seq-mean-token-sum", global_batch_info=None):
@@ -2126,6 +2195,87 @@ def thresholds(correction, params):
     return ratios, rows
 
 
+# -- three policies: verl's policy losses with π_θ, π_old and μ apart ----------------------------------------------
+
+# (update preset, setting, the actor's and rollout_correction's fields as run, the loss parameters in toylab's terms,
+# the correction (a registry id) and its parameters). Decoupled mode: compute_rollout_correction_and_rejection_mask on
+# (old_log_prob, rollout_log_probs), then compute_policy_loss_vanilla (or _cispo) on (old_log_prob, log_prob) with
+# those weights; bypass mode: compute_policy_loss_bypass_mode with old_log_prob = the rollout's log-probs.
+VERL_PPO = {"eps_low": 0.2, "eps_high": 0.2, "dual_clip": 3.0, "clamp": 20.0}
+VERL_ALTERNATIVE = {"clip_ratio_low": 0.1, "clip_ratio_high": 0.28, "clip_ratio_c": 2.5}
+UPDATE_SETTINGS = [
+    ("verl:decoupled", "defaults", {"loss_mode": "vanilla", "rollout_is": None}, {}, None, {}),
+    ("verl:decoupled", "alternative", {"loss_mode": "vanilla", "rollout_is": None, **VERL_ALTERNATIVE},
+     {"eps_low": 0.1, "eps_high": 0.28, "dual_clip": 2.5}, None, {}),
+    ("verl:decoupled", "decoupled_token_is", {"loss_mode": "vanilla", "preset": "decoupled_token_is"}, {},
+     "verl:decoupled_token_is", {}),
+    ("verl:decoupled", "decoupled_token_icepop", {"loss_mode": "vanilla", "preset": "decoupled_token_icepop"}, {},
+     "verl:decoupled_token_icepop", {}),
+    ("verl:bypass", "defaults", {"preset": "bypass_ppo_clip"}, {}, None, {}),
+    ("verl:bypass", "alternative", {"preset": "bypass_ppo_clip", **VERL_ALTERNATIVE},
+     {"eps_low": 0.1, "eps_high": 0.28, "dual_clip": 2.5}, None, {}),
+    ("verl:bypass_geo_rs", "defaults", {"preset": "bypass_ppo_clip_geo_rs"}, {}, "verl:decoupled_geo_rs", {}),
+    ("verl:bypass_pg_is", "defaults", {"preset": "bypass_pg_is"}, {}, "verl:bypass_pg_is", {}),
+    ("verl:bypass_pg_is", "bypass_pg_token_icepop", {"preset": "bypass_pg_token_icepop"}, {},
+     "verl:bypass_pg_token_icepop", {}),
+    ("verl:cispo", "defaults", {"loss_mode": "cispo", "rollout_is": None}, {}, None, {}),
+    ("verl:cispo", "decoupled_token_is", {"loss_mode": "cispo", "preset": "decoupled_token_is"}, {},
+     "verl:decoupled_token_is", {}),
+]
+
+
+def update_loss(config, batch):
+    """loss_fn(b, trainer, old, sampler, mask, advantages) -> verl's loss of token b, agg_loss token-sum (the token's
+    own loss; token-mean, the default, would divide a rejected token's 0 by 0). Decoupled mode's rollout-correction
+    weights and rejection mask are computed once on the whole batch (as the trainer computes them once per batch:
+    its metrics need more than one token); they are per token. Bypass mode computes them inside the loss, from the
+    current log-probs: there the token runs beside a companion token at ratio 1 with A = 0 (its loss exactly 0, its
+    weight 1 keeping the metrics defined), which no per-token or per-sequence weight of the other row reads."""
+    params = {name: config[name] for name in CLIP if name in config}
+    if "preset" in config:
+        correction = getattr(RolloutCorrectionConfig, config["preset"])()
+    else:
+        correction = RolloutCorrectionConfig(rollout_is=None)
+    actor = actor_config(correction, params, {})
+    old, sampler, mask = (torch.tensor(batch[key], dtype=torch.float64) for key in ("old", "sampler", "mask"))
+    weights, kept, _ = compute_rollout_correction_and_rejection_mask(
+        old, sampler, mask, correction.rollout_is, correction.rollout_is_threshold,
+        correction.rollout_is_batch_normalize, correction.rollout_rs, correction.rollout_rs_threshold)
+    is_weights = weights.batch["rollout_is_weights"] if weights is not None else None
+    policy_loss = compute_policy_loss_cispo if config.get("loss_mode") == "cispo" else compute_policy_loss_vanilla
+
+    def loss_fn(b, trainer, old, sampler, mask, advantages):
+        token_advantages = advantages[:, None].expand_as(trainer)
+        if correction.bypass_mode:
+            companion = torch.full((1, 1), -0.1, dtype=torch.float64)
+            pair = (torch.cat([trainer, companion]), torch.cat([sampler, companion]),
+                    torch.cat([token_advantages, torch.zeros(1, 1, dtype=torch.float64)]), torch.cat([mask, mask]))
+            loss, _ = compute_policy_loss_bypass_mode(pair[1], pair[0], pair[2], pair[3], "token-sum", actor)
+            return loss
+        row_weights = None if is_weights is None else is_weights[b:b + 1]
+        loss, _ = policy_loss(old, trainer, token_advantages, kept[b:b + 1], "token-sum", actor,
+                              rollout_is_weights=row_weights)
+        return loss
+
+    return loss_fn, correction, params
+
+
+def run_update(numbers, preset, setting, config, params, correction_id, correction_params):
+    probe_correction = getattr(RolloutCorrectionConfig, config["preset"])() if "preset" in config else None
+    clip = {name: config[name] for name in CLIP if name in config}
+    low, high = 1 - clip.get("clip_ratio_low", 0.2), 1 + clip.get("clip_ratio_high", 0.2)
+    ratios = [low, high] + ([] if config.get("loss_mode") == "cispo" else [clip.get("clip_ratio_c", 3.0)])
+    weights = ([float(x) for x in str(probe_correction.rollout_is_threshold).split("_")]
+               if probe_correction is not None and probe_correction.rollout_is else [])
+    bypass = probe_correction is not None and probe_correction.bypass_mode
+    # bypass mode's IS weights and rejections read π_θ/μ: their bounds are probed on the combined ratio
+    combined = ratios + thresholds(probe_correction, {})[0] if bypass else ()
+    name = numbers.batch(f"updates/{preset}/{setting}", harness.update_probes(ratios, weights, combined))
+    loss_fn, _, _ = update_loss(config, numbers.batches[name])
+    loss, gradient = harness.per_token(loss_fn, numbers.batches[name])
+    numbers.update(preset, setting, config, params, correction_id, correction_params, name, loss, gradient)
+
+
 def main():
     numbers = harness.Numbers(FRAMEWORK, REPOSITORY, COMMIT, "tests/catalogue/reference/verl/generate.py")
     ragged = numbers.batch("ragged", harness.VERL_BATCH)
@@ -2150,6 +2300,8 @@ def main():
             c, _ = run(correction, {}, numbers.batches[ragged], mode, global_batch_info={})
             numbers.finding(f"aggregation/{name}/{mode}", ragged, c,
                             f"{mode} as verl's default worker calls agg_loss: no global_batch_info")
+    for preset, setting, config, params, correction, correction_params in UPDATE_SETTINGS:
+        run_update(numbers, preset, setting, config, params, correction, correction_params)
     numbers.write(HERE / "numbers.json")
 
 
