@@ -12,21 +12,13 @@ from pathlib import Path
 
 import pytest
 from framework_dumps import prime_run
+from test_inspect_run_cli import run
 
 from toylab.cli import inspect_run
-from toylab.cli.main import main
 from toylab.your_run import run_map
 from toylab.your_run.run import directory_files
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run(capsys, *argv):
-    try:
-        code = main(["inspect", *argv])
-    except SystemExit as exit:
-        code = exit.code
-    return code, capsys.readouterr()
 
 
 @pytest.fixture
