@@ -23,7 +23,8 @@ Training. What the frameworks log, per update and averaged over the U updates (t
                     P_μ(y_t = v, r = ρ): the share of tokens (verl pg_clipfrac + pg_clipfrac_lower; prime-rl is_masked)
     PPO KL          (1/T)·Σ_t Σ_v μ_t[v]·(log π_old − log π_θᵘ)[t, v]: the token mean of −log r (verl ppo_kl)
     w's spread      sqrt((1/T)·Σ_t Σ_v μ_t[v]·(w[t, v] − w̄)²), w̄ = (1/T)·Σ_t Σ_v μ_t[v]·w[t, v]: the standard
-                    deviation of w over the tokens (frozen for the batch)
+                    deviation of w over the tokens (frozen for the batch); T is taken as Σ_t Σ_v μ_t[v] as summed,
+                    so a w of 1 everywhere (bypass) has a spread of exactly 0, not rounding's
 
 Sampled mode. The batch of N sequences drawn from μ_k is split into ``minibatches`` contiguous minibatches (sizes as
 numpy.array_split gives them), taken in order in each of ``epochs`` passes; update u steps along the minibatch's mean
@@ -126,11 +127,11 @@ class ExpectedBatch:
     def w_spread(self):
         """The token standard deviation of w = π_old/μ_log under μ (+∞ beyond float64)."""
         log_w = on_kept(self.log_old - self.log_mu, self.kept)
-        T = self.rows.T
         with np.errstate(over="ignore", invalid="ignore"):
             w = np.where(self.kept, np.exp(log_w), 0.0)
-            mean = (self.probability * w).sum(axis=(-2, -1)) / T
-            spread = np.sqrt((self.probability * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / T)
+            mass = self.probability.sum(axis=(-2, -1))             # T up to rounding: w ≡ 1 gives a mean of 1 exactly
+            mean = (self.probability * w).sum(axis=(-2, -1)) / mass
+            spread = np.sqrt((self.probability * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / mass)
         return np.where(np.isnan(spread), np.inf, spread)
 
     def losses(self, log_pi):
@@ -191,8 +192,9 @@ def exact_w_spread(rows, on_policy):
     """w's spread under μ when π_old is the rows' π (w = ρ), 0 for on_policy (``ExpectedBatch.w_spread``)."""
     with np.errstate(over="ignore", invalid="ignore"):
         w = np.where(rows.kept, rows.rho, 0.0)
-        mean = (rows.mu * w).sum(axis=(-2, -1)) / rows.T
-        spread = np.sqrt((rows.mu * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / rows.T)
+        mass = rows.mu.sum(axis=(-2, -1))
+        mean = (rows.mu * w).sum(axis=(-2, -1)) / mass
+        spread = np.sqrt((rows.mu * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / mass)
     return np.where(on_policy, 0.0, np.where(np.isnan(spread), np.inf, spread))
 
 
@@ -285,8 +287,9 @@ def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, opti
 
 def sampled_w_spread(rows, log_old, on_policy, tokens):
     """w's spread over each batch's N·T tokens, every estimator and run at once: tokens (E, R, N, T) drawn from each
-    row's μ (π for on_policy, whose w is 1), w = π_old/μ_log at them: sqrt(Σ w²/n − (Σ w/n)²) from the count of each
-    (position, token) in the batch; +∞ where w² leaves float64."""
+    row's μ (π for on_policy, whose w is 1), w = π_old/μ_log at them: sqrt(Σ (w − w̄)²/n), w̄ = Σ w/n, from the count of
+    each (position, token) in the batch (about the mean, so a w of 1 everywhere has a spread of 0, not rounding's);
+    +∞ where w² leaves float64."""
     E, R, N, T = tokens.shape
     V = rows.V
     log_w = np.subtract(log_old, rows.log_logged, out=np.zeros(log_old.shape), where=rows.kept)
@@ -296,8 +299,8 @@ def sampled_w_spread(rows, log_old, on_policy, tokens):
     counts = np.bincount(cells.ravel(), minlength=E * R * T * V).reshape(E, R, T * V)
     with np.errstate(over="ignore", invalid="ignore"):
         w = np.exp(log_w).reshape(E, R, T * V)
-        first, second = (counts * w).sum(axis=-1) / (N * T), (counts * w * w).sum(axis=-1) / (N * T)
-        spread = np.sqrt(np.maximum(second - first**2, 0.0))
+        mean = (counts * w).sum(axis=-1) / (N * T)
+        spread = np.sqrt((counts * (w - mean[..., None])**2).sum(axis=-1) / (N * T))
     return np.where(np.isnan(spread), np.inf, spread)
 
 
