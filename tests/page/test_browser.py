@@ -270,7 +270,7 @@ def test_my_framework_is_in_the_link_and_orders_the_picker(app):
 
 def test_the_csv_download_is_the_table_at_full_precision(app):
     page = open_page(app)
-    with page.expect_download() as download:
+    with page.expect_download(timeout=120_000) as download:       # the data is made on the click: a busy server
         page.get_by_role("button", name="Download CSV").click()
     lines = Path(download.value.path()).read_text().splitlines()
     assert lines[0].startswith("estimator,label,params,rel_bias") and lines[1].startswith("on_policy,")
