@@ -1,8 +1,10 @@
-"""The sequence-length tab: how χ²_seq, the ratios' tails and each estimator's error scale with T."""
+"""The sequence-length tab: how χ²_seq, the ratios' tails and each estimator's error scale with T; and one position
+repeated T times, where the sequence ratio W falls with T and its geometric mean does not."""
 
 import streamlit as st
 
 from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET
+from toylab.analysis.repeated import COUNT_LIMIT
 from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import ESTIMATORS_TAB
 from views import chart_element, sweep_panel, tour
@@ -12,9 +14,38 @@ SAMPLED_KEY = "length_mc"          # its URL name (toylab.state.query.VIEW_PARAM
 
 
 def render(settings):
+    """The sweep over T (its panels, and how each point was computed), and the chart of one position repeated; a lesson
+    that marks the latter gets it first."""
+    lesson_first = CAPPED_CHART in tour.marked(settings)
+    if lesson_first:
+        _capped(settings)
     if not settings.selection(exact_only=True):
         st.info("Select at least one exact estimator in the sidebar.")
-        return
+    else:
+        _sweep(settings)
+    if not lesson_first:
+        _capped(settings)
+
+
+CAPPED_CHART = "length_capped"       # its name among the lessons' charts (toylab.lessons.lesson.CHARTS)
+
+
+def _capped(settings):
+    """E_μ[min(W, C)] against E_μ[min(ρ_geo, C)] with the toy's first position repeated T times."""
+    cap = settings.params("seq_tis")["C"]
+    frame = sweep_frames.length_capped_frame(sweep_cache.capped_means(settings.toy_key, cap))
+    chart_element.draw(st, sweep_charts.capped_chart(frame, cap, marks=tour.marks(settings, CAPPED_CHART)),
+                       width="stretch")
+    st.caption(
+        f"The first position of the {ESTIMATORS_TAB} tab's toy (T = {settings.T}, V = {settings.V}, mismatch "
+        f"{settings.mismatch:g}, seed {settings.seed}) repeated T times, so every token ratio is alike: E_μ[W] = 1 at "
+        f"every T, yet W's typical value e^(T·E_μ[log ρ]) falls with T, and the cap C = {cap:g} (seq_tis's, in the "
+        "sidebar) cuts ever more of its mean; the geometric mean ρ_geo = W^(1/T) keeps its typical value. Exact: W "
+        "depends only on how often each token is drawn, a multinomial sum over the count vectors (drawn while they "
+        f"number at most {COUNT_LIMIT:,}, so fewer lengths at large V).")
+
+
+def _sweep(settings):
     panel = sweep_panel.picker("length_panel")
     sampled = st.toggle("Monte Carlo beyond enumeration", key=SAMPLED_KEY, persist_state="session",
                         help=f"Beyond V**T = {ENUMERATION_LIMIT:,} the estimators whose weight does not factorise over "

@@ -20,7 +20,7 @@ from views.sidebar import GROUPS, picker_order
 pytestmark = pytest.mark.browser
 EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "rollouts_per_token.csv.gz"
 TABS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-        "Sequence length": 1, "Training": 5, "Your run": 0, "Lessons": 0}
+        "Sequence length": 2, "Training": 5, "Your run": 0, "Lessons": 0}
 
 _DONE_JS = """before => {
     const status = document.querySelector('[data-testid="stStatusWidget"]');

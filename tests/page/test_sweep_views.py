@@ -6,6 +6,9 @@ import pyarrow.ipc
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from toylab import make_toy
+from toylab.analysis.repeated import CAPPED_W, repeated_lengths, repeated_position
+from toylab.engine.sampler import Sampler
 from toylab.lessons.lesson import settings
 from toylab.lessons.tour import LESSONS
 from views import tour
@@ -62,7 +65,7 @@ def test_mismatch_sweep_tab_shows_estimators_and_divergences():
 def test_length_tab_labels_exact_and_monte_carlo_points():
     app = _render("length_tab", {"length_mc": True}, V=3, estimators=("naive", "seq_is", "seq_tis"))
     assert not app.exception and not app.warning
-    (chart,) = _charts(app)
+    chart, _ = _charts(app)
     methods = {method for data in _chart_data(app) if "method" in data for method in data["method"]}
     assert methods == {"exact (enumeration)", "exact (recursion)", "Monte Carlo"}
     assert "Monte Carlo" in app.caption[0].value and "first T positions of one 256-position toy" in app.caption[0].value
@@ -85,6 +88,28 @@ def test_views_ask_for_an_exact_estimator():
     for module in ("mismatch_sweep_tab", "length_tab"):
         app = _render(module, estimators=("grpo",))
         assert not app.exception and "Select at least one exact estimator" in app.info[0].value
+    assert len(_charts(app)) == 1              # the length tab's repeated position needs no estimator
+
+
+@pytest.mark.parametrize(("V", "top_k", "longest"), [(4, 0, 128), (8, 0, 16), (8, 2, 256)])
+def test_length_tab_draws_one_position_repeated_with_the_library_numbers(V, top_k, longest):
+    fields = {"T": 3, "V": V, "mismatch": 0.4, "seed": 5, "estimators": ("naive", "seq_tis"), "top_k": top_k,
+              "thresholds": (("seq_tis", "C", 2.5),)}
+    app = _render("length_tab", **fields)
+    assert not app.exception
+    _, capped = _charts(app)
+    assert "one position repeated" in json.dumps(capped["title"])
+    assert "capped at C = 2.5" in json.dumps(capped, ensure_ascii=False)
+    capped_element = app.get("vega_lite_chart")[1]
+    (drawn,) = [pyarrow.ipc.open_stream(dataset.data.data).read_pandas() for dataset in capped_element.proto.datasets
+                if dataset.name == capped["layer"][0]["data"]["name"]]
+    toy = make_toy(3, V, 0.4, 5, Sampler(top_k=top_k))
+    lengths = repeated_lengths(top_k or V)
+    found = repeated_position(toy.log_rho[0], toy.mu[0], lengths, 2.5)
+    assert drawn["T"].max() == longest == lengths[-1]
+    for row in drawn.itertuples():
+        assert row.value == found[row.T][0 if row.quantity == CAPPED_W else 1]
+    assert "repeated T times" in app.caption[-1].value and "C = 2.5" in app.caption[-1].value
 
 
 def test_lessons_tab_lists_every_lesson_with_a_button():

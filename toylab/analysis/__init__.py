@@ -1,8 +1,9 @@
-"""Analysis built on the engine: diagnostics, Monte Carlo, sweeps and lengths.
+"""Analysis built on the engine: diagnostics, Monte Carlo, sweeps, lengths and one position repeated.
 
     diagnostics    KL(μ‖π), χ²_seq, ESS and the exact ratio distributions
     montecarlo     sampled batches; every estimator's error per batch size
     stratified     Monte Carlo moments stratified by the count of token 0, for any T
     sweeps         a threshold or the mismatch swept with the rest held
     length         how the problem scales with T, from 1 to 256
+    repeated       one position repeated T times: W capped falls with T, its geometric mean does not
 """

@@ -18,9 +18,6 @@ standard error. A Monte Carlo point draws ``samples_at(T)`` sequences: SAMPLES, 
 more than TOKEN_BUDGET tokens, so a point costs about the same at every T (its error bars widen instead).
 """
 
-import functools
-import math
-
 import numpy as np
 
 from toylab.analysis.diagnostics import probability_beyond, sequence_chi2, sequence_log_ratio
@@ -185,34 +182,3 @@ def _estimators_beyond_enumeration(toy, selection, baseline, samples, rng):
             rows.append(_estimator_row(toy.T, estimator_id, moments, on_policy_var, MONTE_CARLO,
                                        moments.bias_se, moments.var_se))
     return rows
-
-
-# -- one position repeated: the sequence ratio W = ∏ρ_t against its geometric mean ρ_geo = W^(1/T) ----------------
-
-def repeated_position(log_rho, mu, lengths, cap):
-    """{T: (E_μ[min(W, cap)], E_μ[min(ρ_geo, cap)], E_μ[log W])} for T copies of one position (its log ratio and
-    μ over the V tokens, (V,)), exact: W depends on y only through the counts n of each token, multinomial(T, μ),
-    so the expectations are sums over the C(T + V − 1, V − 1) count vectors (tokens μ never draws left out).
-    E_μ[W] is π's mass on μ's support at every T; E_μ[log W] = T·Σ_v μ_v·log ρ_v."""
-    drawn = np.asarray(mu) > 0
-    log_rho, log_mu = np.asarray(log_rho)[drawn], np.log(np.asarray(mu)[drawn])
-    out = {}
-    for T in lengths:
-        counts = compositions(T, int(drawn.sum()))
-        log_factorial = np.array([math.lgamma(n + 1) for n in range(T + 1)])
-        log_pmf = log_factorial[T] - log_factorial[counts].sum(axis=1) + counts @ log_mu
-        log_W = counts @ log_rho
-        pmf = np.exp(log_pmf)
-        with np.errstate(over="ignore"):
-            out[T] = (float(pmf @ np.minimum(np.exp(log_W), cap)), float(pmf @ np.minimum(np.exp(log_W / T), cap)),
-                      float(T * (np.asarray(mu)[drawn] @ log_rho)))
-    return out
-
-
-@functools.cache
-def compositions(T, parts):
-    """Every (n_1, …, n_parts) of non-negative integers with sum T, one per row."""
-    if parts == 1:
-        return np.array([[T]])
-    return np.vstack([np.hstack([np.full((len(rest), 1), n), rest])
-                      for n in range(T + 1) for rest in (compositions(T - n, parts - 1),)])

@@ -35,7 +35,7 @@ CLAIM_LENGTH = 150
 
 CHARTS = {"bias_std": ESTIMATORS_TAB, "sequence_W": RATIOS_TAB, "sequence_geo": RATIOS_TAB,
           "threshold_rmse": THRESHOLD_SWEEP_TAB, "sampler_divergence": MISMATCH_SWEEP_TAB,
-          "length_std_ratio": LENGTH_TAB, "training_J": TRAINING_TAB, "training_cosine": TRAINING_TAB,
+          "length_std_ratio": LENGTH_TAB, "length_capped": LENGTH_TAB, "training_J": TRAINING_TAB, "training_cosine": TRAINING_TAB,
           "training_logged": TRAINING_TAB, "training_clip": TRAINING_TAB, "training_w": TRAINING_TAB,
           "training_staleness": TRAINING_TAB}     # chart name → the tab that draws it
 

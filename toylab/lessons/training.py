@@ -6,7 +6,7 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from toylab.analysis.length import repeated_position
+from toylab.analysis.repeated import repeated_position
 from toylab.catalogue.updates import Update
 from toylab.engine.moments import exact_moments
 from toylab.lessons.lesson import Evidence, Lesson, Mark, controls, toy_of
@@ -150,21 +150,28 @@ def stale_objectives_part(settings):
 
 
 LENGTHS = (1, 4, 16, 64, 128)
-TRL_CAP = 3.0          # TRL's vllm_importance_sampling_cap default (toylab's trl presets: clip_max 3)
+TRL_CAP = 3.0          # TRL's vllm_importance_sampling_clip_max default at f2cd577 (trl/trainer/grpo_config.py line 937)
 
 
 def sequence_ratio_falls_with_length(settings):
-    """The first position of the toy repeated T times (``length.repeated_position``): E_μ[min(W, 3)] of the product of
-    token ratios falls from over 0.99 at T = 1 to under 0.15 at T = 128, while E_μ[min(ρ_geo, 3)] of its geometric
-    mean stays within 0.05 of its value at T = 4."""
+    """The first position of the toy repeated T times (``repeated.repeated_position``), capped at seq_tis's C (the
+    lesson's is TRL's 3): E_μ[min(W, C)] of the product of token ratios falls from over 0.99 at T = 1 to under 0.15 at
+    T = 128, while E_μ[min(ρ_geo, C)] of its geometric mean stays within 0.05 of its value at T = 4."""
     toy = toy_of(settings)
-    found = repeated_position(toy.log_rho[0], toy.mu[0], LENGTHS, TRL_CAP)
-    numbers = {f"E[min(W, 3)] at T = {T}": found[T][0] for T in LENGTHS} \
-        | {f"E[min(ρ_geo, 3)] at T = {T}": found[T][1] for T in LENGTHS} \
+    cap = settings.params("seq_tis")["C"]
+    found = repeated_position(toy.log_rho[0], toy.mu[0], LENGTHS, cap)
+    numbers = {f"E[min(W, {cap:g})] at T = {T}": found[T][0] for T in LENGTHS} \
+        | {f"E[min(ρ_geo, {cap:g})] at T = {T}": found[T][1] for T in LENGTHS} \
         | {f"E[log W] at T = {LENGTHS[-1]}": found[LENGTHS[-1]][2]}
-    holds = found[1][0] > 0.99 and found[LENGTHS[-1]][0] < 0.15 \
+    first, last = LENGTHS[0], LENGTHS[-1]
+    holds = found[first][0] > 0.99 and found[last][0] < 0.15 \
         and all(abs(found[T][1] - found[4][1]) < 0.05 for T in LENGTHS[1:])
-    return Evidence(numbers, holds)
+    marks = (Mark("length_capped", f"E_μ[min(W, {cap:g})] at T = {first}: {found[first][0]:.2f}", first,
+                  found[first][0]),
+             Mark("length_capped", f"E_μ[min(W, {cap:g})] at T = {last}: {found[last][0]:.2f}", last, found[last][0]),
+             Mark("length_capped", f"E_μ[min(ρ_geo, {cap:g})] at T = {last}: {found[last][1]:.2f}", last,
+                  found[last][1]))
+    return Evidence(numbers, holds, marks)
 
 
 LESSONS = (
@@ -220,7 +227,8 @@ LESSONS = (
            "(TRL's sequence_truncate default cap) falls from 1.00 at T = 1 to 0.13 at T = 128, while the same for "
            "the geometric mean ρ_geo = W^{1/T} stays at 0.95 (TRL #5814, where a capped W deflated the weights and "
            "TRL kept the product as the unbiased weight).",
-           controls(("on_policy", "naive", "seq_tis", "gspo_geo"), mismatch=0.3), LENGTH_TAB,
+           controls(("on_policy", "naive", "seq_tis", "gspo_geo"), mismatch=0.3, seq_tis__C=TRL_CAP), LENGTH_TAB,
            sequence_ratio_falls_with_length,
-           claim="The product of token ratios W falls with T; its geometric mean does not."),
+           claim="Capped at 3, the mean of W = ∏ρ_t falls from 1.00 at T = 1 (1) to 0.13 at T = 128 (2); the same for "
+                 "its geometric mean stays at 0.95 (3)."),
 )

@@ -255,6 +255,20 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
                   shape="shared")
 
 
+def capped_chart(frame, cap, marks=None):
+    """Against T (log x), one position repeated T times: E_μ[min(W, C)] of the sequence ratio and E_μ[min(ρ_geo, C)]
+    of its geometric mean (linear y from 0), a dotted rule at 1 (E_μ[W] without the cap); ``marks``: a lesson's."""
+    x = alt.X("T:Q", title="T (copies of the first position)", scale=alt.Scale(type="log", base=2))
+    y = alt.Y("value:Q", title=f"mean, capped at C = {cap:g}", scale=alt.Scale(domainMin=0))
+    colour = alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title=None, orient="top"))
+    lines = alt.Chart(frame).mark_line(strokeWidth=2.5, point=True).encode(
+        x=x, y=y, color=colour, tooltip=tips("quantity:N", "T:Q", alt.Tooltip("value:Q", format=".4g")))
+    one = alt.Chart(pd.DataFrame({"value": [1.0]})).mark_rule(strokeDash=[2, 2], color=TEXT).encode(y="value:Q")
+    annotations = mark_layers(marks, x_end=frame["T"].max()) if marks is not None else []
+    return readable(alt.layer(lines, one, *annotations, height=PANEL_HEIGHT, width="container",
+                              title="one position repeated: the sequence ratio W against its geometric mean"))
+
+
 def _stack(panels, title, **scales):
     """Panels one above the other over a shared x, their legends above them."""
     return readable(alt.vconcat(*panels, resolve=_resolve(x="shared", **scales), title=title))

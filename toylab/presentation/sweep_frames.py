@@ -110,6 +110,11 @@ def length_estimator_frame(rows):
     return _positive(long, floor=np.where(long["metric"] == METRICS["rel_bias"], UNBIASED, 0.0))
 
 
+def length_capped_frame(rows):
+    """(T, quantity, value) of ``repeated.capped_means``: E_μ[min(W, C)] and E_μ[min(ρ_geo, C)] against T."""
+    return pd.DataFrame(rows, columns=["T", "quantity", "value"])
+
+
 def length_overflow_notes(population_rows, estimator_rows):
     """'χ²_seq at T = 192, 256' for every quantity (and estimator metric) beyond float64's range at some T:
     those points are not drawn."""

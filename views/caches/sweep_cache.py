@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import streamlit as st
 
-from toylab.analysis import length, sweeps
+from toylab.analysis import length, repeated, sweeps
+from toylab.engine.toy import make_toy
 from toylab.state.query import DEFAULTS
 from views.caches import cache
 from views.caches.work_slots import large_work
@@ -63,3 +64,10 @@ def length_points(settings, sampled):
     step hashes the Settings once."""
     with large_work(length.largest_work(settings.V, sampled)):
         return length.length_points(settings, sampled)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def capped_means(toy_key, cap):
+    """``repeated.capped_means`` of the toy of ``toy_key`` (T, V, mismatch, seed, sampler), capped at ``cap``: only its
+    first position's (V,) tables are used, so the toy is built without the page's size and range checks."""
+    return repeated.capped_means(make_toy(*toy_key, max_sequences=None), cap)
