@@ -18,9 +18,10 @@ from views import address, sidebar
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_data(max_entries=len(LESSONS), show_spinner=False)
 def evidence(lesson_id):
-    """The Evidence of one lesson on the setting its button opens."""
+    """The Evidence of one lesson on the setting its button opens: one entry per lesson (the Lessons tab asks for
+    every one on each run, so fewer entries than lessons would compute them all again each time)."""
     lesson = next(lesson for lesson in LESSONS if lesson.id == lesson_id)
     return lesson.check(lesson_settings(lesson))
 

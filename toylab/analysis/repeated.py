@@ -8,6 +8,7 @@ e^{T·E_μ[log ρ]}, which falls with T; ρ_geo's does not. Capping W at C (seq_
 cuts ever more of its mean as T grows.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -34,26 +35,46 @@ def repeated_position(log_rho, mu, lengths, cap):
     tokens μ never draws left out. E_μ[log W] = T·Σ_v μ_v·log ρ_v."""
     drawn = np.asarray(mu) > 0
     log_rho, log_mu = np.asarray(log_rho)[drawn], np.log(np.asarray(mu)[drawn])
+    tokens = int(drawn.sum())
+    kept = count_tables(tokens)
     out = {}
     for T in lengths:
-        counts = compositions(T, int(drawn.sum()))
-        log_factorial = np.array([math.lgamma(n + 1) for n in range(T + 1)])
-        log_pmf = log_factorial[T] - log_factorial[counts].sum(axis=1) + counts @ log_mu
+        counts, log_coefficient = kept[T] if T in kept else count_table(T, tokens)
+        pmf = np.exp(log_coefficient + counts @ log_mu)
         log_W = counts @ log_rho
-        pmf = np.exp(log_pmf)
         with np.errstate(over="ignore"):
             out[T] = (float(pmf @ np.minimum(np.exp(log_W), cap)), float(pmf @ np.minimum(np.exp(log_W / T), cap)),
                       float(T * (np.asarray(mu)[drawn] @ log_rho)))
     return out
 
 
+def count_table(T, tokens):
+    """(the count vectors of T draws of ``tokens`` tokens, (K, tokens) uint16; the log of each one's multinomial
+    coefficient log T! − Σ_v log n_v!, (K,)): what the expectations over them share whatever μ and ρ are."""
+    counts = compositions(T, tokens)
+    log_factorial = np.array([math.lgamma(n + 1) for n in range(T + 1)])
+    return counts.astype(np.uint16), log_factorial[T] - log_factorial[counts].sum(axis=1)
+
+
+@functools.lru_cache(maxsize=1)
+def count_tables(tokens):
+    """{T: count_table(T, tokens)} at every T of ``repeated_lengths(tokens)``, kept for the last ``tokens`` asked (a
+    slider step changes μ and ρ, not these): 10 MB at 4 tokens, 7 MB at 8; building them takes about as long as
+    using them."""
+    return {T: count_table(T, tokens) for T in repeated_lengths(tokens)}
+
+
 def compositions(T, parts):
-    """Every (n_1, …, n_parts) of non-negative integers with sum T, one per row (not cached: a server would keep
-    every size it was asked for)."""
-    if parts == 1:
-        return np.array([[T]])
-    return np.vstack([np.hstack([np.full((len(rest), 1), n), rest])
-                      for n in range(T + 1) for rest in (compositions(T - n, parts - 1),)])
+    """Every (n_1, …, n_parts) of non-negative integers with sum T, one per row, in lexicographic order: built a part
+    at a time, each row of the first k parts (sum s) followed by every n_{k+1} in 0..T − s, the last part what is
+    left."""
+    rows, sums = np.zeros((1, 0), dtype=np.int64), np.zeros(1, dtype=np.int64)
+    for _ in range(parts - 1):
+        room = T - sums + 1
+        parent = np.repeat(np.arange(len(rows)), room)
+        following = np.arange(room.sum()) - np.repeat(np.cumsum(room) - room, room)
+        rows, sums = np.hstack([rows[parent], following[:, None]]), sums[parent] + following
+    return np.hstack([rows, (T - sums)[:, None]])
 
 
 def capped_means(toy, cap):
