@@ -91,7 +91,7 @@ def test_views_ask_for_an_exact_estimator():
     assert len(_charts(app)) == 1              # the length tab's repeated position needs no estimator
 
 
-@pytest.mark.parametrize(("V", "top_k", "longest"), [(4, 0, 128), (8, 0, 16), (8, 2, 256)])
+@pytest.mark.parametrize(("V", "top_k", "longest"), [(4, 0, 64), (8, 0, 12), (8, 2, 256)])
 def test_length_tab_draws_one_position_repeated_with_the_library_numbers(V, top_k, longest):
     fields = {"T": 3, "V": V, "mismatch": 0.4, "seed": 5, "estimators": ("naive", "seq_tis"), "top_k": top_k,
               "thresholds": (("seq_tis", "C", 2.5),)}

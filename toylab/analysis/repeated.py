@@ -15,7 +15,8 @@ import numpy as np
 
 from toylab.analysis.length import LENGTHS
 
-COUNT_LIMIT = 2**19            # count vectors a length may sum over (V = 4: every T ≤ 128; V = 8: T ≤ 16)
+COUNT_LIMIT = 2**16            # count vectors a length may sum over (V = 4: T ≤ 64; V = 8: T ≤ 12), as many as the
+                               # length view enumerates: a slider step sums over them all again
 CAPPED_W, CAPPED_GEO = "E_μ[min(W, C)]", "E_μ[min(ρ_geo, C)]"
 
 
@@ -59,8 +60,7 @@ def count_table(T, tokens):
 @functools.lru_cache(maxsize=1)
 def count_tables(tokens):
     """{T: count_table(T, tokens)} at every T of ``repeated_lengths(tokens)``, kept for the last ``tokens`` asked (a
-    slider step changes μ and ρ, not these): 10 MB at 4 tokens, 7 MB at 8; building them takes about as long as
-    using them."""
+    slider step changes μ and ρ, not these): at most 1.5 MB (8 tokens; 4 tokens: 1.1 MB)."""
     return {T: count_table(T, tokens) for T in repeated_lengths(tokens)}
 
 
