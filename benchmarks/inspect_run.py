@@ -203,8 +203,8 @@ def distributed_installed():
     return subprocess.run([sys.executable, "-c", "import distributed"], capture_output=True).returncode == 0
 
 
-def measure_run(run, tokens, old, rows):
-    """Every path on one run: a table row each (also appended to ``rows``)."""
+def measure_run(run, tokens, old):
+    """Every path on one run: a table row each."""
     paths = [("old (one process)", old, ()), ("1 worker", ROOT, ("--workers", "1")),
              ("2 workers", ROOT, ("--workers", "2"))]
     if distributed_installed():
@@ -224,7 +224,6 @@ def measure_run(run, tokens, old, rows):
                "cpu": result["cpu"], "main": result["main"], "worker": result["worker"],
                "load": (load, os.getloadavg()[0]),
                "difference": largest_difference(reference, text)}
-        rows.append(row)
         print(_line(row), flush=True)
 
 
@@ -259,7 +258,6 @@ def main():
     parser.add_argument("--engines", action="store_true", help="also time pyarrow, DuckDB and Polars alone")
     parser.add_argument("--engine-path", default=None, help="a site-packages holding duckdb and polars (PYTHONPATH)")
     arguments = parser.parse_args()
-    rows = []
     with tempfile.TemporaryDirectory() as scratch:
         old = old_tree(arguments.old, Path(scratch))
         print(f"old path: {arguments.old} (git archive); load average before: {os.getloadavg()}")
@@ -274,7 +272,7 @@ def main():
                 megabytes = sum(path.stat().st_size for path in run.rglob("*.parquet")) / 2**20
                 print(f"({written:,} response tokens in {sequences:,} sequences, {steps} steps × {RANKS} ranks, "
                       f"{megabytes:,.0f} MB of Parquet, written in {time.perf_counter() - start:.0f} s)", flush=True)
-                measure_run(run, written, old, rows)
+                measure_run(run, written, old)
                 if arguments.engines:
                     engines(run, arguments.engine_path)
     print(f"load average after: {os.getloadavg()}")

@@ -43,7 +43,7 @@ ids = list(ESTIMATORS) if point["estimators"] == "all" else point["estimators"].
 update = point.get("update", {})
 config = TrainingConfig(steps=point["steps"], mode=point["mode"], N=point["N"], runs=point["runs"],
                         update=Update(**{k: v for k, v in update.items() if k != "lag"}), lag=update.get("lag", 0))
-ids = trained_ids(ids, config.mode, config.N, config.weights_only)
+ids = trained_ids(dict.fromkeys(ids, {}), config.mode, config.N, config.weights_only)
 selection = {id: {} for id in ids}
 toy = make_toy(point["T"], point["V"])
 if sys.argv[2] == "memory":

@@ -33,16 +33,19 @@ CAPPED_CHART = "length_capped"       # its name among the lessons' charts (toyla
 def _capped(settings):
     """E_μ[min(W, C)] against E_μ[min(ρ_geo, C)] with the toy's first position repeated T times."""
     cap = settings.params("seq_tis")["C"]
+    truncates = settings.top_p < 1 or settings.top_k
     frame = sweep_frames.length_capped_frame(sweep_cache.capped_means(settings.toy_key, cap))
     chart_element.draw(st, sweep_charts.capped_chart(frame, cap, marks=tour.marks(settings, CAPPED_CHART)),
                        width="stretch")
     st.caption(
         f"The first position of the {ESTIMATORS_TAB} tab's toy (T = {settings.T}, V = {settings.V}, mismatch "
-        f"{settings.mismatch:g}, seed {settings.seed}) repeated T times, so every token ratio is alike: E_μ[W] = 1 at "
-        f"every T, yet W's typical value e^(T·E_μ[log ρ]) falls with T, and the cap C = {cap:g} (seq_tis's, in the "
-        "sidebar) cuts ever more of its mean; the geometric mean ρ_geo = W^(1/T) keeps its typical value. Exact: W "
-        "depends only on how often each token is drawn, a multinomial sum over the count vectors (drawn while they "
-        f"number at most {COUNT_LIMIT:,}, so fewer lengths at large V).")
+        f"{settings.mismatch:g}, seed {settings.seed}) repeated T times, so every token ratio is alike: "
+        + ("E_μ[W] is π's mass on the tokens the sampler keeps to the T-th power (the dotted line at 1 is its value "
+           "for a sampler that keeps every token), and " if truncates else "E_μ[W] = 1 at every T (dotted), yet ")
+        + f"W's typical value e^(T·E_μ[log ρ]) falls with T, and the cap C = {cap:g} (seq_tis's, in the sidebar) cuts "
+        "ever more of its mean; the geometric mean ρ_geo = W^(1/T) keeps its typical value. Exact: W depends only on "
+        "how often each token is drawn, a multinomial sum over the count vectors (drawn while they number at most "
+        f"{COUNT_LIMIT:,}, so fewer lengths at large V).")
 
 
 def _sweep(settings):

@@ -16,7 +16,8 @@ from toylab.state.query import (
 )
 from toylab.training.loop import MODES, NOISES, REACHED
 from toylab.training.optimizers import OPTIMIZERS
-from views import chart_element, screen_share, tour
+from toylab.training.staleness import LAGS
+from views import address, chart_element, screen_share, tour
 from views.caches import training_cache
 
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
@@ -89,8 +90,7 @@ def controls(settings, where=st):
     runs_range = VIEW_PARAMETERS[KEY["runs"]]
     runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"], persist_state="session",
                        disabled=mode == "expected", help="Independent sampled runs (fixed seeds).")
-    value = {url: st.session_state.get(url, parameter.default) for url, parameter in VIEW_PARAMETERS.items()}
-    return training_config(value | {KEY["mode"]: mode, KEY["optimizer"]: optimizer, KEY["noise"]: noise,
+    return training_config(address.view() | {KEY["mode"]: mode, KEY["optimizer"]: optimizer, KEY["noise"]: noise,
                                     KEY["lr"]: lr, KEY["steps"]: steps}, settings.N)
 
 
@@ -99,14 +99,17 @@ POLICY_KEYS = ("lag", "lag_draw", "anchor", "loss", "minibatches", "epochs", "ep
                "weights_at")
 
 
+def _policies_set(view):
+    """Whether a view (URL name → value) sets one of the three policies' controls away from its default."""
+    return any(view[KEY[name]] != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS)
+
+
 def _policy_group(where):
     """The three policies' controls (each in the URL): the engine's lag, the anchor, the loss with its ε and c, U =
     minibatches × epochs, where the correction reads its ratio; an expander that reruns the page when opened or closed,
     its widgets built only while open, opened by a link (or lesson) that sets one of them."""
-    state = st.session_state
-    if POLICY_GROUP not in state and any(state.get(KEY[name], VIEW_PARAMETERS[KEY[name]].default)
-                                         != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS):
-        state[POLICY_GROUP] = True
+    if POLICY_GROUP not in st.session_state and _policies_set(address.view()):
+        st.session_state[POLICY_GROUP] = True
     group = where.expander("Three policies: the engine's lag, the anchor π_old, the loss, updates per batch",
                            key=POLICY_GROUP, on_change="rerun")
     if not group.open:
@@ -148,9 +151,10 @@ def _policy_group(where):
 
 def _run_in_words():
     """The run the controls set, in a few words (a lesson's collapsed controls): 'expected · sgd · lr 1 · 300 steps'."""
-    value = {name: st.session_state.get(url, VIEW_PARAMETERS[url].default) for name, url in KEY.items()}
+    view = address.view()
+    value = {name: view[url] for name, url in KEY.items()}
     policies = f" · {value['anchor']} · {value['minibatches']} × {value['epochs']} updates · lag {value['lag']}" \
-        if any(value[name] != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS) else ""
+        if _policies_set(view) else ""
     return (f"{value['mode']} · {value['optimizer']} · lr {VIEW_PARAMETERS[KEY['lr']].to_url(value['lr'])} · "
             f"{value['steps']} steps · b {value['noise']}{policies}")
 
@@ -266,7 +270,12 @@ def _staleness_view(settings, config, draw, lesson):
 
 def _staleness_chart(at, settings, config, height):
     with st.spinner("Training at six lags…"):
-        result = training_cache.staleness(settings.toy_key, settings.baseline, config)
+        refused = training_cache.staleness_refusal(settings, config)
+        if refused:
+            at.info(f"The staleness view ({2 * len(LAGS)} runs, one per lag and anchor): {refused} (the page's "
+                    "limits).", icon=":material/hourglass:")
+            return
+        result = training_cache.staleness(settings, config)
     chart_element.draw(at, training_charts.staleness_chart(training_frames.staleness_frame(result), config.steps,
                                                            tour.marks(settings, "training_staleness"),
                                                            height=height or 260))

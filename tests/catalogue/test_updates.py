@@ -85,3 +85,5 @@ def test_the_batch_surrogate_is_the_correction_on_the_anchor_times_the_loss():
     np.testing.assert_array_equal(plain.weight, mask)
     with pytest.raises(ValueError, match="is a loss, not a correction weight"):
         batch_surrogate(update, "k2_penalty", log_pi, log_old, log_mu, advantages)
+    with pytest.raises(ValueError, match="is a loss, not a correction weight"):      # a batch-coupled one's weight
+        batch_surrogate(update, "grpo", log_pi, log_old, log_mu, advantages, weight="k2_penalty")

@@ -110,6 +110,7 @@ def test_length_tab_draws_one_position_repeated_with_the_library_numbers(V, top_
     for row in drawn.itertuples():
         assert row.value == found[row.T][0 if row.quantity == CAPPED_W else 1]
     assert "repeated T times" in app.caption[-1].value and "C = 2.5" in app.caption[-1].value
+    assert ("E_μ[W] = 1 at every T" in app.caption[-1].value) == (not top_k)       # a truncating sampler's is below 1
 
 
 def test_lessons_tab_lists_every_lesson_with_a_button():

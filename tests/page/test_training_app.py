@@ -140,6 +140,15 @@ def test_the_staleness_view_is_a_toggle_in_the_link():
     assert at.query_params == {"tab": "Training", "train_steps": "20"}
 
 
+def test_a_staleness_view_over_the_pages_seconds_is_refused_with_the_estimate():
+    at = run({"tab": "Training", "est": "naive", "train_steps": "300", "train_minibatches": "8", "train_epochs": "8",
+              "staleness": "1"})
+    assert not at.exception and not at.error
+    assert tab_content(at, "Training").count("vega_lite_chart") == 8      # the run's charts, not the staleness view's
+    (notice,) = [info.value for info in at.info if info.value.startswith("The staleness view (12 runs")]
+    assert "over the limit of 10 s; use fewer steps or updates per batch" in notice
+
+
 def test_too_few_sequences_for_the_minibatches_is_a_warning():
     at = run({"tab": "Training", "train_mode": "sampled", "train_minibatches": "8", "N": "4"})
     assert not at.exception and not at.error

@@ -1,6 +1,7 @@
 """The Training tab's frames equal the library's numbers; its charts build, serialise and use the registry colours."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -205,6 +206,21 @@ def test_the_staleness_frame_and_chart_hold_the_librarys_numbers():
     assert (frame.loc[frame["objective"] == "on_policy", "J"] == result.on_policy).all()
     spec = training_charts.staleness_chart(frame, 10).to_dict()
     assert spec["layer"][0]["encoding"]["y"]["title"] == "J after 10 steps"
+
+
+def test_the_staleness_view_keeps_the_update_but_its_anchor_and_ignores_what_it_sets_itself():
+    from toylab.training.staleness import OBJECTIVES, staleness
+    toy = make_toy(4, 3, 0.7, 1)
+    update = Update("bypass", epochs=3, weights_at="current")
+    result = staleness(toy, "logged", TrainingConfig(6, update=update), lags=(2,))
+    ignored = staleness(toy, "logged", TrainingConfig(6, mode="sampled", N=4096, runs=3, lag=5,
+                                                      update=replace(update, anchor="rollout")), lags=(2,))
+    assert ignored == result
+    anchor, id = OBJECTIVES["decoupled"]
+    runs = train(toy, {id: {}}, "logged", TrainingConfig(6, update=replace(update, anchor=anchor), lag=2))
+    assert result.J["decoupled"] == (float(runs[id].J[-1]),)           # weights_at="current" kept
+    anchored = staleness(toy, "logged", TrainingConfig(6, update=replace(update, weights_at="anchor")), lags=(2,))
+    assert anchored.J["decoupled"] != result.J["decoupled"]
 
 
 def test_the_policy_curves_are_the_records():

@@ -111,7 +111,7 @@ def test_the_copies_enumerate_as_the_run_will(monkeypatch, T, V, chunk):
 
 def test_a_chunk_changes_no_number():
     toy = make_toy(6, 3)
-    selection = {id: {} for id in trained_ids(DEFAULT, "expected", 64)}
+    selection = {id: {} for id in trained_ids(dict.fromkeys(DEFAULT, {}), "expected", 64)}
     alone, together = (train(toy, selection, "none", TrainingConfig(steps=3), chunk=chunk) for chunk in (1, 8))
     for id in selection:
         np.testing.assert_allclose(alone[id].theta, together[id].theta, rtol=1e-12, atol=1e-15)
@@ -179,7 +179,7 @@ def test_a_larger_copy_timed_no_slower_puts_all_of_its_time_on_the_sequences(mon
 @pytest.mark.parametrize("config", [TrainingConfig(steps=7), TrainingConfig(steps=5, mode="sampled", runs=3, N=11)])
 def test_the_records_bytes_are_the_trajectories_bytes(config):
     toy = make_toy(5, 3)
-    ids = trained_ids(DEFAULT, config.mode, config.N)
+    ids = trained_ids(dict.fromkeys(DEFAULT, {}), config.mode, config.N)
     trajectories = train(toy, {id: {} for id in ids}, "none", config)
     kept = sum(value.nbytes for trajectory in trajectories.values() for value in vars(trajectory).values()
                if isinstance(value, np.ndarray))
@@ -199,7 +199,7 @@ def test_the_records_bytes_are_the_trajectories_bytes(config):
 ])
 def test_a_run_s_memory_is_within_a_factor_of_two_of_the_model(T, V, config, ids):
     toy = make_toy(T, V)
-    ids = trained_ids(ids, config.mode, config.N)
+    ids = trained_ids(dict.fromkeys(ids, {}), config.mode, config.N)
     tracemalloc.start()
     try:
         train(toy, {id: {} for id in ids}, "none", config)

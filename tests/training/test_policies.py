@@ -14,7 +14,7 @@ from toylab.analysis.montecarlo import tokens_from_uniforms
 from toylab.catalogue.updates import Update
 from toylab.engine.split_grid import split_grid
 from toylab.training.exact import Population, exact_means
-from toylab.training.loop import TrainingConfig, cannot_train, cosine, relative_error, train
+from toylab.training.loop import TrainingConfig, cannot_train, cosine, relative_error, train, trained_ids
 from toylab.training.optimizers import make_optimizer
 from toylab.training.policies import ExpectedBatch, lags, refuses_as_weight, sampled_updates, sampled_w_spread
 from toylab.training.toy_rows import ToyRows
@@ -120,6 +120,9 @@ def test_every_catalogue_estimator_but_the_penalties_can_be_a_weight():
     assert "loss, not a correction weight" in cannot_train("k2_penalty", "expected", 64, weights_only=True)
     assert "its weight k2_penalty adds a penalty" in cannot_train("grpo", "sampled", 64, True, {"weight": "k2_penalty"})
     assert cannot_train("grpo", "sampled", 64, True, {"weight": "tok_tis"}) is None
+    chosen = {"grpo": {"weight": "k2_penalty"}, "rloo": {"weight": "tok_tis"}, "naive": {}}
+    assert trained_ids(chosen, "sampled", 64, weights_only=True) == ("on_policy", "naive", "rloo")
+    assert trained_ids(chosen, "sampled", 64) == ("on_policy", "naive", "grpo", "rloo")
     with pytest.raises(ValueError, match="k2_penalty: adds a penalty term"):
         train(make_toy(4, 3), {"k2_penalty": {}}, "none", TrainingConfig(2, update=Update(epochs=2)))
 

@@ -3,7 +3,8 @@
 
 With every position alike, W depends on a sequence only through the counts n = (n_1, …, n_V) of each token, and
 n ~ multinomial(T, μ): log W = Σ_v n_v·log ρ_v, so an expectation over the V**T sequences is a sum over the
-C(T + V − 1, V − 1) count vectors. E_μ[W] is π's mass on μ's support at every T, but W's typical value is
+C(T + V − 1, V − 1) count vectors. E_μ[W] is π's mass on μ's support to the T-th power (1 for a sampler that keeps
+every token), but W's typical value is
 e^{T·E_μ[log ρ]}, which falls with T; ρ_geo's does not. Capping W at C (seq_tis, TRL's sequence_truncate) therefore
 cuts ever more of its mean as T grows.
 """

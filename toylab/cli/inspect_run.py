@@ -84,11 +84,14 @@ def report(arguments):
     files = run_files(arguments.paths)
     workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else 2)
     bar = ProgressBar("inspect", 1) if sys.stderr.isatty() else None
-    summaries, cut = run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
-                                   workers=workers, scheduler=arguments.scheduler,
-                                   progress=None if bar is None else lambda read: bar.update(read.share(), read.text()))
-    if bar is not None:
-        bar.close()
+    try:
+        summaries, cut = run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
+                                       workers=workers, scheduler=arguments.scheduler,
+                                       progress=None if bar is None else
+                                       lambda read: bar.update(read.share(), read.text()))
+    finally:
+        if bar is not None:
+            bar.close()
     if all("error" in summary for summary in summaries):
         raise LogError(summaries[0]["error"])
     result = {"run": arguments.paths[0] if len(arguments.paths) == 1 else list(arguments.paths),

@@ -53,10 +53,14 @@ def correction_weights(correction: str | None, sequences: GivenSequences,
 
 
 def correction_has_additive_term(correction: str, params: dict[str, object]) -> bool:
-    """True if the correction's weights carry an additive term (read off one token)."""
-    one = GivenSequences(np.zeros((1, 1)), np.full((1, 1), -0.5), advantages=np.zeros(1))
+    """True if the correction's weights carry an additive term: read off one token, or, for a batch-coupled one
+    (grpo, rloo, m2po), off the exact estimator its ``weight`` names."""
     estimator = ESTIMATORS[correction]
-    return estimator.exact and estimator.weights(one, **params).additive is not None
+    if not estimator.exact:
+        weight = params.get("weight")
+        return bool(weight) and correction_has_additive_term(weight, resolve_params(weight))
+    one = GivenSequences(np.zeros((1, 1)), np.full((1, 1), -0.5), advantages=np.zeros(1))
+    return estimator.weights(one, **params).additive is not None
 
 
 def batch_surrogate(update: Update, correction: str | None, log_pi: ArrayLike, log_old: ArrayLike,

@@ -257,7 +257,8 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
 
 def capped_chart(frame, cap, marks=None):
     """Against T (log x), one position repeated T times: E_μ[min(W, C)] of the sequence ratio and E_μ[min(ρ_geo, C)]
-    of its geometric mean (linear y from 0), a dotted rule at 1 (E_μ[W] without the cap); ``marks``: a lesson's."""
+    of its geometric mean (linear y from 0), a dotted rule at 1 (E_μ[W] without the cap, for a
+    sampler that keeps every token); ``marks``: a lesson's."""
     x = alt.X("T:Q", title="T (copies of the first position)", scale=alt.Scale(type="log", base=2))
     y = alt.Y("value:Q", title=f"mean, capped at C = {cap:g}", scale=alt.Scale(domainMin=0))
     colour = alt.Color("quantity:N", scale=QUANTITY_COLOURS, legend=alt.Legend(title=None, orient="top"))

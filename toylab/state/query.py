@@ -140,7 +140,7 @@ DRAWS = 1_000_000                       # the Ratios tab's resampled batches: dr
 
 
 def _trained(settings, view):
-    return trained_ids(settings.estimators, view["train_mode"], settings.N,
+    return trained_ids(settings.selection(), view["train_mode"], settings.N,
                        weights_only(update_of(view), view["train_lag"]))
 
 
@@ -182,10 +182,10 @@ VIEW_PARAMETERS = {
     "train_lag_draw": ViewParameter(TRAINING.lag_draw, choices=LAG_DRAWS, tab=TRAINING_TAB),
     "train_anchor": ViewParameter(TRAINING.update.anchor, choices=ANCHORS, tab=TRAINING_TAB),
     "train_loss": ViewParameter(TRAINING.update.loss, choices=tuple(LOSSES), tab=TRAINING_TAB),
-    "train_minibatches": ViewParameter(1, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
-    "train_epochs": ViewParameter(1, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
-    "train_eps_low": ViewParameter(0.2, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
-    "train_eps_high": ViewParameter(0.2, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
+    "train_minibatches": ViewParameter(TRAINING.update.minibatches, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
+    "train_epochs": ViewParameter(TRAINING.update.epochs, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
+    "train_eps_low": ViewParameter(LOSSES["ppo"].params["eps_low"].default, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
+    "train_eps_high": ViewParameter(LOSSES["ppo"].params["eps_high"].default, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
     "train_dual_clip": ViewParameter(0.0, choices=DUAL_CLIPS, tab=TRAINING_TAB),
     "train_weights": ViewParameter(TRAINING.update.weights_at, choices=WEIGHTS_AT, tab=TRAINING_TAB),
     "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),

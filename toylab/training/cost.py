@@ -291,13 +291,14 @@ def command_line_bytes(T, V, config, estimator_ids, as_json=False):
     return BASE_BYTES + max(run_bytes(T, V, config, estimator_ids) + lists, diagnostics, lists + text)
 
 
-def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note=""):
+def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note="", fewer=None):
     """Why a run is refused, in words, or None: its bytes (``memory``, default ``run_bytes``) over
     MEMORY_LIMIT_BYTES, or its seconds (``probed()``, the Probe: called only when the memory fits) over
-    ``seconds_limit`` (``limit_note`` follows the limit: how it was set)."""
+    ``seconds_limit`` (``limit_note`` follows the limit: how it was set; ``fewer``: what to lower, by default the
+    run's own sizes)."""
     memory = run_bytes(T, V, config, estimator_ids) if memory is None else memory
-    fewer = "fewer steps or estimators, or a smaller toy" if config.mode == "expected" else \
-        "fewer steps, estimators or runs, or a smaller N"
+    fewer = fewer or ("fewer steps or estimators, or a smaller toy" if config.mode == "expected" else
+                      "fewer steps, estimators or runs, or a smaller N")
     if memory > MEMORY_LIMIT_BYTES:
         return (f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
                 f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use {fewer}")

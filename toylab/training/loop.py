@@ -182,11 +182,12 @@ def cannot_train(estimator_id, mode, N, weights_only=False, params=None):
     return None
 
 
-def trained_ids(estimators, mode, N, weights_only=False):
-    """The estimators a run trains: REFERENCE (on_policy, the exact ascent the others are compared with) and the
-    chosen ones that can train in this mode with batches of N, in registry order."""
-    chosen = {REFERENCE, *estimators}
-    return tuple(id for id in ESTIMATORS if id in chosen and not cannot_train(id, mode, N, weights_only))
+def trained_ids(selection, mode, N, weights_only=False):
+    """The estimators a run trains: REFERENCE (on_policy, the exact ascent the others are compared with) and those of
+    ``selection`` ({id: parameters}) that can train in this mode with batches of N, with their parameters, in
+    registry order."""
+    chosen = {REFERENCE: {}} | dict(selection)
+    return tuple(id for id in ESTIMATORS if id in chosen and not cannot_train(id, mode, N, weights_only, chosen[id]))
 
 
 def cosine(a, b):

@@ -40,7 +40,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from toylab.analysis.montecarlo import Batches, batch_estimates, trainer_side
-from toylab.catalogue.estimators import ESTIMATORS, resolve_params
+from toylab.catalogue.estimators import ESTIMATORS
 from toylab.engine.coefficients import apply
 from toylab.engine.counts import factorised_marginals, reward_by_count
 from toylab.engine.sequences import GivenSequences
@@ -126,13 +126,9 @@ class ExpectedBatch:
 
     def w_spread(self):
         """The token standard deviation of w = π_old/μ_log under μ (+∞ beyond float64)."""
-        log_w = on_kept(self.log_old - self.log_mu, self.kept)
-        with np.errstate(over="ignore", invalid="ignore"):
-            w = np.where(self.kept, np.exp(log_w), 0.0)
-            mass = self.probability.sum(axis=(-2, -1))             # T up to rounding: w ≡ 1 gives a mean of 1 exactly
-            mean = (self.probability * w).sum(axis=(-2, -1)) / mass
-            spread = np.sqrt((self.probability * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / mass)
-        return np.where(np.isnan(spread), np.inf, spread)
+        with np.errstate(over="ignore"):
+            w = np.where(self.kept, np.exp(on_kept(self.log_old - self.log_mu, self.kept)), 0.0)
+        return token_spread(self.probability, w)
 
     def losses(self, log_pi):
         """The update's TokenLoss at each reward class: tables (rows, 2, T, V)."""
@@ -190,12 +186,18 @@ def expected_updates(rows, log_old, on_policy, estimators, b, update, optimizer,
 
 def exact_w_spread(rows, on_policy):
     """w's spread under μ when π_old is the rows' π (w = ρ), 0 for on_policy (``ExpectedBatch.w_spread``)."""
+    return np.where(on_policy, 0.0, token_spread(rows.mu, np.where(rows.kept, rows.rho, 0.0)))
+
+
+def token_spread(probability, w):
+    """Each row's standard deviation of w over its tokens, weighted by ``probability`` (rows, T, V):
+    sqrt(Σ p·(w − w̄)² / Σ p) with w̄ = Σ p·w / Σ p (Σ p is T up to rounding; w ≡ 1 gives w̄ = 1 exactly); +∞ where w
+    leaves float64."""
     with np.errstate(over="ignore", invalid="ignore"):
-        w = np.where(rows.kept, rows.rho, 0.0)
-        mass = rows.mu.sum(axis=(-2, -1))
-        mean = (rows.mu * w).sum(axis=(-2, -1)) / mass
-        spread = np.sqrt((rows.mu * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / mass)
-    return np.where(on_policy, 0.0, np.where(np.isnan(spread), np.inf, spread))
+        mass = probability.sum(axis=(-2, -1))
+        mean = (probability * w).sum(axis=(-2, -1)) / mass
+        spread = np.sqrt((probability * (w - mean[:, None, None])**2).sum(axis=(-2, -1)) / mass)
+    return np.where(np.isnan(spread), np.inf, spread)
 
 
 # -- sampled mode -----------------------------------------------------------------------------------------
@@ -222,13 +224,11 @@ def batch_terms(estimator_id, params, side, tokens, b):
 
 def refuses_as_weight(estimator_id, params):
     """Why the correction cannot be a weight g(w) of an update (an additive term), or None."""
-    if ESTIMATORS[estimator_id].exact and correction_has_additive_term(estimator_id, params):
+    if not correction_has_additive_term(estimator_id, params):
+        return None
+    if ESTIMATORS[estimator_id].exact:
         return "adds a penalty term to the gradient: it is a loss, not a correction weight g(w)"
-    weight = params.get("weight")
-    if estimator_id in ("grpo", "rloo", "m2po") and weight and correction_has_additive_term(weight,
-                                                                                            resolve_params(weight)):
-        return f"its weight {weight} adds a penalty term: a loss, not a correction weight g(w)"
-    return None
+    return f"its weight {params['weight']} adds a penalty term: a loss, not a correction weight g(w)"
 
 
 def minibatch_gradient(tokens, log_pi, pi, weights, advantage, log_old, log_mu, update, scale):

@@ -15,7 +15,6 @@ lag s in place of a lag drawn up to η.
 
 from dataclasses import dataclass, replace
 
-from toylab.catalogue.updates import Update
 from toylab.training.loop import train
 
 LAGS = (0, 1, 2, 4, 8, 16)
@@ -32,19 +31,24 @@ class Staleness:
     on_policy: float
 
 
+def read_config(config):
+    """``config`` as ``staleness`` reads it: expected mode (so one run, N unused), the lag and the anchor left to the
+    view (set to one value here), the rest kept: two configs that differ only in what it ignores give the same key."""
+    return replace(config, mode="expected", runs=1, N=1, lag=0, lag_draw="fixed",
+                   update=replace(config.update, anchor="recompute"))
+
+
 def staleness(toy, baseline, config, lags=LAGS):
-    """The Staleness of the toy under ``config`` (its mode is taken as expected; its update's anchor and lag are the
-    view's to set, the rest is kept)."""
+    """The Staleness of the toy under ``config`` as ``read_config`` reads it, at each of ``lags`` and both anchors."""
+    config = read_config(config)
     J = {objective: [] for objective in OBJECTIVES}
     reference = None
     for lag in lags:
         for anchor in ("bypass", "recompute"):
             ids = [id for objective, (their, id) in OBJECTIVES.items() if their == anchor]
-            update = Update(anchor, config.update.loss, config.update.params, config.update.minibatches,
-                            config.update.epochs)
             selection = {id: {} for id in ids} | ({"on_policy": {}} if reference is None else {})
-            runs = train(toy, selection, baseline, replace(config, mode="expected", update=update, lag=lag,
-                                                           lag_draw="fixed"))
+            runs = train(toy, selection, baseline, replace(config, update=replace(config.update, anchor=anchor),
+                                                           lag=lag))
             if reference is None:
                 reference = float(runs["on_policy"].J[-1])
             for objective, (their, id) in OBJECTIVES.items():

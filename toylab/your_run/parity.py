@@ -67,7 +67,7 @@ from toylab.your_run.statistics import (
     ratio_of_sums,
     sequence_means,
 )
-from toylab.your_run.token_pass import SAFETY_BOUND, VERL_IS_THRESHOLD, quantity, token_pass
+from toylab.your_run.token_pass import SAFETY_BOUND, SEQUENCE_MEANS, VERL_IS_THRESHOLD, quantity, token_pass
 
 BEYOND_FLOAT64 = "beyond float64 on this log (its log-probabilities reach below −709, where e^−log p overflows)"
 WHOLE_VOCABULARY = ("needs the trainer's entropy over the whole vocabulary at each token, which prime-rl's token "
@@ -95,8 +95,7 @@ def framework_metrics(log):
     passed = token_pass(log)
     lengths = log.lengths
     # d = mean log μ − mean log π, without cancellation
-    mean_log_mu, mean_log_pi, d, seq_mult, mean_abs_log_rho = _sequence_means_of(
-        log, ["log_mu", "log_pi", "minus_log_rho", "exp_abs_log_rho", "abs_log_rho"])
+    mean_log_mu, mean_log_pi, d, seq_mult, mean_abs_log_rho = _sequence_means_of(log, SEQUENCE_MEANS)
     log_W = -log_sequence_sums(log, "minus_log_rho")
     # every token mean at once; k3's and |log ρ|'s are each shown under several names
     kl, k3_mean, abs_mean, clamped_squares, gap_mean, mult_mean, policy_kl, js_mean, reverse_kl = log_token_means(log, [

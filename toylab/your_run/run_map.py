@@ -40,6 +40,7 @@ from toylab.your_run.run import RunFile, RunPlan, plan_run, read_step, step_logs
 from toylab.your_run.run_progress import RunProgress
 from toylab.your_run.steps import cut_notice, failed_step, step_summaries, step_summary
 
+PARALLEL_BYTES = 64 << 20       # a run stored in at least this many bytes is read by every core (default_workers)
 IN_FLIGHT = 2                   # steps handed to each worker ahead of the one it works on
 DISTRIBUTED_EXTRA = ("Dask distributed is an optional extra: pip install -r requirements-distributed.txt "
                      "(dask[distributed])")
@@ -183,7 +184,7 @@ def _dask_client(scheduler, workers):
         yield client
 
 
-def default_workers(files: list[RunFile], bounds: Bounds = CLI_BOUNDS) -> int:
+def default_workers(files: list[RunFile]) -> int:
     """Every core this process may use for a run of PARALLEL_BYTES or more stored in two steps or more, else 1 (a
     worker's start costs about a second)."""
     steps = {file.step for file in files if file.step is not None}
@@ -191,5 +192,3 @@ def default_workers(files: list[RunFile], bounds: Bounds = CLI_BOUNDS) -> int:
         return 1
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
-
-PARALLEL_BYTES = 64 << 20

@@ -1,7 +1,7 @@
 """Cached computations of a run on the Your run tab: its step summaries, keyed on the files' content hash.
 
 The summaries are small (a few kilobytes a step) and are what is kept; the steps' logs are read one at a time
-(``toylab.your_run.run.step_logs``) in the server's one log slot (``work_slots.log_work``), so a run's reading
+(``toylab.your_run.run_map.run_summaries``, in this process) in the server's one log slot (``work_slots.log_work``), so a run's reading
 takes no more memory than a log's, each file within ``bounds.PAGE_BOUNDS``, a zip's members read only when their
 step is. A run whose every step is malformed raises ``LogError``, which is not cached.
 """

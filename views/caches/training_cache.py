@@ -1,6 +1,8 @@
 """Cached computations of the Training tab, keyed on the toy, the trained selection, the baseline and the tab's
 controls; plus the work limits that keep a re-render within seconds on the largest toys."""
 
+from dataclasses import replace
+
 import numpy as np
 import streamlit as st
 
@@ -8,6 +10,7 @@ from toylab.catalogue.estimators import ESTIMATORS
 from toylab.training import cost
 from toylab.training.loop import REFERENCE, cannot_train, train, trained_ids
 from toylab.training.sga import monte_carlo_improvement, second_order, toy_at
+from toylab.training.staleness import LAGS, OBJECTIVES, read_config
 from toylab.training.staleness import staleness as staleness_of
 from views.caches import cache
 from views.caches.bounded_cache import ByteBoundedCache
@@ -28,24 +31,40 @@ def trained(settings, mode, weights_only=False):
     mode at the sidebar's N (as a weight g(w) of an update when ``weights_only``: ``training.trained_ids``), in
     registry order."""
     chosen = {REFERENCE: {}} | settings.selection()
-    return tuple((id, tuple(chosen[id].items()))
-                 for id in trained_ids(settings.estimators, mode, settings.N, weights_only))
+    return tuple((id, tuple(chosen[id].items())) for id in trained_ids(chosen, mode, settings.N, weights_only))
 
 
 def left_out(settings, mode, weights_only=False):
     """'id (why)' for each selected estimator that cannot train in this mode at the sidebar's N."""
-    return [f"{id} ({why})" for id in settings.estimators
-            if (why := cannot_train(id, mode, settings.N, weights_only))]
+    return [f"{id} ({why})" for id, params in settings.selection().items()
+            if (why := cannot_train(id, mode, settings.N, weights_only, params))]
+
+
+def staleness(settings, config):
+    """``training.staleness`` of the Settings' toy under ``config``, kept under what it reads of the config
+    (``staleness.read_config``): a change of N, runs, mode, lag or anchor does not train its runs again."""
+    return _staleness(settings.toy_key, settings.baseline, read_config(config))
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def staleness(toy_key, baseline, config):
-    """``training.staleness`` of the toy under ``config``: J after its steps against the lag, for three objectives
-    (every one of them factorises over positions: no enumeration, whatever the toy's size)."""
+def _staleness(toy_key, baseline, config):
+    """Every run of it factorises over positions: no enumeration, whatever the toy's size."""
     return staleness_of(cache.toy(*toy_key), baseline, config)
 
 
-def refusal(settings, config, selection):
+STALENESS_SELECTION = tuple((id, ()) for id in dict.fromkeys(
+    ("on_policy", *(id for _, id in OBJECTIVES.values()))))
+
+
+def staleness_refusal(settings, config):
+    """Why the staleness view's runs would not finish within the page's seconds or memory, or None: timed as one run
+    of its estimators at the largest lag for len(LAGS) times the steps (each lag trains them once, the reference
+    once in all)."""
+    run = replace(read_config(config), steps=config.steps * len(LAGS), lag=max(LAGS))
+    return refusal(settings, run, STALENESS_SELECTION, fewer="fewer steps or updates per batch, or a smaller toy")
+
+
+def refusal(settings, config, selection, fewer=None):
     """Why ``trajectories`` would not finish within the page's seconds or memory (``training.cost.refusal``), or
     None. Its memory is known from its sizes; its seconds from a probe of small copies of it, which is kept for the
     next steps, mismatch, and runs and N up to their next power of 2 (``cost.probed_config``: it depends on the
@@ -54,7 +73,8 @@ def refusal(settings, config, selection):
     ids = [id for id, _ in selection]
     T, V, mismatch, seed, sampler = settings.toy_key
     return cost.refusal(T, V, config, ids, lambda: probe((T, V, seed, sampler), selection, settings.baseline,
-                                                         cost.probed_config(config), mismatch), LIMIT_SECONDS)
+                                                         cost.probed_config(config), mismatch), LIMIT_SECONDS,
+                        fewer=fewer)
 
 
 @st.cache_data(max_entries=64, show_spinner="Timing small copies of the run …")
