@@ -58,7 +58,7 @@ def correction_has_additive_term(correction: str, params: dict[str, object]) -> 
     estimator = ESTIMATORS[correction]
     if not estimator.exact:
         weight = params.get("weight")
-        return bool(weight) and correction_has_additive_term(weight, resolve_params(weight))
+        return isinstance(weight, str) and correction_has_additive_term(weight, resolve_params(weight))
     one = GivenSequences(np.zeros((1, 1)), np.full((1, 1), -0.5), advantages=np.zeros(1))
     return estimator.weights(one, **params).additive is not None
 
