@@ -1,0 +1,103 @@
+"""How often each lesson's claim holds over its population: computed here, and shipped for the page.
+
+``tally(lesson)`` evaluates the lesson's check on every toy of its population (``population``): a Tally per group,
+the seeds where the claim holds and where it breaks. That is hundreds of exact computations a lesson — training
+lessons train every toy —, too slow for a page that must stay instant, so the tallies are shipped in SHIPPED
+(shares.json beside this module) and the page reads them (``shipped``). After changing a lesson, its check or its
+population, write them again:
+
+    python -m toylab.lessons.shares                  # every lesson of the tour
+    python -m toylab.lessons.shares keep_mask …      # only these (the others kept as shipped)
+
+tests/lessons/test_lesson_shares.py recomputes them and fails when SHIPPED is stale or a claimed share is not met.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from toylab.lessons.lesson import settings_of, view_of
+from toylab.lessons.population import Group, Tally
+from toylab.lessons.tour import LESSONS
+from toylab.state.query import VIEW_DEFAULTS, to_query, toy_problem, view_query
+
+SHIPPED = Path(__file__).with_name("shares.json")
+
+
+def toy_controls(lesson, group, seed):
+    """The sidebar values of one toy of the lesson's population."""
+    return dict(lesson.controls) | dict(group.changes) | {"seed": seed}
+
+
+def holds_at(lesson, group, seed):
+    """Whether the lesson's claim holds on that toy (its check's ``holds``): True, False, or None where it does not
+    apply — the check says so, or the page refuses the toy (``toy_problem``)."""
+    settings = settings_of(toy_controls(lesson, group, seed))
+    if toy_problem(settings):
+        return None
+    holds = lesson.check(settings).holds
+    return None if holds is None else bool(holds)
+
+
+def tally(lesson, seeds=None):
+    """A Tally per group of the lesson's population (``seeds``: a subset of its seeds, for a quick look)."""
+    chosen = lesson.population.seeds if seeds is None else tuple(seeds)
+    return tuple(Tally(group, chosen, tuple(holds_at(lesson, group, seed) for seed in chosen))
+                 for group in lesson.population.groups)
+
+
+def toy_link(lesson, group, seed):
+    """The link parameters ({URL name: text}) of that toy in the lesson's view: its tab and the tab's controls as the
+    lesson's button sets them."""
+    return to_query(settings_of(toy_controls(lesson, group, seed))) | view_query(VIEW_DEFAULTS | view_of(lesson))
+
+
+FLAGS = {True: "1", False: "0", None: "-"}
+
+
+def record(tallies):
+    """Tallies as SHIPPED holds them: per group its label, changes and stated count, and a flag per seed: 1 the claim
+    holds, 0 it does not, - it does not apply."""
+    return [{"label": t.group.label, "changes": [list(change) for change in t.group.changes],
+             "stated": t.group.stated, "seeds": list(t.seeds), "holds": "".join(FLAGS[h] for h in t.holds)}
+            for t in tallies]
+
+
+def read(records):
+    """``record``'s inverse."""
+    held = {flag: value for value, flag in FLAGS.items()}
+    return tuple(Tally(Group(r["label"], tuple(tuple(change) for change in r["changes"]), r["stated"]),
+                       tuple(r["seeds"]), tuple(held[flag] for flag in r["holds"])) for r in records)
+
+
+def shipped(path=SHIPPED):
+    """{lesson id: its Tallies} as shipped."""
+    return {id: read(records) for id, records in json.loads(path.read_text(encoding="utf-8")).items()}
+
+
+def write(lessons, path=SHIPPED, progress=print):
+    """Compute the tallies of ``lessons`` and write them into ``path``, keeping the other lessons' entries."""
+    everything = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    for lesson in lessons:
+        tallies = tally(lesson)
+        everything[lesson.id] = record(tallies)
+        progress(f"{lesson.id}: " + "; ".join(map(str, tallies)))
+    path.write_text(dumped(everything), encoding="utf-8")
+
+
+def dumped(everything):
+    """SHIPPED's text: a line per group, so that a change reads as a line in ``git diff``."""
+    lessons = (f"{json.dumps(id)}: [\n" + ",\n".join(f"  {json.dumps(group, ensure_ascii=False)}" for group in groups)
+               + "\n ]" for id, groups in everything.items())
+    return "{\n " + ",\n ".join(lessons) + "\n}\n"
+
+
+def main(ids):
+    unknown = set(ids) - {lesson.id for lesson in LESSONS}
+    if unknown:
+        sys.exit(f"toylab: error: no lesson {', '.join(sorted(unknown))}")
+    write([lesson for lesson in LESSONS if not ids or lesson.id in ids])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
