@@ -10,12 +10,15 @@ import streamlit as st
 
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.lesson import view_of
+from toylab.lessons.shares import shipped
 from toylab.lessons.tour import KEYS, LESSONS
-from toylab.presentation import frames
+from toylab.presentation import frames, lesson_shares
 from toylab.state.query import LESSONS_TAB, VIEW_PARAMETERS
 from views import address, sidebar
 
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
+SHARES = shipped()              # lesson id → Tallies: how often its claim holds over its population (precomputed)
+TOYS_KEY = "lesson_banner_toys"
 
 
 @st.cache_data(max_entries=len(LESSONS), show_spinner=False)
@@ -82,6 +85,7 @@ def banner(tab, settings):
                 st.markdown(lesson.text)
                 st.markdown("\n".join(f"{index}. {mark.text}" for index, mark in
                                        enumerate(evidence(lesson.id).marks, start=1)))
+            toys(lesson)
             if number > 1:
                 st.button("", key="lesson_previous", on_click=show, args=(LESSONS[number - 2],),
                           shortcut="B", icon=":material/arrow_back:", help=f"Previous: lesson {number - 1} (key B)")
@@ -90,6 +94,20 @@ def banner(tab, settings):
                           icon=":material/arrow_forward:", help=f"Lesson {number + 1} (key N)")
             st.button("", key="lesson_all", on_click=_open_lessons, shortcut="L",
                       icon=":material/list:", help=f"All lessons: the {LESSONS_TAB} tab (key L)")
+
+
+def toys(lesson):
+    """The banner's count of the toys where the lesson holds; it opens the grid of them, each a link (built only while
+    open)."""
+    tallies = SHARES[lesson.id]
+    count, applicable = lesson_shares.totals(tallies)
+    grid = st.popover(f"{count}/{applicable}", icon=":material/grid_on:", key=TOYS_KEY, on_change="rerun",
+                      help=f"How often this lesson holds: at {count} of the {applicable} toys around its setting. "
+                           "Open for the grid of them, each a link")
+    if grid.open:
+        grid.markdown(lesson_shares.summary(lesson, tallies))
+        grid.caption(lesson_shares.legend(lesson))
+        grid.markdown(lesson_shares.grid(lesson, tallies))
 
 
 def keys_text():

@@ -158,6 +158,7 @@ LESSONS = (
            controls(("seq_is", "seq_tis")), RATIOS_TAB, weight_mostly_below_one,
            claim="W = π(y)/μ(y) averages exactly 1, yet most sequences lie left of W = 1 (1): E_μ[log W] = −KL < 0 (2), "
                  "and a rare few carry huge weights (3).",
+           predicate="E_μ[W] = 1 and E_μ[log W] = −KL(μ‖π) (within 1e-9), and P_μ(W < 1) > ½",
            population=around(1.0, ("T", 4))),
     Lesson("token_bias",
            "Token-level corrections (tok_is, tok_tis) stay biased even though the positions are independent: "
@@ -166,6 +167,7 @@ LESSONS = (
            controls(("naive", "tok_is", "tok_tis", "seq_is")), ESTIMATORS_TAB, token_corrections_stay_biased,
            claim="Token-level corrections stay biased, tok_is (1) and tok_tis (2), though the positions are "
                  "independent; sequence IS (3) is unbiased.",
+           predicate="tok_is and tok_tis biased by over 5 % of ‖∇J‖, seq_is unbiased (below 1e-9)",
            population=around(1.0, ("T", 4))),
     Lesson("seq_is_variance",
            "Sequence-level IS is unbiased at every length, but its variance grows like "
@@ -174,6 +176,8 @@ LESSONS = (
            sequence_is_variance_explodes,
            claim="Sequence IS is unbiased at every length, but its spread grows exponentially in T: against "
                  "on-policy's, at T = 16 (1), 32 (2) and 64 (3).",
+           predicate="at T = 16, 32, 64: seq_is unbiased, var(seq_is)/var(on_policy) rising with T and at T = 64 "
+                     "between (1 + χ²_seq)^½ and (1 + χ²_seq)^1.5",
            population=around(0.5, ("V", 3))),
     Lesson("threshold_depends_on_N",
            "Truncation and masking trade bias for variance: a lower threshold adds bias and removes spread. "
@@ -183,6 +187,8 @@ LESSONS = (
            view={"threshold_panel": "rmse", "compare_N": LARGE_N},
            claim=f"The best threshold depends on the batch size: at seed 0, seq_tis's lowest RMSE is at C = 1 for "
                  f"N = {SMALL_N} (1), at C = 26.6 for N = {LARGE_N:,} (2).",
+           predicate="seq_tis's best C at N = 4 below its best at N = 4,096; the lowest C more biased and less spread "
+                     "than the highest",
            population=around(1.0, ("T", 4))),
     Lesson("baseline_shift",
            "Under mismatch a baseline changes the mean of naive and truncated token-level estimators, because "
@@ -191,6 +197,8 @@ LESSONS = (
            baseline_shifts_uncorrected_means, view={"compare_baseline": "none"},
            claim="A baseline moves the mean of naive (1) and tok_tis under mismatch, not of tok_is (2) or seq_is: "
                  "hollow, b = 0; filled, b = E_μ[r].",
+           predicate="the baseline moves naive's mean by exactly b·(μ − π) ≠ 0 and tok_tis's too, not tok_is's or "
+                     "seq_is's",
            population=around(1.0, ("T", 4))),
     Lesson("logged_reward",
            "The mean reward a rollout log shows is E_μ[r], the sampler's, not the objective J = E_π[r] the "
@@ -199,6 +207,7 @@ LESSONS = (
            controls(("naive", "seq_is")), TRAINING_TAB, logged_reward_is_not_J,
            claim="A rollout log shows E_μ[r] (1), the sampler's mean reward, not J = E_π[r] (2), the objective the "
                  "trainer climbs.",
+           predicate="|E_μ[r] − J| over 10 % of J",
            population=around(1.0, ("T", 4), stated={"half": 26})),
     Lesson("sequence_ratio_names",
            "\"Sequence ratio\" means W = ∏_t ρ_t in verl's and TRL's sequence modes but ρ_geo = W^(1/T) in "
@@ -207,5 +216,6 @@ LESSONS = (
            controls(("seq_tis", "geo_rs", "gspo_geo")), RATIOS_TAB, two_sequence_ratios,
            claim="\"Sequence ratio\" is W in verl and TRL but ρ_geo = W^(1/T) in GSPO: P(W > 2) (1) is several times "
                  "P(ρ_geo > 2) (2).",
+           predicate="E_μ[W] = 1, E_μ[ρ_geo] < 0.999, P_μ(W > 2) over 4 × P_μ(ρ_geo > 2)",
            population=around(1.0, ("T", 4))),
 )

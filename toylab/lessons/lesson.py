@@ -67,6 +67,7 @@ class Lesson:
     check: Callable
     view: dict = field(default_factory=dict)
     claim: str = ""
+    predicate: str = ""                      # what its check's ``holds`` tests on a toy, in words
     population: Population = Population()   # the toys it claims its statement for (``population``)
 
 

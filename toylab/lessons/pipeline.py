@@ -144,6 +144,8 @@ LESSONS = (
            RATIOS_TAB, raw_logprobs_ratio,
            claim="One model, no logit error, yet W ≠ 1: with raw log-probabilities as μ at τ = 0.6 (TRL before "
                  "#4163) log W averages 0.24 at seed 0 (1), not 0 (2).",
+           predicate="the likeliest first token's ratio above 1, E_μs[W] > 1.01, naive unbiased, seq_is and tok_is "
+                     "biased by over 5 %; processed log-probabilities give every ratio 1",
            population=Population((AT_SETTING, Group("at τ = 0.8", (("temperature", 0.8),)), Group("at V = 4", (("V", 4),))))),
     Lesson("processed_top_p",
            "Processed log-probabilities carry the truncation, a trainer that only divides by τ does not: "
@@ -159,6 +161,9 @@ LESSONS = (
            processed_with_top_p,
            claim="verl at top-p 0.9, no logit error: all of seq_is's bias comes from what top-p cuts, 0.631 at "
                  "seed 0 (1); no correction gets below 0.553 (2).",
+           predicate="where top-p cuts a token: kept ratios are the kept mass, E_μs[W] = 1 − the mass out of reach, "
+                     "nothing clipped or masked, seq_is's bias is exactly the part out of reach and every correction "
+                     "keeps over half of it",
            population=Population((AT_SETTING, Group("at top-p 0.8", (("top_p", 0.8),)), Group("at top-p 0.95", (("top_p", 0.95),)), Group("at T = 4", (("T", 4),))))),
     Lesson("keep_mask",
            "The Keep Sampling Mask (DeepSeek-V3.2; slime's top-p replay) removes the bias of what top-p cuts "
@@ -172,5 +177,7 @@ LESSONS = (
            controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), ESTIMATORS_TAB, keep_mask,
            claim="The keep mask (slime) leaves nothing out of reach: seq_is is unbiased (1), for the masked π's J, "
                  "whose gradient is off softmax(θ)'s (83 % at seed 0).",
+           predicate="where top-p cuts π-mass: E_μs[W] = 1, seq_is unbiased for the masked objective, whose gradient "
+                     "is over 10 % of ‖∇J‖ away from softmax(θ)'s",
            population=around(0.3, ("T", 4))),
 )

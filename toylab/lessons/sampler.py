@@ -102,6 +102,8 @@ LESSONS = (
            controls(TRUNCATED, mismatch=0.0, top_p=0.9), ESTIMATORS_TAB, top_p_floor,
            claim="Top-p 0.9 leaves a bias no correction removes: all of seq_is's bias comes from what it cuts (1); "
                  "at seed 0 the best correction still has 0.40 (2).",
+           predicate="where top-p cuts π-mass: seq_is's bias is exactly the part of ∇J out of reach, every correction "
+                     "keeps over half of it",
            population=Population((AT_SETTING, Group("at top-p 0.8", (("top_p", 0.8),)), Group("at top-p 0.95", (("top_p", 0.95),)), Group("at T = 4", (("T", 4),))))),
     Lesson("bf16_fp16",
            "Rounding alone is a mismatch, and bf16 makes more of it than fp16: with no logit error (mismatch "
@@ -113,6 +115,7 @@ LESSONS = (
            view={"sweep": "precision", "mismatch_panel": "divergence"},
            claim="Rounding alone is a mismatch: at mismatch 0, logits rounded to bf16 (1) give over 10× the "
                  "KL(μ‖π) of fp16 (2), 29× at seed 0.",
+           predicate="bf16's KL(μ‖π) over 10 × fp16's, naive's relative bias over 3 × fp16's",
            population=Population((AT_SETTING, Group("at T = 4", (("T", 4),)), Group("at V = 8", (("V", 8),))))),
     Lesson("collapse_needs_fixed_error",
            "The token-mask collapse needs an engine whose error stays put: redraw the logit error b at every "
@@ -125,5 +128,7 @@ LESSONS = (
            training_view(NOISE_RUN, "tok_mis"),
            claim="The collapse needs a fixed engine error: with b redrawn every step tok_mis reaches 90 % of on-policy's "
                  "J (1) and ends near 1 (2); naive wanders (3).",
+           predicate="b redrawn each step: tok_mis ends above its start and reaches 90 % of on-policy's final J; "
+                     "naive's J spans over 0.05 from step 200, below on-policy's",
            population=around(1.0, ("T", 4))),
 )

@@ -1,0 +1,96 @@
+"""How often each lesson holds, on the page: under every lesson of the Lessons tab its count over its population (the
+shipped tallies) and a link to a toy where it does not hold; the grid of its toys, each a link that opens that toy,
+built only while open; and in the tour's banner the same count, opening the same grid."""
+
+import re
+from urllib.parse import parse_qs, urlsplit
+
+from streamlit.testing.v1 import AppTest
+
+from toylab.lessons.lesson import settings_of
+from toylab.lessons.shares import shipped, toy_controls
+from toylab.lessons.tour import LESSONS
+from toylab.presentation import lesson_shares
+from toylab.state.query import parse_link
+from views import tour
+from views.lessons_tab import TOYS_KEY
+
+SHARES = shipped()
+LINK = re.compile(r"\]\((\?[^ )]*)(?: \"([^\"]*)\")?\)")
+
+
+def _render(function_name, state, lesson_id=None):
+    def script(function_name, state, lesson_id):
+        import streamlit as st
+
+        from toylab.lessons.tour import LESSONS
+        from toylab.state.settings import Settings
+        from views import lessons_tab, tour
+        st.session_state.update(state)
+        if function_name == "lessons_tab":
+            lessons_tab.render(Settings())
+        else:
+            tour.toys(next(lesson for lesson in LESSONS if lesson.id == lesson_id))
+
+    return AppTest.from_function(script, args=(function_name, state, lesson_id), default_timeout=120).run()
+
+
+def _links(text):
+    """(settings, view, title) of every relative link in a markdown text."""
+    found = []
+    for query, title in LINK.findall(text):
+        params = {name: values for name, values in parse_qs(urlsplit(query).query).items()}
+        opened, view, notices = parse_link(params)
+        assert notices == [], query
+        found.append((opened, view, title))
+    return found
+
+
+def test_every_lesson_shows_its_count_and_a_toy_where_it_does_not_hold():
+    app = _render("lessons_tab", {})
+    assert not app.exception
+    captions = [caption.value for caption in app.caption]
+    for lesson in LESSONS:
+        tallies = SHARES[lesson.id]
+        shown = lesson_shares.summary(lesson, tallies)
+        assert shown in captions, lesson.id
+        count, applicable = lesson_shares.totals(tallies)
+        assert shown.startswith(f"Holds at {count} of {applicable} toys: ")
+        broken = lesson_shares.counterexample(tallies)
+        links = _links(shown)
+        if broken:
+            group, seed = broken
+            ((opened, view, _),) = links
+            assert opened == settings_of(toy_controls(lesson, group, seed)) and view["tab"] == lesson.tab
+        else:
+            assert not links
+    assert not any("| toys |" in markdown.value for markdown in app.markdown)   # grids are built when opened
+
+
+def test_a_lesson_s_grid_links_every_toy_of_its_population_when_opened():
+    lesson = next(lesson for lesson in LESSONS if lesson.id == "token_mask_collapse")
+    app = _render("lessons_tab", {f"{TOYS_KEY}.{lesson.id}": True})
+    assert not app.exception
+    (grid,) = [markdown.value for markdown in app.markdown if "| toys |" in markdown.value]
+    cells = _links(grid)
+    tallies = SHARES[lesson.id]
+    expected = [(settings_of(toy_controls(lesson, t.group, seed)), held) for t in tallies
+                for seed, held in zip(t.seeds, t.holds, strict=True)]
+    assert [opened for opened, _, _ in cells] == [opened for opened, _ in expected]
+    assert all(view["tab"] == lesson.tab and view["train_pick"] == "tok_mis" for _, view, _ in cells)
+    verdicts = {True: "the claim holds", False: "the claim does not hold", None: "the claim does not apply"}
+    assert all(title.endswith(verdicts[held]) for (_, _, title), (_, held) in zip(cells, expected, strict=True))
+    assert grid.count(lesson_shares.CELLS[True]) == sum(t.count for t in tallies)
+    assert any(lesson.predicate in caption.value for caption in app.caption)
+
+
+def test_the_tour_banner_counts_the_toys_and_opens_their_grid():
+    lesson = next(lesson for lesson in LESSONS if lesson.id == "logged_reward")
+    closed = _render("toys", {}, lesson.id)
+    count, applicable = lesson_shares.totals(SHARES[lesson.id])
+    (popover,) = closed.get("popover")
+    assert popover.proto.popover.label == f"{count}/{applicable}" and not closed.markdown
+    opened = _render("toys", {tour.TOYS_KEY: True}, lesson.id)
+    assert not opened.exception
+    assert [markdown.value for markdown in opened.markdown] == [lesson_shares.summary(lesson, SHARES[lesson.id]),
+                                                                 lesson_shares.grid(lesson, SHARES[lesson.id])]
