@@ -3,14 +3,19 @@ shows) are those of the lessons as they are, every claim holds at the share it c
 lesson's text. The fast tier recomputes a few toys a lesson (a counterexample where there is one); the slow tier
 recomputes every toy (tests/lessons/test_lesson_shares_recomputed.py)."""
 
+from pathlib import Path
+
 import pytest
 
+from toylab.cli.lessons import with_table
 from toylab.lessons.lesson import settings, settings_of
 from toylab.lessons.population import AT_SETTING, CLAIMED, SEEDS, Group, Tally
 from toylab.lessons.shares import holds_at, read, record, shipped, toy_controls, toy_link
 from toylab.lessons.tour import LESSONS
+from toylab.presentation.lesson_shares import docs_table
 from toylab.state.query import parse_link
 
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = shipped()
 
 
@@ -84,3 +89,9 @@ def test_a_tally_counts_holds_breaks_and_toys_it_does_not_apply_to():
     assert tally.met and str(tally) == "at twice the mismatch, 2 of 3 (1 not applicable)"
     assert not Tally(Group("x"), (0, 1), (True, False)).met                       # 50 % < CLAIMED, nothing stated
     assert read(record((tally,))) == (tally,)
+
+
+def test_docs_lessons_md_shows_the_shipped_table():
+    """docs/lessons.md's table is written by ``python -m toylab lessons --write``: the shipped tallies, as they are."""
+    document = (ROOT / "docs" / "lessons.md").read_text(encoding="utf-8")
+    assert with_table(document, docs_table(LESSONS, SHIPPED)) == document

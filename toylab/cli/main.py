@@ -1,9 +1,10 @@
-"""``python -m toylab [train | inspect]``: which command the first argument names.
+"""``python -m toylab [train | inspect | lessons]``: which command the first argument names.
 
     python -m toylab [options]            the exact table (``table``)
     python -m toylab train [options]      gradient ascent with chosen estimators (``train``)
     python -m toylab inspect FILE         a rollout log's statistics and the toy that matches it (``inspect``)
     python -m toylab inspect DIR          a run — a directory, a zip or several files — step by step (``inspect_run``)
+    python -m toylab lessons [ID …]       how often each lesson's claim holds over its toys (``lessons``)
 
 Each command's module is imported only when it runs: the table needs neither pandas nor pyarrow, which the
 readers of ``inspect`` import.
@@ -12,7 +13,7 @@ readers of ``inspect`` import.
 import importlib
 import sys
 
-COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect"}
+COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect", "lessons": "toylab.cli.lessons"}
 
 
 def main(argv=None):

@@ -4,21 +4,19 @@
 the seeds where the claim holds and where it breaks. That is hundreds of exact computations a lesson — training
 lessons train every toy —, too slow for a page that must stay instant, so the tallies are shipped in SHIPPED
 (shares.json beside this module) and the page reads them (``shipped``). After changing a lesson, its check or its
-population, write them again:
+population, write them again (and docs/lessons.md's table with them):
 
-    python -m toylab.lessons.shares                  # every lesson of the tour
-    python -m toylab.lessons.shares keep_mask …      # only these (the others kept as shipped)
+    python -m toylab lessons --write                 # every lesson of the tour
+    python -m toylab lessons keep_mask … --write     # only these (the others kept as shipped)
 
 tests/lessons/test_lesson_shares.py recomputes them and fails when SHIPPED is stale or a claimed share is not met.
 """
 
 import json
-import sys
 from pathlib import Path
 
 from toylab.lessons.lesson import settings_of, view_of
 from toylab.lessons.population import Group, Tally
-from toylab.lessons.tour import LESSONS
 from toylab.state.query import VIEW_DEFAULTS, to_query, toy_problem, view_query
 
 SHIPPED = Path(__file__).with_name("shares.json")
@@ -75,13 +73,18 @@ def shipped(path=SHIPPED):
     return {id: read(records) for id, records in json.loads(path.read_text(encoding="utf-8")).items()}
 
 
-def write(lessons, path=SHIPPED, progress=print):
-    """Compute the tallies of ``lessons`` and write them into ``path``, keeping the other lessons' entries."""
-    everything = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+def write(lessons, ids=None, path=SHIPPED, progress=print):
+    """Write ``path``: an entry per lesson of ``lessons``, in their order, computed again for the ``ids`` (every
+    lesson if None, and any lesson ``path`` does not hold yet), the others kept as they are there."""
+    before = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    everything = {}
     for lesson in lessons:
-        tallies = tally(lesson)
-        everything[lesson.id] = record(tallies)
-        progress(f"{lesson.id}: " + "; ".join(map(str, tallies)))
+        if (ids is None or lesson.id in ids) or lesson.id not in before:
+            tallies = tally(lesson)
+            progress(f"{lesson.id}: " + "; ".join(map(str, tallies)))
+            everything[lesson.id] = record(tallies)
+        else:
+            everything[lesson.id] = before[lesson.id]
     path.write_text(dumped(everything), encoding="utf-8")
 
 
@@ -90,14 +93,3 @@ def dumped(everything):
     lessons = (f"{json.dumps(id)}: [\n" + ",\n".join(f"  {json.dumps(group, ensure_ascii=False)}" for group in groups)
                + "\n ]" for id, groups in everything.items())
     return "{\n " + ",\n ".join(lessons) + "\n}\n"
-
-
-def main(ids):
-    unknown = set(ids) - {lesson.id for lesson in LESSONS}
-    if unknown:
-        sys.exit(f"toylab: error: no lesson {', '.join(sorted(unknown))}")
-    write([lesson for lesson in LESSONS if not ids or lesson.id in ids])
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
