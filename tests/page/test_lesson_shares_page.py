@@ -12,8 +12,8 @@ from toylab.lessons.shares import shipped, toy_controls
 from toylab.lessons.tour import LESSONS
 from toylab.presentation import lesson_shares
 from toylab.state.query import parse_link
-from views import tour
-from views.lessons_tab import TOYS_KEY
+from toylab_app import tour
+from toylab_app.lessons_tab import TOYS_KEY
 
 SHARES = shipped()
 LINK = re.compile(r"\]\((\?[^ )]*)(?: \"([^\"]*)\")?\)")
@@ -25,7 +25,7 @@ def _render(function_name, state, lesson_id=None):
 
         from toylab.lessons.tour import LESSONS
         from toylab.state.settings import Settings
-        from views import lessons_tab, tour
+        from toylab_app import lessons_tab, tour
         st.session_state.update(state)
         if function_name == "lessons_tab":
             lessons_tab.render(Settings())

@@ -14,7 +14,7 @@ from toylab.lessons.shares import shipped
 from toylab.lessons.tour import KEYS, LESSONS
 from toylab.presentation import frames, lesson_shares
 from toylab.state.query import LESSONS_TAB, VIEW_PARAMETERS
-from views import address, sidebar
+from toylab_app import address, sidebar
 
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 SHARES = shipped()              # lesson id → Tallies: how often its claim holds over its population (precomputed)
