@@ -18,7 +18,7 @@ from toylab_app import address, sidebar
 
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 SHARES = shipped()              # lesson id → Tallies: how often its claim holds over its population (precomputed)
-TOYS_KEY = "lesson_banner_toys"
+WHY_KEY = "lesson_why"
 
 
 @st.cache_data(max_entries=len(LESSONS), show_spinner=False)
@@ -79,13 +79,11 @@ def banner(tab, settings):
     number, lesson = shown
     with st.container(border=True, key="lesson_banner"):
         statement, steps = st.columns([2.3, 1], vertical_alignment="center", gap="small")
-        statement.markdown(f"**Lesson {number} of {len(LESSONS)}.** {lesson.claim}")
+        count, applicable = lesson_shares.totals(SHARES[lesson.id])
+        statement.markdown(f"**Lesson {number} of {len(LESSONS)}.** {lesson.claim} :gray[Holds at {count}/{applicable} "
+                           "toys.]")
         with steps.container(horizontal=True, gap="small", horizontal_alignment="right"):
-            with st.popover("Why", icon=":material/info:", help="The lesson in full, and each numbered mark in words"):
-                st.markdown(lesson.text)
-                st.markdown("\n".join(f"{index}. {mark.text}" for index, mark in
-                                       enumerate(evidence(lesson.id).marks, start=1)))
-            toys(lesson)
+            why(lesson)
             if number > 1:
                 st.button("", key="lesson_previous", on_click=show, args=(LESSONS[number - 2],),
                           shortcut="B", icon=":material/arrow_back:", help=f"Previous: lesson {number - 1} (key B)")
@@ -96,18 +94,20 @@ def banner(tab, settings):
                       icon=":material/list:", help=f"All lessons: the {LESSONS_TAB} tab (key L)")
 
 
-def toys(lesson):
-    """The banner's count of the toys where the lesson holds; it opens the grid of them, each a link (built only while
-    open)."""
+def why(lesson):
+    """*Why*: the lesson in full and each numbered mark in words; and, as its label says (e.g. "Why · 118/120"), how
+    often the lesson holds over its toys, with the grid of them, each a link (the grid built only while open)."""
     tallies = SHARES[lesson.id]
     count, applicable = lesson_shares.totals(tallies)
-    grid = st.popover(f"{count}/{applicable}", icon=":material/grid_on:", key=TOYS_KEY, on_change="rerun",
-                      help=f"How often this lesson holds: at {count} of the {applicable} toys around its setting. "
-                           "Open for the grid of them, each a link")
-    if grid.open:
-        grid.markdown(lesson_shares.summary(lesson, tallies))
-        grid.caption(lesson_shares.legend(lesson))
-        grid.markdown(lesson_shares.grid(lesson, tallies))
+    popover = st.popover("Why", icon=":material/info:", key=WHY_KEY, on_change="rerun",
+                         help=f"The lesson in full, each numbered mark in words, and how often it holds: at {count} of "
+                              f"the {applicable} toys around its setting, each a link")
+    popover.markdown(lesson.text)
+    popover.markdown("\n".join(f"{index}. {mark.text}" for index, mark in enumerate(evidence(lesson.id).marks, start=1)))
+    popover.markdown(lesson_shares.summary(lesson, tallies))
+    if popover.open:
+        popover.caption(lesson_shares.legend(lesson))
+        popover.markdown(lesson_shares.grid(lesson, tallies))
 
 
 def keys_text():

@@ -3,18 +3,20 @@ shipped tallies) and a link to a toy where it does not hold; the grid of its toy
 built only while open; and in the tour's banner the same count, opening the same grid."""
 
 import re
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from streamlit.testing.v1 import AppTest
 
 from toylab.lessons.lesson import settings_of
-from toylab.lessons.shares import shipped, toy_controls
+from toylab.lessons.shares import shipped, toy_controls, toy_link
 from toylab.lessons.tour import LESSONS
 from toylab.presentation import lesson_shares
 from toylab.state.query import parse_link
 from toylab_app import tour
 from toylab_app.lessons_tab import TOYS_KEY
 
+APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 SHARES = shipped()
 LINK = re.compile(r"\]\((\?[^ )]*)(?: \"([^\"]*)\")?\)")
 
@@ -30,7 +32,7 @@ def _render(function_name, state, lesson_id=None):
         if function_name == "lessons_tab":
             lessons_tab.render(Settings())
         else:
-            tour.toys(next(lesson for lesson in LESSONS if lesson.id == lesson_id))
+            tour.why(next(lesson for lesson in LESSONS if lesson.id == lesson_id))
 
     return AppTest.from_function(script, args=(function_name, state, lesson_id), default_timeout=120).run()
 
@@ -64,14 +66,14 @@ def test_every_lesson_shows_its_count_and_a_toy_where_it_does_not_hold():
             assert opened == settings_of(toy_controls(lesson, group, seed)) and view["tab"] == lesson.tab
         else:
             assert not links
-    assert not any("| toys |" in markdown.value for markdown in app.markdown)   # grids are built when opened
+    assert not any("| toys: holds at |" in markdown.value for markdown in app.markdown)   # grids are built when opened
 
 
 def test_a_lesson_s_grid_links_every_toy_of_its_population_when_opened():
     lesson = next(lesson for lesson in LESSONS if lesson.id == "token_mask_collapse")
     app = _render("lessons_tab", {f"{TOYS_KEY}.{lesson.id}": True})
     assert not app.exception
-    (grid,) = [markdown.value for markdown in app.markdown if "| toys |" in markdown.value]
+    (grid,) = [markdown.value for markdown in app.markdown if "| toys: holds at |" in markdown.value]
     cells = _links(grid)
     tallies = SHARES[lesson.id]
     expected = [(settings_of(toy_controls(lesson, t.group, seed)), held) for t in tallies
@@ -84,13 +86,24 @@ def test_a_lesson_s_grid_links_every_toy_of_its_population_when_opened():
     assert any(lesson.predicate in caption.value for caption in app.caption)
 
 
-def test_the_tour_banner_counts_the_toys_and_opens_their_grid():
+def test_the_tour_banner_s_why_counts_the_toys_and_opens_their_grid():
     lesson = next(lesson for lesson in LESSONS if lesson.id == "logged_reward")
-    closed = _render("toys", {}, lesson.id)
+    closed = _render("why", {}, lesson.id)
     count, applicable = lesson_shares.totals(SHARES[lesson.id])
     (popover,) = closed.get("popover")
-    assert popover.proto.popover.label == f"{count}/{applicable}" and not closed.markdown
-    opened = _render("toys", {tour.TOYS_KEY: True}, lesson.id)
+    summary = lesson_shares.summary(lesson, SHARES[lesson.id])
+    assert popover.proto.popover.label == "Why" and f"at {count} of the {applicable} toys" in popover.proto.popover.help
+    assert [markdown.value for markdown in closed.markdown][::2] == [lesson.text, summary]   # the grid: when open
+    opened = _render("why", {tour.WHY_KEY: True}, lesson.id)
     assert not opened.exception
-    assert [markdown.value for markdown in opened.markdown] == [lesson_shares.summary(lesson, SHARES[lesson.id]),
-                                                                 lesson_shares.grid(lesson, SHARES[lesson.id])]
+    assert [markdown.value for markdown in opened.markdown][2:] == [summary, lesson_shares.grid(lesson, SHARES[lesson.id])]
+
+
+def test_the_banner_says_how_often_the_lesson_on_show_holds():
+    lesson = next(lesson for lesson in LESSONS if lesson.id == "token_mask_collapse")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update(toy_link(lesson, lesson.population.groups[0], lesson.controls["seed"]))
+    at.run()
+    count, applicable = lesson_shares.totals(SHARES[lesson.id])
+    (banner,) = [markdown.value for markdown in at.markdown if markdown.value.startswith("**Lesson 8 of ")]
+    assert banner.endswith(f"{lesson.claim} :gray[Holds at {count}/{applicable} toys.]")

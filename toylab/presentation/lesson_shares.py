@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 
 from toylab.lessons.shares import toy_link
 
-CELLS = {True: ":green[●]", False: ":red[**✕**]", None: ":gray[○]"}
+CELLS = {True: ":green[●]", False: ":red[✕]", None: ":gray[○]"}
 VERDICTS = {True: "holds", False: "does not hold", None: "does not apply"}
 
 
@@ -52,13 +52,14 @@ def link(lesson, group, seed):
 
 
 def grid(lesson, tallies):
-    """The population as a markdown table: a row per group, its count, and a linked cell per seed."""
-    rows = ["| toys | holds at | seeds " + f"{tallies[0].seeds[0]} … {tallies[0].seeds[-1]}, each a link to that toy |",
-            "|---|---|---|"]
+    """The population as a markdown table: a row per group with its count, and a linked cell per seed (thin spaces
+    between them, so that thirty fit on a line of the page)."""
+    seeds = tallies[0].seeds
+    rows = [f"| toys: holds at | seeds {seeds[0]} … {seeds[-1]}, each a link to that toy |", "|---|---|"]
     for t in tallies:
-        cells = " ".join(f"[{CELLS[held]}]({link(lesson, t.group, seed)} \"seed {seed} {t.group.label}: the claim "
-                         f"{VERDICTS[held]}\")" for seed, held in zip(t.seeds, t.holds, strict=True))
-        rows.append(f"| {t.group.label} | {t.count} of {t.applicable} | {cells} |")
+        cells = "\u2009".join(f"[{CELLS[held]}]({link(lesson, t.group, seed)} \"seed {seed} {t.group.label}: the claim "
+                              f"{VERDICTS[held]}\")" for seed, held in zip(t.seeds, t.holds, strict=True))
+        rows.append(f"| {t.group.label}: **{t.count} of {t.applicable}** | {cells} |")
     return "\n".join(rows)
 
 
