@@ -9,8 +9,8 @@ import pytest
 
 from toylab.cli.lessons import with_table
 from toylab.lessons.lesson import settings, settings_of
-from toylab.lessons.population import AT_SETTING, CLAIMED, SEEDS, Group, Tally
-from toylab.lessons.shares import holds_at, read, record, shipped, toy_controls, toy_link
+from toylab.lessons.population import AT_SETTING, CLAIMED, SEEDS, Group, Tally, around
+from toylab.lessons.shares import claim_tally, holds_at, read, record, shipped, toy_controls, toy_link
 from toylab.lessons.tour import LESSONS
 from toylab.presentation.lesson_shares import docs_table
 from toylab.state.query import parse_link
@@ -95,3 +95,16 @@ def test_docs_lessons_md_shows_the_shipped_table():
     """docs/lessons.md's table is written by ``python -m toylab lessons --write``: the shipped tallies, as they are."""
     document = (ROOT / "docs" / "lessons.md").read_text(encoding="utf-8")
     assert with_table(document, docs_table(LESSONS, SHIPPED)) == document
+
+
+def test_any_claim_is_tallied_over_a_population_around_its_controls():
+    """claim_tally, the form other claims use: a predicate of the Settings, evaluated on every toy; None (does not
+    apply) where the predicate says so or the page refuses the toy."""
+    population = around(1.0, ("T", 17))                           # T = 17 at V = 4: too large for the page
+    controls = LESSONS[0].controls
+    tallies = claim_tally(lambda s: None if s.seed == 2 else s.seed % 2 == 0 and s.mismatch >= 1, controls,
+                          population, seeds=range(4))
+    assert [t.holds for t in tallies] == [(True, False, None, False), (False, False, None, False),
+                                          (True, False, None, False), (None,) * 4]
+    assert [t.group.label for t in tallies] == ["at its setting", "at half the mismatch", "at twice the mismatch",
+                                                "at T = 17"]

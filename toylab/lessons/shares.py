@@ -1,7 +1,9 @@
 """How often each lesson's claim holds over its population: computed here, and shipped for the page.
 
 ``tally(lesson)`` evaluates the lesson's check on every toy of its population (``population``): a Tally per group,
-the seeds where the claim holds and where it breaks. That is hundreds of exact computations a lesson — training
+the seeds where the claim holds and where it breaks. Any other claim — a caption's, a chart's — is tallied the same
+way by ``claim_tally(holds, controls, population)``: a predicate of a Settings (True, False, or None where it does
+not apply), the sidebar values it is made at, and the toys around them it is claimed for. That is hundreds of exact computations a lesson — training
 lessons train every toy —, too slow for a page that must stay instant, so the tallies are shipped in SHIPPED
 (shares.json beside this module) and the page reads them (``shipped``). After changing a lesson, its check or its
 population, write them again (and docs/lessons.md's table with them):
@@ -22,26 +24,37 @@ from toylab.state.query import VIEW_DEFAULTS, to_query, toy_problem, view_query
 SHIPPED = Path(__file__).with_name("shares.json")
 
 
-def toy_controls(lesson, group, seed):
-    """The sidebar values of one toy of the lesson's population."""
-    return dict(lesson.controls) | dict(group.changes) | {"seed": seed}
+def claim_tally(holds, controls, population, seeds=None):
+    """A Tally per group of ``population``: ``holds(settings)`` (True, False, or None where the claim does not apply)
+    on each toy — the sidebar values ``controls`` with the group's changes, at each seed (``seeds``: a subset of the
+    population's, for a quick look). A toy the page refuses (``toy_problem``) is one where it does not apply."""
+    chosen = population.seeds if seeds is None else tuple(seeds)
+    return tuple(Tally(group, chosen, tuple(claim_at(holds, controls, group, seed) for seed in chosen))
+                 for group in population.groups)
 
 
-def holds_at(lesson, group, seed):
-    """Whether the lesson's claim holds on that toy (its check's ``holds``): True, False, or None where it does not
-    apply — the check says so, or the page refuses the toy (``toy_problem``)."""
-    settings = settings_of(toy_controls(lesson, group, seed))
+def claim_at(holds, controls, group, seed):
+    """``holds`` on one toy of a population (see ``claim_tally``)."""
+    settings = settings_of(dict(controls) | dict(group.changes) | {"seed": seed})
     if toy_problem(settings):
         return None
-    holds = lesson.check(settings).holds
-    return None if holds is None else bool(holds)
+    held = holds(settings)
+    return None if held is None else bool(held)
 
 
 def tally(lesson, seeds=None):
-    """A Tally per group of the lesson's population (``seeds``: a subset of its seeds, for a quick look)."""
-    chosen = lesson.population.seeds if seeds is None else tuple(seeds)
-    return tuple(Tally(group, chosen, tuple(holds_at(lesson, group, seed) for seed in chosen))
-                 for group in lesson.population.groups)
+    """A Tally per group of the lesson's population: its check's ``holds`` on each toy."""
+    return claim_tally(lambda settings: lesson.check(settings).holds, lesson.controls, lesson.population, seeds)
+
+
+def holds_at(lesson, group, seed):
+    """Whether the lesson's claim holds on one toy of its population: True, False, or None (it does not apply)."""
+    return claim_at(lambda settings: lesson.check(settings).holds, lesson.controls, group, seed)
+
+
+def toy_controls(lesson, group, seed):
+    """The sidebar values of one toy of the lesson's population."""
+    return dict(lesson.controls) | dict(group.changes) | {"seed": seed}
 
 
 def toy_link(lesson, group, seed):
