@@ -8,8 +8,10 @@ import pytest
 from dense import DenseToy
 
 from toylab import make_toy
-from toylab.lessons.lesson import settings
-from toylab.lessons.pipeline import SMOLLM_VOCABULARY
+from toylab.analysis.diagnostics import sequence_log_ratio
+from toylab.lessons.lesson import settings, toy_of
+from toylab.lessons.pipeline import SMOLLM_VOCABULARY, TYPICAL_SEED
+from toylab.lessons.population import SEEDS
 from toylab.lessons.tour import LESSONS
 
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
@@ -50,14 +52,24 @@ def test_raw_log_probabilities_against_dense_a_closed_form_and_the_text():
     biases = _relative_biases(dense, chosen)
     for id, bias in biases.items():
         assert numbers[f"rel bias {id}"] == pytest.approx(bias, rel=1e-9, abs=1e-12), id
-    assert chosen.seed == 0 and "at seed 0" in text
+    assert chosen.seed == TYPICAL_SEED and f"at seed {TYPICAL_SEED} (of seeds 0–29, the one whose mean log W" in text
     for shown in (f"π_τ/μ_raw = {ratio[first]:.2f} (", f"E_μs[W] = {numbers['identity check E_μs[W], six tokens']:.2f}",
                   f"{100 * top:.2f} %", f"ratio {top / 0.5:.4f}", f"sequence IS is {biases['seq_is']:.2f}",
                   f"token IS {biases['tok_is']:.2f}"):
         assert shown in text, shown
     mean_log_W = float(dense.p_sampler @ np.log(dense.W))                # the claim's mark 1, and 2: processed's W
-    assert f"log W averages {mean_log_W:.2f} at seed 0 (1), not 0 (2)" in BY_ID["raw_logprobs_ratio"].claim
+    assert f"log W averages {mean_log_W:.2f} at seed {TYPICAL_SEED} (1), not 0 (2)" in BY_ID["raw_logprobs_ratio"].claim
     assert [mark.x for mark in evidence.marks] == [pytest.approx(mean_log_W, rel=1e-10), 0.0]
+
+
+def test_the_raw_log_probabilities_seed_is_the_typical_one_its_text_says():
+    """Its seed is the one of seeds 0–29 whose mean log W is nearest their average, as the text says."""
+    chosen = settings(BY_ID["raw_logprobs_ratio"])
+    means = []
+    for seed in SEEDS:
+        log_W, probability = sequence_log_ratio(toy_of(replace(chosen, seed=seed)))
+        means.append(float(probability @ log_W))
+    assert int(np.argmin(np.abs(np.array(means) - np.mean(means)))) == TYPICAL_SEED
 
 
 def test_raw_log_probabilities_fails_with_processed_ones():

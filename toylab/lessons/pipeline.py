@@ -28,6 +28,7 @@ def llm_first_position(temperature, top=0.5, vocabulary=SMOLLM_VOCABULARY):
                                                             scored="temperature"))
 
 
+TYPICAL_SEED = 12       # of seeds 0–29, the one whose E_μs[log W] is nearest their average (a test checks it)
 BIASED = 0.05            # "the correction is the error": sequence and token IS biased by over 5 % of ‖∇J‖
 
 
@@ -134,18 +135,16 @@ LESSONS = (
            "μ, so the ratios are not 1 (the likeliest first token's is above 1, and E_μs[W] too), and the "
            "wrong μ makes the correction the error: naive, which needs no μ, is unbiased, while sequence and "
            "token IS are biased by over 5 %, and with processed log-probabilities every ratio is exactly 1. "
-           "On this V = 8 toy at seed 0 the likeliest first token gets π_τ/μ_raw = 1.36 (E_μs[W] = 1.57 over "
-           "six tokens; sequence IS is 0.19 off, token IS 0.37), and on a first position like SmolLM's in "
-           "trl#4159, the likeliest token at raw probability ½ and the other half spread over its 49,151 "
-           "other tokens, that token, drawn 99.93 % of the time, gets the ratio 1.9985, the 2 TRL printed "
-           "(its cap).",
-           controls(("naive", "tok_is", "tok_tis", "seq_is"), mismatch=0.0, V=8, temperature=0.6,
+           "On this V = 8 toy at seed 12 (of seeds 0–29, the one whose mean log W is nearest their average) "
+           "the likeliest first token gets π_τ/μ_raw = 1.41 (E_μs[W] = 1.91 over six tokens; sequence IS is "
+           "0.26 off, token IS 0.40), and on a first position like SmolLM's in trl#4159, the likeliest token "
+           "at raw probability ½ and the other half spread over its 49,151 other tokens, that token, drawn "
+           "99.93 % of the time, gets the ratio 1.9985, the 2 TRL printed (its cap).",
+           controls(("naive", "tok_is", "tok_tis", "seq_is"), mismatch=0.0, V=8, seed=TYPICAL_SEED, temperature=0.6,
                     pipeline="trl_colocate_before_4163"),
            RATIOS_TAB, raw_logprobs_ratio,
            claim="One model, no logit error, yet W ≠ 1: with raw log-probabilities as μ at τ = 0.6 (TRL before "
-                 "#4163) log W averages 0.24 at seed 0 (1), not 0 (2).",
-           predicate="the likeliest first token's ratio above 1, E_μs[W] > 1.01, naive unbiased, seq_is and tok_is "
-                     "biased by over 5 %; processed log-probabilities give every ratio 1",
+                 "#4163) log W averages 0.36 at seed 12 (1), not 0 (2).",
            population=Population((AT_SETTING, Group("at τ = 0.8", (("temperature", 0.8),)), Group("at V = 4", (("V", 4),))))),
     Lesson("processed_top_p",
            "Processed log-probabilities carry the truncation, a trainer that only divides by τ does not: "
