@@ -35,6 +35,12 @@ def test_the_population_is_thirty_seeds_at_the_setting_and_its_neighbours(lesson
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
+def test_the_claim_is_said_as_the_check_tests_it(lesson):
+    """Under the grid and in docs/lessons.md: what the check tests on each toy, in words."""
+    assert 20 < len(lesson.predicate) < 250 and lesson.predicate not in lesson.text
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=lambda lesson: lesson.id)
 def test_the_shipped_tallies_are_of_the_lessons_population(lesson):
     tallies = SHIPPED[lesson.id]
     assert [t.group for t in tallies] == list(lesson.population.groups)

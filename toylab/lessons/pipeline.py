@@ -145,6 +145,8 @@ LESSONS = (
            RATIOS_TAB, raw_logprobs_ratio,
            claim="One model, no logit error, yet W ≠ 1: with raw log-probabilities as μ at τ = 0.6 (TRL before "
                  "#4163) log W averages 0.36 at seed 12 (1), not 0 (2).",
+           predicate="the likeliest first token's ratio above 1, E_μs[W] > 1.01, naive unbiased, seq_is and tok_is "
+                     "biased by over 5 %; processed log-probabilities give every ratio 1",
            population=Population((AT_SETTING, Group("at τ = 0.8", (("temperature", 0.8),)), Group("at V = 4", (("V", 4),))))),
     Lesson("processed_top_p",
            "Processed log-probabilities carry the truncation, a trainer that only divides by τ does not: "
