@@ -2,15 +2,16 @@
 tour and docs/lessons.md show of the shipped tallies (``toylab.lessons.shares``).
 
 The grid has a row per group of the population (its setting, then each neighbour) and a cell per seed: ● the claim
-holds on that toy, ✕ it does not (a counterexample), ○ it does not apply there. Each cell is a link to that toy in
-the lesson's view, opened in a new tab, so a counterexample is one click away.
+holds on that toy, ■ it does not (a counterexample), ○ it does not apply there; the three glyphs are as wide, so a
+seed is a column. Each cell is a link to that toy in the lesson's view, opened in a new tab, so a counterexample is one
+click away.
 """
 
 from urllib.parse import urlencode
 
 from toylab.lessons.shares import toy_link
 
-CELLS = {True: ":green[●]", False: ":red[✕]", None: ":gray[○]"}
+CELLS = {True: ":green[●]", False: ":red[■]", None: ":gray[○]"}
 VERDICTS = {True: "holds", False: "does not hold", None: "does not apply"}
 
 
