@@ -12,6 +12,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+from toylab.cli.main import main as main_of_library
 from toylab.cli.main import run
 
 HERE = Path(__file__).resolve().parent
@@ -48,6 +49,10 @@ def serve(arguments):
     return streamlit_cli.main(args=["run", str(SCRIPT), *flags(settings), *arguments], prog_name="toylab app")
 
 
+def dispatch(argv):
+    return serve(argv[1:]) if argv[:1] == ["app"] else main_of_library(argv)
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    return serve(argv[1:]) if argv[:1] == ["app"] else run(argv)
+    return run(argv, entry=dispatch)

@@ -103,6 +103,15 @@ def test_a_reader_that_stops_early_gets_no_traceback():
     assert table.stderr.read() == b""
 
 
+def test_the_installed_commands_help_read_by_grep_q_gets_no_traceback():
+    """``toylab app --help | grep -q usage`` (the CI's package step): grep closes the pipe at the first match."""
+    script = "import sys\nfrom toylab_app.command import main\nsys.exit(main(['app', '--help']))"
+    helper = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    helper.stdout.close()
+    assert helper.wait(timeout=120) == 1
+    assert helper.stderr.read() == b""
+
+
 @pytest.mark.parametrize("argv, heavy", [(["--T", "3", "--V", "2"], ("pandas", "pyarrow", "streamlit")),
                                          (["train", "--T", "3", "--V", "2", "--steps", "2"], ("pyarrow", "streamlit"))])
 def test_a_command_imports_only_what_it_uses(argv, heavy):

@@ -37,10 +37,11 @@ def main(argv=None):
     return importlib.import_module(module).main(arguments)
 
 
-def run(argv=None):
-    """``main``'s exit status, stopping quietly when the reader closes the pipe (``| head``), as Unix tools do."""
+def run(argv=None, entry=main):
+    """``entry(argv)``'s exit status (``main``'s, or the installed ``toylab`` command's), stopping quietly when the
+    reader closes the pipe (``| head``, ``| grep -q``), as Unix tools do."""
     try:
-        status = main(argv)
+        status = entry(argv)
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
