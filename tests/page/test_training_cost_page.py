@@ -61,3 +61,31 @@ def test_a_mismatch_step_keeps_the_probe_and_trains_again(monkeypatch):
     at.slider(key="mismatch").set_value(0.45).run()
     assert not at.exception
     assert [toy_key[2] for toy_key, *_ in probed] == [0.3] and trained == [0.3, 0.45]
+
+
+@pytest.mark.parametrize("steps", [339, 340, 2000])
+def test_the_staleness_view_is_timed_as_its_runs_in_turn_at_every_step_count(monkeypatch, steps):
+    """Issue 41, case 6: from 340 steps on, the view's refusal asked for one run of 6 × K steps, over the runs' own
+    2,000, and the tab stopped on "steps must be between 1 and 2000". Its seconds are len(LAGS) runs of K steps at
+    the largest lag, in turn."""
+    from toylab.state.query import make_settings
+    from toylab.training.loop import TrainingConfig
+    from toylab.training.staleness import LAGS
+    monkeypatch.setattr(training_cache, "probe", lambda *args: PROBE)
+    settings = make_settings(T=6, V=4)
+    config = TrainingConfig(steps=steps)
+    one_run = PROBE.wall_seconds(6, 4, config)
+    limit = training_cache.LIMIT_SECONDS
+    refused = training_cache.staleness_refusal(settings, config)
+    assert (refused is None) == (len(LAGS) * one_run <= limit)
+    slow = Probe("expected", a=limit / len(LAGS) / (steps + 1) * 1.01, b=0.0)
+    monkeypatch.setattr(training_cache, "probe", lambda *args: slow)
+    assert says(training_cache.staleness_refusal(settings, config), "estimated at", "limit of 10 s")
+
+
+@pytest.mark.slow
+def test_the_staleness_view_at_340_steps_is_drawn():
+    """Issue 41, case 6: ?tab=Training&staleness=1&train_steps=340 showed the tab's unexpected error, no view."""
+    at = opened({"staleness": "1", "train_steps": "340"})
+    assert not at.error and not refusals(at)
+    assert any("J after 340 steps" in chart.proto.spec for chart in at.get("vega_lite_chart"))

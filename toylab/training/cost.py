@@ -291,18 +291,19 @@ def command_line_bytes(T, V, config, estimator_ids, as_json=False):
     return BASE_BYTES + max(run_bytes(T, V, config, estimator_ids) + lists, diagnostics, lists + text)
 
 
-def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note="", fewer=None):
+def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note="", fewer=None, repeats=1):
     """Why a run is refused, in words, or None: its bytes (``memory``, default ``run_bytes``) over
     MEMORY_LIMIT_BYTES, or its seconds (``probed()``, the Probe: called only when the memory fits) over
     ``seconds_limit`` (``limit_note`` follows the limit: how it was set; ``fewer``: what to lower, by default the
-    run's own sizes)."""
+    run's own sizes). ``repeats``: the run is trained that many times in turn (its seconds add up; its memory, freed
+    in between, does not)."""
     memory = run_bytes(T, V, config, estimator_ids) if memory is None else memory
     fewer = fewer or ("fewer steps or estimators, or a smaller toy" if config.mode == "expected" else
                       "fewer steps, estimators or runs, or a smaller N")
     if memory > MEMORY_LIMIT_BYTES:
         return (f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
                 f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use {fewer}")
-    seconds = probed().wall_seconds(T, V, config)
+    seconds = repeats * probed().wall_seconds(T, V, config)
     if seconds > seconds_limit:
         return (f"this run is estimated at {_seconds(seconds)}, over the limit of {seconds_limit:,.0f} s{limit_note}; "
                 f"use {fewer}")

@@ -57,14 +57,15 @@ STALENESS_SELECTION = tuple((id, ()) for id in dict.fromkeys(
 
 
 def staleness_refusal(settings, config):
-    """Why the staleness view's runs would not finish within the page's seconds or memory, or None: timed as one run
-    of its estimators at the largest lag for len(LAGS) times the steps (each lag trains them once, the reference
-    once in all)."""
-    run = replace(read_config(config), steps=config.steps * len(LAGS), lag=max(LAGS))
-    return refusal(settings, run, STALENESS_SELECTION, fewer="fewer steps or updates per batch, or a smaller toy")
+    """Why the staleness view's runs would not finish within the page's seconds or memory, or None: timed as a run of
+    its estimators at the largest lag, len(LAGS) times in turn (each lag trains them once, the reference once in
+    all), whatever the steps (the runs' own bound, not len(LAGS) times it)."""
+    run = replace(read_config(config), lag=max(LAGS))
+    return refusal(settings, run, STALENESS_SELECTION, fewer="fewer steps or updates per batch, or a smaller toy",
+                   repeats=len(LAGS))
 
 
-def refusal(settings, config, selection, fewer=None):
+def refusal(settings, config, selection, fewer=None, repeats=1):
     """Why ``trajectories`` would not finish within the page's seconds or memory (``training.cost.refusal``), or
     None. Its memory is known from its sizes; its seconds from a probe of small copies of it, which is kept for the
     next steps, mismatch, and runs and N up to their next power of 2 (``cost.probed_config``: it depends on the
@@ -74,7 +75,7 @@ def refusal(settings, config, selection, fewer=None):
     T, V, mismatch, seed, sampler = settings.toy_key
     return cost.refusal(T, V, config, ids, lambda: probe((T, V, seed, sampler), selection, settings.baseline,
                                                          cost.probed_config(config), mismatch), LIMIT_SECONDS,
-                        fewer=fewer)
+                        fewer=fewer, repeats=repeats)
 
 
 @st.cache_data(max_entries=64, show_spinner="Timing small copies of the run …")
