@@ -24,10 +24,12 @@ def quoted(value, limit=QUOTE_LIMIT):
 
 def formatted(value, style="{:.4f}"):
     """The number in ``style``, or in 4 significant digits (1.234e+20) once it reaches LONGEST_FIXED in size, so no
-    number runs to dozens of digits; UNDEFINED for None."""
-    if value is None:
+    number runs to dozens of digits; UNDEFINED for None and NaN; a number that rounds to zero without its sign
+    (0.0000, not −0.0000)."""
+    if value is None or value != value:
         return UNDEFINED
-    return f"{value:.4g}" if abs(value) >= LONGEST_FIXED else style.format(value)
+    text = f"{value:.4g}" if abs(value) >= LONGEST_FIXED else style.format(value)
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def headline(value, decimals=4, digits=2):

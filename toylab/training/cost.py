@@ -57,8 +57,8 @@ refusing, and the page keeps the line (``Probe``) for the next settings.
 Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
 checks the whole model on a grid):
 
-    records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
-                                                     expected): exact
+    records:     8 · E · r · ((K + 1) · (T·V + R) + 1)    θ_k and R numbers per step (R = 8 expected, 6 sampled;
+                                                     r = 1 expected), and the step each run stopped at: exact
     one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
                  sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T (+ FLOATS_PER_UPDATED_TOKEN when a batch feeds
                                     updates away from its anchor: the frozen g, A, log π_old, log μ and each update's)
@@ -269,7 +269,7 @@ def run_bytes(T, V, config, estimator_ids):
     """Bytes a run adds while it runs: its records and one step's temporaries (see the module docstring)."""
     runs = config.runs if config.mode == "sampled" else 1
     count = len(estimator_ids)
-    records = 8 * count * runs * (config.steps + 1) * (T * V + RECORDED[config.mode]) \
+    records = 8 * count * runs * ((config.steps + 1) * (T * V + RECORDED[config.mode]) + 1) \
         + 8 * count * runs * T * V * config.lag                             # θ_{k−1} … θ_{k−s}: the engine's past
     if config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
