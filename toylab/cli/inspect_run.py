@@ -16,7 +16,7 @@ from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, number_in,
 from toylab.cli.progress import ProgressBar
 from toylab.presentation.estimates import record_text
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import percent, significant
+from toylab.text import percent, printable, significant
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError, regular_file
@@ -149,5 +149,5 @@ def main(argv=None):
         if isinstance(error, MemoryError):
             parser.error("out of memory: the run is too large")
         parser.error(*with_commands_apart(str(error)))
-    print(json_text(result) if arguments.json else as_text(result))
+    print(json_text(result) if arguments.json else printable(as_text(result)))
     return 0
