@@ -27,12 +27,39 @@ def directory(tmp_path):
     return str(tmp_path)
 
 
-@pytest.mark.parametrize("value, message", [("0", "'0' is outside 1 to 256"), ("257", "'257' is outside 1 to 256"),
-                                            ("two", "'two'"), ("1.5", "'1.5'")])
+MOST = run_map.most_workers()
+
+
+@pytest.mark.parametrize("value, message", [("0", f"'0' is outside 1 to {MOST}"),
+                                            (str(MOST + 1), f"'{MOST + 1}' is outside 1 to {MOST}"),
+                                            ("256", f"'256' is outside 1 to {MOST}"), ("two", "'two'"),
+                                            ("1.5", "'1.5'")])
 def test_a_bad_worker_count_is_one_line_and_exit_2(capsys, directory, value, message):
+    """Issue 41, case 3: --workers 256 started 256 processes on a 2-core machine (over 5 GB); the most is what the
+    machine holds, said in --help and in the refusal."""
     code, out = run(capsys, directory, "--workers", value)
     assert code == 2 and out.out == "" and out.err.count("\n") == 1
     assert out.err.startswith("toylab: error: argument --workers:") and message in out.err
+    assert "this machine gives this process" in out.err
+
+
+def test_the_most_workers_are_the_cores_and_a_gigabyte_of_available_memory_each(tmp_path, monkeypatch):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24683792 kB\nMemAvailable:    3500000 kB\n")
+    assert run_map.available_bytes(str(meminfo), str(tmp_path)) == 3_584_000_000
+    (tmp_path / "memory.max").write_text("3000000000\n")
+    (tmp_path / "memory.current").write_text("1000000000\n")
+    assert run_map.available_bytes(str(meminfo), str(tmp_path)) == 2_000_000_000            # the cgroup's limit
+    for cores, memory, most in ((2, 24e9, 2), (16, 3.5e9, 3), (8, None, 8), (4, 0.2e9, 1)):
+        monkeypatch.setattr(run_map, "machine", lambda cores=cores, memory=memory: (cores, memory))
+        assert run_map.most_workers() == most
+
+
+def test_the_help_says_the_most_workers(capsys):
+    code, out = run(capsys, "examples/example_run.zip", "--help")
+    help = " ".join(out.out.split())
+    assert code == 0 and f"at most one per core this process may use and per 1 GB of memory available ({MOST} here" \
+        in help
 
 
 def test_without_dask_the_scheduler_option_says_how_to_install_it(capsys, directory, monkeypatch):
@@ -60,7 +87,7 @@ def test_a_large_run_uses_every_core_by_default(directory, monkeypatch):
     files = directory_files(directory)
     assert run_map.default_workers(files) == 1                          # a few kilobytes: one process
     monkeypatch.setattr(run_map, "PARALLEL_BYTES", 1)
-    assert run_map.default_workers(files) == len(run_map.os.sched_getaffinity(0))
+    assert run_map.default_workers(files) == MOST
 
 
 class Terminal(io.StringIO):

@@ -42,6 +42,7 @@ from toylab.your_run.steps import cut_notice, failed_step, step_summaries, step_
 
 PARALLEL_BYTES = 64 << 20       # a run stored in at least this many bytes is read by every core (default_workers)
 IN_FLIGHT = 2                   # steps handed to each worker ahead of the one it works on
+WORKER_BYTES = 10**9            # what a worker may need: a step within the command line's bounds reads in under 1 GB
 DISTRIBUTED_EXTRA = ("Dask distributed is an optional extra: pip install -r requirements-distributed.txt "
                      "(dask[distributed])")
 
@@ -185,10 +186,40 @@ def _dask_client(scheduler, workers):
 
 
 def default_workers(files: list[RunFile]) -> int:
-    """Every core this process may use for a run of PARALLEL_BYTES or more stored in two steps or more, else 1 (a
-    worker's start costs about a second)."""
+    """As many workers as the machine holds (``most_workers``) for a run of PARALLEL_BYTES or more stored in two steps
+    or more, else 1 (a worker's start costs about a second)."""
     steps = {file.step for file in files if file.step is not None}
     if len(steps) < 2 or sum(file.stored_bytes() for file in files) < PARALLEL_BYTES:
         return 1
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return most_workers()
+
+
+def most_workers() -> int:
+    """The most local workers this machine holds: the cores this process may use, and one per WORKER_BYTES of the
+    memory it has available (``available_bytes``); 1 at least."""
+    cores, memory = machine()
+    return max(1, min(cores, cores if memory is None else memory // WORKER_BYTES))
+
+
+def machine() -> tuple[int, int | None]:
+    """(the cores this process may use, the bytes of memory it has available or None)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores, available_bytes()
+
+
+def available_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
+    """Bytes of memory this process may still take: the kernel's MemAvailable, or less under a cgroup's limit
+    (memory.max less memory.current, cgroup v2); None where neither can be read (not Linux)."""
+    found = []
+    try:
+        with open(meminfo) as lines:
+            found += [int(line.split()[1]) * 1024 for line in lines if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(os.path.join(cgroup, "memory.max")) as limit, open(os.path.join(cgroup, "memory.current")) as used:
+            found.append(int(limit.read()) - int(used.read()))
+    except (OSError, ValueError):                        # no cgroup v2, or its limit is "max"
+        pass
+    return min(found) if found else None
 
