@@ -20,11 +20,11 @@ from toylab.presentation.estimates import record_text
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import percent, printable, significant
 from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.dask_cluster import DISTRIBUTED_EXTRA
 from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError, regular_file
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, zip_files
 from toylab.your_run.run_map import (
-    DISTRIBUTED_EXTRA,
     WORKER_BYTES,
     default_workers,
     machine,

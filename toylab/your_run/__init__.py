@@ -22,6 +22,7 @@
     steps          a run as a time series: a summary per step, and where each metric left its early range
     run_progress   how far a run's reading has come: steps, tokens per second, the time left
     run_map        a run's steps summarised here, in local processes or on a Dask cluster, gathered in step order
+    dask_cluster   a Dask cluster reached within deadlines: the address checked to be a scheduler's, its workers toylab's
     magnitudes     the sizes a real run's mismatch has: low-variance estimates, tails, extremes, worst tokens
     suggestions    the threshold at which each estimator would touch 0.1 %, 1 %, 10 % of the log
     parity         the frameworks' own mismatch metrics, under their names, from the two log-prob columns

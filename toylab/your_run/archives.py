@@ -24,6 +24,7 @@ from toylab.your_run.bounds import LogError
 ENTRIES = 100_000                  # entries of an archive's central directory, log files or not
 DIRECTORY_BYTES = 32 * 2**20       # bytes of its central directory
 READ_BYTES = 1 << 20
+ONLY_LOGS = "zip only the run's log files"
 END, END64_LOCATOR, END64, CENTRAL = b"PK\x05\x06", b"PK\x06\x07", b"PK\x06\x06", b"PK\x01\x02"
 END_SEARCH = 22 + 65_535           # the end record and the longest comment
 METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "Deflate"}
@@ -39,12 +40,12 @@ def open_archive(name, source):
     try:
         stream = open(source, "rb") if isinstance(source, str) else source
         entries, size, start = _directory(stream)
-        if entries <= ENTRIES and size <= DIRECTORY_BYTES:
-            entries = _counted_entries(stream, start, size)
         if entries > ENTRIES or size > DIRECTORY_BYTES:
-            raise LogError(f"{name}: the archive's directory lists {_at_least(entries)} entries in {size:,} bytes, "
-                           f"over the limit of {ENTRIES:,} entries or {DIRECTORY_BYTES // 2**20} MiB; zip only the "
-                           "run's log files")
+            raise LogError(f"{name}: the archive's directory lists {entries:,} entries in {size:,} bytes, over the "
+                           f"limit of {ENTRIES:,} entries or {DIRECTORY_BYTES // 2**20} MiB; {ONLY_LOGS}")
+        if _counted_entries(stream, start, size) > ENTRIES:
+            raise LogError(f"{name}: the archive's directory lists more than {ENTRIES:,} entries (its end record says "
+                           f"{entries:,}), over the limit of {ENTRIES:,}; {ONLY_LOGS}")
         archive = zipfile.ZipFile(stream)
         infos = archive.infolist()
     except READ_ERRORS as error:
@@ -94,9 +95,6 @@ def _counted_entries(stream, start, size):
         at += 46 + name + extra + comment
     return count
 
-
-def _at_least(entries):
-    return f"more than {ENTRIES:,}" if entries == ENTRIES + 1 else f"{entries:,}"
 
 
 def member_bytes(archive, name, bounds):
