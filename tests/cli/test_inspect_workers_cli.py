@@ -102,3 +102,17 @@ def test_on_a_terminal_a_progress_line_gives_steps_tokens_per_second_and_time_le
     drawn = terminal.getvalue()
     assert code == 0 and json.loads(out.out)["steps"]
     assert "4 of 4 steps" in drawn and "M tokens/s" in drawn and "s left" in drawn and drawn.endswith("\n")
+
+
+@pytest.mark.slow
+def test_two_workers_on_a_run_of_lying_files_hold_under_a_gigabyte_in_all(tmp_path):
+    """Issue 41's bounds on the process tree (PSS: the parent, the pool's server and its two workers): four steps, each
+    a 240-byte Parquet file whose one page holds 10⁸ values (3.3 GB each when decoded); every step is refused unread."""
+    from hostile_third import lying_parquet
+    from process_tree import tree_peak
+    for step in range(1, 5):
+        (tmp_path / f"step_{step}.parquet").write_bytes(lying_parquet()[1])
+    peak, _, done = tree_peak([sys.executable, "-m", "toylab", "inspect", str(tmp_path), "--workers", "2"], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and "its pages hold 100,000,000 values" in done.stderr, done.stderr
+    assert peak < 1e9
