@@ -295,6 +295,9 @@ def _trained(settings, config, selection):
             if refused:
                 st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
                 return None
+            busy = training_cache.busy_note(settings, config, selection)
+            if busy:
+                st.caption(f"{busy[0].upper()}{busy[1:]}.")
             return training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
         except ValueError as error:
             st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")

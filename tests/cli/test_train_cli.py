@@ -183,7 +183,7 @@ def test_the_page_and_the_command_line_share_the_estimate(monkeypatch):
     settings = Settings(T=10, V=4)
     config = TrainingConfig(steps=50, mode="sampled", N=128, runs=4000)
     selection = (("naive", ()), ("seq_is", ()))
-    expected = cost.refusal(10, 4, config, ["naive", "seq_is"], lambda: line, PAGE_SECONDS)
+    expected = cost.refusal(10, 4, config, ["naive", "seq_is"], lambda stop_above: line, PAGE_SECONDS)
     assert training_cache.refusal(settings, config, selection) == expected
     assert expected.startswith(f"this run is estimated at {51 * (1e-3 + 1e-4 * 4000 + 1e-5 * 4000 * 128):,.0f} s")
 

@@ -89,3 +89,21 @@ def test_the_staleness_view_at_340_steps_is_drawn():
     at = opened({"staleness": "1", "train_steps": "340"})
     assert not at.error and not refusals(at)
     assert any("J after 340 steps" in chart.proto.spec for chart in at.get("vega_lite_chart"))
+
+
+@pytest.mark.slow
+def test_a_run_far_over_the_page_s_seconds_is_refused_after_one_copy(monkeypatch):
+    """Issue 41, case 5: every trainable estimator, sampled, U = 64, lag 16 at T = 11 was refused only after 77–120 s
+    of timing copies. The first copy's step, a floor of the run's, is over its share of the 10 s already."""
+    from toylab.training import cost
+    from toylab.training.loop import cannot_train
+    ids = [id for id in ESTIMATORS if not cannot_train(id, "sampled", 64, True)]
+    timed = []
+    real = cost.train
+    monkeypatch.setattr(cost, "train", lambda *args, **kwargs: timed.append(args[3]) or real(*args, **kwargs))
+    monkeypatch.setattr(training_cache, "train", pytest.fail)
+    at = opened({"T": "11", "V": "4", "est": ",".join(ids), "train_mode": "sampled", "train_minibatches": "8",
+                 "train_epochs": "8", "train_lag": "16", "train_steps": "1000"})
+    [refused] = refusals(at)
+    assert says(refused, "estimated at over", "over the limit of 10 s")
+    assert len(timed) == 1 and timed[0].update.U == 64

@@ -54,8 +54,9 @@ PROGRESS_AFTER_S = 2.0
 
 def parse_arguments(argv):
     parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0],
-                          epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s ({COMMAND_LINE_FACTOR} times the "
-                                 f"page's {PAGE_SECONDS:g} s; timed on small copies of it) or "
+                          epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s of computing ({COMMAND_LINE_FACTOR} "
+                                 f"times the page's {PAGE_SECONDS:g} s; timed on small copies of it, for at most "
+                                 f"{cost.PROBE_SECONDS:g} s) or "
                                  f"{MEMORY_LIMIT_BYTES / 1e9:g} GB of memory is refused before it starts; one "
                                  f"estimated at over {PROGRESS_AFTER_S:g} s shows its progress on a terminal's "
                                  "stderr.")
@@ -145,15 +146,15 @@ def _check_cost(arguments):
     toy_key = (T, V, arguments.mismatch, arguments.seed, arguments.sampler_model)
     probed = []
 
-    def probe():
-        probed.append(cost.probe(toy_key, arguments.selection, arguments.baseline, config))
-        return probed[0]
+    def probe(stop_above):
+        probed.append(cost.probe(toy_key, arguments.selection, arguments.baseline, config, stop_above=stop_above))
+        return probed[-1]
     refused = cost.refusal(T, V, config, ids, probe, LIMIT_SECONDS,
                            memory=cost.command_line_bytes(T, V, config, ids, as_json=arguments.json),
                            limit_note=f" ({COMMAND_LINE_FACTOR} times the page's {PAGE_SECONDS:g} s)")
     if refused:
         raise ValueError(refused)
-    return probed[0].wall_seconds(T, V, config)
+    return probed[-1].wall_seconds(T, V, config)
 
 
 def report(arguments):
