@@ -8,7 +8,7 @@ from hostile_runs import step_log, zipped
 from hostile_third import BIDI, escape_named, lying_parquet, understated_zip
 from test_hostile_runs_page import assert_one_error, run, upload
 
-from views import your_run_uploads as uploads
+from toylab_app import your_run_uploads as uploads
 
 
 def test_a_parquet_whose_footer_understates_its_values_is_one_error_and_never_decoded(monkeypatch):
