@@ -1,8 +1,8 @@
 """Hostile files of issue 41's third audit, built in memory (not a test module): files that lie about their size, and
 names a terminal or a browser would act on.
 
-- ``lying_parquet``: a Parquet file whose footer says its list column holds ``claimed`` values while its one data page
-  holds ``values`` (a run-length encoded row: 10⁸ values in about 300 bytes), written byte by byte here, its Thrift
+- ``lying_parquet``: a Parquet file whose footer says each of its list columns holds ``claimed`` values while its one
+  data page holds ``values`` (a run-length encoded row: 10⁸ values in about 250 bytes), written byte by byte here, its Thrift
   structures by a compact-protocol writer of its own (parquet-format's parquet.thrift: PageHeader, FileMetaData);
   pyarrow reads it (``test_the_lying_parquet_is_what_pyarrow_reads``).
 - ``understated_zip``: a zip whose end record says it holds ``claimed`` entries while its central directory lists
@@ -74,9 +74,28 @@ def with_length(data):
     return struct.pack("<I", len(data)) + data
 
 
-def lying_parquet(values=10**8, claimed=2, name="sampler_logprobs"):
-    """(file name, bytes): one row whose list column ``name`` (list<double>) holds ``values`` zeros, dictionary
-    encoded and run-length encoded, while the column chunk's metadata (and the row group's sizes) say ``claimed``."""
+def lying_parquet(values=10**8, claimed=2, names=("sampler_logprobs", "trainer_logprobs")):
+    """(file name, bytes): one row whose list columns ``names`` (list<double>) each hold ``values`` zeros, dictionary
+    encoded and run-length encoded, while each column chunk's metadata (and the row group's sizes) say ``claimed``."""
+    start, pages, columns = 4, b"", []
+    for name in names:
+        chunk, column = _lying_chunk(values, claimed, name, start + len(pages))
+        pages += chunk
+        columns.append([(2, I64, start), (3, STRUCT, column)])
+    schema = [[(4, BINARY, "schema"), (5, I32, len(names))]]
+    for name in names:
+        schema += [[(3, I32, OPTIONAL), (4, BINARY, name), (5, I32, 1), (6, I32, LIST_TYPE)],
+                   [(3, I32, REPEATED), (4, BINARY, "list"), (5, I32, 1)],
+                   [(1, I32, DOUBLE), (3, I32, OPTIONAL), (4, BINARY, "element")]]
+    row_group = [(1, LIST, (STRUCT, columns)), (2, I64, len(pages)), (3, I64, 1)]
+    footer = thrift_struct([(1, I32, 1), (2, LIST, (STRUCT, schema)), (3, I64, 1), (4, LIST, (STRUCT, [row_group])),
+                            (6, BINARY, "issue 41's hostile file")])
+    return "lying.parquet", b"PAR1" + pages + footer + struct.pack("<I", len(footer)) + b"PAR1"
+
+
+def _lying_chunk(values, claimed, name, offset):
+    """(bytes, ColumnMetaData fields) of one column chunk at ``offset``: a dictionary page of one 0.0, then one data
+    page of ``values`` levels and indices, each a single run; its metadata says ``claimed`` values."""
     dictionary = struct.pack("<d", 0.0)
     dictionary_header = thrift_struct([(1, I32, DICTIONARY_PAGE), (2, I32, len(dictionary)), (3, I32, len(dictionary)),
                                        (7, STRUCT, [(1, I32, 1), (2, I32, PLAIN)])])
@@ -87,20 +106,12 @@ def lying_parquet(values=10**8, claimed=2, name="sampler_logprobs"):
     data_header = thrift_struct([(1, I32, DATA_PAGE), (2, I32, len(data)), (3, I32, len(data)),
                                  (5, STRUCT, [(1, I32, values), (2, I32, RLE_DICTIONARY), (3, I32, RLE),
                                               (4, I32, RLE)])])
-    start = 4
-    pages = dictionary_header + dictionary + data_header + data
+    chunk = dictionary_header + dictionary + data_header + data
     column = [(1, I32, DOUBLE), (2, LIST, (I32, [RLE_DICTIONARY, RLE, PLAIN])),
               (3, LIST, (BINARY, [name, "list", "element"])), (4, I32, 0), (5, I64, claimed),
-              (6, I64, len(pages)), (7, I64, len(pages)), (9, I64, start + len(dictionary_header) + len(dictionary)),
-              (11, I64, start)]
-    schema = [[(4, BINARY, "schema"), (5, I32, 1)],
-              [(3, I32, OPTIONAL), (4, BINARY, name), (5, I32, 1), (6, I32, LIST_TYPE)],
-              [(3, I32, REPEATED), (4, BINARY, "list"), (5, I32, 1)],
-              [(1, I32, DOUBLE), (3, I32, OPTIONAL), (4, BINARY, "element")]]
-    row_group = [(1, LIST, (STRUCT, [[(2, I64, start), (3, STRUCT, column)]])), (2, I64, len(pages)), (3, I64, 1)]
-    footer = thrift_struct([(1, I32, 1), (2, LIST, (STRUCT, schema)), (3, I64, 1), (4, LIST, (STRUCT, [row_group])),
-                            (6, BINARY, "issue 41's hostile file")])
-    return "lying.parquet", b"PAR1" + pages + footer + struct.pack("<I", len(footer)) + b"PAR1"
+              (6, I64, len(chunk)), (7, I64, len(chunk)),
+              (9, I64, offset + len(dictionary_header) + len(dictionary)), (11, I64, offset)]
+    return chunk, column
 
 
 # -- a zip whose end record understates its entries ----------------------------------------------------------------

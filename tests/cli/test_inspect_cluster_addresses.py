@@ -179,7 +179,7 @@ def test_a_scheduler_without_workers_is_one_line_within_the_workers_deadline(cap
 
 
 def test_a_scheduler_whose_workers_lack_toylab_is_one_line(capsys, tmp_path):
-    """Case 4: a scheduler whose workers' environment lacks toylab printed a traceback."""
+    """Case 4: a scheduler whose environment (and its workers') lacks toylab printed a traceback."""
     env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
@@ -196,8 +196,8 @@ def test_a_scheduler_whose_workers_lack_toylab_is_one_line(capsys, tmp_path):
         for process in started:
             process.terminate()
             process.wait(30)
-    assert says(err, "the workers cannot import toylab (ModuleNotFoundError: No module named 'toylab')",
-                "install toylab where they run")
+    assert says(err, "the cluster cannot import toylab (ModuleNotFoundError: No module named 'toylab')",
+                "install toylab where its scheduler and workers run")
 
 
 def listening(port, seconds=120):

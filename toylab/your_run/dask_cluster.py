@@ -17,7 +17,8 @@ announcing 3 GB grew the client to 2.5 GB). So before Dask's client is given an 
                 handshake, read by ``comm.tcp.TCP.read``)
 
 and once connected: at least one worker within WORKERS_SECONDS (``Client.wait_for_workers``), and a task on one of them
-that imports toylab and finds the run's first file at its path, within WORKER_CHECK_SECONDS. The run's own steps are
+that imports toylab and finds the run's first file at its path, within WORKER_CHECK_SECONDS (the scheduler unpickles
+the task too: a scheduler without toylab fails it the same way). The run's own steps are
 waited for within the run's seconds (``run_map``).
 """
 
@@ -176,11 +177,11 @@ def _check_workers(client, scheduler, first_path):
         raise LogError(f"--scheduler {scheduler}: its workers did not run a task within {WORKER_CHECK_SECONDS:g} s")\
             from None
     except Exception as error:                       # raised on the worker (or in unpickling it there): one line
-        cause = _root(error)
+        cause = _root(error)                         # the scheduler unpickles a task too: either may lack toylab
         what = "cannot import toylab" if isinstance(cause, ImportError) else "failed a task of toylab's"
-        raise LogError(f"--scheduler {scheduler}: the workers {what} ({type(cause).__name__}: {_first_line(cause)}); "
-                       "install toylab where they run (pip install -r requirements-distributed.txt and the "
-                       "repository on PYTHONPATH)") from None
+        raise LogError(f"--scheduler {scheduler}: the cluster {what} ({type(cause).__name__}: {_first_line(cause)}); "
+                       "install toylab where its scheduler and workers run (pip install -r "
+                       "requirements-distributed.txt and the repository on PYTHONPATH)") from None
     if not sees:
         raise LogError(f"--scheduler {scheduler}: the workers do not see the run at {first_path}: give them the same "
                        "path (a shared disk), or read it here with --workers")
