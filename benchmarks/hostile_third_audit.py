@@ -13,9 +13,10 @@ in threads (silent, garbage, a bad frame header, a 3 GB announcement), a real ``
 one whose worker cannot import toylab. Memory is the PSS of the command's whole process tree (``tests/process_tree.py``:
 workers and Dask's processes included), sampled every 50 ms; a case is stopped after ``--timeout`` seconds.
 
-``page`` runs the page's script under streamlit.testing (AppTest) in a fresh process of ``--tree``: an upload or a
-link, then the tab's answer; the process's peak resident set (VmHWM), its resident set before the upload and after
-the answer (after a garbage collection: what the server keeps), and the time.
+``page`` runs the page's script under streamlit.testing (AppTest) in a fresh process of ``--tree``: an upload on the
+Your run tab, or the page's first run on a link, then the tab's answer; the process's peak resident set (VmHWM), its
+resident set before the upload (or the link) and after the answer (after a garbage collection: what the server keeps),
+and the time of the upload's run (or the link's).
 
 Timings depend on the machine and its load (printed): compare runs made back to back.
 """
@@ -248,10 +249,9 @@ def status(field):
 
 case = json.loads(Path(sys.argv[1]).read_text())
 at = AppTest.from_file("streamlit_app.py", default_timeout=900)
-at.query_params.update(case.get("link", {}))
-if "upload" in case:
+if "upload" in case:                                   # the tab first, then the upload: its time and what it keeps
     at.session_state["tab"] = "Your run"
-at.run()
+    at.run()
 gc.collect()
 before = status("VmRSS")
 start = time.perf_counter()
@@ -259,7 +259,8 @@ if "upload" in case:
     content = Path(case["upload"]).read_bytes()
     at.file_uploader(key="your_run_upload").set_value((Path(case["upload"]).name, content, "x")).run()
     del content
-else:
+else:                                                  # a link: the page's first run on it
+    at.query_params.update(case["link"])
     at.run()
 seconds = time.perf_counter() - start
 gc.collect()
@@ -270,6 +271,8 @@ if at.exception:
 elif at.error:
     answer = "error: " + at.error[0].value.strip("` ")[:200]
 else:
+    busy = [caption.value for caption in at.caption if "busy" in caption.value]
+    notes += busy
     answer = "shown" + (": " + " | ".join(note[:160] for note in notes if case.get("about", "") in note)[:400]
                         if notes else "")
 if case.get("table"):
@@ -302,6 +305,8 @@ def page_cases(directory):
         "8. ?tab=Training&est=rloo&N=4096&train_mode=sampled&train_minibatches=8&train_weights=current": {
             "link": {"tab": "Training", "est": "rloo", "N": "4096", "train_mode": "sampled",
                      "train_minibatches": "8", "train_weights": "current"}, "about": "dvantages"},
+        "minor: a run of about 5 s of computing on a busy machine (?tab=Training&T=10&V=4&train_steps=100)": {
+            "link": {"tab": "Training", "T": "10", "V": "4", "train_steps": "100"}, "about": "s"},
         "5. every trainable estimator, sampled, U = 64, lag 16, T = 11, V = 4, 1,000 steps": {
             "link": {"tab": "Training", "T": "11", "V": "4", "est": every_sampled, "train_mode": "sampled",
                      "train_minibatches": "8", "train_epochs": "8", "train_lag": "16", "train_steps": "1000"},
