@@ -24,10 +24,12 @@ def quoted(value, limit=QUOTE_LIMIT):
 
 def formatted(value, style="{:.4f}"):
     """The number in ``style``, or in 4 significant digits (1.234e+20) once it reaches LONGEST_FIXED in size, so no
-    number runs to dozens of digits; UNDEFINED for None."""
-    if value is None:
+    number runs to dozens of digits; UNDEFINED for None and NaN; a number that rounds to zero without its sign
+    (0.0000, not −0.0000)."""
+    if value is None or value != value:
         return UNDEFINED
-    return f"{value:.4g}" if abs(value) >= LONGEST_FIXED else style.format(value)
+    text = f"{value:.4g}" if abs(value) >= LONGEST_FIXED else style.format(value)
+    return text[1:] if text.startswith("-") and not text.strip("-0.") else text
 
 
 def headline(value, decimals=4, digits=2):
@@ -52,10 +54,23 @@ def distinct(names):
     return tuple(f"{name} ({index + 1})" if names.count(name) > 1 else name for index, name in enumerate(names))
 
 
+def printable(text):
+    """The text with each character that a terminal or a browser would act on rather than show written as repr
+    writes it: controls (ESC starts a terminal's escape sequences: clear the screen, set the window's title),
+    bidirectional overrides and isolates (U+202E turns the rest of the line around), zero-width and other format
+    characters, separators other than the space; line breaks kept. Everything from a file or a link that reaches a
+    terminal or the page passes here."""
+    return "\n".join(line if line.isprintable() else _escaped(line) for line in str(text).split("\n"))
+
+
+def _escaped(line):
+    return "".join(character if character.isprintable() else repr(character)[1:-1] for character in line)
+
+
 def clipped(text, limit=QUOTE_LIMIT):
-    """The text with unprintable characters escaped (as repr writes them), at most ``limit`` characters, cut in the
-    middle: 'a_very_long_name_of_a_r…_run.jsonl.gz' keeps the end, where a file's extension is."""
-    shown = "".join(character if character.isprintable() else repr(character)[1:-1] for character in str(text))
+    """The text with unprintable characters escaped (``printable``, line breaks too), at most ``limit`` characters,
+    cut in the middle: 'a_very_long_name_of_a_r…_run.jsonl.gz' keeps the end, where a file's extension is."""
+    shown = _escaped(str(text))
     if len(shown) <= limit:
         return shown
     tail = limit // 3

@@ -14,7 +14,7 @@ from toylab.state.query import (
     VIEW_PARAMETERS,
     training_config,
 )
-from toylab.training.loop import MODES, NOISES, REACHED
+from toylab.training.loop import MODES, NOISES, REACHED, stop_notice
 from toylab.training.optimizers import OPTIMIZERS
 from toylab.training.staleness import LAGS
 from toylab_app import address, chart_element, screen_share, tour
@@ -175,6 +175,9 @@ def render(settings):
     trajectories = _trained(settings, config, selection)
     if trajectories is None:
         return
+    stops = [note for trajectory in trajectories.values() if (note := stop_notice(trajectory))]
+    if stops:
+        st.warning(" ".join(f"{note[0].upper()}{note[1:]}." for note in stops), icon=":material/warning:")
     sampled = config.mode == "sampled"
     three = _three_policies(config)
     curves = training_frames.curve_frame(trajectories, training_frames.CURVES
@@ -279,6 +282,8 @@ def _staleness_chart(at, settings, config, height):
     chart_element.draw(at, training_charts.staleness_chart(training_frames.staleness_frame(result), config.steps,
                                                            tour.marks(settings, "training_staleness"),
                                                            height=height or 260))
+    if result.stopped:
+        at.warning(f"{result.stopped_text()}.", icon=":material/warning:")
 
 
 def _trained(settings, config, selection):
@@ -290,6 +295,9 @@ def _trained(settings, config, selection):
             if refused:
                 st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
                 return None
+            busy = training_cache.busy_note(settings, config, selection)
+            if busy:
+                st.caption(f"{busy[0].upper()}{busy[1:]}.")
             return training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
         except ValueError as error:
             st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")

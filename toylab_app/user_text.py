@@ -5,22 +5,25 @@ Streamlit renders Markdown in st.markdown, st.error, st.warning, st.toast, capti
 (GitHub's autolinks survive backslash escapes), ``$…$`` becomes LaTeX, ``:red[…]`` colour. Inside an inline code
 span none of these is parsed, so every string that comes from a file or a URL — a file name, a column name, a cell,
 a link's value, a message quoting any of them — reaches the page through ``code`` (a whole message) or ``value``
-(one name, first cut to 40 characters by ``text.clipped``). Messages from ``toylab`` already quote each value they
+(one name, first cut to 40 characters by ``text.clipped``), its control and bidirectional characters escaped
+(``text.printable``); a table's cells of such text are escaped where the frame is built. Messages from ``toylab`` already quote each value they
 hold to 40 characters (``text.quoted``). One thing Streamlit's front end still does inside code: it writes
 ":material/" as ":material_" before parsing, so such a name reads slightly differently (and stays inert).
 """
 
 import re
 
-from toylab.text import clipped
+from toylab.text import clipped, printable
 
 _BACKTICKS = re.compile(r"`+")
 
 
 def code(text):
     """The text as one inline code span: a fence of one backtick more than its longest run of backticks, and a space
-    inside each end (CommonMark strips exactly one). Line breaks become spaces (a code span is one line anyway)."""
-    flat = " ".join(str(text).split())
+    inside each end (CommonMark strips exactly one). Line breaks become spaces (a code span is one line anyway);
+    control and bidirectional characters are escaped (``text.printable``: a U+202E in a member's name turned the rest
+    of its step's error around)."""
+    flat = " ".join(printable(text).split())
     fence = "`" * (1 + max((len(run) for run in _BACKTICKS.findall(flat)), default=0))
     return f"{fence} {flat} {fence}"
 

@@ -70,4 +70,4 @@ def test_an_address_where_no_scheduler_answers_is_one_line_and_exit_2(capsys):
         code = exit.code
     out = capsys.readouterr()
     assert code == 2 and out.out == "" and len(out.err.strip().splitlines()) == 1
-    assert out.err.startswith("toylab: error: --scheduler tcp://127.0.0.1:9: no Dask scheduler answers there")
+    assert out.err.startswith("toylab: error: --scheduler tcp://127.0.0.1:9: unreachable (Connection refused)")

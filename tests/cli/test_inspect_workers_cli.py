@@ -27,12 +27,39 @@ def directory(tmp_path):
     return str(tmp_path)
 
 
-@pytest.mark.parametrize("value, message", [("0", "'0' is outside 1 to 256"), ("257", "'257' is outside 1 to 256"),
-                                            ("two", "'two'"), ("1.5", "'1.5'")])
+MOST = run_map.most_workers()
+
+
+@pytest.mark.parametrize("value, message", [("0", f"'0' is outside 1 to {MOST}"),
+                                            (str(MOST + 1), f"'{MOST + 1}' is outside 1 to {MOST}"),
+                                            ("256", f"'256' is outside 1 to {MOST}"), ("two", "'two'"),
+                                            ("1.5", "'1.5'")])
 def test_a_bad_worker_count_is_one_line_and_exit_2(capsys, directory, value, message):
+    """Issue 41, case 3: --workers 256 started 256 processes on a 2-core machine (over 5 GB); the most is what the
+    machine holds, said in --help and in the refusal."""
     code, out = run(capsys, directory, "--workers", value)
     assert code == 2 and out.out == "" and out.err.count("\n") == 1
     assert out.err.startswith("toylab: error: argument --workers:") and message in out.err
+    assert "this machine gives this process" in out.err
+
+
+def test_the_most_workers_are_the_cores_and_a_gigabyte_of_available_memory_each(tmp_path, monkeypatch):
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24683792 kB\nMemAvailable:    3500000 kB\n")
+    assert run_map.available_bytes(str(meminfo), str(tmp_path)) == 3_584_000_000
+    (tmp_path / "memory.max").write_text("3000000000\n")
+    (tmp_path / "memory.current").write_text("1000000000\n")
+    assert run_map.available_bytes(str(meminfo), str(tmp_path)) == 2_000_000_000            # the cgroup's limit
+    for cores, memory, most in ((2, 24e9, 2), (16, 3.5e9, 3), (8, None, 8), (4, 0.2e9, 1)):
+        monkeypatch.setattr(run_map, "machine", lambda cores=cores, memory=memory: (cores, memory))
+        assert run_map.most_workers() == most
+
+
+def test_the_help_says_the_most_workers(capsys):
+    code, out = run(capsys, "examples/example_run.zip", "--help")
+    help = " ".join(out.out.split())
+    assert code == 0 and f"at most one per core this process may use and per 1 GB of memory available ({MOST} here" \
+        in help
 
 
 def test_without_dask_the_scheduler_option_says_how_to_install_it(capsys, directory, monkeypatch):
@@ -60,7 +87,7 @@ def test_a_large_run_uses_every_core_by_default(directory, monkeypatch):
     files = directory_files(directory)
     assert run_map.default_workers(files) == 1                          # a few kilobytes: one process
     monkeypatch.setattr(run_map, "PARALLEL_BYTES", 1)
-    assert run_map.default_workers(files) == len(run_map.os.sched_getaffinity(0))
+    assert run_map.default_workers(files) == MOST
 
 
 class Terminal(io.StringIO):
@@ -75,3 +102,17 @@ def test_on_a_terminal_a_progress_line_gives_steps_tokens_per_second_and_time_le
     drawn = terminal.getvalue()
     assert code == 0 and json.loads(out.out)["steps"]
     assert "4 of 4 steps" in drawn and "M tokens/s" in drawn and "s left" in drawn and drawn.endswith("\n")
+
+
+@pytest.mark.slow
+def test_two_workers_on_a_run_of_lying_files_hold_under_a_gigabyte_in_all(tmp_path):
+    """Issue 41's bounds on the process tree (PSS: the parent, the pool's server and its two workers): four steps, each
+    a 240-byte Parquet file whose one page holds 10⁸ values (3.3 GB each when decoded); every step is refused unread."""
+    from hostile_third import lying_parquet
+    from process_tree import tree_peak
+    for step in range(1, 5):
+        (tmp_path / f"step_{step}.parquet").write_bytes(lying_parquet()[1])
+    peak, _, done = tree_peak([sys.executable, "-m", "toylab", "inspect", str(tmp_path), "--workers", "2"], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 2 and "its pages hold 100,000,000 values" in done.stderr, done.stderr
+    assert peak < 1e9

@@ -143,13 +143,27 @@ def test_a_run_over_the_time_bound_is_refused_before_it_runs(capsys, monkeypatch
     assert says(err, f"{2001 * 4**11 * 1e-5:,.0f} s", "limit of 300 s")          # b per sequence
 
 
-def test_a_long_run_shows_its_progress_on_stderr(capsys, monkeypatch):
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_long_run_shows_its_progress_on_a_terminal_s_stderr(capsys, monkeypatch):
     monkeypatch.setattr(train_cli, "PROGRESS_AFTER_S", -1.0)          # every run shows it
+    terminal = Terminal()
+    monkeypatch.setattr(train_cli.sys, "stderr", terminal)
     result = run_json(capsys, "--steps", "7", "--estimators", "on_policy,naive")
     assert len(result["trajectories"][0]["J"]) == 8                        # stdout is the JSON alone
-    main(["train", "--steps", "7", "--estimators", "on_policy,naive"])
-    err = capsys.readouterr().err
+    err = terminal.getvalue()
     assert err.startswith("\rtraining [") and "100%" in err and "8/8" in err and err.endswith("\n")
+
+
+def test_a_piped_stderr_gets_no_progress_bar(capsys, monkeypatch):
+    """Issue 41, a minor case: the bar's redraws ("\\r…\\033[K") went into a log file or a pipe meant for errors."""
+    monkeypatch.setattr(train_cli, "PROGRESS_AFTER_S", -1.0)
+    main(["train", "--steps", "7", "--estimators", "on_policy,naive"])
+    out = capsys.readouterr()
+    assert "naive" in out.out and out.err == ""
 
 
 def test_the_progress_bar_estimates_the_time_left(monkeypatch):
@@ -169,7 +183,7 @@ def test_the_page_and_the_command_line_share_the_estimate(monkeypatch):
     settings = Settings(T=10, V=4)
     config = TrainingConfig(steps=50, mode="sampled", N=128, runs=4000)
     selection = (("naive", ()), ("seq_is", ()))
-    expected = cost.refusal(10, 4, config, ["naive", "seq_is"], lambda: line, PAGE_SECONDS)
+    expected = cost.refusal(10, 4, config, ["naive", "seq_is"], lambda stop_above: line, PAGE_SECONDS)
     assert training_cache.refusal(settings, config, selection) == expected
     assert expected.startswith(f"this run is estimated at {51 * (1e-3 + 1e-4 * 4000 + 1e-5 * 4000 * 128):,.0f} s")
 
@@ -216,3 +230,50 @@ def test_bad_three_policy_arguments_print_one_line_and_exit_2(capsys, argv, mess
     err = capsys.readouterr().err
     assert exit_info.value.code == 2
     assert err.count("\n") == 1 and err.startswith("toylab: error:") and message in err
+
+
+# -- issue 41: a run that goes non-finite, the loss's parameters given twice, rloo in one-sequence minibatches -------
+
+CASE_7 = ("--temperature", "0.25", "--mismatch", "0", "--anchor", "bypass", "--loss", "ipo_kl", "--weights-at",
+          "current", "--lr", "10", "--steps", "10", "--minibatches", "2", "--epochs", "2")
+
+
+def test_a_run_that_goes_non_finite_says_where_in_the_text(capsys):
+    """Case 7: "final J nan", "final KL -0.0000", RuntimeWarning lines, and exit 0 without a word."""
+    assert main(["train", *CASE_7]) == 0
+    out = capsys.readouterr()
+    assert out.err == ""                                                    # no RuntimeWarning
+    [row] = [line for line in out.out.splitlines() if line.startswith("tok_is ")]
+    assert row.split()[1] == "—" and "stopped at step 4" in row
+    assert "nan" not in out.out and "-0.0000" not in out.out
+    assert "Notice: tok_is stopped at step 4: its update was not a finite number" in out.out
+
+
+def test_a_run_that_goes_non_finite_says_where_in_the_json(capsys):
+    result = run_json(capsys, *CASE_7)
+    [tok_is] = [entry for entry in result["trajectories"] if entry["estimator"] == "tok_is"]
+    assert tok_is["stopped_at"] == 4 and tok_is["J"][5:] == [None] * 6 and None not in tok_is["J"][:5]
+    assert tok_is["notes"][0].startswith("tok_is stopped at step 4")
+    assert not any("masked" in note for note in tok_is["notes"])           # nothing blamed on masking
+    [row] = [row for row in result["summary"] if row["estimator"] == "tok_is"]
+    assert row["stopped_at"] == 4 and row["final_J"] is None and row["final_kl_mu_pi"] is None
+    assert result["stops"] == [tok_is["notes"][0]]
+
+
+@pytest.mark.parametrize("argv, name", [(["--eps-low", "0.3", "--loss-param", "eps_low=0.1"], "eps_low"),
+                                        (["--loss-param", "dual_clip=3", "--dual-clip", "4"], "dual_clip")])
+def test_a_loss_parameter_given_by_its_option_and_by_loss_param_is_refused(capsys, argv, name):
+    """A minor case of issue 41: --eps-low silently overrode --loss-param eps_low."""
+    err = one_line_error(capsys, "--steps", "2", *argv)
+    assert says(err, f"--loss-param {name}=", "give it once")
+
+
+def test_rloo_in_minibatches_of_one_sequence_trains_without_a_warning(capsys):
+    """Case 8 on the command line: refused with "advantages must be 1 finite numbers", after a RuntimeWarning line."""
+    assert main(["train", "--estimators", "rloo", "--N", "16", "--mode", "sampled", "--minibatches", "16",
+                 "--weights-at", "current", "--steps", "3", "--runs", "2", "--json"]) == 0
+    out = capsys.readouterr()
+    assert out.err == ""
+    result = json.loads(out.out)
+    [rloo] = [entry for entry in result["trajectories"] if entry["estimator"] == "rloo"]
+    assert rloo["stopped_at"] == [None, None] and None not in rloo["J"][0]

@@ -133,3 +133,14 @@ def test_an_upload_whose_bytes_streamlit_let_go_of_keeps_working(app):
     wait_for_app(page.page)
     assert "3 sequences" in panel.inner_text() and page.page.locator('[data-testid="stException"]').count() == 0
     page.close()
+
+
+def test_a_right_to_left_override_in_a_member_s_name_is_shown_escaped_in_the_browser(app):
+    """Issue 41, case 9: a U+202E in a zip member's name turned the rest of its step's error around. The browser's
+    text of the error holds the override escaped, the sentence after it in reading order."""
+    from hostile_runs import zipped
+    page = Page(app, "tab=Your%20run")
+    panel = page.upload("run.zip", zipped({"step_2_\u202elmth.jsonl": b"not json\n"}))
+    error = " ".join(panel.locator('[data-testid="stAlert"]').all_inner_texts())
+    assert "step_2_\\u202elmth.jsonl: not JSON Lines" in error and "\u202e" not in panel.inner_text()
+    page.close()

@@ -61,3 +61,60 @@ def test_a_mismatch_step_keeps_the_probe_and_trains_again(monkeypatch):
     at.slider(key="mismatch").set_value(0.45).run()
     assert not at.exception
     assert [toy_key[2] for toy_key, *_ in probed] == [0.3] and trained == [0.3, 0.45]
+
+
+@pytest.mark.parametrize("steps", [339, 340, 2000])
+def test_the_staleness_view_is_timed_as_its_runs_in_turn_at_every_step_count(monkeypatch, steps):
+    """Issue 41, case 6: from 340 steps on, the view's refusal asked for one run of 6 × K steps, over the runs' own
+    2,000, and the tab stopped on "steps must be between 1 and 2000". Its seconds are len(LAGS) runs of K steps at
+    the largest lag, in turn."""
+    from toylab.state.query import make_settings
+    from toylab.training.loop import TrainingConfig
+    from toylab.training.staleness import LAGS
+    monkeypatch.setattr(training_cache, "probe", lambda *args: PROBE)
+    settings = make_settings(T=6, V=4)
+    config = TrainingConfig(steps=steps)
+    one_run = PROBE.wall_seconds(6, 4, config)
+    limit = training_cache.LIMIT_SECONDS
+    refused = training_cache.staleness_refusal(settings, config)
+    assert (refused is None) == (len(LAGS) * one_run <= limit)
+    slow = Probe("expected", a=limit / len(LAGS) / (steps + 1) * 1.01, b=0.0)
+    monkeypatch.setattr(training_cache, "probe", lambda *args: slow)
+    assert says(training_cache.staleness_refusal(settings, config), "estimated at", "limit of 10 s")
+
+
+@pytest.mark.slow
+def test_the_staleness_view_at_340_steps_is_drawn():
+    """Issue 41, case 6: ?tab=Training&staleness=1&train_steps=340 showed the tab's unexpected error, no view."""
+    at = opened({"staleness": "1", "train_steps": "340"})
+    assert not at.error and not refusals(at)
+    assert any("J after 340 steps" in chart.proto.spec for chart in at.get("vega_lite_chart"))
+
+
+@pytest.mark.slow
+def test_a_run_far_over_the_page_s_seconds_is_refused_after_one_copy(monkeypatch):
+    """Issue 41, case 5: every trainable estimator, sampled, U = 64, lag 16 at T = 11 was refused only after 77–120 s
+    of timing copies. The first copy's step, a floor of the run's, is over its share of the 10 s already."""
+    from toylab.training import cost
+    from toylab.training.loop import cannot_train
+    ids = [id for id in ESTIMATORS if not cannot_train(id, "sampled", 64, True)]
+    timed = []
+    real = cost.train
+    monkeypatch.setattr(cost, "train", lambda *args, **kwargs: timed.append(args[3]) or real(*args, **kwargs))
+    monkeypatch.setattr(training_cache, "train", pytest.fail)
+    at = opened({"T": "11", "V": "4", "est": ",".join(ids), "train_mode": "sampled", "train_minibatches": "8",
+                 "train_epochs": "8", "train_lag": "16", "train_steps": "1000"})
+    [refused] = refusals(at)
+    assert says(refused, "estimated at over", "over the limit of 10 s")
+    assert len(timed) == 1 and timed[0].update.U == 64
+
+
+def test_a_run_that_fits_on_a_busy_server_trains_and_says_how_long_it_may_take(monkeypatch):
+    """Issue 41, a minor case: eight heavy sessions made one link's estimate range from 13 to 401 s, so most were
+    refused although it runs alone in 11 s. 21 steps of 0.03 s fit the 10 s, however slow the copies were by the wall."""
+    busy = Probe("expected", a=0.03, b=0.0, slowdown=30.0)
+    monkeypatch.setattr(training_cache, "probe", lambda *args: busy)
+    at = opened({"seed": "11", "train_steps": "20"})
+    assert not refusals(at) and len(at.get("vega_lite_chart")) >= 2
+    assert any(says(caption.value, "The machine is busy", "about 0.6 s of computing, may take about 19 s")
+               for caption in at.caption if "busy" in caption.value)

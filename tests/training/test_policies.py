@@ -306,3 +306,37 @@ def test_batch_coupled_corrections_take_the_general_path_as_their_own_estimate_a
                                                                            "update": Update("bypass")}))[estimator]
     own = train(toy, {estimator: params}, "logged", config)[estimator]
     np.testing.assert_allclose(general.theta, own.theta, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("weight", ["naive", "tok_tis"])
+def test_rloo_with_one_sequence_per_minibatch_uses_the_batch_s_advantage(weight):
+    """Issue 41, case 8: rloo at N = 7 in 7 minibatches, its weight at the current π_θ (verl's bypass), trains: each
+    update's g is the weight's at π_θᵘ on its one sequence, and its advantage the whole batch's leave-one-out one,
+    (r_i − mean of the other six), as the oracle sums it (the probe's small copy of such a run was refused with
+    "advantages must be 1 finite numbers")."""
+    toy = make_toy(4, 3, 0.8, 9)
+    theta = toy.theta[None]
+    rows = ToyRows(theta, toy.b, toy.mismatch)
+    update = Update("bypass", "cispo", minibatches=7, weights_at="current")
+    tokens = tokens_from_uniforms(np.random.default_rng(5).random((1, 7, 4)), rows.mu)
+    lr, b = 0.7, np.zeros(1)
+    params = resolve_params("rloo", {"weight": weight})
+    total, _, _ = sampled_updates("rloo", params, rows, tokens, rows.log_logged, b, update,
+                                  make_optimizer("sgd", lr, theta.shape), False)
+    index = (tokens[0] * 3 ** np.arange(3, -1, -1)).sum(axis=-1)
+    tables = (rows.log_mu[0], rows.log_logged[0])
+    rewards = DenseToy.of_tables(*tables, rows.log_logged[0]).R[index]
+    advantage = rewards - (rewards.sum() - rewards) / 6                          # leave-one-out over the batch
+    current, expected_step = theta[0], 0.0
+    for i in range(7):
+        pi_u = np.log(np.exp(current) / np.exp(current).sum(axis=-1, keepdims=True))
+        g = dense_weight(weight, {}, "none", 0.0, (*tables, pi_u, 1.0), False)[index[i]]
+        tokens_u = pi_u[np.arange(4), tokens[0][i]]
+        old_tokens = rows.log_logged[0][np.arange(4), tokens[0][i]]
+        derivative, _ = dense_token_derivative("cispo", tokens_u[None], old_tokens[None],
+                                               np.array([[advantage[i]]]), update.loss_params)
+        score = np.eye(3)[tokens[0][i]] - np.exp(pi_u)
+        step = lr * np.einsum("t,tv->tv", g * derivative[0], score)
+        expected_step, current = expected_step + step, current + step
+    assert np.all(np.isfinite(total))
+    np.testing.assert_allclose(total[0], expected_step, rtol=0, atol=1e-12)

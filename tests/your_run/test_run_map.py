@@ -77,3 +77,33 @@ def test_the_last_progress_holds_every_step_and_every_token_read(monkeypatch, ru
                                              progress=lambda shown, seen=seen: seen.append((shown.read, shown.tokens)))
         assert seen[0] == (0, 0) and seen[-1] == (6, sum(summary["tokens"] for summary in summaries))
         assert [read for read, _ in seen] == list(range(7))
+
+
+def works_of(run_zip, bounds):
+    plan = run_map.plan_run(zip_files(run_zip, run_zip, bounds), bounds, False)
+    return [run_map.StepWork(step, run_map._part(plan, step), bounds, False, (), {}) for step in plan.steps]
+
+
+def test_a_step_that_never_comes_back_is_cut_at_the_run_s_seconds(run_zip):
+    """Issue 41, case 2: a cluster that takes the steps and never returns them (a scheduler without workers) held the
+    command past 720 s: the run's seconds were checked only between results."""
+    bounds = CLI_BOUNDS.but(run_seconds=1)
+    summaries, cut = run_map._gathered(lambda function, work: Future(), works_of(run_zip, bounds), [], 6, 2, bounds,
+                                       None)
+    assert summaries == [] and cut == "The first 0 steps of 6 were read: as many steps as 1 s allow of a run are read here."
+
+
+def test_a_worker_that_stops_is_that_step_s_error(run_zip):
+    from concurrent.futures.process import BrokenProcessPool
+
+    def submit(function, work):
+        future = Future()
+        if work.step == 3:
+            future.set_exception(BrokenProcessPool("A process in the process pool was terminated abruptly"))
+        else:
+            future.set_result(function(work))
+        return future
+    summaries, cut = run_map._gathered(submit, works_of(run_zip, CLI_BOUNDS), [], 6, 2, CLI_BOUNDS, None)
+    assert cut == "" and [summary["step"] for summary in summaries] == [1, 2, 3, 4, 5, 6]
+    assert summaries[2] == {"step": 3, "files": ["run/step_3.jsonl"], "error": "its worker stopped (BrokenProcessPool: A "
+                            "process in the process pool was terminated abruptly)"}

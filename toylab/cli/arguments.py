@@ -29,7 +29,7 @@ from toylab.state.query import (
     size_problem,
     toy_problem,
 )
-from toylab.text import listed, quoted
+from toylab.text import listed, printable, quoted
 
 DEFAULT_IDS = tuple(id for id in EXACT_IDS if id not in PRESET_IDS)
 MESSAGE_LIMIT = 400                 # characters of an error line
@@ -40,10 +40,11 @@ class ToylabParser(argparse.ArgumentParser):
 
     def error(self, message, commands=()):
         """Exit with the one-line error; ``commands`` (shell commands the message refers to, too long for the line)
-        are printed first, whole, a line each."""
+        are printed first, whole, a line each. A file's name or text in them is shown, never acted on: control and
+        bidirectional characters escaped (``text.printable``)."""
         for command in commands:
-            self._print_message(command + "\n", sys.stderr)
-        text = " ".join(message.split())
+            self._print_message(printable(command) + "\n", sys.stderr)
+        text = " ".join(printable(message).split())
         self.exit(2, f"toylab: error: {text if len(text) <= MESSAGE_LIMIT else text[:MESSAGE_LIMIT] + '…'}\n")
 
     def parse_args(self, args=None, namespace=None):

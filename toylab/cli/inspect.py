@@ -22,7 +22,7 @@ from toylab.presentation.pipeline_text import signature_text
 from toylab.presentation.run_verdict import comparison
 from toylab.state.query import INTEGER_RANGES, parse_number, size_problem
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import UNDEFINED, percent, quoted, significant
+from toylab.text import UNDEFINED, percent, printable, quoted, significant
 from toylab.your_run.applied import FEW_WEIGHTS, UNRELIABLE, on_log, reward_estimates
 from toylab.your_run.bounds import CLI_BOUNDS, LOG_RATIO_LIMIT, REWARD_LIMIT
 from toylab.your_run.dumps import with_commands_apart
@@ -262,5 +262,5 @@ def main(argv=None):
         if isinstance(error, MemoryError):
             parser.error("out of memory: the log is too large")
         parser.error(*with_commands_apart(str(error)))
-    print(json_text(result) if arguments.json else as_text(result))
+    print(json_text(result) if arguments.json else printable(as_text(result)))
     return 0

@@ -3,11 +3,13 @@
 Every step is a sample: its numbers are estimates with standard errors, printed to their significant digits. A
 step whose file is malformed is reported on its own line and the other steps are still read; a bad argument, or
 a run with no readable step, prints one line, ``toylab: error: ...``, and exits with status 2. The steps are
-summarised in ``--workers`` local processes (by default every core for a run of 64 MB or more) or on a Dask
+summarised in ``--workers`` local processes (at most what the machine holds: a core and 1 GB of memory a worker; by
+default that many for a run of 64 MB or more) or on a Dask
 cluster (``--scheduler``, an optional extra): the numbers are the same (``your_run.run_map``). On a terminal, a
 progress line on stderr gives the steps read, tokens per second and the time left.
 """
 
+import argparse
 import importlib.util
 import os
 import sys
@@ -16,17 +18,23 @@ from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, number_in,
 from toylab.cli.progress import ProgressBar
 from toylab.presentation.estimates import record_text
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import percent, significant
+from toylab.text import percent, printable, significant
 from toylab.your_run.bounds import CLI_BOUNDS
+from toylab.your_run.dask_cluster import DISTRIBUTED_EXTRA
 from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError, regular_file
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, zip_files
-from toylab.your_run.run_map import DISTRIBUTED_EXTRA, default_workers, run_summaries
+from toylab.your_run.run_map import (
+    WORKER_BYTES,
+    default_workers,
+    machine,
+    most_workers,
+    run_summaries,
+)
 from toylab.your_run.statistics import STANDARD_ERRORS
 from toylab.your_run.steps import SERIES, departures
 
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
-MOST_WORKERS = 256
 
 
 def is_run(arguments):
@@ -49,9 +57,11 @@ def parse_arguments(argv):
     parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
                         help="override a threshold of a chosen estimator (repeatable)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--workers", type=number_in(int, 1, MOST_WORKERS), default=None, metavar="N",
-                        help="local processes summarising the steps (default: every core for a run of 64 MB or "
-                             "more, else 1); with --scheduler local, the local Dask cluster's")
+    most = most_workers()
+    parser.add_argument("--workers", type=_worker_count(most), default=None, metavar="N",
+                        help="local processes summarising the steps, at most one per core this process may use and "
+                             f"per {WORKER_BYTES / 1e9:g} GB of memory available ({most} here; default: that many for "
+                             "a run of 64 MB or more, else 1); with --scheduler local, the local Dask cluster's")
     parser.add_argument("--scheduler", metavar="ADDRESS",
                         help="summarise the steps on a Dask cluster: 'local' starts one of --workers processes, an "
                              "address (tcp://host:8786) connects to a running one, whose workers see the run at the "
@@ -64,6 +74,21 @@ def parse_arguments(argv):
     except ValueError as error:
         parser.error(str(error))
     return parser, arguments
+
+
+def _worker_count(most):
+    """An argparse ``type``: a worker count from 1 to ``most`` (``run_map.most_workers``), a refusal saying what the
+    machine has."""
+    def parse(raw):
+        try:
+            return number_in(int, 1, most)(raw)
+        except argparse.ArgumentTypeError as why:
+            cores, memory = machine()
+            held = "" if memory is None else f" and {memory / 1e9:,.1f} GB of memory available at " \
+                                             f"{WORKER_BYTES / 1e9:g} GB a worker"
+            raise argparse.ArgumentTypeError(f"{why} (this machine gives this process {cores} core"
+                                             f"{'s' if cores > 1 else ''}{held})") from None
+    return parse
 
 
 def run_files(paths):
@@ -82,7 +107,7 @@ def run_files(paths):
 def report(arguments):
     explicit = {role: getattr(arguments, role) for role in ROLES}
     files = run_files(arguments.paths)
-    workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else 2)
+    workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else min(2, most_workers()))
     bar = ProgressBar("inspect", 1) if sys.stderr.isatty() else None
     try:
         summaries, cut = run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
@@ -149,5 +174,5 @@ def main(argv=None):
         if isinstance(error, MemoryError):
             parser.error("out of memory: the run is too large")
         parser.error(*with_commands_apart(str(error)))
-    print(json_text(result) if arguments.json else as_text(result))
+    print(json_text(result) if arguments.json else printable(as_text(result)))
     return 0

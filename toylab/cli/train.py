@@ -3,9 +3,11 @@
 A bad argument prints one line, ``toylab: error: ...``, and exits with status 2. So does, before the run, a run
 whose estimated memory is over MEMORY_LIMIT_BYTES (known from its sizes), or whose time is over COMMAND_LINE_FACTOR
 times the page's limit (measured on small copies of it: ``training.cost``); a run estimated at over
-PROGRESS_AFTER_S seconds shows a progress bar with the time left on stderr.
+PROGRESS_AFTER_S seconds shows a progress bar with the time left on stderr, when stderr is a terminal (piped, it holds
+the errors alone).
 """
 
+import sys
 
 import numpy as np
 
@@ -25,7 +27,7 @@ from toylab.cli.table import toy_line, toy_summary
 from toylab.engine.toy import make_toy
 from toylab.state.query import INTEGER_RANGES
 from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import quoted
+from toylab.text import formatted, quoted
 from toylab.training import cost
 from toylab.training.cost import COMMAND_LINE_FACTOR, MEMORY_LIMIT_BYTES, PAGE_SECONDS
 from toylab.training.loop import (
@@ -36,6 +38,8 @@ from toylab.training.loop import (
     UNDEFINED_BELOW,
     TrainingConfig,
     per_step_median,
+    reached_in_words,
+    stop_notice,
     summary,
     train,
 )
@@ -50,10 +54,12 @@ PROGRESS_AFTER_S = 2.0
 
 def parse_arguments(argv):
     parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0],
-                          epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s ({COMMAND_LINE_FACTOR} times the "
-                                 f"page's {PAGE_SECONDS:g} s; timed on small copies of it) or "
+                          epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s of computing ({COMMAND_LINE_FACTOR} "
+                                 f"times the page's {PAGE_SECONDS:g} s; timed on small copies of it, for at most "
+                                 f"{cost.PROBE_SECONDS:g} s) or "
                                  f"{MEMORY_LIMIT_BYTES / 1e9:g} GB of memory is refused before it starts; one "
-                                 f"estimated at over {PROGRESS_AFTER_S:g} s shows its progress on stderr.")
+                                 f"estimated at over {PROGRESS_AFTER_S:g} s shows its progress on a terminal's "
+                                 "stderr.")
     add_toy_arguments(parser)
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
                         help="estimators to train with (default: the page's default selection)")
@@ -121,7 +127,13 @@ def _update(arguments):
             raise ValueError(f"--loss-param expects NAME=VALUE, got {quoted(assignment)}")
         params[name.strip()] = value.strip()
     given = {"eps_low": arguments.eps_low, "eps_high": arguments.eps_high, "dual_clip": arguments.dual_clip}
-    params |= {name: value for name, value in given.items() if value is not None}
+    given = {name: value for name, value in given.items() if value is not None}
+    twice = [name for name in given if name in params]
+    if twice:
+        name = twice[0]
+        raise ValueError(f"--{name.replace('_', '-')} {given[name]} and --loss-param {name}={params[name]} both set "
+                         f"{name}: give it once")
+    params |= given
     return Update(arguments.anchor, arguments.loss, params, arguments.minibatches, arguments.epochs,
                   arguments.weights_at)
 
@@ -134,22 +146,23 @@ def _check_cost(arguments):
     toy_key = (T, V, arguments.mismatch, arguments.seed, arguments.sampler_model)
     probed = []
 
-    def probe():
-        probed.append(cost.probe(toy_key, arguments.selection, arguments.baseline, config))
-        return probed[0]
+    def probe(stop_above):
+        probed.append(cost.probe(toy_key, arguments.selection, arguments.baseline, config, stop_above=stop_above))
+        return probed[-1]
     refused = cost.refusal(T, V, config, ids, probe, LIMIT_SECONDS,
                            memory=cost.command_line_bytes(T, V, config, ids, as_json=arguments.json),
                            limit_note=f" ({COMMAND_LINE_FACTOR} times the page's {PAGE_SECONDS:g} s)")
     if refused:
         raise ValueError(refused)
-    return probed[0].wall_seconds(T, V, config)
+    return probed[-1].wall_seconds(T, V, config)
 
 
 def report(arguments):
     toy = make_toy(arguments.T, arguments.V, arguments.mismatch, arguments.seed, arguments.sampler_model)
     config = arguments.config
     start = diagnostics(toy)            # before the run: its sums over all M sequences are freed before the records grow
-    bar = ProgressBar("training", config.steps + 1) if arguments.seconds > PROGRESS_AFTER_S else None
+    shown = arguments.seconds > PROGRESS_AFTER_S and sys.stderr.isatty()
+    bar = ProgressBar("training", config.steps + 1) if shown else None
     trajectories = train(toy, arguments.selection, arguments.baseline, config,
                          progress=None if bar is None else lambda k: bar.update(k + 1))
     if bar is not None:
@@ -160,6 +173,7 @@ def report(arguments):
         "baseline": arguments.baseline, "noise": config.noise, "update": update_entry(config),
         "trajectories": [_trajectory(trajectory, config) for trajectory in trajectories.values()],
         "summary": summary(trajectories) if "on_policy" in trajectories else summary(trajectories, reference=None),
+        "stops": [note for trajectory in trajectories.values() if (note := stop_notice(trajectory))],
     }
 
 
@@ -195,15 +209,23 @@ def _trajectory(trajectory, config):
     if config.mode == "sampled":
         entry["median"] = {name: per_step_median(getattr(trajectory, name)).tolist()
                            for name in LISTED if getattr(trajectory, name) is not None}
+    stopped = trajectory.stopped.tolist()
+    entry["stopped_at"] = [None if k < 0 else k for k in stopped] if config.mode == "sampled" else \
+        (None if stopped < 0 else stopped)
     entry["notes"] = notes(trajectory)
     return entry
 
 
 def notes(trajectory):
-    """Why some values are null: undefined cosines (and relative biases), and rel_bias in sampled mode."""
+    """Why some values are null: a run that stopped (its values after), undefined cosines (and relative biases)
+    before any stop, and rel_bias in sampled mode."""
     found, size = [], trajectory.cosine.size
-    at_maximum = trajectory.grad_norm < UNDEFINED_BELOW
-    zero = np.isnan(trajectory.cosine) & ~at_maximum
+    stop = stop_notice(trajectory)
+    if stop:
+        found.append(stop)
+    ran = np.arange(trajectory.J.shape[-1]) < np.where(trajectory.stopped < 0, size, trajectory.stopped)[..., None]
+    at_maximum = (trajectory.grad_norm < UNDEFINED_BELOW) & ran
+    zero = np.isnan(trajectory.cosine) & ~at_maximum & ran
     if zero.any():
         what = "the estimator's mean" if trajectory.mode == "expected" else "the step taken"
         found.append(f"cosine null at {int(zero.sum())} of {size} values: {what} is zero (every sequence masked, "
@@ -228,18 +250,19 @@ def as_text(result, config):
              update_line(config), ""]
     reach = f"steps to {REACHED:.0%}"
     width = max(len(row["estimator"]) for row in result["summary"]) + 2
-    lines.append("estimator".ljust(width) + f"{'final J':>9}{reach:>14}{'largest drop':>14}{'final E_mu[r]':>15}"
+    lines.append("estimator".ljust(width) + f"{'final J':>9}{reach:>19}{'largest drop':>14}{'final E_mu[r]':>15}"
                  f"{'final KL':>10}{'clipped':>9}{'PPO KL':>10}")
     for row in result["summary"]:
-        steps = row.get("steps_to_reach", "–")
-        lines.append(row["estimator"].ljust(width) + f"{row['final_J']:9.4f}{'never' if steps is None else steps:>14}"
-                     f"{row['largest_drop']:14.4f}{row['final_logged_reward']:15.4f}{row['final_kl_mu_pi']:10.4f}"
-                     f"{row['mean_clip_share']:9.4f}{row['mean_ppo_kl']:10.4f}")
+        reach = reached_in_words(row) if "steps_to_reach" in row else "–"
+        lines.append(row["estimator"].ljust(width) + f"{formatted(row['final_J']):>9}"
+                     f"{reach:>19}{formatted(row['largest_drop']):>14}"
+                     f"{formatted(row['final_logged_reward']):>15}{formatted(row['final_kl_mu_pi']):>10}"
+                     f"{formatted(row['mean_clip_share']):>9}{formatted(row['mean_ppo_kl']):>10}")
     if "steps_to_reach" in result["summary"][0]:
         lines.append(f"\nsteps to {REACHED:.0%}: first step with J ≥ {REACHED:g} × on_policy's final J")
     lines.append("clipped, PPO KL: the share of tokens a clip or mask holds and the token mean of −log r, averaged "
                  "over the steps")
-    return "\n".join(lines)
+    return "\n".join(lines + [f"Notice: {note}." for note in result["stops"]])
 
 
 def main(argv):

@@ -142,9 +142,13 @@ def largest_log_W(log_rho: NDArray[np.float64], kept: NDArray[np.bool_]) -> NDAr
 
 
 def range_problem(log_W_bound: float, where: str = "this toy") -> str | None:
-    """None, or why the exact sums over the sequences would leave float64 (W up to e^log_W_bound > e^LOG_W_LIMIT)."""
+    """None, or why the exact sums over the sequences would leave float64 (W up to e^log_W_bound > e^LOG_W_LIMIT, or
+    a bound that is not a number: θ itself left float64)."""
     if log_W_bound <= LOG_W_LIMIT:
         return None
+    if math.isnan(log_W_bound):
+        return (f"on {where} the sequence ratio W = π(y)/μ(y) is not a number: θ has left float64's range; use a "
+                "smaller learning rate")
     return (f"on {where} the sequence ratio W = π(y)/μ(y) reaches e^{log_W_bound:.0f} on sequences the sampler "
             f"almost never draws, beyond float64's range (e^709.8), so the exact sums over the sequences would "
             f"overflow; use a temperature nearer 1, a smaller mismatch or fewer tokens")

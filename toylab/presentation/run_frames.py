@@ -34,7 +34,7 @@ from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation.colours import swatch
 from toylab.presentation.estimates import se_text, value_text
 from toylab.presentation.frames import THRESHOLD_COLUMNS, sequence_rules, token_rules
-from toylab.text import percent
+from toylab.text import percent, printable
 from toylab.your_run.statistics import sequence_log_ratios
 from toylab.your_run.steps import AFFECTED_SERIES, TAIL_SERIES, series_keys, value_and_se
 
@@ -264,8 +264,10 @@ def steps_table(summaries):
 
 
 def failed_steps_frame(summaries):
-    """step, files, error: the steps that could not be read."""
-    return pd.DataFrame([{"step": summary["step"], "files": ", ".join(summary["files"]), "error": summary["error"]}
+    """step, files, error: the steps that could not be read (the files' names and the error as ``text.printable``
+    writes them: a name may hold a control or a bidirectional override)."""
+    return pd.DataFrame([{"step": summary["step"], "files": printable(", ".join(summary["files"])),
+                          "error": printable(summary["error"])}
                          for summary in summaries if "error" in summary], columns=["step", "files", "error"])
 
 

@@ -15,7 +15,7 @@ import pandas as pd
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import coincidence
-from toylab.training.loop import per_step_median, summary
+from toylab.training.loop import per_step_median, reached_in_words, summary
 from toylab.training.staleness import LABELS as STALENESS_LABELS
 
 CURVE_COLUMNS = ["estimator", "quantity", "step", "median", "q10", "q90"]
@@ -106,7 +106,7 @@ def summary_frame(trajectories):
         id = row["estimator"]
         final_cosine = per_step_median(trajectories[id].cosine)[-1]
         rows.append({"estimator": id, "label": ESTIMATORS[id].label, "final_J": row["final_J"],
-                     "steps_to_reach": "never" if row["steps_to_reach"] is None else str(row["steps_to_reach"]),
+                     "steps_to_reach": reached_in_words(row),
                      "largest_drop": row["largest_drop"], "final_logged_reward": row["final_logged_reward"],
                      "final_kl_mu_pi": row["final_kl_mu_pi"],
                      "final_cosine": UNDEFINED if math.isnan(final_cosine) else f"{final_cosine:+.3f}"})

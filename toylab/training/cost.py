@@ -19,8 +19,17 @@ and a line through those times gives a step at the run's size:
     seconds = setup + (K + 1)·step               setup: what K = 1 takes beyond its two steps, on the largest copy;
                                                  coefficients below 0 (timing noise) are taken as 0
 
-Seconds of the thread's CPU, so that other work does not blur the line; a run is refused by the seconds it would take
-on the wall's clock: those, times how much longer the copies took by that clock (a busy server's users wait longer).
+Seconds of the thread's CPU, so that other work does not blur the line; a run is refused by those, the work it would
+do, not by the wall's clock: on a busy server (eight heavy sessions on two cores) the copies took up to 30 times
+longer by the wall, and a run that takes 11 s alone was refused at an estimated 13 to 401 s. How much longer the copies
+took by the wall (``slowdown``) says how long the run may take now, in words (``busy_note``).
+
+The probe is bounded itself (``ProbeStopped``): before each copy it checks the CPU seconds it has spent against
+PROBE_SECONDS, and after each copy of the run's own estimators it checks that copy's seconds per step, a floor of the
+run's (the copies are smaller than the run), against ``stop_above`` (the refusal's: EARLY_MARGIN times a step's share
+of the limit). Either stops it with an incomplete Probe whose line is that floor: a run is then refused as estimated
+at over its floor's seconds, or, when the floor fits, timed again without ``stop_above`` (the page keeps both). A run
+estimated at 168,363 s was refused after 102 s on the page; it is now refused after its first copy.
 
 g, ``growth``: a number does not cost the same in every array. numpy allocates each temporary afresh; the C library
 maps a large one anew and gives it back when freed, faulting it in 4 KB page by page, until it has freed one as
@@ -44,9 +53,10 @@ GROWTH_SEQUENCES sequences, else the largest V**t under it past T₂; up to GROW
 The reference makes one recomputed update a step whatever the run's update (g is how a number's cost grows with the
 arrays; the copies time the run's U updates): with U = 8 a reference at the run's size cost up to a minute.
 g = 1 when no estimator enumerates, when the run is no larger than the copies, or when the reference's timings are
-noise (no growth). The reference runs first, at the run's size, timed twice at least: the copies then see the
-memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), a copy whose
-step is short is timed over more steps, and the copies enumerate as the run will (its ``chunk_rows``).
+noise (no growth). The reference runs first (after one look at the smallest copy, for the probe's own bound), at the
+run's size, timed twice at least: the copies then see the memory the run will see. Every copy runs once untimed before
+it is timed (its memory touched afresh), a copy whose step is short is timed over more steps, and the copies enumerate
+as the run will (its ``chunk_rows``).
 
 (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
 sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
@@ -57,8 +67,8 @@ refusing, and the page keeps the line (``Probe``) for the next settings.
 Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
 checks the whole model on a grid):
 
-    records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
-                                                     expected): exact
+    records:     8 · E · r · ((K + 1) · (T·V + R) + 1)    θ_k and R numbers per step (R = 8 expected, 6 sampled;
+                                                     r = 1 expected), and the step each run stopped at: exact
     one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
                  sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T (+ FLOATS_PER_UPDATED_TOKEN when a batch feeds
                                     updates away from its anchor: the frozen g, A, log π_old, log μ and each update's)
@@ -90,6 +100,9 @@ PROBE_ROWS = 2**12                          # … and R runs of n₀, up to this
 GROWTH_SEQUENCES = 2**21                    # the reference runs at the run's size up to this M (or the next T) …
 GROWTH_TOKENS = 2**18                       # … or this many drawn tokens r·N·T
 REFERENCE_SELECTION = {"on_policy": {}, "seq_tis": {}}       # g's reference: one estimator that enumerates
+PROBE_SECONDS = 5.0                         # the probe stops starting copies once it has spent this (CPU) …
+EARLY_MARGIN = 2.0                          # … or a copy's step is this many times a step's share of the limit
+BUSY = 1.5                                  # copies this much slower by the wall than by the CPU: a busy machine
 QUICK_PROBE_SECONDS = 0.05                  # a copy is timed again (the least counts) until this is spent …
 PROBE_REPEATS = 5                           # … at most this many times
 SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes less is timed for K = 9, not 3
@@ -113,7 +126,8 @@ class Probe:
     smaller copy's step (expected), or a + b·r + c·g·r·N (sampled), g (``growth``) measured for the toy probed. And
     the seconds a run takes to set up (its records, optimizer, generators), measured on the largest copy. Seconds of
     the thread's CPU; ``slowdown`` is how much longer the copies took by the clock on the wall (other work on the
-    machine), at least 1."""
+    machine), at least 1. An incomplete Probe (``complete`` False: the probe stopped early) is a floor: a, the
+    seconds of one step of a copy, at every size."""
     mode: str
     a: float
     b: float
@@ -123,6 +137,7 @@ class Probe:
     base: float = 0.0
     growth: float = 1.0
     slowdown: float = 1.0
+    complete: bool = True                   # False: stopped early (``ProbeStopped``), its line a floor
 
     def step_seconds(self, T, V, runs, N):
         if self.mode == "expected":
@@ -139,17 +154,31 @@ class Probe:
         return self.seconds(T, V, config) * self.slowdown
 
 
-def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter):
+class ProbeStopped(Exception):
+    """The probe stopped before its line was complete: ``floor`` is the most a step of a copy of the run's own
+    estimators took (CPU seconds; 0 if none had run)."""
+
+    def __init__(self, floor):
+        super().__init__(floor)
+        self.floor = floor
+
+
+def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter, stop_above=None):
     """The Probe of ``train`` on the toy of ``toy_key`` (T, V, mismatch, seed, sampler) with ``selection`` ({id:
     overrides}), ``baseline`` and ``config``'s mode, optimizer, noise, update (anchor, loss, U = minibatches × epochs,
     where the correction reads) and lag (its steps, runs and N are the line's variables: a step's U updates are in
-    the copies' steps); ValueError as ``train`` raises it. ``timer`` measures CPU seconds, ``clock`` the wall's."""
+    the copies' steps); ValueError as ``train`` raises it. ``timer`` measures CPU seconds, ``clock`` the wall's. It
+    stops early, with an incomplete Probe (a floor), after PROBE_SECONDS of CPU, or once a step of a copy has taken
+    over ``stop_above`` seconds (see the module docstring)."""
     T, V, mismatch, seed, sampler = toy_key
-    spent = {"cpu": 0.0, "wall": 0.0}
+    spent = {"cpu": 0.0, "wall": 0.0, "floor": 0.0}
     chunk = chunk_rows(V**T)                                        # the copies enumerate as the run will
 
     def run(T, chosen, steps, runs, N):
-        """``train``'s CPU seconds on a copy: K = ``steps`` of ``chosen`` at T (the toy's V), ``runs``, N."""
+        """``train``'s CPU seconds on a copy: K = ``steps`` of ``chosen`` at T (the toy's V), ``runs``, N;
+        ProbeStopped before it when the probe's seconds are spent, or after it when its step is over ``stop_above``."""
+        if spent["cpu"] >= PROBE_SECONDS:
+            raise ProbeStopped(spent["floor"])
         toy = make_toy(T, V, mismatch, seed, sampler)
         if config.mode == "expected":
             split_grid(T, V)                                        # built once per process: not a step's time
@@ -161,16 +190,23 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         cpu, wall = timer() - start, clock() - wall
         spent["cpu"] += cpu
         spent["wall"] += wall
+        if chosen is not REFERENCE_SELECTION:
+            spent["floor"] = max(spent["floor"], cpu / (steps + 1))
+            if stop_above is not None and spent["floor"] > stop_above:
+                raise ProbeStopped(spent["floor"])
         return cpu
 
-    def timed(T, runs=1, N=1, chosen=selection, twice=False):
+    def timed(T, runs=1, N=1, chosen=selection, twice=False, look=False):
         """(a step's seconds, the setup's): after a first K = 1, untimed (the first run at a size larger than any
         before touches its memory afresh: a one-off of the run, not a step), a step is the time of K = 3 (K =
         SHORT_COPY_STEPS when that first took under SHORT_COPY_SECONDS: a short step's difference is a noisy one)
         less K = 1, over K − 1, and the setup what K = 1 takes beyond its two steps; each the least of up to
         PROBE_REPEATS timings, until they have taken QUICK_PROBE_SECONDS in all, and at least two if ``twice`` (the
-        reference at the run's size: one long timing is at the mercy of the machine's other work)."""
+        reference at the run's size: one long timing is at the mercy of the machine's other work). ``look``: the
+        first K = 1 only, for the floor it gives (``run``), before anything larger is timed."""
         first = run(T, chosen, 1, runs, N)
+        if look:
+            return first, 0.0
         longer = SHORT_COPY_STEPS if first < SHORT_COPY_SECONDS else 3
         times, here = {1: float("inf"), longer: float("inf")}, first
         for repeat in range(PROBE_REPEATS):
@@ -183,8 +219,11 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         step = max(0.0, times[longer] - times[1]) / (longer - 1)
         return step, max(0.0, times[1] - 2 * step)
 
-    line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
-        _sampled_line(timed, T, selection, config)
+    try:
+        line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
+            _sampled_line(timed, T, selection, config)
+    except ProbeStopped as stopped:
+        line = Probe(config.mode, stopped.floor, 0.0, complete=False)
     return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
 
 
@@ -212,6 +251,7 @@ def _expected_line(timed, T, V, selection):
     T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
     M1, M2 = V**T1, V**T2
     grows = enumerated and T1 < T2 < T
+    timed(T1, look=True)                            # a first look at the run's own step, the smallest copy's
     T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or V**t <= GROWTH_SEQUENCES) if grows else T
     far = timed(T3, chosen=REFERENCE_SELECTION, twice=True)[0] if grows else 0.0   # first: the run's arrays
     large, setup = timed(T2)
@@ -236,6 +276,7 @@ def _sampled_line(timed, T, selection, config):
     far = min(config.runs, max(1, GROWTH_TOKENS // (low * T)))            # the run's (r, N), r·N·T ≤ GROWTH_TOKENS
     deep = min(config.N, max(low, GROWTH_TOKENS // (far * T)))
     grows = config.runs * config.N > runs * draws and deep > low and draws > low
+    timed(T, 1, low, look=True)                     # a first look at the run's own step, the smallest copy's
     beyond = [timed(T, far, n, chosen=REFERENCE_SELECTION, twice=True)[0] for n in (low, deep)] if grows else []
     copies = [(1, low), (wide, low), (runs, low), (runs, draws)]
     timings = {copy: timed(T, *copy) for copy in dict.fromkeys(copies)}    # each copy once, where two coincide
@@ -269,7 +310,7 @@ def run_bytes(T, V, config, estimator_ids):
     """Bytes a run adds while it runs: its records and one step's temporaries (see the module docstring)."""
     runs = config.runs if config.mode == "sampled" else 1
     count = len(estimator_ids)
-    records = 8 * count * runs * (config.steps + 1) * (T * V + RECORDED[config.mode]) \
+    records = 8 * count * runs * ((config.steps + 1) * (T * V + RECORDED[config.mode]) + 1) \
         + 8 * count * runs * T * V * config.lag                             # θ_{k−1} … θ_{k−s}: the engine's past
     if config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
@@ -291,22 +332,44 @@ def command_line_bytes(T, V, config, estimator_ids, as_json=False):
     return BASE_BYTES + max(run_bytes(T, V, config, estimator_ids) + lists, diagnostics, lists + text)
 
 
-def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note="", fewer=None):
+def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, limit_note="", fewer=None, repeats=1):
     """Why a run is refused, in words, or None: its bytes (``memory``, default ``run_bytes``) over
-    MEMORY_LIMIT_BYTES, or its seconds (``probed()``, the Probe: called only when the memory fits) over
-    ``seconds_limit`` (``limit_note`` follows the limit: how it was set; ``fewer``: what to lower, by default the
-    run's own sizes)."""
+    MEMORY_LIMIT_BYTES, or its seconds of work (``probed(stop_above)``, the Probe, asked only when the memory fits:
+    first one that may stop early, then, if its floor fits, a complete one) over ``seconds_limit`` (``limit_note``
+    follows the limit: how it was set; ``fewer``: what to lower, by default the run's own sizes). ``repeats``: the run
+    is trained that many times in turn (its seconds add up; its memory, freed in between, does not)."""
     memory = run_bytes(T, V, config, estimator_ids) if memory is None else memory
     fewer = fewer or ("fewer steps or estimators, or a smaller toy" if config.mode == "expected" else
                       "fewer steps, estimators or runs, or a smaller N")
     if memory > MEMORY_LIMIT_BYTES:
         return (f"this run is estimated to need {memory / 1e9:,.1f} GB of memory, over the limit of "
                 f"{MEMORY_LIMIT_BYTES / 1e9:g} GB; use {fewer}")
-    seconds = probed().wall_seconds(T, V, config)
+    line = probed(EARLY_MARGIN * seconds_limit / (repeats * (config.steps + 1)))
+    if not line.complete and repeats * line.seconds(T, V, config) <= seconds_limit:
+        line = probed(None)                             # its floor fits: the whole line decides
+    seconds = repeats * line.seconds(T, V, config)
+    limit = f"the limit of {seconds_limit:,.0f} s{limit_note}"
     if seconds > seconds_limit:
-        return (f"this run is estimated at {_seconds(seconds)}, over the limit of {seconds_limit:,.0f} s{limit_note}; "
-                f"use {fewer}")
+        over = "" if line.complete else "over "
+        return f"this run is estimated at {over}{_seconds(seconds)}{_busy(line, seconds)}, over {limit}; use {fewer}"
+    if not line.complete:
+        return (f"this run's seconds could not be told within {PROBE_SECONDS:g} s of timing small copies of it (it "
+                f"takes at least {_seconds(seconds)}; {limit}); use {fewer}")
     return None
+
+
+def busy_note(probe, T, V, config, repeats=1):
+    """How long a run that fits may take on a busy machine, in words ('' when it is not busy)."""
+    if probe.slowdown < BUSY:
+        return ""
+    seconds = repeats * probe.seconds(T, V, config)
+    return (f"the machine is busy (other work): this run, about {_seconds(seconds)} of computing, may take about "
+            f"{_seconds(seconds * probe.slowdown)}")
+
+
+def _busy(probe, seconds):
+    return f" of computing (about {_seconds(seconds * probe.slowdown)} by the clock now: the machine is busy)" \
+        if probe.slowdown >= BUSY else ""
 
 
 def _seconds(seconds):

@@ -25,10 +25,14 @@ uniforms from default_rng([seed, r]); every estimator in a run pushes the same u
 π_k), so the runs do not depend on which estimators or how many runs are chosen.
 
 A sampler with a temperature makes log ρ grow as θ moves; if W = π(y)/μ(y) would leave float64 on the sequences
-an enumerated mean sums over (``toy.range_problem``), the run stops with a ValueError naming the step.
+an enumerated mean sums over (``toy.range_problem``), the run stops with a ValueError naming the step. An update
+that is not a finite number (a loss whose ratio overflows at a large learning rate) stops that estimator's run (or
+that run, in sampled mode) at its step k, the others going on: it keeps θ_k for the rest of the loop's work, its
+records after k are NaN, and its Trajectory's ``stopped`` says k (``stop_notice`` in words).
 """
 
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,7 +124,8 @@ class Trajectory:
     and the step's in sampled mode; ``step_cosine`` (expected mode) the step's (all U updates of the batch);
     ``rel_bias`` and ``step_cosine`` are None in sampled mode. ``clip_share``, ``ppo_kl`` (the token mean of −log r)
     and ``w_std`` (w's spread) are the frameworks' metrics (``policies``), the first two averaged over the batch's U
-    updates; ``lag`` is the age s_k of the engine's policy."""
+    updates; ``lag`` is the age s_k of the engine's policy. ``stopped`` (shape () expected, (runs,) sampled): the
+    step k whose update was not a finite number, where the run stopped (its records after k are NaN), or −1."""
     estimator: str
     params: dict
     mode: str
@@ -137,6 +142,7 @@ class Trajectory:
     ppo_kl: np.ndarray
     w_std: np.ndarray
     lag: np.ndarray
+    stopped: np.ndarray
 
 
 def engine_errors(toy, noise, steps):
@@ -163,10 +169,11 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
     if problems:
         raise ValueError("; ".join(problems))
     progress = progress or (lambda k: None)
-    records = _expected(toy, selection, baseline, config, progress, chunk) if config.mode == "expected" else \
-        _sampled(toy, selection, baseline, config, progress)
+    with np.errstate(over="ignore", invalid="ignore"):        # an update that overflows stops its run, said there
+        records = _expected(toy, selection, baseline, config, progress, chunk) if config.mode == "expected" else \
+            _sampled(toy, selection, baseline, config, progress)
     return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
-                                                      for name in RECORDED))
+                                                      for name in RECORDED), stopped=np.asarray(records["stopped"][index]))
             for index, (id, params) in enumerate(selection.items())}
 
 
@@ -226,6 +233,23 @@ def _record(records, k, theta, population, cosines, rel_bias=None, step_cosines=
         records["step_cosine"][..., k] = step_cosines
 
 
+def _advanced(theta, step, stopped, k):
+    """θ_{k+1} = θ_k + step where that is finite; a row whose θ would leave float64 is stopped at k (``stopped``, −1
+    until then, is set) and, like every row stopped before, keeps its θ, so no NaN enters the next steps' work."""
+    following = theta + step
+    stopped[~np.isfinite(following).all(axis=(-2, -1)) & (stopped < 0)] = k
+    return np.where((stopped >= 0)[..., None, None], theta, following)
+
+
+def _stopped_records(records, stopped):
+    """The records with each stopped row's values after its step k made NaN (undefined), and ``stopped`` itself."""
+    for row in zip(*np.nonzero(stopped >= 0), strict=True):
+        for values in records.values():
+            if values is not None:
+                values[row][stopped[row] + 1:] = np.nan
+    return records | {"stopped": stopped}
+
+
 def _record_update(records, k, lag, on_policy, clipped, kl, spread):
     records["clip_share"][..., k], records["ppo_kl"][..., k], records["w_std"][..., k] = clipped, kl, spread
     records["lag"][..., k] = np.where(on_policy, 0, lag).reshape(-1, *[1] * (clipped.ndim - 1))   # on_policy: none
@@ -253,6 +277,7 @@ def _expected(toy, selection, baseline, config, progress, chunk):
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     records = _empty_records(theta, config.steps, expected=True)
     history, update = History(config.lag), config.update
+    stopped = np.full(theta.shape[:-2], -1)
     for k, b, s in _steps(toy, config):
         history.push(theta)
         stale = history.ago(s)
@@ -269,8 +294,8 @@ def _expected(toy, selection, baseline, config, progress, chunk):
         _record_update(records, k, s, on_policy, clipped, kl, spread)
         progress(k)
         if k < config.steps:
-            theta = theta + step
-    return records
+            theta = _advanced(theta, step, stopped, k)
+    return _stopped_records(records, stopped)
 
 
 def _sampled(toy, selection, baseline, config, progress):
@@ -282,6 +307,7 @@ def _sampled(toy, selection, baseline, config, progress):
     generators = [np.random.default_rng([toy.seed, run]) for run in range(runs)]
     records = _empty_records(theta, config.steps, expected=False)
     history, update = History(config.lag), config.update
+    stopped = np.full(theta.shape[:-2], -1)
     for k, b, s in _steps(toy, config):
         history.push(theta)
         stale = history.ago(s)
@@ -303,8 +329,8 @@ def _sampled(toy, selection, baseline, config, progress):
         _record_update(records, k, s, on_policy, clipped, kl, sampled_w_spread(rows, log_old, on_policy, tokens))
         progress(k)
         if k < config.steps:
-            theta = theta + step
-    return records
+            theta = _advanced(theta, step, stopped, k)
+    return _stopped_records(records, stopped)
 
 
 # -- reading a run ----------------------------------------------------------------------------------------
@@ -326,8 +352,16 @@ def per_step_median(values):
 
 
 def largest_drop(J):
-    """max over k < l of J_k − J_l: how far J fell below an earlier value (0 if it never fell)."""
-    return float(np.max(np.maximum.accumulate(J) - J))
+    """max over k < l of J_k − J_l over the steps where J is defined: how far J fell below an earlier value (0 if it
+    never fell)."""
+    J = J[~np.isnan(J)]
+    return float(np.max(np.maximum.accumulate(J) - J)) if J.size else math.nan
+
+
+def defined_mean(values):
+    """The mean over the steps where the values are defined (NaN if none is)."""
+    values = values[~np.isnan(values)]
+    return float(np.mean(values)) if values.size else math.nan
 
 
 def steps_to_reach(J, target):
@@ -339,15 +373,45 @@ def steps_to_reach(J, target):
 def summary(trajectories, reference="on_policy"):
     """One row per estimator, on the per-step median over runs in sampled mode: final J, the step at which J
     first reaches REACHED × the reference's final J (None: never; absent without a reference), the largest drop
-    of J, the final E_μ[r] and KL(μ‖π), and the clipped share and PPO KL averaged over the steps."""
+    of J, the final E_μ[r] and KL(μ‖π), the clipped share and PPO KL averaged over the steps, and the step where
+    its run stopped (the first of its runs'; None: it did not) with how many runs did. A run's values after its stop
+    are undefined: the final values are NaN if every run stopped, and the drop and means are over the defined
+    steps."""
     target = REACHED * per_step_median(trajectories[reference].J)[-1] if reference in trajectories else None
     rows = []
     for id, trajectory in trajectories.items():
         J = per_step_median(trajectory.J)
+        stops = trajectory.stopped[trajectory.stopped >= 0]
         rows.append({"estimator": id, "final_J": float(J[-1]), "largest_drop": largest_drop(J),
                      "final_logged_reward": float(per_step_median(trajectory.logged_reward)[-1]),
                      "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1]),
-                     "mean_clip_share": float(np.mean(per_step_median(trajectory.clip_share))),
-                     "mean_ppo_kl": float(np.mean(per_step_median(trajectory.ppo_kl)))}
+                     "mean_clip_share": defined_mean(per_step_median(trajectory.clip_share)),
+                     "mean_ppo_kl": defined_mean(per_step_median(trajectory.ppo_kl)),
+                     "stopped_at": int(stops.min()) if stops.size else None, "runs_stopped": int(stops.size)}
                     | ({"steps_to_reach": steps_to_reach(J, target)} if target is not None else {}))
     return rows
+
+
+def reached_in_words(row):
+    """A summary row's steps to REACHED in words: the step, 'never' (not within the run), or 'stopped at step k' when
+    it did not get there before every run of it stopped."""
+    if row["steps_to_reach"] is not None:
+        return str(row["steps_to_reach"])
+    return "never" if row["stopped_at"] is None or not math.isnan(row["final_J"]) else f"stopped at step {row['stopped_at']}"
+
+
+def stop_notice(trajectory):
+    """Why an estimator's curves end early, in words, or None when none of its runs stopped."""
+    stops = np.sort(trajectory.stopped[trajectory.stopped >= 0].ravel())
+    if not stops.size:
+        return None
+    why = ("its update was not a finite number (θ would have left float64: a smaller learning rate, or a loss "
+           "that clips its ratio, keeps it finite)")
+    if trajectory.mode == "expected":
+        return f"{trajectory.estimator} stopped at step {stops[0]}: {why}; its values after step {stops[0]} are undefined"
+    runs = trajectory.stopped.size
+    if stops.size == runs:
+        return (f"{trajectory.estimator}: every one of its {runs} runs stopped, the first at step {stops[0]}, the "
+                f"last at step {stops[-1]}: {why}; its values after step {stops[-1]} are undefined")
+    return (f"{trajectory.estimator}: {stops.size} of its {runs} runs stopped, the first at step {stops[0]}: {why}; "
+            "from there on its medians and bands are over the runs still going")

@@ -202,15 +202,13 @@ def token_spread(probability, w):
 
 # -- sampled mode -----------------------------------------------------------------------------------------
 
-def batch_terms(estimator_id, params, side, tokens, b):
+def batch_terms(estimator_id, params, side, tokens, b, advantage=None):
     """(g, A) of a correction on the batch (R, N, T) drawn for one estimator: g (R, N, T) on the side's anchor (its
-    log π is π_old), A (R, N) = r − b, or the batch-centred reward for grpo and rloo."""
+    log π is π_old), A (R, N) = r − b, or the batch-centred reward for grpo and rloo. ``advantage``: the batch's A at
+    these tokens when they are a minibatch of it (grpo and rloo centre over the whole batch, not the minibatch)."""
     R, N, T = tokens.shape
     batches = Batches(side, tokens, np.array([N]), b)
-    advantage = batches.advantage
-    if estimator_id in CENTRED:
-        advantage = batches.reward - batches.reward.mean(axis=1, keepdims=True)
-        advantage = advantage * N / (N - 1.0) if estimator_id == "rloo" else advantage     # rloo trains at N ≥ 2
+    advantage = _batch_advantage(estimator_id, batches, N) if advantage is None else advantage
     if ESTIMATORS[estimator_id].exact:
         return batches.terms(estimator_id, params)[0], advantage
     weights = np.empty(tokens.shape)
@@ -220,6 +218,15 @@ def batch_terms(estimator_id, params, side, tokens, b):
                              advantages=advantage[run])
         weights[run] = np.broadcast_to(apply(estimator_id, one, params)[0], (N, T))
     return weights, advantage
+
+
+def _batch_advantage(estimator_id, batches, N):
+    """A (R, N) of a batch: r − b, or the batch-centred reward for grpo and rloo (rloo's × N/(N − 1): it trains at
+    N ≥ 2)."""
+    if estimator_id not in CENTRED:
+        return batches.advantage
+    advantage = batches.reward - batches.reward.mean(axis=1, keepdims=True)
+    return advantage * N / (N - 1.0) if estimator_id == "rloo" else advantage
 
 
 def refuses_as_weight(estimator_id, params):
@@ -272,7 +279,7 @@ def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, opti
         part = parts[u % update.minibatches]
         if current:                                        # g(sg(π_θ)/μ) on this minibatch, at this update
             weights[:, part] = batch_terms(estimator_id, params, _anchored_side(side, log_pi), tokens[:, part],
-                                           b)[0]
+                                           b, advantage[:, part])[0]
         gradient, held, drift = minibatch_gradient(tokens[:, part], log_pi, pi, weights[:, part], advantage[:, part],
                                                    old_tokens[:, part], mu_tokens[:, part], update, mine.score_scale)
         clipped, kl = clipped + held / update.U, kl + drift / update.U

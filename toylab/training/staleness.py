@@ -13,7 +13,7 @@ accuracy against its max_head_offpolicyness η for naive and decoupled PPO (its 
 lag s in place of a lag drawn up to η.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from toylab.training.loop import train
 
@@ -25,10 +25,22 @@ LABELS = {"bypass": "PPO centred on μ (bypass; AReaL's naive PPO)", "decoupled"
 
 @dataclass(frozen=True)
 class Staleness:
-    """J after the run's K steps: ``J[objective]`` a tuple over ``lags``; ``on_policy`` the reference's."""
+    """J after the run's K steps: ``J[objective]`` a tuple over ``lags``; ``on_policy`` the reference's. A run whose
+    update stopped being a finite number has no J after K steps (NaN): ``stopped`` maps its (objective, lag) to the
+    step where it stopped."""
     lags: tuple
     J: dict
     on_policy: float
+    stopped: dict = field(default_factory=dict)
+
+    def stopped_text(self):
+        """The points not drawn because their run stopped, in words ('' when none did)."""
+        if not self.stopped:
+            return ""
+        runs = "; ".join(f"{LABELS[objective]} at lag {lag} (step {step})" if objective != "on_policy" else
+                         f"{LABELS[objective]} (step {step})" for (objective, lag), step in self.stopped.items())
+        return (f"Not drawn: {runs}, where the run's update stopped being a finite number (θ would have left "
+                "float64): it has no J after all the steps")
 
 
 def read_config(config):
@@ -42,7 +54,7 @@ def staleness(toy, baseline, config, lags=LAGS):
     """The Staleness of the toy under ``config`` as ``read_config`` reads it, at each of ``lags`` and both anchors."""
     config = read_config(config)
     J = {objective: [] for objective in OBJECTIVES}
-    reference = None
+    reference, stopped = None, {}
     for lag in lags:
         for anchor in ("bypass", "recompute"):
             ids = [id for objective, (their, id) in OBJECTIVES.items() if their == anchor]
@@ -51,7 +63,11 @@ def staleness(toy, baseline, config, lags=LAGS):
                                                            lag=lag))
             if reference is None:
                 reference = float(runs["on_policy"].J[-1])
+                if runs["on_policy"].stopped >= 0:
+                    stopped["on_policy", None] = int(runs["on_policy"].stopped)
             for objective, (their, id) in OBJECTIVES.items():
                 if their == anchor:
                     J[objective].append(float(runs[id].J[-1]))
-    return Staleness(tuple(lags), {objective: tuple(values) for objective, values in J.items()}, reference)
+                    if runs[id].stopped >= 0:
+                        stopped[objective, lag] = int(runs[id].stopped)
+    return Staleness(tuple(lags), {objective: tuple(values) for objective, values in J.items()}, reference, stopped)

@@ -1,7 +1,9 @@
 """A run's zip archive: its members listed and read within bounds, whatever their headers say.
 
-- Its directory: the end record says how many entries and how many bytes the central directory holds; both are
-  checked (ENTRIES, DIRECTORY_BYTES) before ``zipfile`` parses it (a ZipInfo costs about 500 bytes).
+- Its directory: the end record says how many entries and how many bytes the central directory holds. The bytes are
+  checked (DIRECTORY_BYTES), then the entries are counted in them, header by header, as ``zipfile`` will parse them
+  (ENTRIES; a ZipInfo costs about 500 bytes): the end record's count is the writer's word, and ``zipfile`` parses
+  every entry in the directory's bytes whatever it says (an end record saying 1 over 550,175 entries cost 334 MB).
 - A name twice (an archive appended to): which member is the step's is not clear, so the archive is refused.
 - A member is read only if it is stored or deflated (what zip, shutil, Finder and Explorer write): ``zipfile``
   inflates bzip2 and LZMA in unbounded calls, a few kilobytes into gigabytes; an encrypted member, or another method
@@ -22,7 +24,8 @@ from toylab.your_run.bounds import LogError
 ENTRIES = 100_000                  # entries of an archive's central directory, log files or not
 DIRECTORY_BYTES = 32 * 2**20       # bytes of its central directory
 READ_BYTES = 1 << 20
-END, END64_LOCATOR, END64 = b"PK\x05\x06", b"PK\x06\x07", b"PK\x06\x06"
+ONLY_LOGS = "zip only the run's log files"
+END, END64_LOCATOR, END64, CENTRAL = b"PK\x05\x06", b"PK\x06\x07", b"PK\x06\x06", b"PK\x01\x02"
 END_SEARCH = 22 + 65_535           # the end record and the longest comment
 METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "Deflate"}
 OTHER_METHODS = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "LZMA", 9: "Deflate64", 93: "Zstandard", 95: "xz",
@@ -36,11 +39,13 @@ def open_archive(name, source):
     LogError if it is not a readable zip, over the bounds, or holds a name twice."""
     try:
         stream = open(source, "rb") if isinstance(source, str) else source
-        entries, size = _directory(stream)
+        entries, size, start = _directory(stream)
         if entries > ENTRIES or size > DIRECTORY_BYTES:
             raise LogError(f"{name}: the archive's directory lists {entries:,} entries in {size:,} bytes, over the "
-                           f"limit of {ENTRIES:,} entries or {DIRECTORY_BYTES // 2**20} MiB; zip only the run's log "
-                           "files")
+                           f"limit of {ENTRIES:,} entries or {DIRECTORY_BYTES // 2**20} MiB; {ONLY_LOGS}")
+        if _counted_entries(stream, start, size) > ENTRIES:
+            raise LogError(f"{name}: the archive's directory lists more than {ENTRIES:,} entries (its end record says "
+                           f"{entries:,}), over the limit of {ENTRIES:,}; {ONLY_LOGS}")
         archive = zipfile.ZipFile(stream)
         infos = archive.infolist()
     except READ_ERRORS as error:
@@ -55,16 +60,17 @@ def open_archive(name, source):
 
 
 def _directory(stream):
-    """(entries, bytes) of the central directory, from the end record (or its zip64 form); (0, 0) when there is none
-    (``zipfile`` then says why)."""
+    """(entries, bytes, where it starts) of the central directory, from the end record (or its zip64 form): it ends
+    where that record starts, as ``zipfile`` reads it; (0, 0, 0) when there is none (``zipfile`` then says why)."""
     stream.seek(0, 2)
     length = stream.tell()
     stream.seek(max(0, length - END_SEARCH))
     tail = stream.read()
     at = tail.rfind(END)
     if at < 0 or len(tail) - at < 22:
-        return 0, 0
+        return 0, 0, 0
     entries, size = struct.unpack("<HI", tail[at + 10:at + 16])
+    ends = length - len(tail) + at
     locator = at - 20
     if (entries == 0xFFFF or size == 0xFFFFFFFF) and locator >= 0 and tail[locator:locator + 4] == END64_LOCATOR:
         offset = struct.unpack("<Q", tail[locator + 8:locator + 16])[0]
@@ -72,7 +78,23 @@ def _directory(stream):
         record = stream.read(56)
         if record[:4] == END64 and len(record) == 56:
             entries, size = struct.unpack("<QQ", record[32:48])
-    return entries, size
+            ends = offset
+    return entries, size, max(0, ends - size)
+
+
+def _counted_entries(stream, start, size):
+    """The entries of the directory's ``size`` bytes from ``start``, counted header by header (46 bytes and the
+    lengths of its name, extra field and comment) up to ENTRIES + 1; the count stops at the first bytes that are not
+    an entry's header (``zipfile`` refuses the archive there)."""
+    stream.seek(start)
+    directory = stream.read(size)
+    at = count = 0
+    while count <= ENTRIES and at + 46 <= len(directory) and directory[at:at + 4] == CENTRAL:
+        count += 1
+        name, extra, comment = struct.unpack_from("<HHH", directory, at + 28)
+        at += 46 + name + extra + comment
+    return count
+
 
 
 def member_bytes(archive, name, bounds):

@@ -10,9 +10,11 @@
     footer_bytes          a Parquet file's metadata (its footer: the schema, and a few dozen bytes per column chunk
                           of every row group), checked from the file's last 8 bytes before it is parsed: parsed, a
                           column chunk takes about 800 bytes, so this bounds the chunks and row groups too
+    parquet_pages         a Parquet file's pages: their headers are walked before any page is decoded
+                          (``parquet_pages``), for what they hold, whatever the footer says
     tokens                tokens of the file, masked ones included, and its rows (a row counts as one token
                           even if it holds none; so does a line of text, blank or not, counted in the stream):
-                          counted batch by batch, for Parquet from its metadata first
+                          counted batch by batch, for Parquet from its metadata and then its pages' headers first
     sequences             sequences of the file, those without a response token included: rows of a row-per-
                           sequence log, distinct ids of a row-per-token log (counted as the ids are met)
     tokens_per_sequence   tokens of one sequence
@@ -52,6 +54,7 @@ class Bounds:
     line_bytes: int = 16 * MB
     columns: int = 1_000
     footer_bytes: int = 4 * MB
+    parquet_pages: int = 100_000
     tokens: int = 2_000_000
     sequences: int = 250_000
     tokens_per_sequence: int = 1_000_000
@@ -80,11 +83,13 @@ class Bounds:
 
 SHORT = {"file_bytes": "file size", "text_bytes": "text once decompressed", "gzip_members": "gzip members",
          "line_bytes": "one line of text", "columns": "columns", "footer_bytes": "a Parquet file's metadata (its footer)",
+         "parquet_pages": "a Parquet file's pages",
          "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
          "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence",
          "steps": "steps of a run read (the first ones)", "run_seconds": "reading a run (the steps read by then)"}
 UNITS = {"file_bytes": "per file", "text_bytes": "of text once decompressed", "gzip_members": "gzip members per file",
          "line_bytes": "per line of text", "columns": "columns per file", "footer_bytes": "of Parquet metadata",
+         "parquet_pages": "Parquet pages per file",
          "tokens": "tokens per file (a row, or a line of text, counts as one at least)",
          "sequences": "sequences per file", "tokens_per_sequence": "tokens per sequence"}
 ADVICE = {"file_bytes": "compress it (.gz) or keep fewer sequences",
@@ -93,6 +98,7 @@ ADVICE = {"file_bytes": "compress it (.gz) or keep fewer sequences",
           "line_bytes": "a sequence this long fits in Parquet (a list column), or keep fewer columns",
           "columns": "keep the log-prob, mask, reward and id columns",
           "footer_bytes": "write it in fewer row groups (pyarrow's default row_group_size), or keep fewer columns",
+          "parquet_pages": "write it in larger pages (pyarrow's default data_page_size) and fewer row groups",
           "tokens": "keep fewer sequences (a random sample estimates the same numbers)",
           "sequences": "keep fewer sequences (a random sample estimates the same numbers)",
           "tokens_per_sequence": "keep shorter sequences"}

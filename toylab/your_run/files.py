@@ -20,6 +20,7 @@ characters each).
 
 import codecs
 import io
+import mmap
 import os
 import stat
 import struct
@@ -37,6 +38,7 @@ from numpy.typing import NDArray
 from toylab.text import quoted
 from toylab.your_run.bounds import CLI_BOUNDS, MB, Bounds, CountedText, LogError, buffered
 from toylab.your_run.gunzip import Gunzipped
+from toylab.your_run.parquet_pages import Malformed, TooManyPages, chunk_pages, file_bytes
 from toylab.your_run.text_rows import (
     SHOWN_ITEMS,
     checked,
@@ -445,7 +447,43 @@ def _parquet(file):
         raise bounds.exceeded(file.name, "tokens", f"a column of {values.max():,} values")
     if expanded > bounds.text_bytes:
         raise bounds.exceeded(file.name, "text_bytes", f"its data ({expanded:,} bytes decompressed)")
+    _check_pages(file, metadata)
     return parquet
+
+
+def _check_pages(file, metadata):
+    """The bounds on what the pages' own headers say (``parquet_pages``), walked before any page is decoded: a
+    column's values over its row groups within ``bounds.tokens``, what the pages decode to within
+    ``bounds.text_bytes``, their count within ``bounds.parquet_pages``; each stops the walk once passed. (The
+    footer's numbers, checked before, may understate them.)"""
+    bounds = file.bounds
+    data = file.data if file.data is not None else file_bytes(file.path)
+    values, decoded, pages = np.zeros(metadata.num_columns, dtype=np.int64), 0, 0
+    try:
+        for group in range(metadata.num_row_groups):
+            for column in range(metadata.num_columns):
+                chunk = metadata.row_group(group).column(column)
+                start = chunk.data_page_offset
+                if chunk.has_dictionary_page and 0 < (chunk.dictionary_page_offset or 0) < start:
+                    start = chunk.dictionary_page_offset
+                if not 0 <= start < len(data):
+                    raise Malformed(f"a column chunk starts at byte {start:,}, outside the file")
+                found = chunk_pages(data, start, chunk.total_compressed_size, bounds.parquet_pages - pages)
+                values[column] += found.values
+                decoded, pages = decoded + found.decoded_bytes, pages + found.pages
+                if values[column] > bounds.tokens:
+                    name = chunk.path_in_schema.split(".")[0]
+                    raise bounds.exceeded(file.name, "tokens", f"column {quoted(name)}: its pages hold "
+                                          f"{values[column]:,} values (its metadata says {chunk.num_values:,})")
+                if decoded > bounds.text_bytes:
+                    raise bounds.exceeded(file.name, "text_bytes", f"its pages ({decoded:,} bytes decompressed)")
+    except TooManyPages:
+        raise bounds.exceeded(file.name, "parquet_pages", f"page {bounds.parquet_pages + 1:,}") from None
+    except Malformed as error:
+        raise LogError(f"{file.name}: cannot be read as Parquet ({error})") from None
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
 
 
 def _parquet_batches(file, kinds):

@@ -80,10 +80,13 @@ class RunFile:
     data: bytes | None = field(default=None, repr=False)
     archive: zipfile.ZipFile | None = field(default=None, repr=False)     # holding the member ``name``
     archive_path: str | None = field(default=None, repr=False)           # that zip's path, if it is on disk
+    refused: str | None = field(default=None, repr=False)                # why it is never read (said with its step)
 
     def loaded(self, bounds: Bounds) -> Self:
         """This file with its bytes in ``data`` (a zip member is read now, within the bounds: ``archives``); a file on
-        disk as it is, if it is a regular file (a pipe named step_1.jsonl would never end)."""
+        disk as it is, if it is a regular file (a pipe named step_1.jsonl would never end); LogError if ``refused``."""
+        if self.refused is not None:
+            raise LogError(f"{self.name}: {self.refused}")
         if self.path is not None:
             regular_file(self.name, self.path)
         if self.archive is None:
@@ -96,7 +99,7 @@ class RunFile:
             return self.archive.getinfo(self.name).file_size
         if self.data is not None:
             return len(self.data)
-        if self.path is None:
+        if self.path is None or self.refused is not None:
             return 0
         try:
             return os.path.getsize(self.path)
@@ -141,16 +144,23 @@ def is_run_file(name):
     return not base.startswith(".") and base.lower().endswith(RUN_EXTENSIONS) and not base.lower().endswith(".zip")
 
 
+OUTSIDE = "a symbolic link to a file outside the run's directory: not followed"
+
+
 def directory_files(root: str) -> list[RunFile]:
-    """The RunFiles under a directory, in path order."""
-    found = []
+    """The RunFiles under a directory, in path order. A symbolic link is followed only to a file inside the directory:
+    one that leads out of it is a RunFile never read (its step says why), and a link to a directory is not entered
+    (``os.walk``)."""
+    found, inside = [], os.path.join(os.path.realpath(root), "")
     for folder, folders, names in os.walk(root):
         folders[:] = sorted(name for name in folders if not name.startswith("."))
         for name in sorted(names):
             path = os.path.join(folder, name)
             relative = os.path.relpath(path, root)
             if is_run_file(relative):
-                found.append(RunFile(relative, *step_and_rank(relative), path=path))
+                leaves = os.path.islink(path) and not os.path.realpath(path).startswith(inside)
+                found.append(RunFile(relative, *step_and_rank(relative), path=None if leaves else path,
+                                     refused=OUTSIDE if leaves else None))
                 if len(found) > MAX_FILES:
                     raise LogError(f"{root}: more than {MAX_FILES:,} log files; give a directory of one run")
     if not found:
@@ -376,11 +386,12 @@ def _run_ranks(by_step):
 
 
 def _rank_notices(step_files, ranks):
-    """A notice when the step's files name fewer ranks than the run's (or skip one): its batch may be partial."""
+    """A notice when the step's files name fewer ranks than the run's other steps name: its batch may be partial. The
+    ranks missing are those some step of the run has (a rank no step has is not a rank of the run)."""
     found = sorted({file.rank for file in step_files if file.rank is not None})
-    if not found or found == list(range(max(ranks) + 1)):
+    missing = sorted(set(ranks) - set(found))
+    if not found or not missing:
         return []
-    missing = sorted(set(range(max(ranks) + 1)) - set(found))
     return [f"ranks found: {', '.join(map(str, found))}; rank{'s' if len(missing) > 1 else ''} "
             f"{', '.join(map(str, missing))} of the run {'are' if len(missing) > 1 else 'is'} missing from this "
             "step: its numbers are of the ranks found"]

@@ -24,17 +24,16 @@ run's bounds (steps, seconds) hold as in one process: at most ``bounds.steps`` s
 ``bounds.run_seconds`` have passed no step is waited for.
 """
 
-import logging
 import multiprocessing
 import os
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from toylab.your_run.archives import open_archive
 from toylab.your_run.bounds import CLI_BOUNDS, Bounds
+from toylab.your_run.dask_cluster import cluster_client
 from toylab.your_run.files import LogError
 from toylab.your_run.run import RunFile, RunPlan, plan_run, read_step, step_logs_of
 from toylab.your_run.run_progress import RunProgress
@@ -42,8 +41,7 @@ from toylab.your_run.steps import cut_notice, failed_step, step_summaries, step_
 
 PARALLEL_BYTES = 64 << 20       # a run stored in at least this many bytes is read by every core (default_workers)
 IN_FLIGHT = 2                   # steps handed to each worker ahead of the one it works on
-DISTRIBUTED_EXTRA = ("Dask distributed is an optional extra: pip install -r requirements-distributed.txt "
-                     "(dask[distributed])")
+WORKER_BYTES = 10**9            # what a worker may need: a step within the command line's bounds reads in under 1 GB
 
 
 @dataclass(frozen=True)
@@ -75,7 +73,7 @@ def run_summaries(files: list[RunFile], selection: dict, bounds: Bounds = CLI_BO
     if scheduler is None:
         with _local_pool(workers) as pool:
             return _gathered(pool.submit, works, errors, steps, workers, bounds, progress)
-    with _dask_client(scheduler, workers) as client:
+    with cluster_client(scheduler, workers, _first_path(files)) as client:
         return _gathered(lambda function, work: client.submit(function, work, pure=False), works, errors, steps,
                          max(1, len(client.scheduler_info()["workers"])), bounds, progress)
 
@@ -89,6 +87,12 @@ def summarise(work: StepWork) -> dict:
     if step_log.log is None:
         return failed_step(step_log.step, step_log.files, step_log.error)
     return step_summary(step_log.step, step_log.files, step_log.log, work.selection)
+
+
+def _first_path(files):
+    """The path of the run's first file on disk (its zip's, for a member), which a cluster's workers must see; None
+    for a run in memory."""
+    return next((file.archive_path or file.path for file in files if file.archive_path or file.path), None)
 
 
 def _part(plan, step):
@@ -137,12 +141,16 @@ def _gathered(submit, works, errors, steps, workers, bounds, progress, clock=tim
         progress(shown)
     try:
         for index in range(len(works) + len(errors)):
-            if index == bounds.steps or clock() - start > bounds.run_seconds:
+            left = bounds.run_seconds - (clock() - start)
+            if index == bounds.steps or left < 0:
                 return summaries, cut_notice(index, steps, bounds)
             if index < len(works):
                 while len(pending) < workers * (1 + IN_FLIGHT) and index + len(pending) < len(handed):
                     pending.append(submit(summarise, handed[index + len(pending)]))
-                summaries.append(pending.popleft().result())
+                try:
+                    summaries.append(_result(pending.popleft(), works[index], left))
+                except TimeoutError:                       # the run's seconds ran out while waiting for this step
+                    return summaries, cut_notice(index, steps, bounds)
             else:
                 summaries.append(errors[index - len(works)])
             shown.add(summaries[-1].get("tokens", 0))
@@ -154,6 +162,20 @@ def _gathered(submit, works, errors, steps, workers, bounds, progress, clock=tim
             future.cancel()
 
 
+def _result(future, work, seconds):
+    """A step's summary within ``seconds`` (TimeoutError past them: the run's seconds are over), or its failed_step
+    naming what stopped the worker (a process that died, a task the cluster gave up on)."""
+    try:
+        return future.result(timeout=max(0.0, seconds))
+    except TimeoutError:
+        raise
+    except Exception as error:
+        files = [file.name for file in work.plan.by_step.get(work.step, [])]
+        text = str(error).strip().splitlines()
+        return failed_step(work.step, files, f"its worker stopped ({type(error).__name__}"
+                                             f"{': ' + text[0][:160] if text else ''})")
+
+
 def _local_pool(workers):
     """A pool of ``workers`` local processes, forked from a server process that has imported this module (not from
     this process, whose reader threads a fork would copy mid-lock)."""
@@ -163,32 +185,41 @@ def _local_pool(workers):
     return ProcessPoolExecutor(max_workers=workers, mp_context=context)
 
 
-@contextmanager
-def _dask_client(scheduler, workers):
-    """A Dask client: of a new local cluster of ``workers`` processes (one thread each) for "local", else connected
-    to the running scheduler at the address; LogError saying how to install Dask if it is not."""
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise LogError(f"--scheduler needs Dask, which is not installed: {DISTRIBUTED_EXTRA}") from None
-    if scheduler != "local":
-        try:
-            client = Client(scheduler, timeout="10s")
-        except (OSError, TimeoutError) as error:
-            raise LogError(f"--scheduler {scheduler}: no Dask scheduler answers there ({error})") from None
-        with client:
-            yield client
-        return
-    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster, Client(cluster) as client:
-        yield client
-
-
 def default_workers(files: list[RunFile]) -> int:
-    """Every core this process may use for a run of PARALLEL_BYTES or more stored in two steps or more, else 1 (a
-    worker's start costs about a second)."""
+    """As many workers as the machine holds (``most_workers``) for a run of PARALLEL_BYTES or more stored in two steps
+    or more, else 1 (a worker's start costs about a second)."""
     steps = {file.step for file in files if file.step is not None}
     if len(steps) < 2 or sum(file.stored_bytes() for file in files) < PARALLEL_BYTES:
         return 1
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return most_workers()
+
+
+def most_workers() -> int:
+    """The most local workers this machine holds: the cores this process may use, and one per WORKER_BYTES of the
+    memory it has available (``available_bytes``); 1 at least."""
+    cores, memory = machine()
+    return max(1, min(cores, cores if memory is None else memory // WORKER_BYTES))
+
+
+def machine() -> tuple[int, int | None]:
+    """(the cores this process may use, the bytes of memory it has available or None)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores, available_bytes()
+
+
+def available_bytes(meminfo="/proc/meminfo", cgroup="/sys/fs/cgroup"):
+    """Bytes of memory this process may still take: the kernel's MemAvailable, or less under a cgroup's limit
+    (memory.max less memory.current, cgroup v2); None where neither can be read (not Linux)."""
+    found = []
+    try:
+        with open(meminfo) as lines:
+            found += [int(line.split()[1]) * 1024 for line in lines if line.startswith("MemAvailable:")]
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        with open(os.path.join(cgroup, "memory.max")) as limit, open(os.path.join(cgroup, "memory.current")) as used:
+            found.append(int(limit.read()) - int(used.read()))
+    except (OSError, ValueError):                        # no cgroup v2, or its limit is "max"
+        pass
+    return min(found) if found else None
 

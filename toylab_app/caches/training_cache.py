@@ -57,35 +57,52 @@ STALENESS_SELECTION = tuple((id, ()) for id in dict.fromkeys(
 
 
 def staleness_refusal(settings, config):
-    """Why the staleness view's runs would not finish within the page's seconds or memory, or None: timed as one run
-    of its estimators at the largest lag for len(LAGS) times the steps (each lag trains them once, the reference
-    once in all)."""
-    run = replace(read_config(config), steps=config.steps * len(LAGS), lag=max(LAGS))
-    return refusal(settings, run, STALENESS_SELECTION, fewer="fewer steps or updates per batch, or a smaller toy")
+    """Why the staleness view's runs would not finish within the page's seconds or memory, or None: timed as a run of
+    its estimators at the largest lag, len(LAGS) times in turn (each lag trains them once, the reference once in
+    all), whatever the steps (the runs' own bound, not len(LAGS) times it)."""
+    run = replace(read_config(config), lag=max(LAGS))
+    return refusal(settings, run, STALENESS_SELECTION, fewer="fewer steps or updates per batch, or a smaller toy",
+                   repeats=len(LAGS))
 
 
-def refusal(settings, config, selection, fewer=None):
+def refusal(settings, config, selection, fewer=None, repeats=1):
     """Why ``trajectories`` would not finish within the page's seconds or memory (``training.cost.refusal``), or
     None. Its memory is known from its sizes; its seconds from a probe of small copies of it, which is kept for the
     next steps, mismatch, and runs and N up to their next power of 2 (``cost.probed_config``: it depends on the
     toy's sizes, seed and sampler, the selection, the baseline and the mode, optimizer and noise, and how far a
     sampled run's reference goes)."""
     ids = [id for id, _ in selection]
+    T, V = settings.T, settings.V
+    return cost.refusal(T, V, config, ids, _probed(settings, config, selection), LIMIT_SECONDS, fewer=fewer,
+                        repeats=repeats)
+
+
+def busy_note(settings, config, selection):
+    """What a busy server does to a run that fits, in words ('' when it is not busy): the probes the refusal used,
+    kept."""
+    probed = _probed(settings, config, selection)
+    line = probed(cost.EARLY_MARGIN * LIMIT_SECONDS / (config.steps + 1))
+    return cost.busy_note(line if line.complete else probed(None), settings.T, settings.V, config)
+
+
+def _probed(settings, config, selection):
+    """``probed(stop_above)`` for ``cost.refusal``: the kept probe that may stop early (None: the complete one)."""
     T, V, mismatch, seed, sampler = settings.toy_key
-    return cost.refusal(T, V, config, ids, lambda: probe((T, V, seed, sampler), selection, settings.baseline,
-                                                         cost.probed_config(config), mismatch), LIMIT_SECONDS,
-                        fewer=fewer)
+    return lambda stop_above: probe((T, V, seed, sampler), selection, settings.baseline, cost.probed_config(config),
+                                    stop_above is None, mismatch, stop_above)
 
 
 @st.cache_data(max_entries=64, show_spinner="Timing small copies of the run …")
-def probe(sizes, selection, baseline, config, _mismatch):
+def probe(sizes, selection, baseline, config, complete, _mismatch, _stop_above):
     """The run's ``cost.Probe``: a line through the timed steps of small copies of it. ``sizes`` is the toy's key
     without its mismatch, which does not change a step's work (the same arrays at any mismatch): the probe timed at
     the first mismatch asked (``_mismatch``, not part of the cache's key) serves every other, so a mismatch step
-    does not time copies again."""
+    does not time copies again. A probe that may stop early (not ``complete``: at ``_stop_above`` seconds a step,
+    the refusal's for the steps asked first) is kept apart from the complete one: its floor serves every number of
+    steps it refuses, the complete one those it does not (``cost.refusal``)."""
     T, V, seed, sampler = sizes
     return cost.probe((T, V, _mismatch, seed, sampler), {id: dict(params) for id, params in selection}, baseline,
-                      config)
+                      config, stop_above=None if complete else _stop_above)
 
 
 TRAJECTORIES = ByteBoundedCache(TRAJECTORY_CACHE_BYTES, lambda runs: sum(
