@@ -61,12 +61,28 @@ def _mark_type(node):
     return node["mark"] if isinstance(node["mark"], str) else node["mark"]["type"]
 
 
-def drawn_panels(spec, datasets):
+def legend_groups(spec, data=None, transforms=()):
+    """(part of the spec, its data name, its transforms) for each part that draws its own colour legend: the whole
+    spec, or where a concatenation resolves its colours independently, each of its parts (and so on down). The
+    words of a part's legend are checked against the lines of that part alone."""
+    data = spec.get("data", {}).get("name", data) if isinstance(spec.get("data"), dict) else data
+    transforms = (*transforms, *spec.get("transform", ()))
+    independent = spec.get("resolve", {}).get("scale", {}).get("color") == "independent"
+    parts = [child for key in ("vconcat", "hconcat", "concat") for child in spec.get(key, ())]
+    if not (independent and parts):
+        yield spec, data, transforms
+        return
+    for child in parts:
+        yield from legend_groups(child, data, transforms)
+
+
+def drawn_panels(spec, datasets, data=None, transforms=()):
     """[Panel] of every line layer coloured by estimator: its key (metric, batch) — the metric its rows hold (None where
     they carry none), the batch size where its rows draw several — whether its y axis is log, its x field, and
-    {estimator: (x values, y values)} as drawn (x ascending, or in the rows' order for names)."""
+    {estimator: (x values, y values)} as drawn (x ascending, or in the rows' order for names). ``data`` and
+    ``transforms``: those a part of a spec inherits (``legend_groups``)."""
     panels = []
-    for node, data, transforms in _leaves(spec):
+    for node, data, transforms in _leaves(spec, data, transforms):
         encoding = node.get("encoding", {})
         if _mark_type(node) != "line" or encoding.get("color", {}).get("field") != "estimator":
             continue
@@ -305,7 +321,8 @@ def problems(charts, captions, where):
         panels = drawn_panels(spec, datasets)
         if panels:
             drawn.append((spec, panels))
-            found += legend_problems(panels, legend_labels(spec), where)
+            for part, data, transforms in legend_groups(spec):     # each legend, of the lines under it alone
+                found += legend_problems(drawn_panels(part, datasets, data, transforms), legend_labels(part), where)
         elif _scatter(datasets) is None and any(label != id for id, label in (legend_labels(spec) or {}).items()):
             found.append(f"{where}: a legend speaks of lines on a chart that draws no estimator line this reader reads: "
                          f"{legend_labels(spec)}")

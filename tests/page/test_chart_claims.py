@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from chart_claims import legend_labels, problems, scatter_problems
+from chart_specs import spec_nodes
 from framework_dumps import toy_batch, write_nemo
 from streamlit.testing.v1 import AppTest
 from tiers import fast_then_slow
@@ -188,3 +189,25 @@ def test_seq_tis_and_seq_mis_lie_on_seq_is_in_part_on_the_top_p_and_temperature_
         assert lines[0].startswith(f"{id} ") and all(line.endswith(("in part", ")")) and " in part" in line
                                                      for line in lines)
     assert not problems(charts, captions, swept)
+
+
+def test_each_legend_speaks_of_the_panels_under_it():
+    """The stacked sweep draws one estimator legend, over the bias and RMSE panels both; laid out as before (each panel
+    its own colour scale, so each its own legend), the RMSE panel's legend would say "seq_is ≈ on_policy (bias)" of a
+    panel it does not sit over, and the reader says so."""
+    charts, captions = open_page(view(MISMATCH_SWEEP_TAB))
+    (spec, datasets), = [chart for chart in charts if legend_labels(chart[0])]
+    block, divergence = spec["vconcat"]
+    assert [len(node.get("vconcat", ())) for node in (block, divergence)] == [2, 0]
+    assert not problems([(spec, datasets)], captions, "one legend")
+    apart = spec | {"vconcat": [*block["vconcat"], divergence]}
+    found = problems([(apart, datasets)], captions, "a legend a panel")
+    assert any("'seq_is ≈ on_policy (bias)' names a panel not drawn" in problem for problem in found), found
+
+
+def test_the_divergence_panel_draws_no_dashes():
+    """KL and χ²_seq are solid lines: short dashes mean a line lying on another."""
+    charts, _ = open_page(view(MISMATCH_SWEEP_TAB))
+    marks = [node["mark"] for spec, _ in charts for node in spec_nodes(spec)
+             if isinstance(node, dict) and node.get("encoding", {}).get("color", {}).get("field") == "quantity"]
+    assert marks and all("strokeDash" not in mark for mark in marks if isinstance(mark, dict))

@@ -113,7 +113,7 @@ def test_mismatch_frame_keeps_zero_bias_and_equal_rmse_at_zero(mismatch):
 
 def test_mismatch_chart_builds(mismatch):
     spec, text = _serialised(sweep_charts.sampler_chart(*mismatch, SETTINGS.mismatch))
-    assert len(spec["vconcat"]) == 3
+    assert len(_panels(spec)) == 3 and len(spec["vconcat"][0]["vconcat"]) == 2       # one legend over bias and RMSE
     _check_style(spec, text)
 
 
@@ -127,7 +127,7 @@ def test_top_p_frames_carry_the_floor_and_the_mass_out_of_reach(top_p):
     assert len(reach) == sum(row["unreachable_mass"] > 1e-12 for row in divergences) > 0
     spec, text = _serialised(sweep_charts.sampler_chart(sweep_frames.sampler_frame(rows, "top_p"), quantities, floor,
                                                         0.9, "top_p"))
-    assert "bias floor" in text and spec["vconcat"][0]["layer"][-1]["mark"]["color"] == TEXT
+    assert "bias floor" in text and _panels(spec)[0]["layer"][-1]["mark"]["color"] == TEXT
     _check_style(spec, text)
 
 
@@ -157,9 +157,14 @@ def test_length_chart_builds(length):
                                      sweep_frames.length_probability_frame(population),
                                      sweep_frames.length_estimator_frame(estimators))
     spec, text = _serialised(chart)
-    assert len(spec["vconcat"]) == 4 and "Monte Carlo" in text
-    assert spec["vconcat"][3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")
+    assert len(_panels(spec)) == 4 and "Monte Carlo" in text and len(spec["vconcat"][2]["vconcat"]) == 2
+    assert _panels(spec)[3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")
     _check_style(spec, text)
+
+
+def _panels(spec):
+    """A stack's panels, top to bottom: a block of panels under one legend (``sweep_charts._one_legend``) opened."""
+    return [panel for node in spec["vconcat"] for panel in (node["vconcat"] if "vconcat" in node else [node])]
 
 
 def _shape_domains(node):
