@@ -76,13 +76,13 @@ def legend_groups(spec, data=None, transforms=()):
         yield from legend_groups(child, data, transforms)
 
 
-def drawn_panels(spec, datasets, data=None, transforms=()):
+def drawn_panels(spec, datasets, inherited=None, inherited_transforms=()):
     """[Panel] of every line layer coloured by estimator: its key (metric, batch) — the metric its rows hold (None where
     they carry none), the batch size where its rows draw several — whether its y axis is log, its x field, and
-    {estimator: (x values, y values)} as drawn (x ascending, or in the rows' order for names). ``data`` and
-    ``transforms``: those a part of a spec inherits (``legend_groups``)."""
+    {estimator: (x values, y values)} as drawn (x ascending, or in the rows' order for names). ``inherited`` and
+    ``inherited_transforms``: the data name and transforms a part of a spec inherits (``legend_groups``)."""
     panels = []
-    for node, data, transforms in _leaves(spec, data, transforms):
+    for node, data, transforms in _leaves(spec, inherited, inherited_transforms):
         encoding = node.get("encoding", {})
         if _mark_type(node) != "line" or encoding.get("color", {}).get("field") != "estimator":
             continue

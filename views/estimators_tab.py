@@ -7,12 +7,12 @@ from functools import partial
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import charts, frames
+from toylab.presentation import charts, frames, seeds_charts, seeds_frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
 from toylab.state.query import ERRORS_TAB, NO_COMPARISON
 from toylab.text import UNDEFINED
 from views import chart_element, screen_share, tour
-from views.caches import cache
+from views.caches import cache, seeds_cache
 
 COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
@@ -80,6 +80,43 @@ def _notes(where, settings, table, same, truncates):
                       "each other.")
 
 
+SEEDS_KEY = "est_seeds"                   # the URL parameter: the seeds view, on or off
+RANK_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "value": st.column_config.NumberColumn("rel RMSE at N here", format="%.4f"),
+    "rank": st.column_config.NumberColumn("rank here", help="1: the lowest relative RMSE at N on this toy; equal "
+                                                            "numbers share a rank"),
+    "same_rank": st.column_config.NumberColumn("same rank at", help="How many of the toys rank it as this toy does"),
+    "first": st.column_config.NumberColumn("first at", help="How many of the toys rank it first (lowest RMSE)"),
+    "median_rank": st.column_config.NumberColumn("median rank", format="%.1f"),
+    "toys": st.column_config.NumberColumn("of toys"),
+}
+
+
+def _seeds_view(settings):
+    """The table's takeaway, the estimators ranked by relative RMSE at N, over this toy and 29 others that differ in
+    their seed alone: opt-in, each toy's moments cached as the table's are."""
+    if not st.toggle("Across seeds: this toy among 30", key=SEEDS_KEY, persist_state="session",
+                     help="The ranking by relative RMSE at N on 30 toys that differ from this one in their seed alone "
+                          "(seeds 0–29, or this seed and 0–28): the same T, V, mismatch, sampler, estimators, "
+                          "thresholds, baseline and N, each toy exact. Off, a change of the toy does not wait for it."):
+        return
+    problem = seeds_cache.too_large(settings)
+    if problem:
+        st.info(f"{problem[0].upper()}{problem[1:]}.", icon=":material/hourglass:")
+        return
+    with st.spinner("Exact moments of 30 toys…"):
+        frame = seeds_frames.strip_frame(seeds_cache.estimator_values(settings, settings.N), settings.seed)
+    chart_element.draw(st, seeds_charts.strip_chart(
+        frame, f"relative RMSE at N = {settings.N:,} on 30 toys (ticks; ringed: this toy, seed {settings.seed})",
+        "relative RMSE at N", log=True, height=220 if screen_share.on() else seeds_charts.HEIGHT))
+    same, toys = seeds_frames.same_order(frame)
+    st.dataframe(seeds_frames.rank_table(frame), column_config=RANK_COLUMNS, hide_index=True, width="stretch")
+    st.caption(f"Ranked by relative RMSE at N = {settings.N:,}, lowest first, on this toy: "
+               f"{seeds_frames.order_text(frame)}. {same} of {toys} toys rank every estimator the same way. The toys: "
+               f"seeds {seeds_frames.seeds_text(frame)}, each exact; a rank is shared by numbers equal to rounding.")
+
+
 def plain(text):
     """Text shown as written inside Markdown: its emphasis, code, link and math characters escaped."""
     return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", text)
@@ -122,6 +159,7 @@ def render(settings):
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     if not screen_share.on():
         chart_element.draw(st, chart)
+    _seeds_view(settings)
     formulas = st.expander("Formulas of the selected estimators", key=FORMULAS_KEY, on_change="rerun")
     if formulas.open:                                  # built only while open: a step redraws one closed expander
         formulas.markdown("\n\n".join(                 # one element, not three per estimator: a lighter re-render

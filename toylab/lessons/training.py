@@ -141,11 +141,11 @@ def stale_objectives_part(settings):
                for index, lag in enumerate(result.lags) if lag in (0, 16)} | {"on_policy: J": result.on_policy}
     holds = all(d > r > b for d, r, b in zip(J["decoupled"], J["recompute"], J["bypass"], strict=True)) \
         and J["bypass"][-1] < J["bypass"][0] / 2
-    last = result.lags[-1]
-    marks = (Mark("training_staleness", f"PPO centred on μ at lag {last}: J = {J['bypass'][-1]:.3f}", last,
-                  J["bypass"][-1]),
-             Mark("training_staleness", f"the decoupled objective at lag {last}: J = {J['decoupled'][-1]:.3f}", last,
-                  J["decoupled"][-1]))
+    last, steps = result.lags[-1], STALE.steps
+    marks = (Mark("training_staleness", f"PPO centred on μ at lag {last}: J = {J['bypass'][-1]:.3f} after {steps} "
+                                        "steps", steps, J["bypass"][-1], panel="bypass"),
+             Mark("training_staleness", f"the decoupled objective at lag {last}: J = {J['decoupled'][-1]:.3f} after "
+                                        f"{steps} steps", steps, J["decoupled"][-1], panel="decoupled"))
     return Evidence(numbers, holds, marks)
 
 

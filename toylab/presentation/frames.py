@@ -332,10 +332,10 @@ def threshold_label_frame(thresholds, x_domain, measure="P", width=RATIO_WIDTH):
 
 def mark_frame(marks):
     """A lesson's marks (``toylab.lessons.lesson.Mark``) as rows: x, y (missing for a mark at an x alone), number,
-    sentence ("1 · …")."""
+    sentence ("1 · …"), and the panel it is on (None on a chart of one)."""
     rows = [{"x": mark.x, "y": math.nan if mark.y is None else mark.y, "number": str(number),
-             "sentence": f"{number} · {mark.text}"} for number, mark in enumerate(marks, start=1)]
-    return pd.DataFrame(rows, columns=["x", "y", "number", "sentence"])
+             "sentence": f"{number} · {mark.text}", "panel": mark.panel} for number, mark in enumerate(marks, start=1)]
+    return pd.DataFrame(rows, columns=["x", "y", "number", "sentence", "panel"])
 
 
 # -- the sequence ratio ---------------------------------------------------------------------------------
