@@ -8,7 +8,16 @@ from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import TRAINING, VIEW_DEFAULTS
 from toylab.state.settings import Settings
-from toylab.training.staleness_evidence import ENTRIES, LEAD_DIGITS, PATH, as_json, compute, entry_of, frozen, read
+from toylab.training.staleness_evidence import (
+    ENTRIES,
+    LEAD_DIGITS,
+    PATH,
+    as_json,
+    compute,
+    entry_of,
+    frozen,
+    read,
+)
 
 
 @pytest.mark.slow
