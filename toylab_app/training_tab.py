@@ -1,0 +1,429 @@
+"""The Training tab: does a run that uses each correction still learn, and does it learn the right thing?"""
+
+import streamlit as st
+
+from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
+from toylab.presentation import (
+    coincidence,
+    frames,
+    seeds_charts,
+    seeds_frames,
+    training_charts,
+    training_frames,
+)
+from toylab.presentation.pipeline_text import scored_objective_note
+from toylab.state.query import (
+    DUAL_CLIPS,
+    LEARNING_RATES,
+    PAGE_UPDATES_AT_MOST,
+    TRAINING_CONTROLS,
+    VIEW_PARAMETERS,
+    training_config,
+)
+from toylab.training.loop import MODES, NOISES, REACHED
+from toylab.training.optimizers import OPTIMIZERS
+from toylab.training.staleness import SATURATED
+from toylab_app import address, chart_element, screen_share, staleness_view, tour
+from toylab_app.caches import seeds_cache, training_cache
+
+KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
+SUMMARY_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "label": st.column_config.TextColumn("name"),
+    "final_J": st.column_config.NumberColumn("final J", format="%.4f", help="J = E_π[r] after the last step"),
+    "steps_to_reach": st.column_config.TextColumn(
+        f"steps to {REACHED:.0%}", help=f"First step at which J ≥ {REACHED:g} × on_policy's final J ('never': not "
+                                        "within the run)"),
+    "largest_drop": st.column_config.NumberColumn(
+        "largest drop of J", format="%.4f", help="max over k < l of J_k − J_l: a collapse if large"),
+    "final_logged_reward": st.column_config.NumberColumn(
+        "final E_μ[r]", format="%.4f", help="The reward a training log shows after the last step"),
+    "final_kl_mu_pi": st.column_config.NumberColumn("final KL(μ‖π)", format="%.4f"),
+    "final_cosine": st.column_config.TextColumn(
+        "final cosine to ∇J", help="Of the estimator's exact mean (expected) or of the step taken (sampled); '—': "
+                                   "undefined (a zero mean or step, or ∇J within rounding of 0)"),
+}
+SGA_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "label": st.column_config.TextColumn("name"),
+    "slope": st.column_config.TextColumn("⟨∇J, E ĝ⟩", help="The first-order term's slope: the bias tilts it"),
+    "mean_curvature": st.column_config.TextColumn("E ĝᵀ H E ĝ", help="Curvature of J along the mean step"),
+    "noise_curvature": st.column_config.TextColumn("tr(H Σ)/N", help="Curvature along the noise: the variance term"),
+    "best_lr": st.column_config.TextColumn(
+        "best lr (2nd order)", help="Where the quadratic peaks; '—': it never turns down (J curves up along the step)"),
+    "second_order": st.column_config.TextColumn("at the training lr: 2nd order"),
+    "monte_carlo": st.column_config.TextColumn("Monte Carlo ± s.e."),
+    "trusted": st.column_config.TextColumn(
+        "± trusted?", help="Whether mean ± 2 s.e. can be trusted: 'no: heavy tail' when the batches show less than half "
+                           "of the exact variance of ⟨∇J, ĝ_N⟩ — the rare batches that carry it are missing, so the "
+                           "interval under-covers; 'unchecked' for batch-coupled estimators (no exact variance)"),
+    "adam": st.column_config.TextColumn("Adam's actual step ± s.e.",
+                                        help="E[J(θ + Δ)] − J(θ) for the step Adam takes from its state at θ_k"),
+    "adam_lr": st.column_config.TextColumn("its length ÷ ‖ĝ_N‖",
+                                           help="Median over batches: the lr of a plain step as long as Adam's"),
+}
+
+
+def _shown(columns):
+    """A table's columns for the mode: in presentation mode without the long names (the ids say it, and the table
+    then fits 1280 px without scrolling sideways)."""
+    return {name: column for name, column in columns.items() if name != "label" or not screen_share.on()}
+
+
+def controls(settings, where=st):
+    """The tab's controls (each in the URL), in ``where``, as a TrainingConfig; N is the sidebar's batch size. The
+    three policies' controls are read here and built further down (``_policy_group``): a rerun reads them first."""
+    mode_column, optimizer_column, noise_column, lr_column, steps_column, runs_column = where.columns(
+        [2, 1.3, 1.6, 2, 2, 1.5])
+    mode = mode_column.radio("mode", MODES, key=KEY["mode"], persist_state="session", horizontal=True,
+                             help="expected: step along each estimator's exact mean gradient (what its bias does). "
+                                  "sampled: step along the mean of N sampled sequences (the sidebar's N), several "
+                                  "runs (what its variance does).")
+    optimizer = optimizer_column.radio("optimizer", OPTIMIZERS, key=KEY["optimizer"], persist_state="session",
+                                       horizontal=True,
+                                       help="sgd: θ += lr·g. adam: β₁ = 0.9, β₂ = 0.999, ε = 1e-8, bias-corrected; it "
+                                            "rescales each coordinate, so a small or biased gradient still moves θ.")
+    noise = noise_column.radio("engine error b", NOISES, key=KEY["noise"], persist_state="session", horizontal=True,
+                               help="fixed: the engine keeps its logit error b as θ moves. redrawn: b is drawn afresh "
+                                    "from Student-t(3) at every step (a batch-variant or nondeterministic kernel), "
+                                    "seeded: the same draws for every estimator and run.")
+    lr = lr_column.select_slider("learning rate", LEARNING_RATES, key=KEY["lr"], persist_state="session",
+                                 format_func=VIEW_PARAMETERS[KEY["lr"]].to_url,
+                                 help="Step size (Adam: about the change per step of each θ).")
+    steps_range = VIEW_PARAMETERS[KEY["steps"]]
+    steps = steps_column.slider("steps", int(steps_range.low), int(steps_range.high), step=10, key=KEY["steps"],
+                                persist_state="session", help="Number of steps K; every curve has K + 1 points.")
+    runs_range = VIEW_PARAMETERS[KEY["runs"]]
+    runs_column.slider("runs", int(runs_range.low), int(runs_range.high), key=KEY["runs"], persist_state="session",
+                       disabled=mode == "expected", help="Independent sampled runs (fixed seeds).")
+    return training_config(address.view() | {KEY["mode"]: mode, KEY["optimizer"]: optimizer, KEY["noise"]: noise,
+                                    KEY["lr"]: lr, KEY["steps"]: steps}, settings.N)
+
+
+POLICY_GROUP = "group_policies"          # the three-policy controls' expander: built only while open
+POLICY_KEYS = ("lag", "lag_draw", "anchor", "loss", "minibatches", "epochs", "eps_low", "eps_high", "dual_clip",
+               "weights_at")
+
+
+def _policies_set(view):
+    """Whether a view (URL name → value) sets one of the three policies' controls away from its default."""
+    return any(view[KEY[name]] != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS)
+
+
+def _policy_group(where):
+    """The three policies' controls (each in the URL): the engine's lag, the anchor, the loss with its ε and c, U =
+    minibatches × epochs, where the correction reads its ratio; an expander that reruns the page when opened or closed,
+    its widgets built only while open, opened by a link (or lesson) that sets one of them."""
+    if POLICY_GROUP not in st.session_state and _policies_set(address.view()):
+        st.session_state[POLICY_GROUP] = True
+    group = where.expander("Three policies: the engine's lag, the anchor π_old, the loss, updates per batch",
+                           key=POLICY_GROUP, on_change="rerun")
+    if not group.open:
+        return
+    lag_column, draw_column, anchor_column, weights_column = group.columns([2, 1.4, 2.2, 1.6])
+    lag_range = VIEW_PARAMETERS[KEY["lag"]]
+    lag_column.slider("engine's lag s", int(lag_range.low), int(lag_range.high), key=KEY["lag"],
+                      persist_state="session", help="The engine samples from the policy s steps old (θ_0 before the "
+                                                    "run): asynchronous rollouts.")
+    draw_column.radio("lag", LAG_DRAWS, key=KEY["lag_draw"], persist_state="session",
+                      help="fixed: s every batch; uniform: s drawn from 0 … s per batch (η = s, AReaL's "
+                           "max_head_offpolicyness), seeded.")
+    anchor_column.radio("anchor π_old", ANCHORS, key=KEY["anchor"], persist_state="session", horizontal=True,
+                        help="recompute: π_θk, the trainer's recomputation. rollout: π_θ(k−s), the policy that "
+                             "generated the batch. bypass: the engine's logged μ (r = π_θ/μ, w ≡ 1).")
+    weights_column.radio("correction reads", WEIGHTS_AT, key=KEY["weights_at"], persist_state="session",
+                         format_func={"anchor": "w = π_old/μ", "current": "π_θ/μ"}.get,
+                         help="The estimator's weight g: of w = π_old/μ, frozen for the batch, or of the current "
+                              "π_θ/μ at each update (verl's bypass mode).")
+    loss_column, minibatch_column, epoch_column, low_column, high_column, dual_column = group.columns(
+        [2, 1.4, 1.4, 1.4, 1.4, 1.4])
+    loss = loss_column.selectbox("loss L(r, A)", tuple(LOSSES), key=KEY["loss"], persist_state="session",
+                                 format_func=lambda id: LOSSES[id].label,
+                                 help="ppo: min(rA, clip(r)A), dual clip for A < 0. reinforce: A·log π. cispo: "
+                                      "sg(clip(r))·A·log π. dppo_kl, ipo_kl: prime-rl's masks and (log r)² term.")
+    minibatch_column.slider("minibatches", 1, PAGE_UPDATES_AT_MOST, key=KEY["minibatches"], persist_state="session",
+                            help="Sampled mode splits the batch into these; expected mode takes each at the exact "
+                                 "expectation.")
+    epoch_column.slider("epochs", 1, PAGE_UPDATES_AT_MOST, key=KEY["epochs"], persist_state="session",
+                        help="Passes over the batch: U = minibatches × epochs updates with π_old frozen.")
+    clipped = {"eps_low", "eps_high"} <= set(LOSSES[loss].params)
+    for column, name, label in ((low_column, "eps_low", "ε_low"), (high_column, "eps_high", "ε_high")):
+        column.slider(label, 0.0, 1.0, step=0.01, key=KEY[name], persist_state="session", disabled=not clipped,
+                      help="The clip range is [1 − ε_low, 1 + ε_high] (ppo and cispo).")
+    dual_column.select_slider("dual clip c", DUAL_CLIPS, key=KEY["dual_clip"], persist_state="session",
+                              format_func=lambda c: "off" if c == 0 else f"{c:g}", disabled="dual_clip" not in
+                              LOSSES[loss].params, help="For A < 0, ratios above c are clipped (verl's default 3).")
+
+
+def _run_in_words():
+    """The run the controls set, in a few words (a lesson's collapsed controls): 'expected · sgd · lr 1 · 300 steps'."""
+    view = address.view()
+    value = {name: view[url] for name, url in KEY.items()}
+    policies = f" · {value['anchor']} · {value['minibatches']} × {value['epochs']} updates · lag {value['lag']}" \
+        if _policies_set(view) else ""
+    return (f"{value['mode']} · {value['optimizer']} · lr {VIEW_PARAMETERS[KEY['lr']].to_url(value['lr'])} · "
+            f"{value['steps']} steps · b {value['noise']}{policies}")
+
+
+def render(settings):
+    """The controls, then J, the cosine, one estimator's training log and the mismatch against step, the summary and
+    the SGA view. A lesson on show gets the charts it marks first, sized to be in view at 1280×720, its run's
+    controls folded away."""
+    lesson = [chart for chart in tour.marked(settings) if chart in LESSON_CHARTS]
+    where = st.expander(f"The run: {_run_in_words()}", icon=":material/tune:") if lesson else st
+    try:
+        config = controls(settings, where)
+    except ValueError as error:
+        st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+        return
+    selection = training_cache.trained(settings, config.mode, config.weights_only)
+    left_out = training_cache.left_out(settings, config.mode, config.weights_only)
+    trajectories = _trained(settings, config, selection)
+    if trajectories is None:
+        return
+    sampled = config.mode == "sampled"
+    three = _three_policies(config)
+    curves = training_frames.curve_frame(trajectories, training_frames.CURVES
+                                         + (training_frames.POLICY_CURVES if three else ()))
+    ids = list(trajectories)
+    if st.session_state.get(KEY["pick"]) not in ids:
+        st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
+    pick = _pick(where, ids) if lesson else None
+    draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
+                curves, sampled, tour.marks(settings, "training_J"), height=size)),
+            "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
+                curves, sampled, tour.marks(settings, "training_cosine"), height=size,
+                short=bool(lesson))),
+            "training_logged": lambda at, size: chart_element.draw(at, training_charts.logged_chart(
+                training_frames.logged_frame(trajectories[pick]), pick, ESTIMATORS[pick].colour,
+                tour.marks(settings, "training_logged"), height=size))}
+    draw |= {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
+                 at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
+                                                 marks=tour.marks(settings, chart)))
+             for chart, quantity in POLICY_CHARTS.items() if three}
+    draw["training_staleness"] = lambda at, size: staleness_view.curves(at, settings, config, size)
+    if lesson:
+        _lesson_charts(lesson, draw)
+    if "training_J" not in lesson:
+        draw["training_J"](st, 300 if screen_share.on() else 360)
+    if "training_cosine" not in lesson:
+        draw["training_cosine"](st, None)
+    if not sampled and config.optimizer == "adam":
+        chart_element.draw(st, training_charts.step_cosine_chart(curves))
+    _policy_group(st)
+    if three:
+        _policy_charts(draw, lesson)
+    lying = training_frames.coincident_note(curves, sampled)
+    st.caption(_about_the_run(settings, config, left_out)
+               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
+
+    left, right = st.columns(2)
+    with left:
+        if not lesson:
+            pick = _pick(st, ids)
+        if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
+            draw["training_logged"](st, 300)
+            st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
+                       "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
+    with right:
+        _mismatch_charts(curves, sampled)
+    summary = training_frames.summary_frame(trajectories)
+    st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
+                 width="stretch")
+    if screen_share.on():                                    # the long names left the table: say them once
+        st.caption(frames.names_note(summary["estimator"]))
+    _seeds_view(settings, config, selection)
+    staleness_view.render(settings, config, draw["training_staleness"], lesson)
+    _sga_view(settings, config)
+
+
+SEEDS_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "value": st.column_config.NumberColumn("final J here", format="%.4f"),
+    "rank": st.column_config.NumberColumn("rank here", help="1: the highest J after the run's steps on this toy; "
+                                                            "equal numbers share a rank"),
+    "same_rank": st.column_config.NumberColumn("same rank at", help="How many of the toys rank it as this toy does"),
+    "first": st.column_config.NumberColumn("first at", help="How many of the toys rank it first (highest J)"),
+    "median_rank": st.column_config.NumberColumn("median rank", format="%.1f"),
+    "toys": st.column_config.NumberColumn("of toys"),
+}
+
+
+def _seeds_view(settings, config, selection):
+    """The table's takeaway, each estimator's J after the run, over this toy and 29 others that differ in their seed
+    alone, trained together in expected mode: opt-in."""
+    if not st.toggle("Across seeds: final J on 30 toys", key=KEY["seeds"], persist_state="session",
+                     help="This run on 30 toys that differ from this one in their seed alone (seeds 0–29, or this "
+                          "seed and 0–28), trained together, expected mode: each estimator's J after the last step "
+                          "and its rank. Off, a change of the toy does not wait for it."):
+        return
+    if config.mode != "expected":
+        st.info("Across seeds trains in expected mode: switch the mode to expected to see it.",
+                icon=":material/info:")
+        return
+    keys = tuple(seeds_cache.toy_keys(settings))
+    problem = seeds_cache.too_large(settings) or seeds_cache.refusal(keys, "training", selection, settings.baseline,
+                                                                     config)
+    if problem:
+        st.info(f"Across seeds: {problem}.", icon=":material/hourglass:")
+        return
+    with st.spinner("Training 30 toys…"):
+        values = seeds_cache.final_J(keys, selection, settings.baseline, config)
+    frame = seeds_frames.strip_frame(values, settings.seed, lowest_first=False)
+    chart_element.draw(st, seeds_charts.strip_chart(
+        frame, f"J after {config.steps} steps on 30 toys (ticks; ringed: this toy, seed {settings.seed})",
+        f"J after {config.steps} steps"))
+    same, toys = seeds_frames.same_order(frame)
+    st.dataframe(seeds_frames.rank_table(frame), column_config=SEEDS_COLUMNS, hide_index=True, width="stretch")
+    saturated = int((frame["value"] >= 1 - SATURATED).sum())
+    st.caption(f"Ranked by J after {config.steps} steps, highest first, on this toy: {seeds_frames.order_text(frame)}. "
+               f"{same} of {toys} toys rank every estimator the same way. The toys: seeds "
+               f"{seeds_frames.seeds_text(frame)}, each exact (expected mode, this run's controls); a rank is shared "
+               "by numbers equal to rounding."
+               + (f" Saturated: {saturated} of the {len(frame)} runs end within {SATURATED:g} of J = 1, where ranks "
+                  "are decided by thousandths; the table's steps to 90 % tell speed apart." if saturated else ""))
+
+
+def _three_policies(config):
+    """Whether the run is more than today's one recomputed update per batch with the engine at θ_k."""
+    return config.update != DEFAULT_UPDATE or config.lag > 0
+
+
+POLICY_CHARTS = {"training_clip": "clip_share", "training_ppo_kl": "ppo_kl", "training_w": "w_std"}
+
+
+def _policy_charts(draw, lesson):
+    """What the frameworks log of the three policies, against step: the clipped share, the PPO KL, w's spread (those
+    a lesson marks are on top already)."""
+    st.markdown("**What the frameworks log: the clip, the PPO KL, the correction's ratio**")
+    for column, chart in zip(st.columns(3), POLICY_CHARTS, strict=True):
+        if chart not in lesson:
+            draw[chart](column, None)
+    st.caption("Clipped share: the share of tokens whose gradient the loss's clip or mask holds (verl's pg_clipfrac "
+               "and pg_clipfrac_lower; prime-rl's is_masked), averaged over the batch's U updates. PPO KL: the token "
+               "mean of −log r = log π_old − log π_θ (verl's ppo_kl), averaged likewise. Spread of w: the standard "
+               "deviation over the tokens of w = π_old/μ. Expected mode: each exact, under μ.")
+
+
+def _trained(settings, config, selection):
+    """The trajectories of ``selection`` trained under ``config``, or None with a notice: a run over the page's
+    limits is refused before it starts, and a run the trainer refuses says why."""
+    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
+        try:
+            refused = training_cache.refusal(settings, config, selection)
+            if refused:
+                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
+                return None
+            return training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+        except ValueError as error:
+            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+            return None
+
+
+def _mismatch_charts(curves, sampled):
+    """KL(μ‖π) and χ²_seq against step: does training make the mismatch worse?"""
+    st.markdown("**Does training make the mismatch worse?**")
+    chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
+    chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
+
+
+def _pick(where, ids):
+    """The estimator whose training log is shown (its selectbox, in ``where``)."""
+    return where.selectbox("estimator whose training log to show", ids, key=KEY["pick"], persist_state="session",
+                           help="Its logged reward E_μ[r] against the true J, step by step.")
+
+
+LESSON_CHARTS = ("training_J", "training_cosine", "training_logged", "training_clip", "training_w",
+                 "training_staleness")
+LESSON_HEIGHTS = {1: 240, "main": 270, "beside": 70}     # plot heights that keep a lesson's charts in view at 720 px
+
+
+def _lesson_charts(marked, draw):
+    """A lesson's marked charts at the top: one across the width, or the first on the left and the others stacked
+    on its right."""
+    if len(marked) == 1:
+        draw[marked[0]](st, LESSON_HEIGHTS[1])
+        return
+    main, beside = st.columns([3, 2], gap="medium")
+    draw[marked[0]](main, LESSON_HEIGHTS["main"])
+    for chart in marked[1:]:
+        draw[chart](beside, LESSON_HEIGHTS["beside"])
+
+
+def _about_the_run(settings, config, left_out):
+    sampler = "" if settings.sampler.is_default else f", the sampler model ({settings.sampler.describe()}) applied"
+    error = "b fixed" if config.noise == "fixed" else "b redrawn from Student-t(3) at every step (seeded)"
+    text = (f"From the toy's θ₀ (seed {settings.seed}) with {error}: each step rebuilds π_k = softmax(θ_k) and "
+            f"μ_k = softmax(θ_k + {settings.mismatch:g}·b_k){sampler}; baseline '{settings.baseline}' recomputed "
+            "every step. " + scored_objective_note(settings))
+    if config.mode == "expected":
+        text += ("Expected mode: θ moves along each estimator's exact mean gradient, no noise — the flow its bias "
+                 "follows; on_policy's flow is exact gradient ascent on J. The cosine is that of the mean E ĝ"
+                 + (" (the step Adam takes from it, below, points elsewhere)" if config.optimizer == "adam" else
+                    ", which SGD's step shares") + ". Gaps in the cosine: undefined there (a zero mean, e.g. every "
+                 "sequence masked, or ∇J within rounding of 0 at J's maximum).")
+    else:
+        text += (f"Sampled mode: {config.runs} runs, each step averaging ĝ over N = {config.N:,} sequences drawn "
+                 "from μ_k (run r seeded by (seed, r); every estimator sees the same uniforms); lines are per-step "
+                 f"medians, {training_frames.band_description(config.runs)}. J itself is exact at every step of "
+                 "every run. The cosine is the step's, and leaves out runs where it is undefined (a zero step, e.g. "
+                 "every sequence of the batch masked, or ∇J within rounding of 0).")
+    if left_out:
+        text += f" Not trained: {'; '.join(left_out)}."
+    return text
+
+
+def _sga_view(settings, config):
+    st.subheader("One step: bias against variance (the SGA view)")
+    if not st.toggle("Show the one-step view", key=KEY["sga"], persist_state="session",
+                     help="How much one step of each estimator gains, E[J(θ + lr·ĝ_N)] − J(θ), to second order "
+                          "(exact) and by Monte Carlo, at a θ of on_policy's run. Off, a change of the toy does not "
+                          "wait for it."):
+        return
+    sga_selection = training_cache.trained(settings, "sampled")
+    skipped = training_cache.left_out(settings, "sampled")
+    key = KEY["sga_step"]
+    st.session_state[key] = min(st.session_state.get(key, VIEW_PARAMETERS[key].default), config.steps)
+    step = st.slider("at θ_k of on_policy's run, step k", 0, config.steps, key=key, persist_state="session", help="The θ at which to look one step ahead: on_policy's expected-mode "
+                                               "run under this tab's optimizer and learning rate.")
+    with_second_order = training_cache.sga_has_second_order(settings, sga_selection)
+    with st.spinner("Second order and Monte Carlo of one step…"):
+        J, exact, sampled, beyond = training_cache.sga(settings.toy_key, sga_selection, settings.baseline, settings.N,
+                                                       config, step, with_second_order)
+    curves = training_frames.second_order_frame(exact, training_cache.SGA_CURVE_LRS, J)
+    points = training_frames.monte_carlo_frame(sampled, exact)
+    adam = training_frames.adam_frame(sampled)
+    chart_element.draw(st, training_charts.sga_chart(curves, points, config.lr, adam))
+    heavy = sorted(set(points.loc[points["trusted"] == training_frames.TRUST[False], "estimator"]))
+    unchecked = sorted(set(points.loc[points["trusted"] == training_frames.TRUST[None], "estimator"]))
+    st.caption(
+        f"At θ_{step} (J = {J:.4f}), batch size N = {settings.N:,} (the sidebar's). Lines: E[J(θ + lr·ĝ_N)] − J(θ) to "
+        "second order, lr·⟨∇J, E ĝ⟩ + (lr²/2)·(E ĝᵀ H E ĝ + tr(H Σ)/N), every piece exact: E ĝ from the exact engine, "
+        "H the exact Hessian of J (from the count of token 0), tr(H Σ) = E[ĝᵀ H ĝ] − E ĝᵀ H E ĝ summed over all "
+        "M sequences; drawn only where it is possible at all (−J to 1 − J). Dots: Monte Carlo of the same "
+        f"expectation, J evaluated exactly after each of {training_cache.sga_batches(settings.N)} sampled steps, "
+        "±2 s.e. bars; where they leave the line, the second-order model is not enough at that lr. Dashed: the "
+        "training lr, as a plain step θ + lr·ĝ_N." + (f" Not shown: {'; '.join(skipped)}." if skipped else "")
+        + ("" if with_second_order else " The second order is skipped on a toy this large (it sums over all M "
+                                        "sequences per estimator).")
+        + (f" The second order is skipped: {beyond}." if beyond else "")
+        + ("" if sampled else " No Monte Carlo at this N (too few batches fit the time budget)."))
+    if sampled:
+        st.caption(
+            "Can the ±2 s.e. bars be trusted? A heavy-tailed ĝ hides much of its mean in batches too rare to be drawn, "
+            "and then the batches under-state the spread too. The check: the batches' variance of ⟨∇J, ĝ_N⟩ against "
+            "its exact value; below half of it the interval is not trusted (hollow dot, dashed bar) — measured at "
+            "mismatch 1, such intervals covered the truth in 23–46 % of repeats at small lr, those that passed in "
+            "94–100 % (docs/training.md)."
+            + (f" Not trusted here: {', '.join(heavy)}." if heavy else " Every checked interval passes here.")
+            + (f" Unchecked (batch-coupled, no exact variance): {', '.join(unchecked)}." if unchecked else ""))
+    if len(adam):
+        st.caption(
+            f"With Adam the step taken is not lr·ĝ_N: from its state after {step} steps of on_policy's run, Adam moves "
+            "each coordinate by about lr whatever ĝ_N's size. Diamonds: E[J(θ + Δ)] − J(θ) of that actual step, placed at "
+            "the lr of a plain step as long (median of ‖Δ‖/‖ĝ_N‖ over the batches); the table gives both.")
+    table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
+    if table is not None:
+        st.dataframe(table[list(_shown(SGA_COLUMNS))], column_config=_shown(SGA_COLUMNS), hide_index=True,
+                     width="stretch")
