@@ -37,13 +37,16 @@ COLUMNS = {
     "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
 }
 SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
-    "rel_floor": st.column_config.NumberColumn(
-        "bias floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
-                                          "The same for every estimator on μ; no weight on what it draws removes it"),
-    "rel_rest": st.column_config.NumberColumn(
-        "bias rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
-                                         "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
-                                         "|floor − rest| ≤ rel bias ≤ floor + rest"),
+    "rel_out_of_reach": st.column_config.NumberColumn(
+        "out of reach", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never "
+                                            "draws — seq_is's whole bias. The same for every estimator on μ; no weight "
+                                            "on what it draws removes it. Not a floor: an estimator's error within "
+                                            "reach can point against it, and its bias be smaller"),
+    "rel_within_reach": st.column_config.NumberColumn(
+        "within reach", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the "
+                                            "sequences the sampler draws (0 for seq_is). Bias = out of reach + within "
+                                            "reach as vectors, so |out of reach − within reach| ≤ rel bias ≤ out of "
+                                            "reach + within reach"),
 }
 PLAIN_COLUMNS = {          # shown when the trainer scores another π than softmax(θ): its objective moved
     "rel_plain_bias": st.column_config.NumberColumn(
@@ -52,7 +55,7 @@ PLAIN_COLUMNS = {          # shown when the trainer scores another π than softm
                                             "the objective's shift (the header)"),
 }
 PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
-PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
+PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_out_of_reach", "rel_within_reach", "rel_rmse"]  # … when it truncates
 PRESENT_HEIGHT = 300                     # the scatter beside the table, both in view at 1280×720
 COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter (its
 FORMULAS_KEY = "formulas"                # the formulas' expander: open or not (its content is built only when open)
@@ -60,16 +63,16 @@ BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control 
 
 
 def _notes(where, settings, table, same, truncates):
-    """Under the table: why a number is undefined, what a truncating sampler's bias floor is, and which estimators
+    """Under the table: why a number is undefined, what a truncating sampler puts out of reach, and which estimators
     are one estimator on this toy."""
     for note in frames.table_notes(table):
         where.caption(f"{UNDEFINED} {note}.")
     if truncates:
         where.caption(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
-                      "misses ∇J's part from them, the bias floor, which no correction removes — seq_is, unbiased "
-                      "without truncation, has exactly that bias. An estimator's own error (the rest) may point against "
-                      "the floor and partly cancel it, so a biased correction can show less bias than seq_is; that is "
-                      "an accident of this toy, not a repair.")
+                      "misses ∇J's part from them (out of reach), which no correction removes — seq_is, unbiased "
+                      "without truncation, has exactly that bias. It is not a floor under the others: an estimator's "
+                      "own error (within reach) may point against it and partly cancel it, so a biased correction can "
+                      "show less bias than seq_is; that is an accident of this toy, not a repair.")
     diagnostics = cache.toy_diagnostics(settings.toy_key)
     for caption in (objective_caption(settings, diagnostics), identity_caption(settings, diagnostics)):
         if caption:
@@ -134,7 +137,7 @@ def render(settings):
     table = frames.table_frame(moments, settings.N)
     same = frames.duplicates(moments)
     shown = frames.shown_table(table)
-    truncates = bool(table["rel_floor"].gt(0).any())
+    truncates = bool(table["rel_out_of_reach"].gt(0).any())
     marks = tour.marks(settings, "bias_std")
     height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
     compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)

@@ -8,7 +8,7 @@ import pytest
 from dense import DenseToy
 
 from toylab import make_toy
-from toylab.lessons.lesson import settings
+from toylab.lessons.lesson import OUT_OF_REACH, settings
 from toylab.lessons.pipeline import SMOLLM_VOCABULARY
 from toylab.lessons.tour import LESSONS
 
@@ -80,14 +80,14 @@ def test_processed_with_top_p_against_dense_and_the_text():
     assert numbers["identity check E_μs[W]"] == pytest.approx(1 - population["unreachable_mass"], rel=1e-10)
     scale = np.linalg.norm(dense.true_grad)
     floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
-    assert numbers["bias floor"] == pytest.approx(floor, rel=1e-9)
+    assert numbers[OUT_OF_REACH] == pytest.approx(floor, rel=1e-9)
     biases = _relative_biases(dense, chosen)
     for id, bias in biases.items():
         assert numbers[f"rel bias {id}"] == pytest.approx(bias, rel=1e-9), id
     assert biases["seq_is"] == pytest.approx(floor, rel=1e-9)
     others = [bias for id, bias in biases.items() if id not in ("seq_is", "seq_tis", "seq_mis")]
     for shown in (f"cuts {cut.sum()} tokens", f"{kept_mass.min():.3f} to 1", f"E_μs[W] = {population['identity']:.3f}",
-                  f"floor of {floor:.3f}", f"between {min(others):.3f} and {floor:.3f}"):
+                  f"reach, {floor:.3f}, is sequence IS's whole bias", f"between {min(others):.3f} and {floor:.3f}"):
         assert shown in text, shown
     lowest = min(biases.values())
     assert f"{floor:.3f} (1)" in BY_ID["processed_top_p"].claim and f"below {lowest:.3f} (2)" in \
@@ -117,7 +117,7 @@ def test_keep_mask_against_dense_and_the_text():
     assert numbers["J of softmax(θ)"] == pytest.approx(population["plain_J"], rel=1e-12)
     assert numbers["objective shift ‖∇J − ∇J_plain‖/‖∇J_plain‖"] == pytest.approx(population["objective_shift"],
                                                                                     rel=1e-9)
-    for shown in (f"a floor of {seq_is:.3f}", f"masked π, {population['J']:.4f} against {population['plain_J']:.4f}",
+    for shown in (f"a bias of {seq_is:.3f}, all out of reach", f"masked π, {population['J']:.4f} against {population['plain_J']:.4f}",
                   f"{100 * population['objective_shift']:.0f} % of ‖∇J‖"):
         assert shown in text, shown
     assert f"is {100 * population['objective_shift']:.0f} % off" in BY_ID["keep_mask"].claim

@@ -8,7 +8,7 @@ import pytest
 from dense import DenseToy
 
 from toylab import make_toy
-from toylab.lessons.lesson import settings
+from toylab.lessons.lesson import OUT_OF_REACH, settings
 from toylab.lessons.sampler import SEEDS
 from toylab.lessons.tour import LESSONS
 
@@ -37,7 +37,7 @@ def test_the_top_p_floor_against_dense_and_its_text():
     scale = np.linalg.norm(dense.true_grad)
     floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
     assert numbers["π-mass out of reach"] == pytest.approx(dense.unreachable_mass(), rel=1e-10)
-    assert numbers["bias floor"] == pytest.approx(floor, rel=1e-9)
+    assert numbers[OUT_OF_REACH] == pytest.approx(floor, rel=1e-9)
     biases = {}
     for id, params in chosen.selection(exact_only=True).items():
         biases[id] = dense.moments(id, params, chosen.baseline)[1] / scale

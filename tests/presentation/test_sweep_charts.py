@@ -30,7 +30,7 @@ def mismatch():
                                                 SETTINGS.sampler, "mismatch", SETTINGS.selection(), SETTINGS.baseline,
                                                 SETTINGS.N)
     return (sweep_frames.sampler_frame(rows), sweep_frames.divergence_frame(divergences),
-            sweep_frames.floor_frame(divergences))
+            sweep_frames.out_of_reach_frame(divergences))
 
 
 @pytest.fixture(scope="module")
@@ -119,15 +119,15 @@ def test_mismatch_chart_builds(mismatch):
 
 def test_top_p_frames_carry_the_floor_and_the_mass_out_of_reach(top_p):
     rows, divergences = top_p
-    floor = sweep_frames.floor_frame(divergences, "top_p")
-    assert floor["value"].tolist() == [row["rel_floor"] for row in divergences]
+    floor = sweep_frames.out_of_reach_frame(divergences, "top_p")
+    assert floor["value"].tolist() == [row["rel_out_of_reach"] for row in divergences]
     assert floor.loc[floor["top_p"] == 1.0, "value"].tolist() == [0.0]
     quantities = sweep_frames.divergence_frame(divergences, "top_p")
     reach = quantities[quantities["quantity"] == "π-mass out of reach"]
     assert len(reach) == sum(row["unreachable_mass"] > 1e-12 for row in divergences) > 0
     spec, text = _serialised(sweep_charts.sampler_chart(sweep_frames.sampler_frame(rows, "top_p"), quantities, floor,
                                                         0.9, "top_p"))
-    assert "bias floor" in text and _panels(spec)[0]["layer"][-1]["mark"]["color"] == TEXT
+    assert "out of reach (seq_is's bias)" in text and "floor" not in text and _panels(spec)[0]["layer"][-1]["mark"]["color"] == TEXT
     _check_style(spec, text)
 
 

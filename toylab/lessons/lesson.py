@@ -30,6 +30,7 @@ from toylab.state.query import (
 )
 
 UNBIASED = 1e-9
+OUT_OF_REACH = "∇J out of reach (seq_is's bias)"     # ‖∇J − ∇J_S‖/‖∇J‖ among a lesson's numbers
 CLAIM_LENGTH = 150
 
 

@@ -9,7 +9,7 @@ from toylab.analysis.diagnostics import sequence_log_ratio
 from toylab.engine.moments import exact_moments_many
 from toylab.engine.sampler import Sampler
 from toylab.engine.toy import Toy, make_toy
-from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
+from toylab.lessons.lesson import OUT_OF_REACH, UNBIASED, Evidence, Lesson, Mark, controls, toy_of
 from toylab.state.query import ESTIMATORS_TAB, RATIOS_TAB
 
 CORRECTIONS = ("naive", "tok_is", "tok_tis", "tok_mis", "seq_is", "seq_tis", "seq_mis", "geo_rs")
@@ -60,57 +60,57 @@ def raw_logprobs_ratio(settings):
 def processed_with_top_p(settings):
     """verl's pipeline (processed log-probabilities, the trainer dividing by τ) at mismatch 0, top-p 0.9, τ = 0.8:
     some tokens cut (μ = 0, π_τ > 0), every kept token's ratio its position's kept mass (below 1, identical within a
-    position), E_μs[W] = 1 − the π-mass out of reach; no correction clips or masks a token; seq_is's bias is the floor
-    (its rest below UNBIASED) and every other correction's bias lies within 0.1 of it."""
+    position), E_μs[W] = 1 − the π-mass out of reach; no correction clips or masks a token; seq_is's bias is ∇J's part out of
+    reach (its error within reach below UNBIASED) and every other correction's bias lies within 0.1 of it."""
     toy = toy_of(settings)
     moments = exact_moments_many(toy, settings.selection(exact_only=True), settings.baseline)
     kept_ratios = [toy.rho[t, toy.kept[t]] for t in range(toy.T)]
     cut = ~toy.kept
-    floor = moments["seq_is"].rel_floor
+    out_of_reach = moments["seq_is"].rel_out_of_reach
     biases = {id: m.rel_bias for id, m in moments.items()}
     numbers = {"tokens cut (μ = 0 while π_τ > 0)": int(cut.sum()),
                "π_τ-mass of the cut tokens, largest position": float(np.max(np.sum(toy.pi, axis=1, where=cut))),
                "smallest ratio on a kept token": float(min(r.min() for r in kept_ratios)),
                "largest ratio on a kept token": float(max(r.max() for r in kept_ratios)),
                "identity check E_μs[W]": toy.identity, "π-mass out of reach": toy.unreachable_mass,
-               "bias floor": floor, "rest of seq_is's bias": moments["seq_is"].rel_rest,
+               OUT_OF_REACH: out_of_reach, "seq_is's error within reach": moments["seq_is"].rel_within_reach,
                "largest share of tokens clipped or masked": max(m.tokens_affected for m in moments.values())} \
         | {f"rel bias {id}": b for id, b in biases.items()}
     holds = cut.any() and np.all(toy.pi[cut] > 0) \
         and all(np.ptp(r) < 1e-12 and r.max() <= 1 + 1e-12 for r in kept_ratios) \
         and abs(toy.identity - (1 - toy.unreachable_mass)) < 1e-12 \
         and numbers["largest share of tokens clipped or masked"] < 1e-12 \
-        and moments["seq_is"].rel_rest < UNBIASED and all(abs(bias - floor) < 0.1 for bias in biases.values())
+        and moments["seq_is"].rel_within_reach < UNBIASED and all(abs(bias - out_of_reach) < 0.1 for bias in biases.values())
     lowest = min(biases, key=biases.get)
-    marks = (Mark("bias_std", f"seq_is: relative bias {floor:.3f}, all of it the floor out of reach", floor,
-                  moments["seq_is"].rel_std(settings.N)),
-             Mark("bias_std", f"{lowest}: {biases[lowest]:.3f}, its own error partly against the floor",
+    marks = (Mark("bias_std", f"seq_is: relative bias {out_of_reach:.3f}, all of it ∇J's part out of reach",
+                  out_of_reach, moments["seq_is"].rel_std(settings.N)),
+             Mark("bias_std", f"{lowest}: {biases[lowest]:.3f}, its own error partly against that part",
                   biases[lowest], moments[lowest].rel_std(settings.N)))
     return Evidence(numbers, holds, marks)
 
 
 def keep_mask(settings):
     """slime's pipeline (processed log-probabilities over the nucleus, the trainer keeping the sampler's mask) at
-    mismatch 0.3, top-p 0.9, τ = 0.8: no floor and E_μs[W] = 1; seq_is unbiased for the keep-mask objective, where
-    with the trainer dividing by τ alone (verl) its bias is a floor above 0.8; the keep-mask objective's J below half
+    mismatch 0.3, top-p 0.9, τ = 0.8: nothing out of reach and E_μs[W] = 1; seq_is unbiased for the keep-mask
+    objective, where with the trainer dividing by τ alone (verl) its bias, all out of reach, is above 0.8; the keep-mask objective's J below half
     of softmax(θ)'s, its gradient more than 50 % of ‖∇J_plain‖ away from softmax(θ)'s."""
     toy = toy_of(settings)
     verl = make_toy(*settings.toy_key[:4], sampler=Sampler(top_p=settings.top_p, temperature=settings.temperature,
                                                            scored="temperature"))
     moments = exact_moments_many(toy, settings.selection(exact_only=True), settings.baseline)
     temperature_only = exact_moments_many(verl, {"seq_is": {}}, settings.baseline)["seq_is"]
-    numbers = {"identity check E_μs[W]": toy.identity, "bias floor": moments["seq_is"].rel_floor,
+    numbers = {"identity check E_μs[W]": toy.identity, OUT_OF_REACH: moments["seq_is"].rel_out_of_reach,
                "rel bias seq_is, keep mask": moments["seq_is"].rel_bias,
                "rel bias seq_is, trainer dividing by τ only (verl)": temperature_only.rel_bias,
-               "its floor": temperature_only.rel_floor,
+               "its part out of reach": temperature_only.rel_out_of_reach,
                "J of the keep-mask π": toy.J, "J of softmax(θ/τ)": verl.J, "J of softmax(θ)": toy.plain_J,
                "objective shift ‖∇J − ∇J_plain‖/‖∇J_plain‖": toy.objective_shift} \
         | {f"rel bias {id}": m.rel_bias for id, m in moments.items()} \
         | {f"vs softmax(θ) {id}": m.rel_plain_bias for id, m in moments.items()}
-    holds = abs(toy.identity - 1) < 1e-12 and moments["seq_is"].rel_floor == 0 \
-        and moments["seq_is"].rel_bias < UNBIASED and temperature_only.rel_floor > 0.8 \
+    holds = abs(toy.identity - 1) < 1e-12 and moments["seq_is"].rel_out_of_reach == 0 \
+        and moments["seq_is"].rel_bias < UNBIASED and temperature_only.rel_out_of_reach > 0.8 \
         and toy.J < toy.plain_J / 2 and toy.objective_shift > 0.5
-    marks = (Mark("bias_std", "seq_is: unbiased for the keep-mask objective, no floor", moments["seq_is"].rel_bias,
+    marks = (Mark("bias_std", "seq_is: unbiased for the keep-mask objective, nothing out of reach", moments["seq_is"].rel_bias,
                   moments["seq_is"].rel_std(settings.N)),)
     return Evidence(numbers, holds, marks)
 
@@ -135,21 +135,21 @@ LESSONS = (
            "pipeline at mismatch 0, top-p 0.9 and τ = 0.8 the sampler cuts 3 tokens the trainer still scores (there "
            "μ = 0, μ/π = 0, and no batch holds them), and on every token it keeps the ratio π_τ/μ is that position's "
            "kept mass, 0.909 to 1 (as trl#6789 derives), so the weights shrink uniformly, no correction clips or masks "
-           "a single token and E_μs[W] = 0.772 is just 1 − the π-mass out of reach. Every correction inherits the "
-           "floor of 0.631 that sequence IS has exactly; the others land between 0.553 and 0.631, by an error of "
-           "their own that points partly against it.",
+           "a single token and E_μs[W] = 0.772 is just 1 − the π-mass out of reach. ∇J's part out of "
+           "reach, 0.631, is sequence IS's whole bias; the others land between 0.553 and 0.631, by an error of their "
+           "own that points partly against it (so it is not a floor).",
            controls(CORRECTIONS, mismatch=0.0, top_p=0.9, temperature=0.8, pipeline="verl"), ESTIMATORS_TAB,
            processed_with_top_p,
-           claim="verl at top-p 0.9, no logit error: seq_is's bias is all the floor out of reach, 0.631 (1), and no "
+           claim="verl at top-p 0.9, no logit error: seq_is's bias is all ∇J's part out of reach, 0.631 (1), and no "
                  "correction gets below 0.553 (2)."),
     Lesson("keep_mask",
-           "The Keep Sampling Mask (DeepSeek-V3.2; slime's top-p replay) removes the truncation's floor by changing "
+           "The Keep Sampling Mask (DeepSeek-V3.2; slime's top-p replay) puts nothing out of reach by changing "
            "the objective: at mismatch 0.3, top-p 0.9 and τ = 0.8 the trainer scores softmax(θ/τ) only on the tokens "
-           "the sampler kept, so E_μs[W] = 1, the floor is 0 and sequence IS is unbiased, where verl's trainer (τ "
-           "alone) leaves it a floor of 0.907. What it optimises instead is J under the masked π, 0.0067 against "
+           "the sampler kept, so E_μs[W] = 1, nothing is out of reach and sequence IS is unbiased, where verl's "
+           "trainer (τ alone) leaves it a bias of 0.907, all out of reach. What it optimises instead is J under the masked π, 0.0067 against "
            "0.0554 for softmax(θ) — the mask cuts the rare token 0 the reward needs, and a cut token's logit gets no "
            "gradient — and that objective's gradient is 83 % of ‖∇J‖ away from softmax(θ)'s.",
            controls(CORRECTIONS, mismatch=0.3, top_p=0.9, temperature=0.8, pipeline="slime"), ESTIMATORS_TAB, keep_mask,
-           claim="The keep mask (slime) has no floor: seq_is is unbiased (1), for the masked π's J, whose gradient "
-                 "is 83 % off softmax(θ)'s (∇J moved, in the header)."),
+           claim="Keep mask (slime): nothing out of reach, seq_is unbiased (1) for the masked π's J, whose gradient is 83 % "
+                 "off softmax(θ)'s (∇J moved, in the header)."),
 )

@@ -8,7 +8,7 @@ import numpy as np
 from toylab.analysis.diagnostics import diagnostics
 from toylab.engine.moments import exact_moments_many
 from toylab.engine.toy import make_toy
-from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, Mark, controls, toy_of
+from toylab.lessons.lesson import OUT_OF_REACH, UNBIASED, Evidence, Lesson, Mark, controls, toy_of
 from toylab.lessons.training import training_view
 from toylab.state.query import ESTIMATORS_TAB, MISMATCH_SWEEP_TAB, TRAINING_TAB
 from toylab.training.loop import REACHED, TrainingConfig, steps_to_reach, train
@@ -17,19 +17,20 @@ TRUNCATED = ("naive", "tok_is", "tok_tis", "tok_mis", "prefix_is", "seq_is", "se
 
 
 def top_p_floor(settings):
-    """At mismatch 0 and top-p 0.9: the π-mass out of reach is below 0.15 while the floor, ‖∇J − ∇J_S‖/‖∇J‖, is above
-    0.3; seq_is's bias is the floor (its rest below UNBIASED); every other correction's bias is within 0.05 of it."""
+    """At mismatch 0 and top-p 0.9: the π-mass out of reach is below 0.15 while ∇J's part out of reach,
+    ‖∇J − ∇J_S‖/‖∇J‖, is above 0.3; seq_is's bias is that part (its error within reach below UNBIASED); every other
+    correction's bias is within 0.05 of it."""
     toy = toy_of(settings)
     moments = exact_moments_many(toy, settings.selection(exact_only=True), settings.baseline)
-    floor = moments["seq_is"].rel_floor
+    out_of_reach = moments["seq_is"].rel_out_of_reach
     biases = {id: m.rel_bias for id, m in moments.items()}
-    numbers = {"π-mass out of reach": toy.unreachable_mass, "bias floor": floor,
-               "rest of seq_is's bias": moments["seq_is"].rel_rest} | {f"rel bias {id}": b for id, b in biases.items()}
-    holds = toy.unreachable_mass < 0.15 and floor > 0.3 and moments["seq_is"].rel_rest < UNBIASED \
-        and all(abs(bias - floor) < 0.05 for bias in biases.values())
+    numbers = {"π-mass out of reach": toy.unreachable_mass, OUT_OF_REACH: out_of_reach,
+               "seq_is's error within reach": moments["seq_is"].rel_within_reach} | {f"rel bias {id}": b for id, b in biases.items()}
+    holds = toy.unreachable_mass < 0.15 and out_of_reach > 0.3 and moments["seq_is"].rel_within_reach < UNBIASED \
+        and all(abs(bias - out_of_reach) < 0.05 for bias in biases.values())
     lowest = min((id for id in biases if id not in ("seq_is", "naive")), key=biases.get)
-    marks = (Mark("bias_std", f"seq_is: relative bias {floor:.3f}, all of it the floor out of reach",
-                  floor, moments["seq_is"].rel_std(settings.N)),
+    marks = (Mark("bias_std", f"seq_is: relative bias {out_of_reach:.3f}, all of it ∇J's part out of reach",
+                  out_of_reach, moments["seq_is"].rel_std(settings.N)),
              Mark("bias_std", f"{lowest}: the lowest bias of the corrections, {biases[lowest]:.3f}", biases[lowest],
                   moments[lowest].rel_std(settings.N)))
     return Evidence(numbers, holds, marks)
@@ -106,12 +107,12 @@ def collapse_needs_a_fixed_error(settings):
 LESSONS = (
     Lesson("top_p_floor",
            "Top-p truncation is a bias no correction removes: with no logit error at all (mismatch 0), a sampler with "
-           "top-p 0.9 never draws 9.5 % of π's mass, yet ∇J's part from that mass is 0.44 as long as ∇J (the bias "
-           "floor), because what it cuts is the rare token 0 the reward needs. Sequence IS, unbiased without "
+           "top-p 0.9 never draws 9.5 % of π's mass, yet ∇J's part from that mass is 0.44 as long as ∇J (out of "
+           "reach), because what it cuts is the rare token 0 the reward needs. Sequence IS, unbiased without "
            "truncation, now has exactly that bias and the other corrections land between 0.40 and 0.44: reweighting "
            "what the sampler draws cannot give back what it never draws.",
            controls(TRUNCATED, mismatch=0.0, top_p=0.9), ESTIMATORS_TAB, top_p_floor,
-           claim="Top-p 0.9 leaves a bias no correction removes: all of seq_is's bias is the floor out of reach (1), and "
+           claim="Top-p 0.9 leaves a bias no correction removes: all of seq_is's bias is ∇J's part out of reach (1), and "
                  "the best correction still has 0.40 (2)."),
     Lesson("bf16_fp16",
            "Rounding alone is a mismatch, and bf16 makes more of it than fp16: with no logit error (mismatch 0), "

@@ -152,9 +152,9 @@ def _swept_x(parameter):
     return alt.X(f"{parameter}:Q", title=title, scale=alt.Scale(type="log" if log_x else "linear"))
 
 
-def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", panel=None, marks=None, labels=None):
+def sampler_chart(estimators, divergences, out_of_reach, chosen, parameter="mismatch", panel=None, marks=None, labels=None):
     """Relative bias (linear) and relative RMSE at N (log) of each estimator as one sampler parameter moves, over
-    the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel the bias floor (dashed, in the text colour)
+    the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel ∇J's part out of reach (dashed, in the text colour: seq_is's bias)
     where the sampler truncates; the dashed grey rule is the chosen value. ``panel``: "rmse", "bias" or
     "divergence" alone; ``marks``: a lesson's annotations on the divergence panel."""
     estimators = estimators if "line" in estimators else estimators.assign(line="own")
@@ -174,9 +174,10 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         layers = [_estimator_lines(data, x, _y(metric, log_y), ids, legend_highlight() if leading else None,
                                    alone=panel is not None, labels=labels), rule]
-        if name == "bias" and len(floor):
-            layers.append(alt.Chart(floor).mark_line(color=TEXT, strokeDash=[8, 4], strokeWidth=2).encode(
-                x=x, y=alt.Y("value:Q"), tooltip=[_x_tip(x), alt.Tooltip("value:Q", format=".4g", title="bias floor")]))
+        if name == "bias" and len(out_of_reach):
+            layers.append(alt.Chart(out_of_reach).mark_line(color=TEXT, strokeDash=[8, 4], strokeWidth=2).encode(
+                x=x, y=alt.Y("value:Q"), tooltip=[_x_tip(x), alt.Tooltip("value:Q", format=".4g",
+                                                                          title="∇J out of reach (seq_is's bias)")]))
         return alt.layer(*layers, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
     title = "exact, θ and b fixed (same seed), only the sampler moves"
