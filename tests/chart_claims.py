@@ -21,7 +21,13 @@ from chart_specs import spec_nodes
 from toylab.presentation.coincidence import APART, EXACT
 
 PANELS = {"bias": "relative bias", "std": "relative std at N", "RMSE": "relative RMSE at N",
-          "std ratio": "std ÷ on-policy std"}          # a panel's name in a legend: its metric
+          "std ratio": "std ÷ on-policy std"} | {objective: objective for objective in
+                                                ("bypass", "decoupled", "recompute", "capped")}
+# a panel's name in a legend: its metric, or the staleness view's objective
+SERIES = ("estimator", "series", "objective")      # the field a chart's lines are coloured by: estimators, or the
+                                                   # staleness view's lags (a panel per objective) and objectives
+CHART_NAMES = {"the J chart": "does it", "the learning curves": "J against step at each"}   # a caption's chart: its
+                                                                                            # title's start
 DASHED = re.compile(r"(?:On (?P<chart>.+?), drawn|Drawn) in short dashes over the line each lies on: (?P<words>.*)\.$",
                     re.S)
 STRING = r'"(?:[^"\\]|\\.)*"'
@@ -84,25 +90,28 @@ def drawn_panels(spec, datasets, inherited=None, inherited_transforms=()):
     panels = []
     for node, data, transforms in _leaves(spec, inherited, inherited_transforms):
         encoding = node.get("encoding", {})
-        if _mark_type(node) != "line" or encoding.get("color", {}).get("field") != "estimator":
+        series = encoding.get("color", {}).get("field")
+        if _mark_type(node) != "line" or series not in SERIES:
             continue
         frame = _filtered(datasets[data], transforms)
         x, y = encoding["x"]["field"], encoding["y"]["field"]
         log = encoding["y"].get("scale", {}).get("type") == "log"
-        metrics = frame["metric"].unique().tolist() if "metric" in frame else [None]
+        panel = "metric" if "metric" in frame else "objective" if "objective" in frame and series != "objective" \
+            else None
+        metrics = frame[panel].unique().tolist() if panel else [None]
         assert len(metrics) <= 1, f"one line layer draws several metrics: {metrics}"
         batches = frame["batch"].unique().tolist() if "batch" in frame else []
         for batch in batches if len(batches) > 1 else [None]:
             rows = frame if batch is None else frame[frame["batch"] == batch]
-            panels.append(Panel((metrics[0] if metrics else None, batch), log, x, _lines(rows, x, y, log),
-                                _styles(rows)))
+            panels.append(Panel((metrics[0] if metrics else None, batch), log, x, _lines(rows, x, y, log, series),
+                                _styles(rows, series)))
     return panels
 
 
-def _lines(rows, x, y, log):
+def _lines(rows, x, y, log, series="estimator"):
     lines = {}
-    for id in rows["estimator"].unique().tolist():
-        line = rows[rows["estimator"] == id]
+    for id in rows[series].unique().tolist():
+        line = rows[rows[series] == id]
         xs, ys = line[x].to_numpy(), line[y].to_numpy(float)
         keep = np.isfinite(ys) & ~np.array([value is None or value != value for value in xs]) & ((ys > 0) if log else True)
         xs, ys = xs[keep], ys[keep]
@@ -114,11 +123,11 @@ def _lines(rows, x, y, log):
     return lines
 
 
-def _styles(rows):
-    """{estimator: its line style} where the rows carry one (the ``line`` field the dashes are drawn by)."""
+def _styles(rows, series="estimator"):
+    """{series: its line style} where the rows carry one (the ``line`` field the dashes are drawn by)."""
     if "line" not in rows:
         return {}
-    return dict(zip(rows["estimator"].tolist(), rows["line"].tolist(), strict=True))
+    return dict(zip(rows[series].tolist(), rows["line"].tolist(), strict=True))
 
 
 class Panel:
@@ -151,7 +160,7 @@ def legend_labels(spec):
     of several lines is a list."""
     found = []
     for node in spec_nodes(spec):
-        legend = node.get("legend") if node.get("field") == "estimator" else None
+        legend = node.get("legend") if node.get("field") in SERIES else None
         if isinstance(legend, dict) and "labelExpr" in legend:
             found.append({json.loads(id): json.loads(text) for id, text in LABEL.findall(legend["labelExpr"])})
     assert all(labels == found[0] for labels in found), "the layers' legends differ"
@@ -331,8 +340,8 @@ def problems(charts, captions, where):
         dashed = DASHED.search(caption)
         if not dashed:
             continue
-        under = [index for index, (spec, _) in enumerate(drawn)
-                 if dashed["chart"] is None or dashed["chart"] == "the J chart" and _title(spec).startswith("does it")]
+        under = [index for index, (spec, _) in enumerate(drawn) if dashed["chart"] is None or
+                 dashed["chart"] in CHART_NAMES and _title(spec).startswith(CHART_NAMES[dashed["chart"]])]
         if not under:
             found.append(f"{where}: a caption names lines lying on others, but no chart of estimator lines is drawn: "
                          f"{dashed['words']!r}")
