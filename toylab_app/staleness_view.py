@@ -84,7 +84,7 @@ def curves(at, settings, config, height):
     found = staleness_frames.coincident(frame)
     chart_element.draw(at, staleness_charts.curves_chart(
         frame, result.lags, draw, result.target, tour.marks(settings, "training_staleness"), height=height or 220,
-        labels=staleness_frames.legend_words(found)))
+        labels=staleness_frames.legend_words(found)), width="content")          # panels side by side: their own width
     note = staleness_frames.coincident_note(found)
     if note:
         at.caption(coincidence.dashed_caption(note, chart="the learning curves"))
@@ -136,7 +136,7 @@ def _ahead_note(settings, config, draw, cap, here, across):
 
 def _seeds(settings, config, draw, across):
     frame = staleness_frames.population_frame(across, settings.seed)
-    chart_element.draw(st, staleness_charts.population_chart(frame, config.steps, draw))
+    chart_element.draw(st, staleness_charts.population_chart(frame, config.steps, draw), width="content")
     counts = tally(list(across.values()))
     largest = max(LAGS)
     st.caption("Across the 30 toys (seeds " + ("0–29" if settings.seed < 30 else f"{settings.seed} and 0–28")

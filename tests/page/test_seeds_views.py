@@ -60,6 +60,10 @@ def _check_table_and_words(at, values, current, lowest_first):
         assert table.loc[id, "first"] == sum(r[id] == 1 for r in ranked.values())
         assert table.loc[id, "toys"] == len(values)
     same = sum(r == ranked[current] for r in ranked.values())
+    here = ranked[current]
+    order = " · ".join(f"{rank} {', '.join(id for id in values[current] if here[id] == rank)}"
+                       for rank in sorted(set(here.values())))
+    assert any(f"on this toy: {order}." in caption.value for caption in at.caption), order
     assert any(f"{same} of {len(values)} toys rank every estimator the same way" in caption.value
                for caption in at.caption)
 
@@ -118,6 +122,10 @@ def test_the_training_seeds_view_is_each_toys_own_run():
                      {"on_policy": {}} | settings.selection(exact_only=True), settings.baseline, TrainingConfig(20))
         assert values[seed] == pytest.approx({id: run.J[-1] for id, run in runs.items()}, rel=1e-12)
     _check_table_and_words(at, values, 0, lowest_first=False)
+    ends = [number for numbers in values.values() for number in numbers.values()]
+    saturated = sum(J >= 0.98 for J in ends)
+    assert any(f"Saturated: {saturated} of the {len(ends)} runs end within 0.02 of J = 1" in caption.value
+               for caption in at.caption) == (saturated > 0)
 
 
 def test_the_training_seeds_view_asks_for_expected_mode():
@@ -139,8 +147,9 @@ def test_the_staleness_seeds_view_is_each_toys_own_runs():
     walk(at._tree)
     rows = pd.concat(frames).drop_duplicates(["seed", "objective", "lag"])
     settings = Settings()
-    ahead = {}
+    ahead, behind, ordered = {}, {}, [0] * len(LAGS)
     for seed in range(30):
+        steps_of = {}
         result = staleness(make_toy(settings.T, settings.V, settings.mismatch, seed), "none", TrainingConfig(20))
         target = 0.9 * result.on_policy_curve[-1]
         for objective, curves in result.curves.items():
@@ -157,6 +166,14 @@ def test_the_staleness_seeds_view_is_each_toys_own_runs():
             helped = any((s if s is not None else never) < first or np.any(curve > curves[0] + 1 / 150)
                          for s, curve in zip(steps[1:], curves[1:], strict=True))
             ahead[objective] = ahead.get(objective, 0) + helped
+            behind[objective] = behind.get(objective, 0) + ((steps[-1] if steps[-1] is not None else never) > first)
+            steps_of[objective] = [s if s is not None else never for s in steps]
+        for index in range(len(LAGS)):
+            d, r, b = (steps_of[o][index] for o in ("decoupled", "recompute", "bypass"))
+            ordered[index] += d <= r <= b
     words = next(caption.value for caption in at.caption if caption.value.startswith("Across the 30 toys (seeds"))
     for objective, count in ahead.items():
-        assert re.search(rf"{objective}: ahead of its run at lag 0 at some lag on {count} of 30 toys", words)
+        assert re.search(rf"{objective}: ahead of its run at lag 0 at some lag on {count} of 30 toys; later to the "
+                         rf"target at 16 than at 0 on {behind[objective]}", words)
+    assert "at lag " + ", ".join(f"{lag} on {count}" for lag, count in zip(LAGS, ordered, strict=True)) + " of 30" \
+        in words

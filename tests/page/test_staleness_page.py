@@ -114,7 +114,18 @@ def _check_view(at, toy, baseline, config, entry):
         assert f"Saturated: after {config.steps} steps {which}" in captions
     else:
         assert "Saturated:" not in captions
+    target = REACHED * next(iter(curves.values()))["on_policy"][-1]
+    assert f"{target:.4f} (the table's" in captions
     ahead = _ahead_on_drawn(curves)
+    for objective in ahead:                                            # how far ahead, and whether sooner
+        lines = curves[objective]
+        lead = max(max(0.0, float(np.max(lines[str(lag)] - lines[str(LAGS[0])]))) for lag in LAGS[1:])
+        first = _first(lines[str(LAGS[0])], target)
+        sooner = [lag for lag in LAGS[1:] if (s := _first(lines[str(lag)], target)) is not None
+                  and (first is None or s < first)]
+        words = re.search(rf"puts {objective} ahead of its run at lag 0 \(by up to ([0-9.]+) in J at some step; the "
+                          r"target (no sooner|sooner at [^)]+)\)", captions)
+        assert words and words[1] == f"{lead:.3f}" and (words[2] == "no sooner") == (not sooner), (objective, words)
     groups = {label: [make_toy(at_.T, at_.V, at_.mismatch, seed) for seed in range(30)]
               for label, at_ in ENTRIES[entry].neighbours()}
     for objective in OBJECTIVES:

@@ -23,6 +23,7 @@ from toylab.presentation.staleness_frames import LAG_WORDS, REFERENCE, SHORT, la
 LAG_COLOURS = ("#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743")     # viridis to 0.85: no pale end
 REFERENCE_COLOUR = "#7F7F7F"
 OBJECTIVE_COLOURS = {"bypass": "#D55E00", "decoupled": "#0072B2", "recompute": "#009E73", "capped": "#CC79A7"}
+PAD = alt.AutoSizeParams(type="pad", contains="padding")    # panels side by side keep their sizes ("fit" is for one)
 PANELS_WIDTH = 570              # the panels' plots together, pixels: with their axes and the legend they fit 820 px
 STEP_AXIS = alt.Axis(format="d", tickMinStep=1)
 LAG_AXIS_VALUES = (0, 1, 2, 4, 8, 16)
@@ -53,7 +54,8 @@ def curves_chart(frame, lags, draw, target, marks=None, height=220, labels=None)
         own = marks[marks["panel"] == objective] if marks is not None else None
         annotations = mark_layers(own, x_end=frame["step"].max()) if own is not None and len(own) else []
         panels.append(alt.layer(lines, rule, *annotations, height=height, width=width, title=SHORT[objective]))
-    return readable(alt.hconcat(*panels, resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="shared", y="shared")),
+    return readable(alt.hconcat(*panels, autosize=PAD,
+                                resolve=alt.Resolve(scale=alt.ScaleResolveMap(color="shared", y="shared")),
                                 title=f"J against step at each {LAG_WORDS[draw].split(' (')[0]} (grey, long dashes: "
                                       "on_policy; dotted: the target)"))
 
@@ -100,6 +102,6 @@ def population_chart(frame, steps, draw, height=170):
                                                           color=OBJECTIVE_COLOURS[objective]).encode(x, y, tooltip=tooltip)
         panels.append(alt.layer(others, here, height=height, width=PANELS_WIDTH // len(objectives),
                                 title=SHORT[objective]))
-    return readable(alt.hconcat(*panels, resolve=alt.Resolve(scale=alt.ScaleResolveMap(y="shared")),
+    return readable(alt.hconcat(*panels, autosize=PAD, resolve=alt.Resolve(scale=alt.ScaleResolveMap(y="shared")),
                                 title="steps to the target on 30 toys (grey; bold: this toy; at the top: not within "
                                       f"{steps} steps)"))
