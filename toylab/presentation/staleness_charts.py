@@ -24,7 +24,7 @@ LAG_COLOURS = ("#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743")
 REFERENCE_COLOUR = "#7F7F7F"
 OBJECTIVE_COLOURS = {"bypass": "#D55E00", "decoupled": "#0072B2", "recompute": "#009E73", "capped": "#CC79A7"}
 PAD = alt.AutoSizeParams(type="pad", contains="padding")    # panels side by side keep their sizes ("fit" is for one)
-PANELS_WIDTH = 570              # the panels' plots together, pixels: with their axes and the legend they fit 820 px
+PANELS_WIDTH = 510              # the panels' plots together, pixels: with their axes and the legend they fit 820 px
 STEP_AXIS = alt.Axis(format="d", tickMinStep=1)
 LAG_AXIS_VALUES = (0, 1, 2, 4, 8, 16)
 
@@ -98,8 +98,9 @@ def population_chart(frame, steps, draw, height=170):
         rows = frame[frame["objective"] == objective]
         others = alt.Chart(rows[~rows["current"]]).mark_line(strokeWidth=1, opacity=0.35, color=DISTRIBUTION_COLOUR
                                                              ).encode(x, y, alt.Detail("seed:N"), tooltip=tooltip)
-        here = alt.Chart(rows[rows["current"]]).mark_line(strokeWidth=3, point=True,
-                                                          color=OBJECTIVE_COLOURS[objective]).encode(x, y, tooltip=tooltip)
+        colour = OBJECTIVE_COLOURS[objective]
+        here = alt.Chart(rows[rows["current"]]).mark_line(
+            strokeWidth=3, color=colour, point=alt.OverlayMarkDef(color=colour)).encode(x, y, tooltip=tooltip)
         panels.append(alt.layer(others, here, height=height, width=PANELS_WIDTH // len(objectives),
                                 title=SHORT[objective]))
     return readable(alt.hconcat(*panels, autosize=PAD, resolve=alt.Resolve(scale=alt.ScaleResolveMap(y="shared")),
