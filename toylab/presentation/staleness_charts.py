@@ -24,7 +24,7 @@ LAG_COLOURS = ("#440154", "#443983", "#31688e", "#21918c", "#35b779", "#90d743")
 REFERENCE_COLOUR = "#7F7F7F"
 OBJECTIVE_COLOURS = {"bypass": "#D55E00", "decoupled": "#0072B2", "recompute": "#009E73", "capped": "#CC79A7"}
 PAD = alt.AutoSizeParams(type="pad", contains="padding")    # panels side by side keep their sizes ("fit" is for one)
-PANELS_WIDTH = 510              # the panels' plots together, pixels: with their axes and the legend they fit 820 px
+PANELS_WIDTH = 480              # the panels' plots together, pixels: with their axes and the legend they fit 820 px
 STEP_AXIS = alt.Axis(format="d", tickMinStep=1)
 LAG_AXIS_VALUES = (0, 1, 2, 4, 8, 16)
 
