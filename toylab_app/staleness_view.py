@@ -80,8 +80,7 @@ def curves(at, settings, config, height):
     if training_cache.staleness_refusal(settings, config, cap):
         return
     result = training_cache.staleness(settings, config, draw, cap)
-    frame = staleness_frames.curve_frame(result)
-    found = staleness_frames.coincident(frame)
+    frame, found = staleness_frames.curve_frame(result)
     chart_element.draw(at, staleness_charts.curves_chart(
         frame, result.lags, draw, result.target, tour.marks(settings, "training_staleness"), height=height or 220,
         labels=staleness_frames.legend_words(found)), width="content")          # panels side by side: their own width

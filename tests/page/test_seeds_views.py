@@ -77,6 +77,7 @@ def _read(frames):
     return values, rows, currents
 
 
+@pytest.mark.slow
 def test_the_estimators_seeds_view_ranks_thirty_toys_by_their_exact_rmse():
     at = _open({"est_seeds": "1"})
     values, rows, currents = _read(_strip(at))

@@ -24,9 +24,9 @@ def lag_name(lag):
 
 
 def curve_frame(result):
-    """One row per (objective, series, step): the panel's objective, the series (on_policy, then each lag), step k and
-    J; with each panel's line styles (``coincident``). Its names are categories: sent once each, not once a row (a
-    third of the bytes a step sends)."""
+    """(frame, {objective: [Coincidence]}): one row per (objective, series, step) — the panel's objective, the series
+    (on_policy, then each lag), step k and J, and each panel's line styles — and the lines that lie on others
+    (``coincident``). Its names are categories: sent once each, not once a row (a third of the bytes a step sends)."""
     steps = np.arange(result.steps + 1)
     parts = []
     for objective, curves in result.curves.items():
@@ -40,7 +40,7 @@ def curve_frame(result):
               for objective, lying in found.items()}
     frame = frame.assign(line=[styles[objective].get(series, "own") for objective, series in
                                zip(frame["objective"], frame["series"], strict=True)])
-    return frame.astype({"objective": "category", "series": "category", "line": "category"})
+    return frame.astype({"objective": "category", "series": "category", "line": "category"}), found
 
 
 def coincident(frame):
