@@ -74,10 +74,11 @@ def staleness_readings(keys, baseline, config, draw, cap):
 
 
 @st.cache_data(max_entries=32, show_spinner=False)
-def _seconds(keys, what, selection, baseline, config, draw, cap):
+def _seconds(sizes, what, selection, baseline, config, draw, cap, _keys):
     """(seconds of K = 1, seconds of K = 3) of the population on the wall's clock: a line through them gives any K (a
-    run is a setup and K + 1 steps of the same work)."""
-    toys = _toys(keys)
+    run is a setup and K + 1 steps of the same work). Kept under ``sizes``, the keys without their mismatch, which
+    does not change a step's work: the first mismatch timed serves every other (``_keys``, not part of the key)."""
+    toys = _toys(_keys)
     times = []
     for steps in (1, 3):
         short = replace(config, steps=steps)
@@ -93,7 +94,8 @@ def _seconds(keys, what, selection, baseline, config, draw, cap):
 def refusal(keys, what, selection, baseline, config, draw="fixed", cap=None):
     """Why training the population (``what``: "training" or "staleness") would not finish within the page's seconds,
     or None: a line through its timed runs of 1 and 3 steps, at the run's K."""
-    one, three = _seconds(keys, what, selection, baseline, config, draw, cap)
+    sizes = tuple((T, V, seed, sampler) for T, V, _, seed, sampler in keys)
+    one, three = _seconds(sizes, what, selection, baseline, replace(config, steps=1), draw, cap, keys)
     seconds = one + max(0.0, three - one) * (config.steps - 1) / 2
     if seconds <= LIMIT_SECONDS:
         return None
