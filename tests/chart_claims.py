@@ -21,7 +21,13 @@ from chart_specs import spec_nodes
 from toylab.presentation.coincidence import APART, EXACT
 
 PANELS = {"bias": "relative bias", "std": "relative std at N", "RMSE": "relative RMSE at N",
-          "std ratio": "std ÷ on-policy std"}          # a panel's name in a legend: its metric
+          "std ratio": "std ÷ on-policy std"} | {objective: objective for objective in
+                                                ("bypass", "decoupled", "recompute", "capped")}
+# a panel's name in a legend: its metric, or the staleness view's objective
+SERIES = ("estimator", "series", "objective")      # the field a chart's lines are coloured by: estimators, or the
+                                                   # staleness view's lags (a panel per objective) and objectives
+CHART_NAMES = {"the J chart": "does it", "the learning curves": "J against step at each"}   # a caption's chart: its
+                                                                                            # title's start
 DASHED = re.compile(r"(?:On (?P<chart>.+?), drawn|Drawn) in short dashes over the line each lies on: (?P<words>.*)\.$",
                     re.S)
 STRING = r'"(?:[^"\\]|\\.)*"'
@@ -61,32 +67,51 @@ def _mark_type(node):
     return node["mark"] if isinstance(node["mark"], str) else node["mark"]["type"]
 
 
-def drawn_panels(spec, datasets):
+def legend_groups(spec, data=None, transforms=()):
+    """(part of the spec, its data name, its transforms) for each part that draws its own colour legend: the whole
+    spec, or where a concatenation resolves its colours independently, each of its parts (and so on down). The
+    words of a part's legend are checked against the lines of that part alone."""
+    data = spec.get("data", {}).get("name", data) if isinstance(spec.get("data"), dict) else data
+    transforms = (*transforms, *spec.get("transform", ()))
+    independent = spec.get("resolve", {}).get("scale", {}).get("color") == "independent"
+    parts = [child for key in ("vconcat", "hconcat", "concat") for child in spec.get(key, ())]
+    if not (independent and parts):
+        yield spec, data, transforms
+        return
+    for child in parts:
+        yield from legend_groups(child, data, transforms)
+
+
+def drawn_panels(spec, datasets, inherited=None, inherited_transforms=()):
     """[Panel] of every line layer coloured by estimator: its key (metric, batch) — the metric its rows hold (None where
     they carry none), the batch size where its rows draw several — whether its y axis is log, its x field, and
-    {estimator: (x values, y values)} as drawn (x ascending, or in the rows' order for names)."""
+    {estimator: (x values, y values)} as drawn (x ascending, or in the rows' order for names). ``inherited`` and
+    ``inherited_transforms``: the data name and transforms a part of a spec inherits (``legend_groups``)."""
     panels = []
-    for node, data, transforms in _leaves(spec):
+    for node, data, transforms in _leaves(spec, inherited, inherited_transforms):
         encoding = node.get("encoding", {})
-        if _mark_type(node) != "line" or encoding.get("color", {}).get("field") != "estimator":
+        series = encoding.get("color", {}).get("field")
+        if _mark_type(node) != "line" or series not in SERIES:
             continue
         frame = _filtered(datasets[data], transforms)
         x, y = encoding["x"]["field"], encoding["y"]["field"]
         log = encoding["y"].get("scale", {}).get("type") == "log"
-        metrics = frame["metric"].unique().tolist() if "metric" in frame else [None]
+        panel = "metric" if "metric" in frame else "objective" if "objective" in frame and series != "objective" \
+            else None
+        metrics = frame[panel].unique().tolist() if panel else [None]
         assert len(metrics) <= 1, f"one line layer draws several metrics: {metrics}"
         batches = frame["batch"].unique().tolist() if "batch" in frame else []
         for batch in batches if len(batches) > 1 else [None]:
             rows = frame if batch is None else frame[frame["batch"] == batch]
-            panels.append(Panel((metrics[0] if metrics else None, batch), log, x, _lines(rows, x, y, log),
-                                _styles(rows)))
+            panels.append(Panel((metrics[0] if metrics else None, batch), log, x, _lines(rows, x, y, log, series),
+                                _styles(rows, series)))
     return panels
 
 
-def _lines(rows, x, y, log):
+def _lines(rows, x, y, log, series="estimator"):
     lines = {}
-    for id in rows["estimator"].unique().tolist():
-        line = rows[rows["estimator"] == id]
+    for id in rows[series].unique().tolist():
+        line = rows[rows[series] == id]
         xs, ys = line[x].to_numpy(), line[y].to_numpy(float)
         keep = np.isfinite(ys) & ~np.array([value is None or value != value for value in xs]) & ((ys > 0) if log else True)
         xs, ys = xs[keep], ys[keep]
@@ -98,11 +123,11 @@ def _lines(rows, x, y, log):
     return lines
 
 
-def _styles(rows):
-    """{estimator: its line style} where the rows carry one (the ``line`` field the dashes are drawn by)."""
+def _styles(rows, series="estimator"):
+    """{series: its line style} where the rows carry one (the ``line`` field the dashes are drawn by)."""
     if "line" not in rows:
         return {}
-    return dict(zip(rows["estimator"].tolist(), rows["line"].tolist(), strict=True))
+    return dict(zip(rows[series].tolist(), rows["line"].tolist(), strict=True))
 
 
 class Panel:
@@ -135,7 +160,7 @@ def legend_labels(spec):
     of several lines is a list."""
     found = []
     for node in spec_nodes(spec):
-        legend = node.get("legend") if node.get("field") == "estimator" else None
+        legend = node.get("legend") if node.get("field") in SERIES else None
         if isinstance(legend, dict) and "labelExpr" in legend:
             found.append({json.loads(id): json.loads(text) for id, text in LABEL.findall(legend["labelExpr"])})
     assert all(labels == found[0] for labels in found), "the layers' legends differ"
@@ -305,7 +330,8 @@ def problems(charts, captions, where):
         panels = drawn_panels(spec, datasets)
         if panels:
             drawn.append((spec, panels))
-            found += legend_problems(panels, legend_labels(spec), where)
+            for part, data, transforms in legend_groups(spec):     # each legend, of the lines under it alone
+                found += legend_problems(drawn_panels(part, datasets, data, transforms), legend_labels(part), where)
         elif _scatter(datasets) is None and any(label != id for id, label in (legend_labels(spec) or {}).items()):
             found.append(f"{where}: a legend speaks of lines on a chart that draws no estimator line this reader reads: "
                          f"{legend_labels(spec)}")
@@ -314,8 +340,8 @@ def problems(charts, captions, where):
         dashed = DASHED.search(caption)
         if not dashed:
             continue
-        under = [index for index, (spec, _) in enumerate(drawn)
-                 if dashed["chart"] is None or dashed["chart"] == "the J chart" and _title(spec).startswith("does it")]
+        under = [index for index, (spec, _) in enumerate(drawn) if dashed["chart"] is None or
+                 dashed["chart"] in CHART_NAMES and _title(spec).startswith(CHART_NAMES[dashed["chart"]])]
         if not under:
             found.append(f"{where}: a caption names lines lying on others, but no chart of estimator lines is drawn: "
                          f"{dashed['words']!r}")

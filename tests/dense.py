@@ -465,8 +465,8 @@ def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
     assert moments.grad_norm == pytest.approx(scale, rel=1e-12)
     reachable = dense.true_grad if estimator == "on_policy" else dense.reachable_gradient(baseline)
     floor, rest = np.linalg.norm(dense.true_grad - reachable), np.linalg.norm(mean - reachable)
-    assert moments.rel_floor * scale == pytest.approx(floor, rel=1e-10, abs=1e-10 * scale)
-    assert moments.rel_rest * scale == pytest.approx(rest, rel=1e-10, abs=1e-10 * scale)
+    assert moments.rel_out_of_reach * scale == pytest.approx(floor, rel=1e-10, abs=1e-10 * scale)
+    assert moments.rel_within_reach * scale == pytest.approx(rest, rel=1e-10, abs=1e-10 * scale)
     plain_scale = np.linalg.norm(dense.plain_grad)
     assert moments.rel_plain_bias == pytest.approx(np.linalg.norm(mean - dense.plain_grad) / plain_scale, rel=1e-9,
                                                    abs=1e-10)

@@ -1,4 +1,4 @@
-"""The error-versus-batch-size tab: exact curves, bias floors and seq_is crossovers; Monte Carlo dots on request (a
+"""The error-versus-batch-size tab: exact curves, each bias (the error's limit as N grows) and seq_is crossovers; Monte Carlo dots on request (a
 toggle in the link: they cost more than the exact picture they confirm)."""
 
 

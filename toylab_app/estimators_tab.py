@@ -7,12 +7,12 @@ from functools import partial
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import charts, frames
+from toylab.presentation import charts, frames, seeds_charts, seeds_frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
 from toylab.state.query import ERRORS_TAB, NO_COMPARISON
 from toylab.text import UNDEFINED
 from toylab_app import chart_element, screen_share, tour
-from toylab_app.caches import cache
+from toylab_app.caches import cache, seeds_cache
 
 COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
@@ -37,13 +37,16 @@ COLUMNS = {
     "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
 }
 SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
-    "rel_floor": st.column_config.NumberColumn(
-        "bias floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
-                                          "The same for every estimator on μ; no weight on what it draws removes it"),
-    "rel_rest": st.column_config.NumberColumn(
-        "bias rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
-                                         "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
-                                         "|floor − rest| ≤ rel bias ≤ floor + rest"),
+    "rel_out_of_reach": st.column_config.NumberColumn(
+        "out of reach", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never "
+                                            "draws — seq_is's whole bias. The same for every estimator on μ; no weight "
+                                            "on what it draws removes it. Not a floor: an estimator's error within "
+                                            "reach can point against it, and its bias be smaller"),
+    "rel_within_reach": st.column_config.NumberColumn(
+        "within reach", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the "
+                                            "sequences the sampler draws (0 for seq_is). Bias = out of reach + within "
+                                            "reach as vectors, so |out of reach − within reach| ≤ rel bias ≤ out of "
+                                            "reach + within reach"),
 }
 PLAIN_COLUMNS = {          # shown when the trainer scores another π than softmax(θ): its objective moved
     "rel_plain_bias": st.column_config.NumberColumn(
@@ -52,7 +55,7 @@ PLAIN_COLUMNS = {          # shown when the trainer scores another π than softm
                                             "the objective's shift (the header)"),
 }
 PRESENT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_std", "rel_rmse", "cosine"]   # what a room reads
-PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_floor", "rel_rest", "rel_rmse"]  # … when it truncates
+PRESENT_SPLIT_COLUMNS = ["swatch", "estimator", "rel_bias", "rel_out_of_reach", "rel_within_reach", "rel_rmse"]  # … when it truncates
 PRESENT_HEIGHT = 300                     # the scatter beside the table, both in view at 1280×720
 COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter (its
 FORMULAS_KEY = "formulas"                # the formulas' expander: open or not (its content is built only when open)
@@ -60,16 +63,16 @@ BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control 
 
 
 def _notes(where, settings, table, same, truncates):
-    """Under the table: why a number is undefined, what a truncating sampler's bias floor is, and which estimators
+    """Under the table: why a number is undefined, what a truncating sampler puts out of reach, and which estimators
     are one estimator on this toy."""
     for note in frames.table_notes(table):
         where.caption(f"{UNDEFINED} {note}.")
     if truncates:
         where.caption(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
-                      "misses ∇J's part from them, the bias floor, which no correction removes — seq_is, unbiased "
-                      "without truncation, has exactly that bias. An estimator's own error (the rest) may point against "
-                      "the floor and partly cancel it, so a biased correction can show less bias than seq_is; that is "
-                      "an accident of this toy, not a repair.")
+                      "misses ∇J's part from them (out of reach), which no correction removes — seq_is, unbiased "
+                      "without truncation, has exactly that bias. It is not a floor under the others: an estimator's "
+                      "own error (within reach) may point against it and partly cancel it, so a biased correction can "
+                      "show less bias than seq_is; that is an accident of this toy, not a repair.")
     diagnostics = cache.toy_diagnostics(settings.toy_key)
     for caption in (objective_caption(settings, diagnostics), identity_caption(settings, diagnostics)):
         if caption:
@@ -78,6 +81,43 @@ def _notes(where, settings, table, same, truncates):
         where.caption(f"Identical on this toy (same exact mean and variance): {frames.same_note(same)} here. The "
                       "chart draws each as a ring round the point it shares; the lines of other tabs, dashed over "
                       "each other.")
+
+
+SEEDS_KEY = "est_seeds"                   # the URL parameter: the seeds view, on or off
+RANK_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "value": st.column_config.NumberColumn("rel RMSE at N here", format="%.4f"),
+    "rank": st.column_config.NumberColumn("rank here", help="1: the lowest relative RMSE at N on this toy; equal "
+                                                            "numbers share a rank"),
+    "same_rank": st.column_config.NumberColumn("same rank at", help="How many of the toys rank it as this toy does"),
+    "first": st.column_config.NumberColumn("first at", help="How many of the toys rank it first (lowest RMSE)"),
+    "median_rank": st.column_config.NumberColumn("median rank", format="%.1f"),
+    "toys": st.column_config.NumberColumn("of toys"),
+}
+
+
+def _seeds_view(settings):
+    """The table's takeaway, the estimators ranked by relative RMSE at N, over this toy and 29 others that differ in
+    their seed alone: opt-in, each toy's moments cached as the table's are."""
+    if not st.toggle("Across seeds: this toy among 30", key=SEEDS_KEY, persist_state="session",
+                     help="The ranking by relative RMSE at N on 30 toys that differ from this one in their seed alone "
+                          "(seeds 0–29, or this seed and 0–28): the same T, V, mismatch, sampler, estimators, "
+                          "thresholds, baseline and N, each toy exact. Off, a change of the toy does not wait for it."):
+        return
+    problem = seeds_cache.too_large(settings)
+    if problem:
+        st.info(f"{problem[0].upper()}{problem[1:]}.", icon=":material/hourglass:")
+        return
+    with st.spinner("Exact moments of 30 toys…"):
+        frame = seeds_frames.strip_frame(seeds_cache.estimator_values(settings, settings.N), settings.seed)
+    chart_element.draw(st, seeds_charts.strip_chart(
+        frame, f"relative RMSE at N = {settings.N:,} on 30 toys (ticks; ringed: this toy, seed {settings.seed})",
+        "relative RMSE at N", log=True, height=220 if screen_share.on() else seeds_charts.HEIGHT))
+    same, toys = seeds_frames.same_order(frame)
+    st.dataframe(seeds_frames.rank_table(frame), column_config=RANK_COLUMNS, hide_index=True, width="stretch")
+    st.caption(f"Ranked by relative RMSE at N = {settings.N:,}, lowest first, on this toy: "
+               f"{seeds_frames.order_text(frame)}. {same} of {toys} toys rank every estimator the same way. The toys: "
+               f"seeds {seeds_frames.seeds_text(frame)}, each exact; a rank is shared by numbers equal to rounding.")
 
 
 def plain(text):
@@ -97,7 +137,7 @@ def render(settings):
     table = frames.table_frame(moments, settings.N)
     same = frames.duplicates(moments)
     shown = frames.shown_table(table)
-    truncates = bool(table["rel_floor"].gt(0).any())
+    truncates = bool(table["rel_out_of_reach"].gt(0).any())
     marks = tour.marks(settings, "bias_std")
     height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
     compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
@@ -122,6 +162,7 @@ def render(settings):
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     if not screen_share.on():
         chart_element.draw(st, chart)
+    _seeds_view(settings)
     formulas = st.expander("Formulas of the selected estimators", key=FORMULAS_KEY, on_change="rerun")
     if formulas.open:                                  # built only while open: a step redraws one closed expander
         formulas.markdown("\n\n".join(                 # one element, not three per estimator: a lighter re-render

@@ -48,8 +48,8 @@ def metrics(settings):
              "the sequences μ can draw."),
             ("π-mass out of reach", "out of reach", f"{d.unreachable_mass:.4f}",
              "π(y ∉ S): the trainer's probability of the sequences the sampler never draws (top-k/top-p cut a token "
-             "at some position). No importance weight brings it back: ∇J's part from there is a bias floor "
-             f"(the {ESTIMATORS_TAB} tab splits each bias into this floor and the rest).")]
+             "at some position). No importance weight brings it back: ∇J's part from there is out of reach, seq_is's whole "
+             f"bias (the {ESTIMATORS_TAB} tab splits each bias into the part out of reach and the part within).")]
     objective = objective_metric(d)
     return numbers + [identity_metric(d)] + ([objective] if objective else [])
 

@@ -92,6 +92,7 @@ def _sweep(settings):
         "estimator's std by on-policy's (exact at every T, flat at 1 when on_policy is selected) at the same T: "
         "the rarity cancels and the ratio holds at any batch size N; seq_is's variance ratio grows roughly like "
         "∏(1 + χ²_t) = 1 + χ²_seq."
-        + (" The sampler truncates: the π-mass out of reach, 1 − ∏_t π_t(S_t), grows with T, and with it the bias "
-           "floor every estimator on μ carries (χ²_seq and the ESS are over the sequences μ draws)."
+        + (" The sampler truncates: the π-mass out of reach, 1 − ∏_t π_t(S_t), grows with T, and with it ∇J's "
+           "part out of reach: seq_is's whole bias, and part of every estimator's on μ (χ²_seq and the ESS are over "
+           "the sequences μ draws)."
            if settings.top_p < 1 or settings.top_k else ""))

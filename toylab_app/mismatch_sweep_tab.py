@@ -30,7 +30,7 @@ def render(settings):
                                     sweep_charts.drawn_panels(sweep_charts.SAMPLER_PANELS, panel))
     chart = sweep_charts.sampler_chart(sweep_frames.styled(estimators, lying),
                                        sweep_frames.divergence_frame(divergence_rows, parameter),
-                                       sweep_frames.floor_frame(divergence_rows, parameter), chosen, parameter, panel,
+                                       sweep_frames.out_of_reach_frame(divergence_rows, parameter), chosen, parameter, panel,
                                        marks=tour.marks(settings, "sampler_divergence"),
                                        labels=sweep_frames.legend_words(lying))
     chart_element.draw(st, chart, width="stretch" if panel else "content")

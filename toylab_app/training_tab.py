@@ -4,7 +4,14 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
-from toylab.presentation import coincidence, frames, training_charts, training_frames
+from toylab.presentation import (
+    coincidence,
+    frames,
+    seeds_charts,
+    seeds_frames,
+    training_charts,
+    training_frames,
+)
 from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import (
     DUAL_CLIPS,
@@ -16,9 +23,9 @@ from toylab.state.query import (
 )
 from toylab.training.loop import MODES, NOISES, REACHED, stop_notice
 from toylab.training.optimizers import OPTIMIZERS
-from toylab.training.staleness import LAGS
-from toylab_app import address, chart_element, screen_share, tour
-from toylab_app.caches import training_cache
+from toylab.training.staleness import SATURATED
+from toylab_app import address, chart_element, screen_share, staleness_view, tour
+from toylab_app.caches import seeds_cache, training_cache
 
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
 SUMMARY_COLUMNS = {
@@ -198,7 +205,7 @@ def render(settings):
                  at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
                                                  marks=tour.marks(settings, chart)))
              for chart, quantity in POLICY_CHARTS.items() if three}
-    draw["training_staleness"] = lambda at, size: _staleness_chart(at, settings, config, size)
+    draw["training_staleness"] = lambda at, size: staleness_view.curves(at, settings, config, size)
     if lesson:
         _lesson_charts(lesson, draw)
     if "training_J" not in lesson:
@@ -229,8 +236,56 @@ def render(settings):
                  width="stretch")
     if screen_share.on():                                    # the long names left the table: say them once
         st.caption(frames.names_note(summary["estimator"]))
-    _staleness_view(settings, config, draw, lesson)
+    _seeds_view(settings, config, selection)
+    staleness_view.render(settings, config, draw["training_staleness"], lesson)
     _sga_view(settings, config)
+
+
+SEEDS_COLUMNS = {
+    "estimator": st.column_config.TextColumn("estimator"),
+    "value": st.column_config.NumberColumn("final J here", format="%.4f"),
+    "rank": st.column_config.NumberColumn("rank here", help="1: the highest J after the run's steps on this toy; "
+                                                            "equal numbers share a rank"),
+    "same_rank": st.column_config.NumberColumn("same rank at", help="How many of the toys rank it as this toy does"),
+    "first": st.column_config.NumberColumn("first at", help="How many of the toys rank it first (highest J)"),
+    "median_rank": st.column_config.NumberColumn("median rank", format="%.1f"),
+    "toys": st.column_config.NumberColumn("of toys"),
+}
+
+
+def _seeds_view(settings, config, selection):
+    """The table's takeaway, each estimator's J after the run, over this toy and 29 others that differ in their seed
+    alone, trained together in expected mode: opt-in."""
+    if not st.toggle("Across seeds: final J on 30 toys", key=KEY["seeds"], persist_state="session",
+                     help="This run on 30 toys that differ from this one in their seed alone (seeds 0–29, or this "
+                          "seed and 0–28), trained together, expected mode: each estimator's J after the last step "
+                          "and its rank. Off, a change of the toy does not wait for it."):
+        return
+    if config.mode != "expected":
+        st.info("Across seeds trains in expected mode: switch the mode to expected to see it.",
+                icon=":material/info:")
+        return
+    keys = tuple(seeds_cache.toy_keys(settings))
+    problem = seeds_cache.too_large(settings) or seeds_cache.refusal(keys, "training", selection, settings.baseline,
+                                                                     config)
+    if problem:
+        st.info(f"Across seeds: {problem}.", icon=":material/hourglass:")
+        return
+    with st.spinner("Training 30 toys…"):
+        values = seeds_cache.final_J(keys, selection, settings.baseline, config)
+    frame = seeds_frames.strip_frame(values, settings.seed, lowest_first=False)
+    chart_element.draw(st, seeds_charts.strip_chart(
+        frame, f"J after {config.steps} steps on 30 toys (ticks; ringed: this toy, seed {settings.seed})",
+        f"J after {config.steps} steps"))
+    same, toys = seeds_frames.same_order(frame)
+    st.dataframe(seeds_frames.rank_table(frame), column_config=SEEDS_COLUMNS, hide_index=True, width="stretch")
+    saturated = int((frame["value"] >= 1 - SATURATED).sum())
+    st.caption(f"Ranked by J after {config.steps} steps, highest first, on this toy: {seeds_frames.order_text(frame)}. "
+               f"{same} of {toys} toys rank every estimator the same way. The toys: seeds "
+               f"{seeds_frames.seeds_text(frame)}, each exact (expected mode, this run's controls); a rank is shared "
+               "by numbers equal to rounding."
+               + (f" Saturated: {saturated} of the {len(frame)} runs end within {SATURATED:g} of J = 1, where ranks "
+                  "are decided by thousandths; the table's steps to 90 % tell speed apart." if saturated else ""))
 
 
 def _three_policies(config):
@@ -252,38 +307,6 @@ def _policy_charts(draw, lesson):
                "and pg_clipfrac_lower; prime-rl's is_masked), averaged over the batch's U updates. PPO KL: the token "
                "mean of −log r = log π_old − log π_θ (verl's ppo_kl), averaged likewise. Spread of w: the standard "
                "deviation over the tokens of w = π_old/μ. Expected mode: each exact, under μ.")
-
-
-def _staleness_view(settings, config, draw, lesson):
-    st.subheader("How much staleness is safe?")
-    if not st.toggle("Show the staleness view", key=KEY["staleness"], persist_state="session",
-                     help="J after this run's steps against the engine's lag s = 0 … 16, for PPO centred on μ "
-                          "(bypass), the decoupled objective and recompute without w: expected mode, exact. Off, a "
-                          "change of the toy does not wait for it."):
-        return
-    if "training_staleness" not in lesson:
-        draw["training_staleness"](st, None)
-    st.caption(f"Each point: {config.steps} steps in expected mode at lr {config.lr:g} ({config.optimizer}), the "
-               f"loss {config.update.loss} with U = {config.update.U} updates per batch, the engine's policy s steps "
-               "old. PPO centred on μ: π_old = μ, no correction (AReaL's \"naive PPO\"). Decoupled: π_old "
-               "recomputed, w = π_old/μ as a weight (tok_is). Recompute without w: π_old recomputed, no weight. "
-               "on_policy, dashed: the trainer sampling itself. The shape of AReaL's table of naive against "
-               "decoupled PPO, exact.")
-
-
-def _staleness_chart(at, settings, config, height):
-    with st.spinner("Training at six lags…"):
-        refused = training_cache.staleness_refusal(settings, config)
-        if refused:
-            at.info(f"The staleness view ({2 * len(LAGS)} runs, one per lag and anchor): {refused} (the page's "
-                    "limits).", icon=":material/hourglass:")
-            return
-        result = training_cache.staleness(settings, config)
-    chart_element.draw(at, training_charts.staleness_chart(training_frames.staleness_frame(result), config.steps,
-                                                           tour.marks(settings, "training_staleness"),
-                                                           height=height or 260))
-    if result.stopped:
-        at.warning(f"{result.stopped_text()}.", icon=":material/warning:")
 
 
 def _trained(settings, config, selection):

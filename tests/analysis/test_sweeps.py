@@ -79,7 +79,7 @@ def test_mismatch_sweep_equals_the_table_and_dense_divergences():
     rows, divergences, left_out = sampler_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
                                                 settings.sampler, "mismatch", settings.selection(), settings.baseline,
                                                 settings.N)
-    assert left_out == [] and all(row["unreachable_mass"] == 0 and row["rel_floor"] == 0 for row in divergences)
+    assert left_out == [] and all(row["unreachable_mass"] == 0 and row["rel_out_of_reach"] == 0 for row in divergences)
     mismatches = sorted({row["mismatch"] for row in divergences})
     assert mismatches == sorted(set(np.linspace(0, 2, 41)) | {0.73})
     assert {row["estimator"] for row in rows} == {"naive", "tok_tis", "seq_mis"}      # seq_snis is batch-coupled
@@ -114,7 +114,7 @@ def test_large_toys_get_coarser_grids():
                                                 ("precision", Sampler(top_p=0.9, precision="bf16"))])
 def test_sampler_sweeps_equal_the_table_and_the_dense_sums(parameter, sampler):
     """Every point of a top-p, temperature or precision sweep is the table of the toy with that sampler; its divergences, π-mass
-    out of reach and bias floor equal the dense sums over the sequences μ can draw."""
+    out of reach and ∇J's part out of reach equal the dense sums over the sequences μ can draw."""
     settings = Settings(T=4, V=3, mismatch=0.6, seed=5, estimators=("naive", "tok_tis", "seq_is", "seq_mis"),
                         baseline="logged", N=16, **sampler.parameters())
     rows, divergences, left_out = sampler_sweep(settings.T, settings.V, settings.seed, settings.mismatch,
@@ -137,8 +137,8 @@ def test_sampler_sweeps_equal_the_table_and_the_dense_sums(parameter, sampler):
         assert row["chi2_seq"] == pytest.approx((mu @ W**2) / (mu @ W) ** 2 - 1, rel=1e-9, abs=1e-13)
         assert row["unreachable_mass"] == pytest.approx(dense.unreachable_mass(), rel=1e-10, abs=1e-15)
         floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient("logged")) / np.linalg.norm(dense.true_grad)
-        assert row["rel_floor"] == pytest.approx(floor, rel=1e-9, abs=1e-13)
-        assert seq_is[row[parameter]] == pytest.approx(row["rel_floor"], rel=1e-9, abs=1e-12)   # seq_is: the floor
+        assert row["rel_out_of_reach"] == pytest.approx(floor, rel=1e-9, abs=1e-13)
+        assert seq_is[row[parameter]] == pytest.approx(row["rel_out_of_reach"], rel=1e-9, abs=1e-12)   # seq_is: all out of reach
 
 
 def test_a_point_beyond_float64_is_left_out_and_named():

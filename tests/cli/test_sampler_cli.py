@@ -40,24 +40,24 @@ def test_the_table_json_echoes_the_sampler_and_equals_the_library_and_the_dense_
     assert result["toy"]["kl_pi_mu"] is None and any("kl_pi_mu is infinite" in note for note in result["notes"])
     dense = DenseToy(toy)
     scale = np.linalg.norm(dense.true_grad)
-    floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient("logged")) / scale
+    out_of_reach = np.linalg.norm(dense.true_grad - dense.reachable_gradient("logged")) / scale
     expected = {row["estimator"]: row for row in exact_table(toy, {id: {} for id in ("naive", "tok_tis", "seq_is",
                                                                                        "seq_mis")}, "logged", 64)}
     for row in result["estimators"]:
         assert row["rel_bias"] == pytest.approx(expected[row["name"]]["rel_bias"], rel=1e-12)
-        assert row["rel_floor"] == pytest.approx(floor, rel=1e-9)
+        assert row["rel_out_of_reach"] == pytest.approx(out_of_reach, rel=1e-9)
         mean = dense.moments(row["name"], expected[row["name"]]["params"], "logged")[0]
-        assert row["rel_rest"] == pytest.approx(np.linalg.norm(mean - dense.reachable_gradient("logged")) / scale,
+        assert row["rel_within_reach"] == pytest.approx(np.linalg.norm(mean - dense.reachable_gradient("logged")) / scale,
                                                 rel=1e-9, abs=1e-12)
 
 
 def test_the_text_table_shows_the_split_only_when_the_sampler_truncates(capsys):
     code, out = run(capsys, "--top-p", "0.9", "--mismatch", "0")
-    assert code == 0 and "sampler: top-p 0.9" in out.out and "bias floor" in out.out and "pi-mass out of reach" in out.out
+    assert code == 0 and "sampler: top-p 0.9" in out.out and "out of reach" in out.out and "not a floor" in out.out and "pi-mass out of reach" in out.out
     code, out = run(capsys, "--temperature", "2")
-    assert code == 0 and "sampler: τ = 2" in out.out and "bias floor" not in out.out
+    assert code == 0 and "sampler: τ = 2" in out.out and "within reach" not in out.out
     code, out = run(capsys)
-    assert "sampler" not in out.out and "bias floor" not in out.out
+    assert "sampler" not in out.out and "within reach" not in out.out
 
 
 def test_train_noise_redrawn_echoes_and_equals_the_library(capsys):

@@ -1,7 +1,7 @@
 """Every exact result the default pipeline (logged = sampled, scored = plain softmax) gives, as the numbers of each item.
 
 ``results()`` computes, on toys with and without sampler truncation: every exact estimator's moments (mean, bias,
-variance, ‖∇J‖, cosine, affected shares, floor and rest) at the three baselines, the count recursion's, the
+variance, ‖∇J‖, cosine, affected shares, out of reach and within reach) at the three baselines, the count recursion's, the
 diagnostics (J, E_μ[r], ‖∇J‖, per-token KL both ways and χ², TV, the π-mass out of reach), the exact log W
 distribution, Monte Carlo errors, stratified Monte Carlo moments, training in both modes, the SGA pieces, a sampler
 sweep and two length points. Each item is the list of its numbers as float64 arrays (None as NaN).
@@ -49,7 +49,7 @@ def numbers(*values):
 
 def moments_numbers(moments):
     return numbers(moments.mean, moments.bias, moments.var, moments.grad_norm, moments.cosine, moments.tokens_affected,
-                  moments.sequences_affected, moments.floor, moments.rest)
+                  moments.sequences_affected, moments.out_of_reach, moments.within_reach)
 
 
 def toy_results(name, arguments):

@@ -132,13 +132,13 @@ def test_training_takes_the_exact_means_and_population_of_the_pipeline(pair):
 
 
 def test_with_the_logged_mu_equal_to_the_sampled_one_sequence_is_is_unbiased_for_the_scored_objective():
-    """processed logging: W = π/μ_s on μ_s's support, so sequence IS's bias is the floor alone — 0 for keep_mask,
+    """processed logging: W = π/μ_s on μ_s's support, so sequence IS's bias is ∇J's part out of reach alone — 0 for keep_mask,
     whose π lives on that support; and its error against softmax(θ)'s gradient is then how far the objective moved."""
     for scored in SCORED:
         toy = make_toy(4, 3, 1.0, 7, temperature=0.6, top_p=0.8, scored=scored)
         seq_is = exact_moments(toy, "seq_is", baseline="logged")
-        assert seq_is.rel_rest < 1e-12 and seq_is.rel_bias == pytest.approx(seq_is.rel_floor, rel=1e-9, abs=1e-12)
-        assert (seq_is.rel_floor == 0) == (scored == "keep_mask") and toy.truncates
+        assert seq_is.rel_within_reach < 1e-12 and seq_is.rel_bias == pytest.approx(seq_is.rel_out_of_reach, rel=1e-9, abs=1e-12)
+        assert (seq_is.rel_out_of_reach == 0) == (scored == "keep_mask") and toy.truncates
     keep = make_toy(4, 3, 1.0, 7, temperature=0.6, top_p=0.8, scored="keep_mask")
     assert exact_moments(keep, "seq_is").rel_plain_bias == pytest.approx(keep.objective_shift, rel=1e-9)
 

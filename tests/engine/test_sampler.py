@@ -163,11 +163,11 @@ def test_every_exact_estimator_equals_the_dense_sums_over_the_support(toy_pair, 
 def test_sequence_is_has_exactly_the_floor_as_its_bias(toy_pair):
     toy, _ = toy_pair
     seq_is, naive = exact_moments(toy, "seq_is", baseline="logged"), exact_moments(toy, "naive", baseline="logged")
-    assert seq_is.rel_rest < 1e-12 and seq_is.rel_bias == pytest.approx(seq_is.rel_floor, rel=1e-9, abs=1e-13)
-    assert naive.rel_floor == seq_is.rel_floor
-    assert abs(naive.rel_floor - naive.rel_rest) <= naive.rel_bias * (1 + 1e-12) + 1e-15
-    assert naive.rel_bias <= naive.rel_floor + naive.rel_rest + 1e-12
-    assert (seq_is.rel_floor > 0) == toy.truncates
+    assert seq_is.rel_within_reach < 1e-12 and seq_is.rel_bias == pytest.approx(seq_is.rel_out_of_reach, rel=1e-9, abs=1e-13)
+    assert naive.rel_out_of_reach == seq_is.rel_out_of_reach
+    assert abs(naive.rel_out_of_reach - naive.rel_within_reach) <= naive.rel_bias * (1 + 1e-12) + 1e-15
+    assert naive.rel_bias <= naive.rel_out_of_reach + naive.rel_within_reach + 1e-12
+    assert (seq_is.rel_out_of_reach > 0) == toy.truncates
 
 
 @pytest.mark.parametrize("chunk", [4, 16])
@@ -187,7 +187,7 @@ def test_the_count_recursion_equals_the_dense_sums(toy_pair):
         scale = np.linalg.norm(dense.true_grad)
         np.testing.assert_allclose(moments.mean, mean, rtol=0, atol=1e-10 * scale)
         assert moments.var == pytest.approx(var, rel=1e-9, abs=1e-14)
-        assert moments.rel_floor == pytest.approx(exact_moments(toy, estimator, baseline="logged").rel_floor,
+        assert moments.rel_out_of_reach == pytest.approx(exact_moments(toy, estimator, baseline="logged").rel_out_of_reach,
                                                   rel=1e-9, abs=1e-13)
 
 

@@ -84,6 +84,9 @@ def test_the_installed_packages_are_the_wheels_not_the_checkouts(installed):
                             "print(toylab_app.__file__)"], cwd=elsewhere, capture_output=True, text=True, check=True)
     for path in where.stdout.split():
         assert "site-packages" in path and str(REPO_ROOT) not in path, path
+    frozen = subprocess.run([str(venv / "bin/python"), "-c", "from toylab.training.staleness_evidence import frozen; "
+                             "print(sorted(frozen()))"], cwd=elsewhere, capture_output=True, text=True, check=True)
+    assert "page defaults" in frozen.stdout            # the staleness view's population ships as package data
 
 
 def test_the_command_gives_the_exact_table_train_and_inspect(installed):

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from chart_claims import legend_labels, problems, scatter_problems
+from chart_claims import drawn_panels, legend_labels, problems, scatter_problems
+from chart_specs import spec_nodes
 from framework_dumps import toy_batch, write_nemo
 from streamlit.testing.v1 import AppTest
 from tiers import fast_then_slow
@@ -82,7 +83,8 @@ OPTIONS = {ERRORS_TAB: [{"mc_dots": dots} for dots in (False, True)],
            THRESHOLD_SWEEP_TAB: [{"compare_N": N} for N in COMPARED_SIZES],
            MISMATCH_SWEEP_TAB: [*({"sweep": swept} for swept in SWEPT), {"sweep_pipelines": True}],
            LENGTH_TAB: [{"length_mc": sampled} for sampled in (False, True)],
-           TRAINING_TAB: [{"train_mode": mode, "train_optimizer": optimizer} for mode in MODES for optimizer in OPTIMIZERS]}
+           TRAINING_TAB: [*({"train_mode": mode, "train_optimizer": optimizer} for mode in MODES for optimizer in OPTIMIZERS),
+                          {"staleness": True}, {"staleness": True, "staleness_draw": "uniform", "staleness_cap": 5.0}]}
 PANEL_OF = {tab: name for name, (tab, _) in PANELS.items()}
 
 
@@ -107,7 +109,7 @@ def _views():
 VIEWS = dict(_views())
 FAST = ["default Estimators", f"{MISMATCH_SWEEP_TAB} sweep=mismatch", f"{MISMATCH_SWEEP_TAB} sweep=mismatch present rmse",
         f"{THRESHOLD_SWEEP_TAB} compare_N=4096", f"{ERRORS_TAB} mc_dots=False", f"{LENGTH_TAB} length_mc=False",
-        f"{TRAINING_TAB} train_mode=expected train_optimizer=sgd"]
+        f"{TRAINING_TAB} train_mode=expected train_optimizer=sgd", f"{TRAINING_TAB} staleness=True"]
 
 
 @pytest.mark.parametrize("case", fast_then_slow(list(VIEWS), FAST))
@@ -188,3 +190,41 @@ def test_seq_tis_and_seq_mis_lie_on_seq_is_in_part_on_the_top_p_and_temperature_
         assert lines[0].startswith(f"{id} ") and all(line.endswith(("in part", ")")) and " in part" in line
                                                      for line in lines)
     assert not problems(charts, captions, swept)
+
+
+def test_each_legend_speaks_of_the_panels_under_it():
+    """The stacked sweep draws one estimator legend, over the bias and RMSE panels both; laid out as before (each panel
+    its own colour scale, so each its own legend), the RMSE panel's legend would say "seq_is ≈ on_policy (bias)" of a
+    panel it does not sit over, and the reader says so."""
+    charts, captions = open_page(view(MISMATCH_SWEEP_TAB))
+    (spec, datasets), = [chart for chart in charts if legend_labels(chart[0])]
+    block, divergence = spec["vconcat"]
+    assert [len(node.get("vconcat", ())) for node in (block, divergence)] == [2, 0]
+    assert not problems([(spec, datasets)], captions, "one legend")
+    apart = spec | {"vconcat": [*block["vconcat"], divergence]}
+    found = problems([(apart, datasets)], captions, "a legend a panel")
+    assert any("'seq_is ≈ on_policy (bias)' names a panel not drawn" in problem for problem in found), found
+
+
+def test_the_divergence_panel_draws_no_dashes():
+    """KL and χ²_seq are solid lines: short dashes mean a line lying on another."""
+    charts, _ = open_page(view(MISMATCH_SWEEP_TAB))
+    marks = [node["mark"] for spec, _ in charts for node in spec_nodes(spec)
+             if isinstance(node, dict) and node.get("encoding", {}).get("color", {}).get("field") == "quantity"]
+    assert marks and all("strokeDash" not in mark for mark in marks if isinstance(mark, dict))
+
+
+def test_the_staleness_views_lags_are_read_and_a_false_legend_is_caught():
+    """The learning curves colour their lines by lag, a panel per objective: the reader finds each panel's lags, the
+    words hold, and a legend that said "2 ≈ 1" where the lines part would be caught."""
+    charts, captions = open_page(view(TRAINING_TAB, staleness=True))
+    (spec, datasets), = [chart for chart in charts if "hconcat" in chart[0]]
+    assert [panel.key for panel in drawn_panels(spec, datasets)] == [(o, None) for o in ("bypass", "decoupled",
+                                                                                          "recompute")]
+    assert not problems(charts, captions, "staleness")
+    tampered = json.loads(json.dumps(spec))
+    for node in spec_nodes(tampered):
+        if isinstance(node.get("legend"), dict) and "labelExpr" in node["legend"]:
+            node["legend"]["labelExpr"] = node["legend"]["labelExpr"].replace("2 \\u2248 1 in part", "2 \\u2248 1")
+    found = problems([(tampered if chart[0] is spec else chart[0], chart[1]) for chart in charts], captions, "tampered")
+    assert any(problem.startswith("tampered: legend '2 ≈ 1' on bypass") for problem in found), found

@@ -8,9 +8,11 @@ claim needs: distinct points, the N the claim is about, both states of a change,
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 from chart_specs import spec_nodes
@@ -60,11 +62,11 @@ def drawn():
 
 
 def mark_data(spec, datasets, name):
-    """The rows of the layer named ``name`` (a lesson's rings or rules) in a chart, or None."""
-    for node in spec_nodes(spec):
-        if node.get("name") == name and isinstance(node.get("data"), dict):
-            return datasets[node["data"]["name"]]
-    return None
+    """The rows of the layers named ``name`` (a lesson's rings or rules) in a chart, or None: one layer, or on a chart
+    of several panels one a panel, which Vega-Lite names ``name``_0, ``name``_1, …"""
+    found = [datasets[node["data"]["name"]] for node in spec_nodes(spec) if isinstance(node.get("data"), dict)
+             and re.fullmatch(rf"{name}(_\d+)?", str(node.get("name", "")))]
+    return pd.concat(found, ignore_index=True) if found else None
 
 
 def marked(charts):
@@ -242,7 +244,7 @@ def test_raw_logprobs_lesson_draws_both_states_apart_from_other_rules(drawn):
 
 
 def test_processed_top_p_lesson_marks_the_floor_and_the_lowest_bias_apart(drawn):
-    """Lesson 14: seq_is's point at the floor (1), the lowest correction's (2), on a zoomed bias axis, apart."""
+    """Lesson 14: seq_is's point at ∇J's part out of reach (1), the lowest correction's (2), on a zoomed bias axis, apart."""
     charts = drawn("processed_top_p")
     points, extent = scatter_points(charts), corners(charts)
     assert extent["rel_bias"].min() > 0.3                          # zoomed: 0 is not on the axis

@@ -34,17 +34,17 @@ def test_a_link_sets_the_sampler_and_the_page_shows_its_exact_numbers():
     shown = table(at)
     dense = DenseToy(toy)
     scale = np.linalg.norm(dense.true_grad)
-    floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient("none")) / scale
+    out_of_reach = np.linalg.norm(dense.true_grad - dense.reachable_gradient("none")) / scale
     on_mu = shown["estimator"] != "on_policy"
-    np.testing.assert_allclose(shown.loc[on_mu, "rel_floor"], floor, rtol=1e-9)
-    assert (shown.loc[~on_mu, "rel_floor"] == 0).all()
-    assert any("bias floor" in caption.value for caption in at.caption)
+    np.testing.assert_allclose(shown.loc[on_mu, "rel_out_of_reach"], out_of_reach, rtol=1e-9)
+    assert (shown.loc[~on_mu, "rel_out_of_reach"] == 0).all()
+    assert any("(out of reach)" in caption.value and "not a floor" in caption.value for caption in at.caption)
 
 
 def test_the_default_page_has_no_split_and_no_out_of_reach_metric():
     at = run()
     assert not [m for m in at.metric if m.label == "π-mass out of reach"]
-    assert not any("bias floor" in caption.value for caption in at.caption)
+    assert not any("out of reach" in caption.value for caption in at.caption)
     assert "Sampler (inference engine)" in [expander.label for expander in at.expander] and not at.query_params
 
 

@@ -34,7 +34,9 @@ MARKS_JS = """names => {
     const panel = [...document.querySelectorAll('[role="tabpanel"]')].find(p => p.getClientRects().length);
     const box = element => { const r = element.getBoundingClientRect();
                              return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
-    const marks = names.flatMap(name => [...panel.querySelectorAll(`g.${name}_marks > path, g.${name}_marks > line`)]
+    const named = name => [...panel.querySelectorAll('g')].filter(g => [...g.classList].some(
+        c => new RegExp(`^${name}(_[0-9]+)?_marks$`).test(c)));          // one layer, or one a panel: name_0, name_1
+    const marks = names.flatMap(name => named(name).flatMap(g => [...g.querySelectorAll(':scope > path, :scope > line')])
         .map(element => ({name, ...box(element)})));
     const banner = document.querySelector('.st-key-lesson_banner');
     const chart = panel.querySelector('[data-testid="stVegaLiteChart"]');

@@ -133,8 +133,8 @@ def test_the_default_run_builds_no_three_policy_widget_until_the_group_opens():
 def test_the_staleness_view_is_a_toggle_in_the_link():
     at = run({"tab": "Training", "train_steps": "20", "staleness": "1"})
     assert not at.exception and not at.error
-    assert tab_content(at, "Training").count("vega_lite_chart") == 6
-    assert any("PPO centred on μ: π_old = μ" in caption.value for caption in at.caption)
+    assert tab_content(at, "Training").count("vega_lite_chart") == 7          # learning curves, steps to the target
+    assert any("PPO centred on μ, no correction (AReaL's naive PPO)" in caption.value for caption in at.caption)
     at.toggle(key="staleness").set_value(False).run()
     assert tab_content(at, "Training").count("vega_lite_chart") == 5
     assert at.query_params == {"tab": "Training", "train_steps": "20"}

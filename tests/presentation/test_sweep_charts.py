@@ -30,7 +30,7 @@ def mismatch():
                                                 SETTINGS.sampler, "mismatch", SETTINGS.selection(), SETTINGS.baseline,
                                                 SETTINGS.N)
     return (sweep_frames.sampler_frame(rows), sweep_frames.divergence_frame(divergences),
-            sweep_frames.floor_frame(divergences))
+            sweep_frames.out_of_reach_frame(divergences))
 
 
 @pytest.fixture(scope="module")
@@ -113,21 +113,21 @@ def test_mismatch_frame_keeps_zero_bias_and_equal_rmse_at_zero(mismatch):
 
 def test_mismatch_chart_builds(mismatch):
     spec, text = _serialised(sweep_charts.sampler_chart(*mismatch, SETTINGS.mismatch))
-    assert len(spec["vconcat"]) == 3
+    assert len(_panels(spec)) == 3 and len(spec["vconcat"][0]["vconcat"]) == 2       # one legend over bias and RMSE
     _check_style(spec, text)
 
 
 def test_top_p_frames_carry_the_floor_and_the_mass_out_of_reach(top_p):
     rows, divergences = top_p
-    floor = sweep_frames.floor_frame(divergences, "top_p")
-    assert floor["value"].tolist() == [row["rel_floor"] for row in divergences]
+    floor = sweep_frames.out_of_reach_frame(divergences, "top_p")
+    assert floor["value"].tolist() == [row["rel_out_of_reach"] for row in divergences]
     assert floor.loc[floor["top_p"] == 1.0, "value"].tolist() == [0.0]
     quantities = sweep_frames.divergence_frame(divergences, "top_p")
     reach = quantities[quantities["quantity"] == "π-mass out of reach"]
     assert len(reach) == sum(row["unreachable_mass"] > 1e-12 for row in divergences) > 0
     spec, text = _serialised(sweep_charts.sampler_chart(sweep_frames.sampler_frame(rows, "top_p"), quantities, floor,
                                                         0.9, "top_p"))
-    assert "bias floor" in text and spec["vconcat"][0]["layer"][-1]["mark"]["color"] == TEXT
+    assert "out of reach (seq_is's bias)" in text and "floor" not in text and _panels(spec)[0]["layer"][-1]["mark"]["color"] == TEXT
     _check_style(spec, text)
 
 
@@ -157,9 +157,14 @@ def test_length_chart_builds(length):
                                      sweep_frames.length_probability_frame(population),
                                      sweep_frames.length_estimator_frame(estimators))
     spec, text = _serialised(chart)
-    assert len(spec["vconcat"]) == 4 and "Monte Carlo" in text
-    assert spec["vconcat"][3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")
+    assert len(_panels(spec)) == 4 and "Monte Carlo" in text and len(spec["vconcat"][2]["vconcat"]) == 2
+    assert _panels(spec)[3]["layer"][0]["encoding"]["y"]["title"].startswith("std ÷ on-policy std")
     _check_style(spec, text)
+
+
+def _panels(spec):
+    """A stack's panels, top to bottom: a block of panels under one legend (``sweep_charts._one_legend``) opened."""
+    return [panel for node in spec["vconcat"] for panel in (node["vconcat"] if "vconcat" in node else [node])]
 
 
 def _shape_domains(node):

@@ -195,19 +195,6 @@ def test_a_marks_number_at_the_last_step_stands_before_its_ring(expected):
     assert numbers == {MARK_NAMES["number"]: ["1"], MARK_NAMES["number_before"]: ["2"]}
 
 
-def test_the_staleness_frame_and_chart_hold_the_librarys_numbers():
-    from toylab.training.staleness import LABELS, LAGS, staleness
-    result = staleness(make_toy(4, 3, 0.7, 1), "logged", TrainingConfig(10))
-    frame = training_frames.staleness_frame(result)
-    assert len(frame) == 4 * len(LAGS) and set(frame["label"]) == set(LABELS.values())
-    for objective, values in result.J.items():
-        rows = frame[frame["objective"] == objective]
-        assert rows["lag"].tolist() == list(LAGS) and rows["J"].tolist() == list(values)
-    assert (frame.loc[frame["objective"] == "on_policy", "J"] == result.on_policy).all()
-    spec = training_charts.staleness_chart(frame, 10).to_dict()
-    assert spec["layer"][0]["encoding"]["y"]["title"] == "J after 10 steps"
-
-
 def test_the_staleness_view_keeps_the_update_but_its_anchor_and_ignores_what_it_sets_itself():
     from toylab.training.staleness import OBJECTIVES, staleness
     toy = make_toy(4, 3, 0.7, 1)
@@ -215,7 +202,7 @@ def test_the_staleness_view_keeps_the_update_but_its_anchor_and_ignores_what_it_
     result = staleness(toy, "logged", TrainingConfig(6, update=update), lags=(2,))
     ignored = staleness(toy, "logged", TrainingConfig(6, mode="sampled", N=4096, runs=3, lag=5,
                                                       update=replace(update, anchor="rollout")), lags=(2,))
-    assert ignored == result
+    assert ignored.J == result.J and np.array_equal(ignored.on_policy_curve, result.on_policy_curve)
     anchor, id = OBJECTIVES["decoupled"]
     runs = train(toy, {id: {}}, "logged", TrainingConfig(6, update=replace(update, anchor=anchor), lag=2))
     assert result.J["decoupled"] == (float(runs[id].J[-1]),)           # weights_at="current" kept

@@ -41,7 +41,9 @@ def test_a_value_that_needs_another_the_link_leaves_off_says_so(name):
     effect only under other view values says so when the link leaves them off, keeps its value, and is silent when
     the link sets them."""
     parameter = VIEW_PARAMETERS[name]
-    value = parameter.to_url(parameter.allowed()[0][-1] if parameter.allowed()[0] else parameter.low)
+    chosen = (not parameter.default) if isinstance(parameter.default, bool) else \
+        parameter.allowed()[0][-1] if parameter.allowed()[0] else parameter.low
+    value = parameter.to_url(chosen)
     link = {"tab": parameter.tab, name: value}
     settings, view, notices = parse_link(link)
     needs = " and ".join(f"{need} = {VIEW_PARAMETERS[need].to_url(wanted)}" for need, wanted in parameter.needs.items())

@@ -84,13 +84,13 @@ def test_a_sampled_run_that_stops_leaves_the_others_and_the_medians_say_so(monke
 
 def test_the_staleness_view_keeps_the_steps_where_its_runs_stopped():
     """At temperature 0.25, mismatch 0.3, lr 10 with ipo_kl and U = 4, recompute without w stops at lag 1: its J
-    after the run is NaN, and the view's note names the point it does not draw."""
+    after the run is NaN, and the view's note names the run whose line ends early."""
     config = TrainingConfig(steps=10, lr=10.0, update=Update("recompute", "ipo_kl", minibatches=2, epochs=2,
                                                              weights_at="current"))
     result = staleness(make_toy(6, 4, 0.3, 0, temperature=0.25), "none", config)
     assert result.stopped == {("recompute", 1): 7}
     assert math.isnan(result.J["recompute"][1]) and not any(math.isnan(J) for J in result.J["decoupled"])
-    assert result.stopped_text().startswith("Not drawn: recompute without w at lag 1 (step 7)")
+    assert result.stopped_text().startswith("Ended early: π_old recomputed, no weight at lag 1 (step 7)")
 
 
 def test_a_bound_that_is_not_a_number_is_said_in_words():

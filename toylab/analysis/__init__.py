@@ -6,4 +6,5 @@
     sweeps         a threshold or the mismatch swept with the rest held
     length         how the problem scales with T, from 1 to 256
     repeated       one position repeated T times: W capped falls with T, its geometric mean does not
+    seeds          the population a view's takeaway is read over: the current toy among 30 seeds, and ranks
 """

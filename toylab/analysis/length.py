@@ -9,7 +9,7 @@ the std relative to on-policy sqrt(var_e/var_on_policy) at the same T, in which 
 large T (‖∇J‖ → 0) cancels; it holds for any batch size N, both stds scaling as 1/sqrt(N).
 
 A sampler that truncates adds a row, the π-mass out of reach 1 − ∏_t π_t(S_t) (exact at any T): it grows with T,
-and so does the bias floor every estimator on μ carries.
+and so does ∇J's part out of reach, seq_is's whole bias.
 
 While V**T ≤ ENUMERATION_LIMIT (and W stays within float64 there: ``toy.range_problem``) everything is exact by
 enumeration (one pass for every estimator). Beyond it the factorising estimators are exact by ``recursion``, the others are stratified Monte Carlo

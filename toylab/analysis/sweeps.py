@@ -10,7 +10,7 @@ The rule of thumb of Li et al. (2025) for sequence truncation is C* = sqrt(2(1 +
 
 Sampler sweep: the same numbers for every selected exact estimator as one parameter of the sampler moves — the
 mismatch in [0, 2], top-p in (0, 1], the temperature in [0.25, 4] or the precision the logits are rounded to (none,
-fp16, bf16: ever coarser) — the others held; θ and b come from the seed alone, so only μ moves. Per toy also KL(μ‖π), χ²_seq, the π-mass out of reach and the bias floor
+fp16, bf16: ever coarser) — the others held; θ and b come from the seed alone, so only μ moves. Per toy also KL(μ‖π), χ²_seq, the π-mass out of reach and ∇J's part out of reach
 ‖∇J − ∇J_S‖/‖∇J‖ at the baseline (``engine.moments``). A point whose W would leave float64
 (``toy.range_problem``), or whose scored objective is flat (``toy.flat_problem``), is left out and listed.
 
@@ -117,7 +117,7 @@ def swept_toys(T, V, seed, mismatch, sampler, parameter, left_out):
 def sampler_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline, N):
     """(estimator rows, divergence rows, left out) as ``parameter`` (mismatch, top_p, temperature or precision) runs
     over its grid and its chosen value (``swept_toys``): per toy, each selected exact estimator's
-    rel_bias/rel_std/rel_rmse at N; the toy's KL(μ‖π), χ²_seq, unreachable_mass and rel_floor; and the values left out
+    rel_bias/rel_std/rel_rmse at N; the toy's KL(μ‖π), χ²_seq, unreachable_mass and rel_out_of_reach; and the values left out
     because W would leave float64 there (or the scored objective is flat)."""
     exact = {id: params for id, params in selection.items() if ESTIMATORS[id].exact}
     estimator_rows, divergence_rows, left_out = [], [], []
@@ -125,10 +125,10 @@ def sampler_sweep(T, V, seed, mismatch, sampler, parameter, selection, baseline,
         for estimator_id, moments in exact_moments_many(toy, exact, baseline).items():
             estimator_rows.append({parameter: value, "estimator": estimator_id} | moments_row(moments, N))
         population = diagnostics(toy)
-        floor = np.linalg.norm(toy.true_grad - toy.reachable_gradient(baseline_value(toy, baseline)))
+        out_of_reach = np.linalg.norm(toy.true_grad - toy.reachable_gradient(baseline_value(toy, baseline)))
         divergence_rows.append({parameter: value, "kl_mu_pi": population.kl_mu_pi, "chi2_seq": population.chi2_seq,
                                 "unreachable_mass": population.unreachable_mass,
-                                "rel_floor": float(floor / population.grad_norm)})
+                                "rel_out_of_reach": float(out_of_reach / population.grad_norm)})
     return estimator_rows, divergence_rows, left_out
 
 

@@ -26,7 +26,7 @@ from toylab.text import UNDEFINED, quoted
 COLUMNS = [("rel_bias", "rel bias", "{:.4f}"), ("rel_std", "rel std", "{:.4f}"), ("rel_rmse", "rel RMSE", "{:.4f}"),
            ("cosine", "cosine", "{:+.4f}"), ("tokens_affected", "tokens hit", "{:.2%}"),
            ("sequences_affected", "seqs hit", "{:.2%}")]
-SPLIT_COLUMNS = [("rel_floor", "bias floor", "{:.4f}"), ("rel_rest", "bias rest", "{:.4f}")]     # when μ truncates
+SPLIT_COLUMNS = [("rel_out_of_reach", "out of reach", "{:.4f}"), ("rel_within_reach", "within reach", "{:.4f}")]     # when μ truncates
 PLAIN_COLUMNS = [("rel_plain_bias", "vs plain", "{:.4f}")]          # when the trainer scores another π
 
 
@@ -78,9 +78,12 @@ def report(arguments):
     }
 
 
-TRUNCATION_NOTE = ("kl_pi_mu is infinite (null): the sampler never draws some tokens π gives mass to. bias floor: "
+TRUNCATION_NOTE = ("kl_pi_mu is infinite (null): the sampler never draws some tokens π gives mass to. out of reach: "
                    "‖∇J − ∇J_S‖/‖∇J‖, ∇J's part from the sequences it never draws (the same for every estimator "
-                   "on μ; no weight removes it); bias rest: ‖E[ĝ] − ∇J_S‖/‖∇J‖; bias = floor + rest as vectors")
+                   "on μ; no weight removes it; seq_is's whole bias); within reach: ‖E[ĝ] − ∇J_S‖/‖∇J‖, the "
+                   "estimator's own error on what it draws; bias = out of reach + within reach as vectors, so "
+                   "|out of reach − within reach| ≤ rel_bias ≤ out of reach + within reach: out of reach is not a "
+                   "floor under the bias")
 
 
 PLAIN_NOTE = ("the trainer scores another π than softmax(θ): J, ∇J, every bias and the relative errors are those of "

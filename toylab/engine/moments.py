@@ -26,10 +26,12 @@ closed-form, from the first moment the pass computes anyway.
 A sampler that truncates draws only the sequences of S = ∏_t S_t (``toy``): the sums above run over μ's support,
 each weight function's factors set to 0 outside it (``AllSequences.on_support``). Sequence IS then has mean
 ∇J_S = E_π[(r − b)·s·1[y ∈ S]] (``toy.reachable_gradient``) instead of ∇J, and every estimator's bias vector
-splits as E ĝ − ∇J = (E ĝ − ∇J_S) − (∇J − ∇J_S): ``rest`` is the length of the first part (what the correction
-itself gets wrong; 0 for sequence IS), ``floor`` of the second (∇J's part from sequences the sampler never draws,
-the same for every estimator on μ at a baseline: no weight on S removes it). The lengths bound the bias:
-|floor − rest| ≤ bias ≤ floor + rest. on_policy samples π: its floor is 0.
+splits as E ĝ − ∇J = (E ĝ − ∇J_S) − (∇J − ∇J_S): ``within_reach`` is the length of the first part (what the
+correction itself gets wrong on the sequences the sampler draws; 0 for sequence IS), ``out_of_reach`` of the second
+(∇J's part from sequences the sampler never draws, the same for every estimator on μ at a baseline: no weight on S
+removes it). The lengths bound the bias: |out_of_reach − within_reach| ≤ bias ≤ out_of_reach + within_reach. So
+out_of_reach is sequence IS's whole bias, not a floor under the others': an estimator's error within reach can point
+against it (a biased correction can have less bias than sequence IS). on_policy samples π: nothing is out of reach.
 """
 
 import itertools
@@ -66,8 +68,8 @@ class Moments:
     tokens_affected: float
     sequences_affected: float
     note: str = ""
-    floor: float = 0.0              # ‖∇J − ∇J_S‖: ∇J's part from the sequences the sampler never draws
-    rest: float | None = None       # ‖E ĝ − ∇J_S‖ (None: nothing is out of reach, and it is the bias)
+    out_of_reach: float = 0.0            # ‖∇J − ∇J_S‖: ∇J's part from the sequences the sampler never draws
+    within_reach: float | None = None    # ‖E ĝ − ∇J_S‖ (None: nothing is out of reach, and it is the bias)
     plain_bias: float | None = None         # ‖E ĝ − ∇J_plain‖, ∇J of softmax(θ) (None: the trainer scores it)
     plain_grad_norm: float | None = None    # ‖∇J_plain‖
 
@@ -83,12 +85,12 @@ class Moments:
         return self.plain_bias / self.plain_grad_norm
 
     @property
-    def rel_floor(self) -> float:
-        return self.floor / self.grad_norm
+    def rel_out_of_reach(self) -> float:
+        return self.out_of_reach / self.grad_norm
 
     @property
-    def rel_rest(self) -> float:
-        return (self.bias if self.rest is None else self.rest) / self.grad_norm
+    def rel_within_reach(self) -> float:
+        return (self.bias if self.within_reach is None else self.within_reach) / self.grad_norm
 
     def rel_std(self, N: int) -> float:
         """sqrt(var/N)/‖∇J‖: the spread of a batch mean of N samples."""
@@ -117,12 +119,13 @@ def direction(mean, grad, b, masked_entirely):
 
 
 def bias_split(toy, mean, b, on_policy):
-    """{"floor": ‖∇J − ∇J_S‖, "rest": ‖E ĝ − ∇J_S‖} for an estimator with this mean (see the module docstring);
-    {} when the estimator samples π or the sampler draws every sequence (floor 0, rest = bias)."""
-    if on_policy or not toy.has_floor:
+    """{"out_of_reach": ‖∇J − ∇J_S‖, "within_reach": ‖E ĝ − ∇J_S‖} for an estimator with this mean (see the module
+    docstring); {} when the estimator samples π or the sampler draws every sequence (nothing out of reach)."""
+    if on_policy or not toy.has_out_of_reach:
         return {}
     reachable = toy.reachable_gradient(b)
-    return {"floor": float(np.linalg.norm(toy.true_grad - reachable)), "rest": float(np.linalg.norm(mean - reachable))}
+    return {"out_of_reach": float(np.linalg.norm(toy.true_grad - reachable)),
+            "within_reach": float(np.linalg.norm(mean - reachable))}
 
 
 def plain_comparison(toy, mean):
@@ -359,7 +362,7 @@ def exact_table(toy: Toy, selection: Mapping[str, Mapping[str, object] | None] |
             "estimator": estimator_id, "label": ESTIMATORS[estimator_id].label, "params": moments.params,
             "bias": moments.bias, "var": moments.var, "rel_bias": moments.rel_bias,
             "rel_std": moments.rel_std(N), "rel_rmse": moments.rel_rmse(N), "cosine": moments.cosine,
-            "rel_floor": moments.rel_floor, "rel_rest": moments.rel_rest,
+            "rel_out_of_reach": moments.rel_out_of_reach, "rel_within_reach": moments.rel_within_reach,
             "tokens_affected": moments.tokens_affected, "sequences_affected": moments.sequences_affected,
             "unbiased": moments.unbiased, "note": moments.note}
             | ({} if moments.plain_bias is None else {"rel_plain_bias": moments.rel_plain_bias}))

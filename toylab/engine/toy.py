@@ -331,9 +331,9 @@ class Toy(Mapping[str, Any]):
         return float(np.prod(self.identity_tokens))
 
     @property
-    def has_floor(self) -> bool:
-        """True when the scored π has mass on sequences μ_s never draws: the sampler truncates and the trainer does
-        not keep its mask."""
+    def has_out_of_reach(self) -> bool:
+        """True when the scored π has mass on sequences μ_s never draws (part of ∇J is out of the sampler's reach):
+        the sampler truncates and the trainer does not keep its mask."""
         return self.truncates and self.sampler.scored != "keep_mask"
 
     @cached_property
@@ -345,7 +345,7 @@ class Toy(Mapping[str, Any]):
     def unreachable_mass(self) -> float:
         """π(y ∉ S) = 1 − ∏_t π_t(S_t): the trainer's probability of the sequences the sampler never draws (0 when it
         keeps every token, or the trainer keeps its mask), from log1p/expm1 so that a small mass keeps its digits."""
-        if not self.has_floor:
+        if not self.has_out_of_reach:
             return 0.0
         outside = np.sum(self.pi, axis=1, where=~self.kept)
         return share(-np.expm1(np.log1p(-outside).sum()))
@@ -355,7 +355,7 @@ class Toy(Mapping[str, Any]):
         by the count recursion (``counts.reachable_gradient``); ∇J itself when nothing is truncated."""
         key = ("reachable gradient", float(b))
         if key not in self.memo:
-            self.memo[key] = reachable_gradient(self.pi, self.kept, b) * self.score_scale if self.has_floor \
+            self.memo[key] = reachable_gradient(self.pi, self.kept, b) * self.score_scale if self.has_out_of_reach \
                 else self.true_grad
         return self.memo[key]
 

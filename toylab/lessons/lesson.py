@@ -49,6 +49,7 @@ class Mark:
     text: str                    # what the mark shows, in a sentence
     x: float | str               # on the chart's x axis (a sweep's threshold, a step, log W, …; a name on a nominal one)
     y: float | None = None       # on its y axis; None: a mark at x alone (a rule across the plot)
+    panel: str | None = None     # on a chart of several panels, the one it is on (the staleness view's objective)
 
 
 @dataclass(frozen=True)

@@ -70,27 +70,27 @@ def processed_with_top_p(settings):
     """verl's pipeline (processed log-probabilities, the trainer dividing by τ) at mismatch 0, the claim where the
     sampler cuts a token (elsewhere it does not apply): every kept token's ratio is its position's kept mass (below
     1, identical within a position), E_μs[W] = 1 − the π-mass out of reach; no correction clips or masks a token;
-    seq_is's bias is the out-of-reach part of ∇J (its rest below UNBIASED) and every correction keeps over KEEPS of
+    seq_is's bias is the out-of-reach part of ∇J (its error within reach below UNBIASED) and every correction keeps over KEEPS of
     it."""
     toy = toy_of(settings)
     moments = exact_moments_many(toy, settings.selection(exact_only=True), settings.baseline)
     kept_ratios = [toy.rho[t, toy.kept[t]] for t in range(toy.T)]
     cut = ~toy.kept
-    out_of_reach = moments["seq_is"].rel_floor
+    out_of_reach = moments["seq_is"].rel_out_of_reach
     biases = {id: m.rel_bias for id, m in moments.items()}
     numbers = {"tokens cut (μ = 0 while π_τ > 0)": int(cut.sum()),
                "π_τ-mass of the cut tokens, largest position": float(np.max(np.sum(toy.pi, axis=1, where=cut))),
                "smallest ratio on a kept token": float(min(r.min() for r in kept_ratios)),
                "largest ratio on a kept token": float(max(r.max() for r in kept_ratios)),
                "identity check E_μs[W]": toy.identity, "π-mass out of reach": toy.unreachable_mass,
-               "bias from what is out of reach": out_of_reach, "rest of seq_is's bias": moments["seq_is"].rel_rest,
+               "bias from what is out of reach": out_of_reach, "seq_is's error within reach": moments["seq_is"].rel_within_reach,
                "largest share of tokens clipped or masked": max(m.tokens_affected for m in moments.values())} \
         | {f"rel bias {id}": b for id, b in biases.items()}
     holds = None if not cut.any() else bool(np.all(toy.pi[cut] > 0)) \
         and all(np.ptp(r) < 1e-12 and r.max() <= 1 + 1e-12 for r in kept_ratios) \
         and abs(toy.identity - (1 - toy.unreachable_mass)) < 1e-12 \
         and numbers["largest share of tokens clipped or masked"] < 1e-12 \
-        and moments["seq_is"].rel_rest < UNBIASED and all(bias > KEEPS * out_of_reach for bias in biases.values())
+        and moments["seq_is"].rel_within_reach < UNBIASED and all(bias > KEEPS * out_of_reach for bias in biases.values())
     lowest = min(biases, key=biases.get)
     marks = (Mark("bias_std", f"seq_is: relative bias {out_of_reach:.3f}, all of it from what top-p cuts", out_of_reach,
                   moments["seq_is"].rel_std(settings.N)),
@@ -112,16 +112,16 @@ def keep_mask(settings):
                                                            scored="temperature"))
     moments = exact_moments_many(toy, settings.selection(exact_only=True), settings.baseline)
     temperature_only = exact_moments_many(verl, {"seq_is": {}}, settings.baseline)["seq_is"]
-    numbers = {"identity check E_μs[W]": toy.identity, "bias from what is out of reach": moments["seq_is"].rel_floor,
+    numbers = {"identity check E_μs[W]": toy.identity, "bias from what is out of reach": moments["seq_is"].rel_out_of_reach,
                "rel bias seq_is, keep mask": moments["seq_is"].rel_bias,
                "rel bias seq_is, trainer dividing by τ only (verl)": temperature_only.rel_bias,
-               "its bias from what is out of reach": temperature_only.rel_floor,
+               "its bias from what is out of reach": temperature_only.rel_out_of_reach,
                "J of the keep-mask π": toy.J, "J of softmax(θ/τ)": verl.J, "J of softmax(θ)": toy.plain_J,
                "objective shift ‖∇J − ∇J_plain‖/‖∇J_plain‖": toy.objective_shift} \
         | {f"rel bias {id}": m.rel_bias for id, m in moments.items()} \
         | {f"vs softmax(θ) {id}": m.rel_plain_bias for id, m in moments.items()}
     holds = None if verl.unreachable_mass < CUT else abs(toy.identity - 1) < 1e-12 \
-        and moments["seq_is"].rel_floor < 1e-12 and moments["seq_is"].rel_bias < UNBIASED \
+        and moments["seq_is"].rel_out_of_reach < 1e-12 and moments["seq_is"].rel_bias < UNBIASED \
         and toy.objective_shift > MOVED
     marks = (Mark("bias_std", "seq_is: unbiased for the keep-mask objective, nothing out of reach", moments["seq_is"].rel_bias,
                   moments["seq_is"].rel_std(settings.N)),)

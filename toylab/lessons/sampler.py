@@ -22,16 +22,16 @@ CUT = 1e-12              # π-mass out of reach below this: top-p cut nothing, a
 
 def top_p_floor(settings):
     """The claim, where the sampler leaves π-mass out of reach (above CUT; elsewhere it does not apply): seq_is's bias
-    is exactly the out-of-reach part of ∇J, ‖∇J − ∇J_S‖/‖∇J‖ (its rest below UNBIASED), and every correction keeps
+    is exactly the out-of-reach part of ∇J, ‖∇J − ∇J_S‖/‖∇J‖ (its error within reach below UNBIASED), and every correction keeps
     over KEEPS of it. The numbers: that mass and every correction's relative bias."""
     toy = toy_of(settings)
     moments = exact_moments_many(toy, settings.selection(exact_only=True), settings.baseline)
-    out_of_reach = moments["seq_is"].rel_floor
+    out_of_reach = moments["seq_is"].rel_out_of_reach
     biases = {id: m.rel_bias for id, m in moments.items()}
     numbers = {"π-mass out of reach": toy.unreachable_mass, "bias from what is out of reach": out_of_reach,
-               "rest of seq_is's bias": moments["seq_is"].rel_rest} | {f"rel bias {id}": b for id, b in biases.items()}
+               "seq_is's error within reach": moments["seq_is"].rel_within_reach} | {f"rel bias {id}": b for id, b in biases.items()}
     holds = None if toy.unreachable_mass < CUT else \
-        moments["seq_is"].rel_rest < UNBIASED and all(bias > KEEPS * out_of_reach for bias in biases.values())
+        moments["seq_is"].rel_within_reach < UNBIASED and all(bias > KEEPS * out_of_reach for bias in biases.values())
     lowest = min((id for id in biases if id not in ("seq_is", "naive")), key=biases.get)
     marks = (Mark("bias_std", f"seq_is: relative bias {out_of_reach:.3f}, all of it from what top-p cuts",
                   out_of_reach, moments["seq_is"].rel_std(settings.N)),

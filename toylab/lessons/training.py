@@ -144,11 +144,11 @@ def stale_objectives_part(settings):
     numbers = {f"{objective}: J at lag {lag}": J[objective][index] for objective in J
                for index, lag in enumerate(result.lags) if lag in (0, 16)} | {"on_policy: J": result.on_policy}
     holds = J["bypass"][-1] < min(J["decoupled"][-1], J["recompute"][-1])
-    last = result.lags[-1]
-    marks = (Mark("training_staleness", f"PPO centred on μ at lag {last}: J = {J['bypass'][-1]:.3f}", last,
-                  J["bypass"][-1]),
-             Mark("training_staleness", f"the decoupled objective at lag {last}: J = {J['decoupled'][-1]:.3f}", last,
-                  J["decoupled"][-1]))
+    last, steps = result.lags[-1], STALE.steps
+    marks = (Mark("training_staleness", f"PPO centred on μ at lag {last}: J = {J['bypass'][-1]:.3f} after {steps} "
+                                        "steps", steps, J["bypass"][-1], panel="bypass"),
+             Mark("training_staleness", f"the decoupled objective at lag {last}: J = {J['decoupled'][-1]:.3f} after "
+                                        f"{steps} steps", steps, J["decoupled"][-1], panel="decoupled"))
     return Evidence(numbers, holds, marks)
 
 

@@ -6,6 +6,8 @@ Altair charts (pure functions, no computation).
     frames, charts                    the estimator table, bias versus spread, ratios, error versus batch size
     sweep_frames, sweep_charts        the threshold, mismatch and length sweeps
     training_frames, training_charts  the Training tab
+    staleness_frames, staleness_charts  the Training tab's staleness view: learning curves, steps to the target
+    seeds_frames, seeds_charts        a seeds view: one number per (toy, estimator) over 30 toys, and the ranks
     run_frames, run_charts            the Your run tab
     run_verdict                       the words and table of a log's verdict: its bottom line, the matched toy
     run_steps_text                    the words of a run's view: its headline, its steps' notices, the captions

@@ -271,7 +271,7 @@ def sequence_ratio_chart(histogram, thresholds, kind="W", marks=None, height=320
 
 def error_chart(curves, monte_carlo, crossovers, coincident=(), height=480):
     """Log-log relative error against N: exact curves (one that lies on another, ``coincident``, in phased short
-    dashes over it), bias floors (dashed), Monte Carlo rms with the 10–90 % spread, and the first batch size at which
+    dashes over it), each biased estimator's relative bias (dashed: the level its error tends to, below it at every N), Monte Carlo rms with the 10–90 % spread, and the first batch size at which
     seq_is wins (open diamonds)."""
     highlight = legend_highlight()
     opacity = highlighted_opacity()
@@ -284,9 +284,10 @@ def error_chart(curves, monte_carlo, crossovers, coincident=(), height=480):
     lines = holding_highlight(alt.Chart(styled).mark_line(strokeWidth=2.5).encode(
         x, y, colour, line_dash(), opacity,
         tips("estimator:N", alt.Tooltip("N:Q", format=",.0f"), alt.Tooltip("rel_rmse:Q", format=".4f"))), highlight)
-    floors = alt.Chart(curves[curves["rel_bias"] > 1e-9]).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
+    biases = alt.Chart(curves[curves["rel_bias"] > 1e-9]).mark_rule(strokeDash=[6, 4], strokeWidth=1.5).encode(
         alt.Y("mean(rel_bias):Q"), colour, opacity,
-        tips("estimator:N", alt.Tooltip("mean(rel_bias):Q", format=".4f", title="bias floor")))
+        tips("estimator:N", alt.Tooltip("mean(rel_bias):Q", format=".4f", title="relative bias: the error at any N "
+                                                                                 "is above it")))
     spread = alt.Chart(monte_carlo).mark_rule(strokeWidth=2).encode(
         alt.X("N:Q"), alt.Y("q10:Q"), alt.Y2("q90:Q"), colour, opacity)
     points = alt.Chart(monte_carlo).mark_point(size=80, filled=True, shape="circle").encode(
@@ -297,5 +298,5 @@ def error_chart(curves, monte_carlo, crossovers, coincident=(), height=480):
     crossings = alt.Chart(shown).mark_point(shape="diamond", size=260, strokeWidth=2.5).encode(
         alt.X("first_N:Q"), alt.Y("rel_rmse:Q"), colour, opacity,
         tips("estimator:N", alt.Tooltip("first_N:Q", format=",", title="seq_is wins from N")))
-    drawn = [layer for layer in (floors, spread, points, crossings) if len(layer.data)]   # an empty layer: a warning
+    drawn = [layer for layer in (biases, spread, points, crossings) if len(layer.data)]   # an empty layer: a warning
     return readable(alt.layer(lines, *drawn, height=height))

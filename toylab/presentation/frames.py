@@ -60,12 +60,12 @@ def table_frame(moments, N):
              "rel_bias": m.rel_bias, "rel_std": m.rel_std(N), "rel_rmse": m.rel_rmse(N),
              "cosine": math.nan if m.cosine is None else m.cosine,
              "tokens_affected": m.tokens_affected, "sequences_affected": m.sequences_affected,
-             "unbiased": m.unbiased, "rel_floor": m.rel_floor, "rel_rest": m.rel_rest,
+             "unbiased": m.unbiased, "rel_out_of_reach": m.rel_out_of_reach, "rel_within_reach": m.rel_within_reach,
              "rel_plain_bias": m.rel_plain_bias, "note": m.note}
             for id, m in moments.items()]
     return pd.DataFrame(rows, columns=["estimator", "label", "params", "rel_bias", "rel_std", "rel_rmse",
-                                       "cosine", "tokens_affected", "sequences_affected", "unbiased", "rel_floor",
-                                       "rel_rest", "rel_plain_bias", "note"])
+                                       "cosine", "tokens_affected", "sequences_affected", "unbiased", "rel_out_of_reach",
+                                       "rel_within_reach", "rel_plain_bias", "note"])
 
 
 def cosine_text(cosine):
@@ -332,10 +332,10 @@ def threshold_label_frame(thresholds, x_domain, measure="P", width=RATIO_WIDTH):
 
 def mark_frame(marks):
     """A lesson's marks (``toylab.lessons.lesson.Mark``) as rows: x, y (missing for a mark at an x alone), number,
-    sentence ("1 · …")."""
+    sentence ("1 · …"), and the panel it is on (None on a chart of one)."""
     rows = [{"x": mark.x, "y": math.nan if mark.y is None else mark.y, "number": str(number),
-             "sentence": f"{number} · {mark.text}"} for number, mark in enumerate(marks, start=1)]
-    return pd.DataFrame(rows, columns=["x", "y", "number", "sentence"])
+             "sentence": f"{number} · {mark.text}", "panel": mark.panel} for number, mark in enumerate(marks, start=1)]
+    return pd.DataFrame(rows, columns=["x", "y", "number", "sentence", "panel"])
 
 
 # -- the sequence ratio ---------------------------------------------------------------------------------
@@ -389,7 +389,8 @@ def sequence_facts(toy):
 # -- error versus batch size ----------------------------------------------------------------------------
 
 def error_curve_frame(moments, grid=ERROR_GRID):
-    """Exact relative error sqrt(bias² + var/N)/‖∇J‖ on a grid of N, with the bias floor bias/‖∇J‖."""
+    """Exact relative error sqrt(bias² + var/N)/‖∇J‖ on a grid of N, with the relative bias bias/‖∇J‖ (below the error
+    at every N: its limit as N grows)."""
     return pd.DataFrame([{"estimator": id, "N": float(n), "rel_rmse": m.rel_rmse(n), "rel_bias": m.rel_bias}
                          for id, m in moments.items() for n in grid],
                         columns=["estimator", "N", "rel_rmse", "rel_bias"])
@@ -476,7 +477,8 @@ def error_chart_caption(dots, replicates, sampled_only, lying):
                        + (f" (the batch-coupled {', '.join(sampled_only)} have only those)" if sampled_only else "")
                        + ". ")
     return ("Lines: exact sqrt(bias² + var/N)/‖∇J‖. " + monte_carlo
-            + "Dashed: each biased estimator's relative bias, the level its error tends to as N grows. Diamonds: where "
+            + "Dashed: each biased estimator's relative bias, the level its error tends to as N grows (no batch size "
+            "goes below it). Diamonds: where "
             "seq_is (unbiased unless the sampler truncates) overtakes it, at the first whole batch size where it does. "
             "Click a legend entry to highlight one estimator."
             + (" " + dashed_caption(describe(lying, "N")) if lying else ""))

@@ -152,9 +152,9 @@ def _swept_x(parameter):
     return alt.X(f"{parameter}:Q", title=title, scale=alt.Scale(type="log" if log_x else "linear"))
 
 
-def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", panel=None, marks=None, labels=None):
+def sampler_chart(estimators, divergences, out_of_reach, chosen, parameter="mismatch", panel=None, marks=None, labels=None):
     """Relative bias (linear) and relative RMSE at N (log) of each estimator as one sampler parameter moves, over
-    the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel the bias floor (dashed, in the text colour)
+    the toy's KL(μ‖π), χ²_seq and π-mass out of reach (log); in the bias panel ∇J's part out of reach (dashed, in the text colour: seq_is's bias)
     where the sampler truncates; the dashed grey rule is the chosen value. ``panel``: "rmse", "bias" or
     "divergence" alone; ``marks``: a lesson's annotations on the divergence panel."""
     estimators = estimators if "line" in estimators else estimators.assign(line="own")
@@ -165,7 +165,7 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
 
     def build(name, leading):
         if name == "divergence":
-            divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, strokeDash=[2, 2]).encode(
+            divergence = alt.Chart(divergences).mark_line(strokeWidth=2.5, point=True).encode(
                 x=x, y=_y("divergence of μ from π", log=True), color=_quantity_colour(panel is not None),
                 tooltip=tips("quantity:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g")))
             annotations = mark_layers(marks, x_type="N" if log_x is None else "Q") if marks is not None else []
@@ -174,16 +174,17 @@ def sampler_chart(estimators, divergences, floor, chosen, parameter="mismatch", 
         data = alt.Chart(estimators).transform_filter(alt.datum.metric == metric)
         layers = [_estimator_lines(data, x, _y(metric, log_y), ids, legend_highlight() if leading else None,
                                    alone=panel is not None, labels=labels), rule]
-        if name == "bias" and len(floor):
-            layers.append(alt.Chart(floor).mark_line(color=TEXT, strokeDash=[8, 4], strokeWidth=2).encode(
-                x=x, y=alt.Y("value:Q"), tooltip=[_x_tip(x), alt.Tooltip("value:Q", format=".4g", title="bias floor")]))
+        if name == "bias" and len(out_of_reach):
+            layers.append(alt.Chart(out_of_reach).mark_line(color=TEXT, strokeDash=[8, 4], strokeWidth=2).encode(
+                x=x, y=alt.Y("value:Q"), tooltip=[_x_tip(x), alt.Tooltip("value:Q", format=".4g",
+                                                                          title="∇J out of reach (seq_is's bias)")]))
         return alt.layer(*layers, height=PANEL_HEIGHT, width=PANEL_WIDTH)
 
     title = "exact, θ and b fixed (same seed), only the sampler moves"
     if panel is not None:
         return _alone(build(panel, leading=True), title)
-    return _stack([build(name, leading=index == 0) for index, name in enumerate(("bias", "rmse", "divergence"))],
-                  title, color="independent")
+    return _stack([_one_legend([build(name, leading=name == "bias") for name in SAMPLER_PANELS]),
+                   build("divergence", leading=False)], title, color="independent")
 
 
 METHOD_SHAPES = {"exact (enumeration)": "circle", "exact (recursion)": "square", "Monte Carlo": "triangle-up"}
@@ -251,8 +252,9 @@ def length_chart(divergences, probabilities, estimators, panel=None, marks=None,
     title = "against the sequence length T (V fixed)"
     if panel is not None:
         return _alone(build(panel, leading=True), title)
-    return _stack([build(name, leading=name == "bias") for name in LENGTH_PANELS], title, color="independent",
-                  shape="shared")
+    return _stack([build("divergence", False), build("probability", False),
+                   _one_legend([build(name, leading=name == "bias") for name in LENGTH_ESTIMATOR_PANELS])],
+                  title, color="independent", shape="shared")
 
 
 def capped_chart(frame, cap, marks=None):
@@ -273,6 +275,14 @@ def capped_chart(frame, cap, marks=None):
 def _stack(panels, title, **scales):
     """Panels one above the other over a shared x, their legends above them."""
     return readable(alt.vconcat(*panels, resolve=_resolve(x="shared", **scales), title=title))
+
+
+def _one_legend(panels):
+    """The estimators' panels of a stack whose other panels colour something else (colours resolved independently):
+    one block with one colour scale, so one estimator legend, above the first of them — its words speak of the panels
+    under it (``sweep_frames.legend_words`` of those panels), where a legend over each would repeat one panel's words
+    over another."""
+    return alt.vconcat(*panels, resolve=_resolve(x="shared", color="shared"))
 
 
 def _alone(panel, title):

@@ -69,12 +69,12 @@ def divergence_frame(divergence_rows, parameter="mismatch"):
     return _positive(long, floor=ROUNDING)
 
 
-def floor_frame(divergence_rows, parameter="mismatch"):
-    """(parameter, value): the bias floor ‖∇J − ∇J_S‖/‖∇J‖ at each point, empty where no point truncates."""
+def out_of_reach_frame(divergence_rows, parameter="mismatch"):
+    """(parameter, value): ∇J's part out of reach, ‖∇J − ∇J_S‖/‖∇J‖, at each point, empty where no point truncates."""
     frame = pd.DataFrame(divergence_rows)
     if not frame["unreachable_mass"].gt(0).any():
         return pd.DataFrame(columns=[parameter, "value"])
-    return frame[[parameter, "rel_floor"]].rename(columns={"rel_floor": "value"})
+    return frame[[parameter, "rel_out_of_reach"]].rename(columns={"rel_out_of_reach": "value"})
 
 
 def length_divergence_frame(rows):
@@ -156,8 +156,9 @@ SWEEP_ABOUT = {                     # what moves as each sampler parameter is sw
                 "ratio is 1, so an estimator whose weight is 1 at ratio 1 (each one at its default thresholds) "
                 "coincides with naive there (and with on_policy).",
     "top_p": "only the sampler's top-p moves: below 1 it cuts the tokens whose more likely rivals hold p of the mass, "
-             "and the sequences through them are never drawn. Dashed, in the text colour: the bias floor, ∇J's part from those "
-             "sequences (relative to ‖∇J‖), which every estimator on μ carries and no weight removes.",
+             "and the sequences through them are never drawn. Dashed, in the text colour: ∇J's part from those "
+             "sequences (relative to ‖∇J‖, out of reach): seq_is's whole bias, which no weight removes; another estimator's own "
+             "error may point against it, so its bias may lie below the dashes.",
     "temperature": "only the sampler's temperature τ moves (μ ∝ exp(z/τ)); the trainer has none, so even at mismatch 0 "
                    "τ ≠ 1 is a mismatch. Low τ sharpens μ: the ratios of the tokens it rarely draws grow fast.",
     "precision": "only the precision the sampler rounds its logits to moves: none, fp16 (10 mantissa bits), bf16 (7). "

@@ -152,27 +152,3 @@ def sga_chart(curves, monte_carlo, chosen_lr, adam=None):
         *layers, height=380,
         title="one step: expected improvement of J (lines: exact to second order; dots: Monte Carlo"
               + ("; diamonds: Adam's actual step)" if adam is not None and len(adam) else ")")))
-
-
-STALENESS_COLOURS = {"bypass": "#D55E00", "decoupled": "#0072B2", "recompute": "#009E73", "on_policy": "#7F7F7F"}
-
-
-def staleness_chart(frame, steps, marks=None, height=260):
-    """J after the run's steps against the engine's lag s, one line per objective (``training_frames.staleness_frame``);
-    on_policy, which has no engine, dashed across."""
-    order = list(STALENESS_COLOURS)
-    labels = frame.drop_duplicates("objective").set_index("objective")["label"]
-    colour = alt.Color("label:N", title=None, sort=[labels[name] for name in order if name in labels.index],
-                       scale=alt.Scale(domain=[labels[name] for name in order if name in labels.index],
-                                       range=[STALENESS_COLOURS[name] for name in order if name in labels.index]),
-                       legend=alt.Legend(orient="bottom", columns=2))
-    x = alt.X("lag:Q", title="lag s of the engine's policy (steps)", scale=alt.Scale(type="symlog"),
-              axis=alt.Axis(values=sorted(frame["lag"].unique().tolist()), format="d"))
-    y = alt.Y("J:Q", title=f"J after {steps} steps", scale=alt.Scale(zero=False))
-    lines = alt.Chart(frame).mark_line(point=True).encode(
-        x=x, y=y, color=colour, strokeDash=alt.condition(alt.datum.objective == "on_policy", alt.value([6, 4]),
-                                                         alt.value([1, 0])),
-        tooltip=[alt.Tooltip("label:N", title="objective"), alt.Tooltip("lag:Q", title="lag s"),
-                 alt.Tooltip("J:Q", format=".4f")])
-    layers = [lines] + (mark_layers(marks, x_end=frame["lag"].max()) if marks is not None else [])
-    return readable(alt.layer(*layers, height=height))

@@ -16,7 +16,6 @@ import pandas as pd
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import coincidence
 from toylab.training.loop import per_step_median, reached_in_words, summary
-from toylab.training.staleness import LABELS as STALENESS_LABELS
 
 CURVE_COLUMNS = ["estimator", "quantity", "step", "median", "q10", "q90"]
 QUANTITIES = {"J": "J = E_π[r]", "logged_reward": "logged reward E_μ[r]", "kl_mu_pi": "KL(μ‖π)",
@@ -180,14 +179,3 @@ def sga_table(estimators, second_order, monte_carlo, lr):
                        "adam_lr": UNDEFINED if sampled.actual_lr is None else f"{sampled.actual_lr:.3g}"})
     return pd.DataFrame(rows, columns=["estimator", "label", "slope", "mean_curvature", "noise_curvature", "best_lr",
                                        "second_order", "monte_carlo", "trusted", "adam", "adam_lr"])
-
-
-
-def staleness_frame(result):
-    """One row per (objective, lag) of a ``staleness.Staleness``: its label, the lag s and J after the run; the
-    reference on_policy's J as a row of its own at every lag."""
-    rows = [{"objective": objective, "label": STALENESS_LABELS[objective], "lag": lag, "J": J}
-            for objective, values in result.J.items() for lag, J in zip(result.lags, values, strict=True)]
-    rows += [{"objective": "on_policy", "label": STALENESS_LABELS["on_policy"], "lag": lag, "J": result.on_policy}
-             for lag in result.lags]
-    return pd.DataFrame(rows, columns=["objective", "label", "lag", "J"])

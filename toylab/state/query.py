@@ -64,10 +64,13 @@ TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "tra
                      "lag": "train_lag", "lag_draw": "train_lag_draw", "anchor": "train_anchor",
                      "loss": "train_loss", "minibatches": "train_minibatches", "epochs": "train_epochs",
                      "eps_low": "train_eps_low", "eps_high": "train_eps_high", "dual_clip": "train_dual_clip",
-                     "weights_at": "train_weights", "staleness": "staleness"}          # Training tab → URL name
+                     "weights_at": "train_weights", "staleness": "staleness", "seeds": "train_seeds",
+                     "staleness_draw": "staleness_draw", "staleness_cap": "staleness_cap",
+                     "staleness_seeds": "staleness_seeds"}                             # Training tab → URL name
 UPDATE_CONTROLS = ("anchor", "loss", "minibatches", "epochs", "weights_at")   # the Update's fields the tab sets …
 CLIP_CONTROLS = ("eps_low", "eps_high", "dual_clip")                         # … and its loss's ε and c, where it has them
 DUAL_CLIPS = (0.0, 1.5, 2.0, 3.0, 5.0, 10.0)       # the tab's dual clip c: 0 is off (verl's default is 3)
+STALENESS_CAPS = (0.0, 2.0, 5.0, 10.0)             # the staleness view's cap C on w: 0 is off (AReaL's old default 5)
 PAGE_UPDATES_AT_MOST = 8                          # minibatches, and epochs, each at most this on the page
 SWEPT = ("mismatch", "top_p", "temperature", "precision")     # what the Mismatch sweep tab can sweep (URL sweep)
 SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision", "logged", "scored", "pipeline")   # the pipeline model
@@ -190,11 +193,16 @@ VIEW_PARAMETERS = {
     "train_weights": ViewParameter(TRAINING.update.weights_at, choices=WEIGHTS_AT, tab=TRAINING_TAB),
     "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),
     "sga": ViewParameter(False, tab=TRAINING_TAB),
-    "staleness": ViewParameter(False, tab=TRAINING_TAB),
+    "train_seeds": ViewParameter(False, tab=TRAINING_TAB),          # the seeds views: each its tab's takeaway over
+    "staleness": ViewParameter(False, tab=TRAINING_TAB),            # 30 toys, opt-in (off the slider's path)
+    "staleness_draw": ViewParameter(LAG_DRAWS[0], choices=LAG_DRAWS, tab=TRAINING_TAB, needs={"staleness": True}),
+    "staleness_cap": ViewParameter(0.0, choices=STALENESS_CAPS, tab=TRAINING_TAB, needs={"staleness": True}),
+    "staleness_seeds": ViewParameter(False, tab=TRAINING_TAB, needs={"staleness": True}),
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
                               tab=TRAINING_TAB, needs={"sga": True}),              # the shortest run (10 steps)
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab=MISMATCH_SWEEP_TAB),
     "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab=ESTIMATORS_TAB),
+    "est_seeds": ViewParameter(False, tab=ESTIMATORS_TAB),
     "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab=THRESHOLD_SWEEP_TAB),
     "sweep_pipelines": ViewParameter(False, tab=MISMATCH_SWEEP_TAB),      # the same sweep under each framework pipeline
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker

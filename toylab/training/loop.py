@@ -161,6 +161,34 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
 
     ValueError for an unknown baseline or an estimator that ``cannot_train`` in the config's mode.
     """
+    selection = _checked(selection, baseline, config)
+    progress = progress or (lambda k: None)
+    with np.errstate(over="ignore", invalid="ignore"):        # an update that overflows stops its run, said there
+        records = _expected([toy], selection, baseline, config, progress, chunk) if config.mode == "expected" else \
+            _sampled(toy, selection, baseline, config, progress)
+    return _trajectories(records, selection, config.mode, 0, 1)
+
+
+def train_population(toys, selection, baseline="none", config=TrainingConfig(), progress=None, chunk=None):
+    """[``train(toy, selection, baseline, config)`` for each toy of ``toys``], in one expected-mode loop: the toys
+    share T, V, the mismatch and the sampler; each keeps its own θ₀, b and seed (its redrawn errors and drawn lags).
+    Every step takes a row per (estimator, toy) at once, so thirty toys cost a few times one; a row's numbers are
+    the lone run's up to rounding (the same arithmetic on a wider array, the rollout anchor at a drawn lag of 0
+    through the general update)."""
+    if config.mode != "expected":
+        raise ValueError("a population of toys trains in expected mode")
+    shapes = {(toy.T, toy.V, toy.mismatch, toy.sampler) for toy in toys}
+    if len(shapes) != 1:
+        raise ValueError("the toys of a population share T, V, the mismatch and the sampler")
+    selection = _checked(selection, baseline, config)
+    with np.errstate(over="ignore", invalid="ignore"):
+        records = _expected(list(toys), selection, baseline, config, progress or (lambda k: None), chunk)
+    return [_trajectories(records, selection, config.mode, index, len(toys)) for index in range(len(toys))]
+
+
+def _checked(selection, baseline, config):
+    """The selection with every estimator's parameters resolved; ValueError for an unknown baseline or an estimator
+    that ``cannot_train`` in the config's mode."""
     if baseline not in BASELINES:
         raise ValueError(f"unknown baseline {baseline!r}; choose {', '.join(BASELINES)}")
     selection = {id: resolve_params(id, params) for id, params in selection.items()}
@@ -168,12 +196,14 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
                 if (why := cannot_train(id, config.mode, config.N, config.weights_only, params))]
     if problems:
         raise ValueError("; ".join(problems))
-    progress = progress or (lambda k: None)
-    with np.errstate(over="ignore", invalid="ignore"):        # an update that overflows stops its run, said there
-        records = _expected(toy, selection, baseline, config, progress, chunk) if config.mode == "expected" else \
-            _sampled(toy, selection, baseline, config, progress)
-    return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
-                                                      for name in RECORDED), stopped=np.asarray(records["stopped"][index]))
+    return selection
+
+
+def _trajectories(records, selection, mode, toy, toys):
+    """{id: Trajectory} of toy ``toy`` from records whose rows are (estimator, toy) pairs, estimator-major."""
+    return {id: Trajectory(id, params, mode, *(records[name][index * toys + toy] if records[name] is not None
+                                               else None for name in RECORDED),
+                           stopped=np.asarray(records["stopped"][index * toys + toy]))
             for index, (id, params) in enumerate(selection.items())}
 
 
@@ -268,17 +298,30 @@ def _steps(toy, config):
                lags(toy.seed, config.lag, config.lag_draw, config.steps))
 
 
-def _expected(toy, selection, baseline, config, progress, chunk):
+def _population_steps(toys, config, estimators):
+    """(k, b_k, s_k) of ``_steps`` for rows of (estimator, toy) pairs, estimator-major: one toy's as they are; of
+    several, each row's b_k (rows, T, V) and s_k (an int where every toy's is the same, else per row)."""
+    if len(toys) == 1:
+        yield from _steps(toys[0], config)
+        return
+    for k, *steps in zip(itertools.count(), *(_steps(toy, config) for toy in toys)):
+        b = np.tile(np.stack([b for _, b, _ in steps]), (estimators, 1, 1))
+        s = np.array([s for _, _, s in steps])
+        yield k, b, int(s[0]) if (s == s[0]).all() else np.tile(s, estimators)
+
+
+def _expected(toys, selection, baseline, config, progress, chunk):
+    toy = toys[0]
     grid = split_grid(toy.T, toy.V)
-    estimators = list(selection.items())
+    estimators = [item for item in selection.items() for _ in toys]
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
     enumerated = any(id not in FACTORS for id, _ in estimators)
-    theta = np.repeat(toy.theta[None], len(estimators), axis=0)
+    theta = np.tile(np.stack([toy.theta for toy in toys]), (len(selection), 1, 1))
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     records = _empty_records(theta, config.steps, expected=True)
     history, update = History(config.lag), config.update
     stopped = np.full(theta.shape[:-2], -1)
-    for k, b, s in _steps(toy, config):
+    for k, b, s in _population_steps(toys, config, len(selection)):
         history.push(theta)
         stale = history.ago(s)
         rows = ToyRows(theta, b, toy.mismatch, grid, toy.sampler, engine_policy(theta, stale, on_policy))

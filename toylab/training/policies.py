@@ -61,7 +61,7 @@ def lags(seed, lag, draw, steps):
 
 
 class History:
-    """The last lag + 1 policies θ_k, θ_{k−1}, …: ``ago(s)`` is θ_{k−s}."""
+    """The last lag + 1 policies θ_k, θ_{k−1}, …: ``ago(s)`` is θ_{k−s}, or with s per row (an array), each row's."""
 
     def __init__(self, lag):
         self.kept = deque(maxlen=lag + 1)
@@ -70,7 +70,9 @@ class History:
         self.kept.append(theta)
 
     def ago(self, s):
-        return self.kept[-1 - s]
+        if np.ndim(s) == 0:
+            return self.kept[-1 - s]
+        return np.stack([self.kept[-1 - lag][row] for row, lag in enumerate(s)])
 
 
 def engine_policy(theta, stale, on_policy):
@@ -90,8 +92,9 @@ def anchor_log_probs(anchor, rows, stale, on_policy):
 
 
 def starts_at_anchor(anchor, s):
-    """True when π_θ⁰ = π_old exactly: the recomputed anchor, or the rollout one at lag 0."""
-    return anchor == "recompute" or (anchor == "rollout" and s == 0)
+    """True when π_θ⁰ = π_old exactly at every row: the recomputed anchor, or the rollout one at lag 0 (s: an int, or
+    one per row)."""
+    return anchor == "recompute" or (anchor == "rollout" and not np.any(s))
 
 
 def on_kept(table, kept):

@@ -10,7 +10,7 @@ from toylab.catalogue.estimators import ESTIMATORS
 from toylab.training import cost
 from toylab.training.loop import REFERENCE, cannot_train, train, trained_ids
 from toylab.training.sga import monte_carlo_improvement, second_order, toy_at
-from toylab.training.staleness import LAGS, OBJECTIVES, read_config
+from toylab.training.staleness import LAGS, objectives, read_config
 from toylab.training.staleness import staleness as staleness_of
 from toylab_app.caches import cache
 from toylab_app.caches.bounded_cache import ByteBoundedCache
@@ -40,28 +40,33 @@ def left_out(settings, mode, weights_only=False):
             if (why := cannot_train(id, mode, settings.N, weights_only, params))]
 
 
-def staleness(settings, config):
-    """``training.staleness`` of the Settings' toy under ``config``, kept under what it reads of the config
-    (``staleness.read_config``): a change of N, runs, mode, lag or anchor does not train its runs again."""
-    return _staleness(settings.toy_key, settings.baseline, read_config(config))
+def staleness(settings, config, draw="fixed", cap=None):
+    """``training.staleness`` of the Settings' toy under ``config`` (the lag ``draw``n and the ``cap`` on w as the view
+    sets them), kept under what it reads of the config (``staleness.read_config``): a change of N, runs, mode, lag or
+    anchor does not train its runs again."""
+    return _staleness(settings.toy_key, settings.baseline, read_config(config), draw, cap)
 
 
 @st.cache_data(max_entries=16, show_spinner=False)
-def _staleness(toy_key, baseline, config):
-    """Every run of it factorises over positions: no enumeration, whatever the toy's size."""
-    return staleness_of(cache.toy(*toy_key), baseline, config)
+def _staleness(toy_key, baseline, config, draw, cap):
+    """Every run of it factorises over positions but the capped one's: no enumeration without a cap."""
+    with large_work(cache.sequences(toy_key) if cap else 0):
+        return staleness_of(cache.toy(*toy_key), baseline, config, draw=draw, cap=cap)
 
 
-STALENESS_SELECTION = tuple((id, ()) for id in dict.fromkeys(
-    ("on_policy", *(id for _, id in OBJECTIVES.values()))))
+def staleness_selection(cap=None):
+    """((id, params), …): the estimators the staleness view trains, on_policy first."""
+    runs = objectives(cap).values()
+    return tuple((id, tuple(params.items())) for id, params in
+                 {"on_policy": {}, **{id: params for _, id, params in runs}}.items())
 
 
-def staleness_refusal(settings, config):
+def staleness_refusal(settings, config, cap=None):
     """Why the staleness view's runs would not finish within the page's seconds or memory, or None: timed as a run of
     its estimators at the largest lag, len(LAGS) times in turn (each lag trains them once, the reference once in
     all), whatever the steps (the runs' own bound, not len(LAGS) times it)."""
     run = replace(read_config(config), lag=max(LAGS))
-    return refusal(settings, run, STALENESS_SELECTION, fewer="fewer steps or updates per batch, or a smaller toy",
+    return refusal(settings, run, staleness_selection(cap), fewer="fewer steps or updates per batch, or a smaller toy",
                    repeats=len(LAGS))
 
 
