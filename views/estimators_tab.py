@@ -22,18 +22,20 @@ COLUMNS = {
     "rel_bias": st.column_config.NumberColumn(
         "rel bias", format="%.4f", help="‖E[ĝ] − ∇J‖ / ‖∇J‖, exact: does not shrink with N"),
     "rel_std": st.column_config.NumberColumn(
-        "rel std at N", format="%.4f", help="sqrt(var/N) / ‖∇J‖, exact, for a batch of N sequences"),
+        "rel std", format="%.4f", help="sqrt(var/N) / ‖∇J‖ at the sidebar's N, exact, for a batch of N sequences"),
     "rel_rmse": st.column_config.NumberColumn(
-        "rel RMSE at N", format="%.4f", help="sqrt(bias² + var/N) / ‖∇J‖: the typical relative error"),
+        "rel RMSE", format="%.4f", help="sqrt(bias² + var/N) / ‖∇J‖ at the sidebar's N: the typical relative "
+                                        "error"),
     "cosine": st.column_config.TextColumn(
-        "cosine to ∇J", help="cos(E[ĝ], ∇J): 1 means the mean points the right way. — where E[ĝ] = 0: a zero "
+        "cosine", help="cos(E[ĝ], ∇J), to ∇J: 1 means the mean points the right way. — where E[ĝ] = 0: a zero "
                              "mean has no direction (every sequence masked, or every kept one with A = r − b = 0; "
                              "the reason is under the table)"),
     "tokens_affected": st.column_config.NumberColumn(
-        "tokens masked/clipped", format="percent", help="Mean over positions of P(the token's weight is "
-                                                        "masked or clipped)"),
+        "tokens hit", format="percent", help="Tokens masked or clipped: the mean over positions of P(the "
+                                             "token's weight is masked or clipped)"),
     "sequences_affected": st.column_config.NumberColumn(
-        "sequences masked/clipped", format="percent", help="P(any weight of the sequence is masked or clipped)"),
+        "seqs hit", format="percent", help="Sequences masked or clipped: P(any weight of the sequence is "
+                                           "masked or clipped)"),
     "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
 }
 SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
@@ -106,7 +108,10 @@ def render(settings):
         before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
     chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
                                   marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
-    columns = COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
+    columns = {name: column for name, column in COLUMNS.items() if not (truncates and name == "unbiased")} \
+        | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
+    # a truncating sampler leaves every estimator the floor's bias: no row is unbiased, and the floor's columns take
+    # that one's room
     if screen_share.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
         chart_element.draw(left, chart)
@@ -114,14 +119,15 @@ def render(settings):
                         hide_index=True, width="stretch")
         right.caption(frames.names_note(table["estimator"]))           # the ids, named without hovering
         _notes(right, settings, table, same, truncates)
-    else:
-        st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
+    else:                                    # the chart first: in view on arrival at 1280×720, the table under it
+        chart_element.draw(st, chart)
+        st.dataframe(shown[[name for name in columns if name != "label"]], column_config=columns, hide_index=True,
+                     width="stretch")            # the names under it: the table fits beside the sidebar at 1280 px
+        st.caption(frames.names_note(table["estimator"]))
         _notes(st, settings, table, same, truncates)
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
-    if not screen_share.on():
-        chart_element.draw(st, chart)
     formulas = st.expander("Formulas of the selected estimators", key=FORMULAS_KEY, on_change="rerun")
     if formulas.open:                                  # built only while open: a step redraws one closed expander
         formulas.markdown("\n\n".join(                 # one element, not three per estimator: a lighter re-render

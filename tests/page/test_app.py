@@ -25,7 +25,7 @@ APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
               "Sequence length": 2, "Training": 5, "Your run": 0, "Lessons": 0}
-HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction", "E_μs[W] identity check"]
+HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction", "E_μs[W] check"]
 
 
 def run(query=None, **state):
@@ -156,7 +156,7 @@ def test_next_and_previous_step_through_the_lessons_and_a_change_leaves_the_less
     assert shown_lesson(at)[0] == f"**Lesson 2 of {len(LESSONS)}" and at.session_state["tab"] == LESSONS[1].tab
     at.button(key="lesson_previous").click().run()
     assert shown_lesson(at)[0] == f"**Lesson 1 of {len(LESSONS)}"
-    at.button(key="lesson_all").click().run()
+    at.button(key="lessons_button").click().run()
     assert at.session_state["tab"] == "Lessons"
     at.button(key="lesson_start").click().run()
     at.slider(key="mismatch").set_value(0.7).run()
