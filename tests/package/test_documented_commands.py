@@ -5,10 +5,11 @@ first whose pattern it matches; a command of no kind fails here, so a new one is
 
 - ``setup`` (a virtual environment, pip, apt-get) is not run: the requirements files it names exist;
 - ``tests`` (``python -m pytest …``) collects this file with its options (so they exist), nothing more;
-- ``app`` (``streamlit run streamlit_app.py``) keeps running: it is started on a free port, answers its health
-  check, and is stopped;
+- ``app`` (``streamlit run streamlit_app.py``, ``toylab app``) keeps running: it is started on a free port, answers
+  its health check, and is stopped;
 - ``deploy`` (several servers behind nginx, docs/deploying.md) is not run: the files it names exist;
-- ``toylab`` (``python -m toylab …``) runs and exits 0 with its output (valid JSON for ``--json``), unless it names
+- ``toylab`` (``python -m toylab …``, or the installed command ``toylab …``, run here as the package's entry point
+  ``toylab_app.command:main`` would run it) runs and exits 0 with its output (valid JSON for ``--json``), unless it names
   one of ``YOUR_OWN_PATHS``, a reader's own run, which no clone has: then it exits 2 with one line naming the
   missing path (not an argument error);
 - a ``python`` block runs as a script (the fragments of docs/command-line.md with ``PRELUDES``), unless it
@@ -37,7 +38,7 @@ SHELL = ("bash", "sh", "shell", "console", "")
 KINDS = [                                                     # (kind, pattern): the first that matches
     ("setup", r"(python3? -m venv |\. \.venv/bin/activate|pip install |apt-get )"),
     ("tests", r"python -m pytest\b"),
-    ("app", r"streamlit run streamlit_app\.py\b"),
+    ("app", r"(streamlit run streamlit_app\.py|toylab app)\b"),
     ("deploy", r"for port in .*streamlit run .*nginx -c "),
     ("toylab", r"(python -m toylab|toylab)( |$)"),
 ]
@@ -130,11 +131,17 @@ def of_kind(name):
     return [pytest.param(command, id=command.id) for command in SHELL_COMMANDS if kind(command) == name]
 
 
+INSTALLED = "import sys; from toylab_app.command import main; sys.exit(main())"     # pyproject.toml's [project.scripts]
+
+
 def words(command):
-    """The command's words, ``python`` being this interpreter, and ``toylab`` the module's command line."""
+    """The command's words, ``python`` being this interpreter, ``streamlit`` its module and ``toylab`` the entry point
+    an installed package puts on the PATH."""
     argv = shlex.split(command.text)
     if argv[0] == "toylab":
-        argv = ["python", "-m", "toylab", *argv[1:]]
+        return [sys.executable, "-c", INSTALLED, *argv[1:]]
+    if argv[0] == "streamlit":
+        return [sys.executable, "-m", *argv]
     return [sys.executable, *argv[1:]] if argv[0] in ("python", "python3") else argv
 
 
@@ -235,7 +242,7 @@ def test_the_app_command_serves_the_page_until_stopped(command, clone):
     from tests.browser import free_port
 
     port = free_port()
-    argv = [sys.executable, "-m", *words(command), "--server.port", str(port), "--server.headless", "true"]
+    argv = [*words(command), "--server.port", str(port), "--server.headless", "true"]
     server = subprocess.Popen(argv, cwd=clone, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                               start_new_session=True)
     try:
