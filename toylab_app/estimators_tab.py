@@ -98,20 +98,9 @@ def render(settings):
         return
     table = frames.table_frame(moments, settings.N)
     same = frames.duplicates(moments)
-    shown = frames.shown_table(table)
     truncates = bool(table["rel_floor"].gt(0).any())
-    marks = tour.marks(settings, "bias_std")
-    height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
-    compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
-    before = None
-    if compared not in (NO_COMPARISON, settings.baseline):
-        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
-    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
-                                  marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
-    columns = {name: column for name, column in COLUMNS.items() if not (truncates and name == "unbiased")} \
-        | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
-    # a truncating sampler leaves every estimator the floor's bias: no row is unbiased, and the floor's columns take
-    # that one's room
+    chart = _chart(settings, table, same)
+    shown, columns = frames.shown_table(table), _columns(settings, truncates)
     if screen_share.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
         chart_element.draw(left, chart)
@@ -128,9 +117,33 @@ def render(settings):
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
+    _formulas(settings)
+
+
+def _chart(settings, table, same):
+    """The bias-versus-spread scatter, with the sidebar's compared baseline drawn hollow and a lesson's marks."""
+    marks = tour.marks(settings, "bias_std")
+    height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
+    compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
+    before = None
+    if compared not in (NO_COMPARISON, settings.baseline):
+        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
+    return charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N,
+                                 height, marks,
+                                 compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
+
+
+def _columns(settings, truncates):
+    """The table's columns: a truncating sampler leaves every estimator the floor's bias, so no row is unbiased and
+    the floor's columns take that one's room; a trainer scoring another π adds the error against softmax(θ)."""
+    return {name: column for name, column in COLUMNS.items() if not (truncates and name == "unbiased")} \
+        | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
+
+
+def _formulas(settings):
     formulas = st.expander("Formulas of the selected estimators", key=FORMULAS_KEY, on_change="rerun")
     if formulas.open:                                  # built only while open: a step redraws one closed expander
-        formulas.markdown("\n\n".join(                 # one element, not three per estimator: a lighter re-render
+        formulas.markdown("\n\n".join(               # one element, not three per estimator: a lighter re-render
             f"**{id} · {ESTIMATORS[id].label}**\n\n$$\n{ESTIMATORS[id].latex}\n$$\n\n"
             f"Source: {plain(ESTIMATORS[id].source)}. Thresholds: {plain(frames.params_text(settings.params(id)))}."
             for id in settings.estimators))

@@ -207,9 +207,9 @@ def _run_in_words():
 
 
 def render(settings):
-    """The controls, then J, the cosine, one estimator's training log and the mismatch against step, the summary and
-    the SGA view. A lesson on show gets the charts it marks first, sized to be in view at 1280×720, its run's
-    controls folded away."""
+    """The controls, then J, the cosine, the three policies, one estimator's training log and the mismatch against
+    step, the summary, the staleness and the SGA views. A lesson on show gets the charts it marks first, sized to be
+    in view at 1280×720, its run's controls folded away."""
     lesson = [chart for chart in tour.marked(settings) if chart in LESSON_CHARTS]
     where = st.expander(f"The run: {_run_in_words()}", icon=":material/tune:") if lesson else st
     try:
@@ -217,32 +217,60 @@ def render(settings):
     except ValueError as error:
         st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
         return
-    selection = training_cache.trained(settings, config.mode, config.weights_only)
     left_out = training_cache.left_out(settings, config.mode, config.weights_only)
-    trajectories = _trained(settings, config, selection)
+    trajectories = _trained(settings, config, training_cache.trained(settings, config.mode, config.weights_only))
     if trajectories is None:
         return
-    sampled = config.mode == "sampled"
     three = _three_policies(config)
     curves = training_frames.curve_frame(trajectories, training_frames.CURVES
                                          + (training_frames.POLICY_CURVES if three else ()))
     ids = list(trajectories)
     if st.session_state.get(KEY["pick"]) not in ids:
         st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
-    pick = _pick(where, ids) if lesson else None
+    if lesson:
+        _pick(where, ids)
+    draw = _drawers(settings, config, curves, trajectories, lesson)
+    _top_charts(config, curves, draw, lesson)
+    _policy_group(st, config)
+    if three:
+        _policy_charts(draw, lesson, curves)
+    lying = training_frames.coincident_note(curves, config.mode == "sampled")
+    st.caption(_about_the_run(settings, config, left_out)
+               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
+    _log_and_mismatch(curves, draw, lesson, ids, config.mode == "sampled")
+    summary = training_frames.summary_frame(trajectories)
+    st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
+                 width="stretch")
+    if screen_share.on():                                    # the long names left the table: say them once
+        st.caption(frames.names_note(summary["estimator"]))
+    _staleness_view(settings, config, draw, lesson)
+    _sga_view(settings, config)
+
+
+def _drawers(settings, config, curves, trajectories, lesson):
+    """{chart: draw(where, height)} for each chart a lesson may mark; the training log is the picked estimator's
+    at the time it is drawn."""
+    sampled = config.mode == "sampled"
+
+    def logged(at, size):
+        pick = st.session_state[KEY["pick"]]
+        chart_element.draw(at, training_charts.logged_chart(training_frames.logged_frame(trajectories[pick]), pick,
+                                                            ESTIMATORS[pick].colour,
+                                                            tour.marks(settings, "training_logged"), height=size))
     draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
                 curves, sampled, tour.marks(settings, "training_J"), height=size)),
             "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
-                curves, sampled, tour.marks(settings, "training_cosine"), height=size,
-                short=bool(lesson))),
-            "training_logged": lambda at, size: chart_element.draw(at, training_charts.logged_chart(
-                training_frames.logged_frame(trajectories[pick]), pick, ESTIMATORS[pick].colour,
-                tour.marks(settings, "training_logged"), height=size))}
-    draw |= {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
-                 at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
-                                                 marks=tour.marks(settings, chart)))
-             for chart, quantity in POLICY_CHARTS.items() if three}
-    draw["training_staleness"] = lambda at, size: _staleness_chart(at, settings, config, size)
+                curves, sampled, tour.marks(settings, "training_cosine"), height=size, short=bool(lesson))),
+            "training_logged": logged,
+            "training_staleness": lambda at, size: _staleness_chart(at, settings, config, size)}
+    return draw | {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
+                       at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
+                                                       marks=tour.marks(settings, chart)))
+                   for chart, quantity in POLICY_CHARTS.items() if _three_policies(config)}
+
+
+def _top_charts(config, curves, draw, lesson):
+    """A lesson's marked charts, then J (with what the anchor makes moot) and the cosine, unless the lesson drew them."""
     if lesson:
         _lesson_charts(lesson, draw)
     if "training_J" not in lesson:
@@ -251,32 +279,22 @@ def render(settings):
         st.info(update_text.IGNORED, icon=":material/info:")
     if "training_cosine" not in lesson:
         draw["training_cosine"](st, None)
-    if not sampled and config.optimizer == "adam":
+    if config.mode == "expected" and config.optimizer == "adam":
         chart_element.draw(st, training_charts.step_cosine_chart(curves))
-    _policy_group(st, config)
-    if three:
-        _policy_charts(draw, lesson, curves)
-    lying = training_frames.coincident_note(curves, sampled)
-    st.caption(_about_the_run(settings, config, left_out)
-               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
 
+
+def _log_and_mismatch(curves, draw, lesson, ids, sampled):
+    """Side by side: the picked estimator's training log against J, and KL(μ‖π) and χ²_seq against step."""
     left, right = st.columns(2)
     with left:
         if not lesson:
-            pick = _pick(st, ids)
+            _pick(st, ids)
         if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
             draw["training_logged"](st, 300)
             st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
                        "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
         _mismatch_charts(curves, sampled)
-    summary = training_frames.summary_frame(trajectories)
-    st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
-                 width="stretch")
-    if screen_share.on():                                    # the long names left the table: say them once
-        st.caption(frames.names_note(summary["estimator"]))
-    _staleness_view(settings, config, draw, lesson)
-    _sga_view(settings, config)
 
 
 def _three_policies(config):

@@ -76,18 +76,8 @@ def run_files(paths):
 
 
 def report(arguments):
-    explicit = {role: getattr(arguments, role) for role in ROLES}
     files = run_files(arguments.paths)
-    workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else 2)
-    bar = ProgressBar("inspect", 1) if sys.stderr.isatty() else None
-    try:
-        summaries, cut = run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
-                                       workers=workers, scheduler=arguments.scheduler,
-                                       progress=None if bar is None else
-                                       lambda read: bar.update(read.share(), read.text()))
-    finally:
-        if bar is not None:
-            bar.close()
+    summaries, cut = _summaries(arguments, files)
     if all("error" in summary for summary in summaries):
         raise LogError(summaries[0]["error"])
     result = {"run": arguments.paths[0] if len(arguments.paths) == 1 else list(arguments.paths),
@@ -99,6 +89,21 @@ def report(arguments):
     result["notes"] += [f"step {summary['step']}: {notice}" for summary in summaries for notice in
                         summary.get("notices", ())]
     return result
+
+
+def _summaries(arguments, files):
+    """(each step's summary, why the reading stopped short or None), in --workers processes or on --scheduler's
+    cluster, with a progress line on a terminal."""
+    explicit = {role: getattr(arguments, role) for role in ROLES}
+    workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else 2)
+    bar = ProgressBar("inspect", 1) if sys.stderr.isatty() else None
+    try:
+        return run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
+                             workers=workers, scheduler=arguments.scheduler,
+                             progress=None if bar is None else lambda read: bar.update(read.share(), read.text()))
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def as_text(result):
