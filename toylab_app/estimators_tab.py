@@ -40,16 +40,16 @@ COLUMNS = {
 }
 SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
     "rel_floor": st.column_config.NumberColumn(
-        "bias floor", format="%.4f", help="‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
+        "floor", format="%.4f", help="The bias floor, ‖∇J − ∇J_S‖/‖∇J‖: ∇J's part from the sequences the sampler never draws. "
                                           "The same for every estimator on μ; no weight on what it draws removes it"),
     "rel_rest": st.column_config.NumberColumn(
-        "bias rest", format="%.4f", help="‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
+        "rest", format="%.4f", help="The rest of the bias, ‖E[ĝ] − ∇J_S‖/‖∇J‖: what the correction itself gets wrong on the sequences "
                                          "the sampler draws (0 for seq_is). Bias = floor + rest as vectors, so "
                                          "|floor − rest| ≤ rel bias ≤ floor + rest"),
 }
 PLAIN_COLUMNS = {          # shown when the trainer scores another π than softmax(θ): its objective moved
     "rel_plain_bias": st.column_config.NumberColumn(
-        "vs softmax(θ)", format="%.4f", help="‖E[ĝ] − ∇J_plain‖/‖∇J_plain‖: the error against softmax(θ)'s gradient, "
+        "vs plain", format="%.4f", help="Against softmax(θ): ‖E[ĝ] − ∇J_plain‖/‖∇J_plain‖: the error against softmax(θ)'s gradient, "
                                             "while rel bias is against the scored π's. ≤ rel bias·‖∇J‖/‖∇J_plain‖ + "
                                             "the objective's shift (the header)"),
 }
@@ -134,10 +134,9 @@ def _chart(settings, table, same):
 
 
 def _columns(settings, truncates):
-    """The table's columns: a truncating sampler leaves every estimator the floor's bias, so no row is unbiased and
-    the floor's columns take that one's room; a trainer scoring another π adds the error against softmax(θ)."""
-    return {name: column for name, column in COLUMNS.items() if not (truncates and name == "unbiased")} \
-        | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
+    """The table's columns: a truncating sampler adds each bias's floor and rest, a trainer scoring another π the
+    error against softmax(θ)."""
+    return COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
 
 
 def _formulas(settings):
