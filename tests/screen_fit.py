@@ -13,6 +13,7 @@ and the sidebar. A problem is one of:
 - any other visible text in an element that clips (``overflow`` hidden or ``text-overflow: ellipsis``) and whose
   content is wider than it (a metric label "ESS fractio…", an uploader's list of file types), or that reaches past
   the page's right edge; a screen reader's label (1 px wide) and KaTeX's hidden MathML are not drawn and not counted;
+- a button off the screen's edges (the header's, fixed in place in presentation mode);
 - a table whose columns scroll sideways (its last column cut at the edge);
 - a caption quoting a number to six significant digits or more ("≥ 2.23872"), where three tell its values apart.
 """
@@ -67,6 +68,11 @@ CUT_JS = """() => {
                 problems.push(`text cut: "${text.slice(0, 60)}" ` + at(element));
             const own = [...element.childNodes].some(node => node.nodeType === 3 && node.textContent.trim());
             if (own && box.right > page.right + 1) problems.push(`text past the page's edge: "${text.slice(0, 60)}"`);
+        }
+        for (const button of root.querySelectorAll('button')) {
+            const box = button.getBoundingClientRect();
+            if (visible(button) && box.width > 1 && (box.left < -1 || box.right > innerWidth + 1))
+                problems.push(`a button off the screen: "${button.textContent.trim().slice(0, 40)}" ` + at(button));
         }
         for (const table of root.querySelectorAll('[data-testid="stDataFrame"]')) {
             const scroller = table.querySelector('.dvn-scroller');

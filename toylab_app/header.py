@@ -3,8 +3,9 @@ the identity check E_μs[W] (with what it certifies) and, when the trainer score
 moved; the presentation-mode switch; and the menu's About text (the menu also holds the theme switch).
 
 Normally: the title, one sentence (the introduction in its tooltip, and on the Lessons tab), and the numbers as
-metrics in one row at 1280 px beside the sidebar, which wraps rather than cutting a number short. In presentation mode: one line — the toy's setting (the sidebar is collapsed) and the
-same numbers — with the introduction and what each number is in its tooltip.
+metrics in one row at 1280 px beside the sidebar, which wraps rather than cutting a number short. In presentation
+mode: one line — the toy's setting (the sidebar is collapsed) and the same numbers — with the introduction and what
+each number is in its tooltip. In either mode the Lessons tab's button (key L) sits beside the presentation switch.
 """
 
 import streamlit as st

@@ -19,7 +19,8 @@ ALWAYS = ('[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; row-gap: 0
 NORMAL = ('[data-testid="stMainBlockContainer"] { padding-top: 4rem; }'        # below Streamlit's header (3.75rem)
           '.st-key-toylab_title h1 { font-size: 2rem; padding: 0; }')
 PRESENTING = ('[data-testid="stMainBlockContainer"] { padding: 3.5rem 1.5rem 2rem; }'
-              f'.st-key-{BUTTONS_KEY} {{ position: fixed; top: 0.6rem; right: 3.5rem; z-index: 1000000; }}')
+              f'.st-key-{BUTTONS_KEY} {{ position: fixed; top: 0.6rem; right: 3.5rem; left: auto; '
+              'width: fit-content !important; z-index: 1000000; }')
 
 
 def on():

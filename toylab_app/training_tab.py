@@ -116,9 +116,10 @@ def _policy_group(where, config):
     controls (each in the URL)."""
     if POLICY_GROUP not in st.session_state and _policies_set(address.view()):
         st.session_state[POLICY_GROUP] = True
-    where.caption(update_text.label(config.update, config.lag, config.lag_draw))  # not the expander's label: a new
+    where.caption(update_text.label(config.update, config.lag, config.lag_draw))   # not in the expander's label,
     group = where.expander("Three policies: a framework's update, or the engine's lag, the anchor π_old, the loss, "
-                           "updates per batch", key=POLICY_GROUP, on_change="rerun")        # label closes it again
+                           "updates per batch", key=POLICY_GROUP, on_change="rerun")    # which names it: a new one
+                                                                                        # would close it
     if not group.open:
         return
     group.selectbox("a framework's update", VIEW_PARAMETERS[KEY["update"]].choices, key=KEY["update"],
@@ -135,7 +136,7 @@ def _policy_group(where, config):
 
 
 def _update_name(id):
-    return "custom: the controls below" if id == CUSTOM_UPDATE else f"{id} · {UPDATE_PRESETS[id].option}"[:90]
+    return "custom: the controls below" if id == CUSTOM_UPDATE else id      # its option in words under it
 
 
 def _chose_update():
