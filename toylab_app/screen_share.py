@@ -20,7 +20,9 @@ NORMAL = ('[data-testid="stMainBlockContainer"] { padding-top: 4rem; }'        #
           '.st-key-toylab_title h1 { font-size: 2rem; padding: 0; }')
 PRESENTING = ('[data-testid="stMainBlockContainer"] { padding: 3.5rem 1.5rem 2rem; }'
               f'.st-key-{BUTTONS_KEY} {{ position: fixed; top: 0.6rem; right: 3.5rem; left: auto; '
-              'width: fit-content !important; z-index: 1000000; }')
+              'width: fit-content !important; z-index: 1000000; }'
+              f'[data-testid="stLayoutWrapper"]:has(> .st-key-{BUTTONS_KEY}) {{ position: absolute; }}')  # its place:
+                                                                    # out of the header line's row (no second row)
 
 
 def on():

@@ -163,7 +163,10 @@ def _log(settings, source, files):
     _frameworks(results["frameworks"])
     _matched_toy(settings, statistics, sizes)
     with st.expander("Export the results, or compare with another log"):
-        your_run_export.render(cache.rollout_log(source, columns, report), source.name, "your_run_export")
+        reading = st.empty()       # a log no session held was dropped and is read again: its bar here, not (stale,
+        log = cache.rollout_log(source, columns, _reporter(reading, source))         # at 100 %) on top of the tab
+        reading.empty()
+        your_run_export.render(log, source.name, "your_run_export")
         _compare(source, columns, statistics, sizes)
 
 
