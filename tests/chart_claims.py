@@ -13,6 +13,7 @@ can list them all.
 """
 
 import json
+import math
 import re
 
 import numpy as np
@@ -245,7 +246,8 @@ def caption_problems(panels, words, where):
 
 def _named(text, shared, name):
     """The shared x values a range names: "27 of 101 points" (a count: (27, 101)), or "name ≤ a and b–c and ≥ d and e"
-    (numbers to 6 digits, each one of the shared x), or "name p and q" on a nominal axis."""
+    (each number one shared x written to its significant digits: "2.24" is 2.23872, when no other x rounds to it), or
+    "name p and q" on a nominal axis."""
     count = re.fullmatch(r"(\d+) of (\d+) points", text)
     if count:
         return int(count[1]), int(count[2])
@@ -256,9 +258,15 @@ def _named(text, shared, name):
     index = {}
 
     def at(value):
-        near = [i for i, x in enumerate(shared) if abs(x - float(value)) <= 5e-6 * abs(x) + 1e-300]
-        assert len(near) == 1, f"{value} is not one shared x of {shared}"
-        return near[0]
+        """The shared x nearest ``value``, which must be that x to 3 significant digits or more (half a unit of the
+        third digit away at most) and nearer to it than to any other."""
+        distance = [abs(x - float(value)) for x in shared]
+        nearest = min(range(len(shared)), key=distance.__getitem__)
+        x = shared[nearest]
+        assert distance[nearest] <= 0.5 * 10 ** (math.floor(math.log10(abs(x))) - 2) if x else float(value) == 0, \
+            f"{value} is not one shared x of {shared}"
+        assert sorted(distance)[1:2] != [distance[nearest]], f"{value} is two shared x of {shared}"
+        return nearest
 
     for part in parts:
         if part.startswith("≤ "):

@@ -22,18 +22,20 @@ COLUMNS = {
     "rel_bias": st.column_config.NumberColumn(
         "rel bias", format="%.4f", help="‖E[ĝ] − ∇J‖ / ‖∇J‖, exact: does not shrink with N"),
     "rel_std": st.column_config.NumberColumn(
-        "rel std at N", format="%.4f", help="sqrt(var/N) / ‖∇J‖, exact, for a batch of N sequences"),
+        "rel std", format="%.4f", help="sqrt(var/N) / ‖∇J‖ at the sidebar's N, exact, for a batch of N sequences"),
     "rel_rmse": st.column_config.NumberColumn(
-        "rel RMSE at N", format="%.4f", help="sqrt(bias² + var/N) / ‖∇J‖: the typical relative error"),
+        "rel RMSE", format="%.4f", help="sqrt(bias² + var/N) / ‖∇J‖ at the sidebar's N: the typical relative "
+                                        "error"),
     "cosine": st.column_config.TextColumn(
-        "cosine to ∇J", help="cos(E[ĝ], ∇J): 1 means the mean points the right way. — where E[ĝ] = 0: a zero "
+        "cosine", help="cos(E[ĝ], ∇J), to ∇J: 1 means the mean points the right way. — where E[ĝ] = 0: a zero "
                              "mean has no direction (every sequence masked, or every kept one with A = r − b = 0; "
                              "the reason is under the table)"),
     "tokens_affected": st.column_config.NumberColumn(
-        "tokens masked/clipped", format="percent", help="Mean over positions of P(the token's weight is "
-                                                        "masked or clipped)"),
+        "tokens hit", format="percent", help="Tokens masked or clipped: the mean over positions of P(the "
+                                             "token's weight is masked or clipped)"),
     "sequences_affected": st.column_config.NumberColumn(
-        "sequences masked/clipped", format="percent", help="P(any weight of the sequence is masked or clipped)"),
+        "seqs hit", format="percent", help="Sequences masked or clipped: P(any weight of the sequence is "
+                                           "masked or clipped)"),
     "unbiased": st.column_config.CheckboxColumn("unbiased", help="rel bias below 1e-9: E[ĝ] = ∇J exactly"),
 }
 SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): the bias split
@@ -50,7 +52,7 @@ SPLIT_COLUMNS = {          # shown when the sampler truncates (top-k, top-p): th
 }
 PLAIN_COLUMNS = {          # shown when the trainer scores another π than softmax(θ): its objective moved
     "rel_plain_bias": st.column_config.NumberColumn(
-        "vs softmax(θ)", format="%.4f", help="‖E[ĝ] − ∇J_plain‖/‖∇J_plain‖: the error against softmax(θ)'s gradient, "
+        "vs plain", format="%.4f", help="Against softmax(θ): ‖E[ĝ] − ∇J_plain‖/‖∇J_plain‖: the error against softmax(θ)'s gradient, "
                                             "while rel bias is against the scored π's. ≤ rel bias·‖∇J‖/‖∇J_plain‖ + "
                                             "the objective's shift (the header)"),
 }
@@ -136,17 +138,9 @@ def render(settings):
         return
     table = frames.table_frame(moments, settings.N)
     same = frames.duplicates(moments)
-    shown = frames.shown_table(table)
     truncates = bool(table["rel_out_of_reach"].gt(0).any())
-    marks = tour.marks(settings, "bias_std")
-    height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
-    compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
-    before = None
-    if compared not in (NO_COMPARISON, settings.baseline):
-        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
-    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
-                                  marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
-    columns = COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
+    chart = _chart(settings, table, same)
+    shown, columns = frames.shown_table(table), _columns(settings, truncates)
     if screen_share.on():                    # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
         chart_element.draw(left, chart)
@@ -154,18 +148,42 @@ def render(settings):
                         hide_index=True, width="stretch")
         right.caption(frames.names_note(table["estimator"]))           # the ids, named without hovering
         _notes(right, settings, table, same, truncates)
-    else:
-        st.dataframe(shown[list(columns)], column_config=columns, hide_index=True, width="stretch")
+    else:                                    # the chart first: in view on arrival at 1280×720, the table under it
+        chart_element.draw(st, chart)
+        st.dataframe(shown[[name for name in columns if name != "label"]], column_config=columns, hide_index=True,
+                     width="stretch")            # the names under it: the table fits beside the sidebar at 1280 px
+        st.caption(frames.names_note(table["estimator"]))
         _notes(st, settings, table, same, truncates)
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
-    if not screen_share.on():
-        chart_element.draw(st, chart)
     _seeds_view(settings)
+    _formulas(settings)
+
+
+def _chart(settings, table, same):
+    """The bias-versus-spread scatter, with the sidebar's compared baseline drawn hollow and a lesson's marks."""
+    marks = tour.marks(settings, "bias_std")
+    height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
+    compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
+    before = None
+    if compared not in (NO_COMPARISON, settings.baseline):
+        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
+    return charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N,
+                                 height, marks,
+                                 compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
+
+
+def _columns(settings, truncates):
+    """The table's columns: a truncating sampler adds each bias's parts out of and within reach, a trainer scoring another π the
+    error against softmax(θ)."""
+    return COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
+
+
+def _formulas(settings):
     formulas = st.expander("Formulas of the selected estimators", key=FORMULAS_KEY, on_change="rerun")
     if formulas.open:                                  # built only while open: a step redraws one closed expander
-        formulas.markdown("\n\n".join(                 # one element, not three per estimator: a lighter re-render
+        formulas.markdown("\n\n".join(               # one element, not three per estimator: a lighter re-render
             f"**{id} · {ESTIMATORS[id].label}**\n\n$$\n{ESTIMATORS[id].latex}\n$$\n\n"
             f"Source: {plain(ESTIMATORS[id].source)}. Thresholds: {plain(frames.params_text(settings.params(id)))}."
             for id in settings.estimators))

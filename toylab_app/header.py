@@ -2,9 +2,10 @@
 the identity check E_μs[W] (with what it certifies) and, when the trainer scores another π, how far its objective
 moved; the presentation-mode switch; and the menu's About text (the menu also holds the theme switch).
 
-Normally: the title, the three-sentence introduction, and the numbers as metrics in a row that wraps rather than
-cutting a number short. In presentation mode: one line — the toy's setting (the sidebar is collapsed) and the
-same numbers — with the introduction and what each number is in its tooltip.
+Normally: the title, one sentence (the introduction in its tooltip, and on the Lessons tab), and the numbers as
+metrics in one row at 1280 px beside the sidebar, which wraps rather than cutting a number short. In presentation
+mode: one line — the toy's setting (the sidebar is collapsed) and the same numbers — with the introduction and what
+each number is in its tooltip. In either mode the Lessons tab's button (key L) sits beside the presentation switch.
 """
 
 import streamlit as st
@@ -13,10 +14,11 @@ from toylab.lessons.tour import INTRODUCTION, KEYS
 from toylab.presentation.pipeline_text import identity_implied, identity_metric, objective_metric
 from toylab.state.query import ESTIMATORS_TAB, YOUR_RUN_TAB
 from toylab.text import headline
-from toylab_app import screen_share
+from toylab_app import screen_share, tour
 from toylab_app.caches import cache
 
 TITLE = "toylab: sampler μ ≠ trainer π"
+SUMMARY = "Every number is exact: a sum over all V**T sequences of a toy LLM whose sampler μ and trainer π disagree."
 TAB_KEY = "tab"                     # the open tab (toylab_app.sidebar.TAB_KEY)
 KEYS_TEXT = ", ".join(f"**{key}** {what}" for key, what in KEYS.items())
 MENU = {"About": f"**{TITLE}**\n\n{INTRODUCTION}\n\nKeyboard: {KEYS_TEXT}. Every view is a link: copy the address."}
@@ -67,12 +69,12 @@ def render(settings):
     if screen_share.on():
         _one_line(settings, one_line_metrics(settings, numbers), numbers)
         return
-    with st.container(horizontal=True, vertical_alignment="center"):
+    with st.container(horizontal=True, vertical_alignment="center", key="toylab_title"):
         st.title(TITLE, width="stretch")
-        screen_share.button(st)
-    st.caption(INTRODUCTION + (" The numbers below are the toy's (exact), not your file's: those are in the tab."
-                               if st.session_state.get(TAB_KEY) == YOUR_RUN_TAB else ""))
-    with st.container(horizontal=True, gap="medium", key="toylab_header"):
+        _buttons()
+    st.caption(SUMMARY + (" The numbers below are the toy's (exact), not your file's: those are in the tab."
+                          if st.session_state.get(TAB_KEY) == YOUR_RUN_TAB else ""), help=INTRODUCTION)
+    with st.container(horizontal=True, gap="small", key="toylab_header"):
         for label, _, value, help in numbers:
             st.metric(label, value, help=help, width="content")
 
@@ -88,4 +90,12 @@ def _one_line(settings, numbers, every_number):
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_header"):
         st.markdown(f"{brand}{toy} · " + " · ".join(f"{short} **{value}**" for _, short, value, _ in numbers[1:]),
                     width="stretch", help=about)
+        _buttons()
+
+
+def _buttons():
+    """The Lessons tab's button (key L) and the presentation-mode switch (key P), side by side: in presentation mode
+    they move up into Streamlit's header (``screen_share.PRESENTING``)."""
+    with st.container(horizontal=True, gap="small", width="content", key=screen_share.BUTTONS_KEY):
+        tour.lessons_button(st)
         screen_share.button(st)

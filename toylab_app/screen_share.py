@@ -4,18 +4,25 @@ When it is on, the sidebar starts collapsed, one line of key numbers replaces th
 margins shrink, tables keep the columns a room reads, charts sit beside them, and the sweeps show one panel at a
 time. ``style`` is the page's only CSS: in both modes the tab names wrap onto a second row instead of scrolling out
 of sight (at browser zoom 125 % they do not fit one row beside the sidebar); when presenting, the margins shrink
-to what Streamlit's own header (its menu and the sidebar's button) needs, and the Exit button moves up into that
-header, beside the menu, leaving the header line to the numbers.
+to what Streamlit's own header (its menu and the sidebar's button) needs, and the Exit button (with the Lessons tab's)
+moves up into that header, beside the menu, leaving the header line to the numbers.
 """
 
 import streamlit as st
 
 KEY = "present"          # the URL parameter and session-state key (toylab.state.query.VIEW_PARAMETERS)
 BUTTON_KEY = "present_button"
+BUTTONS_KEY = "toylab_buttons"       # the header's buttons: the Lessons tab's and this switch
 SHORTCUT = "P"
-ALWAYS = '[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; row-gap: 0.25rem; }'
+ALWAYS = ('[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; row-gap: 0.25rem; }'
+          '[data-testid="stFileUploaderDropzoneInstructions"] * { white-space: normal; }')   # its types, not cut
+NORMAL = ('[data-testid="stMainBlockContainer"] { padding-top: 4rem; }'        # below Streamlit's header (3.75rem)
+          '.st-key-toylab_title h1 { font-size: 2rem; padding: 0; }')
 PRESENTING = ('[data-testid="stMainBlockContainer"] { padding: 3.5rem 1.5rem 2rem; }'
-              f'.st-key-{BUTTON_KEY} {{ position: fixed; top: 0.6rem; right: 3.5rem; z-index: 1000000; }}')
+              f'.st-key-{BUTTONS_KEY} {{ position: fixed; top: 0.6rem; right: 3.5rem; left: auto; '
+              'width: fit-content !important; z-index: 1000000; }'
+              f'[data-testid="stLayoutWrapper"]:has(> .st-key-{BUTTONS_KEY}) {{ position: absolute; }}')  # its place:
+                                                                    # out of the header line's row (no second row)
 
 
 def on():
@@ -25,7 +32,7 @@ def on():
 
 def style():
     """The page's style sheet for the current mode (a style-only st.html takes no room on the page)."""
-    st.html(f"<style>{ALWAYS}{PRESENTING if on() else ''}</style>")
+    st.html(f"<style>{ALWAYS}{PRESENTING if on() else NORMAL}</style>")
 
 
 def _switch():

@@ -16,6 +16,7 @@ from toylab.presentation import frames, lesson_shares
 from toylab.state.query import LESSONS_TAB, VIEW_PARAMETERS
 from toylab_app import address, sidebar
 
+LESSONS_BUTTON = "lessons_button"
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 SHARES = shipped()              # lesson id → Tallies: how often its claim holds over its population (precomputed)
 WHY_KEY = "lesson_why"
@@ -38,6 +39,13 @@ def show(lesson):
 
 def _open_lessons():
     st.session_state[sidebar.TAB_KEY] = LESSONS_TAB
+
+
+def lessons_button(where):
+    """The Lessons tab in one press (key L), on every view and in either mode, in ``where`` (beside the
+    presentation-mode switch): the key table holds whether or not a lesson is on show."""
+    where.button("", key=LESSONS_BUTTON, on_click=_open_lessons, shortcut="L", icon=":material/list:",
+                 help=f"All lessons: the {LESSONS_TAB} tab (key L)")
 
 
 def on_show(settings):
@@ -90,8 +98,6 @@ def banner(tab, settings):
             if number < len(LESSONS):
                 st.button("Next", key="lesson_next", on_click=show, args=(LESSONS[number],), shortcut="N",
                           icon=":material/arrow_forward:", help=f"Lesson {number + 1} (key N)")
-            st.button("", key="lesson_all", on_click=_open_lessons, shortcut="L",
-                      icon=":material/list:", help=f"All lessons: the {LESSONS_TAB} tab (key L)")
 
 
 def why(lesson):

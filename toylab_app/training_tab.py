@@ -3,6 +3,7 @@
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
 from toylab.presentation import (
     coincidence,
@@ -11,9 +12,11 @@ from toylab.presentation import (
     seeds_frames,
     training_charts,
     training_frames,
+    update_text,
 )
 from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import (
+    CUSTOM_UPDATE,
     DUAL_CLIPS,
     LEARNING_RATES,
     PAGE_UPDATES_AT_MOST,
@@ -107,20 +110,64 @@ POLICY_KEYS = ("lag", "lag_draw", "anchor", "loss", "minibatches", "epochs", "ep
 
 
 def _policies_set(view):
-    """Whether a view (URL name → value) sets one of the three policies' controls away from its default."""
-    return any(view[KEY[name]] != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS)
+    """Whether a view (URL name → value) sets a framework's update or one of the three policies' controls away from
+    its default."""
+    return view[KEY["update"]] != CUSTOM_UPDATE or any(view[KEY[name]] != VIEW_PARAMETERS[KEY[name]].default
+                                                       for name in POLICY_KEYS)
 
 
-def _policy_group(where):
-    """The three policies' controls (each in the URL): the engine's lag, the anchor, the loss with its ε and c, U =
-    minibatches × epochs, where the correction reads its ratio; an expander that reruns the page when opened or closed,
-    its widgets built only while open, opened by a link (or lesson) that sets one of them."""
+def _policy_group(where, config):
+    """The three policies: the run's update in symbols (which policies enter r and w) over an expander that reruns
+    the page when opened or closed, its widgets built only while open, opened by a link (or lesson) that sets one of
+    them. In it: a framework's update in one pick (as the sidebar picks its corrections), the update's
+    equation with what the current values mean, and either that framework's update in words or the tab's own
+    controls (each in the URL)."""
     if POLICY_GROUP not in st.session_state and _policies_set(address.view()):
         st.session_state[POLICY_GROUP] = True
-    group = where.expander("Three policies: the engine's lag, the anchor π_old, the loss, updates per batch",
-                           key=POLICY_GROUP, on_change="rerun")
+    where.caption(update_text.label(config.update, config.lag, config.lag_draw))   # not in the expander's label,
+    group = where.expander("Three policies: a framework's update, or the engine's lag, the anchor π_old, the loss, "
+                           "updates per batch", key=POLICY_GROUP, on_change="rerun")    # which names it: a new one
+                                                                                        # would close it
     if not group.open:
         return
+    group.selectbox("a framework's update", VIEW_PARAMETERS[KEY["update"]].choices, key=KEY["update"],
+                    persist_state="session", on_change=_chose_update, format_func=_update_name,
+                    help="Sets the run's anchor, loss, updates per batch, where the correction reads its ratio and "
+                         "the engine's lag as that framework's code does (docs/training.md's table), and adds its "
+                         "correction to the sidebar's estimators. custom: the controls below.")
+    group.markdown(update_text.equation(config.update, config.lag, config.lag_draw))
+    preset = UPDATE_PRESETS.get(st.session_state[KEY["update"]])
+    if preset is not None:
+        group.caption(update_text.preset_text(preset, st.session_state["est"]))
+        return
+    _own_controls(group)
+
+
+def _update_name(id):
+    return "custom: the controls below" if id == CUSTOM_UPDATE else id      # its option in words under it
+
+
+def _chose_update():
+    """on_change of the update picker: a framework's correction joins the sidebar's estimators, and its values go into
+    the tab's own controls (as near as their ranges allow), where "custom" starts from them."""
+    preset = UPDATE_PRESETS.get(st.session_state[KEY["update"]])
+    if preset is None:
+        return
+    if preset.correction and preset.correction not in st.session_state["est"]:
+        st.session_state["est"] = [*st.session_state["est"], preset.correction]
+    update, params = preset.update, preset.update.loss_params
+    values = {"lag": preset.lag, "lag_draw": preset.lag_draw, "anchor": update.anchor, "loss": update.loss,
+              "weights_at": update.weights_at, "minibatches": min(update.minibatches, PAGE_UPDATES_AT_MOST),
+              "epochs": min(update.epochs, PAGE_UPDATES_AT_MOST)}
+    values |= {name: round(min(params[name], 1.0), 2) for name in ("eps_low", "eps_high") if name in params}
+    if "dual_clip" in params:
+        values["dual_clip"] = min(DUAL_CLIPS, key=lambda c: abs(c - (params["dual_clip"] or 0.0)))
+    st.session_state.update({KEY[name]: value for name, value in values.items()})
+
+
+def _own_controls(group):
+    """The three policies' own controls: the engine's lag, the anchor, the loss with its ε and c, U = minibatches ×
+    epochs, where the correction reads its ratio."""
     lag_column, draw_column, anchor_column, weights_column = group.columns([2, 1.4, 2.2, 1.6])
     lag_range = VIEW_PARAMETERS[KEY["lag"]]
     lag_column.slider("engine's lag s", int(lag_range.low), int(lag_range.high), key=KEY["lag"],
@@ -162,14 +209,16 @@ def _run_in_words():
     value = {name: view[url] for name, url in KEY.items()}
     policies = f" · {value['anchor']} · {value['minibatches']} × {value['epochs']} updates · lag {value['lag']}" \
         if _policies_set(view) else ""
+    if value["update"] != CUSTOM_UPDATE:
+        policies = f" · {value['update']}"
     return (f"{value['mode']} · {value['optimizer']} · lr {VIEW_PARAMETERS[KEY['lr']].to_url(value['lr'])} · "
             f"{value['steps']} steps · b {value['noise']}{policies}")
 
 
 def render(settings):
-    """The controls, then J, the cosine, one estimator's training log and the mismatch against step, the summary and
-    the SGA view. A lesson on show gets the charts it marks first, sized to be in view at 1280×720, its run's
-    controls folded away."""
+    """The controls, then J, the cosine, the three policies, one estimator's training log and the mismatch against
+    step, the summary, the staleness and the SGA views. A lesson on show gets the charts it marks first, sized to be
+    in view at 1280×720, its run's controls folded away."""
     lesson = [chart for chart in tour.marked(settings) if chart in LESSON_CHARTS]
     where = st.expander(f"The run: {_run_in_words()}", icon=":material/tune:") if lesson else st
     try:
@@ -177,60 +226,31 @@ def render(settings):
     except ValueError as error:
         st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
         return
-    selection = training_cache.trained(settings, config.mode, config.weights_only)
     left_out = training_cache.left_out(settings, config.mode, config.weights_only)
+    selection = training_cache.trained(settings, config.mode, config.weights_only)
     trajectories = _trained(settings, config, selection)
     if trajectories is None:
         return
     stops = [note for trajectory in trajectories.values() if (note := stop_notice(trajectory))]
     if stops:
         st.warning(" ".join(f"{note[0].upper()}{note[1:]}." for note in stops), icon=":material/warning:")
-    sampled = config.mode == "sampled"
     three = _three_policies(config)
     curves = training_frames.curve_frame(trajectories, training_frames.CURVES
                                          + (training_frames.POLICY_CURVES if three else ()))
     ids = list(trajectories)
     if st.session_state.get(KEY["pick"]) not in ids:
         st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
-    pick = _pick(where, ids) if lesson else None
-    draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
-                curves, sampled, tour.marks(settings, "training_J"), height=size)),
-            "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
-                curves, sampled, tour.marks(settings, "training_cosine"), height=size,
-                short=bool(lesson))),
-            "training_logged": lambda at, size: chart_element.draw(at, training_charts.logged_chart(
-                training_frames.logged_frame(trajectories[pick]), pick, ESTIMATORS[pick].colour,
-                tour.marks(settings, "training_logged"), height=size))}
-    draw |= {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
-                 at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
-                                                 marks=tour.marks(settings, chart)))
-             for chart, quantity in POLICY_CHARTS.items() if three}
-    draw["training_staleness"] = lambda at, size: staleness_view.curves(at, settings, config, size)
     if lesson:
-        _lesson_charts(lesson, draw)
-    if "training_J" not in lesson:
-        draw["training_J"](st, 300 if screen_share.on() else 360)
-    if "training_cosine" not in lesson:
-        draw["training_cosine"](st, None)
-    if not sampled and config.optimizer == "adam":
-        chart_element.draw(st, training_charts.step_cosine_chart(curves))
-    _policy_group(st)
+        _pick(where, ids)
+    draw = _drawers(settings, config, curves, trajectories, lesson)
+    _top_charts(config, curves, draw, lesson)
+    _policy_group(st, config)
     if three:
-        _policy_charts(draw, lesson)
-    lying = training_frames.coincident_note(curves, sampled)
+        _policy_charts(draw, lesson, curves)
+    lying = training_frames.coincident_note(curves, config.mode == "sampled")
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
-
-    left, right = st.columns(2)
-    with left:
-        if not lesson:
-            pick = _pick(st, ids)
-        if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
-            draw["training_logged"](st, 300)
-            st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
-                       "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
-    with right:
-        _mismatch_charts(curves, sampled)
+    _log_and_mismatch(curves, draw, lesson, ids, config.mode == "sampled")
     summary = training_frames.summary_frame(trajectories)
     st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
                  width="stretch")
@@ -288,6 +308,56 @@ def _seeds_view(settings, config, selection):
                   "are decided by thousandths; the table's steps to 90 % tell speed apart." if saturated else ""))
 
 
+def _drawers(settings, config, curves, trajectories, lesson):
+    """{chart: draw(where, height)} for each chart a lesson may mark; the training log is the picked estimator's
+    at the time it is drawn."""
+    sampled = config.mode == "sampled"
+
+    def logged(at, size):
+        pick = st.session_state[KEY["pick"]]
+        chart_element.draw(at, training_charts.logged_chart(training_frames.logged_frame(trajectories[pick]), pick,
+                                                            ESTIMATORS[pick].colour,
+                                                            tour.marks(settings, "training_logged"), height=size))
+    draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
+                curves, sampled, tour.marks(settings, "training_J"), height=size)),
+            "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
+                curves, sampled, tour.marks(settings, "training_cosine"), height=size, short=bool(lesson))),
+            "training_logged": logged,
+            "training_staleness": lambda at, size: staleness_view.curves(at, settings, config, size)}
+    return draw | {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
+                       at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
+                                                       marks=tour.marks(settings, chart)))
+                   for chart, quantity in POLICY_CHARTS.items() if _three_policies(config)}
+
+
+def _top_charts(config, curves, draw, lesson):
+    """A lesson's marked charts, then J (with what the anchor makes moot) and the cosine, unless the lesson drew them."""
+    if lesson:
+        _lesson_charts(lesson, draw)
+    if "training_J" not in lesson:
+        draw["training_J"](st, 300 if screen_share.on() else 360)
+    if update_text.correction_moot(config.update):                  # the sidebar's choice, ignored: say so
+        st.info(update_text.IGNORED, icon=":material/info:")
+    if "training_cosine" not in lesson:
+        draw["training_cosine"](st, None)
+    if config.mode == "expected" and config.optimizer == "adam":
+        chart_element.draw(st, training_charts.step_cosine_chart(curves))
+
+
+def _log_and_mismatch(curves, draw, lesson, ids, sampled):
+    """Side by side: the picked estimator's training log against J, and KL(μ‖π) and χ²_seq against step."""
+    left, right = st.columns(2)
+    with left:
+        if not lesson:
+            _pick(st, ids)
+        if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
+            draw["training_logged"](st, 300)
+            st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
+                       "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
+    with right:
+        _mismatch_charts(curves, sampled)
+
+
 def _three_policies(config):
     """Whether the run is more than today's one recomputed update per batch with the engine at θ_k."""
     return config.update != DEFAULT_UPDATE or config.lag > 0
@@ -296,12 +366,16 @@ def _three_policies(config):
 POLICY_CHARTS = {"training_clip": "clip_share", "training_ppo_kl": "ppo_kl", "training_w": "w_std"}
 
 
-def _policy_charts(draw, lesson):
+def _policy_charts(draw, lesson, curves):
     """What the frameworks log of the three policies, against step: the clipped share, the PPO KL, w's spread (those
-    a lesson marks are on top already)."""
+    a lesson marks are on top already); one that is the same constant at every step of every run is a sentence."""
     st.markdown("**What the frameworks log: the clip, the PPO KL, the correction's ratio**")
-    for column, chart in zip(st.columns(3), POLICY_CHARTS, strict=True):
-        if chart not in lesson:
+    for column, (chart, quantity) in zip(st.columns(3), POLICY_CHARTS.items(), strict=True):
+        constant = training_frames.constant_value(curves, quantity)
+        if constant is not None:
+            column.markdown(f"**{training_frames.QUANTITIES[quantity]}**: {constant:g} at every step of every run"
+                            + (" (w ≡ 1)." if quantity == "w_std" and constant == 0 else "."))
+        elif chart not in lesson:
             draw[chart](column, None)
     st.caption("Clipped share: the share of tokens whose gradient the loss's clip or mask holds (verl's pg_clipfrac "
                "and pg_clipfrac_lower; prime-rl's is_masked), averaged over the batch's U updates. PPO KL: the token "

@@ -163,7 +163,10 @@ def _log(settings, source, files):
     _frameworks(results["frameworks"])
     _matched_toy(settings, statistics, sizes)
     with st.expander("Export the results, or compare with another log"):
-        your_run_export.render(cache.rollout_log(source, columns, report), source.name, "your_run_export")
+        reading = st.empty()       # a log no session held was dropped and is read again: its bar here, not (stale,
+        log = cache.rollout_log(source, columns, _reporter(reading, source))         # at 100 %) on top of the tab
+        reading.empty()
+        your_run_export.render(log, source.name, "your_run_export")
         _compare(source, columns, statistics, sizes)
 
 
@@ -228,13 +231,14 @@ def _metrics(statistics, sizes):
     if statistics.mean_reward is not None:
         metrics.append(("mean reward E_μ[r]", statistics.mean_reward,
                         "The logged mean reward: rewards of sampler rollouts, E_μ[r], not the trainer's J = E_π[r]."))
-    columns = st.columns(len(metrics) + 1)
-    for column, (label, estimate, help) in zip(columns, metrics, strict=False):
-        column.metric(label, value_text(estimate.value), delta=f"± {se_text(estimate.se)}" if se_text(estimate.se) else None,
-                      delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
-    columns[-1].metric("ESS fraction (this sample)", percent(statistics.ess_fraction),
-                       help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
-                            "sequence-level IS effectively keeps. A property of this sample (no standard error).")
+    with st.container(horizontal=True, gap="medium"):        # each as wide as its label: a row that wraps, none cut
+        for label, estimate, help in metrics:
+            st.metric(label, value_text(estimate.value), delta=f"± {se_text(estimate.se)}" if se_text(estimate.se)
+                      else None, delta_color="off", delta_arrow="off", delta_description="standard error", help=help,
+                      width="content")
+        st.metric("ESS fraction (this sample)", percent(statistics.ess_fraction), width="content",
+                  help="(Σ W)² / (B·Σ W²) of these sequences' weights W = ∏ρ_t: the share of the batch "
+                       "sequence-level IS effectively keeps. A property of this sample (no standard error).")
     if statistics.k1.se is None:
         st.caption(f"No standard errors: {SINGLE_SEQUENCE}.")
 
@@ -252,7 +256,8 @@ def _token_charts(results, thresholds, statistics, sizes):
         histogram.caption(beyond_view_note(beyond))
     shares.dataframe(_defined(tail_share_frame(results["statistics"])), hide_index=True, width="stretch", column_config={
         "threshold": st.column_config.NumberColumn("|log ρ_t| >", format="%g"),
-        "share": st.column_config.NumberColumn("share of tokens", format="%.3g"),
+        "share": st.column_config.NumberColumn("share", format="%.3g", help="The share of response tokens with |log ρ_t| "
+                                                                         "above the threshold"),
         "se": st.column_config.NumberColumn("± se", format="%.2g")})
     shares.dataframe(quantile_frame(results["magnitudes"]), hide_index=True, width="stretch", column_config={
         "value": st.column_config.NumberColumn(format="%.3g")})
@@ -295,12 +300,12 @@ ESTIMATOR_COLUMNS = {
                                                           "slime:…, …) are the frameworks' options as their code "
                                                           "computes them"),
     "tokens_affected": st.column_config.NumberColumn(
-        "tokens masked/clipped", format="percent", help="Share of this log's response tokens whose weight the "
-                                                       "estimator masks or clips (a count on the data, not a "
-                                                       "probability)"),
+        "tokens hit", format="percent", help="Tokens masked or clipped: the share of this log's response tokens "
+                                             "whose weight the estimator masks or clips (a count on the data, not a "
+                                             "probability)"),
     "sequences_affected": st.column_config.NumberColumn(
-        "sequences masked/clipped", format="percent", help="Share of this log's sequences with any masked or "
-                                                          "clipped token"),
+        "seqs hit", format="percent", help="Sequences masked or clipped: the share of this log's sequences with "
+                                           "any masked or clipped token"),
     "weight_mean": st.column_config.NumberColumn("weight mean", format="%.4g", help="Mean of the per-token "
                                                                                   "coefficient c_t over the tokens"),
     "weight_sd": st.column_config.NumberColumn("weight sd", format="%.3g"),
@@ -338,13 +343,15 @@ def _estimator_table(rows, rewards, statistics, suggested):
     metrics = [("logged E_μ[r]", rewards.logged, "The mean reward of the log's sampler rollouts."),
                ("J by sequence IS", rewards.seq_is, "mean of W·r: unbiased for J = E_π[r], heavy-tailed"),
                ("J by self-normalised IS", rewards.snis, "Σ W·r / Σ W: biased, steadier; delta-method se")]
-    for column, (label, estimate, help) in zip(st.columns(len(metrics)), metrics, strict=True):
+    row = st.container(horizontal=True, gap="medium")
+    for label, estimate, help in metrics:
         if estimate is None:
-            column.metric(label, NOT_SET, help=help + " — undefined: its mean or standard error is beyond float64 "
-                                                      "(the sequence weights W reach e^709)")
+            row.metric(label, NOT_SET, width="content", help=help + " — undefined: its mean or standard error is beyond "
+                                                                     "float64 (the sequence weights W reach e^709)")
         else:
-            column.metric(label, value_text(estimate.value), delta=f"± {se_text(estimate.se)}" if se_text(estimate.se)
-                          else None, delta_color="off", delta_arrow="off", delta_description="standard error", help=help)
+            row.metric(label, value_text(estimate.value), delta=f"± {se_text(estimate.se)}" if se_text(estimate.se)
+                       else None, delta_color="off", delta_arrow="off", delta_description="standard error", help=help,
+                       width="content")
     if statistics.ess_fraction < FEW_WEIGHTS:
         text = UNRELIABLE.format(statistics.ess_fraction)
         st.warning(text[0].upper() + text[1:] + ".", icon=":material/warning:")
@@ -398,11 +405,13 @@ def _matched_toy(settings, statistics, sizes):
     table = _defined(run_verdict.comparison_frame(match, statistics, sizes))
     st.dataframe(table, hide_index=True, width="stretch", column_config={
         "quantity": st.column_config.TextColumn("quantity"),
-        "data": st.column_config.NumberColumn("data (sample estimate)", format="%.4g"),
+        "data": st.column_config.NumberColumn("data", format="%.4g", help="A sample estimate, from the log"),
         "se": st.column_config.NumberColumn("± se", format="%.2g"),
         "toy": st.column_config.NumberColumn("toy (exact)", format="%.4g"),
-        "toy_low": st.column_config.NumberColumn("toy, lowest within 2 se", format="%.4g"),
-        "toy_high": st.column_config.NumberColumn("toy, highest within 2 se", format="%.4g"),
+        "toy_low": st.column_config.NumberColumn("toy, low", format="%.4g",
+                                                 help="The toy's lowest value over the mismatches within 2 se of the match"),
+        "toy_high": st.column_config.NumberColumn("toy, high", format="%.4g",
+                                                  help="The toy's highest value over the mismatches within 2 se of the match"),
         "verdict": st.column_config.TextColumn("verdict")})
     st.button(run_verdict.open_match_label(match, statistics), key="your_run_open_match", on_click=_open_match,
               args=(settings, match), help="Sets the sidebar (and so the link) to the matched toy, at the mismatch "

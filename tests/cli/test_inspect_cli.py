@@ -134,7 +134,7 @@ def _bad_file(tmp_path, name, content):
      "row 1, column 'response_mask': 1 values for 3 tokens"),
     (lambda d: _bad_file(d, "log.csv", b""), [], "the file is empty"),
     (lambda d: _bad_file(d, "log.parquet", b"a,b\n1,2\n"), [], "not a Parquet file"),
-    (lambda d: str(d / "missing.jsonl"), [], "missing.jsonl: cannot read the file"),
+    (lambda d: str(d / "missing.jsonl"), [], "missing.jsonl: no such file or directory"),
     (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--sampler", "nope"], "no column 'nope'"),
     (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--T", "12"], "exact-size limit"),
     (lambda d: str(EXAMPLES / "rollouts_per_token.jsonl"), ["--T", "many"], "--T: 'many' is not a number (or 'data')"),

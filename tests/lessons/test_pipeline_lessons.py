@@ -34,6 +34,7 @@ def test_the_lessons_are_in_the_tour_with_their_pipelines():
         "trl_colocate_before_4163", "verl", "slime"]
 
 
+@pytest.mark.slow                                    # 4 s: dense sums over every sequence of several toys
 def test_raw_log_probabilities_against_dense_a_closed_form_and_the_text():
     chosen, evidence = _numbers("raw_logprobs_ratio")
     numbers, text = evidence.numbers, BY_ID["raw_logprobs_ratio"].text

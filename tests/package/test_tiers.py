@@ -38,7 +38,7 @@ def readme_commands():
 
 def test_ci_runs_the_readmes_every_tier_command():
     fast, every = readme_commands()
-    assert fast == "python -m pytest" and "--all-tiers" in every and "-n 2" in every
+    assert fast == "python -m pytest -n 2" and "--all-tiers" in every and "-n 2" in every
     ci = [line.split("||", 1)[0].strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert every in ci
 

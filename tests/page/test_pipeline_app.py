@@ -34,7 +34,7 @@ def test_a_pipeline_link_shows_its_identity_check_objective_and_errors_against_s
     assert at.radio(key="logged").disabled and at.radio(key="scored").disabled
     settings, _ = parse_query(LINK)
     dense = DenseToy(make_toy(*settings.toy_key)).population()
-    identity = metric(at, "E_μs[W] identity check")
+    identity = metric(at, "E_μs[W] check")
     assert identity.value == f"{dense['identity']:.4f}" and "certifies only" in identity.help
     assert metric(at, "objective moved").value == f"{dense['objective_shift']:.1%}"
     assert_table_is_library(at, settings)
@@ -58,7 +58,7 @@ def test_choosing_a_pipeline_in_the_sidebar_sets_both_choices_and_writes_only_it
 
 def test_the_default_page_shows_the_identity_check_as_one_and_no_objective_metric():
     at = run()
-    assert metric(at, "E_μs[W] identity check").value == "1.0000"
+    assert metric(at, "E_μs[W] check").value == "1.0000"
     assert not [m for m in at.metric if m.label == "objective moved"]
     assert "rel_plain_bias" not in table(at).columns
 
@@ -84,7 +84,7 @@ def test_the_one_line_header_shows_the_identity_check_only_where_it_adds_to_the_
         (line,) = [text.value for text in at.markdown if "‖∇J‖" in text.value]
         assert not at.exception and ("E_μs[W]" in line) == shown, link
         assert shown == (abs(dense["identity"] - (1 - dense["unreachable_mass"])) > 1e-12), link
-        assert "E_μs[W] identity check" in next(text.help for text in at.markdown if "‖∇J‖" in text.value)
+        assert "E_μs[W] check" in next(text.help for text in at.markdown if "‖∇J‖" in text.value)
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ import numpy as np
 from test_app import run, tab_content
 
 from toylab import make_toy
+from toylab.presentation.update_text import IGNORED
 from toylab.state.query import parse_query
 from toylab.state.settings import Settings
 from toylab.training.loop import TrainingConfig, train
@@ -106,7 +107,10 @@ def test_a_link_with_three_policy_controls_opens_their_group_and_shows_the_libra
     assert at.radio(key="train_anchor").value == "bypass" and at.slider(key="train_epochs").value == 3
     assert at.select_slider(key="train_dual_clip").value == 3.0 and at.slider(key="train_eps_high").value == 0.28
     assert parse_query(query)[1] == []
-    assert tab_content(at, "Training").count("vega_lite_chart") == 8          # + the clip, PPO KL and w charts
+    assert tab_content(at, "Training").count("vega_lite_chart") == 7          # + the clip and PPO KL charts;
+    assert any("spread of w = π_old/μ**: 0 at every step of every run (w ≡ 1)" in markdown.value
+               for markdown in at.markdown)                                     # w ≡ 1: in words
+    assert any(info.value == IGNORED for info in at.info)                       # the estimator choice: moot
     settings = Settings(baseline="logged")
     update = Update("bypass", "ppo", {"dual_clip": 3.0, "eps_high": 0.28}, 2, 3)
     expected = train(make_toy(*settings.toy_key), {"on_policy": {}} | settings.selection(True), "logged",
@@ -126,7 +130,7 @@ def test_the_default_run_builds_no_three_policy_widget_until_the_group_opens():
     assert not at.exception and at.radio(key="train_anchor").value == "recompute"
     assert tab_content(at, "Training").count("vega_lite_chart") == 5          # today's run: no new charts
     at.radio(key="train_anchor").set_value("bypass").run()
-    assert not at.exception and tab_content(at, "Training").count("vega_lite_chart") == 8
+    assert not at.exception and tab_content(at, "Training").count("vega_lite_chart") == 7     # w's spread: words
     assert at.query_params == {"tab": "Training", "train_anchor": "bypass"}
 
 
@@ -153,3 +157,58 @@ def test_too_few_sequences_for_the_minibatches_is_a_warning():
     at = run({"tab": "Training", "train_mode": "sampled", "train_minibatches": "8", "N": "4"})
     assert not at.exception and not at.error
     assert any("cannot make 8 minibatches" in warning.value for warning in at.warning)
+
+
+# -- a framework's update in one pick; the update's equation by its controls --------------------------------------
+
+def open_group(at):
+    """The three policies' group opened, as a click opens it (it reruns the page)."""
+    at.expander(key="group_policies").open = True
+    at.session_state["group_policies"] = True
+    return at.run()
+
+
+def test_a_framework_update_is_one_pick_and_runs_exactly_as_its_module_gives_it():
+    from toylab.catalogue.update_presets import UPDATE_PRESETS
+    from toylab.presentation.update_text import label
+
+    preset = UPDATE_PRESETS["verl:bypass_geo_rs"]        # bypass, U = 4, the correction read at π_θ, a clamp of 20
+    at = open_group(run({"tab": "Training", "train_steps": "20"}))
+    at.selectbox(key="train_update").set_value(preset.id)
+    at = open_group(at)                                  # (the browser keeps an open expander open; AppTest, told)
+    assert not at.exception and not at.error
+    assert preset.correction in at.session_state["est"]                  # its correction joined the sidebar's
+    assert not any(widget.key == "train_anchor" for widget in at.radio)  # its update replaces the own controls …
+    assert any(preset.code in caption.value for caption in at.caption)   # … and is shown in words
+    assert any(caption.value == label(preset.update, preset.lag, preset.lag_draw) for caption in at.caption)
+    settings = Settings(estimators=tuple(at.session_state["est"]))
+    expected = train(make_toy(*settings.toy_key), {"on_policy": {}} | settings.selection(True), "none",
+                     TrainingConfig(20, update=preset.update, lag=preset.lag, lag_draw=preset.lag_draw))
+    table = shown_summary(at)
+    assert list(table.index) == list(expected)
+    for id, trajectory in expected.items():
+        assert table.loc[id, "final_J"] == trajectory.J[-1], id
+    assert at.query_params["train_update"] == preset.id
+    at.selectbox(key="train_update").set_value("custom")
+    at = open_group(at)                                                  # custom starts from its values
+    assert at.radio(key="train_anchor").value == "bypass" and at.slider(key="train_minibatches").value == 4
+    assert at.radio(key="train_weights").value == "current"
+
+
+def test_every_framework_update_in_a_link_is_that_update():
+    from toylab.catalogue.update_presets import UPDATE_PRESETS
+    from toylab.state.query import parse_link, training_config
+
+    for id, preset in UPDATE_PRESETS.items():
+        _, view, notices = parse_link({"tab": "Training", "train_update": id})
+        config = training_config(view, 64)
+        assert notices == [] and (config.update, config.lag, config.lag_draw) == \
+            (preset.update, preset.lag, preset.lag_draw), id
+
+
+def test_the_update_equation_sits_by_the_controls_and_follows_them():
+    at = run({"tab": "Training", "train_anchor": "rollout", "train_lag": "2"})
+    assert any(caption.value.startswith("Three policies: r = π_θ/π_old, π_old = π_θ(k−s)") for caption in at.caption)
+    equation = next(markdown.value for markdown in at.markdown if markdown.value.startswith("Each token:"))
+    assert "r = π_θk/π_θ(k−s) from the first update" in equation and "μ = the engine at θ_(k−s), s = 2" in equation
+    assert not at.info                                                   # the corrections apply: nothing moot

@@ -42,9 +42,13 @@ def test_a_value_that_needs_another_the_link_leaves_off_says_so(name):
     the link sets them."""
     parameter = VIEW_PARAMETERS[name]
     chosen = (not parameter.default) if isinstance(parameter.default, bool) else \
-        parameter.allowed()[0][-1] if parameter.allowed()[0] else parameter.low
+        parameter.allowed()[0][-1] if parameter.allowed()[0] else \
+        parameter.low if parameter.low != parameter.default else parameter.high            # not its default
     value = parameter.to_url(chosen)
-    link = {"tab": parameter.tab, name: value}
+    other = {need: next(VIEW_PARAMETERS[need].to_url(choice) for choice in VIEW_PARAMETERS[need].choices
+                        if choice != wanted)                         # a need met by its default: the link sets it
+             for need, wanted in parameter.needs.items() if wanted == VIEW_PARAMETERS[need].default}  # otherwise
+    link = {"tab": parameter.tab, name: value} | other
     settings, view, notices = parse_link(link)
     needs = " and ".join(f"{need} = {VIEW_PARAMETERS[need].to_url(wanted)}" for need, wanted in parameter.needs.items())
     assert notices == [f"URL parameter {name} = {quoted(value)} takes effect only with {needs}, which this link does not set: "

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from rollout_logs import EXAMPLE_FILES, FORMATS, SEQUENCES, TOKENS, log_bytes, write_log
+from tiers import fast_then_slow
 
 from examples.make_example_log import generate
 from toylab.your_run import files as log_files
@@ -335,8 +336,10 @@ def test_read_log_uses_the_columns_it_is_given(tmp_path):
     assert log.tokens == 7 and log.columns.mask == "response_mask"
 
 
-@pytest.mark.parametrize("format", ("csv", "jsonl", "parquet"))
-@pytest.mark.parametrize("key", ("text", "number"))
+@pytest.mark.parametrize("format, key", fast_then_slow([(format, key) for key in ("text", "number")
+                                                        for format in ("csv", "jsonl", "parquet")],
+                                                       [("csv", "text"), ("parquet", "number")]),
+                         ids=[f"{key}-{format}" for key in ("text", "number") for format in ("csv", "jsonl", "parquet")])
 def test_sequence_ids_met_across_many_batches_group_like_one_batch(tmp_path, monkeypatch, format, key):
     """Ids are numbered batch by batch (new ones on): a sequence whose rows are spread over batches, in order or not,
     gathers all its tokens; an ordered file and a shuffled one give the same log, both equal to a per-id sum."""

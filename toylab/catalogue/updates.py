@@ -180,26 +180,27 @@ def resolve_loss_params(loss: str, overrides: Mapping[str, object] | None = None
     if unknown:
         raise ValueError(f"loss {loss} has no parameter {quoted(unknown[0])} (its parameters: "
                          f"{', '.join(spec) or 'none'})")
-    resolved: dict[str, float | None] = {}
-    for name, param in spec.items():
-        value = overrides.get(name, param.default)
-        if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "off")):
-            if not param.optional:
-                raise ValueError(f"{loss}.{name} must be a number, got {quoted(value)}")
-            resolved[name] = None
-            continue
-        if isinstance(value, bool) or not isinstance(value, numbers.Real | str):
-            raise ValueError(f"{loss}.{name} must be a number, got {quoted(value)}")
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"{loss}.{name} must be a number, got {quoted(value)}") from None
-        if not math.isfinite(number) or not param.low <= number <= param.high:
-            raise ValueError(f"{loss}.{name} = {quoted(value)} is outside [{param.low:g}, {param.high:g}]")
-        if name == "dual_clip" and number <= 1:
-            raise ValueError(f"{loss}.dual_clip must be above 1 (verl asserts clip_ratio_c > 1), got {number:g}")
-        resolved[name] = number
-    return resolved
+    return {name: _resolved(f"{loss}.{name}", param, overrides.get(name, param.default)) for name, param in spec.items()}
+
+
+def _resolved(name: str, param: LossParam, value: object) -> float | None:
+    """One parameter's value: None for an optional one given as None, "none" or "off"; else a number in its range
+    (a dual clip above 1); ValueError naming ``name`` (loss.param) otherwise."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "off")):
+        if not param.optional:
+            raise ValueError(f"{name} must be a number, got {quoted(value)}")
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real | str):
+        raise ValueError(f"{name} must be a number, got {quoted(value)}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, got {quoted(value)}") from None
+    if not math.isfinite(number) or not param.low <= number <= param.high:
+        raise ValueError(f"{name} = {quoted(value)} is outside [{param.low:g}, {param.high:g}]")
+    if name.endswith(".dual_clip") and number <= 1:
+        raise ValueError(f"{name} must be above 1 (verl asserts clip_ratio_c > 1), got {number:g}")
+    return number
 
 
 def token_loss(loss: str, log_pi: ArrayLike, log_old: ArrayLike, log_mu: ArrayLike, advantage: ArrayLike,

@@ -85,9 +85,11 @@ def add_toy_arguments(parser):
                                                                                            DEFAULTS.mismatch))
     add_sampler_arguments(parser)
     parser.add_argument("--baseline", type=one_of(BASELINES), default=DEFAULTS.baseline,
-                        metavar="{" + ",".join(BASELINES) + "}", help="b: 0, E_μ[r] or J")
+                        metavar="{" + ",".join(BASELINES) + "}",
+                        help=f"b: none (0), logged (E_μ[r]) or true (J) (default {DEFAULTS.baseline})")
     parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
-                        help="override a threshold, e.g. --set tok_tis.C=3 (repeatable; the page's ranges)")
+                        help="override a threshold, e.g. --set tok_tis.C=3 (repeatable; the page's ranges; default: the "
+                             "estimator's own)")
 
 
 def add_sampler_arguments(parser):

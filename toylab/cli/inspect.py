@@ -1,13 +1,16 @@
-"""``python -m toylab inspect FILE``: a rollout log's sample statistics and the toy that matches it.
+"""``python -m toylab inspect FILE``: a rollout log's sample statistics and the toy that matches it; or a run's steps.
 
-Every number from the file is a sample estimate printed with its standard error; the matched toy's numbers
+One parser serves both forms: a directory, a zip or several files (or --workers, --scheduler) make a run, read
+step by step by ``inspect_run``; a path that does not exist is reported before any option is judged. Every number from the file is a sample estimate printed with its standard error; the matched toy's numbers
 are exact. A bad file or argument, or a file over the bounds (``your_run.bounds``), prints one line,
 ``toylab: error: ...``, and exits with status 2.
 """
 
 import argparse
+import os
 import sys
 
+from toylab.cli import inspect_run
 from toylab.cli.arguments import (
     ToylabParser,
     add_sampler_arguments,
@@ -41,34 +44,72 @@ BOUNDS_HELP = "\n".join(["bounds, checked while reading (a file over one is refu
                          "  (1 MB = 1,000,000 bytes)"])
 
 
-def parse_arguments(argv):
-    parser = ToylabParser(prog="python -m toylab inspect", description=__doc__.splitlines()[0], epilog=BOUNDS_HELP,
+DESCRIPTION = ("One rollout log's sample statistics, the estimators applied to it and the toy that matches it;\n"
+               "or a run's steps, each a sample, and the metrics that left their early range.")
+FILE_ONLY = ("advantage", "T", "V", "seed", "top_p", "top_k", "temperature", "precision", "logged", "scored",
+             "pipeline")                       # what one log file's report reads: its advantages and its matched toy
+
+
+def inspect_parser():
+    """The one parser of both forms: one log file's options, a run's, and those they share."""
+    parser = ToylabParser(prog="python -m toylab inspect", description=DESCRIPTION, epilog=BOUNDS_HELP,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("file", metavar="FILE", help=f"Parquet, JSONL or CSV (text ones may be .gz), at most "
-                                                     f"{CLI_BOUNDS.amount('file_bytes')}")
+    parser.add_argument("paths", metavar="FILE", nargs="+",
+                        help=f"one rollout log: Parquet, JSONL or CSV (text ones may be .gz), at most "
+                             f"{CLI_BOUNDS.amount('file_bytes')}; or a run, read step by step: {inspect_run.RUN_FORMS}")
     for role in ROLES:
         parser.add_argument(f"--{role.replace('_', '-')}", metavar="COL", help=f"the column holding the {role} "
-                            "(default: recognised by name)")
-    parser.add_argument("--T", default="6", help="tokens of the matched toy, or 'data' for the log's mean length "
-                                                 "capped at the page's limit (default 6)")
-    parser.add_argument("--V", type=number_in(int, *INTEGER_RANGES["V"]), default=4,
-                        help="vocabulary size of the matched toy")
-    parser.add_argument("--seed", type=number_in(int, *INTEGER_RANGES["seed"]), default=0,
-                        help="seed of the matched toy")
-    add_sampler_arguments(parser)
+                            "(default: recognised by name)" + ("; one log file only" if role == "advantage" else ""))
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
-                        help="the estimators to apply to the log (default: the page's default selection)")
+                        help="the estimators to apply to the log or to each step (default: the page's selection, "
+                             f"{', '.join(DEFAULT_ESTIMATORS)})")
     parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
-                        help="override a threshold of a chosen estimator, e.g. --set tok_tis.C=3 (repeatable)")
+                        help="override a threshold of a chosen estimator, e.g. --set tok_tis.C=3 (repeatable; "
+                             "default: the estimator's own)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    toy = parser.add_argument_group("one log file: the toy matched to it (exact numbers beside the file's)")
+    toy.add_argument("--T", default="6", help="tokens of the matched toy, or 'data' for the log's mean length "
+                                              "capped at the page's limit (default 6)")
+    toy.add_argument("--V", type=number_in(int, *INTEGER_RANGES["V"]), default=4,
+                     help="vocabulary size of the matched toy (default 4)")
+    toy.add_argument("--seed", type=number_in(int, *INTEGER_RANGES["seed"]), default=0,
+                     help="seed of the matched toy (default 0)")
+    add_sampler_arguments(toy)
+    inspect_run.add_run_arguments(parser.add_argument_group("a run (a directory, a zip, or several files)"))
+    return parser
+
+
+def parse_arguments(argv):
+    """The parsed arguments, with ``run``: whether they name a run (``inspect_run``) or one log file (``file``).
+    A path that does not exist is the first error, before any option is judged against the form."""
+    parser = inspect_parser()
     arguments = parser.parse_args(argv)
+    missing = next((path for path in arguments.paths if not os.path.exists(path)), None)
+    if missing is not None:
+        parser.error(f"{missing}: no such file or directory")
+    given = [name for name in vars(arguments) if getattr(arguments, name) != parser.get_default(name)]
+    arguments.run = inspect_run.is_run(arguments.paths)
+    misplaced = [name for name in (FILE_ONLY if arguments.run else inspect_run.RUN_ONLY) if name in given]
+    if misplaced:
+        options = " ".join(f"--{name.replace('_', '-')}" for name in misplaced)
+        parser.error(f"{options}: {'one log file' if arguments.run else 'a run'}'s option{'s' * (len(misplaced) > 1)}"
+                     f"; {' '.join(arguments.paths)} is {'a run, read step by step' if arguments.run else 'one log file'}")
+    if arguments.run:
+        inspect_run.check_run_arguments(parser, arguments)
+    else:
+        _check_file_arguments(parser, arguments)
+    return parser, arguments
+
+
+def _check_file_arguments(parser, arguments):
+    """One log file's arguments: ``file``, the sampler model, the matched toy's size and the estimators."""
+    arguments.file = arguments.paths[0]
     arguments.sampler_model = sampler_of(parser, arguments)
     try:
         _check_toy_arguments(arguments)
         arguments.selection = selection_from_overrides(arguments.set, chosen_ids(arguments.estimators))
     except ValueError as error:
         parser.error(str(error))
-    return parser, arguments
 
 
 def _check_toy_arguments(arguments):
@@ -256,11 +297,12 @@ def _match_lines(result):
 
 def main(argv=None):
     parser, arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
+    command = inspect_run if arguments.run else sys.modules[__name__]
     try:
-        result = report(arguments)
-    except (ValueError, MemoryError) as error:
+        result = command.report(arguments)
+    except (ValueError, OSError, MemoryError) as error:
         if isinstance(error, MemoryError):
-            parser.error("out of memory: the log is too large")
+            parser.error(f"out of memory: the {'run' if arguments.run else 'log'} is too large")
         parser.error(*with_commands_apart(str(error)))
-    print(json_text(result) if arguments.json else printable(as_text(result)))
+    print(json_text(result) if arguments.json else printable(command.as_text(result)))
     return 0

@@ -1,4 +1,5 @@
-"""``python -m toylab inspect DIR``: a run — a directory, a zip of one, or several files — read step by step.
+"""``python -m toylab inspect DIR``: a run — a directory, a zip of one, or several files — read step by step (the
+parser, shared with one log file's form, is ``cli.inspect``'s).
 
 Every step is a sample: its numbers are estimates with standard errors, printed to their significant digits. A
 step whose file is malformed is reported on its own line and the other steps are still read; a bad argument, or
@@ -14,14 +15,12 @@ import importlib.util
 import os
 import sys
 
-from toylab.cli.arguments import ToylabParser, chosen_ids, json_text, number_in, selection_from_overrides
+from toylab.cli.arguments import chosen_ids, number_in, selection_from_overrides
 from toylab.cli.progress import ProgressBar
 from toylab.presentation.estimates import record_text
-from toylab.state.settings import DEFAULT_ESTIMATORS
-from toylab.text import percent, printable, significant
+from toylab.text import percent, significant
 from toylab.your_run.bounds import CLI_BOUNDS
 from toylab.your_run.dask_cluster import DISTRIBUTED_EXTRA
-from toylab.your_run.dumps import with_commands_apart
 from toylab.your_run.files import LogError, regular_file
 from toylab.your_run.run import RunFile, directory_files, step_and_rank, zip_files
 from toylab.your_run.run_map import (
@@ -37,43 +36,40 @@ from toylab.your_run.steps import SERIES, departures
 ROLES = ("sampler", "trainer", "mask", "reward", "sequence_id", "position")
 
 
-def is_run(arguments):
-    """True when an inspect command's arguments name a run rather than one log file: a directory, a zip, or
-    several existing files."""
-    paths = [argument for argument in arguments if not argument.startswith("-") and os.path.exists(argument)]
+RUN_FORMS = ("a directory of step files (step_N/…, global_step_N…, train_data_stepN.jsonl, …), a zip of one, or "
+             "several files")
+RUN_ONLY = ("workers", "scheduler")
+
+
+def is_run(paths):
+    """True when the paths name a run rather than one log file: a directory, a zip, or several paths."""
     return len(paths) > 1 or any(os.path.isdir(path) or path.lower().endswith(".zip") for path in paths)
 
 
-def parse_arguments(argv):
-    parser = ToylabParser(prog="python -m toylab inspect", description=__doc__.splitlines()[0])
-    parser.add_argument("paths", metavar="RUN", nargs="+",
-                        help="a directory of step files (step_N/…, global_step_N…, train_data_stepN.jsonl, …), a zip "
-                             "of one, or several files")
-    for role in ROLES:
-        parser.add_argument(f"--{role.replace('_', '-')}", metavar="COL", help=f"the column holding the {role} "
-                            "(default: recognised by name)")
-    parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
-                        help="the estimators to apply to each step (default: the page's default selection)")
-    parser.add_argument("--set", action="append", default=[], metavar="ID.PARAM=VALUE",
-                        help="override a threshold of a chosen estimator (repeatable)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+def add_run_arguments(group):
+    """--workers and --scheduler: where a run's steps are summarised (a run only: one log file is read in one
+    process)."""
     most = most_workers()
-    parser.add_argument("--workers", type=_worker_count(most), default=None, metavar="N",
-                        help="local processes summarising the steps, at most one per core this process may use and "
-                             f"per {WORKER_BYTES / 1e9:g} GB of memory available ({most} here; default: that many for "
-                             "a run of 64 MB or more, else 1); with --scheduler local, the local Dask cluster's")
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help="summarise the steps on a Dask cluster: 'local' starts one of --workers processes, an "
-                             "address (tcp://host:8786) connects to a running one, whose workers see the run at the "
-                             f"same path (an optional extra: {DISTRIBUTED_EXTRA.split(': ')[1]})")
-    arguments = parser.parse_args(argv)
+    group.add_argument("--workers", type=_worker_count(most), default=None, metavar="N",
+                       help="local processes summarising the steps, at most one per core this process may use and "
+                            f"per {WORKER_BYTES / 1e9:g} GB of memory available ({most} here; default: that many for "
+                            "a run of 64 MB or more, else 1; with --scheduler local, 2 or fewer)")
+    group.add_argument("--scheduler", metavar="ADDRESS",
+                       help="summarise the steps on a Dask cluster (default: none, local processes): 'local' starts "
+                            "one of --workers processes, an address (tcp://host:8786) connects to a running one, whose "
+                            "workers see the run at the same path (an optional extra: "
+                            f"{DISTRIBUTED_EXTRA.split(': ')[1]})")
+
+
+def check_run_arguments(parser, arguments):
+    """A run's arguments: Dask when --scheduler asks for it, and ``selection``, the estimators with --set applied
+    (one-line errors)."""
     if arguments.scheduler is not None and importlib.util.find_spec("distributed") is None:
         parser.error(f"--scheduler needs Dask, which is not installed: {DISTRIBUTED_EXTRA}")
     try:
         arguments.selection = selection_from_overrides(arguments.set, chosen_ids(arguments.estimators))
     except ValueError as error:
         parser.error(str(error))
-    return parser, arguments
 
 
 def _worker_count(most):
@@ -95,7 +91,7 @@ def run_files(paths):
     """The RunFiles the paths name; LogError if one cannot be read."""
     if len(paths) == 1 and os.path.isdir(paths[0]):
         return directory_files(paths[0])
-    if len(paths) == 1:
+    if len(paths) == 1 and paths[0].lower().endswith(".zip"):
         regular_file(paths[0], paths[0])
         return zip_files(paths[0], paths[0], CLI_BOUNDS)
     missing = [path for path in paths if not os.path.isfile(path)]
@@ -105,18 +101,8 @@ def run_files(paths):
 
 
 def report(arguments):
-    explicit = {role: getattr(arguments, role) for role in ROLES}
     files = run_files(arguments.paths)
-    workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else min(2, most_workers()))
-    bar = ProgressBar("inspect", 1) if sys.stderr.isatty() else None
-    try:
-        summaries, cut = run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
-                                       workers=workers, scheduler=arguments.scheduler,
-                                       progress=None if bar is None else
-                                       lambda read: bar.update(read.share(), read.text()))
-    finally:
-        if bar is not None:
-            bar.close()
+    summaries, cut = _summaries(arguments, files)
     if all("error" in summary for summary in summaries):
         raise LogError(summaries[0]["error"])
     result = {"run": arguments.paths[0] if len(arguments.paths) == 1 else list(arguments.paths),
@@ -128,6 +114,21 @@ def report(arguments):
     result["notes"] += [f"step {summary['step']}: {notice}" for summary in summaries for notice in
                         summary.get("notices", ())]
     return result
+
+
+def _summaries(arguments, files):
+    """(each step's summary, why the reading stopped short or None), in --workers processes or on --scheduler's
+    cluster, with a progress line on a terminal."""
+    explicit = {role: getattr(arguments, role) for role in ROLES}
+    workers = arguments.workers or (default_workers(files) if arguments.scheduler is None else min(2, most_workers()))
+    bar = ProgressBar("inspect", 1) if sys.stderr.isatty() else None
+    try:
+        return run_summaries(files, arguments.selection, CLI_BOUNDS, allow_torch=True, explicit=explicit,
+                             workers=workers, scheduler=arguments.scheduler,
+                             progress=None if bar is None else lambda read: bar.update(read.share(), read.text()))
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def as_text(result):
@@ -165,14 +166,3 @@ def _departure_lines(departures, read):
                 + ", ".join(f"{key} at step {step}" for key, step in left.items())]
     return [f"No metric of {', '.join(SERIES)} left its early range (± 2 se)."] if read > 3 else []
 
-
-def main(argv=None):
-    parser, arguments = parse_arguments(sys.argv[1:] if argv is None else argv)
-    try:
-        result = report(arguments)
-    except (ValueError, OSError, MemoryError) as error:
-        if isinstance(error, MemoryError):
-            parser.error("out of memory: the run is too large")
-        parser.error(*with_commands_apart(str(error)))
-    print(json_text(result) if arguments.json else printable(as_text(result)))
-    return 0

@@ -3,7 +3,8 @@
     python -m toylab [options]            the exact table (``table``)
     python -m toylab train [options]      gradient ascent with chosen estimators (``train``)
     python -m toylab inspect FILE         a rollout log's statistics and the toy that matches it (``inspect``)
-    python -m toylab inspect DIR          a run — a directory, a zip or several files — step by step (``inspect_run``)
+    python -m toylab inspect RUN          a run — a directory, a zip or several files — step by step (``inspect``
+                                          parses, ``inspect_run`` reads)
     python -m toylab lessons [ID …]       how often each lesson's claim holds over its toys (``lessons``)
 
 An installed package's ``toylab`` command is the same (``toylab inspect RUN``), and serves the page as
@@ -28,11 +29,6 @@ def main(argv=None):
         sys.stderr.write(PAGE)
         return 2
     command, arguments = (argv[0], argv[1:]) if argv[:1] and argv[0] in COMMANDS else ("table", argv)
-    if command == "inspect":
-        from toylab.cli import inspect_run
-
-        if inspect_run.is_run(arguments):
-            return inspect_run.main(arguments)
     module = COMMANDS.get(command, "toylab.cli.table")
     return importlib.import_module(module).main(arguments)
 

@@ -52,7 +52,7 @@ LIMIT_SECONDS = PAGE_SECONDS * COMMAND_LINE_FACTOR
 PROGRESS_AFTER_S = 2.0
 
 
-def parse_arguments(argv):
+def train_parser():
     parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0],
                           epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s of computing ({COMMAND_LINE_FACTOR} "
                                  f"times the page's {PAGE_SECONDS:g} s; timed on small copies of it, for at most "
@@ -62,29 +62,38 @@ def parse_arguments(argv):
                                  "stderr.")
     add_toy_arguments(parser)
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
-                        help="estimators to train with (default: the page's default selection)")
+                        help="estimators to train with (default: the page's selection, "
+                             f"{', '.join(DEFAULT_ESTIMATORS)})")
     parser.add_argument("--steps", type=number_in(int, *LIMITS["steps"]), default=DEFAULTS.steps,
-                        help="number of steps K")
-    parser.add_argument("--lr", type=number_in(float, *LIMITS["lr"]), default=DEFAULTS.lr, help="step size")
+                        help="number of steps K, {} to {:,} (default {})".format(*LIMITS["steps"], DEFAULTS.steps))
+    parser.add_argument("--lr", type=number_in(float, *LIMITS["lr"]), default=DEFAULTS.lr,
+                        help="step size, {:g} to {:g} (default {:g})".format(*LIMITS["lr"], DEFAULTS.lr))
     parser.add_argument("--optimizer", type=one_of(tuple(OPTIMIZERS)), default=DEFAULTS.optimizer,
-                        help="update rule: " + ", ".join(OPTIMIZERS))
+                        help=f"update rule: {', '.join(OPTIMIZERS)} (default {DEFAULTS.optimizer})")
     parser.add_argument("--mode", type=one_of(MODES), default=DEFAULTS.mode,
-                        help="expected: step along the exact mean; sampled: batches of N from μ")
+                        help="expected: step along the exact mean; sampled: batches of N from μ (default "
+                             f"{DEFAULTS.mode})")
     parser.add_argument("--N", type=number_in(int, *INTEGER_RANGES["N"]), default=DEFAULTS.N,
-                        help="batch size (sampled mode)")
+                        help="batch size (sampled mode), {} to {:,} (default {})".format(*INTEGER_RANGES["N"],
+                                                                                         DEFAULTS.N))
     parser.add_argument("--runs", type=number_in(int, *LIMITS["runs"]), default=DEFAULTS.runs,
-                        help="independent runs (sampled mode)")
+                        help="independent runs (sampled mode), {} to {:,} (default {})".format(*LIMITS["runs"],
+                                                                                               DEFAULTS.runs))
     parser.add_argument("--noise", type=one_of(NOISES), default=DEFAULTS.noise,
-                        help="the engine's error b: fixed, or redrawn at every step (seeded)")
+                        help=f"the engine's error b: fixed, or redrawn at every step (seeded) (default "
+                             f"{DEFAULTS.noise})")
     update = parser.add_argument_group("three policies: the engine's lag, the anchor, the loss, updates per batch")
     update.add_argument("--lag", type=number_in(int, *LIMITS["lag"]), default=DEFAULTS.lag, metavar="S",
-                        help="the engine samples from the policy S steps old (default 0)")
+                        help="the engine samples from the policy S steps old, {} to {} (default {})".format(
+                            *LIMITS["lag"], DEFAULTS.lag))
     update.add_argument("--lag-draw", type=one_of(LAG_DRAWS), default=DEFAULTS.lag_draw,
-                        help="fixed: s = S every batch; uniform: s drawn from 0 … S per batch (η = S, seeded)")
+                        help="fixed: s = S every batch; uniform: s drawn from 0 … S per batch (η = S, seeded) "
+                             f"(default {DEFAULTS.lag_draw})")
     update.add_argument("--anchor", type=one_of(ANCHORS), default=DEFAULTS.update.anchor,
-                        help="π_old: recompute (π_θk), rollout (π_θ(k−s)) or bypass (the engine's μ)")
+                        help="π_old: recompute (π_θk), rollout (π_θ(k−s)) or bypass (the engine's μ) (default "
+                             f"{DEFAULTS.update.anchor})")
     update.add_argument("--loss", type=one_of(tuple(LOSSES)), default=DEFAULTS.update.loss,
-                        help="the per-token loss: " + ", ".join(LOSSES))
+                        help=f"the per-token loss: {', '.join(LOSSES)} (default {DEFAULTS.update.loss})")
     update.add_argument("--eps-low", type=number_in(float, 0, 1), default=None,
                         help="ε_low of ppo and cispo (default 0.2)")
     update.add_argument("--eps-high", type=number_in(float, 0, 10), default=None,
@@ -92,15 +101,23 @@ def parse_arguments(argv):
     update.add_argument("--dual-clip", default=None, metavar="C|off",
                         help="ppo's dual clip c > 1 for A < 0 (default off; verl's is 3)")
     update.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
-                        help="any other parameter of the loss: clamp, delta_low, delta_high, delta, tau (repeatable)")
+                        help="any other parameter of the loss: clamp, delta_low, delta_high, delta, tau (repeatable; "
+                             "default: the loss's own)")
     update.add_argument("--minibatches", type=number_in(int, 1, UPDATES_AT_MOST), default=1,
-                        help="minibatches a batch is split into (sampled mode; expected mode: updates per epoch)")
+                        help=f"minibatches a batch is split into (sampled mode; expected mode: updates per epoch), "
+                             f"1 to {UPDATES_AT_MOST} (default 1)")
     update.add_argument("--epochs", type=number_in(int, 1, UPDATES_AT_MOST), default=1,
-                        help="passes over each batch; U = minibatches × epochs updates per batch")
+                        help=f"passes over each batch; U = minibatches × epochs updates per batch, 1 to "
+                             f"{UPDATES_AT_MOST} (default 1)")
     update.add_argument("--weights-at", type=one_of(WEIGHTS_AT), default=DEFAULTS.update.weights_at,
                         help="the correction's ratio: anchor (w = π_old/μ, frozen) or current (sg(π_θ)/μ at each "
-                             "update, verl's bypass mode)")
+                             f"update, verl's bypass mode) (default {DEFAULTS.update.weights_at})")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def parse_arguments(argv):
+    parser = train_parser()
     arguments = parser.parse_args(argv)
     try:
         ids = chosen_ids(arguments.estimators)
@@ -249,17 +266,18 @@ def as_text(result, config):
                  f", N={config.N}, {config.runs} runs (per-step medians)" if config.mode == "sampled" else ""),
              update_line(config), ""]
     reach = f"steps to {REACHED:.0%}"
+    referenced = "steps_to_reach" in result["summary"][0]          # on_policy, the reference, was trained
     width = max(len(row["estimator"]) for row in result["summary"]) + 2
-    lines.append("estimator".ljust(width) + f"{'final J':>9}{reach:>19}{'largest drop':>14}{'final E_mu[r]':>15}"
-                 f"{'final KL':>10}{'clipped':>9}{'PPO KL':>10}")
+    lines.append("estimator".ljust(width) + f"{'final J':>9}" + (f"{reach:>19}" if referenced else "")
+                 + f"{'largest drop':>14}{'final E_mu[r]':>15}{'final KL':>10}{'clipped':>9}{'PPO KL':>10}")
     for row in result["summary"]:
-        reach = reached_in_words(row) if "steps_to_reach" in row else "–"
         lines.append(row["estimator"].ljust(width) + f"{formatted(row['final_J']):>9}"
-                     f"{reach:>19}{formatted(row['largest_drop']):>14}"
+                     + (f"{reached_in_words(row):>19}" if referenced else "")
+                     + f"{formatted(row['largest_drop']):>14}"
                      f"{formatted(row['final_logged_reward']):>15}{formatted(row['final_kl_mu_pi']):>10}"
                      f"{formatted(row['mean_clip_share']):>9}{formatted(row['mean_ppo_kl']):>10}")
-    if "steps_to_reach" in result["summary"][0]:
-        lines.append(f"\nsteps to {REACHED:.0%}: first step with J ≥ {REACHED:g} × on_policy's final J")
+    lines.append(f"\nsteps to {REACHED:.0%}: first step with J ≥ {REACHED:g} × on_policy's final J"
+                 + ("" if referenced else "; a column only when on_policy, the reference, is among --estimators"))
     lines.append("clipped, PPO KL: the share of tokens a clip or mask holds and the token mean of −log r, averaged "
                  "over the steps")
     return "\n".join(lines + [f"Notice: {note}." for note in result["stops"]])

@@ -15,4 +15,5 @@ INTRODUCTION = (
     "Exact means that every number is a sum over all V**T sequences, not an average of samples: the bias and the "
     "variance shown for each estimator are its true ones, and the few sampled numbers say that they are.")
 LESSONS = estimators.LESSONS + training.LESSONS + sampler.LESSONS + pipeline.LESSONS
-KEYS = {"N": "next lesson", "B": "previous lesson", "L": "all lessons", "P": "presentation mode on or off"}
+KEYS = {"N": "next lesson (on the Lessons tab: the first)", "B": "previous lesson", "L": "all lessons: the Lessons tab",
+        "P": "presentation mode on or off"}       # P and L on every view; N and B on a lesson (N: the Lessons tab too)

@@ -19,7 +19,7 @@ from toylab.training.staleness import LAGS, staleness
 def training_view(config, pick, **view):
     """The Training tab's controls (URL name → value) that show ``config`` (its update's anchor, loss with ε and c,
     minibatches, epochs and weights included), with ``pick``'s training log and any other ``view`` values."""
-    names = {f.name for f in fields(TrainingConfig)}
+    names = {f.name for f in fields(TrainingConfig)} - {"update"}          # its URL name picks a framework's update
     update = config.update
     params = update.loss_params
     return {url: getattr(config, name) for name, url in TRAINING_CONTROLS.items() if name in names} \

@@ -27,6 +27,8 @@ DISTRIBUTION_COLOUR = "#8C8C8C"      # the exact distribution itself (bars, stic
 SAMPLE_COLOUR = "#E69F00"            # a sampled batch
 ROW = 22                             # pixels per row of threshold labels above a plot
 LEGEND_LABEL_LIMIT = 360
+LABEL_CHARACTER, LEGEND_SYMBOL = 7.5, 48     # pixels: a character of a FONT-size label (its widest, on average), the
+                                             # symbol with its gaps
 FIT_WIDTH = alt.AutoSizeParams(type="fit-x", contains="padding")
 DOMAIN_SCALE = alt.Scale(nice=False, zero=False, padding=0)  # the domain is the extent of an invisible layer of its
                                                              # corners: numbers stay data, not spec
@@ -51,6 +53,13 @@ def legend_names(labels):
         label = json.dumps(text if isinstance(text, str) else list(text))
         expression = f"datum.label === {json.dumps(id)} ? {label} : {expression}"
     return expression
+
+
+def legend_columns(texts, width, most):
+    """How many columns of a legend whose labels are ``texts`` (a tuple is lines) fit ``width`` pixels, 1 to ``most``:
+    each column as wide as the longest label at LABEL_CHARACTER pixels a character, its symbol and gap beside it."""
+    widest = max((len(line) for text in texts for line in ((text,) if isinstance(text, str) else text)), default=0)
+    return max(1, min(most, int(width // (widest * LABEL_CHARACTER + LEGEND_SYMBOL))))
 
 
 def estimator_legend(ids, labels=None, orient=alt.Undefined):

@@ -158,24 +158,37 @@ def _part(values, of, name, most=3):
     if all(inside):
         return ""
     if not all(isinstance(x, int | float | np.number) for x in of):
-        return f" at {name} " + " and ".join(_value(x) for x, flag in zip(of, inside, strict=True) if flag)
+        return f" at {name} " + " and ".join(str(x) for x, flag in zip(of, inside, strict=True) if flag)
+    runs = _runs(inside)
+    if len(runs) > most:
+        return f" at {sum(inside)} of {len(of)} points"
+    value, last = _short(of), len(of) - 1
+    words = [value[of[a]] if a == b else f"≤ {value[of[b]]}" if a == 0 else f"≥ {value[of[a]]}" if b == last
+             else f"{value[of[a]]}–{value[of[b]]}" for a, b in runs]
+    return f" at {name} " + " and ".join(words)
+
+
+def _runs(flags):
+    """(first, last) index of each run of True in ``flags``."""
     runs, start = [], None
-    for index, flag in enumerate([*inside, False]):
+    for index, flag in enumerate([*flags, False]):
         if flag and start is None:
             start = index
         elif not flag and start is not None:
             runs.append((start, index - 1))
             start = None
-    if len(runs) > most:
-        return f" at {sum(inside)} of {len(of)} points"
-    last = len(of) - 1
-    words = [_value(of[a]) if a == b else f"≤ {_value(of[b])}" if a == 0 else f"≥ {_value(of[a])}" if b == last
-             else f"{_value(of[a])}–{_value(of[b])}" for a, b in runs]
-    return f" at {name} " + " and ".join(words)
+    return runs
 
 
-def _value(x):
-    return f"{x:g}" if isinstance(x, int | float | np.number) else str(x)
+def _short(of):
+    """Each x of ``of`` written to the fewest significant digits, 3 to 6, that still tell every two apart: a threshold
+    grid's 2.23872 is '2.24', a step or a length stays whole."""
+    distinct = set(of)
+
+    def text(x, digits):
+        return f"{int(x)}" if float(x).is_integer() else f"{x:.{digits}g}"
+    digits = next((digits for digits in range(3, 7) if len({text(x, digits) for x in distinct}) == len(distinct)), 6)
+    return {x: text(x, digits) for x in distinct}
 
 
 def _within(c):

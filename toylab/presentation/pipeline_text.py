@@ -41,7 +41,7 @@ def describe_pipeline(settings):
 
 def identity_metric(diagnostics):
     """(label, short label, value, help) of the identity check for the header."""
-    return "E_μs[W] identity check", "E_μs[W]", f"{diagnostics.identity:.4f}", IDENTITY_HELP
+    return "E_μs[W] check", "E_μs[W]", f"{diagnostics.identity:.4f}", IDENTITY_HELP
 
 
 def identity_implied(diagnostics):

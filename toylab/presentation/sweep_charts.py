@@ -18,6 +18,7 @@ from toylab.presentation.charts import (
     colour_scale,
     highlighted_opacity,
     holding_highlight,
+    legend_columns,
     legend_highlight,
     legend_names,
     line_dash,
@@ -29,18 +30,21 @@ from toylab.presentation.sweep_frames import METRICS, STD_RATIO
 
 PANEL_HEIGHT, PANEL_WIDTH = 230, 520
 ALONE_HEIGHT = 240                  # one panel on its own (presentation mode), as wide as its column
-LEGEND_COLUMNS = {False: 4, True: 1}     # above the stacked panels; beside a panel alone (it keeps the height)
+MOST_LEGEND_COLUMNS = 4                  # above the stacked panels, as many as fit their width; beside a panel alone, 1
 LEGEND_ORIENT = {False: "top", True: "right"}
+AXIS_WIDTH = 80                          # a panel's value axis, its labels and title, left of the plot
 QUANTITY_COLOURS = alt.Scale(scheme="dark2")
 
 
 def estimator_colour(ids, alone=False, labels=None):
     """Registry colours; the legend (only ``ids``, with ``labels`` for those that lie on another) sits above the panels
-    in columns, or beside a panel shown ``alone`` (full width: its height is the plot's); every layer of every panel
-    gives the same legend, so there is one."""
+    in as many columns as their width holds, or beside a panel shown ``alone`` (full width: its height is the plot's);
+    every layer of every panel gives the same legend, so there is one."""
+    texts = [(labels or {}).get(id, id) for id in ids]
+    columns = 1 if alone else legend_columns(texts, PANEL_WIDTH + AXIS_WIDTH, MOST_LEGEND_COLUMNS)
     return alt.Color("estimator:N", scale=colour_scale(),
                      legend=alt.Legend(title="estimator", values=list(ids), orient=LEGEND_ORIENT[alone],
-                                       columns=LEGEND_COLUMNS[alone], labelExpr=legend_names(labels)))
+                                       columns=columns, labelExpr=legend_names(labels)))
 
 
 def _quantity_colour(alone=False):
@@ -196,7 +200,9 @@ def _method_points(frame, x, y, colour, opacity, tooltip, methods, alone=False):
     ±2 s.e. bars for the Monte Carlo ones (a layer only when there are any: an empty one makes Vega-Lite warn of an
     infinite extent)."""
     drawn = [(method, shape) for method, shape in METHOD_SHAPES.items() if method in methods]
-    shape = alt.Shape("method:N", legend=alt.Legend(title="computed by", orient=LEGEND_ORIENT[alone]),
+    shape = alt.Shape("method:N", legend=alt.Legend(title="computed by", orient="top"),     # a row: beside a panel
+                                                                                            # alone, under the estimators'
+                                                                                            # it would be cut off
                       scale=alt.Scale(domain=[method for method, _ in drawn], range=[shape for _, shape in drawn]))
     points = alt.Chart(frame).mark_point(size=60, filled=True).encode(x=x, y=y, color=colour, shape=shape,
                                                                       opacity=opacity, tooltip=tooltip)

@@ -71,10 +71,10 @@ def curve_chart(curves, quantity, sampled, height=PANEL_HEIGHT, log=False, title
 
 def objective_chart(curves, sampled, marks=None, height=360):
     """J = E_π[r] against step for every estimator; on_policy dashed; sampled runs as median and 10–90 % band."""
-    return curve_chart(curves, "J", sampled, height=height, legend=True, marks=marks,
-                       title="does it train? J against step (dashed: on_policy, the reference"
-                             + ("; lines: per-step median of the runs, bands: their 10th–90th percentiles)"
-                                if sampled else ")"))
+    subtitle = ["dashed: on_policy, the reference"] + (["lines: per-step medians of the runs",
+                                                        "bands: their 10th–90th percentiles"] if sampled else [])
+    return curve_chart(curves, "J", sampled, height=height, legend=True, marks=marks,       # short lines: a lesson's
+                       title=alt.TitleParams("does it train? J against step", subtitle=subtitle))   # narrow column
 
 
 def cosine_chart(curves, sampled, marks=None, height=None, short=False):
@@ -103,7 +103,7 @@ def logged_chart(frame, estimator, colour, marks=None, height=300):
         alt.X("step:Q"), alt.Y("J:Q"), alt.Y2("logged_reward:Q"))
     x, y = alt.X("step:Q", title="step k", axis=STEP_AXIS), alt.Y("value:Q", title="reward")
     lines = alt.Chart(long).mark_line(strokeWidth=2.5, color=colour).encode(
-        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=None, orient="top", direction="horizontal"),
+        x, y, alt.StrokeDash("series:N", legend=alt.Legend(title=None, orient="top", direction="vertical"),
                              scale=alt.Scale(domain=list(names.values()), range=[[1, 0], [2, 3]])),
         tips("series:N", "step:Q", alt.Tooltip("value:Q", format=".4f")))
     annotations = mark_layers(marks, x_end=frame["step"].max()) if marks is not None else []

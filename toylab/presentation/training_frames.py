@@ -69,6 +69,13 @@ def curve_frame(trajectories, quantities=CURVES):
                          else [value for part in parts for value in part] for name, parts in columns.items()})
 
 
+def constant_value(curves, quantity):
+    """The one value every step of every estimator's ``quantity`` takes (e.g. w's spread 0 when w ≡ 1), or None when
+    it varies (or is not recorded): such a chart is a flat line, better said in words."""
+    values = curves.loc[curves["quantity"] == QUANTITIES[quantity], ["median", "q10", "q90"]].to_numpy()
+    return float(values[0, 0]) if values.size and (values == values[0, 0]).all() else None
+
+
 def coincident(curves, quantity, sampled, log=False):
     """The lines of one quantity's chart that lie on others (``coincidence.coincidences`` on its median lines)."""
     return coincidence.coincidences(quantity_curves(curves, quantity, sampled, log), "step", "median", log=log)

@@ -33,6 +33,7 @@ from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, checked_param, resolve_params
 from toylab.catalogue.pipelines import CUSTOM, LOGGED, PIPELINE_IDS, PIPELINES, SCORED
 from toylab.catalogue.presets import FRAMEWORKS
+from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, LAG_DRAWS, LOSSES, WEIGHTS_AT, Update
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
 from toylab.engine.toy import EXACT_SIZE_LIMIT, flat_problem, make_toy, more_sequences_than, range_problem
@@ -66,7 +67,8 @@ TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "tra
                      "eps_low": "train_eps_low", "eps_high": "train_eps_high", "dual_clip": "train_dual_clip",
                      "weights_at": "train_weights", "staleness": "staleness", "seeds": "train_seeds",
                      "staleness_draw": "staleness_draw", "staleness_cap": "staleness_cap",
-                     "staleness_seeds": "staleness_seeds"}                             # Training tab → URL name
+                     "staleness_seeds": "staleness_seeds", "update": "train_update"}   # Training tab → URL name
+CUSTOM_UPDATE = "custom"          # the Training tab's update: its own controls', or a framework's (UPDATE_PRESETS)
 UPDATE_CONTROLS = ("anchor", "loss", "minibatches", "epochs", "weights_at")   # the Update's fields the tab sets …
 CLIP_CONTROLS = ("eps_low", "eps_high", "dual_clip")                         # … and its loss's ε and c, where it has them
 DUAL_CLIPS = (0.0, 1.5, 2.0, 3.0, 5.0, 10.0)       # the tab's dual clip c: 0 is off (verl's default is 3)
@@ -143,8 +145,17 @@ DRAWS = 1_000_000                       # the Ratios tab's resampled batches: dr
 
 
 def _trained(settings, view):
-    return trained_ids(settings.selection(), view["train_mode"], settings.N,
-                       weights_only(update_of(view), view["train_lag"]))
+    update, lag, _ = policies_of(view)
+    return trained_ids(settings.selection(), view["train_mode"], settings.N, weights_only(update, lag))
+
+
+def policies_of(view):
+    """(Update, lag, lag draw) of the Training tab's values: a framework's update preset exactly as its module gives
+    it (``train_update``), or the tab's own controls (``update_of``)."""
+    preset = UPDATE_PRESETS.get(view[TRAINING_CONTROLS["update"]])
+    if preset is not None:
+        return preset.update, preset.lag, preset.lag_draw
+    return update_of(view), view[TRAINING_CONTROLS["lag"]], view[TRAINING_CONTROLS["lag_draw"]]
 
 
 def update_of(view):
@@ -160,12 +171,13 @@ def update_of(view):
 
 def training_config(view, N):
     """The TrainingConfig the Training tab's values set (URL name → value), with the sidebar's batch size N."""
-    named = {name: view[TRAINING_CONTROLS[name]] for name in ("steps", "lr", "optimizer", "mode", "runs", "noise",
-                                                                "lag", "lag_draw")}
+    named = {name: view[TRAINING_CONTROLS[name]] for name in ("steps", "lr", "optimizer", "mode", "runs", "noise")}
+    update, lag, lag_draw = policies_of(view)
     return TrainingConfig(named["steps"], named["lr"], named["optimizer"], named["mode"], N, named["runs"],
-                          named["noise"], update_of(view), named["lag"], named["lag_draw"])
+                          named["noise"], update, lag, lag_draw)
 
 
+OWN_UPDATE = {"train_update": CUSTOM_UPDATE}       # the three policies' controls count only without a framework's update
 VIEW_PARAMETERS = {
     "tab": ViewParameter(TAB_LABELS[0], choices=TAB_LABELS),
     "present": ViewParameter(False),
@@ -181,16 +193,17 @@ VIEW_PARAMETERS = {
     "train_steps": ViewParameter(TRAINING.steps, low=10, high=1000, step=10, tab=TRAINING_TAB),
     "train_runs": ViewParameter(TRAINING.runs, low=1, high=64, step=1, tab=TRAINING_TAB),
     "train_noise": ViewParameter(TRAINING.noise, choices=NOISES, tab=TRAINING_TAB),
-    "train_lag": ViewParameter(TRAINING.lag, low=LIMITS["lag"][0], high=LIMITS["lag"][1], step=1, tab=TRAINING_TAB),
-    "train_lag_draw": ViewParameter(TRAINING.lag_draw, choices=LAG_DRAWS, tab=TRAINING_TAB),
-    "train_anchor": ViewParameter(TRAINING.update.anchor, choices=ANCHORS, tab=TRAINING_TAB),
-    "train_loss": ViewParameter(TRAINING.update.loss, choices=tuple(LOSSES), tab=TRAINING_TAB),
-    "train_minibatches": ViewParameter(TRAINING.update.minibatches, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
-    "train_epochs": ViewParameter(TRAINING.update.epochs, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB),
-    "train_eps_low": ViewParameter(LOSSES["ppo"].params["eps_low"].default, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
-    "train_eps_high": ViewParameter(LOSSES["ppo"].params["eps_high"].default, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB),
-    "train_dual_clip": ViewParameter(0.0, choices=DUAL_CLIPS, tab=TRAINING_TAB),
-    "train_weights": ViewParameter(TRAINING.update.weights_at, choices=WEIGHTS_AT, tab=TRAINING_TAB),
+    "train_update": ViewParameter(CUSTOM_UPDATE, choices=(CUSTOM_UPDATE, *UPDATE_PRESETS), tab=TRAINING_TAB),
+    "train_lag": ViewParameter(TRAINING.lag, low=LIMITS["lag"][0], high=LIMITS["lag"][1], step=1, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_lag_draw": ViewParameter(TRAINING.lag_draw, choices=LAG_DRAWS, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_anchor": ViewParameter(TRAINING.update.anchor, choices=ANCHORS, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_loss": ViewParameter(TRAINING.update.loss, choices=tuple(LOSSES), tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_minibatches": ViewParameter(TRAINING.update.minibatches, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_epochs": ViewParameter(TRAINING.update.epochs, low=1, high=PAGE_UPDATES_AT_MOST, step=1, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_eps_low": ViewParameter(LOSSES["ppo"].params["eps_low"].default, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_eps_high": ViewParameter(LOSSES["ppo"].params["eps_high"].default, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_dual_clip": ViewParameter(0.0, choices=DUAL_CLIPS, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_weights": ViewParameter(TRAINING.update.weights_at, choices=WEIGHTS_AT, tab=TRAINING_TAB, needs=OWN_UPDATE),
     "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),
     "sga": ViewParameter(False, tab=TRAINING_TAB),
     "train_seeds": ViewParameter(False, tab=TRAINING_TAB),          # the seeds views: each its tab's takeaway over

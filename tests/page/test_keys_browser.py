@@ -1,0 +1,50 @@
+"""The key table (``toylab.lessons.tour.KEYS``: the header's tooltip, the menu's About, the Lessons tab) holds in
+either mode, pressed in headless Chromium: L opens the Lessons tab from any view, a lesson on show or not; N starts
+the tour from the Lessons tab and steps it; B steps it back; P turns presentation mode on and off."""
+
+import pytest
+
+from tests.browser import wait_for_app
+from toylab.lessons.tour import KEYS, LESSONS
+from toylab.state.query import LESSONS_TAB, TAB_LABELS
+
+pytestmark = pytest.mark.browser
+
+
+def selected_tab(page):
+    return page.locator('[data-testid="stTabs"] [role="tab"][aria-selected="true"]').inner_text().strip()
+
+
+def press(page, key):
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")   # no text field has the focus
+    page.keyboard.press(key)
+    wait_for_app(page)
+
+
+def lesson_number(page):
+    banner = page.locator(".st-key-lesson_banner")
+    return None if not banner.count() else int(banner.inner_text().split("Lesson ")[1].split(" ")[0])
+
+
+@pytest.mark.parametrize("present", [False, True], ids=["normal", "present"])
+def test_every_key_does_what_the_table_says(app, present):
+    assert set(KEYS) == {"N", "B", "L", "P"}
+    url, browser = app
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{url}/?tab={TAB_LABELS[1]}" + ("&present=1" if present else ""))
+    wait_for_app(page)
+    assert lesson_number(page) is None
+    press(page, "l")                                           # no lesson on show: L still opens the Lessons tab
+    page.wait_for_function(f"() => location.search.includes('tab={LESSONS_TAB}')")
+    assert selected_tab(page) == LESSONS_TAB
+    press(page, "n")                                           # on the Lessons tab: the first lesson
+    assert lesson_number(page) == 1 and selected_tab(page) == LESSONS[0].tab
+    press(page, "n")
+    assert lesson_number(page) == 2 and selected_tab(page) == LESSONS[1].tab
+    press(page, "b")
+    assert lesson_number(page) == 1
+    press(page, "l")                                           # a lesson on show: L opens the Lessons tab too
+    assert selected_tab(page) == LESSONS_TAB
+    press(page, "p")
+    page.wait_for_function("on => location.search.includes('present=1') === on", arg=not present)
+    page.close()
