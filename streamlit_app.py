@@ -8,7 +8,6 @@ in a tab is a notice in that tab (``last_resort``): the other tabs, the sidebar 
 work in turn with the other sessions' runs (``turns``: at most two at once), and says so while it waits.
 """
 
-import gc
 from pathlib import Path
 
 import streamlit as st
@@ -31,6 +30,7 @@ from views import (
     errors_tab,
     estimators_tab,
     header,
+    heap,
     last_resort,
     length_tab,
     lessons_tab,
@@ -60,8 +60,8 @@ TABS = [                     # in TAB_LABELS' order (tests/page/test_app_links.p
 
 TURN_KEY = "_toylab_turn"              # the session's place in the line for a turn (views/turns.py)
 ICON = Path(__file__).resolve().parent / "docs" / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
-if not gc.get_freeze_count():           # once, on the server's first run: the imports' heap (Streamlit, pandas, Altair)
-    gc.freeze()                         # is left out of Python's collections (.streamlit/config.toml: no full one a run)
+heap.freeze_imports()                   # once, on the server's first run: the imports' heap (Streamlit, pandas, Altair)
+                                        # is left out of Python's collections (.streamlit/config.toml: no full one a run)
 sidebar.open_link()
 st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide",
                    initial_sidebar_state="collapsed" if screen_share.on() else "auto", menu_items=header.MENU)

@@ -45,14 +45,23 @@ def on_show(settings):
                                               if VIEW_PARAMETERS[name].shown(view))), None)
 
 
+def lesson_id(settings):
+    """The id of the lesson on show, or None: what a kept picture (``views.caches.kept``) takes to draw its marks."""
+    shown = on_show(settings)
+    return None if shown is None else shown[1].id
+
+
 def marks(settings, chart):
     """The lesson on show's marks on ``chart`` (a key of ``toylab.lessons.lesson.CHARTS``) as a frame
     (``frames.mark_frame``, numbered as in the lesson's list), or None."""
-    shown = on_show(settings)
-    if shown is None:
+    return marks_of(lesson_id(settings), chart)
+
+
+def marks_of(lesson, chart):
+    """Lesson ``lesson``'s marks on ``chart`` (``marks``), or None: none when ``lesson`` is None."""
+    if lesson is None:
         return None
-    _, lesson = shown
-    everything = evidence(lesson.id).marks
+    everything = evidence(lesson).marks
     numbered = [(number, mark) for number, mark in enumerate(everything, start=1) if mark.chart == chart]
     if not numbered:
         return None

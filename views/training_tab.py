@@ -19,6 +19,7 @@ from toylab.training.optimizers import OPTIMIZERS
 from toylab.training.staleness import LAGS
 from views import address, chart_element, screen_share, tour
 from views.caches import training_cache
+from views.caches.kept import kept
 
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
 SUMMARY_COLUMNS = {
@@ -58,10 +59,10 @@ SGA_COLUMNS = {
 }
 
 
-def _shown(columns):
-    """A table's columns for the mode: in presentation mode without the long names (the ids say it, and the table
-    then fits 1280 px without scrolling sideways)."""
-    return {name: column for name, column in columns.items() if name != "label" or not screen_share.on()}
+def _shown(columns, present):
+    """A table's columns for the mode: in presentation mode (``present``) without the long names (the ids say it, and
+    the table then fits 1280 px without scrolling sideways)."""
+    return {name: column for name, column in columns.items() if name != "label" or not present}
 
 
 def controls(settings, where=st):
@@ -162,8 +163,10 @@ def _run_in_words():
 def render(settings):
     """The controls, then J, the cosine, one estimator's training log and the mismatch against step, the summary and
     the SGA view. A lesson on show gets the charts it marks first, sized to be in view at 1280×720, its run's
-    controls folded away."""
-    lesson = [chart for chart in tour.marked(settings) if chart in LESSON_CHARTS]
+    controls folded away. Every chart, note and table of a run is kept for every session (``_chart`` and friends):
+    a second session's identical press builds none of them again."""
+    marked = tour.marked(settings)
+    lesson = [chart for chart in marked if chart in LESSON_CHARTS]
     where = st.expander(f"The run: {_run_in_words()}", icon=":material/tune:") if lesson else st
     try:
         config = controls(settings, where)
@@ -172,29 +175,27 @@ def render(settings):
         return
     selection = training_cache.trained(settings, config.mode, config.weights_only)
     left_out = training_cache.left_out(settings, config.mode, config.weights_only)
-    trajectories = _trained(settings, config, selection)
-    if trajectories is None:
+    ids = _trained(settings, config, selection)
+    if ids is None:
         return
     sampled = config.mode == "sampled"
     three = _three_policies(config)
-    curves = training_frames.curve_frame(trajectories, training_frames.CURVES
-                                         + (training_frames.POLICY_CURVES if three else ()))
-    ids = list(trajectories)
+    shown = tour.lesson_id(settings)
+
+    def chart(name, size=None, short=False):
+        """The run's chart ``name``, marked when the lesson on show marks it."""
+        return _chart(settings, config, selection, name, shown if name in marked else None, size, short)
+
     if st.session_state.get(KEY["pick"]) not in ids:
         st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
     pick = _pick(where, ids) if lesson else None
-    draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
-                curves, sampled, tour.marks(settings, "training_J"), height=size)),
-            "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
-                curves, sampled, tour.marks(settings, "training_cosine"), height=size,
-                short=bool(lesson))),
-            "training_logged": lambda at, size: chart_element.draw(at, training_charts.logged_chart(
-                training_frames.logged_frame(trajectories[pick]), pick, ESTIMATORS[pick].colour,
-                tour.marks(settings, "training_logged"), height=size))}
-    draw |= {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
-                 at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
-                                                 marks=tour.marks(settings, chart)))
-             for chart, quantity in POLICY_CHARTS.items() if three}
+    draw = {"training_J": lambda at, size: chart_element.draw(at, chart("training_J", size)),
+            "training_cosine": lambda at, size: chart_element.draw(at, chart("training_cosine", size,
+                                                                             short=bool(lesson))),
+            "training_logged": lambda at, size: chart_element.draw(at, _logged_chart(
+                settings, config, selection, pick, shown if "training_logged" in marked else None, size))}
+    draw |= {name: lambda at, size, name=name: chart_element.draw(at, chart(name, size))
+             for name in POLICY_CHARTS if three}
     draw["training_staleness"] = lambda at, size: _staleness_chart(at, settings, config, size)
     if lesson:
         _lesson_charts(lesson, draw)
@@ -203,11 +204,11 @@ def render(settings):
     if "training_cosine" not in lesson:
         draw["training_cosine"](st, None)
     if not sampled and config.optimizer == "adam":
-        chart_element.draw(st, training_charts.step_cosine_chart(curves))
+        chart_element.draw(st, chart("step_cosine"))
     _policy_group(st)
     if three:
         _policy_charts(draw, lesson)
-    lying = training_frames.coincident_note(curves, sampled)
+    lying = _coincident_note(settings, config, selection)
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
 
@@ -220,14 +221,77 @@ def render(settings):
             st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
                        "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
     with right:
-        _mismatch_charts(curves, sampled)
-    summary = training_frames.summary_frame(trajectories)
-    st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
-                 width="stretch")
-    if screen_share.on():                                    # the long names left the table: say them once
-        st.caption(frames.names_note(summary["estimator"]))
+        st.markdown("**Does training make the mismatch worse?**")      # KL(μ‖π) and χ²_seq against step
+        chart_element.draw(st, chart("kl_mu_pi"))
+        chart_element.draw(st, chart("chi2_seq"))
+    present = screen_share.on()
+    table, names = _summary(settings, config, selection, present)
+    st.dataframe(table, column_config=_shown(SUMMARY_COLUMNS, present), hide_index=True, width="stretch")
+    if present:                                              # the long names left the table: say them once
+        st.caption(names)
     _staleness_view(settings, config, draw, lesson)
     _sga_view(settings, config)
+
+
+CHARTS = {     # a chart of the run's curves: how it is drawn from (curves, sampled, marks, height, short)
+    "training_J": lambda curves, sampled, marks, height, short: training_charts.objective_chart(
+        curves, sampled, marks, height=height),
+    "training_cosine": lambda curves, sampled, marks, height, short: training_charts.cosine_chart(
+        curves, sampled, marks, height=height, short=short),
+    "step_cosine": lambda curves, sampled, marks, height, short: training_charts.step_cosine_chart(curves),
+    "kl_mu_pi": lambda curves, sampled, marks, height, short: training_charts.curve_chart(
+        curves, "kl_mu_pi", sampled, height=180),
+    "chi2_seq": lambda curves, sampled, marks, height, short: training_charts.curve_chart(
+        curves, "chi2_seq", sampled, height=180, log=True),
+}
+
+
+@kept
+def _curves(settings, config, selection):
+    """The run's curves (``training_frames.curve_frame``), the three policies' among them when the run has them."""
+    trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+    return training_frames.curve_frame(trajectories, training_frames.CURVES
+                                       + (training_frames.POLICY_CURVES if _three_policies(config) else ()))
+
+
+@kept
+def _chart(settings, config, selection, name, lesson, height, short):
+    """The run's chart ``name`` (CHARTS, or one of POLICY_CHARTS), prepared; marked by lesson ``lesson`` (or None)."""
+    curves, sampled, marks = _curves(settings, config, selection), config.mode == "sampled", tour.marks_of(lesson, name)
+    if name in POLICY_CHARTS:
+        return chart_element.prepare(training_charts.curve_chart(curves, POLICY_CHARTS[name], sampled,
+                                                                 height=height or 180, marks=marks))
+    return chart_element.prepare(CHARTS[name](curves, sampled, marks, height, short))
+
+
+@kept
+def _logged_chart(settings, config, selection, pick, lesson, height):
+    """The training log of estimator ``pick``: its logged reward E_μ[r] against J, prepared."""
+    trajectory = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)[pick]
+    return chart_element.prepare(training_charts.logged_chart(
+        training_frames.logged_frame(trajectory), pick, ESTIMATORS[pick].colour,
+        tour.marks_of(lesson, "training_logged"), height=height))
+
+
+@kept
+def _coincident_note(settings, config, selection):
+    """What lies on what on the J chart, in words ('' if nothing)."""
+    return training_frames.coincident_note(_curves(settings, config, selection), config.mode == "sampled")
+
+
+@kept
+def _summary(settings, config, selection, present):
+    """(the summary table's shown columns as an Arrow table, the estimators' names in words)."""
+    summary = training_frames.summary_frame(
+        training_cache.trajectories(settings.toy_key, selection, settings.baseline, config))
+    return (chart_element.arrow(summary[list(_shown(SUMMARY_COLUMNS, present))]),
+            frames.names_note(summary["estimator"]))
+
+
+@kept
+def _refusal(settings, config, selection):
+    """Why the run would not finish within the page's seconds or memory, or None (``training_cache.refusal``)."""
+    return training_cache.refusal(settings, config, selection)
 
 
 def _three_policies(config):
@@ -270,37 +334,40 @@ def _staleness_view(settings, config, draw, lesson):
 
 def _staleness_chart(at, settings, config, height):
     with st.spinner("Training at six lags…"):
-        refused = training_cache.staleness_refusal(settings, config)
-        if refused:
-            at.info(f"The staleness view ({2 * len(LAGS)} runs, one per lag and anchor): {refused} (the page's "
-                    "limits).", icon=":material/hourglass:")
-            return
-        result = training_cache.staleness(settings, config)
-    chart_element.draw(at, training_charts.staleness_chart(training_frames.staleness_frame(result), config.steps,
-                                                           tour.marks(settings, "training_staleness"),
-                                                           height=height or 260))
+        refused, chart = _staleness_picture(settings, config, tour.lesson_id(settings)
+                                            if "training_staleness" in tour.marked(settings) else None, height)
+    if refused:
+        at.info(f"The staleness view ({2 * len(LAGS)} runs, one per lag and anchor): {refused} (the page's "
+                "limits).", icon=":material/hourglass:")
+        return
+    chart_element.draw(at, chart)
+
+
+@kept
+def _staleness_picture(settings, config, lesson, height):
+    """(why the staleness view's runs are refused, or None; its chart prepared, or None)."""
+    refused = training_cache.staleness_refusal(settings, config)
+    if refused:
+        return refused, None
+    result = training_cache.staleness(settings, config)
+    return None, chart_element.prepare(training_charts.staleness_chart(
+        training_frames.staleness_frame(result), config.steps, tour.marks_of(lesson, "training_staleness"),
+        height=height or 260))
 
 
 def _trained(settings, config, selection):
-    """The trajectories of ``selection`` trained under ``config``, or None with a notice: a run over the page's
-    limits is refused before it starts, and a run the trainer refuses says why."""
+    """The ids of ``selection`` trained under ``config`` (the run kept for every session), or None with a notice: a
+    run over the page's limits is refused before it starts, and a run the trainer refuses says why."""
     with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
         try:
-            refused = training_cache.refusal(settings, config, selection)
+            refused = _refusal(settings, config, selection)
             if refused:
                 st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
                 return None
-            return training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+            return list(training_cache.trajectories(settings.toy_key, selection, settings.baseline, config))
         except ValueError as error:
             st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
             return None
-
-
-def _mismatch_charts(curves, sampled):
-    """KL(μ‖π) and χ²_seq against step: does training make the mismatch worse?"""
-    st.markdown("**Does training make the mismatch worse?**")
-    chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
-    chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
 
 
 def _pick(where, ids):
@@ -400,5 +467,5 @@ def _sga_view(settings, config):
             "the lr of a plain step as long (median of ‖Δ‖/‖ĝ_N‖ over the batches); the table gives both.")
     table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
     if table is not None:
-        st.dataframe(table[list(_shown(SGA_COLUMNS))], column_config=_shown(SGA_COLUMNS), hide_index=True,
-                     width="stretch")
+        columns = _shown(SGA_COLUMNS, screen_share.on())
+        st.dataframe(table[list(columns)], column_config=columns, hide_index=True, width="stretch")
