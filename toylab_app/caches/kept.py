@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from views.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches.bounded_cache import ByteBoundedCache
 
 KEPT_BYTES = 96 * 2**20            # every kept picture, over all sessions: a walk over the whole mismatch slider on the
                                    # four tabs of a room is about 50 MB (measured: benchmarks/reading_group.py --walk)

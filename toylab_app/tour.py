@@ -13,7 +13,7 @@ from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import KEYS, LESSONS
 from toylab.presentation import frames
 from toylab.state.query import LESSONS_TAB, VIEW_PARAMETERS
-from views import address, sidebar
+from toylab_app import address, sidebar
 
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 
@@ -46,7 +46,7 @@ def on_show(settings):
 
 
 def lesson_id(settings):
-    """The id of the lesson on show, or None: what a kept picture (``views.caches.kept``) takes to draw its marks."""
+    """The id of the lesson on show, or None: what a kept picture (``toylab_app.caches.kept``) takes to draw its marks."""
     shown = on_show(settings)
     return None if shown is None else shown[1].id
 

@@ -4,9 +4,9 @@ import streamlit as st
 
 from toylab.presentation import charts, frames
 from toylab.state.query import DRAWS
-from views import chart_element, screen_share, tour
-from views.caches import cache
-from views.caches.kept import kept
+from toylab_app import chart_element, screen_share, tour
+from toylab_app.caches import cache
+from toylab_app.caches.kept import kept
 
 DRAW_KEY = "draw"
 PANELS_KEY = "ratio_panels"

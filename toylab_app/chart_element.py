@@ -13,7 +13,7 @@ it). Streamlit's frontend matches a chart's datasets by their place too, and swa
 changed; a name is never a hash of the frame's contents (hashing them was 7 % of a room's server CPU).
 
 Building a chart is next: Altair copies every sub-chart, deeply, each time it layers or stacks charts; the page's charts
-copy one level (``views/internals.py``, where every use of a library's internals lives).
+copy one level (``toylab_app/internals.py``, where every use of a library's internals lives).
 
 Serialising is still most of a chart's server time: Altair rebuilds every layered and concatenated chart, deep-copying
 its layers, at each level of ``to_dict`` (0.05–0.1 s for a sweep's panels). The spec is a function of the chart's
@@ -23,7 +23,7 @@ a test compares it with a fresh serialisation for every chart of every tab.
 
 ``prepare`` does all of it once — the spec, and each frame converted to an Arrow table (what Streamlit would convert
 it to on every run) — into a ``Prepared`` chart that any number of sessions draw: a tab's kept pictures
-(``views.caches.kept``) hold their charts prepared, so drawing one for another session is a dictionary and Arrow's
+(``toylab_app.caches.kept``) hold their charts prepared, so drawing one for another session is a dictionary and Arrow's
 IPC write.
 """
 
@@ -38,7 +38,7 @@ import pandas as pd
 import pyarrow as pa
 from altair.expr.core import OperatorMixin
 
-from views import internals
+from toylab_app import internals
 
 internals.disable_debug_mode()
 internals.copy_whole_charts_one_level()

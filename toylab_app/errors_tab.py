@@ -9,9 +9,9 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, coincidence, frames
-from views import chart_element, screen_share
-from views.caches import cache
-from views.caches.kept import kept
+from toylab_app import chart_element, screen_share
+from toylab_app.caches import cache
+from toylab_app.caches.kept import kept
 
 DOTS_KEY = "mc_dots"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 
