@@ -29,11 +29,7 @@ def render(settings):
     if not any(ESTIMATORS[id].exact for id, _ in selection) and not dots:
         st.info("The selected estimators are batch-coupled: they have no exact error, only the Monte Carlo check.")
         return
-    if dots:
-        with st.spinner("Monte Carlo…"):
-            picture = _picture(settings, dots, screen_share.on())
-    else:
-        picture = _picture(settings, dots, screen_share.on())
+    picture = _picture(settings, dots, screen_share.on())
     chart_element.draw(st, picture.chart)
     for caption in picture.captions:
         st.caption(caption)
@@ -51,7 +47,7 @@ class Picture:
     crossovers: pa.Table | None
 
 
-@kept
+@kept(spinner=lambda settings, dots, present: "Monte Carlo…" if dots else "Computing…")
 def _picture(settings, dots, present):
     """The exact error curves (and the Monte Carlo dots when ``dots``), the crossovers with seq_is, their captions."""
     moments = cache.selected_moments(settings)

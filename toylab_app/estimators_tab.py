@@ -99,7 +99,7 @@ class Picture:
     names: str
 
 
-@kept
+@kept(spinner="Computing…")
 def _picture(settings, compared, present, lesson):
     """The Picture of ``settings``, or None when no exact estimator is selected; ``compared``: a second baseline drawn
     hollow (or NO_COMPARISON), ``present``: presentation mode, ``lesson``: the lesson on show whose marks it draws."""

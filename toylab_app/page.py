@@ -86,12 +86,11 @@ def run():
             st.error(problem, icon=":material/block:")
             address.write(settings)
             st.stop()
-        with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
-            header.render(settings)
+        header.render(settings)                 # behind a spinner while its numbers are computed (header.metrics)
         for tab, (label, module) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
                                         TABS, strict=True):
             if tab.open:
-                with tab, st.spinner("Computing…"), last_resort.contained(label):
+                with tab, last_resort.contained(label):     # each tab's pictures say "Computing…" while computed
                     tour.banner(label, settings)
                     module.render(settings)
         address.write(settings)

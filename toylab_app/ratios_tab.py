@@ -45,7 +45,7 @@ def render(settings):
     _sequence_facts(settings)
 
 
-@kept
+@kept(spinner="Computing…")
 def _token_chart(settings, draw, per_position, present):
     """The per-token ratios of batch ``draw`` against their exact distribution, with the thresholds, prepared."""
     toy = cache.settings_toy(settings)
@@ -68,7 +68,7 @@ def _sequence_charts(settings, draw, present, marked, lesson, heading=True):
                                                    lesson if f"sequence_{kind}" in marked else None))
 
 
-@kept
+@kept(spinner="Computing…")
 def _sequence_chart(settings, kind, draw, present, lesson):
     """The histogram of log W (``kind`` "W") or log ρ_geo ("geo"): exact, and batch ``draw``; prepared."""
     histogram = cache.sequence_histogram(settings.toy_key, kind, settings.N, draw)
@@ -84,7 +84,7 @@ def _sequence_facts(settings):
             st.metric(label, value, help=help, width="content")
 
 
-@kept
+@kept(spinner="Computing…")
 def _facts(settings):
     """(label, value, help) of each number under the sequence ratios."""
     facts = cache.sequence_facts(settings.toy_key)

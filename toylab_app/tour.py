@@ -18,7 +18,7 @@ from toylab_app import address, sidebar
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 
 
-@st.cache_data(max_entries=len(LESSONS), show_spinner=False)
+@st.cache_data(max_entries=len(LESSONS), show_spinner="Checking the lessons…")
 def evidence(lesson_id):
     """The Evidence of one lesson on the setting its button opens: one entry per lesson (the Lessons tab asks for
     every one on each run, so fewer entries than lessons would compute them all again each time)."""
@@ -39,10 +39,13 @@ def _open_lessons():
 
 def on_show(settings):
     """(number, lesson) of the lesson whose view the page is at, or None."""
+    candidates = [(number, lesson, opened) for number, lesson, shown, opened in VIEWS if shown == settings]
+    if not candidates:             # most settings are no lesson's: the view is not read (a step's page asks often)
+        return None
     view = address.view()          # a control that does not matter in this view (a sweep's panel when not presenting)
-    return next(((number, lesson) for number, lesson, shown, opened in VIEWS       # does not take the lesson away
-                 if shown == settings and all(view[name] == value for name, value in opened.items()
-                                              if VIEW_PARAMETERS[name].shown(view))), None)
+    return next(((number, lesson) for number, lesson, opened in candidates       # does not take the lesson away
+                 if all(view[name] == value for name, value in opened.items()
+                        if VIEW_PARAMETERS[name].shown(view))), None)
 
 
 def lesson_id(settings):

@@ -288,12 +288,6 @@ def _summary(settings, config, selection, present):
             frames.names_note(summary["estimator"]))
 
 
-@kept
-def _refusal(settings, config, selection):
-    """Why the run would not finish within the page's seconds or memory, or None (``training_cache.refusal``)."""
-    return training_cache.refusal(settings, config, selection)
-
-
 def _three_policies(config):
     """Whether the run is more than today's one recomputed update per batch with the engine at θ_k."""
     return config.update != DEFAULT_UPDATE or config.lag > 0
@@ -333,9 +327,8 @@ def _staleness_view(settings, config, draw, lesson):
 
 
 def _staleness_chart(at, settings, config, height):
-    with st.spinner("Training at six lags…"):
-        refused, chart = _staleness_picture(settings, config, tour.lesson_id(settings)
-                                            if "training_staleness" in tour.marked(settings) else None, height)
+    refused, chart = _staleness_picture(settings, config, tour.lesson_id(settings)
+                                        if "training_staleness" in tour.marked(settings) else None, height)
     if refused:
         at.info(f"The staleness view ({2 * len(LAGS)} runs, one per lag and anchor): {refused} (the page's "
                 "limits).", icon=":material/hourglass:")
@@ -343,7 +336,7 @@ def _staleness_chart(at, settings, config, height):
     chart_element.draw(at, chart)
 
 
-@kept
+@kept(spinner="Training at six lags…")
 def _staleness_picture(settings, config, lesson, height):
     """(why the staleness view's runs are refused, or None; its chart prepared, or None)."""
     refused = training_cache.staleness_refusal(settings, config)
@@ -358,16 +351,25 @@ def _staleness_picture(settings, config, lesson, height):
 def _trained(settings, config, selection):
     """The ids of ``selection`` trained under ``config`` (the run kept for every session), or None with a notice: a
     run over the page's limits is refused before it starts, and a run the trainer refuses says why."""
-    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
-        try:
-            refused = _refusal(settings, config, selection)
-            if refused:
-                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
-                return None
-            return list(training_cache.trajectories(settings.toy_key, selection, settings.baseline, config))
-        except ValueError as error:
-            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
-            return None
+    try:
+        refused, ids = _run(settings, config, selection)
+    except ValueError as error:
+        st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+        return None
+    if refused:
+        st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
+        return None
+    return ids
+
+
+@kept(spinner=lambda settings, config, selection: f"Training {len(selection)} estimators for {config.steps} steps…")
+def _run(settings, config, selection):
+    """(why the run would not finish within the page's seconds or memory, or None; the ids it trained): refused before
+    it starts (``training_cache.refusal``), else trained (``training_cache.trajectories``)."""
+    refused = training_cache.refusal(settings, config, selection)
+    if refused:
+        return refused, None
+    return None, list(training_cache.trajectories(settings.toy_key, selection, settings.baseline, config))
 
 
 def _pick(where, ids):

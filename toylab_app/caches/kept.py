@@ -9,6 +9,10 @@ for concurrent callers (``ByteBoundedCache``). A second session's identical pres
 it finds them. A value is shared, never copied: nobody changes it after it is made (charts are ``Prepared``, tables
 Arrow tables, captions strings).
 
+A value is computed behind a spinner when the function names one (``@kept(spinner="Computing…")``, or a function of
+the arguments giving the text): shown only while it is computed, as st.cache_data shows its own, so a press that
+finds its pictures kept costs no spinner (Streamlit starts a thread for each).
+
 A kept function must read nothing but its arguments (and shared caches keyed on them). The tests check it:
 ``verifying()`` makes every use compute the value afresh and compare it with the kept one, so a page test that opens
 one view after another fails when two views that differ share a key (a parameter the key left out).
@@ -23,6 +27,7 @@ from dataclasses import fields, is_dataclass
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import streamlit as st
 
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 
@@ -53,20 +58,36 @@ KEPT = ByteBoundedCache(KEPT_BYTES, weight, grows=False)
 _verify = threading.Event()
 
 
-def kept(function):
-    """``function``'s results kept for every session by its arguments (positional and keyword, all hashable)."""
+def kept(function=None, *, spinner=None):
+    """``function``'s results kept for every session by its arguments (positional and keyword, all hashable),
+    computed behind ``spinner`` (a text, or a function of the arguments giving one) when it names one."""
+    if function is None:
+        return functools.partial(kept, spinner=spinner)
+
     @functools.wraps(function)
     def keeping(*args, **kwargs):
         key = (function, args, tuple(sorted(kwargs.items())))
-        value = KEPT.get(key, lambda: function(*args, **kwargs))
+        value = KEPT.get(key, lambda: _computed(function, spinner, args, kwargs))
         if _verify.is_set():
             fresh = function(*args, **kwargs)
             if not same(value, fresh):
                 raise AssertionError(f"{function.__qualname__}{args}: the kept value is not the value its arguments "
                                      "make now (a parameter its key leaves out?)")
         return value
-    keeping.uncached = function
+
+    def ready(*args, **kwargs):
+        """Whether the value for these arguments is kept now (nothing is computed)."""
+        return (function, args, tuple(sorted(kwargs.items()))) in KEPT
+
+    keeping.ready = ready
     return keeping
+
+
+def _computed(function, spinner, args, kwargs):
+    if spinner is None:
+        return function(*args, **kwargs)
+    with st.spinner(spinner if isinstance(spinner, str) else spinner(*args, **kwargs)):
+        return function(*args, **kwargs)
 
 
 @contextlib.contextmanager
