@@ -259,10 +259,16 @@ class Page:
                 outcome["told"] = True
         if message.metadata.cacheable and message.hash:
             self.cache[message.hash] = self.runs
+        elif kind == "ref_hash":                       # a message the cache held, used again: its age starts anew
+            self.cache[message.ref_hash] = self.runs
 
-    def finished_run(self):
+    def finished_run(self, status):
+        """A run finished: the cache's messages age by one, those older than ``max_age`` runs are dropped (as the
+        frontend's ForwardMsgCache does; a run stopped early for a rerun does not count)."""
+        if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            return
         self.runs += 1
-        self.cache = {key: run for key, run in self.cache.items() if self.runs - run < self.max_age}
+        self.cache = {key: run for key, run in self.cache.items() if self.runs - run <= self.max_age}
 
 
 def _text(element):
@@ -289,8 +295,8 @@ async def run_until_answered(socket_, page, started, deadline, queue_text):
             began = True
         page.seen(message, outcome, queue_text)
         if kind == "script_finished":
-            page.finished_run()
             status = message.script_finished
+            page.finished_run(status)
             if began and status in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR):
                 if status == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
                     outcome["exceptions"].append("compile error")

@@ -8,8 +8,8 @@ most of a chart's server time here (0.1–0.35 s a tab). The chart builders are 
 turns debug mode off once, process-wide (a per-run switch would race between sessions), serialises with
 ``validate=False`` and hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the
 theme "none" (no default width and height) and each data frame sent once (as Arrow), named by its place in the
-chart (``data_0``, ``data_1``, … in the order the chart's structure meets them; two layers showing one frame share
-it). Streamlit's frontend matches a chart's datasets by their place too, and swaps the data of one whose bytes
+chart (``toylab_frame_0``, ``toylab_frame_1``, … in the order the chart's structure meets them; two layers showing one
+frame share it). Streamlit's frontend matches a chart's datasets by their place too, and swaps the data of one whose bytes
 changed; a name is never a hash of the frame's contents (hashing them was 7 % of a room's server CPU).
 
 Building a chart is next: Altair copies every sub-chart, deeply, each time it layers or stacks charts; the page's charts
@@ -49,7 +49,7 @@ def _by_reference(data, datasets, names):
     """Altair data transformer: the frame itself into ``datasets``, named once per frame object (``names``: the name
     given to each frame seen in this chart, by id) however many layers show it."""
     if id(data) not in names:
-        names[id(data)] = name = f"frame_{len(names)}"
+        names[id(data)] = name = f"toylab_layer_frame_{len(names)}"
         datasets[name] = data
     return {"name": names[id(data)]}
 
@@ -62,8 +62,10 @@ SPECS = OrderedDict()                  # structure → spec without datasets, it
 
 
 def frame_name(place):
-    """The name of a chart's frame at ``place`` (0, 1, … in the order the chart's structure meets its frames)."""
-    return f"data_{place}"
+    """The name of a chart's frame at ``place`` (0, 1, … in the order the chart's structure meets its frames). Not
+    ``data_0``, … : Vega-Lite names its own data sources so, and a chart whose dataset has such a name draws
+    nothing."""
+    return f"toylab_frame_{place}"
 
 
 def vega_lite_spec(chart):
