@@ -28,6 +28,7 @@ IPC write.
 """
 
 import copy
+import json
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -139,16 +140,20 @@ def _renamed(spec, names):
 @dataclass(frozen=True)
 class Prepared:
     """A chart ready to draw in any session: its spec without datasets, and its datasets as Arrow tables (a frame
-    Arrow cannot convert stays a frame, for Streamlit to convert as it can). Shared: nobody changes it."""
+    Arrow cannot convert stays a frame, for Streamlit to convert as it can); ``nbytes``, about what it holds (the
+    spec as JSON and the tables). Shared: nobody changes it."""
     spec: dict
     datasets: dict
+    nbytes: int
 
 
 def prepare(chart):
     """The chart serialised and its frames converted, once (``Prepared``)."""
     spec = vega_lite_spec(chart)
-    datasets = spec.pop("datasets")
-    return Prepared(spec, {name: arrow(frame) for name, frame in datasets.items()})
+    datasets = {name: arrow(frame) for name, frame in spec.pop("datasets").items()}
+    return Prepared(spec, datasets, len(json.dumps(spec, default=str)) + sum(
+        table.nbytes if isinstance(table, pa.Table) else int(table.memory_usage(deep=True).sum())
+        for table in datasets.values()))
 
 
 def arrow(frame):

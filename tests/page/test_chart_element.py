@@ -207,6 +207,7 @@ def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     shallow = _drawn(at)
     monkeypatch.delattr(alt.TopLevelMixin, "copy")                                 # Altair's own deep copies …
     monkeypatch.setattr(internals.ALTAIR_API, "_viewless_dict", internals.ALTAIR_PARAMETER_DICT)   # … and comparisons
+    monkeypatch.setattr(internals.ALTAIR_API, "_prepare_to_lift", internals.ALTAIR_LIFT)          # … and lifts
     monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
     chart_element.SPECS.clear()
     at.run()

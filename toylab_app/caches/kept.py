@@ -37,12 +37,10 @@ KEPT_BYTES = 96 * 2**20            # every kept picture, over all sessions: a wa
 
 def weight(value):
     """About how many bytes ``value`` holds (weighed once, when it is kept)."""
-    if isinstance(value, pa.Table):
+    if isinstance(getattr(value, "nbytes", None), int):        # an Arrow table, an array, a prepared chart
         return value.nbytes
     if isinstance(value, pd.DataFrame):
         return int(value.memory_usage(index=True, deep=False).sum())
-    if isinstance(value, np.ndarray):
-        return value.nbytes
     if isinstance(value, str | bytes):
         return len(value) + 50
     if isinstance(value, dict):
