@@ -20,6 +20,8 @@ from toylab.presentation.training_frames import curve_frame
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab.training.loop import TrainingConfig, train
 from toylab_app import chart_element, internals
+from toylab_app.caches import kept
+from toylab_app.caches.bounded_cache import ByteBoundedCache
 from toylab_app.chart_element import vega_lite_spec
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
@@ -158,19 +160,27 @@ def test_a_kept_spec_is_the_spec_altair_writes(query, monkeypatch):
     changes a legend's words, "≈ … in part" for "≈", changes that chart's structure and serialises it afresh)."""
     specs = _CountingSpecs()
     monkeypatch.setattr(chart_element, "SPECS", specs)
+    _forget_kept_pictures(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params.update(query)
     at.run()
     before = _drawn(at)
     specs.used = 0
+    _forget_kept_pictures(monkeypatch)                                              # every chart built again
     at.slider(key="mismatch").set_value(0.31).run()
     kept = _drawn(at)
     alike = sum(spec == then for (spec, _), (then, _) in zip(kept, before, strict=True))
     assert kept and alike and specs.used == alike                                   # every alike chart from a kept spec
     monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
     chart_element.SPECS.clear()
+    _forget_kept_pictures(monkeypatch)
     at.run()                                                                        # the same step, serialised afresh
     assert _drawn(at) == kept
+
+
+def _forget_kept_pictures(monkeypatch):
+    """No chart kept for every session (toylab_app/caches/kept.py): the next run builds every chart it draws."""
+    monkeypatch.setattr(kept, "KEPT", ByteBoundedCache(kept.KEPT_BYTES, kept.weight, grows=False))
 
 
 class _CountingSpecs(OrderedDict):
@@ -198,6 +208,7 @@ EVERY_VIEW = [{"tab": "Estimators"}, {"present": "1"}, {"tab": "Ratios", "ratio_
 def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     """Every chart of every tab and lesson, built with the page's one-level copies of whole charts
     (``internals.copy_whole_charts_one_level``) and unvalidated parameter comparisons, is the chart Altair's deep copies build (Your run: after a click on an example)."""
+    _forget_kept_pictures(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=300)
     at.query_params.update({name: value for name, value in query.items() if name != "click"})
     at.run()
@@ -210,6 +221,7 @@ def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     monkeypatch.setattr(internals.ALTAIR_API, "_prepare_to_lift", internals.ALTAIR_LIFT)          # … and lifts
     monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
     chart_element.SPECS.clear()
+    _forget_kept_pictures(monkeypatch)
     at.run()
     assert alt.Chart().copy.__func__ is internals.SCHEMA_COPY
     assert shallow and _drawn(at) == shallow
