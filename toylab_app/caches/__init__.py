@@ -5,6 +5,8 @@
     training_cache   the Training tab's runs and SGA view, and their time estimate
     your_run_cache   a user's rollout log, keyed on its content hash, bounded by bytes and leased per session
     run_cache        a run's step summaries (several files or a zip), keyed on the files' content hash
+    kept             what the page shows (charts prepared, tables, captions), kept for every session by the parameters
+                     that made it: a second session's identical press builds nothing
     bounded_cache    a cache bounded by bytes, not entries, computing a value once for concurrent callers
     work_slots       at most a few large computations (and one log read) at once, over all sessions
 """
