@@ -47,7 +47,8 @@ class Picture:
     crossovers: pa.Table | None
 
 
-@kept(spinner=lambda settings, dots, present: "Monte Carlo…" if dots else "Computing…")
+@kept(spinner=lambda settings, dots, present: "Monte Carlo…" if dots else "Computing…",
+      ahead=lambda settings, dots, present: not dots)
 def _picture(settings, dots, present):
     """The exact error curves (and the Monte Carlo dots when ``dots``), the crossovers with seq_is, their captions."""
     moments = cache.selected_moments(settings)

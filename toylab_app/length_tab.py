@@ -82,7 +82,7 @@ class Picture:
     captions: list
 
 
-@kept(spinner="Computing the sweep over T…")
+@kept(spinner="Computing the sweep over T…", ahead=lambda settings, panel, sampled, lesson: not sampled)
 def _sweep_picture(settings, panel, sampled, lesson):
     """The sweep over T of ``settings``' toy (Monte Carlo beyond enumeration when ``sampled``), one ``panel`` or all
     (None), marked by lesson ``lesson`` (or None); call with ``sweep_cache.length_key(settings)`` (its T and N do not

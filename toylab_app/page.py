@@ -48,7 +48,7 @@ from toylab_app import (
     user_text,
     your_run_tab,
 )
-from toylab_app.caches.kept import kept
+from toylab_app.caches import ahead, kept
 
 TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LABELS' order (tests/page/test_app_links.py)
     (ESTIMATORS_TAB, estimators_tab),
@@ -76,7 +76,8 @@ def run():
     screen_share.style()
     waiting = st.empty()                    # the queue notice's place, first on the page: empty unless this run waits
     with turns.turn(st.session_state.setdefault(TURN_KEY, turns.Ticket()), served=waiting.empty,
-                    waiting=lambda ahead: waiting.info(turns.notice(ahead), icon=":material/hourglass_top:")):
+                    waiting=lambda ahead: waiting.info(turns.notice(ahead), icon=":material/hourglass_top:")), \
+            kept.recorded() as pictures:
         settings, notices = sidebar.render()
         with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
             dropped = address.dropped_link()
@@ -95,6 +96,7 @@ def run():
                     tour.banner(label, settings)
                     module.render(settings)
         address.write(settings)
+    ahead.note(pictures)                        # made beside this mismatch while the server is idle
 
 
 def _page_config(present):
@@ -109,7 +111,7 @@ def _page_config(present):
     st.session_state[PAGE_CONFIG_KEY] = present
 
 
-@kept
+@kept.kept
 def _problem(settings):
     """Why the page cannot show ``settings`` (too large, beyond float64, a threshold refused), or None."""
     return toy_problem(settings) or threshold_problem(settings)

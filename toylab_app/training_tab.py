@@ -233,6 +233,11 @@ def render(settings):
     _sga_view(settings, config)
 
 
+def _expected(settings, config, *rest):
+    """Whether a run's pictures are made ahead (``caches.ahead``): in expected mode only (sampled runs cost more)."""
+    return config.mode == "expected"
+
+
 CHARTS = {     # a chart of the run's curves: how it is drawn from (curves, sampled, marks, height, short)
     "training_J": lambda curves, sampled, marks, height, short: training_charts.objective_chart(
         curves, sampled, marks, height=height),
@@ -246,7 +251,7 @@ CHARTS = {     # a chart of the run's curves: how it is drawn from (curves, samp
 }
 
 
-@kept
+@kept(ahead=_expected)
 def _curves(settings, config, selection):
     """The run's curves (``training_frames.curve_frame``), the three policies' among them when the run has them."""
     trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
@@ -254,7 +259,7 @@ def _curves(settings, config, selection):
                                        + (training_frames.POLICY_CURVES if _three_policies(config) else ()))
 
 
-@kept
+@kept(ahead=_expected)
 def _chart(settings, config, selection, name, lesson, height, short):
     """The run's chart ``name`` (CHARTS, or one of POLICY_CHARTS), prepared; marked by lesson ``lesson`` (or None)."""
     curves, sampled, marks = _curves(settings, config, selection), config.mode == "sampled", tour.marks_of(lesson, name)
@@ -264,7 +269,7 @@ def _chart(settings, config, selection, name, lesson, height, short):
     return chart_element.prepare(CHARTS[name](curves, sampled, marks, height, short))
 
 
-@kept
+@kept(ahead=_expected)
 def _logged_chart(settings, config, selection, pick, lesson, height):
     """The training log of estimator ``pick``: its logged reward E_μ[r] against J, prepared."""
     trajectory = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)[pick]
@@ -273,13 +278,13 @@ def _logged_chart(settings, config, selection, pick, lesson, height):
         tour.marks_of(lesson, "training_logged"), height=height))
 
 
-@kept
+@kept(ahead=_expected)
 def _coincident_note(settings, config, selection):
     """What lies on what on the J chart, in words ('' if nothing)."""
     return training_frames.coincident_note(_curves(settings, config, selection), config.mode == "sampled")
 
 
-@kept
+@kept(ahead=_expected)
 def _summary(settings, config, selection, present):
     """(the summary table's shown columns as an Arrow table, the estimators' names in words)."""
     summary = training_frames.summary_frame(
@@ -336,7 +341,7 @@ def _staleness_chart(at, settings, config, height):
     chart_element.draw(at, chart)
 
 
-@kept(spinner="Training at six lags…")
+@kept(spinner="Training at six lags…", ahead=False)
 def _staleness_picture(settings, config, lesson, height):
     """(why the staleness view's runs are refused, or None; its chart prepared, or None)."""
     refused = training_cache.staleness_refusal(settings, config)
@@ -362,7 +367,8 @@ def _trained(settings, config, selection):
     return ids
 
 
-@kept(spinner=lambda settings, config, selection: f"Training {len(selection)} estimators for {config.steps} steps…")
+@kept(spinner=lambda settings, config, selection: f"Training {len(selection)} estimators for {config.steps} steps…",
+      ahead=_expected)
 def _run(settings, config, selection):
     """(why the run would not finish within the page's seconds or memory, or None; the ids it trained): refused before
     it starts (``training_cache.refusal``), else trained (``training_cache.trajectories``)."""

@@ -2,6 +2,7 @@
 shows no spinner; a kept picture is the picture its parameters make (no parameter left out of its key); the page
 config is sent once a session. Counted, never timed (toylab_app/caches/kept.py, docs/performance.md)."""
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab_app import chart_element
-from toylab_app.caches import kept, training_cache
+from toylab_app.caches import ahead, kept, training_cache
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
@@ -22,26 +23,35 @@ MIX = ["Estimators", "Ratios", "Error vs batch size", "Training", "Threshold swe
 
 
 class Counted:
-    """A function's calls, counted, passed through to it."""
+    """A function's calls by the pages' runs (not by the pictures made ahead, in the background), counted, passed
+    through to it."""
 
     def __init__(self, function):
         self.function, self.calls = function, 0
 
     def __call__(self, *args, **kwargs):
-        self.calls += 1
+        self.calls += threading.current_thread().name != ahead.THREAD
         return self.function(*args, **kwargs)
 
 
-@pytest.fixture
-def fresh(monkeypatch):
+def counted(monkeypatch):
     """Empty kept pictures and training runs, and counters on what a press would build: (prepared charts, training
     runs, spinners)."""
+    assert ahead.settled(120)                                      # nothing still being made from an earlier test
     monkeypatch.setattr(kept, "KEPT", ByteBoundedCache(kept.KEPT_BYTES, kept.weight, grows=False))
     monkeypatch.setattr(training_cache, "TRAJECTORIES", ByteBoundedCache(2**28, lambda runs: 1))
     counts = Counted(chart_element.prepare), Counted(training_cache.train), Counted(streamlit.spinner)
     monkeypatch.setattr(chart_element, "prepare", counts[0])
     monkeypatch.setattr(training_cache, "train", counts[1])
     monkeypatch.setattr(streamlit, "spinner", counts[2])
+    return counts
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """``counted``, with nothing made ahead: each press counts what it builds itself."""
+    counts = counted(monkeypatch)
+    monkeypatch.setattr(ahead, "note", lambda calls: None)
     return counts
 
 
@@ -98,6 +108,22 @@ def test_a_step_back_to_a_kept_value_builds_nothing(fresh):
     for value in (0.31, 0.3):
         at.slider(key="mismatch").set_value(value).run()
     assert not at.exception and not at.error and (prepared.calls, trained.calls) == before
+
+
+@pytest.mark.parametrize("tab", ["Estimators", "Training"])
+def test_the_next_position_of_the_slider_is_made_while_the_server_is_idle(tab, monkeypatch):
+    """After a press, the pictures of the positions beside it are made in the background (``caches.ahead``): the next
+    press, one step on, builds nothing and trains nothing."""
+    prepared, trained, _ = counted(monkeypatch)
+    at = session(tab)
+    at.run()
+    at.slider(key="mismatch").set_value(0.31).run()
+    assert ahead.settled(120) and prepared.calls > 0
+    before = prepared.calls, trained.calls
+    at.slider(key="mismatch").set_value(0.32).run()
+    assert not at.exception and not at.error
+    assert (prepared.calls, trained.calls) == before
+    assert ahead.settled(120)
 
 
 VIEWS = [{"tab": tab} for tab in MIX] + [{"tab": tab, "present": "1"} for tab in MIX] + [

@@ -54,17 +54,23 @@ def weight(value):
 
 KEPT = ByteBoundedCache(KEPT_BYTES, weight, grows=False)
 _verify = threading.Event()
+_recording = threading.local()
 
 
-def kept(function=None, *, spinner=None):
+def kept(function=None, *, spinner=None, ahead=True):
     """``function``'s results kept for every session by its arguments (positional and keyword, all hashable),
-    computed behind ``spinner`` (a text, or a function of the arguments giving one) when it names one."""
+    computed behind ``spinner`` (a text, or a function of the arguments giving one) when it names one; made beside a
+    run's mismatch while the server is idle (``caches.ahead``) unless ``ahead`` (True, False, or a function of the
+    arguments) says not: a confirmation that costs more than the picture it confirms is made only when asked."""
     if function is None:
-        return functools.partial(kept, spinner=spinner)
+        return functools.partial(kept, spinner=spinner, ahead=ahead)
 
     @functools.wraps(function)
     def keeping(*args, **kwargs):
         key = (function, args, tuple(sorted(kwargs.items())))
+        calls = getattr(_recording, "calls", None)
+        if calls is not None:
+            calls.append((keeping, args, kwargs))
         value = KEPT.get(key, lambda: _computed(function, spinner, args, kwargs))
         if _verify.is_set():
             fresh = function(*args, **kwargs)
@@ -77,15 +83,40 @@ def kept(function=None, *, spinner=None):
         """Whether the value for these arguments is kept now (nothing is computed)."""
         return (function, args, tuple(sorted(kwargs.items()))) in KEPT
 
-    keeping.ready = ready
+    def goes_ahead(*args, **kwargs):
+        """Whether the value for these arguments may be made ahead (``caches.ahead``)."""
+        return ahead(*args, **kwargs) if callable(ahead) else ahead
+
+    keeping.ready, keeping.goes_ahead = ready, goes_ahead
     return keeping
 
 
 def _computed(function, spinner, args, kwargs):
-    if spinner is None:
+    if spinner is None or getattr(_recording, "background", False):      # no page to say it on
         return function(*args, **kwargs)
     with st.spinner(spinner if isinstance(spinner, str) else spinner(*args, **kwargs)):
         return function(*args, **kwargs)
+
+
+@contextlib.contextmanager
+def recorded():
+    """The kept calls made in this thread within the block, as (kept function, args, kwargs), in order: a run's
+    pictures, which ``caches.ahead`` makes again beside the run's mismatch."""
+    _recording.calls = calls = []
+    try:
+        yield calls
+    finally:
+        _recording.calls = None
+
+
+@contextlib.contextmanager
+def in_background():
+    """Within the block, this thread makes kept values for no page: no spinner (``caches.ahead``)."""
+    _recording.background = True
+    try:
+        yield
+    finally:
+        _recording.background = False
 
 
 @contextlib.contextmanager
