@@ -19,6 +19,7 @@ from toylab.training.optimizers import OPTIMIZERS
 from toylab.training.staleness import LAGS
 from toylab_app import address, chart_element, screen_share, tour
 from toylab_app.caches import training_cache
+from toylab_app.caches.bounded_cache import ByteBoundedCache
 from toylab_app.caches.kept import kept
 
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
@@ -251,12 +252,17 @@ CHARTS = {     # a chart of the run's curves: how it is drawn from (curves, samp
 }
 
 
-@kept(ahead=_expected)
+CURVES = ByteBoundedCache(8, lambda curves: 1, grows=False)   # the last runs' curves: each chart of a run reads them
+
+
 def _curves(settings, config, selection):
-    """The run's curves (``training_frames.curve_frame``), the three policies' among them when the run has them."""
-    trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
-    return training_frames.curve_frame(trajectories, training_frames.CURVES
-                                       + (training_frames.POLICY_CURVES if _three_policies(config) else ()))
+    """The run's curves (``training_frames.curve_frame``), the three policies' among them when the run has them: a
+    step toward its charts, kept only while they are made (not with them: 0.4 MB a run, more than its charts)."""
+    def build():
+        trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+        return training_frames.curve_frame(trajectories, training_frames.CURVES
+                                           + (training_frames.POLICY_CURVES if _three_policies(config) else ()))
+    return CURVES.get((settings, config, selection), build)
 
 
 @kept(ahead=_expected)

@@ -13,7 +13,7 @@ from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
-from toylab_app import chart_element
+from toylab_app import chart_element, training_tab
 from toylab_app.caches import ahead, kept, training_cache
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 
@@ -40,6 +40,7 @@ def counted(monkeypatch):
     assert ahead.settled(120)                                      # nothing still being made from an earlier test
     monkeypatch.setattr(kept, "KEPT", ByteBoundedCache(kept.KEPT_BYTES, kept.weight, grows=False))
     monkeypatch.setattr(training_cache, "TRAJECTORIES", ByteBoundedCache(2**28, lambda runs: 1))
+    monkeypatch.setattr(training_tab, "CURVES", ByteBoundedCache(8, lambda curves: 1, grows=False))
     counts = Counted(chart_element.prepare), Counted(training_cache.train), Counted(streamlit.spinner)
     monkeypatch.setattr(chart_element, "prepare", counts[0])
     monkeypatch.setattr(training_cache, "train", counts[1])

@@ -31,8 +31,8 @@ import streamlit as st
 
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 
-KEPT_BYTES = 96 * 2**20            # every kept picture, over all sessions: a walk over the whole mismatch slider on the
-                                   # four tabs of a room is about 50 MB (measured: benchmarks/reading_group.py --walk)
+KEPT_BYTES = 64 * 2**20            # every kept picture, over all sessions: a position of the mismatch slider on the four
+                                   # tabs of a room is about 0.4 MB (Training's 0.27), so about 160 positions
 
 
 def weight(value):
