@@ -4,23 +4,31 @@ one starts the guided tour (``toylab_app.tour``)."""
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, LESSONS
-from toylab.presentation import frames
+from toylab.presentation import frames, lesson_shares
 from toylab_app import tour
 
 NUMBERS_KEY = "lesson_numbers"           # lesson_numbers.<id>: whether that lesson's numbers are open
+TOYS_KEY = "lesson_toys"                 # lesson_toys.<id>: whether the grid of that lesson's toys is open
 
 
 def render(settings):
     st.markdown(INTRODUCTION)
     st.caption("Each button sets the sidebar (and so the link) to a setting that shows the lesson, and opens the tab "
                "where it shows, with the lesson on top and its marks numbered on the chart. The numbers below each "
-               f"lesson are computed on that setting. Keys: {tour.keys_text()}.")
+               "lesson are computed on that setting, one example of its claim; how often the claim holds is counted "
+               f"over toys around it, each a link. Keys: {tour.keys_text()}.")
     st.button("Start the tour", key="lesson_start", on_click=tour.show, args=(LESSONS[0],), shortcut="N",
               icon=":material/play_arrow:", type="primary", help="Lesson 1 (key N)")
     for number, lesson in enumerate(LESSONS, start=1):
         with st.container(border=True):
             st.markdown(f"**{number}. {lesson.claim}** {lesson.text}")
             st.button(f"Show me → {lesson.tab}", key=f"lesson.{lesson.id}", on_click=tour.show, args=(lesson,))
+            tallies = tour.SHARES[lesson.id]
+            st.caption(lesson_shares.summary(lesson, tallies))
+            toys = st.expander("the toys, each a link", key=f"{TOYS_KEY}.{lesson.id}", on_change="rerun")
+            if toys.open:                      # built only while open: a cell per toy, each a link
+                toys.caption(lesson_shares.legend(lesson))
+                toys.markdown(lesson_shares.grid(lesson, tallies))
             evidence = tour.evidence(lesson.id)
             numbers = st.expander("the numbers" + (" · holds" if evidence.holds else " · does NOT hold"),
                                   key=f"{NUMBERS_KEY}.{lesson.id}", on_change="rerun")

@@ -10,12 +10,15 @@ import streamlit as st
 
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.lesson import view_of
+from toylab.lessons.shares import shipped
 from toylab.lessons.tour import KEYS, LESSONS
-from toylab.presentation import frames
+from toylab.presentation import frames, lesson_shares
 from toylab.state.query import LESSONS_TAB, VIEW_PARAMETERS
 from toylab_app import address, sidebar
 
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
+SHARES = shipped()              # lesson id → Tallies: how often its claim holds over its population (precomputed)
+WHY_KEY = "lesson_why"
 
 
 @st.cache_data(max_entries=len(LESSONS), show_spinner="Checking the lessons…")
@@ -88,12 +91,11 @@ def banner(tab, settings):
     number, lesson = shown
     with st.container(border=True, key="lesson_banner"):
         statement, steps = st.columns([2.3, 1], vertical_alignment="center", gap="small")
-        statement.markdown(f"**Lesson {number} of {len(LESSONS)}.** {lesson.claim}")
+        count, applicable = lesson_shares.totals(SHARES[lesson.id])
+        statement.markdown(f"**Lesson {number} of {len(LESSONS)}.** {lesson.claim} :gray[Holds at {count}/{applicable} "
+                           "toys.]")
         with steps.container(horizontal=True, gap="small", horizontal_alignment="right"):
-            with st.popover("Why", icon=":material/info:", help="The lesson in full, and each numbered mark in words"):
-                st.markdown(lesson.text)
-                st.markdown("\n".join(f"{index}. {mark.text}" for index, mark in
-                                       enumerate(evidence(lesson.id).marks, start=1)))
+            why(lesson)
             if number > 1:
                 st.button("", key="lesson_previous", on_click=show, args=(LESSONS[number - 2],),
                           shortcut="B", icon=":material/arrow_back:", help=f"Previous: lesson {number - 1} (key B)")
@@ -102,6 +104,22 @@ def banner(tab, settings):
                           icon=":material/arrow_forward:", help=f"Lesson {number + 1} (key N)")
             st.button("", key="lesson_all", on_click=_open_lessons, shortcut="L",
                       icon=":material/list:", help=f"All lessons: the {LESSONS_TAB} tab (key L)")
+
+
+def why(lesson):
+    """*Why*: the lesson in full and each numbered mark in words; and, as its label says (e.g. "Why · 118/120"), how
+    often the lesson holds over its toys, with the grid of them, each a link (the grid built only while open)."""
+    tallies = SHARES[lesson.id]
+    count, applicable = lesson_shares.totals(tallies)
+    popover = st.popover("Why", icon=":material/info:", key=WHY_KEY, on_change="rerun",
+                         help=f"The lesson in full, each numbered mark in words, and how often it holds: at {count} of "
+                              f"the {applicable} toys around its setting, each a link")
+    popover.markdown(lesson.text)
+    popover.markdown("\n".join(f"{index}. {mark.text}" for index, mark in enumerate(evidence(lesson.id).marks, start=1)))
+    popover.markdown(lesson_shares.summary(lesson, tallies))
+    if popover.open:
+        popover.caption(lesson_shares.legend(lesson))
+        popover.markdown(lesson_shares.grid(lesson, tallies))
 
 
 def keys_text():

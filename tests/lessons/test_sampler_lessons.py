@@ -9,7 +9,6 @@ from dense import DenseToy
 
 from toylab import make_toy
 from toylab.lessons.lesson import settings
-from toylab.lessons.sampler import SEEDS
 from toylab.lessons.tour import LESSONS
 
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
@@ -37,7 +36,7 @@ def test_the_top_p_floor_against_dense_and_its_text():
     scale = np.linalg.norm(dense.true_grad)
     floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
     assert numbers["π-mass out of reach"] == pytest.approx(dense.unreachable_mass(), rel=1e-10)
-    assert numbers["bias floor"] == pytest.approx(floor, rel=1e-9)
+    assert numbers["bias from what is out of reach"] == pytest.approx(floor, rel=1e-9)
     biases = {}
     for id, params in chosen.selection(exact_only=True).items():
         biases[id] = dense.moments(id, params, chosen.baseline)[1] / scale
@@ -48,8 +47,9 @@ def test_the_top_p_floor_against_dense_and_its_text():
     assert f"between {min(others):.2f} and {max(others):.2f}" in text
 
 
-def test_the_top_p_floor_fails_without_truncation():
-    assert not _numbers("top_p_floor", top_p=1.0)[1].holds
+def test_the_top_p_lesson_does_not_apply_without_truncation():
+    """At top-p 1 nothing is cut: the claim is about what top-p cuts, so it does not apply (None), not 'holds'."""
+    assert _numbers("top_p_floor", top_p=1.0)[1].holds is None
 
 
 def test_bf16_against_fp16_against_dense_and_its_text():
@@ -64,12 +64,8 @@ def test_bf16_against_fp16_against_dense_and_its_text():
         dense = DenseToy(toy)
         bias = dense.moments("naive", {}, chosen.baseline)[1] / np.linalg.norm(dense.true_grad)
         assert numbers[f"rel bias naive, {precision}"] == pytest.approx(bias, rel=1e-8)
-    ratios = [_dense_kl(make_toy(chosen.T, chosen.V, chosen.mismatch, seed, precision="bf16"))
-              / _dense_kl(make_toy(chosen.T, chosen.V, chosen.mismatch, seed, precision="fp16")) for seed in SEEDS]
-    mean_ratio = float(np.exp(np.mean(np.log(ratios))))
-    assert numbers["KL ratio, geometric mean over seeds 0–19"] == pytest.approx(mean_ratio, rel=1e-6)
-    assert f"KL(μ‖π) = {_short(kl['bf16'])}" in text and f"fp16 {_short(kl['fp16'])}" in text
-    assert f"{kl['bf16'] / kl['fp16']:.0f}× less" in text and f"{mean_ratio:.0f}× on average" in text
+    assert f"KL(μ‖π) is {_short(kl['bf16'])} against {_short(kl['fp16'])}" in text
+    assert f"{kl['bf16'] / kl['fp16']:.0f}× less" in text
     assert f"{_short(numbers['rel bias naive, bf16'])} against {_short(numbers['rel bias naive, fp16'])}" in text
 
 
@@ -79,16 +75,16 @@ def test_bf16_against_fp16_fails_where_the_logit_error_dominates():
 
 
 def test_the_collapse_needs_a_fixed_error_and_its_text():
-    _, evidence = _numbers("collapse_needs_fixed_error")
+    """The example the text quotes (seed 0), and the same toy with b fixed collapsing (lesson 8's check)."""
+    chosen, evidence = _numbers("collapse_needs_fixed_error")
     numbers, text = evidence.numbers, BY_ID["collapse_needs_fixed_error"].text
-    redrawn, fixed = numbers["tok_mis's final J, b redrawn"], numbers["tok_mis's final J, b fixed"]
+    redrawn = numbers["tok_mis's final J, b redrawn"]
     reached = numbers["step at which it reaches 90% of on_policy's final J, b redrawn"]
-    milder = numbers["tok_mis's final J at mismatch 0.7, b fixed"]
     assert f"J = {redrawn:.4f}" in text and f"by step {reached:.0f}" in text
-    assert f"sinking to {fixed:.3f}" in text and f"(J = {milder:.4f})" in text
     assert BY_ID["collapse_needs_fixed_error"].view["train_noise"] == "redrawn"
+    assert BY_ID["token_mask_collapse"].check(chosen).holds
 
 
-def test_the_collapse_lesson_fails_where_a_baseline_rescues_the_mask():
-    """With b = E_μ[r] tok_mis does not collapse even with a fixed error: the check says so."""
-    assert not _numbers("collapse_needs_fixed_error", baseline="logged")[1].holds
+def test_the_collapse_lesson_fails_where_naive_settles():
+    """Without mismatch the redrawn error is zero: naive is on-policy and settles, so the check fails."""
+    assert not _numbers("collapse_needs_fixed_error", mismatch=0.0)[1].holds

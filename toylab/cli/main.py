@@ -1,9 +1,10 @@
-"""``python -m toylab [train | inspect]``: which command the first argument names.
+"""``python -m toylab [train | inspect | lessons]``: which command the first argument names.
 
     python -m toylab [options]            the exact table (``table``)
     python -m toylab train [options]      gradient ascent with chosen estimators (``train``)
     python -m toylab inspect FILE         a rollout log's statistics and the toy that matches it (``inspect``)
     python -m toylab inspect DIR          a run — a directory, a zip or several files — step by step (``inspect_run``)
+    python -m toylab lessons [ID …]       how often each lesson's claim holds over its toys (``lessons``)
 
 An installed package's ``toylab`` command is the same (``toylab inspect RUN``), and serves the page as
 ``toylab app`` (toylab_app/command.py: the page is not part of this library).
@@ -16,7 +17,7 @@ import importlib
 import os
 import sys
 
-COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect"}
+COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect", "lessons": "toylab.cli.lessons"}
 PAGE = ("toylab: error: the page is served by the installed command, `toylab app` (pip install .), or from a clone "
         "by `streamlit run streamlit_app.py`\n")
 

@@ -1,6 +1,8 @@
 """The lessons: plain statements for a reading group, each with the setting that shows it and its evidence.
 
     lesson         what a lesson is: statement, controls, tab, and the check that computes its evidence
+    population     the toys a lesson claims its statement for (its seeds and neighbours), and a Tally of one group
+    shares         the claim evaluated over every toy of the population, shipped as shares.json for the page
     estimators     lessons about the estimators on one toy
     training       lessons about training with a correction
     sampler        lessons about the mismatch real engines make: top-p, bf16 against fp16, an error redrawn each step

@@ -8,15 +8,18 @@ baseline, N, the sampler's top_p, top_k, temperature and precision, the pipeline
 "id.param" thresholds); ``settings(lesson)``
 is the Settings they make. ``view`` holds the values of its tab's own controls that differ from their defaults, under
 their URL names (the Training tab's, the Mismatch sweep's ``sweep``); ``view_of(lesson)`` is the whole view it opens.
-``check(settings)`` computes the evidence from the library on that setting: named numbers, whether the statement
+``check(settings)`` computes the evidence from the library on that setting: named numbers, whether the claim
 holds, and the marks it refers to on the page's charts (``Mark``: a point, or an x alone, on one of CHARTS, in that
-chart's own units, with what it shows in words).
+chart's own units, with what it shows in words). Whether the claim holds is a predicate, exact, of the setting; the
+lesson claims it for its ``population`` of toys (``population``: seeds at its setting and the neighbours it
+generalises to), and the numbers it quotes are one example of it, at its setting.
 """
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toylab.engine.toy import make_toy
+from toylab.lessons.population import Population
 from toylab.state.query import (
     ESTIMATORS_TAB,
     LENGTH_TAB,
@@ -64,11 +67,18 @@ class Lesson:
     check: Callable
     view: dict = field(default_factory=dict)
     claim: str = ""
+    predicate: str = ""                      # what its check's ``holds`` tests on a toy, in words
+    population: Population = Population()   # the toys it claims its statement for (``population``)
 
 
 def settings(lesson):
     """The Settings a lesson's controls make (canonical, as the sidebar would)."""
-    controls = dict(lesson.controls)
+    return settings_of(lesson.controls)
+
+
+def settings_of(controls):
+    """The Settings that sidebar values (a lesson's ``controls``, or a toy of its population) make."""
+    controls = dict(controls)
     thresholds = {tuple(key.split(".")): value for key, value in controls.items() if "." in key}
     return make_settings(controls["T"], controls["V"], controls["mismatch"], controls["seed"], controls["est"],
                          thresholds, controls["baseline"], controls["N"],
