@@ -1,6 +1,8 @@
 """A reading group on one link: K people open the page within a window and press a slider while the presenter talks.
 
     python benchmarks/reading_group.py                                   # 40 users, the mix of issue 36
+    python benchmarks/reading_group.py --cpu-quota 0.5 --per-tab         # half a core; each tab's room, then the mix
+    python benchmarks/reading_group.py --cold --against /tmp/main        # a server just started; main's app in turn
     python benchmarks/reading_group.py --users 100 --json room.json
     python benchmarks/reading_group.py --app /tmp/main                   # another checkout's app and its config
     python benchmarks/reading_group.py --url http://127.0.0.1:8080 --pid 1234 5678      # a running server (nginx)
@@ -30,6 +32,16 @@ leak between sessions or a lost press), and presses during which the page said i
 an element whose text starts with ``--queue-text``) or, answered after more than a second, said nothing of it. It samples the
 server's CPU (utime + stime of the server and its children, /proc) and resident memory (VmRSS, summed over them)
 every 0.25 s. It only reports; no test asserts a time.
+
+CPU-seconds a press: the server's CPU over the room (from the first user's arrival to the last answer) divided by
+the presses and page loads it answered. ``--per-tab`` measures it for each tab alone first — a room of
+``--users``/len(``--tabs``) users on that tab, the share the mix gives it, on a server of its own — then the mix.
+``--cpu-quota F`` holds each server to F of one core (``cpu_quota.py``: a cgroup's CPU quota where one can be made,
+else the server pinned beside spinning processes; the output names which, and how often it was throttled).
+``--cold`` starts every room on a server just started, without the page load that otherwise warms it first (its
+imports are then in the room's CPU, as a class meets a server woken by its first visitor). ``--against DIR`` runs the
+same rooms on another checkout's app, in turn with this one (each room of this app, then the same room of the other),
+so both meet the machine's load alike.
 """
 
 from __future__ import annotations
@@ -59,6 +71,10 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import WebSocketException
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.cpu_quota import cgroup_of, held_to  # noqa: E402
+
 MIX = ("Estimators", "Ratios", "Error vs batch size", "Training")
 SAMPLE_EVERY_S = 0.25
 SILENT_S = 1.0                  # a press answered later than this without the queue notice was a silent wait
@@ -76,14 +92,16 @@ def free_port():
 
 
 @contextlib.contextmanager
-def served(app_dir, options):
+def served(app_dir, options, preexec=None):
     """``streamlit run streamlit_app.py`` in ``app_dir`` (so its .streamlit/config.toml is the one read), with extra
-    ``--key value`` options; yields (url, pid, log file)."""
+    ``--key value`` options, ``preexec`` called in the child before it starts (joining a CPU quota); yields (url, pid,
+    log file)."""
     port = free_port()
     command = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
                "--server.address", "127.0.0.1", "--server.headless", "true", *options]
     log = tempfile.NamedTemporaryFile("w+", prefix="reading-group-", suffix=".log", delete=False)
-    process = subprocess.Popen(command, cwd=app_dir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(command, cwd=app_dir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                               preexec_fn=preexec)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 60
@@ -241,10 +259,16 @@ class Page:
                 outcome["told"] = True
         if message.metadata.cacheable and message.hash:
             self.cache[message.hash] = self.runs
+        elif kind == "ref_hash":                       # a message the cache held, used again: its age starts anew
+            self.cache[message.ref_hash] = self.runs
 
-    def finished_run(self):
+    def finished_run(self, status):
+        """A run finished: the cache's messages age by one, those older than ``max_age`` runs are dropped (as the
+        frontend's ForwardMsgCache does; a run stopped early for a rerun does not count)."""
+        if status == ForwardMsg.FINISHED_EARLY_FOR_RERUN:
+            return
         self.runs += 1
-        self.cache = {key: run for key, run in self.cache.items() if self.runs - run < self.max_age}
+        self.cache = {key: run for key, run in self.cache.items() if self.runs - run <= self.max_age}
 
 
 def _text(element):
@@ -271,8 +295,8 @@ async def run_until_answered(socket_, page, started, deadline, queue_text):
             began = True
         page.seen(message, outcome, queue_text)
         if kind == "script_finished":
-            page.finished_run()
             status = message.script_finished
+            page.finished_run(status)
             if began and status in (ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR):
                 if status == ForwardMsg.FINISHED_WITH_COMPILE_ERROR:
                     outcome["exceptions"].append("compile error")
@@ -312,8 +336,8 @@ async def user_session(user, args, clock0):
                 user.problems.append(("slider", f"no slider {args.slider!r} on the page"))
                 return
             step = args.step or page.slider.step
-            default = page.slider.default[0]
-            value = (page.slider.value or page.slider.default)[0] + user.start_steps * step
+            default = (page.slider.value or page.slider.default)[0]     # what the link left out: the value opened at
+            value = default + user.start_steps * step
             if user.start_steps:          # a user who starts elsewhere: one run to get there, not timed
                 await socket_.send(page.client_state(BackMsg(), page.query, {page.slider.id: value})
                                    .SerializeToString())
@@ -449,6 +473,10 @@ def print_summary(result):
     if not result["problems"]:
         print("no errors, exceptions, timeouts, lost presses or leaks")
     print("load average (1, 5, 15 min): " + ", ".join(f"{x:.2f}" for x in result["load_average"]))
+    if result.get("quota"):
+        throttled = result.get("throttled")
+        print(f"CPU quota: {result['quota']}" + (f"; throttled in {throttled[0]} of {throttled[1]} periods, "
+                                                 f"{throttled[2]:.1f} s in all" if throttled else ""))
 
 
 def main():
@@ -475,31 +503,79 @@ def main():
                         help="a streamlit option for this run, e.g. --option runner.postScriptGC false")
     parser.add_argument("--url", help="a server already running (then --pid for its CPU and memory)")
     parser.add_argument("--pid", type=int, nargs="*", default=[], help="server processes to sample (with --url)")
-    parser.add_argument("--no-warm-up", action="store_true", help="no page load before the clock starts")
+    parser.add_argument("--no-warm-up", "--cold", dest="cold", action="store_true",
+                        help="no page load before the clock starts: with a server started here, a cold one")
+    parser.add_argument("--cpu-quota", type=float, default=0,
+                        help="hold the server to this fraction of one core (cpu_quota.py; 0: no quota)")
+    parser.add_argument("--per-tab", action="store_true",
+                        help="first a room for each tab alone (its share of --users), then the mix")
+    parser.add_argument("--against", action="append", default=[], metavar="DIR",
+                        help="also another checkout's app, room by room in turn with --app's")
     parser.add_argument("--memory-every", type=float, default=0, help="print the server's RSS this often (s)")
-    parser.add_argument("--json", help="write the summary here")
+    parser.add_argument("--json", help="write the summaries here")
     args = parser.parse_args()
     args.slider_param = args.slider_param or args.slider
+    rooms = [[tab] for tab in args.tabs] if args.per_tab and len(args.tabs) > 1 else []
+    rooms.append(list(args.tabs))
+    results = []
+    for tabs in rooms:
+        for app in [args.app, *args.against]:
+            room_args = argparse.Namespace(**{**vars(args), "tabs": tabs, "app": app,
+                                              "users": max(1, args.users * len(tabs) // len(args.tabs))})
+            print(f"\n== {app}: {room_args.users} users on {', '.join(tabs)}"
+                  + (", cold" if args.cold else "") + f"; load average {os.getloadavg()[0]:.2f}", flush=True)
+            result = measured(room_args)
+            print_summary(result)
+            results.append(result)
+    if len(results) > 1:
+        print_cpu_table(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results if len(results) > 1 else results[0], indent=1))
+
+
+def measured(args):
+    """One room: its server started here (under the CPU quota) or given, warmed unless cold; the summary."""
     with contextlib.ExitStack() as stack:
+        quota = stack.enter_context(held_to(args.cpu_quota if not args.url else 0))
         if args.url:
             pids, log = args.pid, None
         else:
             options = [f"--{key}={value}" for key, value in args.option]
-            args.url, pid, log = stack.enter_context(served(args.app, options))
+            args.url, pid, log = stack.enter_context(served(args.app, options, preexec=quota.join))
             pids = [pid]
-        if not args.no_warm_up:
+            if quota.kind in ("v1", "v2"):
+                print(f"the server {pid} is in {', '.join(sorted(set(cgroup_of(pid)) - {'/'}))}")
+        started_cpu, _ = cpu_seconds_and_rss(pids)
+        if not args.cold:
             warmed = warm(args)
             print(f"warm-up load {warmed.load:.2f} s" if warmed.load else f"warm-up failed: {warmed.problems}")
         users, samples, client_cpu, clock0 = asyncio.run(room(args, pids))
         result = summary(args, users, samples, client_cpu, clock0)
+        result |= {"app": args.app, "cold": args.cold, "quota": quota.describe(), "throttled": quota.throttled(),
+                   "server_start_cpu_seconds": started_cpu}
         if log:
             text = Path(log).read_text()
             result["server_log_tracebacks"] = text.count("Traceback")
             if result["server_log_tracebacks"]:
                 print(f"PROBLEM the server logged {result['server_log_tracebacks']} tracebacks ({log})")
-    print_summary(result)
-    if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=1))
+    return result
+
+
+def print_cpu_table(results):
+    """CPU-seconds a press (or load) of each room, by app: the per-tab rooms and the mix."""
+    print("\nserver CPU-s a press or load (server CPU over the room / presses and loads answered); press p50 / p95 s")
+    apps = list(dict.fromkeys(result["app"] for result in results))
+    print(f"{'room':<34}" + "".join(f"{Path(app).name[:24]:>26}" for app in apps))
+    for tabs in dict.fromkeys(tuple(result["tabs"]) for result in results):
+        cells = []
+        for app in apps:
+            result = next(r for r in results if r["app"] == app and tuple(r["tabs"]) == tabs)
+            events = result["presses_answered"] + result["loads_answered"]
+            press = result["rows"]["all"]["press"]
+            cells.append(f"{result['server_cpu_seconds'] / max(events, 1):.4f} ({press.get('p50', float('nan')):.2f}"
+                         f" / {press.get('p95', float('nan')):.2f})")
+        name = "the mix: " + ", ".join(tabs) if len(tabs) > 1 else tabs[0]
+        print(f"{name[:34]:<34}" + "".join(f"{cell:>26}" for cell in cells))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Altair charts onto the page without re-validating them against the Vega-Lite schema on every run.
+"""Altair charts onto the page without re-validating them against the Vega-Lite schema on every run, and ready to send
+for every session once made.
 
 Altair validates twice: every schema object it constructs (a Scale, a Legend, …) while "debug mode" is on,
 its default, and the whole spec in ``chart.to_dict()``, which ``st.altair_chart`` calls. Together that was
@@ -6,27 +7,36 @@ most of a chart's server time here (0.1–0.35 s a tab). The chart builders are 
 (tests/presentation/test_charts.py and friends call ``to_dict()``, which validates whatever the mode), so the page
 turns debug mode off once, process-wide (a per-run switch would race between sessions), serialises with
 ``validate=False`` and hands the dict to ``st.vega_lite_chart``, as Streamlit's own Altair path does: the
-theme "none" (no default width and height) and each data frame sent once (as Arrow, by Streamlit), named by a
-hash of its contents (so a frame that did not change keeps its name and two layers showing one frame share it).
+theme "none" (no default width and height) and each data frame sent once (as Arrow), named by its place in the
+chart (``toylab_frame_0``, ``toylab_frame_1``, … in the order the chart's structure meets them; two layers showing one
+frame share it). Streamlit's frontend matches a chart's datasets by their place too, and swaps the data of one whose bytes
+changed; a name is never a hash of the frame's contents (hashing them was 7 % of a room's server CPU).
 
 Building a chart is next: Altair copies every sub-chart, deeply, each time it layers or stacks charts; the page's charts
 copy one level (``toylab_app/internals.py``, where every use of a library's internals lives).
 
 Serialising is still most of a chart's server time: Altair rebuilds every layered and concatenated chart, deep-copying
 its layers, at each level of ``to_dict`` (0.05–0.1 s for a sweep's panels). The spec is a function of the chart's
-structure — its object tree with each data frame replaced by its place, columns and dtypes — and the data frames'
-names; a slider step changes only the frames. So the spec is kept by structure (``SPECS``) and a chart whose
-structure was serialised before gets that spec with its own frames' names; a test compares it with a fresh
-serialisation for every chart of every tab.
+structure — its object tree with each data frame replaced by its place, columns and dtypes — and, since a frame is
+named by its place, nothing else: a chart whose structure was serialised before gets that spec as it is (``SPECS``);
+a test compares it with a fresh serialisation for every chart of every tab.
+
+``prepare`` does all of it once — the spec, and each frame converted to an Arrow table (what Streamlit would convert
+it to on every run) — into a ``Prepared`` chart that any number of sessions draw: a tab's kept pictures
+(``toylab_app.caches.kept``) hold their charts prepared, so drawing one for another session is a dictionary and Arrow's
+IPC write.
 """
 
-import hashlib
+import copy
+import json
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from altair.expr.core import OperatorMixin
 
 from toylab_app import internals
@@ -37,11 +47,10 @@ _altair_globals = threading.Lock()     # the theme and data transformer are proc
 
 
 def _by_reference(data, datasets, names):
-    """Altair data transformer: the frame itself into ``datasets`` (``st.vega_lite_chart`` sends it as Arrow), named
-    once per frame object (``names``: the name given to each frame seen in this chart, by id) however many layers
-    show it."""
+    """Altair data transformer: the frame itself into ``datasets``, named once per frame object (``names``: the name
+    given to each frame seen in this chart, by id) however many layers show it."""
     if id(data) not in names:
-        names[id(data)] = name = _name(data)
+        names[id(data)] = name = f"toylab_layer_frame_{len(names)}"
         datasets[name] = data
     return {"name": names[id(data)]}
 
@@ -50,11 +59,19 @@ alt.data_transformers.register("toylab_by_reference", _by_reference)
 
 
 SPECS_KEPT = 64                        # structures: a tab draws at most a few charts
-SPECS = OrderedDict()                  # structure → (spec without datasets, its frames' names in structure order)
+SPECS = OrderedDict()                  # structure → spec without datasets, its frames named by their place
+
+
+def frame_name(place):
+    """The name of a chart's frame at ``place`` (0, 1, … in the order the chart's structure meets its frames). Not
+    ``data_0``, … : Vega-Lite names its own data sources so, and a chart whose dataset has such a name draws
+    nothing."""
+    return f"toylab_frame_{place}"
 
 
 def vega_lite_spec(chart):
-    """The chart's Vega-Lite dict, unvalidated, its data frames under ``datasets`` by the names ``_name`` gives."""
+    """The chart's Vega-Lite dict, unvalidated, its data frames under ``datasets`` named by their place
+    (``frame_name``)."""
     frames = {}
     try:
         structure = _structure(chart, frames)
@@ -64,30 +81,21 @@ def vega_lite_spec(chart):
         known = SPECS.get(structure) if structure is not None else None
         if known is not None:
             SPECS.move_to_end(structure)
-    if known is not None:
-        spec, names = known
-        new_names = [_name(frame) for frame in frames.values()]
-        renaming = dict(zip(names, new_names, strict=True))
-        if all(renaming[old] == new for old, new in zip(names, new_names, strict=True)) \
-                and len(set(new_names)) == len(renaming):       # the frames alike are alike as before, and only they
-            renamed = _renamed(spec, renaming)
-            return {**renamed, "datasets": {**renamed.get("datasets", {}), **dict(zip(new_names, frames.values(), strict=True))}}
-    datasets, names = {}, {}
-    with _altair_globals, alt.theme.enable("none"), alt.data_transformers.enable("toylab_by_reference",
-                                                                                 datasets=datasets, names=names):
-        spec = chart.to_dict(validate=False)
-        if structure is not None and names.keys() == frames.keys():
-            SPECS[structure] = (_renamed(spec, {}), [names[id(frame)] for frame in frames.values()])
+    if known is None:
+        datasets, names = {}, {}
+        with _altair_globals, alt.theme.enable("none"), alt.data_transformers.enable("toylab_by_reference",
+                                                                                     datasets=datasets, names=names):
+            spec = chart.to_dict(validate=False)
+        if structure is None or names.keys() != frames.keys():
+            return {**spec, "datasets": {**spec.get("datasets", {}), **datasets}}
+        places = {names[key]: frame_name(place) for place, key in enumerate(frames)}
+        known = _renamed(spec, places)
+        with _altair_globals:
+            SPECS[structure] = known
             if len(SPECS) > SPECS_KEPT:
                 SPECS.popitem(last=False)
-    return {**spec, "datasets": {**spec.get("datasets", {}), **datasets}}
-
-
-def _name(frame):
-    """A hash of the frame's columns, dtypes, index and values: a frame that did not change keeps its name."""
-    hasher = hashlib.md5(repr((list(frame.columns), list(map(str, frame.dtypes)))).encode(), usedforsecurity=False)
-    hasher.update(pd.util.hash_pandas_object(frame, index=True).to_numpy().tobytes())
-    return hasher.hexdigest()
+    return {**known, "datasets": {**known.get("datasets", {}),
+                                  **{frame_name(place): frame for place, frame in enumerate(frames.values())}}}
 
 
 LEAVES = (str, int, float, bool, type(None), type(alt.Undefined))
@@ -129,6 +137,42 @@ def _renamed(spec, names):
     return names.get(spec, spec) if isinstance(spec, str) else spec
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A chart ready to draw in any session: its spec without datasets, and its datasets as Arrow tables (a frame
+    Arrow cannot convert stays a frame, for Streamlit to convert as it can); ``nbytes``, about what it holds (the
+    spec as JSON and the tables). Shared: nobody changes it."""
+    spec: dict
+    datasets: dict
+    nbytes: int
+
+
+def prepare(chart):
+    """The chart serialised and its frames converted, once (``Prepared``)."""
+    spec = vega_lite_spec(chart)
+    datasets = {name: arrow(frame) for name, frame in spec.pop("datasets").items()}
+    return Prepared(spec, datasets, len(json.dumps(spec, default=str)) + sum(
+        table.nbytes if isinstance(table, pa.Table) else int(table.memory_usage(deep=True).sum())
+        for table in datasets.values()))
+
+
+def arrow(frame):
+    """The Arrow table Streamlit would make of ``frame`` (``pa.Table.from_pandas``, its first try), or the frame when
+    that fails (Streamlit's fixes of mixed columns then apply, as for any frame): a chart's data, or a table for
+    ``st.dataframe``, converted once for every session that shows it."""
+    if not isinstance(frame, pd.DataFrame):
+        return frame
+    try:
+        return pa.Table.from_pandas(frame)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        return frame
+
+
 def draw(where, chart, width="stretch"):
-    """Draw an Altair chart in ``where``: ``st``, a column or a placeholder (what ``where.altair_chart`` would)."""
-    where.vega_lite_chart(vega_lite_spec(chart), width=width)
+    """Draw a chart in ``where`` (``st``, a column or a placeholder): an Altair chart, or one ``prepare``d (kept)."""
+    if not isinstance(chart, Prepared):
+        chart = prepare(chart)
+    spec = {**chart.spec, "datasets": dict(chart.datasets)}
+    if "encoding" in spec:              # Streamlit edits the top-level encoding in place (a null legend title): a
+        spec["encoding"] = copy.deepcopy(spec["encoding"])                 # kept spec stays as it was made
+    where.vega_lite_chart(spec, width=width)

@@ -2,18 +2,21 @@
 toggle in the link: they cost more than the exact picture they confirm)."""
 
 
+from dataclasses import dataclass
+
+import pyarrow as pa
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, coincidence, frames
 from toylab_app import chart_element, screen_share
 from toylab_app.caches import cache
+from toylab_app.caches.kept import kept
 
 DOTS_KEY = "mc_dots"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 
 
 def render(settings):
-    moments = cache.selected_moments(settings)
     selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
     if not selection:
         st.info("Select at least one estimator in the sidebar.")
@@ -23,28 +26,47 @@ def render(settings):
                      help="Dots: sampled batches' error, which should sit on the exact lines; the batch-coupled "
                           "estimators (their error is not bias² + var/N) are only sampled. Off, the tab shows the "
                           "exact lines alone and a slider step does not wait for the sampling.")
-    if not moments and not dots:
+    if not any(ESTIMATORS[id].exact for id, _ in selection) and not dots:
         st.info("The selected estimators are batch-coupled: they have no exact error, only the Monte Carlo check.")
         return
+    picture = _picture(settings, dots, screen_share.on())
+    chart_element.draw(st, picture.chart)
+    for caption in picture.captions:
+        st.caption(caption)
+    if picture.crossovers is not None:
+        st.subheader("From which N does sequence IS win?")
+        st.dataframe(picture.crossovers, hide_index=True)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """What the tab shows of a Settings, kept for every session: the chart, its captions, the crossover table (or
+    None)."""
+    chart: chart_element.Prepared
+    captions: list
+    crossovers: pa.Table | None
+
+
+@kept(spinner=lambda settings, dots, present: "Monte Carlo…" if dots else "Computing…",
+      ahead=lambda settings, dots, present: not dots)
+def _picture(settings, dots, present):
+    """The exact error curves (and the Monte Carlo dots when ``dots``), the crossovers with seq_is, their captions."""
+    moments = cache.selected_moments(settings)
+    selection = tuple((id, tuple(params.items())) for id, params in settings.selection().items())
     monte_carlo, undefined = frames.monte_carlo_frame([]), {}
     if dots:
-        with st.spinner("Monte Carlo…"):
-            monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
-                                                             settings.aggregation)
+        monte_carlo, undefined = cache.monte_carlo_frame(settings.toy_key, selection, settings.baseline,
+                                                         settings.aggregation)
     crossovers = frames.crossover_frame(moments, cache.reference_moments(settings))
     curves = frames.error_curve_frame(moments)
     lying = coincidence.coincidences(curves, "N", "rel_rmse", log=True)
-    chart_element.draw(st, charts.error_chart(curves, monte_carlo, crossovers, lying,
-                                              height=420 if screen_share.on() else 480))
+    chart = charts.error_chart(curves, monte_carlo, crossovers, lying, height=420 if present else 480)
     sampled_only = [id for id, _ in selection if not ESTIMATORS[id].exact]
-    st.caption(frames.error_chart_caption(dots, cache.MONTE_CARLO_REPLICATES, sampled_only, lying))
-    if dots:
-        st.caption(AGGREGATION_CAPTIONS[settings.aggregation])
-    for note in frames.undefined_monte_carlo_notes(undefined):
-        st.caption(note)
-    if len(crossovers):
-        st.subheader("From which N does sequence IS win?")
-        st.dataframe(frames.crossover_table(crossovers), hide_index=True)
+    captions = [frames.error_chart_caption(dots, cache.MONTE_CARLO_REPLICATES, sampled_only, lying),
+                *([AGGREGATION_CAPTIONS[settings.aggregation]] if dots else []),
+                *frames.undefined_monte_carlo_notes(undefined)]
+    return Picture(chart_element.prepare(chart), captions,
+                   chart_element.arrow(frames.crossover_table(crossovers)) if len(crossovers) else None)
 
 
 AGGREGATION_CAPTIONS = {

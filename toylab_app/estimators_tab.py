@@ -1,9 +1,11 @@
 """The estimators tab: the exact table, bias versus spread, and each estimator's formula."""
 
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 
+import pandas as pd
+import pyarrow as pa
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
@@ -13,6 +15,7 @@ from toylab.state.query import ERRORS_TAB, NO_COMPARISON
 from toylab.text import UNDEFINED
 from toylab_app import chart_element, screen_share, tour
 from toylab_app.caches import cache, seeds_cache
+from toylab_app.caches.kept import kept
 
 COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),
@@ -64,25 +67,24 @@ FORMULAS_KEY = "formulas"                # the formulas' expander: open or not (
 BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control in the sidebar, beside the baseline)
 
 
-def _notes(where, settings, table, same, truncates):
+def _notes(settings, table, same, truncates):
     """Under the table: why a number is undefined, what a truncating sampler puts out of reach, and which estimators
     are one estimator on this toy."""
-    for note in frames.table_notes(table):
-        where.caption(f"{UNDEFINED} {note}.")
+    notes = [f"{UNDEFINED} {note}." for note in frames.table_notes(table)]
     if truncates:
-        where.caption(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
-                      "misses ∇J's part from them (out of reach), which no correction removes — seq_is, unbiased "
-                      "without truncation, has exactly that bias. It is not a floor under the others: an estimator's "
-                      "own error (within reach) may point against it and partly cancel it, so a biased correction can "
-                      "show less bias than seq_is; that is an accident of this toy, not a repair.")
+        notes.append(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
+                     "misses ∇J's part from them (out of reach), which no correction removes — seq_is, unbiased "
+                     "without truncation, has exactly that bias. It is not a floor under the others: an estimator's "
+                     "own error (within reach) may point against it and partly cancel it, so a biased correction can "
+                     "show less bias than seq_is; that is an accident of this toy, not a repair.")
     diagnostics = cache.toy_diagnostics(settings.toy_key)
-    for caption in (objective_caption(settings, diagnostics), identity_caption(settings, diagnostics)):
-        if caption:
-            where.caption(caption)
+    notes += [caption for caption in (objective_caption(settings, diagnostics), identity_caption(settings, diagnostics))
+              if caption]
     if same:
-        where.caption(f"Identical on this toy (same exact mean and variance): {frames.same_note(same)} here. The "
-                      "chart draws each as a ring round the point it shares; the lines of other tabs, dashed over "
-                      "each other.")
+        notes.append(f"Identical on this toy (same exact mean and variance): {frames.same_note(same)} here. The "
+                     "chart draws each as a ring round the point it shares; the lines of other tabs, dashed over "
+                     "each other.")
+    return notes
 
 
 SEEDS_KEY = "est_seeds"                   # the URL parameter: the seeds view, on or off
@@ -127,57 +129,73 @@ def plain(text):
     return re.sub(r"([\\`*_{}\[\]<>()#+!|$~])", r"\\\1", text)
 
 
+@dataclass(frozen=True)
+class Picture:
+    """What the tab shows of a Settings, kept for every session: the table (its frame, for the download, and the
+    columns shown, as Arrow), the bias-against-spread chart, the notes under the table."""
+    table: pd.DataFrame
+    shown: pa.Table
+    columns: dict
+    chart: chart_element.Prepared
+    notes: list
+    names: str
+
+
+@kept(spinner="Computing…")
+def _picture(settings, compared, present, lesson):
+    """The Picture of ``settings``, or None when no exact estimator is selected; ``compared``: a second baseline drawn
+    hollow (or NO_COMPARISON), ``present``: presentation mode, ``lesson``: the lesson on show whose marks it draws."""
+    moments = cache.selected_moments(settings)
+    if not moments:
+        return None
+    table = frames.table_frame(moments, settings.N)
+    same = frames.duplicates(moments)
+    shown = frames.shown_table(table)
+    truncates = bool(table["rel_out_of_reach"].gt(0).any())
+    marks = tour.marks_of(lesson, "bias_std")
+    height = PRESENT_HEIGHT if present else frames.SCATTER_HEIGHT
+    before = None
+    if compared not in (NO_COMPARISON, settings.baseline):
+        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
+    chart = charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N, height,
+                                  marks, compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
+    columns = COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
+    names = ([name for name in columns if name != "label"] if not present   # the names under it: it fits at 1280 px
+             else PRESENT_SPLIT_COLUMNS if truncates else PRESENT_COLUMNS)
+    return Picture(table, chart_element.arrow(shown[names]), columns, chart_element.prepare(chart),
+                   _notes(settings, table, same, truncates), frames.names_note(table["estimator"]))
+
+
 def render(settings):
     batch_coupled = [id for id in settings.estimators if not ESTIMATORS[id].exact]
     if batch_coupled:
         st.caption(f"{', '.join(batch_coupled)}: batch-coupled, no exact single-sample moments; "
                    f"see *{ERRORS_TAB}* for their Monte Carlo errors.")
-    moments = cache.selected_moments(settings)
-    if not moments:
+    present = screen_share.on()
+    picture = _picture(settings, st.session_state.get(COMPARE_KEY, NO_COMPARISON), present,
+                       tour.lesson_id(settings) if "bias_std" in tour.marked(settings) else None)
+    if picture is None:
         st.info("Select at least one exact estimator in the sidebar to see the table.")
         return
-    table = frames.table_frame(moments, settings.N)
-    same = frames.duplicates(moments)
-    truncates = bool(table["rel_out_of_reach"].gt(0).any())
-    chart = _chart(settings, table, same)
-    shown, columns = frames.shown_table(table), _columns(settings, truncates)
-    if screen_share.on():                    # side by side, the table's main columns: both in view at 1280×720
+    if present:                              # side by side, the table's main columns: both in view at 1280×720
         left, right = st.columns([1.15, 1], gap="medium")
-        chart_element.draw(left, chart)
-        right.dataframe(shown[PRESENT_SPLIT_COLUMNS if truncates else PRESENT_COLUMNS], column_config=columns,
-                        hide_index=True, width="stretch")
-        right.caption(frames.names_note(table["estimator"]))           # the ids, named without hovering
-        _notes(right, settings, table, same, truncates)
+        chart_element.draw(left, picture.chart)
+        right.dataframe(picture.shown, column_config=picture.columns, hide_index=True, width="stretch")
+        right.caption(picture.names)                                   # the ids, named without hovering
+        notes = right
     else:                                    # the chart first: in view on arrival at 1280×720, the table under it
-        chart_element.draw(st, chart)
-        st.dataframe(shown[[name for name in columns if name != "label"]], column_config=columns, hide_index=True,
-                     width="stretch")            # the names under it: the table fits beside the sidebar at 1280 px
-        st.caption(frames.names_note(table["estimator"]))
-        _notes(st, settings, table, same, truncates)
+        chart_element.draw(st, picture.chart)
+        st.dataframe(picture.shown, column_config=picture.columns, hide_index=True, width="stretch")
+        st.caption(picture.names)
+        notes = st
+    for note in picture.notes:
+        notes.caption(note)
+    table = picture.table
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     _seeds_view(settings)
     _formulas(settings)
-
-
-def _chart(settings, table, same):
-    """The bias-versus-spread scatter, with the sidebar's compared baseline drawn hollow and a lesson's marks."""
-    marks = tour.marks(settings, "bias_std")
-    height = PRESENT_HEIGHT if screen_share.on() else frames.SCATTER_HEIGHT
-    compared = st.session_state.get(COMPARE_KEY, NO_COMPARISON)
-    before = None
-    if compared not in (NO_COMPARISON, settings.baseline):
-        before = frames.table_frame(cache.selected_moments(replace(settings, baseline=compared)), settings.N)
-    return charts.bias_std_chart(frames.bias_std_frames(table, same, marks, height, before=before), settings.N,
-                                 height, marks,
-                                 compared=f"b = {BASELINE_VALUES[compared]}" if before is not None else None)
-
-
-def _columns(settings, truncates):
-    """The table's columns: a truncating sampler adds each bias's parts out of and within reach, a trainer scoring another π the
-    error against softmax(θ)."""
-    return COLUMNS | (SPLIT_COLUMNS if truncates else {}) | (PLAIN_COLUMNS if settings.scored != "plain" else {})
 
 
 def _formulas(settings):

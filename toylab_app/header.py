@@ -16,6 +16,7 @@ from toylab.state.query import ESTIMATORS_TAB, YOUR_RUN_TAB
 from toylab.text import headline
 from toylab_app import screen_share, tour
 from toylab_app.caches import cache
+from toylab_app.caches.kept import kept
 
 TITLE = "toylab: sampler μ ≠ trainer π"
 SUMMARY = "Every number is exact: a sum over all V**T sequences of a toy LLM whose sampler μ and trainer π disagree."
@@ -24,8 +25,9 @@ KEYS_TEXT = ", ".join(f"**{key}** {what}" for key, what in KEYS.items())
 MENU = {"About": f"**{TITLE}**\n\n{INTRODUCTION}\n\nKeyboard: {KEYS_TEXT}. Every view is a link: copy the address."}
 
 
+@kept(spinner=lambda settings: f"Enumerating all {settings.V**settings.T:,} sequences…")
 def metrics(settings):
-    """(label, short label, value, help) of each headline number."""
+    """(label, short label, value, help) of each headline number, kept for every session."""
     d = cache.toy_diagnostics(settings.toy_key)
     numbers = [
         ("M sequences", "M", f"{d.M:,}", "M = V**T: every sequence is enumerated, so every number here is exact."),
@@ -56,18 +58,19 @@ def metrics(settings):
     return numbers + [identity_metric(d)] + ([objective] if objective else [])
 
 
-def one_line_metrics(settings, numbers):
-    """Of the headline ``numbers``, those for one line: the identity check only where it adds to the others
+@kept
+def one_line_metrics(settings):
+    """Of the headline numbers, those for one line: the identity check only where it adds to the others
     (``identity_implied``); the tooltip keeps them all."""
     implied = identity_implied(cache.toy_diagnostics(settings.toy_key))
-    return [number for number in numbers if not (implied and number[1] == "E_μs[W]")]
+    return [number for number in metrics(settings) if not (implied and number[1] == "E_μs[W]")]
 
 
 def render(settings):
     """The header for the current mode."""
     numbers = metrics(settings)
     if screen_share.on():
-        _one_line(settings, one_line_metrics(settings, numbers), numbers)
+        _one_line(settings, one_line_metrics(settings), numbers)
         return
     with st.container(horizontal=True, vertical_alignment="center", key="toylab_title"):
         st.title(TITLE, width="stretch")

@@ -21,10 +21,11 @@ Altair
 - ``disable_debug_mode()`` (process-wide, once): Altair validates every schema object it builds while "debug mode"
   is on, its default. Charts are validated by the tests instead (every chart's ``to_dict()``).
 - ``copy_whole_charts_one_level()``: Altair deep-copies every sub-chart each time it layers or stacks charts, at
-  each level of nesting, and validates the selection parameters it compares while layering. The page's chart
-  builders never change a chart after layering it, so a whole chart is copied one level deep and the parameters
-  compared unvalidated: tests/page/test_chart_element.py checks that every chart of every tab and lesson equals the
-  chart Altair's own copies build.
+  each level of nesting, and validates the selection parameters it compares, and each one it lifts to the top of
+  the layered chart (``_prepare_to_lift``: a quarter of the building of Training's charts), while layering. The
+  page's chart builders never change a chart after layering it, so a whole chart is copied one level deep and the
+  parameters compared and lifted unvalidated: tests/page/test_chart_element.py checks that every chart of every tab
+  and lesson equals the chart Altair's own copies build.
 """
 
 import sys
@@ -61,6 +62,7 @@ def drop_uploaded_copies():
 ALTAIR_API = sys.modules[alt.TopLevelMixin.__module__]          # altair.vegalite.v5.api or v6.api
 SCHEMA_COPY = alt.SchemaBase.copy
 ALTAIR_PARAMETER_DICT = getattr(ALTAIR_API, "_viewless_dict", None)
+ALTAIR_LIFT = getattr(ALTAIR_API, "_prepare_to_lift", None)
 
 
 def _whole_chart_copy(chart, deep=True, ignore=None):
@@ -74,13 +76,23 @@ def _parameter_dict(parameter):
     return {key: value for key, value in parameter.to_dict(validate=False).items() if key != "views"}
 
 
+def _lifted_parameter(parameter):
+    """A selection parameter lifted to the top of a layered chart, as Altair lifts it (a top-level selection with no
+    views yet), its dict unvalidated; any other parameter as Altair lifts it."""
+    if isinstance(parameter, alt.SelectionParameter):
+        return alt.TopLevelSelectionParameter(**parameter.to_dict(validate=False), views=[])
+    return ALTAIR_LIFT(parameter)
+
+
 def copy_whole_charts_one_level():
-    """Make Altair copy whole charts one level deep and compare parameters unvalidated, process-wide (only where
-    Altair has what this replaces)."""
+    """Make Altair copy whole charts one level deep and compare and lift parameters unvalidated, process-wide (only
+    where Altair has what this replaces)."""
     if "copy" not in vars(alt.TopLevelMixin) and "copy" in vars(alt.SchemaBase):
         alt.TopLevelMixin.copy = _whole_chart_copy
     if ALTAIR_PARAMETER_DICT is not None:
         ALTAIR_API._viewless_dict = _parameter_dict
+    if ALTAIR_LIFT is not None:
+        ALTAIR_API._prepare_to_lift = _lifted_parameter
 
 
 def disable_debug_mode():

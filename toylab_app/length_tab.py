@@ -1,6 +1,8 @@
 """The sequence-length tab: how χ²_seq, the ratios' tails and each estimator's error scale with T; and one position
 repeated T times, where the sequence ratio W falls with T and its geometric mean does not."""
 
+from dataclasses import dataclass
+
 import streamlit as st
 
 from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN_BUDGET
@@ -9,6 +11,7 @@ from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import ESTIMATORS_TAB
 from toylab_app import chart_element, sweep_panel, tour
 from toylab_app.caches import sweep_cache
+from toylab_app.caches.kept import kept
 
 SAMPLED_KEY = "length_mc"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 
@@ -32,12 +35,20 @@ CAPPED_CHART = "length_capped"       # its name among the lessons' charts (toyla
 
 def _capped(settings):
     """E_μ[min(W, C)] against E_μ[min(ρ_geo, C)] with the toy's first position repeated T times."""
+    chart, caption = _capped_picture(settings, tour.lesson_id(settings) if CAPPED_CHART in tour.marked(settings)
+                                     else None)
+    chart_element.draw(st, chart, width="stretch")
+    st.caption(caption)
+
+
+@kept(spinner="Computing…")
+def _capped_picture(settings, lesson):
+    """(the chart of one position repeated, prepared, marked by lesson ``lesson`` or None; its caption)."""
     cap = settings.params("seq_tis")["C"]
     truncates = settings.top_p < 1 or settings.top_k
     frame = sweep_frames.length_capped_frame(sweep_cache.capped_means(settings.toy_key, cap))
-    chart_element.draw(st, sweep_charts.capped_chart(frame, cap, marks=tour.marks(settings, CAPPED_CHART)),
-                       width="stretch")
-    st.caption(
+    chart = sweep_charts.capped_chart(frame, cap, marks=tour.marks_of(lesson, CAPPED_CHART))
+    return chart_element.prepare(chart), (
         f"The first position of the {ESTIMATORS_TAB} tab's toy (T = {settings.T}, V = {settings.V}, mismatch "
         f"{settings.mismatch:g}, seed {settings.seed}) repeated T times, so every token ratio is alike: "
         + ("E_μ[W] is π's mass on the tokens the sampler keeps to the T-th power (the dotted line at 1 is its value "
@@ -54,26 +65,44 @@ def _sweep(settings):
                         help=f"Beyond V**T = {ENUMERATION_LIMIT:,} the estimators whose weight does not factorise over "
                              "positions, and the two tail probabilities, can only be sampled. Off, the chart shows "
                              "what is exact at every T and a slider step does not wait for the sampling.")
-    population, estimators, stopped = sweep_cache.length_points(sweep_cache.length_key(settings), sampled)
-    if stopped:
-        st.warning(f"Stopped at T = {stopped[0]}: {stopped[1]}")
+    picture = _sweep_picture(sweep_cache.length_key(settings), panel, sampled,
+                             tour.lesson_id(settings) if "length_std_ratio" in tour.marked(settings) else None)
+    if picture.stopped:
+        st.warning(picture.stopped)
+    chart_element.draw(st, picture.chart, width="stretch" if panel else "content")
+    for caption in picture.captions:
+        st.caption(caption)
+
+
+@dataclass(frozen=True)
+class Picture:
+    """The sweep over T, kept for every session: where it stopped and why (or ''), its chart, its captions."""
+    stopped: str
+    chart: chart_element.Prepared
+    captions: list
+
+
+@kept(spinner="Computing the sweep over T…", ahead=lambda settings, panel, sampled, lesson: not sampled)
+def _sweep_picture(settings, panel, sampled, lesson):
+    """The sweep over T of ``settings``' toy (Monte Carlo beyond enumeration when ``sampled``), one ``panel`` or all
+    (None), marked by lesson ``lesson`` (or None); call with ``sweep_cache.length_key(settings)`` (its T and N do not
+    change the sweep)."""
+    population, estimators, stopped = sweep_cache.length_points(settings, sampled)
     estimator_frame = sweep_frames.length_estimator_frame(estimators)
     lying = sweep_frames.coincident(estimator_frame, "T",
                                     sweep_charts.drawn_panels(sweep_charts.LENGTH_ESTIMATOR_PANELS, panel))
     chart = sweep_charts.length_chart(sweep_frames.length_divergence_frame(population),
                                       sweep_frames.length_probability_frame(population),
                                       sweep_frames.styled(estimator_frame, lying), panel,
-                                      marks=tour.marks(settings, "length_std_ratio"),
+                                      marks=tour.marks_of(lesson, "length_std_ratio"),
                                       labels=sweep_frames.legend_words(lying))
-    chart_element.draw(st, chart, width="stretch" if panel else "content")
     note = sweep_frames.coincident_note(lying, "T")
-    if note:
-        st.caption(coincidence.dashed_caption(note))
+    captions = [coincidence.dashed_caption(note)] if note else []
     overflowed = sweep_frames.length_overflow_caption(population, estimators)
     if overflowed:
-        st.caption(overflowed)
+        captions.append(overflowed)
     seq_tis, geo_rs = settings.params("seq_tis"), settings.params("geo_rs")
-    st.caption(
+    captions.append(
         f"V = {settings.V}, mismatch {settings.mismatch:g}, seed {settings.seed}, sampler "
         f"{settings.sampler.describe()}; only T changes: the toy at "
         f"length T is the first T positions of one {MAX_LENGTH}-position toy make_toy({MAX_LENGTH}, V, mismatch, "
@@ -96,3 +125,5 @@ def _sweep(settings):
            "part out of reach: seq_is's whole bias, and part of every estimator's on μ (χ²_seq and the ESS are over "
            "the sequences μ draws)."
            if settings.top_p < 1 or settings.top_k else ""))
+    return Picture(f"Stopped at T = {stopped[0]}: {stopped[1]}" if stopped else "", chart_element.prepare(chart),
+                   captions)

@@ -11,7 +11,6 @@ written last, once, with the link of what the page shows. An unexpected error in
 sessions' runs (``turns``: at most two at once), and says so while it waits.
 """
 
-import gc
 from pathlib import Path
 
 import streamlit as st
@@ -34,6 +33,7 @@ from toylab_app import (
     errors_tab,
     estimators_tab,
     header,
+    heap,
     last_resort,
     length_tab,
     lessons_tab,
@@ -48,6 +48,7 @@ from toylab_app import (
     user_text,
     your_run_tab,
 )
+from toylab_app.caches import ahead, kept
 
 TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LABELS' order (tests/page/test_app_links.py)
     (ESTIMATORS_TAB, estimators_tab),
@@ -61,37 +62,56 @@ TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LA
     (LESSONS_TAB, lessons_tab),
 ]
 
+PAGE_CONFIG_KEY = "_toylab_page_config"    # the page config this session's browser was last sent (presenting or not)
 TURN_KEY = "_toylab_turn"              # the session's place in the line for a turn (toylab_app/turns.py)
 ICON = Path(__file__).resolve().parent / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
 
 
 def run():
     """One run of the page: the link, the sidebar, the header, the open tab, the address."""
-    if not gc.get_freeze_count():           # once, on the server's first run: the imports' heap (Streamlit, pandas, Altair)
-        gc.freeze()                         # is left out of Python's collections (.streamlit/config.toml: no full one a run)
+    heap.freeze_imports()                   # once, on the server's first run: the imports' heap (Streamlit, pandas, Altair)
+                                            # is left out of Python's collections (.streamlit/config.toml: no full one a run)
     sidebar.open_link()
-    st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide",
-                       initial_sidebar_state="collapsed" if screen_share.on() else "auto", menu_items=header.MENU)
+    _page_config(screen_share.on())
     screen_share.style()
     waiting = st.empty()                    # the queue notice's place, first on the page: empty unless this run waits
     with turns.turn(st.session_state.setdefault(TURN_KEY, turns.Ticket()), served=waiting.empty,
-                    waiting=lambda ahead: waiting.info(turns.notice(ahead), icon=":material/hourglass_top:")):
+                    waiting=lambda ahead: waiting.info(turns.notice(ahead), icon=":material/hourglass_top:")), \
+            kept.recorded() as pictures:
         settings, notices = sidebar.render()
         with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
             dropped = address.dropped_link()
         for notice in notices + ([dropped] if dropped else []):
             st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
-        problem = toy_problem(settings) or threshold_problem(settings)
+        problem = _problem(settings)
         if problem:
             st.error(problem, icon=":material/block:")
             address.write(settings)
             st.stop()
-        with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
-            header.render(settings)
+        header.render(settings)                 # behind a spinner while its numbers are computed (header.metrics)
         for tab, (label, module) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
                                         TABS, strict=True):
             if tab.open:
-                with tab, st.spinner("Computing…"), last_resort.contained(label):
+                with tab, last_resort.contained(label):     # each tab's pictures say "Computing…" while computed
                     tour.banner(label, settings)
                     module.render(settings)
         address.write(settings)
+    ahead.note(pictures)                        # made beside this mismatch while the server is idle
+
+
+def _page_config(present):
+    """The page's title, icon, layout, sidebar and menu, sent when this session's browser does not have them yet: on
+    its first run, and when presentation mode (which collapses the sidebar) is switched. The browser keeps a page
+    config until another comes; sent every run, it cost a fifth of a step's page frame (the icon read and encoded
+    again each time) and 1 kB."""
+    if st.session_state.get(PAGE_CONFIG_KEY) == present:
+        return
+    st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide",
+                       initial_sidebar_state="collapsed" if present else "auto", menu_items=header.MENU)
+    st.session_state[PAGE_CONFIG_KEY] = present
+
+
+@kept.kept
+def _problem(settings):
+    """Why the page cannot show ``settings`` (too large, beyond float64, a threshold refused), or None."""
+    return toy_problem(settings) or threshold_problem(settings)

@@ -22,7 +22,7 @@ SHARES = shipped()              # lesson id → Tallies: how often its claim hol
 WHY_KEY = "lesson_why"
 
 
-@st.cache_data(max_entries=len(LESSONS), show_spinner=False)
+@st.cache_data(max_entries=len(LESSONS), show_spinner="Checking the lessons…")
 def evidence(lesson_id):
     """The Evidence of one lesson on the setting its button opens: one entry per lesson (the Lessons tab asks for
     every one on each run, so fewer entries than lessons would compute them all again each time)."""
@@ -50,20 +50,32 @@ def lessons_button(where):
 
 def on_show(settings):
     """(number, lesson) of the lesson whose view the page is at, or None."""
+    candidates = [(number, lesson, opened) for number, lesson, shown, opened in VIEWS if shown == settings]
+    if not candidates:             # most settings are no lesson's: the view is not read (a step's page asks often)
+        return None
     view = address.view()          # a control that does not matter in this view (a sweep's panel when not presenting)
-    return next(((number, lesson) for number, lesson, shown, opened in VIEWS       # does not take the lesson away
-                 if shown == settings and all(view[name] == value for name, value in opened.items()
-                                              if VIEW_PARAMETERS[name].shown(view))), None)
+    return next(((number, lesson) for number, lesson, opened in candidates       # does not take the lesson away
+                 if all(view[name] == value for name, value in opened.items()
+                        if VIEW_PARAMETERS[name].shown(view))), None)
+
+
+def lesson_id(settings):
+    """The id of the lesson on show, or None: what a kept picture (``toylab_app.caches.kept``) takes to draw its marks."""
+    shown = on_show(settings)
+    return None if shown is None else shown[1].id
 
 
 def marks(settings, chart):
     """The lesson on show's marks on ``chart`` (a key of ``toylab.lessons.lesson.CHARTS``) as a frame
     (``frames.mark_frame``, numbered as in the lesson's list), or None."""
-    shown = on_show(settings)
-    if shown is None:
+    return marks_of(lesson_id(settings), chart)
+
+
+def marks_of(lesson, chart):
+    """Lesson ``lesson``'s marks on ``chart`` (``marks``), or None: none when ``lesson`` is None."""
+    if lesson is None:
         return None
-    _, lesson = shown
-    everything = evidence(lesson.id).marks
+    everything = evidence(lesson).marks
     numbered = [(number, mark) for number, mark in enumerate(everything, start=1) if mark.chart == chart]
     if not numbered:
         return None

@@ -29,6 +29,8 @@ from toylab.training.optimizers import OPTIMIZERS
 from toylab.training.staleness import SATURATED
 from toylab_app import address, chart_element, screen_share, staleness_view, tour
 from toylab_app.caches import seeds_cache, training_cache
+from toylab_app.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches.kept import kept
 
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
 SUMMARY_COLUMNS = {
@@ -68,10 +70,10 @@ SGA_COLUMNS = {
 }
 
 
-def _shown(columns):
-    """A table's columns for the mode: in presentation mode without the long names (the ids say it, and the table
-    then fits 1280 px without scrolling sideways)."""
-    return {name: column for name, column in columns.items() if name != "label" or not screen_share.on()}
+def _shown(columns, present):
+    """A table's columns for the mode: in presentation mode (``present``) without the long names (the ids say it, and
+    the table then fits 1280 px without scrolling sideways)."""
+    return {name: column for name, column in columns.items() if name != "label" or not present}
 
 
 def controls(settings, where=st):
@@ -217,48 +219,169 @@ def _run_in_words():
 
 def render(settings):
     """The controls, then J, the cosine, the three policies, one estimator's training log and the mismatch against
-    step, the summary, the staleness and the SGA views. A lesson on show gets the charts it marks first, sized to be
-    in view at 1280×720, its run's controls folded away."""
-    lesson = [chart for chart in tour.marked(settings) if chart in LESSON_CHARTS]
+    step, the summary, the seeds, staleness and SGA views. A lesson on show gets the charts it marks first, sized to
+    be in view at 1280×720, its run's controls folded away. Every chart, note and table of a run is kept for every
+    session (``_chart`` and friends): a second session's identical press builds none of them again."""
+    marked = tour.marked(settings)
+    lesson = [chart for chart in marked if chart in LESSON_CHARTS]
     where = st.expander(f"The run: {_run_in_words()}", icon=":material/tune:") if lesson else st
     try:
         config = controls(settings, where)
     except ValueError as error:
         st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
         return
-    left_out = training_cache.left_out(settings, config.mode, config.weights_only)
     selection = training_cache.trained(settings, config.mode, config.weights_only)
-    trajectories = _trained(settings, config, selection)
-    if trajectories is None:
+    left_out = training_cache.left_out(settings, config.mode, config.weights_only)
+    ids = _trained(settings, config, selection)
+    if ids is None:
         return
-    stops = [note for trajectory in trajectories.values() if (note := stop_notice(trajectory))]
-    if stops:
-        st.warning(" ".join(f"{note[0].upper()}{note[1:]}." for note in stops), icon=":material/warning:")
-    three = _three_policies(config)
-    curves = training_frames.curve_frame(trajectories, training_frames.CURVES
-                                         + (training_frames.POLICY_CURVES if three else ()))
-    ids = list(trajectories)
     if st.session_state.get(KEY["pick"]) not in ids:
         st.session_state[KEY["pick"]] = ids[min(1, len(ids) - 1)]
     if lesson:
         _pick(where, ids)
-    draw = _drawers(settings, config, curves, trajectories, lesson)
-    _top_charts(config, curves, draw, lesson)
+    draw = _drawers(settings, config, selection, marked, lesson)
+    _top_charts(settings, config, selection, draw, lesson)
     _policy_group(st, config)
-    if three:
-        _policy_charts(draw, lesson, curves)
-    lying = training_frames.coincident_note(curves, config.mode == "sampled")
+    if _three_policies(config):
+        _policy_charts(draw, lesson, _curves(settings, config, selection))
+    lying = _coincident_note(settings, config, selection)
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
-    _log_and_mismatch(curves, draw, lesson, ids, config.mode == "sampled")
-    summary = training_frames.summary_frame(trajectories)
-    st.dataframe(summary[list(_shown(SUMMARY_COLUMNS))], column_config=_shown(SUMMARY_COLUMNS), hide_index=True,
-                 width="stretch")
-    if screen_share.on():                                    # the long names left the table: say them once
-        st.caption(frames.names_note(summary["estimator"]))
+    _log_and_mismatch(settings, config, selection, draw, lesson, ids)
+    present = screen_share.on()
+    table, names = _summary(settings, config, selection, present)
+    st.dataframe(table, column_config=_shown(SUMMARY_COLUMNS, present), hide_index=True, width="stretch")
+    if present:                                              # the long names left the table: say them once
+        st.caption(names)
     _seeds_view(settings, config, selection)
     staleness_view.render(settings, config, draw["training_staleness"], lesson)
     _sga_view(settings, config)
+
+
+def _drawers(settings, config, selection, marked, lesson):
+    """{chart: draw(where, height)} for each chart a lesson may mark; the training log is the picked estimator's
+    at the time it is drawn."""
+    shown = tour.lesson_id(settings)
+
+    def chart(name):
+        return lambda at, size: chart_element.draw(at, _chart(settings, config, selection, name, shown if name in
+                                                              marked else None, size, name == "training_cosine"
+                                                              and bool(lesson)))
+
+    def logged(at, size):
+        chart_element.draw(at, _logged_chart(settings, config, selection, st.session_state[KEY["pick"]],
+                                             shown if "training_logged" in marked else None, size))
+    draw = {"training_J": chart("training_J"), "training_cosine": chart("training_cosine"),
+            "step_cosine": chart("step_cosine"), "kl_mu_pi": chart("kl_mu_pi"), "chi2_seq": chart("chi2_seq"),
+            "training_logged": logged,
+            "training_staleness": lambda at, size: staleness_view.curves(at, settings, config, size)}
+    return draw | {name: chart(name) for name in POLICY_CHARTS if _three_policies(config)}
+
+
+def _top_charts(settings, config, selection, draw, lesson):
+    """A lesson's marked charts, then J (with what the anchor makes moot) and the cosine, unless the lesson drew them,
+    and any run that stopped early, said."""
+    stops = _stop_notes(settings, config, selection)
+    if stops:
+        st.warning(" ".join(f"{note[0].upper()}{note[1:]}." for note in stops), icon=":material/warning:")
+    if lesson:
+        _lesson_charts(lesson, draw)
+    if "training_J" not in lesson:
+        draw["training_J"](st, 300 if screen_share.on() else 360)
+    if update_text.correction_moot(config.update):                  # the sidebar's choice, ignored: say so
+        st.info(update_text.IGNORED, icon=":material/info:")
+    if "training_cosine" not in lesson:
+        draw["training_cosine"](st, None)
+    if config.mode == "expected" and config.optimizer == "adam":
+        draw["step_cosine"](st, None)
+
+
+def _log_and_mismatch(settings, config, selection, draw, lesson, ids):
+    """Side by side: the picked estimator's training log against J, and KL(μ‖π) and χ²_seq against step."""
+    left, right = st.columns(2)
+    with left:
+        if not lesson:
+            _pick(st, ids)
+        if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
+            draw["training_logged"](st, 300)
+            st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
+                       "Shaded: the gap" + (" (per-step medians over the runs)." if config.mode == "sampled" else "."))
+    with right:
+        st.markdown("**Does training make the mismatch worse?**")
+        draw["kl_mu_pi"](st, None)
+        draw["chi2_seq"](st, None)
+
+
+def _expected(settings, config, *rest):
+    """Whether a run's pictures are made ahead (``caches.ahead``): in expected mode only (sampled runs cost more)."""
+    return config.mode == "expected"
+
+
+CHARTS = {     # a chart of the run's curves: how it is drawn from (curves, sampled, marks, height, short)
+    "training_J": lambda curves, sampled, marks, height, short: training_charts.objective_chart(
+        curves, sampled, marks, height=height),
+    "training_cosine": lambda curves, sampled, marks, height, short: training_charts.cosine_chart(
+        curves, sampled, marks, height=height, short=short),
+    "step_cosine": lambda curves, sampled, marks, height, short: training_charts.step_cosine_chart(curves),
+    "kl_mu_pi": lambda curves, sampled, marks, height, short: training_charts.curve_chart(
+        curves, "kl_mu_pi", sampled, height=180),
+    "chi2_seq": lambda curves, sampled, marks, height, short: training_charts.curve_chart(
+        curves, "chi2_seq", sampled, height=180, log=True),
+}
+
+
+CURVES = ByteBoundedCache(8, lambda curves: 1, grows=False)   # the last runs' curves: each chart of a run reads them
+
+
+def _curves(settings, config, selection):
+    """The run's curves (``training_frames.curve_frame``), the three policies' among them when the run has them: a
+    step toward its charts, kept only while they are made (not with them: 0.4 MB a run, more than its charts)."""
+    def build():
+        trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+        return training_frames.curve_frame(trajectories, training_frames.CURVES
+                                           + (training_frames.POLICY_CURVES if _three_policies(config) else ()))
+    return CURVES.get((settings, config, selection), build)
+
+
+@kept(ahead=_expected)
+def _chart(settings, config, selection, name, lesson, height, short):
+    """The run's chart ``name`` (CHARTS, or one of POLICY_CHARTS), prepared; marked by lesson ``lesson`` (or None)."""
+    curves, sampled, marks = _curves(settings, config, selection), config.mode == "sampled", tour.marks_of(lesson, name)
+    if name in POLICY_CHARTS:
+        return chart_element.prepare(training_charts.curve_chart(curves, POLICY_CHARTS[name], sampled,
+                                                                 height=height or 180, marks=marks))
+    return chart_element.prepare(CHARTS[name](curves, sampled, marks, height, short))
+
+
+@kept(ahead=_expected)
+def _logged_chart(settings, config, selection, pick, lesson, height):
+    """The training log of estimator ``pick``: its logged reward E_μ[r] against J, prepared."""
+    trajectory = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)[pick]
+    return chart_element.prepare(training_charts.logged_chart(
+        training_frames.logged_frame(trajectory), pick, ESTIMATORS[pick].colour,
+        tour.marks_of(lesson, "training_logged"), height=height))
+
+
+@kept(ahead=_expected)
+def _coincident_note(settings, config, selection):
+    """What lies on what on the J chart, in words ('' if nothing)."""
+    return training_frames.coincident_note(_curves(settings, config, selection), config.mode == "sampled")
+
+
+@kept(ahead=_expected)
+def _stop_notes(settings, config, selection):
+    """Why an estimator's curves end early, one sentence each (``loop.stop_notice``; none: every run went on)."""
+    trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
+    return [note for trajectory in trajectories.values() if (note := stop_notice(trajectory))]
+
+
+@kept(ahead=_expected)
+def _summary(settings, config, selection, present):
+    """(the summary table's shown columns as an Arrow table, the estimators' names in words)."""
+    summary = training_frames.summary_frame(
+        training_cache.trajectories(settings.toy_key, selection, settings.baseline, config))
+    return (chart_element.arrow(summary[list(_shown(SUMMARY_COLUMNS, present))]),
+            frames.names_note(summary["estimator"]))
 
 
 SEEDS_COLUMNS = {
@@ -308,56 +431,6 @@ def _seeds_view(settings, config, selection):
                   "are decided by thousandths; the table's steps to 90 % tell speed apart." if saturated else ""))
 
 
-def _drawers(settings, config, curves, trajectories, lesson):
-    """{chart: draw(where, height)} for each chart a lesson may mark; the training log is the picked estimator's
-    at the time it is drawn."""
-    sampled = config.mode == "sampled"
-
-    def logged(at, size):
-        pick = st.session_state[KEY["pick"]]
-        chart_element.draw(at, training_charts.logged_chart(training_frames.logged_frame(trajectories[pick]), pick,
-                                                            ESTIMATORS[pick].colour,
-                                                            tour.marks(settings, "training_logged"), height=size))
-    draw = {"training_J": lambda at, size: chart_element.draw(at, training_charts.objective_chart(
-                curves, sampled, tour.marks(settings, "training_J"), height=size)),
-            "training_cosine": lambda at, size: chart_element.draw(at, training_charts.cosine_chart(
-                curves, sampled, tour.marks(settings, "training_cosine"), height=size, short=bool(lesson))),
-            "training_logged": logged,
-            "training_staleness": lambda at, size: staleness_view.curves(at, settings, config, size)}
-    return draw | {chart: lambda at, size, quantity=quantity, chart=chart: chart_element.draw(
-                       at, training_charts.curve_chart(curves, quantity, sampled, height=size or 180,
-                                                       marks=tour.marks(settings, chart)))
-                   for chart, quantity in POLICY_CHARTS.items() if _three_policies(config)}
-
-
-def _top_charts(config, curves, draw, lesson):
-    """A lesson's marked charts, then J (with what the anchor makes moot) and the cosine, unless the lesson drew them."""
-    if lesson:
-        _lesson_charts(lesson, draw)
-    if "training_J" not in lesson:
-        draw["training_J"](st, 300 if screen_share.on() else 360)
-    if update_text.correction_moot(config.update):                  # the sidebar's choice, ignored: say so
-        st.info(update_text.IGNORED, icon=":material/info:")
-    if "training_cosine" not in lesson:
-        draw["training_cosine"](st, None)
-    if config.mode == "expected" and config.optimizer == "adam":
-        chart_element.draw(st, training_charts.step_cosine_chart(curves))
-
-
-def _log_and_mismatch(curves, draw, lesson, ids, sampled):
-    """Side by side: the picked estimator's training log against J, and KL(μ‖π) and χ²_seq against step."""
-    left, right = st.columns(2)
-    with left:
-        if not lesson:
-            _pick(st, ids)
-        if "training_logged" not in lesson:                # a lesson draws it on top, its legend saying as much
-            draw["training_logged"](st, 300)
-            st.caption("A rollout log averages the reward of sampler rollouts, E_μ[r]; the trainer climbs J = E_π[r]. "
-                       "Shaded: the gap" + (" (per-step medians over the runs)." if sampled else "."))
-    with right:
-        _mismatch_charts(curves, sampled)
-
-
 def _three_policies(config):
     """Whether the run is more than today's one recomputed update per batch with the engine at θ_k."""
     return config.update != DEFAULT_UPDATE or config.lag > 0
@@ -384,28 +457,33 @@ def _policy_charts(draw, lesson, curves):
 
 
 def _trained(settings, config, selection):
-    """The trajectories of ``selection`` trained under ``config``, or None with a notice: a run over the page's
-    limits is refused before it starts, and a run the trainer refuses says why."""
-    with st.spinner(f"Training {len(selection)} estimators for {config.steps} steps…"):
-        try:
-            refused = training_cache.refusal(settings, config, selection)
-            if refused:
-                st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
-                return None
-            busy = training_cache.busy_note(settings, config, selection)
-            if busy:
-                st.caption(f"{busy[0].upper()}{busy[1:]}.")
-            return training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
-        except ValueError as error:
-            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
-            return None
+    """The ids of ``selection`` trained under ``config`` (the run kept for every session), or None with a notice: a
+    run over the page's limits is refused before it starts, and a run the trainer refuses says why. A run trained
+    on a busy server says what the load did to it."""
+    try:
+        refused, ids, busy = _run(settings, config, selection)
+    except ValueError as error:
+        st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+        return None
+    if refused:
+        st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
+        return None
+    if busy:
+        st.caption(f"{busy[0].upper()}{busy[1:]}.")
+    return ids
 
 
-def _mismatch_charts(curves, sampled):
-    """KL(μ‖π) and χ²_seq against step: does training make the mismatch worse?"""
-    st.markdown("**Does training make the mismatch worse?**")
-    chart_element.draw(st, training_charts.curve_chart(curves, "kl_mu_pi", sampled, height=180))
-    chart_element.draw(st, training_charts.curve_chart(curves, "chi2_seq", sampled, height=180, log=True))
+@kept(spinner=lambda settings, config, selection: f"Training {len(selection)} estimators for {config.steps} steps…",
+      ahead=_expected)
+def _run(settings, config, selection):
+    """(why the run would not finish within the page's seconds or memory, or None; the ids it trained; what a busy
+    machine did to it, '' if not busy): refused before it starts (``training_cache.refusal``), else trained
+    (``training_cache.trajectories``)."""
+    refused = training_cache.refusal(settings, config, selection)
+    if refused:
+        return refused, None, ""
+    busy = training_cache.busy_note(settings, config, selection)
+    return None, list(training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)), busy
 
 
 def _pick(where, ids):
@@ -505,5 +583,5 @@ def _sga_view(settings, config):
             "the lr of a plain step as long (median of ‖Δ‖/‖ĝ_N‖ over the batches); the table gives both.")
     table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
     if table is not None:
-        st.dataframe(table[list(_shown(SGA_COLUMNS))], column_config=_shown(SGA_COLUMNS), hide_index=True,
+        st.dataframe(table[list(_shown(SGA_COLUMNS, screen_share.on()))], column_config=_shown(SGA_COLUMNS, screen_share.on()), hide_index=True,
                      width="stretch")

@@ -20,3 +20,13 @@ def app():
             yield url, browser
         finally:
             browser.close()
+
+
+@pytest.fixture(autouse=True)
+def _nothing_made_ahead_after_a_test():
+    """Pictures a test's page runs left to make in the background (toylab_app/caches/ahead.py) are made before the
+    next test starts, so none of them is counted by it."""
+    yield
+    from toylab_app.caches import ahead
+
+    assert ahead.settled(300), "pictures made ahead still waiting after 300 s"

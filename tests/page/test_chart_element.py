@@ -1,6 +1,7 @@
 """The page's unvalidated chart path sends exactly what ``st.altair_chart`` would; a slider step changes a chart's
 data, not its spec."""
 
+import json
 from collections import OrderedDict
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from toylab.presentation.training_frames import curve_frame
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab.training.loop import TrainingConfig, train
 from toylab_app import chart_element, internals
+from toylab_app.caches import kept
+from toylab_app.caches.bounded_cache import ByteBoundedCache
 from toylab_app.chart_element import vega_lite_spec
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
@@ -54,17 +57,61 @@ def test_the_page_sends_what_st_altair_chart_sends():
     assert drawn[0] == drawn[1] and drawn[2] == drawn[3]
 
 
-def test_an_unchanged_frame_keeps_its_dataset_name():
-    chart = next(_charts())
-    assert set(vega_lite_spec(chart)["datasets"]) == set(vega_lite_spec(chart)["datasets"])
+def test_frames_are_named_by_their_place_not_by_their_contents(monkeypatch):
+    """No frame's contents are hashed to name it: its name is its place in the chart, and a frame two layers show is
+    sent once."""
+    monkeypatch.setattr(pd.util, "hash_pandas_object", lambda *args, **kwargs: pytest.fail("contents hashed"))
+    frame = pd.DataFrame({"x": [1.0, 2.0], "y": [3.0, 4.0]})
+    line = alt.Chart(frame).mark_line().encode(x="x", y="y")
+    other = alt.Chart(frame.assign(y=[5.0, 6.0])).mark_point().encode(x="x", y="y")
+    spec = vega_lite_spec(alt.layer(line, line.mark_point(), other))
+    assert list(spec["datasets"]) == [chart_element.frame_name(0), chart_element.frame_name(1)]
+    assert spec["datasets"][chart_element.frame_name(1)]["y"].tolist() == [5.0, 6.0]
+    for chart in _charts():
+        assert list(vega_lite_spec(chart)["datasets"]) == [chart_element.frame_name(place) for place in
+                                                           range(len(vega_lite_spec(chart)["datasets"]))]
 
 
-def test_a_changed_frame_gets_another_name():
-    frame = pd.DataFrame({"x": [1.0, 2.0], "label": ["a", "b"]})
-    names = {chart_element._name(changed) for changed in (frame, frame.assign(x=[1.0, 2.5]),
-                                                          frame.assign(label=["a", "c"]), frame.rename(columns={"x": "y"}),
-                                                          frame.astype({"x": "float32"}), frame.set_index("label"))}
-    assert len(names) == 6 and chart_element._name(frame.copy()) == chart_element._name(frame)
+def _prepared_and_not():
+    """A page drawing each chart of ``_charts`` as it is, then prepared (as a kept picture holds it) twice."""
+    import streamlit as st
+    from page.test_chart_element import _charts
+
+    from toylab_app.chart_element import draw, prepare
+
+    for chart in _charts():
+        prepared = prepare(chart)
+        draw(st, chart)
+        draw(st, prepared)
+        draw(st, prepared)
+
+
+def test_a_prepared_chart_draws_what_the_chart_draws_and_stays_as_made():
+    """A prepared chart (its frames already Arrow tables) sends the same spec and bytes as the chart, however often
+    it is drawn: Streamlit's edits of a spec (a null legend title) do not reach the kept one."""
+    at = AppTest.from_function(_prepared_and_not, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    drawn = _drawn(at)
+    assert len(drawn) == 6 and drawn[0] == drawn[1] == drawn[2] and drawn[3] == drawn[4] == drawn[5]
+    before = json.dumps(NULL_TITLE.spec)
+    at = AppTest.from_function(_draws_null_title, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    assert json.dumps(NULL_TITLE.spec) == before and "null" in before
+
+
+NULL_TITLE = chart_element.prepare(alt.Chart(pd.DataFrame({"x": [1.0], "c": ["a"]})).mark_point().encode(
+    x="x", color=alt.Color("c", legend=alt.Legend(title=None), title=None)))
+
+
+def _draws_null_title():
+    import streamlit as st
+    from page.test_chart_element import NULL_TITLE
+
+    from toylab_app.chart_element import draw
+
+    draw(st, NULL_TITLE)
 
 
 def _drawn(at):
@@ -113,19 +160,27 @@ def test_a_kept_spec_is_the_spec_altair_writes(query, monkeypatch):
     changes a legend's words, "≈ … in part" for "≈", changes that chart's structure and serialises it afresh)."""
     specs = _CountingSpecs()
     monkeypatch.setattr(chart_element, "SPECS", specs)
+    _forget_kept_pictures(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=120)
     at.query_params.update(query)
     at.run()
     before = _drawn(at)
     specs.used = 0
+    _forget_kept_pictures(monkeypatch)                                              # every chart built again
     at.slider(key="mismatch").set_value(0.31).run()
     kept = _drawn(at)
     alike = sum(spec == then for (spec, _), (then, _) in zip(kept, before, strict=True))
     assert kept and alike and specs.used == alike                                   # every alike chart from a kept spec
     monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
     chart_element.SPECS.clear()
+    _forget_kept_pictures(monkeypatch)
     at.run()                                                                        # the same step, serialised afresh
     assert _drawn(at) == kept
+
+
+def _forget_kept_pictures(monkeypatch):
+    """No chart kept for every session (toylab_app/caches/kept.py): the next run builds every chart it draws."""
+    monkeypatch.setattr(kept, "KEPT", ByteBoundedCache(kept.KEPT_BYTES, kept.weight, grows=False))
 
 
 class _CountingSpecs(OrderedDict):
@@ -153,6 +208,7 @@ EVERY_VIEW = [{"tab": "Estimators"}, {"present": "1"}, {"tab": "Ratios", "ratio_
 def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     """Every chart of every tab and lesson, built with the page's one-level copies of whole charts
     (``internals.copy_whole_charts_one_level``) and unvalidated parameter comparisons, is the chart Altair's deep copies build (Your run: after a click on an example)."""
+    _forget_kept_pictures(monkeypatch)
     at = AppTest.from_file(APP, default_timeout=300)
     at.query_params.update({name: value for name, value in query.items() if name != "click"})
     at.run()
@@ -162,8 +218,10 @@ def test_charts_layered_by_one_level_copies_are_altairs_own(query, monkeypatch):
     shallow = _drawn(at)
     monkeypatch.delattr(alt.TopLevelMixin, "copy")                                 # Altair's own deep copies …
     monkeypatch.setattr(internals.ALTAIR_API, "_viewless_dict", internals.ALTAIR_PARAMETER_DICT)   # … and comparisons
+    monkeypatch.setattr(internals.ALTAIR_API, "_prepare_to_lift", internals.ALTAIR_LIFT)          # … and lifts
     monkeypatch.setattr(chart_element, "SPECS_KEPT", 0)
     chart_element.SPECS.clear()
+    _forget_kept_pictures(monkeypatch)
     at.run()
     assert alt.Chart().copy.__func__ is internals.SCHEMA_COPY
     assert shallow and _drawn(at) == shallow

@@ -87,6 +87,13 @@ def test_altair_copies_and_compares_as_the_page_replaces_them():
     parameter = alt.selection_point(name="pick", fields=["estimator"])
     assert internals._parameter_dict(parameter.param) == internals.ALTAIR_PARAMETER_DICT(parameter.param), \
         f"{ALTAIR}: a selection parameter's dict without views is not what _viewless_dict gives"
+    assert internals.ALTAIR_LIFT is not None, \
+        f"{ALTAIR}: {internals.ALTAIR_API.__name__} has no _prepare_to_lift: layered selections are validated again"
+    assert internals.ALTAIR_API._prepare_to_lift is internals._lifted_parameter
+    for lifted in (parameter.param, alt.param(name="size", value=3).param,
+                   alt.selection_interval(name="zoom", bind="scales").param):
+        assert internals._lifted_parameter(lifted).to_dict() == internals.ALTAIR_LIFT(lifted).to_dict(), \
+            f"{ALTAIR}: a parameter lifted to a layered chart's top is not what _prepare_to_lift gives"
     assert callable(getattr(alt.utils.schemapi, "disable_debug_mode", None)), \
         f"{ALTAIR}: alt.utils.schemapi.disable_debug_mode is gone: every schema object is validated as it is built"
     assert not alt.utils.schemapi.DEBUG_MODE

@@ -121,3 +121,18 @@ def test_training_runs_asked_at_once_are_trained_once_and_equal_a_run_alone(monk
         for id, trajectory in alone.items():
             for name, value in vars(trajectory).items():
                 np.testing.assert_array_equal(getattr(runs[id], name), value, err_msg=f"{id}.{name}")
+
+
+def test_a_cache_of_values_that_never_grow_weighs_each_once_and_drops_the_least_recently_used():
+    """``grows=False`` (the kept pictures: thousands of values, none changed after it is made): a value is weighed
+    when it is stored, not at every use, and the budget still holds."""
+    weighed = []
+    shared = ByteBoundedCache(10, lambda value: weighed.append(value) or value, grows=False)
+    for key, size in [("a", 4), ("b", 4), ("a", 4), ("a", 4), ("c", 4)]:
+        assert shared.get(key, lambda size=size: size) == size
+    assert weighed == [4, 4, 4]                                     # a, b and c, once each
+    assert "b" not in shared and "a" in shared and "c" in shared   # b was the least recently used
+    shared.get("big", lambda: 20)                                   # over the budget alone: it stays, alone
+    assert "big" in shared and len(shared) == 1
+    shared.discard("big")
+    assert len(shared) == 0 and shared.get("d", lambda: 9) == 9 and len(shared) == 1

@@ -20,14 +20,17 @@ class _Flight:
 
 class ByteBoundedCache:
     """The most recently used values, at most ``budget`` bytes in all, each weighed by ``size(value)`` at every
-    use (a value may grow after it is stored, as a toy builds its M-vectors). Least recently used values go
-    first; the value just asked for always stays. Shared by every session, so thread-safe; a value is built
-    outside the lock, so one slow build does not hold up the other sessions, and built once for all the threads
-    that ask for it while it is being built."""
+    use (a value may grow after it is stored, as a toy builds its M-vectors) or, with ``grows=False``, once when it
+    is stored (a cache of thousands of values that never change: a use then costs the same whatever their number).
+    Least recently used values go first; the value just asked for always stays. Shared by every session, so
+    thread-safe; a value is built outside the lock, so one slow build does not hold up the other sessions, and built
+    once for all the threads that ask for it while it is being built."""
 
-    def __init__(self, budget, size):
-        self.budget, self.size = budget, size
+    def __init__(self, budget, size, grows=True):
+        self.budget, self.size, self.grows = budget, size, grows
         self._values = OrderedDict()
+        self._sizes = {}                # grows=False: each value's size, weighed when it was stored
+        self._total = 0
         self._flights = {}
         self._lock = threading.Lock()
 
@@ -72,6 +75,14 @@ class ByteBoundedCache:
         """Forget the value for ``key``, if kept."""
         with self._lock:
             self._values.pop(key, None)
+            self._total -= self._sizes.pop(key, 0)
+
+    def clear(self):
+        """Forget every kept value."""
+        with self._lock:
+            self._values.clear()
+            self._sizes.clear()
+            self._total = 0
 
     def total(self):
         """Bytes of the kept values, weighed now."""
@@ -84,12 +95,21 @@ class ByteBoundedCache:
     def _use(self, key, value):
         self._values[key] = value
         self._values.move_to_end(key)
-        sizes = {kept: self.size(stored) for kept, stored in self._values.items()}
-        total = sum(sizes.values())
-        for kept in list(self._values):
-            if total <= self.budget:
-                break
-            if kept != key:
-                del self._values[kept]
-                total -= sizes[kept]
+        if self.grows:
+            sizes = {kept: self.size(stored) for kept, stored in self._values.items()}
+            total = sum(sizes.values())
+        else:
+            if key not in self._sizes:
+                self._sizes[key] = self.size(value)
+                self._total += self._sizes[key]
+            sizes, total = self._sizes, self._total
+        if total > self.budget:
+            for kept in list(self._values):
+                if total <= self.budget:
+                    break
+                if kept != key:
+                    del self._values[kept]
+                    total -= sizes.pop(kept)
+        if not self.grows:
+            self._total = total
         return value

@@ -89,7 +89,8 @@ def sequence_histogram(toy_key, kind, N, draw):
         return frames.sequence_histogram_frame(toy(*toy_key), kind, HISTOGRAM_BINS, log_W)
 
 
-MONTE_CARLO_ERRORS = ByteBoundedCache(2**21, lambda errors: errors.nbytes)   # (sizes, replicates) each: 6.4 kB
+MONTE_CARLO_ERRORS = ByteBoundedCache(2**21, lambda errors: errors.nbytes,     # (sizes, replicates) each: 6.4 kB
+                                      grows=False)
 
 
 def monte_carlo_frame(toy_key, selection, baseline, aggregation):

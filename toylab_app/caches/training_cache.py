@@ -110,9 +110,9 @@ def probe(sizes, selection, baseline, config, complete, _mismatch, _stop_above):
                       config, stop_above=None if complete else _stop_above)
 
 
-TRAJECTORIES = ByteBoundedCache(TRAJECTORY_CACHE_BYTES, lambda runs: sum(
-    value.nbytes for trajectory in runs.values() for value in vars(trajectory).values()
-    if isinstance(value, np.ndarray)))
+TRAJECTORIES = ByteBoundedCache(TRAJECTORY_CACHE_BYTES, lambda runs: sum(       # a run never changes once made:
+    value.nbytes for trajectory in runs.values() for value in vars(trajectory).values()   # weighed once, not at
+    if isinstance(value, np.ndarray)), grows=False)                                       # every use of the cache
 
 
 def trajectories(toy_key, selection, baseline, config):
