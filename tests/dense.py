@@ -595,3 +595,89 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
             out[name].append(value)
         theta = theta + total if k < steps else theta
     return {name: np.array(values) for name, values in out.items()}
+
+
+# -- the reference π_ref: every KL penalty's estimate by brute force -----------------------------------------
+
+def _real_clamp(z, bound):
+    """torch.clamp of a (complex-stepped) value: ±bound beyond it by its real part, z itself at and inside."""
+    return np.where(z.real > bound, bound, np.where(z.real < -bound, -bound, z))
+
+
+def dense_kl_term(penalty, log_pi, log_old, log_mu, log_ref):
+    """ℓ per token written out from the frameworks' formulas (verl kl_penalty_forward, slime and Miles
+    compute_approx_kl, NeMo-RL calculate_kl), on complex log π so that its derivative comes by complex step: a
+    detached quantity is a real part, a straight-through estimator (verl's "+") is its base's real value plus the
+    imaginary part of ½(log π − log π_ref)²."""
+    x = log_pi - log_ref
+    clamp_x = penalty.log_ratio_clamp
+    clamped = x if clamp_x is None else _real_clamp(x, clamp_x)
+    base = penalty.estimator.rstrip("+")
+    value = {"k1": clamped, "abs": np.sign(clamped.real) * clamped, "k2": clamped**2 / 2,
+             "k3": np.exp(-clamped) - 1 + clamped}[base]
+    if penalty.estimator.endswith("+"):
+        forward = value.real if penalty.value_clamp is None else np.clip(value.real, -penalty.value_clamp,
+                                                                          penalty.value_clamp)
+        backward = x**2 / 2
+        return forward + (backward - backward.real)
+    ratio = {"none": np.ones_like(x), "current": np.exp(log_pi - log_pi.real), "anchor": np.exp(log_pi - log_old),
+             "engine": np.exp(log_pi - log_mu)}[penalty.ratio]
+    if penalty.ratio_held_by_clamp and clamp_x is not None:
+        ratio = np.where(np.abs(x.real) > clamp_x, ratio.real, ratio)
+    term = ratio * value
+    return term if penalty.value_clamp is None else _real_clamp(term, penalty.value_clamp)
+
+
+COMPLEX_STEP = 1e-20
+
+
+def dense_kl_derivative(penalty, log_pi, log_old, log_mu, log_ref):
+    """∂ℓ/∂log π per token by complex step: Im ℓ(log π + ih)/h, exact to rounding for every branch."""
+    return dense_kl_term(penalty, log_pi + 1j * COMPLEX_STEP, log_old, log_mu, log_ref).imag / COMPLEX_STEP
+
+
+def dense_kl_values(penalty, log_policy, log_ref):
+    """k per token (a reward's: at the anchor's log-probabilities, no ratio, real)."""
+    return dense_kl_term(penalty, np.asarray(log_policy, dtype=complex), 0.0, 0.0, log_ref).real
+
+
+def dense_reference_gradients(dense, log_ref):
+    """(∇KL(π‖π_ref), ∇KL(π_ref‖π)) summed over all M sequences: Σ_y π(y)·log(π(y)/π_ref(y))·s(y) and
+    −Σ_y π_ref(y)·s(y)."""
+    positions = np.arange(dense.T)
+    log_ref_sequences = log_ref[positions, dense.Y].sum(axis=1)
+    with np.errstate(invalid="ignore"):
+        log_ratio = np.where(dense.p_train > 0, dense.log_pi_tokens.sum(axis=1) - log_ref_sequences, 0.0)
+    forward = np.einsum("m,m,mtv->tv", dense.p_train, log_ratio, dense.score)
+    reverse = -np.einsum("m,mtv->tv", np.exp(log_ref_sequences), dense.score)
+    return forward, reverse
+
+
+def dense_kl_estimates(dense, penalty, log_ref, correction="naive"):
+    """ĝ(y) (M', T, V) on the sequences μ draws: the loss term's Σ_t ∂ℓ/∂log π·s_t, full's ∇KL itself, or a reward
+    penalty's Σ_t c_t·K_t·s_t with c = 1, ρ_t or W; π_old = π."""
+    rows = dense.on_support
+    positions = np.arange(dense.T)
+    ref_tokens = log_ref[positions, rows.Y]
+    if penalty.placement == "loss":
+        if penalty.estimator == "full":
+            forward = dense_reference_gradients(dense, log_ref)[0]
+            return np.broadcast_to(forward, rows.score.shape)
+        derivative = dense_kl_derivative(penalty, rows.log_pi_tokens.astype(complex), rows.log_pi_tokens,
+                                         rows.log_logged_tokens, ref_tokens)
+        return derivative[:, :, None] * rows.score
+    k = dense_kl_values(penalty, rows.log_pi_tokens, ref_tokens)
+    K = {"sequence": np.repeat(k.sum(axis=1, keepdims=True), dense.T, axis=1),
+         "to_go": np.cumsum(k[:, ::-1], axis=1)[:, ::-1], "token": k}[penalty.reward_sum]
+    c = {"naive": np.ones_like(k), "tok_is": rows.rho, "seq_is": np.repeat(rows.W[:, None], dense.T, axis=1)}[
+        correction]
+    return (c * K)[:, :, None] * rows.score
+
+
+def dense_kl_moments(dense, penalty, log_ref, correction="naive"):
+    """(E ĝ, E‖ĝ‖², ∇KL(π‖π_ref), ∇KL(π_ref‖π)) summed over the sequences μ draws."""
+    estimates = dense_kl_estimates(dense, penalty, log_ref, correction)
+    rows = dense.on_support
+    mean = np.einsum("m,mtv->tv", rows.p_sampler, estimates)
+    second = float(rows.p_sampler @ (estimates**2).sum(axis=(1, 2)))
+    return (mean, second, *dense_reference_gradients(dense, log_ref))
