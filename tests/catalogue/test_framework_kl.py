@@ -72,6 +72,26 @@ def test_reward_penalties_agree_token_by_token(framework, index):
     assert_close(values, np.where(mask, entry["values"], 0.0), rtol, atol, entry["setting"])
     expected = entry["beta"] * penalty_per_token(values, mask, penalty.reward_sum)
     assert_close(expected, np.where(mask, entry["penalty"], 0.0), rtol, atol, entry["setting"])
+    if "probe" in entry:                                  # the value's clamps, on each side
+        tokens = {name: np.array(values) for name, values in entry["probe"]["tokens"].items()}
+        if entry["float32"]:
+            tokens = {name: values.astype(np.float32).astype(float) for name, values in tokens.items()}
+        x = tokens["log_pi"] - tokens["log_ref"]
+        scale = np.maximum.reduce([np.ones_like(x), np.exp(np.minimum(-x, 60)), np.abs(x)])
+        rtol, atol = tolerance(entry, scale)
+        assert_close(penalty.values(tokens["log_pi"], tokens["log_ref"]), entry["probe"]["values"], rtol, atol,
+                     entry["setting"] + " (probe)")
+
+
+@pytest.mark.parametrize("framework", ["slime", "miles"])
+def test_grpo_returns_ignore_the_kl_coefficient(framework):
+    """slime's and Miles' --kl-coef is documented as reward shaping, but get_grpo_returns, the default advantage
+    estimator's, hands each token its sequence's reward whatever the KL: no GRPO preset carries a reward KL."""
+    finding = NUMBERS[framework]["findings"]["grpo_ignores_kl_coef"]
+    mask = np.array(NUMBERS[framework]["reward"][0]["batch"]["mask"], bool)
+    returns = np.array(finding["returns"])
+    np.testing.assert_array_equal(returns[mask], np.repeat(finding["rewards"], mask.sum(axis=1)))
+    assert not any(":kl_in_reward_grpo" in id or id == f"{framework}:kl_in_reward" for id in KL_PRESETS)
 
 
 def test_every_preset_is_checked_against_its_framework():

@@ -81,7 +81,7 @@ KL_PRESETS = {preset.id: preset for preset in (
     KLPreset("verl:kl_in_reward", "algorithm.use_kl_in_reward=True (kl_penalty kl, kl_ctrl fixed 0.001), GRPO's "
              "outcome advantage", reward(0.001, "k1", "sequence"), False, VERL,
              "verl/trainer/ppo/ray_trainer.py apply_kl_penalty 78–117 (at old_log_probs); core_algos.py "
-             "compute_grpo_outcome_advantage 268–304 (token rewards summed)",
+             "compute_grpo_outcome_advantage 268–331 (token rewards summed)",
              note="kl_ctrl.type adaptive (Ziegler et al.'s controller) is not modelled; with adv_estimator "
                   "reinforce_plus_plus the penalty is a return to go"),
     KLPreset("trl:grpo", "GRPOConfig(beta > 0) (beta default 0.0; DeepSeek-R1's 0.001 named in its help)",
@@ -137,7 +137,7 @@ KL_PRESETS = {preset.id: preset for preset in (
              "(a return to go in the REINFORCE family)", reward(0.01, "k1", "to_go", value_clamp=10.0), True,
              OPENRLHF,
              "openrlhf/models/utils.py compute_approx_kl 64–95, compute_reward 98–126; "
-             "trainer/ppo_utils/experience_maker.py 205–212, 276–303; cli/train_ppo_ray.py 417–428",
+             "trainer/ppo_utils/experience_maker.py 205–212, 276–303, get_cumulative_returns 380–412; cli/train_ppo_ray.py 417–428",
              note="every estimator's value is clamped to ±10, k1's too; the default advantage estimator is gae (a "
                   "critic), which the toy does not model: to go is its λ = γ = 1, zero-value case"),
     KLPreset("openrlhf:kl_loss", "--algo.kl.use_loss --algo.kl.estimator k3", loss(0.01, "k3", value_clamp=10.0),
@@ -146,7 +146,7 @@ KL_PRESETS = {preset.id: preset for preset in (
                   "gradient is ∇KL(π‖π_ref) and k1's mean gradient is 0"),
     KLPreset("areal:kl_in_reward", "actor.kl_ctl 0.1 (default) with a ref model configured (ref default None: "
              "off), kl_estimator k1", reward(0.1, "k1", "to_go", value_clamp=10.0), False, AREAL,
-             "areal/utils/data.py KLEstimator 1640–1698; areal/trainer/ppo/actor.py compute_advantages 243–306; "
+             "areal/utils/data.py KLEstimator 1640–1698; areal/trainer/ppo/actor.py _compute_advantages 178–323; areal/trainer/ppo/gae.py 10–37; "
              "areal/api/cli_args.py 1734–1775; areal/trainer/rl_trainer.py 205", reads="engine",
              note="the KL is read at old_logp, the engine's log-probs unless recompute_logprob (AReaL's default "
                   "anchor is μ); GAE with discount = gae_lambda = 1 and no critic is a return to go"),
@@ -162,7 +162,7 @@ KL_PRESETS = {preset.id: preset for preset in (
              "nemo_rl/algorithms/loss/loss_functions.py 468–517 (kl_importance_weights = exp(curr − generation))"),
     KLPreset("nemo_rl:kl_in_reward_reinforce_pp", "loss_fn.use_kl_in_reward=True with the Reinforce++ advantage",
              reward(0.01, "k3", "token", log_ratio_clamp=20.0, value_clamp=10.0), False, NEMO_RL,
-             "nemo_rl/algorithms/advantage_estimator.py ReinforcePlusPlusAdvantageEstimator 193–266"),
+             "nemo_rl/algorithms/advantage_estimator.py ReinforcePlusPlusAdvantageEstimator.compute_advantage 248–259"),
     KLPreset("roll:kl_loss", "use_kl_loss=True, kl_loss_coef β (default 0; k3 hard-coded)",
              loss(0.0, "k3", value_clamp=10.0), False, ROLL,
              "roll/pipeline/rlvr/actor_pg_worker.py 118–154; roll/utils/functionals.py compute_approx_kl 181–211; "
@@ -179,10 +179,10 @@ KL_PRESETS = {preset.id: preset for preset in (
              "compute_approx_kl 88–126; skyrl/train/config/config.py 828–836"),
     KLPreset("skyrl:kl_in_reward", "use_kl_in_reward=True, use_kl_loss=False (k3, GRPO's outcome advantage)",
              reward(0.001, "k3", "sequence", log_ratio_clamp=20.0, value_clamp=10.0), False, SKYRL,
-             "skyrl/train/trainer.py apply_reward_kl_penalty 1409–1436; ppo_utils.py compute_grpo_outcome_advantage"),
+             "skyrl/train/trainer.py apply_reward_kl_penalty 1409–1464; ppo_utils.py compute_grpo_outcome_advantage 1344–1394"),
     KLPreset("open_instruct:kl_loss", "default: beta 0.05, kl_estimator 2 (k3 as expm1(−x) + x)",
              loss(0.05, "k3", log_ratio_clamp=40.0), True, OPEN_INSTRUCT,
-             "open_instruct/grpo_utils.py compute_grpo_loss 510–538; open_instruct/model_utils.py estimate_kl "
+             "open_instruct/grpo_utils.py compute_grpo_loss 504–538, open_instruct/grpo_fast.py 701–718; open_instruct/model_utils.py estimate_kl "
              "793–818; grpo_utils.py 104, 134",
              note="the log ratio is clamped to ±40 for every estimator (no value clamp)"),
     KLPreset("open_instruct:kl_estimator_3", "kl_estimator 3: ratio × k1",

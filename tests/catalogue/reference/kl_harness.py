@@ -77,6 +77,14 @@ def loss_tokens(estimator, value_clamp=None, ratios=False):
     return {name: [r[i] for r in rows] for i, name in enumerate(("log_pi", "log_old", "log_mu", "log_ref"))}
 
 
+def probe_values(function, estimator, value_clamp=None):
+    """(tokens, values): ``function(log_policy, log_ref)`` (float64 tensors) on the probe tokens."""
+    tokens = loss_tokens(estimator, value_clamp)
+    values = function(torch.tensor(tokens["log_pi"], dtype=torch.float64),
+                      torch.tensor(tokens["log_ref"], dtype=torch.float64))
+    return tokens, as_list(values)
+
+
 def per_token(term_of, tokens):
     """(ℓ, ∂ℓ/∂log π_θ) per token: ``term_of(log_pi, log_old, log_mu, log_ref)`` on (1, n) float64 tensors (a loss
     summed over the tokens: no ℓ, the derivative only)."""
@@ -115,9 +123,14 @@ class KLNumbers:
         self.data["loss"].append({"preset": preset, "setting": setting, "tokens": tokens, "term": term,
                                   "derivative": derivative, "float32": float32})
 
-    def reward(self, preset, setting, beta, values, penalty, float32=False):
-        self.data["reward"].append({"preset": preset, "setting": setting, "beta": beta, "batch": REWARD_BATCH,
-                                    "values": values, "penalty": penalty, "float32": float32})
+    def reward(self, preset, setting, beta, values, penalty, float32=False, probe=None):
+        """``probe``: (tokens, values) of the framework's KL value function on ``loss_tokens`` (at π_old: its
+        log_pi), where its clamps are."""
+        entry = {"preset": preset, "setting": setting, "beta": beta, "batch": REWARD_BATCH, "values": values,
+                 "penalty": penalty, "float32": float32}
+        if probe is not None:
+            entry["probe"] = {"tokens": probe[0], "values": probe[1]}
+        self.data["reward"].append(entry)
 
     def write(self, folder):
         path = Path(folder) / "kl_numbers.json"

@@ -322,7 +322,8 @@ def reward_numbers(numbers):
         with_kl, values = grpo_returns(beta, kl_type)
         without, _ = grpo_returns(0.0, kl_type)
         numbers.reward("verl:kl_in_reward", f"kl_penalty={kl_type}, adv_estimator grpo", beta,
-                       [kl_harness.as_list(v) for v in values], [kl_harness.as_list(v) for v in without - with_kl])
+                       [kl_harness.as_list(v) for v in values], [kl_harness.as_list(v) for v in without - with_kl],
+                       probe=kl_harness.probe_values(lambda old, ref: kl_penalty(old, ref, kl_type), "k1"))
 
 
 def main():
