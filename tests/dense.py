@@ -521,7 +521,7 @@ def dense_weight(correction, params, baseline, b, tables, on_policy):
 
 
 def dense_three_policies(toy, correction, params, baseline, update, steps, lr, optimizer="sgd", lag=0,
-                         lag_draw="fixed"):
+                         lag_draw="fixed", kl=None, log_ref=None):
     """Training with three policies by brute force, every sequence materialised: {record: list over k = 0 … K}.
 
     At step k the engine holds θ_{k−s} (θ_0 before the run; s fixed, or the k-th draw of
@@ -530,6 +530,11 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
     oracle of (μ_s, μ_log, π_old), so its ρ is w = π_old/μ_log (or sg(π_θ)/μ_log at each update when the update's
     weights are at the current policy); then U updates, each the gradient Σ_y μ(y)·Σ_t g·∂L/∂log π_θ·∇log π_θ(y_t)
     of textbook SGD or Adam (its count of steps over every update). on_policy: μ = π_old = π_θ_k, g = 1.
+
+    ``kl`` (a KLPenalty, with ``log_ref``): in the loss, each update's gradient gains −β·Σ_y μ(y)·Σ_t ∂ℓ/∂log π·s_t,
+    ∂ℓ/∂log π by complex step of the frameworks' formula (``dense_kl_derivative``; full: −β times the sequences' sum
+    for ∇KL); in the reward, A_t(y) = r − b − β·K_t(y) with k at π_old; the record ``kl_ref`` is
+    Σ_y π(y)·log(π(y)/π_ref(y)).
     """
     p = update.loss_params
     rng = np.random.default_rng([toy.seed, 2**32 - 2]) if lag_draw == "uniform" else None
@@ -539,7 +544,7 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
     m = v = 0.0
     count = 0
     out = {name: [] for name in ("theta", "J", "logged_reward", "kl_mu_pi", "clip_share", "ppo_kl", "w_std", "lag",
-                                 "first", "step", "grad")}
+                                 "first", "step", "grad", "kl_ref")}
     on_policy = correction == "on_policy"
     for k in range(steps + 1):
         thetas.append(theta)
@@ -553,7 +558,7 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
         J, logged = here.p_train @ here.R, here.p_sampler @ here.R
         b = {"none": 0.0, "logged": logged, "true": J}[baseline]
         rows = here.on_support
-        kl = rows.p_sampler @ (rows.log_mu_tokens.sum(axis=1) - rows.log_pi_tokens.sum(axis=1))
+        kl_mu_pi = rows.p_sampler @ (rows.log_mu_tokens.sum(axis=1) - rows.log_pi_tokens.sum(axis=1))
         if on_policy:
             log_mu = log_logged = log_old = log_pi
         else:
@@ -568,6 +573,13 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
         out["w_std"].append(np.sqrt(sampled.p_sampler @ ((w - w_mean) ** 2).mean(axis=1)))
         g = dense_weight(correction, params, baseline, b, (log_mu, log_logged, log_old, scale), on_policy)
         advantage = (sampled.R - b)[:, None]
+        penalised = kl is not None and kl.beta > 0
+        ref_tokens = log_ref[positions, sampled.Y] if penalised else None
+        if penalised and kl.placement == "reward":
+            values = dense_kl_values(kl, old_tokens, ref_tokens)
+            K = {"sequence": np.repeat(values.sum(axis=1, keepdims=True), toy.T, axis=1),
+                 "to_go": np.cumsum(values[:, ::-1], axis=1)[:, ::-1], "token": values}[kl.reward_sum]
+            advantage = advantage - kl.beta * K
         current, total, held_total, kl_total = theta, 0.0, 0.0, 0.0
         for u in range(update.U):
             log_pi_u = dense_scored_log_pi(current, log_mu, **pipeline)
@@ -577,6 +589,12 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
             derivative, held = dense_token_derivative(update.loss, tokens_u, old_tokens, advantage, p)
             score = (np.eye(toy.V)[sampled.Y] - np.exp(log_pi_u)[None]) * scale
             gradient = np.einsum("m,mt,mtv->tv", sampled.p_sampler, g * derivative, score)
+            if penalised and kl.placement == "loss" and kl.estimator == "full":
+                gradient = gradient - kl.beta * dense_reference_gradients(
+                    DenseToy.of_tables(log_mu, log_logged, log_pi_u, scale), log_ref)[0]
+            elif penalised and kl.placement == "loss":
+                kl_derivative = dense_kl_derivative(kl, tokens_u.astype(complex), old_tokens, logged_tokens, ref_tokens)
+                gradient = gradient - kl.beta * np.einsum("m,mt,mtv->tv", sampled.p_sampler, kl_derivative, score)
             held_total += (sampled.p_sampler @ held.mean(axis=1)) / update.U
             kl_total += (sampled.p_sampler @ (old_tokens - tokens_u).mean(axis=1)) / update.U
             count += 1
@@ -589,9 +607,14 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
             if u == 0:
                 out["first"].append(gradient)
             total, current = total + step, current + step
-        for name, value in (("theta", theta), ("J", J), ("logged_reward", logged), ("kl_mu_pi", kl),
+        ref_sequences = log_ref[positions, here.Y].sum(axis=1) if log_ref is not None else None
+        kl_ref = 0.0
+        if log_ref is not None:
+            reached = here.p_train > 0
+            kl_ref = here.p_train[reached] @ (here.log_pi_tokens.sum(axis=1)[reached] - ref_sequences[reached])
+        for name, value in (("theta", theta), ("J", J), ("logged_reward", logged), ("kl_mu_pi", kl_mu_pi),
                             ("clip_share", held_total), ("ppo_kl", kl_total), ("lag", s), ("step", total),
-                            ("grad", here.true_grad)):
+                            ("grad", here.true_grad), ("kl_ref", kl_ref)):
             out[name].append(value)
         theta = theta + total if k < steps else theta
     return {name: np.array(values) for name, values in out.items()}

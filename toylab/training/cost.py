@@ -57,9 +57,10 @@ refusing, and the page keeps the line (``Probe``) for the next settings.
 Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
 checks the whole model on a grid):
 
-    records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
+    records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 13 expected, 11 sampled; r = 1
                                                      expected): exact
-    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
+    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time),
+                           8 · FLOATS_PER_PENALISED_SEQUENCE · M         with a KL penalty in the reward
                  sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T (+ FLOATS_PER_UPDATED_TOKEN when a batch feeds
                                     updates away from its anchor: the frozen g, A, log π_old, log μ and each update's)
                                 + E·r·(FLOATS_PER_TABLE_ENTRY · T·V + FLOATS_PER_COUNT_PAIR · T² + FLOATS_PER_RUN))
@@ -95,6 +96,7 @@ PROBE_REPEATS = 5                           # … at most this many times
 SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes less is timed for K = 9, not 3
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default estimators) to 13–15 (every one)
+FLOATS_PER_PENALISED_SEQUENCE = 20          # a KL penalty in the reward, one row at a time: measured 17.5–18.7
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
 FLOATS_PER_UPDATED_TOKEN = 20               # more when a batch feeds U updates away from its anchor (measured 17–22)
 FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
@@ -103,7 +105,7 @@ FLOATS_PER_RUN = 100                        # … and its per-run numbers (fitte
 LISTED_BYTES_PER_VALUE = 32                 # a float object and its place in a list
 JSON_BYTES_PER_VALUE = 68
 LISTS = {"expected": 11, "sampled": 9}      # per-step lists of a run (sampled: no rel_bias, step_cosine)
-RECORDED = {"expected": 12, "sampled": 10}  # numbers recorded per step besides θ
+RECORDED = {"expected": 13, "sampled": 11}  # numbers recorded per step besides θ
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         step = max(0.0, times[longer] - times[1]) / (longer - 1)
         return step, max(0.0, times[1] - 2 * step)
 
-    line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
+    line = _expected_line(timed, T, V, selection, config) if config.mode == "expected" else \
         _sampled_line(timed, T, selection, config)
     return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
 
@@ -203,10 +205,10 @@ def _power_of_two(value, most):
     return min(most, 1 << (value - 1).bit_length())
 
 
-def _expected_line(timed, T, V, selection):
+def _expected_line(timed, T, V, selection, config):
     """The expected Probe through the copies at T₁ < T₂ and, beyond them, the reference's growth (see the module
-    docstring)."""
-    enumerated = sum(id not in FACTORS for id in selection)
+    docstring). A KL penalty in the reward makes every estimator enumerate."""
+    enumerated = len(selection) if penalised_in_reward(config) else sum(id not in FACTORS for id in selection)
     largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // max(1, enumerated)))
     T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
     T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
@@ -271,7 +273,9 @@ def run_bytes(T, V, config, estimator_ids):
     count = len(estimator_ids)
     records = 8 * count * runs * (config.steps + 1) * (T * V + RECORDED[config.mode]) \
         + 8 * count * runs * T * V * config.lag                             # θ_{k−1} … θ_{k−s}: the engine's past
-    if config.mode == "expected":
+    if config.mode == "expected" and penalised_in_reward(config):
+        step = 8 * FLOATS_PER_PENALISED_SEQUENCE * V**T
+    elif config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
         step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
     else:
@@ -280,6 +284,12 @@ def run_bytes(T, V, config, estimator_ids):
                     + count * config.runs * (FLOATS_PER_TABLE_ENTRY * T * V + FLOATS_PER_COUNT_PAIR * T * T
                                              + FLOATS_PER_RUN))
     return records + step
+
+
+def penalised_in_reward(config):
+    """True when a KL penalty in the reward gives each token its own advantage: every row enumerates, position by
+    position (``reward_penalty``)."""
+    return config.kl.active and config.kl.placement == "reward"
 
 
 def command_line_bytes(T, V, config, estimator_ids, as_json=False):

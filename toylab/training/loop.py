@@ -35,8 +35,10 @@ import numpy as np
 
 from toylab.analysis.montecarlo import tokens_from_uniforms
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
+from toylab.catalogue.kl import NO_PENALTY, KLPenalty
 from toylab.catalogue.updates import DEFAULT_UPDATE, LAG_DRAWS, Update
 from toylab.engine.recursion import FACTORS
+from toylab.engine.reference import INITIAL, Reference, kl_to_reference
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import range_problem
 from toylab.training.exact import Population
@@ -52,6 +54,7 @@ from toylab.training.policies import (
     sampled_w_spread,
     starts_at_anchor,
 )
+from toylab.training.reference_term import ReferenceTerm
 from toylab.training.toy_rows import ToyRows
 
 MODES = ("expected", "sampled")
@@ -60,7 +63,7 @@ NOISES = ("fixed", "redrawn")
 NOISE_STREAM = 2**32 - 1        # the second seed word of the redrawn errors: no run number reaches it
 LIMITS = {"steps": (1, 2000), "lr": (1e-4, 1e4), "N": (1, 100_000), "runs": (1, 10_000), "lag": (0, 16)}
 RECORDED = ("theta", "J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias",
-            "clip_share", "ppo_kl", "w_std", "lag")
+            "clip_share", "ppo_kl", "w_std", "lag", "kl_ref")
 UNDEFINED_BELOW = 1e-10   # shorter vectors: the cosine or relative error is undefined (NaN); rounding error ~1e-16/length
 
 
@@ -68,7 +71,9 @@ UNDEFINED_BELOW = 1e-10   # shorter vectors: the cosine or relative error is und
 class TrainingConfig:
     """How to train: K steps of size lr with an optimizer, in a mode; N and runs for sampled mode; the engine's
     error fixed or redrawn at every step; how each batch is used (``update``: the anchor, the loss, minibatches ×
-    epochs) and how stale the engine's policy is (``lag``: s, or η when ``lag_draw`` is uniform)."""
+    epochs) and how stale the engine's policy is (``lag``: s, or η when ``lag_draw`` is uniform); a KL penalty to the
+    reference (``kl``: β, the estimator and where it goes, ``catalogue.kl``; β = 0 by default: none) and where π_ref
+    sits (``reference``: θ_ref = θ_0 + distance·d, ``engine.reference``)."""
     steps: int = 100
     lr: float = 1.0
     optimizer: str = "sgd"
@@ -79,6 +84,8 @@ class TrainingConfig:
     update: Update = DEFAULT_UPDATE
     lag: int = 0
     lag_draw: str = "fixed"
+    kl: KLPenalty = NO_PENALTY
+    reference: Reference = INITIAL
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -89,6 +96,10 @@ class TrainingConfig:
             raise ValueError(f"noise must be one of {', '.join(NOISES)}, got {self.noise!r}")
         if not isinstance(self.update, Update):
             raise ValueError(f"update must be an Update, got {self.update!r}")
+        if not isinstance(self.kl, KLPenalty):
+            raise ValueError(f"kl must be a KLPenalty, got {self.kl!r}")
+        if not isinstance(self.reference, Reference):
+            raise ValueError(f"reference must be a Reference, got {self.reference!r}")
         if self.lag_draw not in LAG_DRAWS:
             raise ValueError(f"lag_draw must be one of {', '.join(LAG_DRAWS)}, got {self.lag_draw!r}")
         for name, (low, high) in LIMITS.items():
@@ -102,13 +113,15 @@ class TrainingConfig:
 
     @property
     def weights_only(self):
-        return weights_only(self.update, self.lag)
+        return weights_only(self.update, self.lag, self.kl)
 
 
-def weights_only(update, lag):
-    """True when some update may start away from its anchor (bypass, or rollout with a lag) or a batch feeds several
-    updates: the loss then reads the ratio r, and the correction must be a weight g(w) (no additive term)."""
-    return update.U > 1 or update.anchor == "bypass" or (update.anchor == "rollout" and lag > 0)
+def weights_only(update, lag, kl=NO_PENALTY):
+    """True when some update may start away from its anchor (bypass, or rollout with a lag), a batch feeds several
+    updates, or a KL penalty in the reward gives each token its own advantage: the loss then reads the ratio r (or
+    A_t), and the correction must be a weight g(w) (no additive term)."""
+    return update.U > 1 or update.anchor == "bypass" or (update.anchor == "rollout" and lag > 0) \
+        or (kl.active and kl.placement == "reward")
 
 
 @dataclass(frozen=True)
@@ -120,7 +133,7 @@ class Trajectory:
     and the step's in sampled mode; ``step_cosine`` (expected mode) the step's (all U updates of the batch);
     ``rel_bias`` and ``step_cosine`` are None in sampled mode. ``clip_share``, ``ppo_kl`` (the token mean of −log r)
     and ``w_std`` (w's spread) are the frameworks' metrics (``policies``), the first two averaged over the batch's U
-    updates; ``lag`` is the age s_k of the engine's policy."""
+    updates; ``lag`` is the age s_k of the engine's policy; ``kl_ref`` is KL(π_k‖π_ref), exact."""
     estimator: str
     params: dict
     mode: str
@@ -137,6 +150,7 @@ class Trajectory:
     ppo_kl: np.ndarray
     w_std: np.ndarray
     lag: np.ndarray
+    kl_ref: np.ndarray
 
 
 def engine_errors(toy, noise, steps):
@@ -163,8 +177,9 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
     if problems:
         raise ValueError("; ".join(problems))
     progress = progress or (lambda k: None)
-    records = _expected(toy, selection, baseline, config, progress, chunk) if config.mode == "expected" else \
-        _sampled(toy, selection, baseline, config, progress)
+    reference = ReferenceTerm(config.kl, config.reference.log_probabilities(toy.theta, toy.seed, toy.sampler))
+    records = _expected(toy, selection, baseline, config, progress, chunk, reference) \
+        if config.mode == "expected" else _sampled(toy, selection, baseline, config, progress, reference)
     return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
                                                       for name in RECORDED))
             for index, (id, params) in enumerate(selection.items())}
@@ -226,9 +241,10 @@ def _record(records, k, theta, population, cosines, rel_bias=None, step_cosines=
         records["step_cosine"][..., k] = step_cosines
 
 
-def _record_update(records, k, lag, on_policy, clipped, kl, spread):
+def _record_update(records, k, lag, on_policy, clipped, kl, spread, kl_ref):
     records["clip_share"][..., k], records["ppo_kl"][..., k], records["w_std"][..., k] = clipped, kl, spread
     records["lag"][..., k] = np.where(on_policy, 0, lag).reshape(-1, *[1] * (clipped.ndim - 1))   # on_policy: none
+    records["kl_ref"][..., k] = kl_ref
 
 
 def check_range(rows, k):
@@ -244,11 +260,11 @@ def _steps(toy, config):
                lags(toy.seed, config.lag, config.lag_draw, config.steps))
 
 
-def _expected(toy, selection, baseline, config, progress, chunk):
+def _expected(toy, selection, baseline, config, progress, chunk, reference):
     grid = split_grid(toy.T, toy.V)
     estimators = list(selection.items())
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
-    enumerated = any(id not in FACTORS for id, _ in estimators)
+    enumerated = any(id not in FACTORS for id, _ in estimators) or reference.in_reward
     theta = np.repeat(toy.theta[None], len(estimators), axis=0)
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     records = _empty_records(theta, config.steps, expected=True)
@@ -263,17 +279,17 @@ def _expected(toy, selection, baseline, config, progress, chunk):
         population = Population.of(rows)
         first, step, clipped, kl, spread = expected_updates(
             rows, log_old, on_policy, estimators, population.baseline(baseline), update, optimizer,
-            starts_at_anchor(update.anchor, s), chunk)
+            starts_at_anchor(update.anchor, s), chunk, reference)
         _record(records, k, theta, population, cosine(first, population.grad), relative_error(first, population.grad),
                 cosine(step, population.grad))
-        _record_update(records, k, s, on_policy, clipped, kl, spread)
+        _record_update(records, k, s, on_policy, clipped, kl, spread, kl_to_reference(rows.log_pi, reference.log_ref))
         progress(k)
         if k < config.steps:
             theta = theta + step
     return records
 
 
-def _sampled(toy, selection, baseline, config, progress):
+def _sampled(toy, selection, baseline, config, progress, reference):
     N, runs = config.N, config.runs
     estimators = list(selection.items())
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
@@ -298,9 +314,10 @@ def _sampled(toy, selection, baseline, config, progress):
             tokens[index] = tokens_from_uniforms(uniforms, mine.pi if on_policy[index] else mine.mu)
             step[index], clipped[index], kl[index] = sampled_updates(
                 id, params, mine, tokens[index], log_old[index], b[index], update, optimizers[index],
-                starts_at_anchor(update.anchor, s))
+                starts_at_anchor(update.anchor, s), reference)
         _record(records, k, theta, population, cosine(step, population.grad))
-        _record_update(records, k, s, on_policy, clipped, kl, sampled_w_spread(rows, log_old, on_policy, tokens))
+        _record_update(records, k, s, on_policy, clipped, kl, sampled_w_spread(rows, log_old, on_policy, tokens),
+                       kl_to_reference(rows.log_pi, reference.log_ref))
         progress(k)
         if k < config.steps:
             theta = theta + step
