@@ -104,7 +104,7 @@ FLOATS_PER_COUNT_PAIR = 4                   # … its count recursion over (posi
 FLOATS_PER_RUN = 100                        # … and its per-run numbers (fitted to 8 toys, T = 4 to 16, V = 2 to 8)
 LISTED_BYTES_PER_VALUE = 32                 # a float object and its place in a list
 JSON_BYTES_PER_VALUE = 68
-LISTS = {"expected": 11, "sampled": 9}      # per-step lists of a run (sampled: no rel_bias, step_cosine)
+LISTS = {"expected": 12, "sampled": 10}     # per-step lists of a run (sampled: no rel_bias, step_cosine)
 RECORDED = {"expected": 13, "sampled": 11}  # numbers recorded per step besides θ
 
 

@@ -356,7 +356,8 @@ def steps_to_reach(J, target):
 def summary(trajectories, reference="on_policy"):
     """One row per estimator, on the per-step median over runs in sampled mode: final J, the step at which J
     first reaches REACHED × the reference's final J (None: never; absent without a reference), the largest drop
-    of J, the final E_μ[r] and KL(μ‖π), and the clipped share and PPO KL averaged over the steps."""
+    of J, the final E_μ[r] and KL(μ‖π), the clipped share and PPO KL averaged over the steps, and the final
+    KL(π‖π_ref)."""
     target = REACHED * per_step_median(trajectories[reference].J)[-1] if reference in trajectories else None
     rows = []
     for id, trajectory in trajectories.items():
@@ -365,6 +366,7 @@ def summary(trajectories, reference="on_policy"):
                      "final_logged_reward": float(per_step_median(trajectory.logged_reward)[-1]),
                      "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1]),
                      "mean_clip_share": float(np.mean(per_step_median(trajectory.clip_share))),
-                     "mean_ppo_kl": float(np.mean(per_step_median(trajectory.ppo_kl)))}
+                     "mean_ppo_kl": float(np.mean(per_step_median(trajectory.ppo_kl))),
+                     "final_kl_ref": float(per_step_median(trajectory.kl_ref)[-1])}
                     | ({"steps_to_reach": steps_to_reach(J, target)} if target is not None else {}))
     return rows
