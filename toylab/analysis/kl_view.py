@@ -27,7 +27,10 @@ def reference_summary(toy, reference):
             "kl_reverse": reverse if np.isfinite(reverse) else None, "grad_norm": moments.scale}
 
 
-def kl_table(toy, settings=kl_settings.VIEW_SETTINGS, reference=Reference(1.0), N=64):
+VIEW_REFERENCE = Reference(1.0)        # the view's default π_ref: at the toy's θ_0 every ∇KL would be 0
+
+
+def kl_table(toy, settings=kl_settings.VIEW_SETTINGS, reference=VIEW_REFERENCE, N=64):
     """One row per setting name: its label, placement, ratio or correction, the cosines and relative errors above
     (None where undefined: ∇KL = 0, π at its reference, or a zero mean), in the order given."""
     log_ref = reference.log_probabilities(toy.theta, toy.seed, toy.sampler)
