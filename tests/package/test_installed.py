@@ -5,9 +5,11 @@ table, ``train`` and ``inspect`` (a log and a run's zip), and ``toylab app`` ser
 settings, from a folder that is not the checkout."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -48,15 +50,25 @@ def wheel(tmp_path_factory):
     return built
 
 
+def these_versions():
+    """``name==version`` of each package requirements.txt names, as this environment has it: CI runs the tiers at the
+    newest versions the ranges allow and at their lower bounds, and the package on this Python is installed at the
+    same ones."""
+    lines = (REPO_ROOT / "requirements.txt").read_text().splitlines()
+    names = [re.match(r"[A-Za-z0-9_.-]+", line)[0] for line in lines if line and not line.startswith("#")]
+    return [f"{name}=={metadata.version(name)}" for name in names]
+
+
 @pytest.fixture(scope="module", params=PYTHONS, ids=lambda prefix: Path(prefix).name)
 def installed(request, wheel, tmp_path_factory):
-    """A new virtual environment of that Python with the wheel and its dependencies, and a folder outside the
-    checkout to run it from."""
+    """A new virtual environment of that Python with the wheel and its dependencies (on this Python, at the versions
+    this environment has; on the newer one, the newest allowed), and a folder outside the checkout to run it from."""
     python = Path(request.param) / "bin" / "python3"
     venv = tmp_path_factory.mktemp("venv")
     subprocess.run([str(python), "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin/pip"), "install", "-q", "--disable-pip-version-check", str(wheel)], check=True,
-                   capture_output=True)
+    pins = these_versions() if request.param == sys.base_prefix else []
+    subprocess.run([str(venv / "bin/pip"), "install", "-q", "--disable-pip-version-check", str(wheel), *pins],
+                   check=True, capture_output=True)
     return venv, tmp_path_factory.mktemp("elsewhere")
 
 
