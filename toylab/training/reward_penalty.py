@@ -18,6 +18,7 @@ import numpy as np
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.engine.sequences import AllSequences
+from toylab.training.exact import chunk_rows
 
 
 def summed_before(table, t):
@@ -51,20 +52,22 @@ def coefficient_at(weights, t, T, V):
     return coefficient
 
 
-def penalty_at(values, t, reward_sum, total, T, V):
-    """K_t(y) on the grid at position t: the whole sum, the sum from t on, or k_t itself."""
-    shape = (V**t, V, V**(T - t - 1))
+def penalty_at(values, t, reward_sum, totals, V):
+    """K_t(y) of each row at position t, (rows, V**t, V, V**(T−t−1)): the whole sum, the sum from t on, or k_t."""
+    rows, T = values.shape[:2]
+    shape = (rows, V**t, V, V**(T - t - 1))
+    if reward_sum == "token":
+        return np.broadcast_to(values[:, t, None, :, None], shape)
     if reward_sum == "sequence":
-        return np.reshape(total, shape)
-    if reward_sum == "to_go":
-        return np.reshape(total, shape) - summed_before(values, t)[:, None, None]
-    return np.broadcast_to(values[t][None, :, None], shape)
+        return np.reshape(totals, shape)
+    before = np.stack([summed_before(table, t) for table in values])
+    return np.reshape(totals, shape) - before[:, :, None, None]
 
 
 class RewardPenaltyBatch:
     """One batch of every row with a reward penalty: the per-token values k (frozen at the anchor) and the
-    correction's weights (frozen, or recomputed at each update); a row's M-vectors (its sequences' probability and
-    summed k) are built when the row is summed, one row at a time."""
+    correction's weights (frozen, or recomputed at each update); the rows' M-vectors (their sequences' probability
+    and summed k) are built when a chunk of rows is summed."""
 
     def __init__(self, batch, log_ref, on_policy, penalty):
         self.batch, self.penalty, self.on_policy = batch, penalty, on_policy
@@ -85,33 +88,37 @@ class RewardPenaltyBatch:
         return weights
 
     def gradient(self, log_pi, pi):
-        """(Gᵘ (rows, T, V), clipped share (rows,)) at π_θ (``log_pi``, ``pi``)."""
+        """(Gᵘ (rows, T, V), clipped share (rows,)) at π_θ (``log_pi``, ``pi``), rows in chunks of at most
+        ``exact.chunk_rows(M)`` (M-vectors of about 2¹⁶ numbers per array)."""
         batch = self.batch
         if batch.update.weights_at == "current" or self.weights is None:
             self.weights = self.correction_weights(log_pi if batch.update.weights_at == "current" else batch.log_old)
         rows = batch.rows
-        T, V = rows.T, rows.V
         gradient, clipped = np.zeros(pi.shape), np.zeros(len(pi))
-        for index in range(len(pi)):
-            m, clipped[index] = self._marginals(index, log_pi[index], T, V)
-            gradient[index] = (m - pi[index] * m.sum(axis=-1, keepdims=True)) * rows.score_scale
+        chunk = chunk_rows(rows.M)
+        for start in range(0, len(pi), chunk):
+            chosen = np.arange(start, min(start + chunk, len(pi)))
+            m, clipped[chosen] = self._marginals(chosen, log_pi[chosen], rows.T, rows.V)
+            gradient[chosen] = (m - pi[chosen] * m.sum(axis=-1, keepdims=True)) * rows.score_scale
         return gradient, clipped
 
-    def _marginals(self, index, log_pi, T, V):
+    def _marginals(self, chosen, log_pi, T, V):
         batch = self.batch
         grid = batch.rows.grid
-        reward, probability = grid.reward, grid.outer_product(self.log_probability[index])
-        total = grid.outer_sum(self.values[index]) if self.penalty.reward_sum != "token" else None
-        on_kept = [np.where(batch.kept[index], table, 0.0) for table in (log_pi, batch.log_old[index],
-                                                                          batch.log_mu[index])]
-        m, held_share = np.zeros((T, V)), 0.0
+        kept = batch.kept[chosen]
+        probability = grid.outer_product(self.log_probability[chosen])
+        totals = grid.outer_sum(self.values[chosen]) if self.penalty.reward_sum != "token" else None
+        on_kept = [np.where(kept, table, 0.0) for table in (log_pi, batch.log_old[chosen], batch.log_mu[chosen])]
+        m, held_share = np.zeros((len(chosen), T, V)), np.zeros(len(chosen))
         for t in range(T):
-            shape = (V**t, V, V**(T - t - 1))
-            advantage = np.reshape(reward, shape) - batch.b[index] - self.penalty.beta * penalty_at(
-                self.values[index], t, self.penalty.reward_sum, total, T, V)
-            loss = batch.update.token_loss(*(table[t][None, :, None] for table in on_kept), advantage)
-            weighted = np.reshape(probability, shape) * coefficient_at(self.weights[index], t, T, V)
-            m[t] = (weighted * np.where(batch.kept[index][t][None, :, None], loss.derivative, 0.0)).sum(axis=(0, 2))
-            held = (loss.clipped | loss.dual_clipped) & batch.kept[index][t][None, :, None]
-            held_share += float((np.reshape(probability, shape) * held).sum()) / T
+            shape = (len(chosen), V**t, V, V**(T - t - 1))
+            inside = kept[:, t, None, :, None]
+            advantage = np.reshape(grid.reward, shape[1:]) - batch.b[chosen][:, None, None, None] \
+                - self.penalty.beta * penalty_at(self.values[chosen], t, self.penalty.reward_sum, totals, V)
+            loss = batch.update.token_loss(*(table[:, t, None, :, None] for table in on_kept), advantage)
+            weighted = np.reshape(probability, shape) * np.stack(
+                [coefficient_at(self.weights[index], t, T, V) for index in chosen])
+            m[:, t] = (weighted * np.where(inside, loss.derivative, 0.0)).sum(axis=(1, 3))
+            held = (loss.clipped | loss.dual_clipped) & inside
+            held_share += (np.reshape(probability, shape) * held).sum(axis=(1, 2, 3)) / T
         return m, held_share
