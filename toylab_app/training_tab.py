@@ -160,7 +160,7 @@ def _policy_group(where):
 
 
 REFERENCE_GROUP = "group_reference"     # the reference's controls: built only while open
-REFERENCE_KEYS = ("kl", "beta", "ref_distance")
+REFERENCE_KEYS = ("kl_setting", "beta", "ref_distance")
 
 
 def _reference_set(view):
@@ -184,7 +184,7 @@ def _reference_group(where):
         return
     kl_column, beta_column, distance_column = group.columns([4, 2, 2])
     chosen = kl_column.selectbox(
-        "KL penalty", KL_CHOICES, key=KEY["kl"], persist_state="session", format_func=_kl_label,
+        "KL penalty", KL_CHOICES, key=KEY["kl_setting"], persist_state="session", format_func=_kl_label,
         help="An estimator and where it goes (in the loss, with a ratio; in the reward, summed over the sequence, "
              "to go or per token), or a framework's preset: its estimator, placement, ratio and clamps, read from "
              "its code. The correction of a reward penalty is each trained estimator's.")

@@ -6,4 +6,5 @@
     sweeps         a threshold or the mismatch swept with the rest held
     length         how the problem scales with T, from 1 to 256
     repeated       one position repeated T times: W capped falls with T, its geometric mean does not
+    kl_view        each KL setting's estimate of ∇KL(π‖π_ref) on the engine's tokens, against the true gradient
 """

@@ -69,7 +69,7 @@ TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "tra
                      "loss": "train_loss", "minibatches": "train_minibatches", "epochs": "train_epochs",
                      "eps_low": "train_eps_low", "eps_high": "train_eps_high", "dual_clip": "train_dual_clip",
                      "weights_at": "train_weights", "staleness": "staleness",
-                     "kl": "train_kl", "beta": "train_beta", "ref_distance": "train_ref_distance"}  # Training tab → URL
+                     "kl_setting": "train_kl", "beta": "train_beta", "ref_distance": "train_ref_distance"}  # Training tab → URL
 UPDATE_CONTROLS = ("anchor", "loss", "minibatches", "epochs", "weights_at")   # the Update's fields the tab sets …
 CLIP_CONTROLS = ("eps_low", "eps_high", "dual_clip")                         # … and its loss's ε and c, where it has them
 DUAL_CLIPS = (0.0, 1.5, 2.0, 3.0, 5.0, 10.0)       # the tab's dual clip c: 0 is off (verl's default is 3)
@@ -167,7 +167,7 @@ def update_of(view):
 
 def kl_of(view):
     """The KLPenalty the Training tab's train_kl and train_beta set (NO_PENALTY when off)."""
-    chosen = view[TRAINING_CONTROLS["kl"]]
+    chosen = view[TRAINING_CONTROLS["kl_setting"]]
     if chosen == NO_KL:
         return NO_PENALTY
     return replace(kl_settings.parse(chosen, correction_allowed=False)[0], beta=view[TRAINING_CONTROLS["beta"]])

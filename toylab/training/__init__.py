@@ -8,4 +8,6 @@
     sga            how much one step θ + lr·ĝ_N is expected to improve J
     staleness      J after K steps against the engine's lag, for PPO centred on μ, decoupled and recompute
     cost           a run's seconds and peak memory, estimated before it starts
+    reference_term a KL penalty to π_ref in an update: in the loss, per update; in the reward, per drawn token
+    reward_penalty a reward penalty in expected mode: each token's own advantage, every row enumerated
 """
