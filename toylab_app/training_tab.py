@@ -253,6 +253,9 @@ def render(settings):
                                                  marks=tour.marks(settings, chart)))
              for chart, quantity in POLICY_CHARTS.items() if three}
     draw["training_staleness"] = lambda at, size: _staleness_chart(at, settings, config, size)
+    if referenced:
+        draw["training_kl_ref"] = lambda at, size: chart_element.draw(at, training_charts.curve_chart(
+            curves, "kl_ref", sampled, height=size or 200, marks=tour.marks(settings, "training_kl_ref")))
     if lesson:
         _lesson_charts(lesson, draw)
     if "training_J" not in lesson:
@@ -266,7 +269,7 @@ def render(settings):
         _policy_charts(draw, lesson)
     _reference_group(st)
     if referenced:
-        _reference_chart(curves, sampled, config)
+        _reference_chart(draw, lesson, config)
     lying = training_frames.coincident_note(curves, sampled)
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
@@ -311,10 +314,12 @@ def _policy_charts(draw, lesson):
                "deviation over the tokens of w = π_old/μ. Expected mode: each exact, under μ.")
 
 
-def _reference_chart(curves, sampled, config):
-    """KL(π_k‖π_ref) against step, beside J's chart above: how β trades J for staying near the reference."""
+def _reference_chart(draw, lesson, config):
+    """KL(π_k‖π_ref) against step, below J's chart: how β trades J for staying near the reference (on top when a
+    lesson marks it)."""
     st.markdown("**How far from the reference: KL(π_k‖π_ref)**")
-    chart_element.draw(st, training_charts.curve_chart(curves, "kl_ref", sampled, height=200))
+    if "training_kl_ref" not in lesson:
+        draw["training_kl_ref"](st, None)
     st.caption(("KL penalty: " + config.kl.describe() if config.kl.active else "No KL penalty")
                + f"; π_ref = softmax(θ₀ + {config.reference.distance:g}·d). KL(π_k‖π_ref), exact at every step: the "
                  "divergence every framework's KL names, whatever its estimator estimates.")
@@ -378,7 +383,7 @@ def _pick(where, ids):
                            help="Its logged reward E_μ[r] against the true J, step by step.")
 
 
-LESSON_CHARTS = ("training_J", "training_cosine", "training_logged", "training_clip", "training_w",
+LESSON_CHARTS = ("training_J", "training_cosine", "training_logged", "training_clip", "training_w", "training_kl_ref",
                  "training_staleness")
 LESSON_HEIGHTS = {1: 240, "main": 270, "beside": 70}     # plot heights that keep a lesson's charts in view at 720 px
 
