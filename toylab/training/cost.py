@@ -73,6 +73,7 @@ checks the whole model on a grid):
 import time
 from dataclasses import dataclass, replace
 
+from toylab.catalogue.kl import NO_PENALTY
 from toylab.catalogue.updates import DEFAULT_UPDATE
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
@@ -97,6 +98,8 @@ SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes l
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default estimators) to 13–15 (every one)
 FLOATS_PER_PENALISED_SEQUENCE = 20          # a KL penalty in the reward, one row at a time: measured 17.5–18.7
+PENALISED_WORK = 16                         # … and a sequence's step costs about this many enumerated ones: its copies
+                                            # are that much smaller
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
 FLOATS_PER_UPDATED_TOKEN = 20               # more when a batch feeds U updates away from its anchor (measured 17–22)
 FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
@@ -157,7 +160,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
             split_grid(T, V)                                        # built once per process: not a step's time
         copy = replace(config, steps=steps, N=N, runs=runs)
         if chosen is REFERENCE_SELECTION:            # g is the arrays' growth: one recomputed update a step measures it
-            copy = replace(copy, update=DEFAULT_UPDATE, lag=0)
+            copy = replace(copy, update=DEFAULT_UPDATE, lag=0, kl=NO_PENALTY)
         start, wall = timer(), clock()
         train(toy, chosen, baseline, copy, chunk=chunk)
         cpu, wall = timer() - start, clock() - wall
@@ -208,8 +211,9 @@ def _power_of_two(value, most):
 def _expected_line(timed, T, V, selection, config):
     """The expected Probe through the copies at T₁ < T₂ and, beyond them, the reference's growth (see the module
     docstring). A KL penalty in the reward makes every estimator enumerate."""
+    weight = PENALISED_WORK if penalised_in_reward(config) else 1
     enumerated = len(selection) if penalised_in_reward(config) else sum(id not in FACTORS for id in selection)
-    largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // max(1, enumerated)))
+    largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST // weight, PROBE_WORK // (max(1, enumerated) * weight)))
     T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
     T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
     M1, M2 = V**T1, V**T2
