@@ -200,7 +200,7 @@ def _reference_group(where):
         preset = KL_PRESETS[chosen]
         group.caption(f"{chosen} ({preset.commit[:7]}, {preset.code}): the framework's default β is "
                       f"{preset.default_beta:g}" + (", on by default" if preset.default_on else ", off by default")
-                      + (f". {preset.note}." if preset.note else "."))
+                      + (f". {preset.note[0].upper()}{preset.note[1:]}." if preset.note else "."))
     group.caption(f"How each setting estimates ∇KL(π‖π_ref) on the engine's tokens: *{ESTIMATORS_TAB}*, the KL view.")
 
 
