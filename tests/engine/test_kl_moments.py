@@ -10,6 +10,7 @@ from tiers import fast_then_slow
 
 from toylab import make_toy
 from toylab.catalogue.kl import KL_ESTIMATORS, KLPenalty
+from toylab.catalogue.kl_presets import KL_PRESETS
 from toylab.engine.kl_moments import CORRECTIONS, Tables, kl_moments
 from toylab.engine.reference import INITIAL, Reference, kl_from_reference, kl_gradients, kl_to_reference
 
@@ -203,3 +204,25 @@ def test_a_kept_set_makes_the_reverse_kl_infinite():
 def test_a_bad_distance_is_refused(distance, message):
     with pytest.raises(ValueError, match=message):
         Reference(distance)
+
+
+# -- every framework's preset ----------------------------------------------------------------------------------
+
+PRESET_CASES = [(preset, toy) for preset in KL_PRESETS for toy in ("plain", "top_p_tempered")]
+
+
+@pytest.mark.parametrize("preset, toy_name", fast_then_slow(PRESET_CASES, [c for c in PRESET_CASES if c[1] == "plain"]))
+def test_every_framework_preset_equals_the_dense_sums(toys, preset, toy_name):
+    """Each preset's estimator, placement, ratio and clamps, near the reference and far from it (where the clamps
+    bind), on the engine's tokens and on policy."""
+    toy = toys[toy_name]
+    penalty = KL_PRESETS[preset].with_beta(1.0)
+    dense = DenseToy(toy)
+    on_policy = DenseToy.of_tables(toy.log_pi, toy.log_pi, toy.log_pi, toy.score_scale)
+    for distance in (1.0, 4.0):
+        log_ref = reference_of(toy, distance)
+        for correction in CORRECTIONS if penalty.placement == "reward" else ("naive",):
+            assert_moments_equal(kl_moments(penalty, Tables.of(toy, log_ref), correction),
+                                 dense_kl_moments(dense, penalty, log_ref, correction))
+            assert_moments_equal(kl_moments(penalty, Tables.of(toy, log_ref, on_policy=True), correction),
+                                 dense_kl_moments(on_policy, penalty, log_ref, correction))

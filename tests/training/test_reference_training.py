@@ -200,3 +200,21 @@ def test_a_penalty_term_cannot_weigh_an_advantage_a_reward_penalty_gives_each_to
 def test_a_config_with_a_bad_reference_is_refused(arguments, message):
     with pytest.raises(ValueError, match=message):
         TrainingConfig(**arguments)
+
+
+PRESET_RUNS = [(preset, update, lag) for preset in KL_PRESETS
+               for update, lag in ((Update("rollout", epochs=2), 2), (Update("bypass", "cispo"), 1))]
+
+
+@pytest.mark.parametrize("preset, update, lag", fast_then_slow(PRESET_RUNS, PRESET_RUNS[:2]),
+                         ids=[f"{p}-{u.anchor}-lag{lag}" for p, u, lag in PRESET_RUNS])
+def test_every_framework_preset_trains_as_the_dense_oracle(preset, update, lag):
+    """Each preset at β = 0.5, π_ref at distance 1.5 (its clamps reached), two anchors, lags 1 and 2."""
+    toy = make_toy(4, 3, 0.8, 2)
+    penalty, reference = KL_PRESETS[preset].with_beta(0.5), Reference(1.5)
+    config = TrainingConfig(4, 1.0, update=update, lag=lag, kl=penalty, reference=reference)
+    trajectory = train(toy, {"tok_tis": {}}, "logged", config)["tok_tis"]
+    dense = dense_three_policies(toy, "tok_tis", {}, "logged", update, 4, 1.0, "sgd", lag, "fixed", penalty,
+                                 reference.log_probabilities(toy.theta, toy.seed, toy.sampler))
+    for name, tolerance in (("theta", 1e-9), ("J", 1e-12), ("kl_ref", 1e-10), ("clip_share", 1e-12)):
+        np.testing.assert_allclose(getattr(trajectory, name), dense[name], rtol=0, atol=tolerance, err_msg=name)
