@@ -9,7 +9,7 @@ import streamlit as st
 from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.catalogue.kl_presets import KL_PRESETS
-from toylab.presentation import charts, frames, kl_frames
+from toylab.presentation import charts, frames, kl_charts, kl_frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
 from toylab.state.query import ERRORS_TAB, NO_COMPARISON, TRAINING_TAB, VIEW_DISTANCES
 from toylab.text import UNDEFINED
@@ -174,6 +174,8 @@ def _kl_view(settings):
     chosen = kl_settings.VIEW_SETTINGS + (tuple(KL_PRESETS) if frameworks else ())
     summary, rows = cache.kl_view(settings.toy_key, distance, chosen, settings.N)
     reverse = UNDEFINED if summary["kl_reverse"] is None else f"{summary['kl_reverse']:.4f}"
+    chart_element.draw(st, kl_charts.kl_bias_std_chart(kl_frames.kl_scatter_frame(rows), settings.N,
+                                                       tour.marks(settings, "kl_bias_std")))
     st.dataframe(kl_frames.kl_view_frame(rows), column_config=KL_COLUMNS, hide_index=True, width="stretch")
     st.caption(f"At the toy's θ (= θ₀), π_ref at distance {distance:g}: KL(π‖π_ref) = {summary['kl_forward']:.4f}, "
                f"KL(π_ref‖π) = {reverse}, ‖∇KL(π‖π_ref)‖ = {summary['grad_norm']:.4g}. One update at the recomputed "

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from toylab.analysis.kl_view import kl_table
 from toylab.catalogue.kl import KLPenalty
 from toylab.catalogue.kl_presets import KL_PRESETS
 from toylab.engine.kl_moments import Tables, kl_moments, loss_derivative
@@ -30,6 +31,13 @@ def _tables(settings, distance, on_policy=False, mismatch=None):
     return Tables.of(toy, log_ref, on_policy)
 
 
+def view_marks(settings, distance, marked):
+    """Marks at the KL view's points (its chart's exact (rel bias, rel std at N)) of ``marked``: ((setting, text), …)."""
+    rows = {row["setting"]: row for row in kl_table(toy_of(settings), [name for name, _ in marked],
+                                                    Reference(distance), settings.N)}
+    return tuple(Mark("kl_bias_std", text, rows[name]["rel_bias"], rows[name]["rel_std"]) for name, text in marked)
+
+
 def k3_follows_the_reverse_kl(settings):
     """On policy, at π_ref a distance NEAR away: k3 in the loss has mean ∇KL(π_ref‖π) exactly, a relative error
     above 0.1 against ∇KL(π‖π_ref), and k3 with a ratio whose gradient flows (π/sg(π)) has mean ∇KL(π‖π_ref)."""
@@ -41,7 +49,10 @@ def k3_follows_the_reverse_kl(settings):
                "k3 × π/sg(π): rel bias against ∇KL(π‖π_ref)": flowing.rel_bias()}
     holds = numbers["k3: rel error against ∇KL(π_ref‖π)"] < EXACT and numbers["k3: rel bias against ∇KL(π‖π_ref)"] \
         > 0.1 and numbers["k3 × π/sg(π): rel bias against ∇KL(π‖π_ref)"] < EXACT
-    return Evidence({name: float(value) for name, value in numbers.items()}, holds)
+    marks = view_marks(settings, NEAR, (("k3.loss", f"k3 in the loss: rel bias {plain.rel_bias():.2f}, on "
+                                                    "∇KL(π_ref‖π) exactly"),
+                                        ("k3.loss.current", "k3 × π/sg(π): on ∇KL(π‖π_ref)")))
+    return Evidence({name: float(value) for name, value in numbers.items()}, holds, marks)
 
 
 ENGINE_RATIO = KLPenalty(1.0, "k3", ratio="engine")
@@ -62,7 +73,10 @@ def kl_ratio_needs_the_engine(settings):
     trl = numbers["TRL's π/π_old: rel bias"]
     holds = 0.05 < trl < numbers["TRL's π/π_old: rel bias at twice the mismatch"] \
         and max(numbers["k3 × π/μ: rel bias"], numbers["k3 × π/μ: rel bias at twice the mismatch"]) < EXACT
-    return Evidence({name: float(value) for name, value in numbers.items()}, holds)
+    marks = view_marks(settings, NEAR, (("trl:grpo_bias_correction", f"TRL's π/π_old: rel bias {trl:.2f} on the "
+                                                                     "engine's tokens"),
+                                        ("k3.loss.engine", "k3 × π/μ: unbiased")))
+    return Evidence({name: float(value) for name, value in numbers.items()}, holds, marks)
 
 
 LOW_VAR_KL = KL_PRESETS["verl:kl_loss"].with_beta(1.0)
@@ -94,7 +108,8 @@ def low_var_kl_clamp(settings):
             float(np.linalg.norm(clamped.mean - (plain.mean - removed)) / np.linalg.norm(plain.mean))
     holds = numbers["near: tokens clamped"] == 0 and numbers["near: change of the mean gradient, relative"] == 0 \
         and numbers["far: off the clamped tokens' terms, relative"] < EXACT
-    return Evidence(numbers, holds)
+    marks = view_marks(settings, FAR, (("verl:kl_loss", "verl's low_var_kl, clamped"), ("k3.loss", "k3 unclamped")))
+    return Evidence(numbers, holds, marks)
 
 
 BETAS = (0.0, 0.03, 0.1, 0.3, 1.0)
@@ -132,10 +147,10 @@ LESSONS = (
            "in relative error here with π_ref at distance 1 (above 0.1 on 30 of 30 toys). A ratio whose gradient "
            "flows, 1 in value — NeMo-RL's exp(log π − sg(log π)), TRL's use_bias_correction_kl on policy — makes it "
            "∇KL(π‖π_ref) exactly.",
-           controls(("on_policy", "naive"), mismatch=0.3), ESTIMATORS_TAB, k3_follows_the_reverse_kl,
+           controls(("on_policy", "naive"), mismatch=0.0), ESTIMATORS_TAB, k3_follows_the_reverse_kl,
            {"kl_view": True, "kl_distance": NEAR},
-           claim="k3 in the loss follows ∇KL(π_ref‖π), not ∇KL(π‖π_ref) (rel bias 0.45 on policy here); a ratio "
-                 "with its gradient, 1 in value, fixes it."),
+           claim="On policy k3 in the loss follows ∇KL(π_ref‖π), not ∇KL(π‖π_ref) (1); a ratio with its gradient, "
+                 "1 in value, fixes it (2)."),
     Lesson("kl_ratio_needs_the_engine",
            "TRL's use_bias_correction_kl multiplies k3 by π_θ/π_old, but its π_old is the trainer's recomputation, "
            "not the engine's μ: on the engine's tokens the KL gradient keeps a bias that grows with the mismatch "
@@ -143,16 +158,16 @@ LESSONS = (
            "use_on_policy_kl_approximation, until its value clamp after the ratio binds) is exact at any mismatch.",
            controls(("on_policy", "naive"), mismatch=0.3), ESTIMATORS_TAB, kl_ratio_needs_the_engine,
            {"kl_view": True, "kl_distance": NEAR, "kl_frameworks": True},
-           claim="π/π_old on the KL term corrects staleness, not the engine: biased under μ, more at more mismatch; "
-                 "π/μ is exact."),
+           claim="π/π_old on the KL term corrects staleness, not the engine: biased under μ (1), more at more "
+                 "mismatch; π/μ is exact (2)."),
     Lesson("low_var_kl_clamp",
            "verl's low_var_kl (SkyRL's and NeMo-RL's default too) clamps k3 at 10, so a token whose probability has "
            "fallen below π_ref/11 loses its pull back towards π_ref: with π_ref at distance 1 the clamp binds on no "
            "toy, at distance 4 on 17 of 30, where the mean gradient loses exactly those tokens' terms (3 % of it here).",
            controls(("on_policy", "naive"), mismatch=0.3), ESTIMATORS_TAB, low_var_kl_clamp,
            {"kl_view": True, "kl_distance": FAR, "kl_frameworks": True},
-           claim="low_var_kl's clamp (k3 ≤ 10) cuts the pull on tokens π has abandoned: never near π_ref, on 17 of "
-                 "30 toys at distance 4."),
+           claim="low_var_kl's clamp (1) cuts the pull k3 keeps (2) on tokens π has abandoned: never near π_ref, on "
+                 "17 of 30 toys at distance 4."),
     Lesson("beta_trades_j_for_kl",
            "β trades reward for staying near the reference: on every toy, a larger β ends the run lower in both J and "
            "KL(π‖π_ref) — on_policy with the exact KL gradient ends at J = 0.40 and KL = 0.80 at β = 0.3 against "

@@ -47,3 +47,15 @@ def engine_sentence(rows):
     if kept:
         parts.append("Exact on policy and on the engine's tokens: " + ", ".join(kept) + ".")
     return " ".join(parts) or None
+
+
+PLACEMENTS = ("in the loss", "in the reward")
+
+
+def kl_scatter_frame(rows):
+    """One point per setting whose numbers are defined: (rel bias, rel std at N), its placement for the colour."""
+    points = [{"setting": row["setting"], "label": row["label"], "weight": row["weight"],
+               "placement": PLACEMENTS[row["placement"] != "loss"], "rel_bias": row["rel_bias"],
+               "rel_std": row["rel_std"], "rel_rmse": row["rel_rmse"]}
+              for row in rows if row["rel_bias"] is not None and row["rel_std"] is not None]
+    return pd.DataFrame(points, columns=["setting", "label", "weight", "placement", "rel_bias", "rel_std", "rel_rmse"])
