@@ -35,3 +35,19 @@ def test_the_sentence_names_what_the_engine_breaks_and_what_it_keeps():
     assert all(bias == by_setting[setting]["rel_bias"] for setting, bias in broken)
     sentence = kl_frames.engine_sentence(rows)
     assert "k2.loss (rel bias" in sentence and "k3.loss.engine" in sentence and "k3.loss," not in sentence
+
+
+def test_the_chart_draws_each_defined_point_and_a_lessons_marks():
+    from toylab.lessons.lesson import Mark
+    from toylab.presentation import frames, kl_charts
+
+    rows = kl_table(make_toy(mismatch=0.7), reference=Reference(1.0), N=32)
+    points = kl_frames.kl_scatter_frame(rows)
+    assert list(points["setting"]) == [row["setting"] for row in rows]
+    k3 = points.set_index("setting").loc["k3.loss"]
+    marks = frames.mark_frame([Mark("kl_bias_std", "k3", float(k3["rel_bias"]), float(k3["rel_std"]))])
+    spec = kl_charts.kl_bias_std_chart(points, 32, marks).to_dict()
+    names = [layer.get("name") for layer in spec["layer"]]
+    assert "lesson_mark_ring" in names and "lesson_mark_number" in names
+    undefined = kl_frames.kl_scatter_frame(kl_table(make_toy(), reference=Reference(0.0)))
+    assert len(undefined) == 0
