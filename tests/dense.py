@@ -521,7 +521,7 @@ def dense_weight(correction, params, baseline, b, tables, on_policy):
 
 
 def dense_three_policies(toy, correction, params, baseline, update, steps, lr, optimizer="sgd", lag=0,
-                         lag_draw="fixed"):
+                         lag_draw="fixed", kl=None, log_ref=None):
     """Training with three policies by brute force, every sequence materialised: {record: list over k = 0 … K}.
 
     At step k the engine holds θ_{k−s} (θ_0 before the run; s fixed, or the k-th draw of
@@ -530,6 +530,11 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
     oracle of (μ_s, μ_log, π_old), so its ρ is w = π_old/μ_log (or sg(π_θ)/μ_log at each update when the update's
     weights are at the current policy); then U updates, each the gradient Σ_y μ(y)·Σ_t g·∂L/∂log π_θ·∇log π_θ(y_t)
     of textbook SGD or Adam (its count of steps over every update). on_policy: μ = π_old = π_θ_k, g = 1.
+
+    ``kl`` (a KLPenalty, with ``log_ref``): in the loss, each update's gradient gains −β·Σ_y μ(y)·Σ_t ∂ℓ/∂log π·s_t,
+    ∂ℓ/∂log π by complex step of the frameworks' formula (``dense_kl_derivative``; full: −β times the sequences' sum
+    for ∇KL); in the reward, A_t(y) = r − b − β·K_t(y) with k at π_old; the record ``kl_ref`` is
+    Σ_y π(y)·log(π(y)/π_ref(y)).
     """
     p = update.loss_params
     rng = np.random.default_rng([toy.seed, 2**32 - 2]) if lag_draw == "uniform" else None
@@ -539,7 +544,7 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
     m = v = 0.0
     count = 0
     out = {name: [] for name in ("theta", "J", "logged_reward", "kl_mu_pi", "clip_share", "ppo_kl", "w_std", "lag",
-                                 "first", "step", "grad")}
+                                 "first", "step", "grad", "kl_ref")}
     on_policy = correction == "on_policy"
     for k in range(steps + 1):
         thetas.append(theta)
@@ -553,7 +558,7 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
         J, logged = here.p_train @ here.R, here.p_sampler @ here.R
         b = {"none": 0.0, "logged": logged, "true": J}[baseline]
         rows = here.on_support
-        kl = rows.p_sampler @ (rows.log_mu_tokens.sum(axis=1) - rows.log_pi_tokens.sum(axis=1))
+        kl_mu_pi = rows.p_sampler @ (rows.log_mu_tokens.sum(axis=1) - rows.log_pi_tokens.sum(axis=1))
         if on_policy:
             log_mu = log_logged = log_old = log_pi
         else:
@@ -568,6 +573,13 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
         out["w_std"].append(np.sqrt(sampled.p_sampler @ ((w - w_mean) ** 2).mean(axis=1)))
         g = dense_weight(correction, params, baseline, b, (log_mu, log_logged, log_old, scale), on_policy)
         advantage = (sampled.R - b)[:, None]
+        penalised = kl is not None and kl.beta > 0
+        ref_tokens = log_ref[positions, sampled.Y] if penalised else None
+        if penalised and kl.placement == "reward":
+            values = dense_kl_values(kl, old_tokens, ref_tokens)
+            K = {"sequence": np.repeat(values.sum(axis=1, keepdims=True), toy.T, axis=1),
+                 "to_go": np.cumsum(values[:, ::-1], axis=1)[:, ::-1], "token": values}[kl.reward_sum]
+            advantage = advantage - kl.beta * K
         current, total, held_total, kl_total = theta, 0.0, 0.0, 0.0
         for u in range(update.U):
             log_pi_u = dense_scored_log_pi(current, log_mu, **pipeline)
@@ -577,6 +589,12 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
             derivative, held = dense_token_derivative(update.loss, tokens_u, old_tokens, advantage, p)
             score = (np.eye(toy.V)[sampled.Y] - np.exp(log_pi_u)[None]) * scale
             gradient = np.einsum("m,mt,mtv->tv", sampled.p_sampler, g * derivative, score)
+            if penalised and kl.placement == "loss" and kl.estimator == "full":
+                gradient = gradient - kl.beta * dense_reference_gradients(
+                    DenseToy.of_tables(log_mu, log_logged, log_pi_u, scale), log_ref)[0]
+            elif penalised and kl.placement == "loss":
+                kl_derivative = dense_kl_derivative(kl, tokens_u.astype(complex), old_tokens, logged_tokens, ref_tokens)
+                gradient = gradient - kl.beta * np.einsum("m,mt,mtv->tv", sampled.p_sampler, kl_derivative, score)
             held_total += (sampled.p_sampler @ held.mean(axis=1)) / update.U
             kl_total += (sampled.p_sampler @ (old_tokens - tokens_u).mean(axis=1)) / update.U
             count += 1
@@ -589,9 +607,100 @@ def dense_three_policies(toy, correction, params, baseline, update, steps, lr, o
             if u == 0:
                 out["first"].append(gradient)
             total, current = total + step, current + step
-        for name, value in (("theta", theta), ("J", J), ("logged_reward", logged), ("kl_mu_pi", kl),
+        ref_sequences = log_ref[positions, here.Y].sum(axis=1) if log_ref is not None else None
+        kl_ref = 0.0
+        if log_ref is not None:
+            reached = here.p_train > 0
+            kl_ref = here.p_train[reached] @ (here.log_pi_tokens.sum(axis=1)[reached] - ref_sequences[reached])
+        for name, value in (("theta", theta), ("J", J), ("logged_reward", logged), ("kl_mu_pi", kl_mu_pi),
                             ("clip_share", held_total), ("ppo_kl", kl_total), ("lag", s), ("step", total),
-                            ("grad", here.true_grad)):
+                            ("grad", here.true_grad), ("kl_ref", kl_ref)):
             out[name].append(value)
         theta = theta + total if k < steps else theta
     return {name: np.array(values) for name, values in out.items()}
+
+
+# -- the reference π_ref: every KL penalty's estimate by brute force -----------------------------------------
+
+def _real_clamp(z, bound):
+    """torch.clamp of a (complex-stepped) value: ±bound beyond it by its real part, z itself at and inside."""
+    return np.where(z.real > bound, bound, np.where(z.real < -bound, -bound, z))
+
+
+def dense_kl_term(penalty, log_pi, log_old, log_mu, log_ref):
+    """ℓ per token written out from the frameworks' formulas (verl kl_penalty_forward, slime and Miles
+    compute_approx_kl, NeMo-RL calculate_kl), on complex log π so that its derivative comes by complex step: a
+    detached quantity is a real part, a straight-through estimator (verl's "+") is its base's real value plus the
+    imaginary part of ½(log π − log π_ref)²."""
+    x = log_pi - log_ref
+    clamp_x = penalty.log_ratio_clamp
+    clamped = x if clamp_x is None else _real_clamp(x, clamp_x)
+    base = penalty.estimator.rstrip("+")
+    value = {"k1": clamped, "abs": np.sign(clamped.real) * clamped, "k2": clamped**2 / 2,
+             "k3": np.exp(-clamped) - 1 + clamped}[base]
+    if penalty.estimator.endswith("+"):
+        forward = value.real if penalty.value_clamp is None else np.clip(value.real, -penalty.value_clamp,
+                                                                          penalty.value_clamp)
+        backward = x**2 / 2
+        return forward + (backward - backward.real)
+    ratio = {"none": np.ones_like(x), "current": np.exp(log_pi - log_pi.real), "anchor": np.exp(log_pi - log_old),
+             "engine": np.exp(log_pi - log_mu)}[penalty.ratio]
+    if penalty.ratio_held_by_clamp and clamp_x is not None:
+        ratio = np.where(np.abs(x.real) > clamp_x, ratio.real, ratio)
+    term = ratio * value
+    return term if penalty.value_clamp is None else _real_clamp(term, penalty.value_clamp)
+
+
+COMPLEX_STEP = 1e-20
+
+
+def dense_kl_derivative(penalty, log_pi, log_old, log_mu, log_ref):
+    """∂ℓ/∂log π per token by complex step: Im ℓ(log π + ih)/h, exact to rounding for every branch."""
+    return dense_kl_term(penalty, log_pi + 1j * COMPLEX_STEP, log_old, log_mu, log_ref).imag / COMPLEX_STEP
+
+
+def dense_kl_values(penalty, log_policy, log_ref):
+    """k per token (a reward's: at the anchor's log-probabilities, no ratio, real)."""
+    return dense_kl_term(penalty, np.asarray(log_policy, dtype=complex), 0.0, 0.0, log_ref).real
+
+
+def dense_reference_gradients(dense, log_ref):
+    """(∇KL(π‖π_ref), ∇KL(π_ref‖π)) summed over all M sequences: Σ_y π(y)·log(π(y)/π_ref(y))·s(y) and
+    −Σ_y π_ref(y)·s(y)."""
+    positions = np.arange(dense.T)
+    log_ref_sequences = log_ref[positions, dense.Y].sum(axis=1)
+    with np.errstate(invalid="ignore"):
+        log_ratio = np.where(dense.p_train > 0, dense.log_pi_tokens.sum(axis=1) - log_ref_sequences, 0.0)
+    forward = np.einsum("m,m,mtv->tv", dense.p_train, log_ratio, dense.score)
+    reverse = -np.einsum("m,mtv->tv", np.exp(log_ref_sequences), dense.score)
+    return forward, reverse
+
+
+def dense_kl_estimates(dense, penalty, log_ref, correction="naive"):
+    """ĝ(y) (M', T, V) on the sequences μ draws: the loss term's Σ_t ∂ℓ/∂log π·s_t, full's ∇KL itself, or a reward
+    penalty's Σ_t c_t·K_t·s_t with c = 1, ρ_t or W; π_old = π."""
+    rows = dense.on_support
+    positions = np.arange(dense.T)
+    ref_tokens = log_ref[positions, rows.Y]
+    if penalty.placement == "loss":
+        if penalty.estimator == "full":
+            forward = dense_reference_gradients(dense, log_ref)[0]
+            return np.broadcast_to(forward, rows.score.shape)
+        derivative = dense_kl_derivative(penalty, rows.log_pi_tokens.astype(complex), rows.log_pi_tokens,
+                                         rows.log_logged_tokens, ref_tokens)
+        return derivative[:, :, None] * rows.score
+    k = dense_kl_values(penalty, rows.log_pi_tokens, ref_tokens)
+    K = {"sequence": np.repeat(k.sum(axis=1, keepdims=True), dense.T, axis=1),
+         "to_go": np.cumsum(k[:, ::-1], axis=1)[:, ::-1], "token": k}[penalty.reward_sum]
+    c = {"naive": np.ones_like(k), "tok_is": rows.rho, "seq_is": np.repeat(rows.W[:, None], dense.T, axis=1)}[
+        correction]
+    return (c * K)[:, :, None] * rows.score
+
+
+def dense_kl_moments(dense, penalty, log_ref, correction="naive"):
+    """(E ĝ, E‖ĝ‖², ∇KL(π‖π_ref), ∇KL(π_ref‖π)) summed over the sequences μ draws."""
+    estimates = dense_kl_estimates(dense, penalty, log_ref, correction)
+    rows = dense.on_support
+    mean = np.einsum("m,mtv->tv", rows.p_sampler, estimates)
+    second = float(rows.p_sampler @ (estimates**2).sum(axis=(1, 2)))
+    return (mean, second, *dense_reference_gradients(dense, log_ref))

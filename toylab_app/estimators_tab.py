@@ -8,10 +8,12 @@ import pandas as pd
 import pyarrow as pa
 import streamlit as st
 
+from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import ESTIMATORS
-from toylab.presentation import charts, frames, seeds_charts, seeds_frames
+from toylab.catalogue.kl_presets import KL_PRESETS
+from toylab.presentation import charts, frames, kl_charts, kl_frames, seeds_charts, seeds_frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
-from toylab.state.query import ERRORS_TAB, NO_COMPARISON
+from toylab.state.query import ERRORS_TAB, NO_COMPARISON, TRAINING_TAB, VIEW_DISTANCES
 from toylab.text import UNDEFINED
 from toylab_app import chart_element, screen_share, tour
 from toylab_app.caches import cache, seeds_cache
@@ -65,6 +67,27 @@ PRESENT_HEIGHT = 300                     # the scatter beside the table, both in
 COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter (its
 FORMULAS_KEY = "formulas"                # the formulas' expander: open or not (its content is built only when open)
 BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control in the sidebar, beside the baseline)
+KL_VIEW_KEY, KL_DISTANCE_KEY, KL_FRAMEWORKS_KEY = "kl_view", "kl_distance", "kl_frameworks"    # the KL view's URL names
+KL_COLUMNS = {
+    "setting": st.column_config.TextColumn(
+        "KL setting", help="ESTIMATOR.PLACEMENT[.MODIFIER] or a framework's preset (also --kl on the command line)"),
+    "label": st.column_config.TextColumn("what it is"),
+    "weight": st.column_config.TextColumn(
+        "weight", help="In the loss: the ratio on the term (none; current = π/sg(π), 1 with its gradient; anchor = "
+                       "π/π_old; engine = π/μ). In the reward: the advantage's correction (naive, tok_is, seq_is)"),
+    "cosine": st.column_config.TextColumn("cosine to ∇KL(π‖π_ref)", help="cos(E[ĝ], ∇KL(π‖π_ref)), exact"),
+    "rel_bias": st.column_config.NumberColumn(
+        "rel bias", format="%.4f", help="‖E[ĝ] − ∇KL(π‖π_ref)‖/‖∇KL(π‖π_ref)‖, exact, on the engine's tokens"),
+    "rel_std": st.column_config.NumberColumn("rel std at N", format="%.4f",
+                                             help="sqrt(var/N)/‖∇KL‖ for a batch of N sequences (the sidebar's N)"),
+    "rel_rmse": st.column_config.NumberColumn("rel RMSE at N", format="%.4f", help="sqrt(bias² + var/N)/‖∇KL‖"),
+    "reverse_cosine": st.column_config.TextColumn(
+        "cosine to ∇KL(π_ref‖π)", help="Against the other direction's gradient, π − π_ref: what k3 in the loss "
+                                       "follows on policy"),
+    "on_policy_rel_bias": st.column_config.NumberColumn(
+        "rel bias on policy", format="%.4f", help="The same with the sampler equal to the trainer (μ := π): 0 for "
+                                                  "an identity; the difference from rel bias is the engine's part"),
+}
 
 
 def _notes(settings, table, same, truncates):
@@ -195,6 +218,7 @@ def render(settings):
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     _seeds_view(settings)
+    _kl_view(settings)
     _formulas(settings)
 
 
@@ -205,3 +229,38 @@ def _formulas(settings):
             f"**{id} · {ESTIMATORS[id].label}**\n\n$$\n{ESTIMATORS[id].latex}\n$$\n\n"
             f"Source: {plain(ESTIMATORS[id].source)}. Thresholds: {plain(frames.params_text(settings.params(id)))}."
             for id in settings.estimators))
+
+
+def _kl_view(settings):
+    """The KL view (opt-in, off the slider's path): each KL setting's estimate of ∇KL(π‖π_ref) on the engine's
+    tokens against the true gradient, π_ref a distance from the toy's θ."""
+    st.subheader("The reference: estimating ∇KL(π‖π_ref) on the engine's tokens")
+    if not st.toggle("Show the KL view", key=KL_VIEW_KEY, persist_state="session",
+                     help="k1, k2, k3 and the frameworks' KL settings, in the loss or in the reward, as estimators of "
+                          "the KL penalty's gradient: exact, in closed form."):
+        return
+    distance_column, frameworks_column = st.columns([3, 2])
+    distance = distance_column.select_slider(
+        "π_ref's distance from θ₀", VIEW_DISTANCES, key=KL_DISTANCE_KEY, persist_state="session",
+        help="π_ref = softmax(θ₀ + distance·d), d a standard normal (T, V) table drawn once per seed: the standard "
+             "deviation of the reference's logit offset. At θ₀ itself every gradient would be 0.")
+    frameworks = frameworks_column.toggle("every framework's preset", key=KL_FRAMEWORKS_KEY, persist_state="session",
+                                          help="Add a row per framework KL preset (its estimator, placement, ratio "
+                                               "and clamps; β does not change a gradient's direction or relative "
+                                               "error)")
+    chosen = kl_settings.VIEW_SETTINGS + (tuple(KL_PRESETS) if frameworks else ())
+    summary, rows = cache.kl_view(settings.toy_key, distance, chosen, settings.N)
+    reverse = UNDEFINED if summary["kl_reverse"] is None else f"{summary['kl_reverse']:.4f}"
+    chart_element.draw(st, kl_charts.kl_bias_std_chart(kl_frames.kl_scatter_frame(rows), settings.N,
+                                                       tour.marks(settings, "kl_bias_std")))
+    st.dataframe(kl_frames.kl_view_frame(rows), column_config=KL_COLUMNS, hide_index=True, width="stretch")
+    st.caption(f"At the toy's θ (= θ₀), π_ref at distance {distance:g}: KL(π‖π_ref) = {summary['kl_forward']:.4f}, "
+               f"KL(π_ref‖π) = {reverse}, ‖∇KL(π‖π_ref)‖ = {summary['grad_norm']:.4g}. One update at the recomputed "
+               "anchor, tokens drawn from the engine's μ: ĝ is the penalty's gradient per unit β — in the loss "
+               "Σ_t ∂ℓ/∂log π·s_t, in the reward Σ_t c_t·K_t·s_t (the update ascends −β·ĝ). On policy k1 in the "
+               "loss has mean 0, k2 follows ∇KL(π‖π_ref), k3 follows ∇KL(π_ref‖π), k1 in the reward follows "
+               "∇KL(π‖π_ref); a ratio whose gradient flows (π/sg(π), π/μ) turns k3 into ∇KL(π‖π_ref).")
+    sentence = kl_frames.engine_sentence(rows)
+    if sentence:
+        st.caption(sentence + f" β, the estimator and the placement also train: *{TRAINING_TAB}*, the reference's "
+                              "controls.")

@@ -2,7 +2,9 @@
 
 import streamlit as st
 
+from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.kl_presets import KL_PRESETS
 from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
 from toylab.presentation import (
@@ -16,11 +18,16 @@ from toylab.presentation import (
 )
 from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import (
+    BETAS,
     CUSTOM_UPDATE,
     DUAL_CLIPS,
+    ESTIMATORS_TAB,
+    KL_CHOICES,
     LEARNING_RATES,
+    NO_KL,
     PAGE_UPDATES_AT_MOST,
     TRAINING_CONTROLS,
+    TRAINING_DISTANCES,
     VIEW_PARAMETERS,
     training_config,
 )
@@ -45,6 +52,9 @@ SUMMARY_COLUMNS = {
     "final_logged_reward": st.column_config.NumberColumn(
         "final E_μ[r]", format="%.4f", help="The reward a training log shows after the last step"),
     "final_kl_mu_pi": st.column_config.NumberColumn("final KL(μ‖π)", format="%.4f"),
+    "final_kl_ref": st.column_config.NumberColumn("final KL(π‖π_ref)", format="%.4f",
+                                                  help="KL from the reference after the last step (the reference's "
+                                                       "controls), exact"),
     "final_cosine": st.column_config.TextColumn(
         "final cosine to ∇J", help="Of the estimator's exact mean (expected) or of the step taken (sampled); '—': "
                                    "undefined (a zero mean or step, or ∇J within rounding of 0)"),
@@ -205,6 +215,51 @@ def _own_controls(group):
                               LOSSES[loss].params, help="For A < 0, ratios above c are clipped (verl's default 3).")
 
 
+REFERENCE_GROUP = "group_reference"     # the reference's controls: built only while open
+REFERENCE_KEYS = ("kl_setting", "beta", "ref_distance")
+
+
+def _reference_set(view):
+    """Whether a view sets the reference's controls away from their defaults."""
+    return any(view[KEY[name]] != VIEW_PARAMETERS[KEY[name]].default for name in REFERENCE_KEYS)
+
+
+def _kl_label(choice):
+    if choice == NO_KL:
+        return "off"
+    return f"{choice} · {KL_PRESETS[choice].option}" if choice in KL_PRESETS else kl_settings.label(choice)
+
+
+def _reference_group(where):
+    """The reference's controls (each in the URL): the KL setting (a framework's preset or an estimator and its
+    placement), β and π_ref's distance from θ₀; an expander like the three policies'."""
+    if REFERENCE_GROUP not in st.session_state and _reference_set(address.view()):
+        st.session_state[REFERENCE_GROUP] = True
+    group = where.expander("The reference: a KL penalty to π_ref, β", key=REFERENCE_GROUP, on_change="rerun")
+    if not group.open:
+        return
+    kl_column, beta_column, distance_column = group.columns([4, 2, 2])
+    chosen = kl_column.selectbox(
+        "KL penalty", KL_CHOICES, key=KEY["kl_setting"], persist_state="session", format_func=_kl_label,
+        help="An estimator and where it goes (in the loss, with a ratio; in the reward, summed over the sequence, "
+             "to go or per token), or a framework's preset: its estimator, placement, ratio and clamps, read from "
+             "its code. The correction of a reward penalty is each trained estimator's.")
+    beta_column.select_slider("β", BETAS, key=KEY["beta"], persist_state="session",
+                              format_func=VIEW_PARAMETERS[KEY["beta"]].to_url,
+                              help="The penalty's coefficient (the toy sums KL over its T positions, as the "
+                                   "frameworks' token-mean losses weigh it against the policy loss)")
+    distance_column.select_slider("π_ref's distance from θ₀", TRAINING_DISTANCES, key=KEY["ref_distance"],
+                                  persist_state="session", format_func=VIEW_PARAMETERS[KEY["ref_distance"]].to_url,
+                                  help="π_ref = softmax(θ₀ + distance·d), d a seeded standard normal table; 0: the "
+                                       "run starts at its reference")
+    if chosen in KL_PRESETS:
+        preset = KL_PRESETS[chosen]
+        group.caption(f"{chosen} ({preset.commit[:7]}, {preset.code}): the framework's default β is "
+                      f"{preset.default_beta:g}" + (", on by default" if preset.default_on else ", off by default")
+                      + (f". {preset.note[0].upper()}{preset.note[1:]}." if preset.note else "."))
+    group.caption(f"How each setting estimates ∇KL(π‖π_ref) on the engine's tokens: *{ESTIMATORS_TAB}*, the KL view.")
+
+
 def _run_in_words():
     """The run the controls set, in a few words (a lesson's collapsed controls): 'expected · sgd · lr 1 · 300 steps'."""
     view = address.view()
@@ -244,6 +299,9 @@ def render(settings):
     _policy_group(st, config)
     if _three_policies(config):
         _policy_charts(draw, lesson, _curves(settings, config, selection))
+    _reference_group(st)
+    if _referenced(config):
+        _reference_chart(draw, lesson, config)
     lying = _coincident_note(settings, config, selection)
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
@@ -275,7 +333,8 @@ def _drawers(settings, config, selection, marked, lesson):
             "step_cosine": chart("step_cosine"), "kl_mu_pi": chart("kl_mu_pi"), "chi2_seq": chart("chi2_seq"),
             "training_logged": logged,
             "training_staleness": lambda at, size: staleness_view.curves(at, settings, config, size)}
-    return draw | {name: chart(name) for name in POLICY_CHARTS if _three_policies(config)}
+    return draw | {name: chart(name) for name in POLICY_CHARTS if _three_policies(config)} \
+        | ({"training_kl_ref": chart("training_kl_ref")} if _referenced(config) else {})
 
 
 def _top_charts(settings, config, selection, draw, lesson):
@@ -327,6 +386,8 @@ CHARTS = {     # a chart of the run's curves: how it is drawn from (curves, samp
         curves, "kl_mu_pi", sampled, height=180),
     "chi2_seq": lambda curves, sampled, marks, height, short: training_charts.curve_chart(
         curves, "chi2_seq", sampled, height=180, log=True),
+    "training_kl_ref": lambda curves, sampled, marks, height, short: training_charts.curve_chart(
+        curves, "kl_ref", sampled, height=height or 200, marks=marks),
 }
 
 
@@ -334,12 +395,14 @@ CURVES = ByteBoundedCache(8, lambda curves: 1, grows=False)   # the last runs' c
 
 
 def _curves(settings, config, selection):
-    """The run's curves (``training_frames.curve_frame``), the three policies' among them when the run has them: a
-    step toward its charts, kept only while they are made (not with them: 0.4 MB a run, more than its charts)."""
+    """The run's curves (``training_frames.curve_frame``), the three policies' and the reference's among them when the
+    run has them: a step toward its charts, kept only while they are made (not with them: 0.4 MB a run, more than its
+    charts)."""
     def build():
         trajectories = training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)
         return training_frames.curve_frame(trajectories, training_frames.CURVES
-                                           + (training_frames.POLICY_CURVES if _three_policies(config) else ()))
+                                           + (training_frames.POLICY_CURVES if _three_policies(config) else ())
+                                           + (training_frames.REFERENCE_CURVES if _referenced(config) else ()))
     return CURVES.get((settings, config, selection), build)
 
 
@@ -436,6 +499,11 @@ def _three_policies(config):
     return config.update != DEFAULT_UPDATE or config.lag > 0
 
 
+def _referenced(config):
+    """Whether the run has a reference to chart: a KL penalty, or π_ref moved away from θ₀."""
+    return config.kl.active or config.reference.distance > 0
+
+
 POLICY_CHARTS = {"training_clip": "clip_share", "training_ppo_kl": "ppo_kl", "training_w": "w_std"}
 
 
@@ -454,6 +522,17 @@ def _policy_charts(draw, lesson, curves):
                "and pg_clipfrac_lower; prime-rl's is_masked), averaged over the batch's U updates. PPO KL: the token "
                "mean of −log r = log π_old − log π_θ (verl's ppo_kl), averaged likewise. Spread of w: the standard "
                "deviation over the tokens of w = π_old/μ. Expected mode: each exact, under μ.")
+
+
+def _reference_chart(draw, lesson, config):
+    """KL(π_k‖π_ref) against step, below J's chart: how β trades J for staying near the reference (on top when a
+    lesson marks it)."""
+    st.markdown("**How far from the reference: KL(π_k‖π_ref)**")
+    if "training_kl_ref" not in lesson:
+        draw["training_kl_ref"](st, None)
+    st.caption(("KL penalty: " + config.kl.describe() if config.kl.active else "No KL penalty")
+               + f"; π_ref = softmax(θ₀ + {config.reference.distance:g}·d). KL(π_k‖π_ref), exact at every step: the "
+                 "divergence every framework's KL names, whatever its estimator estimates.")
 
 
 def _trained(settings, config, selection):
@@ -492,7 +571,7 @@ def _pick(where, ids):
                            help="Its logged reward E_μ[r] against the true J, step by step.")
 
 
-LESSON_CHARTS = ("training_J", "training_cosine", "training_logged", "training_clip", "training_w",
+LESSON_CHARTS = ("training_J", "training_cosine", "training_logged", "training_clip", "training_w", "training_kl_ref",
                  "training_staleness")
 LESSON_HEIGHTS = {1: 240, "main": 270, "beside": 70}     # plot heights that keep a lesson's charts in view at 720 px
 

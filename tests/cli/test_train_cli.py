@@ -73,7 +73,7 @@ def test_undefined_cosines_are_null_with_a_note(capsys):
 def test_text_summary_lists_every_estimator(capsys):
     assert main(["train", "--mismatch", "1", "--steps", "300", "--estimators", "on_policy,naive,tok_mis"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    rows = {line.split()[0]: line.split() for line in lines[5:8]}
+    rows = {line.split()[0]: line.split() for line in lines[6:9]}
     assert set(rows) == {"on_policy", "naive", "tok_mis"} and rows["tok_mis"][2] == "never"
     assert rows["on_policy"][3] == "0.0000"
 
@@ -117,20 +117,20 @@ def test_a_run_over_the_memory_bound_is_refused_before_any_work(capsys, monkeypa
     monkeypatch.setattr(train_cli, "make_toy", pytest.fail)                 # no work at all: no toy, no probe
     monkeypatch.setattr(cost, "make_toy", pytest.fail)
     err = one_line_error(capsys, "--mode", "sampled", "--runs", "10000")
-    assert says(err, "6.3 GB", "limit of 1 GB")
-    records = 8 * 9 * 10_000 * 101 * (6 * 4 + 10)                           # θ_k and the numbers of every run
-    listed = 32 * 9 * 10_000 * 101 * 9                                      # the per-step lists, Python floats
+    assert says(err, "6.6 GB", "limit of 1 GB")
+    records = 8 * 9 * 10_000 * 101 * (6 * 4 + 11)                           # θ_k and the numbers of every run
+    listed = 32 * 9 * 10_000 * 101 * 10                                     # the per-step lists, Python floats
     assert command_line_bytes(6, 4, TrainingConfig(mode="sampled", runs=10_000), [0] * 9) > records + listed > 3e9
 
 
 def test_a_run_whose_per_step_lists_would_pass_the_bound_is_refused(capsys, monkeypatch):
     """110 runs of 2,000 steps at T = 11, V = 4 peaked at 1,254 MB (records 824 MB, the per-step lists 317 MB); 50
     runs with --json at 633 MB (the JSON text is written once the records are freed), before each step recorded four
-    more numbers (the clipped share, PPO KL, w's spread, the lag: 1.6 GB estimated now)."""
+    more numbers (the clipped share, PPO KL, w's spread, the lag: 1.6 GB) and KL(π_k‖π_ref) (1.7 GB estimated now)."""
     monkeypatch.setattr(train_cli, "make_toy", pytest.fail)
     monkeypatch.setattr(cost, "make_toy", pytest.fail)
     err = one_line_error(capsys, "--T", "11", "--V", "4", "--mode", "sampled", "--steps", "2000", "--runs", "110")
-    assert says(err, "1.6 GB", "limit of 1 GB")
+    assert says(err, "1.7 GB", "limit of 1 GB")
     config = TrainingConfig(steps=2000, mode="sampled", runs=50)
     assert command_line_bytes(6, 4, config, [0] * 9, as_json=True) > command_line_bytes(6, 4, config, [0] * 9)
 

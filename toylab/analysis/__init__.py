@@ -7,4 +7,5 @@
     length         how the problem scales with T, from 1 to 256
     repeated       one position repeated T times: W capped falls with T, its geometric mean does not
     seeds          the population a view's takeaway is read over: the current toy among 30 seeds, and ranks
+    kl_view        each KL setting's estimate of ∇KL(π‖π_ref) on the engine's tokens, against the true gradient
 """

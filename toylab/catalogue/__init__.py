@@ -18,4 +18,7 @@ factors of its per-token coefficient. Bottom to top:
     updates        one update of a batch: the per-token surrogate sg(g(w))·L(r, A) of π_θ, π_old and μ, and its data
     update_presets every framework's update presets in one table
     estimators     the registry: id → formula, source, thresholds, colour and weight function
+    kl             the KL penalty to a reference: k1, abs, k2, k3, the straight-through variants, full; loss or reward
+    kl_presets     every framework's KL setting as data: estimator, placement, ratio, clamps, default β
+    kl_settings    KL settings by name, as the link and the command line write them
 """

@@ -4,10 +4,16 @@ The framework presets (framework:option ids) are left out unless named with ``--
 exactly the page's ranges (``state.query``: T, V, mismatch, seed, N, the size limit, each threshold's range) and
 refuses anything else before any work (``arguments``). An undefined number (the cosine of a zero mean gradient)
 is "—" in the text and null in the JSON, with its reason (a note line under the table; the JSON's "notes").
+
+``--reference-distance D`` adds the KL view (``analysis.kl_view``): π_ref at θ_0 + D·d, and each KL setting's
+estimate of ∇KL(π‖π_ref) on the engine's tokens (``--kl ID,…``: presets or ESTIMATOR.PLACEMENT settings; default
+``kl_settings.VIEW_SETTINGS``), as a second table and the JSON's "reference".
 """
 
 
 from toylab.analysis.diagnostics import diagnostics
+from toylab.analysis.kl_view import kl_table, reference_summary
+from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import EXACT_IDS
 from toylab.catalogue.pipelines import CUSTOM
 from toylab.cli.arguments import (
@@ -16,9 +22,11 @@ from toylab.cli.arguments import (
     add_batch_size_argument,
     add_toy_arguments,
     json_text,
+    number_in,
     validate_toy_arguments,
 )
 from toylab.engine.moments import exact_table
+from toylab.engine.reference import DISTANCE_RANGE, Reference
 from toylab.engine.sampler import Sampler
 from toylab.engine.toy import make_toy
 from toylab.text import UNDEFINED, quoted
@@ -47,8 +55,25 @@ def table_parser():
     add_batch_size_argument(parser)
     parser.add_argument("--estimators", metavar="ID,...",
                         help="the exact estimators to show, presets included (default: all but the presets)")
+    parser.add_argument("--reference-distance", type=number_in(float, *DISTANCE_RANGE), default=None, metavar="D",
+                        help="add the KL view: π_ref at θ_0 + D·d (d a seeded standard normal direction)")
+    parser.add_argument("--kl", metavar="ID,...", default=None,
+                        help="the KL settings of the view: presets (verl:kl_loss) or ESTIMATOR.PLACEMENT[.MODIFIER] "
+                             "(k3.loss.engine, k1.reward.to_go.seq_is); default: " + ",".join(kl_settings.VIEW_SETTINGS))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
+
+
+def kl_ids(listed):
+    """The KL settings of ``--kl ID,…`` (each checked), or the view's default list."""
+    if listed is None:
+        return kl_settings.VIEW_SETTINGS
+    ids = tuple(dict.fromkeys(id.strip() for id in listed.split(",") if id.strip()))
+    for id in ids:
+        kl_settings.parse(id)
+    if not ids:
+        raise ValueError("--kl: name at least one KL setting")
+    return ids
 
 
 def report(arguments):
@@ -75,7 +100,13 @@ def report(arguments):
         "estimators": [{"name": row.pop("estimator"), **{key: value for key, value in row.items() if key != "note"}}
                        for row in rows],
         "notes": notes,
-    }
+    } | ({} if arguments.reference_distance is None else {"reference": reference_report(toy, arguments)})
+
+
+def reference_report(toy, arguments):
+    """The KL view: the reference's distance and KLs, and a row per setting (``kl_view.kl_table``)."""
+    reference = Reference(arguments.reference_distance)
+    return reference_summary(toy, reference) | {"settings": kl_table(toy, arguments.kl_ids, reference, arguments.N)}
 
 
 TRUNCATION_NOTE = ("kl_pi_mu is infinite (null): the sampler never draws some tokens π gives mass to. out of reach: "
@@ -122,7 +153,29 @@ def as_text(result):
     for row in result["estimators"]:
         cells = "".join(f"{UNDEFINED if row[key] is None else style.format(row[key]):>11}" for key, _, style in columns)
         lines.append(row["name"].ljust(name_width) + cells + ("  yes" if row["unbiased"] else "  no"))
-    return "\n".join(lines + [""] * bool(result["notes"]) + [f"{UNDEFINED} {note}" for note in result["notes"]])
+    lines += [""] * bool(result["notes"]) + [f"{UNDEFINED} {note}" for note in result["notes"]]
+    return "\n".join(lines + (reference_lines(result["reference"], result["N"]) if "reference" in result else []))
+
+
+KL_COLUMNS = [("cosine", "cosine", "{:+.4f}"), ("rel_bias", "rel bias", "{:.4f}"), ("rel_std", "rel std", "{:.4f}"),
+              ("rel_rmse", "rel RMSE", "{:.4f}"), ("reverse_cosine", "cos rev", "{:+.4f}"),
+              ("on_policy_rel_bias", "on-policy", "{:.4f}")]
+
+
+def reference_lines(reference, N):
+    """The KL view as text: the reference's line, then a row per setting."""
+    reverse = UNDEFINED if reference["kl_reverse"] is None else f"{reference['kl_reverse']:.4f}"
+    lines = ["", f"reference pi_ref at theta_0 + {reference['distance']:g}*d:  KL(pi||pi_ref)="
+                 f"{reference['kl_forward']:.4f}  KL(pi_ref||pi)={reverse}  |grad KL|={reference['grad_norm']:.5f};  "
+                 f"each setting's estimate of grad KL(pi||pi_ref) on the engine's tokens, batch size N={N}", ""]
+    width = max(len(row["setting"]) for row in reference["settings"]) + 2
+    lines.append("KL setting".ljust(width) + f"{'weight':>9}" + "".join(f"{title:>11}" for _, title, _ in KL_COLUMNS))
+    for row in reference["settings"]:
+        cells = "".join(f"{UNDEFINED if row[key] is None else style.format(row[key]):>11}" for key, _, style in KL_COLUMNS)
+        lines.append(row["setting"].ljust(width) + f"{row['weight']:>9}" + cells)
+    lines.append("weight: the ratio on a loss term, the advantage's correction of a reward term; cos rev: against "
+                 "grad KL(pi_ref||pi); on-policy: the rel bias with mu := pi")
+    return lines
 
 
 def main(argv):
@@ -130,6 +183,7 @@ def main(argv):
     arguments = parser.parse_args(argv)
     try:
         ids = table_ids(arguments.estimators)
+        arguments.kl_ids = kl_ids(arguments.kl)
     except ValueError as error:
         parser.error(str(error))
     arguments = validate_toy_arguments(parser, arguments, ids)

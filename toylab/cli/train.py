@@ -5,13 +5,22 @@ whose estimated memory is over MEMORY_LIMIT_BYTES (known from its sizes), or who
 times the page's limit (measured on small copies of it: ``training.cost``); a run estimated at over
 PROGRESS_AFTER_S seconds shows a progress bar with the time left on stderr, when stderr is a terminal (piped, it holds
 the errors alone).
+
+``--kl SETTING --beta B`` adds a KL penalty to the reference (a framework's preset, e.g. ``nemo_rl:kl_loss``, whose
+default β is taken when --beta is not given, or ESTIMATOR.PLACEMENT[.MODIFIER], e.g. ``k1.reward.to_go``:
+``catalogue.kl_settings``); ``--reference-distance D`` moves π_ref from θ_0 to θ_0 + D·d. Every run records
+KL(π_k‖π_ref), in the JSON's "kl_ref" and the summary's "final KL(pi||ref)".
 """
 
 import sys
+from dataclasses import replace
 
 import numpy as np
 
 from toylab.analysis.diagnostics import diagnostics
+from toylab.catalogue import kl_settings
+from toylab.catalogue.kl import BETA_RANGE, NO_PENALTY
+from toylab.catalogue.kl_presets import KL_PRESETS
 from toylab.catalogue.updates import ANCHORS, LAG_DRAWS, LOSSES, UPDATES_AT_MOST, WEIGHTS_AT, Update
 from toylab.cli.arguments import (
     ToylabParser,
@@ -24,6 +33,7 @@ from toylab.cli.arguments import (
 )
 from toylab.cli.progress import ProgressBar
 from toylab.cli.table import toy_line, toy_summary
+from toylab.engine.reference import DISTANCE_RANGE, Reference
 from toylab.engine.toy import make_toy
 from toylab.state.query import INTEGER_RANGES
 from toylab.state.settings import DEFAULT_ESTIMATORS
@@ -47,7 +57,7 @@ from toylab.training.optimizers import OPTIMIZERS
 
 DEFAULTS = TrainingConfig()
 LISTED = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias", "clip_share", "ppo_kl",
-          "w_std", "lag")                                                       # per-step JSON lists
+          "w_std", "lag", "kl_ref")                                             # per-step JSON lists
 LIMIT_SECONDS = PAGE_SECONDS * COMMAND_LINE_FACTOR
 PROGRESS_AFTER_S = 2.0
 
@@ -112,6 +122,14 @@ def train_parser():
     update.add_argument("--weights-at", type=one_of(WEIGHTS_AT), default=DEFAULTS.update.weights_at,
                         help="the correction's ratio: anchor (w = π_old/μ, frozen) or current (sg(π_θ)/μ at each "
                              f"update, verl's bypass mode) (default {DEFAULTS.update.weights_at})")
+    reference = parser.add_argument_group("the reference: a KL penalty to π_ref")
+    reference.add_argument("--kl", default=None, metavar="SETTING",
+                           help="a preset (" + ", ".join(list(KL_PRESETS)[:3]) + ", …) or ESTIMATOR.PLACEMENT[.MODIFIER] "
+                                "(k3.loss, k3.loss.engine, k1.reward.to_go, …); default: none")
+    reference.add_argument("--beta", type=number_in(float, *BETA_RANGE), default=None, metavar="B",
+                           help="the penalty's coefficient β (default: the preset's framework default)")
+    reference.add_argument("--reference-distance", type=number_in(float, *DISTANCE_RANGE), default=0.0, metavar="D",
+                           help="π_ref at θ_0 + D·d, d a seeded standard normal direction (default 0: the initial π)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -127,7 +145,8 @@ def parse_arguments(argv):
     try:
         arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
                                           arguments.N, arguments.runs, arguments.noise, _update(arguments),
-                                          arguments.lag, arguments.lag_draw)
+                                          arguments.lag, arguments.lag_draw, penalty(arguments),
+                                          Reference(arguments.reference_distance))
         arguments.seconds = _check_cost(arguments)
     except ValueError as error:
         parser.error(str(error))
@@ -153,6 +172,21 @@ def _update(arguments):
     params |= given
     return Update(arguments.anchor, arguments.loss, params, arguments.minibatches, arguments.epochs,
                   arguments.weights_at)
+
+
+def penalty(arguments):
+    """The KLPenalty of --kl and --beta (none without --kl); ValueError naming what is wrong."""
+    if arguments.kl is None:
+        if arguments.beta is not None:
+            raise ValueError("--beta needs --kl (which KL penalty)")
+        return NO_PENALTY
+    chosen, _ = kl_settings.parse(arguments.kl, correction_allowed=False)
+    if arguments.beta is None and arguments.kl not in KL_PRESETS:
+        raise ValueError(f"--kl {arguments.kl} needs --beta (its coefficient)")
+    beta = chosen.beta if arguments.beta is None else arguments.beta
+    if beta == 0:
+        raise ValueError(f"--kl {arguments.kl}: its framework's default β is 0 (off); give --beta")
+    return replace(chosen, beta=beta)
 
 
 def _check_cost(arguments):
@@ -188,6 +222,7 @@ def report(arguments):
         "toy": toy_summary(toy) | {"J": start.J, "logged_reward": start.logged_reward, "kl_mu_pi": start.kl_mu_pi,
                                    "chi2_seq": start.chi2_seq, "unreachable_mass": start.unreachable_mass},
         "baseline": arguments.baseline, "noise": config.noise, "update": update_entry(config),
+        "kl": kl_entry(config, arguments.kl),
         "trajectories": [_trajectory(trajectory, config) for trajectory in trajectories.values()],
         "summary": summary(trajectories) if "on_policy" in trajectories else summary(trajectories, reference=None),
         "stops": [note for trajectory in trajectories.values() if (note := stop_notice(trajectory))],
@@ -201,6 +236,17 @@ def update_entry(config):
     return {"anchor": update.anchor, "loss": update.loss, "loss_params": update.loss_params,
             "minibatches": update.minibatches, "epochs": update.epochs, "U": update.U, "weights_at": update.weights_at,
             "lag": config.lag, "lag_draw": config.lag_draw}
+
+
+def kl_entry(config, name):
+    """The penalty (None when off: β = 0) and where π_ref sits."""
+    penalty = config.kl
+    described = None if not penalty.active else {
+        "setting": name, "beta": penalty.beta, "estimator": penalty.estimator, "placement": penalty.placement,
+        "reward_sum": penalty.reward_sum if penalty.placement == "reward" else None, "ratio": penalty.ratio,
+        "log_ratio_clamp": penalty.log_ratio_clamp, "value_clamp": penalty.value_clamp,
+        "ratio_held_by_clamp": penalty.ratio_held_by_clamp}
+    return {"penalty": described, "reference_distance": config.reference.distance}
 
 
 def update_line(config):
@@ -264,22 +310,26 @@ def as_text(result, config):
              f"{config.mode} mode, {config.optimizer}, lr={config.lr:g}, {config.steps} steps, baseline="
              f"{result['baseline']}, engine error b {config.noise}" + (
                  f", N={config.N}, {config.runs} runs (per-step medians)" if config.mode == "sampled" else ""),
-             update_line(config), ""]
+             update_line(config),
+             ("KL penalty: " + config.kl.describe() if config.kl.active else "no KL penalty")
+             + f"; reference pi_ref at theta_0 + {config.reference.distance:g}*d", ""]
     reach = f"steps to {REACHED:.0%}"
     referenced = "steps_to_reach" in result["summary"][0]          # on_policy, the reference, was trained
     width = max(len(row["estimator"]) for row in result["summary"]) + 2
     lines.append("estimator".ljust(width) + f"{'final J':>9}" + (f"{reach:>19}" if referenced else "")
-                 + f"{'largest drop':>14}{'final E_mu[r]':>15}{'final KL':>10}{'clipped':>9}{'PPO KL':>10}")
+                 + f"{'largest drop':>14}{'final E_mu[r]':>15}{'final KL':>10}{'clipped':>9}{'PPO KL':>10}"
+                 f"{'KL(pi||ref)':>13}")
     for row in result["summary"]:
         lines.append(row["estimator"].ljust(width) + f"{formatted(row['final_J']):>9}"
                      + (f"{reached_in_words(row):>19}" if referenced else "")
                      + f"{formatted(row['largest_drop']):>14}"
                      f"{formatted(row['final_logged_reward']):>15}{formatted(row['final_kl_mu_pi']):>10}"
-                     f"{formatted(row['mean_clip_share']):>9}{formatted(row['mean_ppo_kl']):>10}")
+                     f"{formatted(row['mean_clip_share']):>9}{formatted(row['mean_ppo_kl']):>10}"
+                     f"{formatted(row['final_kl_ref']):>13}")
     lines.append(f"\nsteps to {REACHED:.0%}: first step with J ≥ {REACHED:g} × on_policy's final J"
                  + ("" if referenced else "; a column only when on_policy, the reference, is among --estimators"))
     lines.append("clipped, PPO KL: the share of tokens a clip or mask holds and the token mean of −log r, averaged "
-                 "over the steps")
+                 "over the steps; KL(pi||ref): the final KL(π‖π_ref), exact")
     return "\n".join(lines + [f"Notice: {note}." for note in result["stops"]])
 
 

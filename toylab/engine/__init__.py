@@ -10,4 +10,6 @@
     surrogate      an update's per-token surrogate sg(g(w))·L(r, A) on given sequences
     moments        exact mean and variance of every estimator in one O(M) pass
     recursion      factorising estimators' moments at any T, by dynamic programming over the count
+    reference      the reference policy π_ref and the exact KLs between π and it, both ways, with their gradients
+    kl_moments     a KL penalty's estimate of ∇KL on the engine's tokens: its exact mean and second moment
 """

@@ -8,5 +8,7 @@
     sampler        lessons about the mismatch real engines make: top-p, bf16 against fp16, an error redrawn each step
     pipeline       lessons about what a pipeline logs as μ and what its trainer scores: raw log-probabilities, top-p
                    with a temperature-only trainer, the Keep Sampling Mask
+    reference      lessons about the reference π_ref: what k3 in the loss follows, the ratio the KL term needs, low_var_kl's
+                   clamp, how β trades J for KL
     tour           the lessons in the order a reading group meets them
 """

@@ -40,7 +40,7 @@ CHARTS = {"bias_std": ESTIMATORS_TAB, "sequence_W": RATIOS_TAB, "sequence_geo": 
           "threshold_rmse": THRESHOLD_SWEEP_TAB, "sampler_divergence": MISMATCH_SWEEP_TAB,
           "length_std_ratio": LENGTH_TAB, "length_capped": LENGTH_TAB, "training_J": TRAINING_TAB, "training_cosine": TRAINING_TAB,
           "training_logged": TRAINING_TAB, "training_clip": TRAINING_TAB, "training_w": TRAINING_TAB,
-          "training_staleness": TRAINING_TAB}     # chart name → the tab that draws it
+          "training_staleness": TRAINING_TAB, "training_kl_ref": TRAINING_TAB, "kl_bias_std": ESTIMATORS_TAB}     # chart name → the tab that draws it
 
 
 @dataclass(frozen=True)

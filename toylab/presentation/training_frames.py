@@ -21,9 +21,10 @@ CURVE_COLUMNS = ["estimator", "quantity", "step", "median", "q10", "q90"]
 QUANTITIES = {"J": "J = E_π[r]", "logged_reward": "logged reward E_μ[r]", "kl_mu_pi": "KL(μ‖π)",
               "chi2_seq": "χ²_seq", "cosine": "cosine to ∇J", "step_cosine": "cosine to ∇J of the step",
               "clip_share": "clipped share of tokens", "ppo_kl": "PPO KL (mean of −log r)",
-              "w_std": "spread of w = π_old/μ"}
+              "w_std": "spread of w = π_old/μ", "kl_ref": "KL(π‖π_ref)"}
 CURVES = ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine")      # every run's curves …
 POLICY_CURVES = ("clip_share", "ppo_kl", "w_std")      # … and what the frameworks log of the three policies
+REFERENCE_CURVES = ("kl_ref",)                         # … and how far from the reference
 BAND = (0.1, 0.9)
 UNDEFINED = "—"
 
@@ -114,10 +115,10 @@ def summary_frame(trajectories):
         rows.append({"estimator": id, "label": ESTIMATORS[id].label, "final_J": row["final_J"],
                      "steps_to_reach": reached_in_words(row),
                      "largest_drop": row["largest_drop"], "final_logged_reward": row["final_logged_reward"],
-                     "final_kl_mu_pi": row["final_kl_mu_pi"],
+                     "final_kl_mu_pi": row["final_kl_mu_pi"], "final_kl_ref": row["final_kl_ref"],
                      "final_cosine": UNDEFINED if math.isnan(final_cosine) else f"{final_cosine:+.3f}"})
     return pd.DataFrame(rows, columns=["estimator", "label", "final_J", "steps_to_reach", "largest_drop",
-                                       "final_logged_reward", "final_kl_mu_pi", "final_cosine"])
+                                       "final_logged_reward", "final_kl_mu_pi", "final_kl_ref", "final_cosine"])
 
 
 # -- the SGA view --------------------------------------------------------------------------------------------

@@ -27,14 +27,18 @@ characters of a value (``text.quoted``). The same ranges check the command line 
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from toylab.catalogue import kl_settings
 from toylab.catalogue.aggregation import AGGREGATIONS
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, checked_param, resolve_params
+from toylab.catalogue.kl import NO_PENALTY
+from toylab.catalogue.kl_presets import KL_PRESETS
 from toylab.catalogue.pipelines import CUSTOM, LOGGED, PIPELINE_IDS, PIPELINES, SCORED
 from toylab.catalogue.presets import FRAMEWORKS
 from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, LAG_DRAWS, LOSSES, WEIGHTS_AT, Update
+from toylab.engine.reference import Reference
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
 from toylab.engine.toy import EXACT_SIZE_LIMIT, flat_problem, make_toy, more_sequences_than, range_problem
 from toylab.state.settings import Settings
@@ -67,7 +71,8 @@ TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "tra
                      "eps_low": "train_eps_low", "eps_high": "train_eps_high", "dual_clip": "train_dual_clip",
                      "weights_at": "train_weights", "staleness": "staleness", "seeds": "train_seeds",
                      "staleness_draw": "staleness_draw", "staleness_cap": "staleness_cap",
-                     "staleness_seeds": "staleness_seeds", "update": "train_update"}   # Training tab → URL name
+                     "staleness_seeds": "staleness_seeds", "update": "train_update",
+                     "kl_setting": "train_kl", "beta": "train_beta", "ref_distance": "train_ref_distance"}  # → URL
 CUSTOM_UPDATE = "custom"          # the Training tab's update: its own controls', or a framework's (UPDATE_PRESETS)
 UPDATE_CONTROLS = ("anchor", "loss", "minibatches", "epochs", "weights_at")   # the Update's fields the tab sets …
 CLIP_CONTROLS = ("eps_low", "eps_high", "dual_clip")                         # … and its loss's ε and c, where it has them
@@ -78,6 +83,11 @@ SWEPT = ("mismatch", "top_p", "temperature", "precision")     # what the Mismatc
 SAMPLER_FIELDS = ("top_p", "top_k", "temperature", "precision", "logged", "scored", "pipeline")   # the pipeline model
 NO_COMPARISON = "off"                            # the Estimators tab's compare_baseline: no second baseline drawn
 COMPARED_SIZES = (0, 1, 4, 16, 64, 256, 1024, 4096, 16384, 65536)   # the Threshold sweep's compare_N (0: off)
+NO_KL = "off"                                    # the Training tab's train_kl: no penalty to the reference
+KL_CHOICES = (NO_KL, *kl_settings.TRAINING_SETTINGS, *KL_PRESETS)   # … or a setting, or a framework's preset
+BETAS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)       # its β
+TRAINING_DISTANCES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)               # π_ref at θ_0 + distance·d (0: the run's start)
+VIEW_DISTANCES = (0.25, 0.5, 1.0, 2.0, 4.0)      # the Estimators tab's KL view (at θ_0 itself every ∇KL is 0)
 
 
 @dataclass(frozen=True)
@@ -146,7 +156,7 @@ DRAWS = 1_000_000                       # the Ratios tab's resampled batches: dr
 
 def _trained(settings, view):
     update, lag, _ = policies_of(view)
-    return trained_ids(settings.selection(), view["train_mode"], settings.N, weights_only(update, lag))
+    return trained_ids(settings.selection(), view["train_mode"], settings.N, weights_only(update, lag, kl_of(view)))
 
 
 def policies_of(view):
@@ -169,12 +179,21 @@ def update_of(view):
     return Update(value["anchor"], value["loss"], params, value["minibatches"], value["epochs"], value["weights_at"])
 
 
+def kl_of(view):
+    """The KLPenalty the Training tab's train_kl and train_beta set (NO_PENALTY when off)."""
+    chosen = view[TRAINING_CONTROLS["kl_setting"]]
+    if chosen == NO_KL:
+        return NO_PENALTY
+    return replace(kl_settings.parse(chosen, correction_allowed=False)[0], beta=view[TRAINING_CONTROLS["beta"]])
+
+
 def training_config(view, N):
     """The TrainingConfig the Training tab's values set (URL name → value), with the sidebar's batch size N."""
-    named = {name: view[TRAINING_CONTROLS[name]] for name in ("steps", "lr", "optimizer", "mode", "runs", "noise")}
+    named = {name: view[TRAINING_CONTROLS[name]] for name in ("steps", "lr", "optimizer", "mode", "runs", "noise",
+                                                                "ref_distance")}
     update, lag, lag_draw = policies_of(view)
     return TrainingConfig(named["steps"], named["lr"], named["optimizer"], named["mode"], N, named["runs"],
-                          named["noise"], update, lag, lag_draw)
+                          named["noise"], update, lag, lag_draw, kl_of(view), Reference(named["ref_distance"]))
 
 
 OWN_UPDATE = {"train_update": CUSTOM_UPDATE}       # the three policies' controls count only without a framework's update
@@ -204,6 +223,9 @@ VIEW_PARAMETERS = {
     "train_eps_high": ViewParameter(LOSSES["ppo"].params["eps_high"].default, low=0.0, high=1.0, step=0.01, tab=TRAINING_TAB, needs=OWN_UPDATE),
     "train_dual_clip": ViewParameter(0.0, choices=DUAL_CLIPS, tab=TRAINING_TAB, needs=OWN_UPDATE),
     "train_weights": ViewParameter(TRAINING.update.weights_at, choices=WEIGHTS_AT, tab=TRAINING_TAB, needs=OWN_UPDATE),
+    "train_kl": ViewParameter(NO_KL, choices=KL_CHOICES, tab=TRAINING_TAB),
+    "train_beta": ViewParameter(0.1, choices=BETAS, tab=TRAINING_TAB),
+    "train_ref_distance": ViewParameter(0.0, choices=TRAINING_DISTANCES, tab=TRAINING_TAB),
     "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),
     "sga": ViewParameter(False, tab=TRAINING_TAB),
     "train_seeds": ViewParameter(False, tab=TRAINING_TAB),          # the seeds views: each its tab's takeaway over
@@ -216,6 +238,9 @@ VIEW_PARAMETERS = {
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab=MISMATCH_SWEEP_TAB),
     "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab=ESTIMATORS_TAB),
     "est_seeds": ViewParameter(False, tab=ESTIMATORS_TAB),
+    "kl_view": ViewParameter(False, tab=ESTIMATORS_TAB),       # the KL view, opt-in: off the slider's path
+    "kl_distance": ViewParameter(1.0, choices=VIEW_DISTANCES, tab=ESTIMATORS_TAB, needs={"kl_view": True}),
+    "kl_frameworks": ViewParameter(False, tab=ESTIMATORS_TAB),      # the view's rows of every framework preset
     "compare_N": ViewParameter(0, choices=COMPARED_SIZES, tab=THRESHOLD_SWEEP_TAB),
     "sweep_pipelines": ViewParameter(False, tab=MISMATCH_SWEEP_TAB),      # the same sweep under each framework pipeline
     "framework": ViewParameter(ANY_FRAMEWORK, choices=(ANY_FRAMEWORK, *FRAMEWORKS)),    # its presets first in the picker

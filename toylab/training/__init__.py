@@ -10,4 +10,6 @@
                    cap on w), what a reader takes from it, and over a population
     staleness_evidence  the staleness view's population, frozen at the page's defaults and the lesson's setting
     cost           a run's seconds and peak memory, estimated before it starts
+    reference_term a KL penalty to π_ref in an update: in the loss, per update; in the reward, per drawn token
+    reward_penalty a reward penalty in expected mode: each token's own advantage, every row enumerated
 """

@@ -67,9 +67,10 @@ refusing, and the page keeps the line (``Probe``) for the next settings.
 Bytes, from the arrays the loop keeps and one step's temporaries (measured with tracemalloc; benchmarks/training_cost.py
 checks the whole model on a grid):
 
-    records:     8 · E · r · ((K + 1) · (T·V + R) + 1)    θ_k and R numbers per step (R = 8 expected, 6 sampled;
+    records:     8 · E · r · ((K + 1) · (T·V + R) + 1)    θ_k and R numbers per step (R = 13 expected, 11 sampled;
                                                      r = 1 expected), and the step each run stopped at: exact
-    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
+    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time),
+                           8 · FLOATS_PER_PENALISED_SEQUENCE · M         with a KL penalty in the reward
                  sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T (+ FLOATS_PER_UPDATED_TOKEN when a batch feeds
                                     updates away from its anchor: the frozen g, A, log π_old, log μ and each update's)
                                 + E·r·(FLOATS_PER_TABLE_ENTRY · T·V + FLOATS_PER_COUNT_PAIR · T² + FLOATS_PER_RUN))
@@ -82,6 +83,7 @@ checks the whole model on a grid):
 import time
 from dataclasses import dataclass, replace
 
+from toylab.catalogue.kl import NO_PENALTY
 from toylab.catalogue.updates import DEFAULT_UPDATE
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
@@ -108,6 +110,9 @@ PROBE_REPEATS = 5                           # … at most this many times
 SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes less is timed for K = 9, not 3
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default estimators) to 13–15 (every one)
+FLOATS_PER_PENALISED_SEQUENCE = 20          # a KL penalty in the reward, one row at a time: measured 17.5–18.7
+PENALISED_WORK = 16                         # … and a sequence's step costs about this many enumerated ones: its copies
+                                            # are that much smaller
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
 FLOATS_PER_UPDATED_TOKEN = 20               # more when a batch feeds U updates away from its anchor (measured 17–22)
 FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
@@ -115,8 +120,8 @@ FLOATS_PER_COUNT_PAIR = 4                   # … its count recursion over (posi
 FLOATS_PER_RUN = 100                        # … and its per-run numbers (fitted to 8 toys, T = 4 to 16, V = 2 to 8)
 LISTED_BYTES_PER_VALUE = 32                 # a float object and its place in a list
 JSON_BYTES_PER_VALUE = 68
-LISTS = {"expected": 11, "sampled": 9}      # per-step lists of a run (sampled: no rel_bias, step_cosine)
-RECORDED = {"expected": 12, "sampled": 10}  # numbers recorded per step besides θ
+LISTS = {"expected": 12, "sampled": 10}     # per-step lists of a run (sampled: no rel_bias, step_cosine)
+RECORDED = {"expected": 13, "sampled": 11}  # numbers recorded per step besides θ
 
 
 @dataclass(frozen=True)
@@ -184,7 +189,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
             split_grid(T, V)                                        # built once per process: not a step's time
         copy = replace(config, steps=steps, N=N, runs=runs)
         if chosen is REFERENCE_SELECTION:            # g is the arrays' growth: one recomputed update a step measures it
-            copy = replace(copy, update=DEFAULT_UPDATE, lag=0)
+            copy = replace(copy, update=DEFAULT_UPDATE, lag=0, kl=NO_PENALTY)
         start, wall = timer(), clock()
         train(toy, chosen, baseline, copy, chunk=chunk)
         cpu, wall = timer() - start, clock() - wall
@@ -220,7 +225,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         return step, max(0.0, times[1] - 2 * step)
 
     try:
-        line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
+        line = _expected_line(timed, T, V, selection, config) if config.mode == "expected" else \
             _sampled_line(timed, T, selection, config)
     except ProbeStopped as stopped:
         line = Probe(config.mode, stopped.floor, 0.0, complete=False)
@@ -242,11 +247,12 @@ def _power_of_two(value, most):
     return min(most, 1 << (value - 1).bit_length())
 
 
-def _expected_line(timed, T, V, selection):
+def _expected_line(timed, T, V, selection, config):
     """The expected Probe through the copies at T₁ < T₂ and, beyond them, the reference's growth (see the module
-    docstring)."""
-    enumerated = sum(id not in FACTORS for id in selection)
-    largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // max(1, enumerated)))
+    docstring). A KL penalty in the reward makes every estimator enumerate."""
+    weight = PENALISED_WORK if penalised_in_reward(config) else 1
+    enumerated = len(selection) if penalised_in_reward(config) else sum(id not in FACTORS for id in selection)
+    largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST // weight, PROBE_WORK // (max(1, enumerated) * weight)))
     T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
     T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
     M1, M2 = V**T1, V**T2
@@ -312,7 +318,9 @@ def run_bytes(T, V, config, estimator_ids):
     count = len(estimator_ids)
     records = 8 * count * runs * ((config.steps + 1) * (T * V + RECORDED[config.mode]) + 1) \
         + 8 * count * runs * T * V * config.lag                             # θ_{k−1} … θ_{k−s}: the engine's past
-    if config.mode == "expected":
+    if config.mode == "expected" and penalised_in_reward(config):
+        step = 8 * FLOATS_PER_PENALISED_SEQUENCE * V**T
+    elif config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
         step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
     else:
@@ -321,6 +329,12 @@ def run_bytes(T, V, config, estimator_ids):
                     + count * config.runs * (FLOATS_PER_TABLE_ENTRY * T * V + FLOATS_PER_COUNT_PAIR * T * T
                                              + FLOATS_PER_RUN))
     return records + step
+
+
+def penalised_in_reward(config):
+    """True when a KL penalty in the reward gives each token its own advantage: every row enumerates, position by
+    position (``reward_penalty``)."""
+    return config.kl.active and config.kl.placement == "reward"
 
 
 def command_line_bytes(T, V, config, estimator_ids, as_json=False):

@@ -39,8 +39,10 @@ import numpy as np
 
 from toylab.analysis.montecarlo import tokens_from_uniforms
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
+from toylab.catalogue.kl import NO_PENALTY, KLPenalty
 from toylab.catalogue.updates import DEFAULT_UPDATE, LAG_DRAWS, Update
 from toylab.engine.recursion import FACTORS
+from toylab.engine.reference import INITIAL, Reference, kl_to_reference
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import range_problem
 from toylab.training.exact import Population
@@ -56,6 +58,7 @@ from toylab.training.policies import (
     sampled_w_spread,
     starts_at_anchor,
 )
+from toylab.training.reference_term import ReferenceTerm
 from toylab.training.toy_rows import ToyRows
 
 MODES = ("expected", "sampled")
@@ -64,7 +67,7 @@ NOISES = ("fixed", "redrawn")
 NOISE_STREAM = 2**32 - 1        # the second seed word of the redrawn errors: no run number reaches it
 LIMITS = {"steps": (1, 2000), "lr": (1e-4, 1e4), "N": (1, 100_000), "runs": (1, 10_000), "lag": (0, 16)}
 RECORDED = ("theta", "J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias",
-            "clip_share", "ppo_kl", "w_std", "lag")
+            "clip_share", "ppo_kl", "w_std", "lag", "kl_ref")
 UNDEFINED_BELOW = 1e-10   # shorter vectors: the cosine or relative error is undefined (NaN); rounding error ~1e-16/length
 
 
@@ -72,7 +75,9 @@ UNDEFINED_BELOW = 1e-10   # shorter vectors: the cosine or relative error is und
 class TrainingConfig:
     """How to train: K steps of size lr with an optimizer, in a mode; N and runs for sampled mode; the engine's
     error fixed or redrawn at every step; how each batch is used (``update``: the anchor, the loss, minibatches ×
-    epochs) and how stale the engine's policy is (``lag``: s, or η when ``lag_draw`` is uniform)."""
+    epochs) and how stale the engine's policy is (``lag``: s, or η when ``lag_draw`` is uniform); a KL penalty to the
+    reference (``kl``: β, the estimator and where it goes, ``catalogue.kl``; β = 0 by default: none) and where π_ref
+    sits (``reference``: θ_ref = θ_0 + distance·d, ``engine.reference``)."""
     steps: int = 100
     lr: float = 1.0
     optimizer: str = "sgd"
@@ -83,6 +88,8 @@ class TrainingConfig:
     update: Update = DEFAULT_UPDATE
     lag: int = 0
     lag_draw: str = "fixed"
+    kl: KLPenalty = NO_PENALTY
+    reference: Reference = INITIAL
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -93,6 +100,10 @@ class TrainingConfig:
             raise ValueError(f"noise must be one of {', '.join(NOISES)}, got {self.noise!r}")
         if not isinstance(self.update, Update):
             raise ValueError(f"update must be an Update, got {self.update!r}")
+        if not isinstance(self.kl, KLPenalty):
+            raise ValueError(f"kl must be a KLPenalty, got {self.kl!r}")
+        if not isinstance(self.reference, Reference):
+            raise ValueError(f"reference must be a Reference, got {self.reference!r}")
         if self.lag_draw not in LAG_DRAWS:
             raise ValueError(f"lag_draw must be one of {', '.join(LAG_DRAWS)}, got {self.lag_draw!r}")
         for name, (low, high) in LIMITS.items():
@@ -106,13 +117,15 @@ class TrainingConfig:
 
     @property
     def weights_only(self):
-        return weights_only(self.update, self.lag)
+        return weights_only(self.update, self.lag, self.kl)
 
 
-def weights_only(update, lag):
-    """True when some update may start away from its anchor (bypass, or rollout with a lag) or a batch feeds several
-    updates: the loss then reads the ratio r, and the correction must be a weight g(w) (no additive term)."""
-    return update.U > 1 or update.anchor == "bypass" or (update.anchor == "rollout" and lag > 0)
+def weights_only(update, lag, kl=NO_PENALTY):
+    """True when some update may start away from its anchor (bypass, or rollout with a lag), a batch feeds several
+    updates, or a KL penalty in the reward gives each token its own advantage: the loss then reads the ratio r (or
+    A_t), and the correction must be a weight g(w) (no additive term)."""
+    return update.U > 1 or update.anchor == "bypass" or (update.anchor == "rollout" and lag > 0) \
+        or (kl.active and kl.placement == "reward")
 
 
 @dataclass(frozen=True)
@@ -125,7 +138,7 @@ class Trajectory:
     ``rel_bias`` and ``step_cosine`` are None in sampled mode. ``clip_share``, ``ppo_kl`` (the token mean of −log r)
     and ``w_std`` (w's spread) are the frameworks' metrics (``policies``), the first two averaged over the batch's U
     updates; ``lag`` is the age s_k of the engine's policy. ``stopped`` (shape () expected, (runs,) sampled): the
-    step k whose update was not a finite number, where the run stopped (its records after k are NaN), or −1."""
+    step k whose update was not a finite number, where the run stopped (its records after k are NaN), or −1; ``kl_ref`` is KL(π_k‖π_ref), exact."""
     estimator: str
     params: dict
     mode: str
@@ -142,6 +155,7 @@ class Trajectory:
     ppo_kl: np.ndarray
     w_std: np.ndarray
     lag: np.ndarray
+    kl_ref: np.ndarray
     stopped: np.ndarray
 
 
@@ -163,9 +177,10 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
     """
     selection = _checked(selection, baseline, config)
     progress = progress or (lambda k: None)
+    reference = ReferenceTerm(config.kl, config.reference.log_probabilities(toy.theta, toy.seed, toy.sampler))
     with np.errstate(over="ignore", invalid="ignore"):        # an update that overflows stops its run, said there
-        records = _expected([toy], selection, baseline, config, progress, chunk) if config.mode == "expected" else \
-            _sampled(toy, selection, baseline, config, progress)
+        records = _expected([toy], selection, baseline, config, progress, chunk, reference) \
+            if config.mode == "expected" else _sampled(toy, selection, baseline, config, progress, reference)
     return _trajectories(records, selection, config.mode, 0, 1)
 
 
@@ -174,15 +189,20 @@ def train_population(toys, selection, baseline="none", config=TrainingConfig(), 
     share T, V, the mismatch and the sampler; each keeps its own θ₀, b and seed (its redrawn errors and drawn lags).
     Every step takes a row per (estimator, toy) at once, so thirty toys cost a few times one; a row's numbers are
     the lone run's up to rounding (the same arithmetic on a wider array, the rollout anchor at a drawn lag of 0
-    through the general update)."""
+    through the general update). Each toy's π_ref is its own (from its θ₀ and seed); a run with an active KL penalty
+    trains the toys one by one (its reference term takes one π_ref)."""
     if config.mode != "expected":
         raise ValueError("a population of toys trains in expected mode")
     shapes = {(toy.T, toy.V, toy.mismatch, toy.sampler) for toy in toys}
     if len(shapes) != 1:
         raise ValueError("the toys of a population share T, V, the mismatch and the sampler")
+    if config.kl.active:
+        return [train(toy, selection, baseline, config, progress, chunk) for toy in toys]
     selection = _checked(selection, baseline, config)
+    log_ref = np.stack([config.reference.log_probabilities(toy.theta, toy.seed, toy.sampler) for toy in toys])
+    reference = ReferenceTerm(config.kl, np.tile(log_ref, (len(selection), 1, 1)))     # rows: estimator-major
     with np.errstate(over="ignore", invalid="ignore"):
-        records = _expected(list(toys), selection, baseline, config, progress or (lambda k: None), chunk)
+        records = _expected(list(toys), selection, baseline, config, progress or (lambda k: None), chunk, reference)
     return [_trajectories(records, selection, config.mode, index, len(toys)) for index in range(len(toys))]
 
 
@@ -280,9 +300,10 @@ def _stopped_records(records, stopped):
     return records | {"stopped": stopped}
 
 
-def _record_update(records, k, lag, on_policy, clipped, kl, spread):
+def _record_update(records, k, lag, on_policy, clipped, kl, spread, kl_ref):
     records["clip_share"][..., k], records["ppo_kl"][..., k], records["w_std"][..., k] = clipped, kl, spread
     records["lag"][..., k] = np.where(on_policy, 0, lag).reshape(-1, *[1] * (clipped.ndim - 1))   # on_policy: none
+    records["kl_ref"][..., k] = kl_ref
 
 
 def check_range(rows, k):
@@ -310,12 +331,12 @@ def _population_steps(toys, config, estimators):
         yield k, b, int(s[0]) if (s == s[0]).all() else np.tile(s, estimators)
 
 
-def _expected(toys, selection, baseline, config, progress, chunk):
+def _expected(toys, selection, baseline, config, progress, chunk, reference):
     toy = toys[0]
     grid = split_grid(toy.T, toy.V)
     estimators = [item for item in selection.items() for _ in toys]
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
-    enumerated = any(id not in FACTORS for id, _ in estimators)
+    enumerated = any(id not in FACTORS for id, _ in estimators) or reference.in_reward
     theta = np.tile(np.stack([toy.theta for toy in toys]), (len(selection), 1, 1))
     optimizer = make_optimizer(config.optimizer, config.lr, theta.shape)
     records = _empty_records(theta, config.steps, expected=True)
@@ -331,17 +352,17 @@ def _expected(toys, selection, baseline, config, progress, chunk):
         population = Population.of(rows)
         first, step, clipped, kl, spread = expected_updates(
             rows, log_old, on_policy, estimators, population.baseline(baseline), update, optimizer,
-            starts_at_anchor(update.anchor, s), chunk)
+            starts_at_anchor(update.anchor, s), chunk, reference)
         _record(records, k, theta, population, cosine(first, population.grad), relative_error(first, population.grad),
                 cosine(step, population.grad))
-        _record_update(records, k, s, on_policy, clipped, kl, spread)
+        _record_update(records, k, s, on_policy, clipped, kl, spread, kl_to_reference(rows.log_pi, reference.log_ref))
         progress(k)
         if k < config.steps:
             theta = _advanced(theta, step, stopped, k)
     return _stopped_records(records, stopped)
 
 
-def _sampled(toy, selection, baseline, config, progress):
+def _sampled(toy, selection, baseline, config, progress, reference):
     N, runs = config.N, config.runs
     estimators = list(selection.items())
     on_policy = np.array([ESTIMATORS[id].on_policy for id, _ in estimators])
@@ -367,9 +388,10 @@ def _sampled(toy, selection, baseline, config, progress):
             tokens[index] = tokens_from_uniforms(uniforms, mine.pi if on_policy[index] else mine.mu)
             step[index], clipped[index], kl[index] = sampled_updates(
                 id, params, mine, tokens[index], log_old[index], b[index], update, optimizers[index],
-                starts_at_anchor(update.anchor, s))
+                starts_at_anchor(update.anchor, s), reference)
         _record(records, k, theta, population, cosine(step, population.grad))
-        _record_update(records, k, s, on_policy, clipped, kl, sampled_w_spread(rows, log_old, on_policy, tokens))
+        _record_update(records, k, s, on_policy, clipped, kl, sampled_w_spread(rows, log_old, on_policy, tokens),
+                       kl_to_reference(rows.log_pi, reference.log_ref))
         progress(k)
         if k < config.steps:
             theta = _advanced(theta, step, stopped, k)
@@ -419,7 +441,7 @@ def summary(trajectories, reference="on_policy"):
     of J, the final E_μ[r] and KL(μ‖π), the clipped share and PPO KL averaged over the steps, and the step where
     its run stopped (the first of its runs'; None: it did not) with how many runs did. A run's values after its stop
     are undefined: the final values are NaN if every run stopped, and the drop and means are over the defined
-    steps."""
+    steps; and the final KL(π‖π_ref)."""
     target = REACHED * per_step_median(trajectories[reference].J)[-1] if reference in trajectories else None
     rows = []
     for id, trajectory in trajectories.items():
@@ -430,7 +452,8 @@ def summary(trajectories, reference="on_policy"):
                      "final_kl_mu_pi": float(per_step_median(trajectory.kl_mu_pi)[-1]),
                      "mean_clip_share": defined_mean(per_step_median(trajectory.clip_share)),
                      "mean_ppo_kl": defined_mean(per_step_median(trajectory.ppo_kl)),
-                     "stopped_at": int(stops.min()) if stops.size else None, "runs_stopped": int(stops.size)}
+                     "stopped_at": int(stops.min()) if stops.size else None, "runs_stopped": int(stops.size),
+                     "final_kl_ref": float(per_step_median(trajectory.kl_ref)[-1])}
                     | ({"steps_to_reach": steps_to_reach(J, target)} if target is not None else {}))
     return rows
 

@@ -46,6 +46,8 @@ from toylab.engine.counts import factorised_marginals, reward_by_count
 from toylab.engine.sequences import GivenSequences
 from toylab.engine.surrogate import correction_has_additive_term
 from toylab.training.exact import exact_means, reward_marginals
+from toylab.training.reference_term import centred_penalised
+from toylab.training.reward_penalty import RewardPenaltyBatch
 
 LAG_STREAM = 2**32 - 2          # the second seed word of the drawn lags: no run number reaches it
 CENTRED = ("grpo", "rloo")      # corrections whose advantage is the batch-centred reward (rloo's × N/(N − 1))
@@ -156,27 +158,45 @@ class ExpectedBatch:
         x = (self.marginals * np.where(self.kept[:, None], losses.derivative, 0.0)).sum(axis=1)
         return (x - pi * x.sum(axis=-1, keepdims=True)) * self.rows.score_scale
 
+    def penalty_gradient(self, reference, log_pi, pi):
+        """A loss penalty's part of the gradient at π_θ (``reference_term.ReferenceTerm``)."""
+        return reference.expected_loss_gradient(self.probability, self.kept, log_pi, pi, self.log_old, self.log_mu,
+                                                self.rows.score_scale)
+
     def seen_by_correction(self, log_ratio_numerator):
         """The rows with π := the policy the correction's ratio divides μ into."""
         return self.rows.anchored(np.where(self.kept, log_ratio_numerator, -np.inf))
 
 
-def expected_updates(rows, log_old, on_policy, estimators, b, update, optimizer, exact_start, chunk):
+def expected_updates(rows, log_old, on_policy, estimators, b, update, optimizer, exact_start, chunk, reference=None):
     """The U updates of one batch at every row: (G⁰, θᵁ − θ⁰, clipped share, PPO KL, w's spread), the two records
     averaged over the U updates. ``exact_start``: π_θ⁰ = π_old, so a single update is the correction's exact mean,
-    with r ≡ 1: nothing clipped (no loss clips or masks at r = 1) and −log r = 0."""
-    if exact_start and update.U == 1:
+    with r ≡ 1: nothing clipped (no loss clips or masks at r = 1) and −log r = 0. ``reference``: a KL penalty
+    (``reference_term.ReferenceTerm``): in the loss, its gradient joins each update's; in the reward, every update
+    enumerates (``reward_penalty``)."""
+    in_loss = reference is not None and reference.in_loss
+    in_reward = reference is not None and reference.in_reward
+    if exact_start and update.U == 1 and not in_reward:
         first = exact_means(rows, estimators, b, chunk)
+        if in_loss:
+            first = first + ExpectedBatch(rows, log_old, on_policy, estimators, b, update).penalty_gradient(
+                reference, rows.log_pi, rows.pi)
         return first, optimizer.step(first), np.zeros(len(b)), np.zeros(len(b)), exact_w_spread(rows, on_policy)
     batch = ExpectedBatch(rows, log_old, on_policy, estimators, b, update)
+    rewarded = RewardPenaltyBatch(batch, reference.log_ref, on_policy, reference.penalty) if in_reward else None
     theta, log_pi, pi = rows.theta, rows.log_pi, rows.pi
     first, total = None, 0.0
     clipped, kl = np.zeros(len(b)), np.zeros(len(b))
     for u in range(update.U):
         losses = batch.losses(log_pi)
         held, drift = batch.records(log_pi, losses)
+        if rewarded is not None:
+            gradient, held = rewarded.gradient(log_pi, pi)
+        else:
+            gradient = batch.gradient(log_pi, pi, losses, chunk)
+        if in_loss:
+            gradient = gradient + batch.penalty_gradient(reference, log_pi, pi)
         clipped, kl = clipped + held / update.U, kl + drift / update.U
-        gradient = batch.gradient(log_pi, pi, losses, chunk)
         first = gradient if u == 0 else first
         step = optimizer.step(gradient)
         total = step if u == 0 else total + step
@@ -241,29 +261,38 @@ def refuses_as_weight(estimator_id, params):
     return f"its weight {params['weight']} adds a penalty term: a loss, not a correction weight g(w)"
 
 
-def minibatch_gradient(tokens, log_pi, pi, weights, advantage, log_old, log_mu, update, scale):
+def minibatch_gradient(tokens, log_pi, pi, weights, advantage, log_old, log_mu, update, scale, reference=None,
+                       ref_tokens=None):
     """(ĝ (R, T, V), clipped share (R,), PPO KL (R,)) on a minibatch: tokens (R, n, T), tables log π_θ, π_θ (R, T, V),
-    the frozen g, A, log π_old and log μ at the tokens."""
+    the frozen g, A (R, n) or per token (R, n, T), log π_old and log μ at the tokens; a loss penalty's −β·∂ℓ/∂log π_θ
+    at each token (``reference``, log π_ref at the tokens ``ref_tokens``), or full's −β·∇KL."""
     R, n, T = tokens.shape
     V = pi.shape[-1]
     cell = tokens + V * np.arange(T)
     own = cell + T * V * np.arange(R)[:, None, None]
     log_pi_tokens = np.take(log_pi, own)
-    losses = update.token_loss(log_pi_tokens, log_old, log_mu, advantage[..., None])
+    losses = update.token_loss(log_pi_tokens, log_old, log_mu, advantage if advantage.ndim == 3 else advantage[..., None])
     x = weights * losses.derivative
+    in_loss = reference is not None and reference.in_loss
+    if in_loss and not reference.penalty.exact:
+        x = x - reference.penalty.beta * reference.token_derivative(log_pi_tokens, log_old, log_mu, ref_tokens)
     sums = np.bincount(own.ravel(), weights=x.ravel(), minlength=R * T * V).reshape(R, T, V)
     gradient = (sums - pi * sums.sum(axis=-1, keepdims=True)) * scale / n
+    if in_loss and reference.penalty.exact:
+        gradient = gradient + reference.exact_gradient(log_pi, scale)
     clipped = (losses.clipped | losses.dual_clipped).mean(axis=(1, 2))
     return gradient, clipped, (log_old - log_pi_tokens).mean(axis=(1, 2))
 
 
-def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, optimizer, exact_start):
+def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, optimizer, exact_start, reference=None):
     """One estimator's U updates of its batch in every run: (θᵁ − θ⁰ (R, T, V), clipped share and PPO KL (R,)),
-    the records averaged over the U updates. ``mine``: the estimator's rows (its μ_k, or π_k for on_policy)."""
+    the records averaged over the U updates. ``mine``: the estimator's rows (its μ_k, or π_k for on_policy);
+    ``reference``: a KL penalty (``reference_term.ReferenceTerm``)."""
     on_policy = ESTIMATORS[estimator_id].on_policy
     side = trainer_side(mine) if on_policy else mine
     R, N, T = tokens.shape
-    if exact_start and update.U == 1:                      # r ≡ 1: no clip binds, −log r = 0
+    penalised = reference is not None and reference.penalty.active
+    if exact_start and update.U == 1 and not penalised:    # r ≡ 1: no clip binds, −log r = 0
         estimate = batch_estimates(Batches(side, tokens, np.array([N]), b), estimator_id, params)[:, 0]
         return optimizer.step(estimate), np.zeros(R), np.zeros(R)
     V = mine.V
@@ -272,6 +301,14 @@ def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, opti
     mu_tokens = np.take(side.log_logged, own)
     anchored = side if on_policy else _anchored_side(side, log_old)
     weights, advantage = batch_terms(estimator_id, params, anchored, tokens, b)
+    ref_tokens = np.take(reference.log_ref, tokens + V * np.arange(T)) if penalised else None
+    if penalised and reference.in_reward:
+        penalties = reference.token_penalties(old_tokens, ref_tokens)
+        if estimator_id in CENTRED:
+            reward = (2 * (tokens == 0).sum(axis=2) >= T).astype(float)
+            advantage = centred_penalised(reward, penalties, estimator_id, reference.penalty.reward_sum)
+        else:
+            advantage = advantage[..., None] - penalties
     parts = np.array_split(np.arange(N), update.minibatches)
     theta, total = mine.theta, 0.0
     log_pi, pi = side.log_pi, side.pi
@@ -284,7 +321,8 @@ def sampled_updates(estimator_id, params, mine, tokens, log_old, b, update, opti
             weights[:, part] = batch_terms(estimator_id, params, _anchored_side(side, log_pi), tokens[:, part],
                                            b, advantage[:, part])[0]
         gradient, held, drift = minibatch_gradient(tokens[:, part], log_pi, pi, weights[:, part], advantage[:, part],
-                                                   old_tokens[:, part], mu_tokens[:, part], update, mine.score_scale)
+                                                   old_tokens[:, part], mu_tokens[:, part], update, mine.score_scale,
+                                                   reference, None if ref_tokens is None else ref_tokens[:, part])
         clipped, kl = clipped + held / update.U, kl + drift / update.U
         step = optimizer.step(gradient)
         total = step if u == 0 else total + step

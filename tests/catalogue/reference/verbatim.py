@@ -1,6 +1,6 @@
 """Check that every block a generator marks as verbatim is, line for line, the framework's file at its commit.
 
-A block in ``<framework>/generate.py`` starts with a line
+A block in ``<framework>/generate.py`` (or ``kl_generate.py``) starts with a line
 
     # verbatim: <owner>/<name> <commit> <path> <first>-<last>
 
@@ -75,7 +75,8 @@ def main(argv=None):
     parser.add_argument("generators", nargs="*", help="generate.py files (default: all)")
     args = parser.parse_args(argv)
     clones = dict(item.split("=", 1) for item in args.clone)
-    generators = args.generators or sorted(str(p) for p in HERE.glob("*/generate.py"))
+    generators = args.generators or sorted(str(p) for pattern in ("*/generate.py", "*/kl_generate.py")
+                                           for p in HERE.glob(pattern))
     sources = [(Path(generator).parent.name, block) for generator in generators for block in blocks(generator)]
     if not args.generators:
         sources += [("pipelines", quote) for quote in pipeline_quotes()]
