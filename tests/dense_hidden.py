@@ -1,0 +1,196 @@
+"""The brute-force oracle for hidden variables: routing draws of a mixture of experts, and version switches.
+
+It shares with toylab only the toy's numbers (θ, b, mismatch, the pipeline's parameters), the mixture's parameter
+tables (router S, experts Ψ, the engine's error draws ε: the MoE's θ) and the flat order of the parameters (router
+(layer, t, e), then experts (layer, e, t, v), C order). Everything else is written out here from its definition: the top-k
+routing (the largest scores, a tie to the lower expert), the gates (softmax over the picked), the logits (loops over
+layers and experts), the Jacobian ∂z_t/∂θ as a (V, P) matrix per position (loops over every parameter), the
+pipeline's three distributions (``dense``'s ``dense_sampler_log_mu``, ``dense_logged_log_mu``, ``dense_scored_log_pi``),
+and every hidden outcome — a draw per sequence, or a draw per token enumerated as one of D**T patterns; a version
+pattern per sequence — with every sequence of tokens, each estimator's coefficients from ``DenseToy.coefficients``
+(its definitions), and each sample's gradient materialised as a P-vector and summed.
+"""
+
+import itertools
+import math
+
+import numpy as np
+from dense import DenseToy, dense_logged_log_mu, dense_sampler_log_mu, dense_scored_log_pi
+
+from toylab import resolve_params
+
+
+def dense_top_k(scores, k):
+    """The k experts with the largest scores, a tie to the lower index: a set."""
+    order = sorted(range(len(scores)), key=lambda e: (-scores[e], e))
+    return frozenset(order[:k])
+
+
+def dense_gates(scores, picked):
+    """{e: softmax of the scores over the picked experts}."""
+    top = max(scores[e] for e in picked)
+    total = sum(math.exp(scores[e] - top) for e in picked)
+    return {e: math.exp(scores[e] - top) / total for e in picked}
+
+
+class DenseMoE:
+    """The mixture's tables (router (L, T, E), experts (L, E, T, V)) and what follows from them by loops."""
+
+    def __init__(self, router, experts, top_k):
+        self.router, self.experts, self.k = router, experts, top_k
+        self.L, self.T, self.E = router.shape
+        self.V = experts.shape[-1]
+        self.P = self.L * self.T * self.E + self.L * self.E * self.T * self.V
+
+    def router_index(self, layer, t, e):
+        return (layer * self.T + t) * self.E + e
+
+    def expert_index(self, layer, e, t, v):
+        return self.L * self.T * self.E + ((layer * self.E + e) * self.T + t) * self.V + v
+
+    def own_routing(self):
+        """{(layer, t): picked} of the trainer's router."""
+        return {(layer, t): dense_top_k(list(self.router[layer, t]), self.k) for layer in range(self.L) for t in range(self.T)}
+
+    def engine_routing(self, scores):
+        """{(layer, t): picked} for given scores (L, T, E) (the engine's, error added)."""
+        return {(layer, t): dense_top_k(list(scores[layer, t]), self.k) for layer in range(self.L) for t in range(self.T)}
+
+    def logits(self, routing, scores=None):
+        """z (T, V): Σ over layers and picked experts of gate·Ψ, gates from ``scores`` (default: the router)."""
+        scores = self.router if scores is None else scores
+        z = np.zeros((self.T, self.V))
+        for (layer, t), picked in routing.items():
+            for e, gate in dense_gates(list(scores[layer, t]), picked).items():
+                for v in range(self.V):
+                    z[t, v] += gate * self.experts[layer, e, t, v]
+        return z
+
+    def jacobian(self, routing, scores=None):
+        """J (T, V, P): ∂z_t[v]/∂θ, by definition: Ψ enters through its gate, the router through every picked gate
+        (∂g_e'/∂s_e = g_e'·(δ_ee' − g_e)); a scores table other than the router's (the engine's) differs from it by a
+        constant, so its gradient is the router's."""
+        scores = self.router if scores is None else scores
+        J = np.zeros((self.T, self.V, self.P))
+        for (layer, t), picked in routing.items():
+            gate = dense_gates(list(scores[layer, t]), picked)
+            for e in picked:
+                for v in range(self.V):
+                    J[t, v, self.expert_index(layer, e, t, v)] += gate[e]
+                    for other in picked:
+                        dg = gate[other] * ((1.0 if other == e else 0.0) - gate[e])
+                        J[t, v, self.router_index(layer, t, e)] += dg * self.experts[layer, other, t, v]
+        return J
+
+
+def pipeline(toy, trainer_logits, engine_logits):
+    """(log μ_s, log μ_log, log π) of the pipeline: the engine samples and logs from its logits, the trainer scores
+    its own (``dense``'s pipeline, written out per position)."""
+    parameters = toy.sampler.parameters()
+    log_mu = dense_sampler_log_mu(engine_logits, toy.b, toy.mismatch, **parameters)
+    return (log_mu, dense_logged_log_mu(engine_logits, toy.b, toy.mismatch, log_mu, **parameters),
+            dense_scored_log_pi(trainer_logits, log_mu, **parameters))
+
+
+def score_scale(toy):
+    return 1.0 if toy.sampler.scored == "plain" else 1.0 / toy.sampler.temperature
+
+
+def draw_patterns(D, T, draw):
+    """[(probability, (j_0 … j_{T−1}))]: one draw for the whole sequence, or one per token (D**T patterns)."""
+    if draw == "sequence":
+        return [(1 / D, (j,) * T) for j in range(D)]
+    return [(D ** -T, pattern) for pattern in itertools.product(range(D), repeat=T)]
+
+
+def per_position(tables, pattern):
+    """The (T, V) table whose row t is tables[pattern[t]][t]."""
+    return np.array([tables[j][t] for t, j in enumerate(pattern)])
+
+
+def dense_routing_samples(toy, moe, errors, sigma, draw, replay, estimator, params, baseline):
+    """[(probability, ĝ (P,))] of every (draw pattern, sequence) the engine can produce, the trainer at the tables'
+    θ under its own routing (off, R2) or the engine's (R3), the anchor recomputed, ĝ = Σ_t A·c_t·J_tᵀ(onehot − π_t)·
+    scale; b the baseline's value."""
+    D = errors.shape[0]
+    own = moe.own_routing()
+    engine = [moe.engine_routing(moe.router + sigma * errors[j]) for j in range(D)]
+    engine_scores = [moe.router + sigma * errors[j] for j in range(D)]
+    engine_logits = [moe.logits(engine[j], engine_scores[j]) for j in range(D)]
+    trainer_routing = [engine[j] if replay == "R3" else own for j in range(D)]
+    trainer_logits = [moe.logits(trainer_routing[j]) for j in range(D)]
+    jacobians = [moe.jacobian(trainer_routing[j]) for j in range(D)]
+    scale = score_scale(toy)
+    samples = []
+    for probability, pattern in draw_patterns(D, toy.T, draw):
+        tables = [pipeline(toy, trainer_logits[j], engine_logits[j]) for j in range(D)]
+        log_mu, log_logged, log_pi = (per_position([table[i] for table in tables], pattern) for i in range(3))
+        dense = DenseToy.of_tables(log_mu, log_logged, log_pi, scale).on_support
+        dense.baselines = {name: baseline for name in dense.baselines}
+        c = dense.coefficients(estimator, resolve_params(estimator, params), "none")
+        jacobian = per_position(jacobians, pattern)                                   # (T, V, P)
+        for m, y in enumerate(dense.Y):
+            A = dense.R[m] - baseline
+            g = np.zeros(moe.P)
+            for t in range(toy.T):
+                score = (np.eye(toy.V)[y[t]] - dense.pi[t]) * scale
+                g += A * c[m, t] * jacobian[t].T @ score
+            samples.append((probability * dense.p_sampler[m], g))
+    return samples
+
+
+def dense_on_policy_samples(toy, moe, baseline):
+    """[(π(y), ĝ)] of the trainer sampling its own policy."""
+    own = moe.own_routing()
+    log_pi = dense_scored_log_pi(moe.logits(own), np.zeros((toy.T, toy.V)), **toy.sampler.parameters())
+    jacobian = moe.jacobian(own)
+    dense = DenseToy.of_tables(log_pi, log_pi, log_pi)
+    scale = score_scale(toy)
+    samples = []
+    for m, y in enumerate(dense.Y):
+        g = sum((dense.R[m] - baseline) * jacobian[t].T @ ((np.eye(toy.V)[y[t]] - dense.pi[t]) * scale)
+                for t in range(toy.T))
+        samples.append((dense.p_train[m], g))
+    return samples
+
+
+def dense_objective_gradient(toy, moe):
+    """(J, ∇J): Σ_y π(y)·r(y)·Σ_t J_tᵀ(onehot − π_t)·scale, the trainer's own routing."""
+    samples = dense_on_policy_samples(toy, moe, 0.0)
+    own = moe.own_routing()
+    log_pi = dense_scored_log_pi(moe.logits(own), np.zeros((toy.T, toy.V)), **toy.sampler.parameters())
+    dense = DenseToy.of_tables(log_pi, log_pi, log_pi)
+    return float(dense.p_train @ dense.R), sum(p * g for p, g in samples)
+
+
+def dense_served_gradient(toy, moe, errors, sigma, draw):
+    """(J_μ, ∇J_μ): Σ over patterns and sequences of P·μ(y | pattern)·r(y)·Σ_t J^e_tᵀ(onehot − μ_t)/τ on the kept
+    tokens (the engine's logits, gated by its own scores; its rounding as the identity)."""
+    D = errors.shape[0]
+    scores = [moe.router + sigma * errors[j] for j in range(D)]
+    routing = [moe.engine_routing(scores[j]) for j in range(D)]
+    logits = [moe.logits(routing[j], scores[j]) for j in range(D)]
+    jacobians = [moe.jacobian(routing[j], scores[j]) for j in range(D)]
+    parameters = toy.sampler.parameters()
+    log_mus = [dense_sampler_log_mu(logits[j], toy.b, toy.mismatch, **parameters) for j in range(D)]
+    J, grad = 0.0, np.zeros(moe.P)
+    for probability, pattern in draw_patterns(D, toy.T, draw):
+        log_mu = per_position(log_mus, pattern)
+        jacobian = per_position(jacobians, pattern)
+        for y in itertools.product(range(toy.V), repeat=toy.T):
+            log_p = sum(log_mu[t, y[t]] for t in range(toy.T))
+            if log_p == -math.inf:
+                continue
+            reward = float(2 * sum(v == 0 for v in y) >= toy.T)
+            weight = probability * math.exp(log_p) * reward
+            J += weight
+            for t in range(toy.T):
+                mu = np.exp(log_mu[t])
+                grad += weight * jacobian[t].T @ ((np.eye(toy.V)[y[t]] - mu) / toy.sampler.temperature)
+    return J, grad
+
+
+def moments(samples):
+    """(mean, var) of [(probability, ĝ)]: Σ p·ĝ and Σ p·‖ĝ − mean‖²."""
+    mean = sum(p * g for p, g in samples)
+    return mean, sum(p * float((g - mean) @ (g - mean)) for p, g in samples)
