@@ -15,7 +15,13 @@ import itertools
 import math
 
 import numpy as np
-from dense import DenseToy, dense_logged_log_mu, dense_sampler_log_mu, dense_scored_log_pi
+from dense import (
+    DenseToy,
+    dense_logged_log_mu,
+    dense_sampler_log_mu,
+    dense_scored_log_pi,
+    dense_token_derivative,
+)
 
 from toylab import resolve_params
 
@@ -194,3 +200,75 @@ def moments(samples):
     """(mean, var) of [(probability, ĝ)]: Σ p·ĝ and Σ p·‖ĝ − mean‖²."""
     mean = sum(p * g for p, g in samples)
     return mean, sum(p * float((g - mean) @ (g - mean)) for p, g in samples)
+
+
+# -- version switches -------------------------------------------------------------------------------------------
+
+def dense_version_patterns(switch, at, lag, T):
+    """[(probability, head, switch position)]: off or lag 0 one pattern with no switch; fixed one; drawn every head
+    1 … η and position 1 … T − 1, as likely."""
+    if switch == "off" or lag == 0:
+        return [(1.0, lag, T)]
+    if switch == "fixed":
+        return [(1.0, lag, at)]
+    pairs = [(head, c) for head in range(1, lag + 1) for c in range(1, T)]
+    return [(1.0 / len(pairs), head, c) for head, c in pairs]
+
+
+def dense_version_samples(toy, history, switch, at, lag, stamp, masked, anchor, update, estimator, params,
+                          baseline):
+    """[(probability, ĝ (T·V,))] of every version pattern and sequence: the first update at π_θ = π(history(0)), its
+    per-token weight g_t·∂L/∂log π_θ, ĝ = Σ over the positions in the loss of it times (onehot − π_t)·scale.
+
+    Each token's μ is its version's (v = head before the switch, head − 1 after); the stamp gives every token the
+    lag the framework logs (its own, the head's or the last token's); the anchor is π at θ_k, the logged μ, π at the
+    stamped version, or log μ + α·(log π_θ − log μ) with α = (s − 1)/s (0 at s = 0); a masked prefix leaves the loss
+    and the correction's statistics (its coefficients computed on the positions after the switch), not the reward."""
+    parameters = toy.sampler.parameters()
+    T, V = toy.T, toy.V
+    scale = score_scale(toy)
+    theta = history(0)
+    log_pi = dense_scored_log_pi(theta, np.zeros((T, V)), **parameters)
+    loss_params = update.loss_params
+    samples = []
+    for probability, head, c in dense_version_patterns(switch, at, lag, T):
+        lags = [head if t < c else head - 1 for t in range(T)]
+        stamped = lags if stamp == "token" else [lags[0] if stamp == "head" else lags[-1]] * T
+        log_mu = np.array([dense_sampler_log_mu(history(v), toy.b, toy.mismatch, **parameters)[t]
+                           for t, v in enumerate(lags)])
+        log_logged = np.array([dense_logged_log_mu(history(v), toy.b, toy.mismatch,
+                                                   dense_sampler_log_mu(history(v), toy.b, toy.mismatch,
+                                                                        **parameters), **parameters)[t]
+                               for t, v in enumerate(lags)])
+        if anchor == "recompute":
+            log_old = log_pi.copy()
+        elif anchor == "bypass":
+            log_old = log_logged.copy()
+        elif anchor == "rollout":
+            log_old = np.array([dense_scored_log_pi(history(s), np.zeros((T, V)), **parameters)[t]
+                                for t, s in enumerate(stamped)])
+        else:
+            alpha = [min(max((s - 1) / s, 0.0), 1.0) if s > 0 else 0.0 for s in stamped]
+            log_old = np.array([[log_logged[t, v] + alpha[t] * (log_pi[t, v] - log_logged[t, v])
+                                 if log_logged[t, v] > -math.inf else -math.inf for v in range(V)] for t in range(T)])
+        kept = [t for t in range(T) if not (masked and c < T and t < c)]
+        prefix = [t for t in range(T) if t not in kept]
+        tail = DenseToy.of_tables(log_mu[kept], log_logged[kept], log_old[kept], scale).on_support
+        for z in itertools.product(range(V), repeat=len(prefix)):
+            log_p = sum(log_mu[t, v] for t, v in zip(prefix, z, strict=True))
+            if log_p == -math.inf:
+                continue
+            zeros = sum(v == 0 for v in z) + (tail.Y == 0).sum(axis=1)
+            tail.R = (2 * zeros >= T).astype(float)
+            tail.baselines = {name: baseline for name in tail.baselines}
+            c_tail = tail.coefficients(estimator, resolve_params(estimator, params), "none")
+            for m, y in enumerate(tail.Y):
+                A = tail.R[m] - baseline
+                g = np.zeros((T, V))
+                for i, t in enumerate(kept):
+                    derivative, _ = dense_token_derivative(update.loss, np.array([[log_pi[t, y[i]]]]),
+                                                           np.array([[log_old[t, y[i]]]]), np.array([[A]]),
+                                                           loss_params)
+                    g[t] += c_tail[m, i] * derivative[0, 0] * (np.eye(V)[y[i]] - np.exp(log_pi[t])) * scale
+                samples.append((probability * math.exp(log_p) * tail.p_sampler[m], g.ravel()))
+    return samples
