@@ -272,3 +272,275 @@ def dense_version_samples(toy, history, switch, at, lag, stamp, masked, anchor, 
                     g[t] += c_tail[m, i] * derivative[0, 0] * (np.eye(V)[y[i]] - np.exp(log_pi[t])) * scale
                 samples.append((probability * math.exp(log_p) * tail.p_sampler[m], g.ravel()))
     return samples
+
+
+# -- training over hidden variables ---------------------------------------------------------------------------
+
+def sequence_terms(toy, pattern, log_pi, log_old, numerator, estimator, params, b, update, jacobian, scale):
+    """[(P(y | pattern), r(y), Σ_t g_t·D_t·J_tᵀ(onehot − π_t)·scale (P,), per-token (in loss, held, log π_old − log π))]
+    for every sequence of one pattern: the correction g on (μ_s, μ_log, ``numerator``) over the positions in the loss
+    (its statistics over those only), D of the update's loss at (log π, log π_old, A = r − b)."""
+    T, V = toy.T, toy.V
+    log_mu, log_logged, mask = pattern["log_mu"], pattern["log_logged"], pattern["mask"]
+    kept = [t for t in range(T) if mask[t]]
+    prefix = [t for t in range(T) if not mask[t]]
+    tail = DenseToy.of_tables(log_mu[kept], log_logged[kept], numerator[kept], scale).on_support
+    rows = []
+    for z in itertools.product(range(V), repeat=len(prefix)):
+        log_p = sum(log_mu[t, v] for t, v in zip(prefix, z, strict=True))
+        if log_p == -math.inf:
+            continue
+        zeros = sum(v == 0 for v in z) + (tail.Y == 0).sum(axis=1)
+        tail.R = (2 * zeros >= T).astype(float)
+        tail.baselines = {name: b for name in tail.baselines}
+        g = np.ones(tail.rho.shape) if estimator == "on_policy" else \
+            tail.coefficients(estimator, resolve_params(estimator, params), "none")
+        for m, y in enumerate(tail.Y):
+            A = tail.R[m] - b
+            gradient = np.zeros(jacobian.shape[-1])
+            held, drift = [], []
+            for i, t in enumerate(kept):
+                derivative, clipped = dense_token_derivative(update.loss, np.array([[log_pi[t, y[i]]]]),
+                                                             np.array([[log_old[t, y[i]]]]), np.array([[A]]),
+                                                             update.loss_params)
+                score = (np.eye(V)[y[i]] - np.exp(log_pi[t])) * scale
+                gradient += g[m, i] * derivative[0, 0] * jacobian[t].T @ score
+                held.append(bool(clipped[0, 0]))
+                drift.append(log_old[t, y[i]] - log_pi[t, y[i]])
+            rows.append((math.exp(log_p) * tail.p_sampler[m], tail.R[m], gradient, held, drift))
+    return rows
+
+
+def dense_mixture_training(toy, model, estimator, params, baseline, update, steps, lr, optimizer="sgd", lag=0,
+                           lag_draw="fixed", prox="recompute"):
+    """Training over hidden variables by brute force, one estimator: {record: list over k}. ``model`` gives, at the
+    trainer's parameters θ_k and the history θ_{k−v}, the patterns (each with its probability, per-token tables of the
+    engine, the positions in the loss, and what the trainer reads: ``trainer(θ)`` → (log π (T, V), J (T, V, P)), the
+    anchor at θ_k), and the trainer's own policy (for J, ∇J and the records)."""
+    rng = np.random.default_rng([toy.seed, 2**32 - 2]) if lag_draw == "uniform" else None
+    scale = score_scale(toy)
+    theta = model.start.copy()
+    past = [theta]
+    m = v_ = 0.0
+    count = 0
+    out = {name: [] for name in ("J", "logged_reward", "kl_mu_pi", "chi2_seq", "clip_share", "ppo_kl", "w_std",
+                                 "lag", "first", "step", "grad", "theta")}
+    on_policy = estimator == "on_policy"
+    for k in range(steps + 1):
+        drawn = lag if rng is None else int(rng.integers(0, lag + 1))
+        s = 0 if on_policy else min(drawn, k)
+
+        def history(v):
+            return past[max(len(past) - 1 - v, 0)]
+        own_log_pi, own_jacobian = model.own(theta)
+        samples = dense_on_policy_policy(toy, own_log_pi)
+        J = sum(p * r for p, r, _ in samples)
+        grad = sum(p * r * sum(own_jacobian[t].T @ ((np.eye(toy.V)[y[t]] - np.exp(own_log_pi[t])) * scale)
+                               for t in range(toy.T)) for p, r, y in samples)
+        engine = model.patterns(theta, history, s, "recompute")
+        logged, kl, mean_w, mean_w2 = 0.0, 0.0, 0.0, 0.0
+        for pattern in engine:
+            for y in itertools.product(range(toy.V), repeat=toy.T):
+                log_p = sum(pattern["log_mu"][t, y[t]] for t in range(toy.T))
+                if log_p == -math.inf:
+                    continue
+                p = pattern["probability"] * math.exp(log_p)
+                r = float(2 * sum(v == 0 for v in y) >= toy.T)
+                logged += p * r
+                kl += p * sum(pattern["log_conditional"][t, y[t]] - own_log_pi[t, y[t]] for t in range(toy.T))
+                W = math.exp(sum(own_log_pi[t, y[t]] - pattern["log_logged"][t, y[t]] for t in range(toy.T)))
+                mean_w, mean_w2 = mean_w + p * W, mean_w2 + p * W * W
+        b = {"none": 0.0, "logged": logged, "true": J}[baseline]
+        if on_policy:
+            batch = [{"probability": 1.0, "log_mu": own_log_pi, "log_logged": own_log_pi, "log_old": own_log_pi,
+                      "mask": np.ones(toy.T, bool), "trainer": model.on_policy_trainer(theta),
+                      "log_conditional": own_log_pi}]
+        else:
+            batch = model.patterns(theta, history, s, "loglinear" if prox == "loglinear" else update.anchor)
+        current, total, held_total, kl_total = theta, 0.0, 0.0, 0.0
+        spread = None
+        for u in range(update.U):
+            gradient = np.zeros_like(theta)
+            held_sum, drift_sum, weight_sum = 0.0, 0.0, 0.0
+            tokens = []
+            for pattern in batch:
+                log_pi, jacobian = pattern["trainer"](current)
+                if pattern.get("alpha") is not None:
+                    alpha = pattern["alpha"]
+                    log_old = np.array([[pattern["log_logged"][t, v] + alpha[t] * (log_pi[t, v] - pattern["log_logged"][t, v])
+                                         if pattern["log_logged"][t, v] > -math.inf else -math.inf
+                                         for v in range(toy.V)] for t in range(toy.T)])
+                else:
+                    log_old = pattern["log_old"]
+                numerator = log_pi if (update.weights_at == "current" and not on_policy) else log_old
+                for p, r, g, held, drift in sequence_terms(toy, pattern, log_pi, log_old, numerator, estimator,
+                                                           params, b, update, jacobian, scale):
+                    weight = pattern["probability"] * p
+                    gradient += weight * g
+                    held_sum += weight * sum(held)
+                    drift_sum += weight * sum(drift)
+                    weight_sum += weight * len(held)
+                if u == 0:
+                    tokens.append((pattern, log_old))
+            held_total += held_sum / weight_sum / update.U
+            kl_total += drift_sum / weight_sum / update.U
+            count += 1
+            if optimizer == "sgd":
+                step = lr * gradient
+            else:
+                m = 0.9 * m + 0.1 * gradient
+                v_ = 0.999 * v_ + 0.001 * gradient * gradient
+                step = lr * (m / (1 - 0.9**count)) / (np.sqrt(v_ / (1 - 0.999**count)) + 1e-8)
+            if u == 0:
+                out["first"].append(gradient)
+                spread = 0.0 if on_policy else dense_w_spread(toy, tokens)
+            total, current = total + step, current + step
+        for name, value in (("J", J), ("logged_reward", logged), ("kl_mu_pi", kl),
+                            ("chi2_seq", mean_w2 / mean_w**2 - 1), ("clip_share", held_total), ("ppo_kl", kl_total),
+                            ("w_std", spread), ("lag", s), ("step", total), ("grad", grad), ("theta", theta)):
+            out[name].append(value)
+        if k < steps:
+            theta = theta + total
+            past.append(theta)
+    return {name: np.array(values) for name, values in out.items()}
+
+
+def dense_on_policy_policy(toy, log_pi):
+    """[(π(y), r(y), y)] of the trainer's own policy."""
+    rows = []
+    for y in itertools.product(range(toy.V), repeat=toy.T):
+        rows.append((math.exp(sum(log_pi[t, y[t]] for t in range(toy.T))), float(2 * sum(v == 0 for v in y) >= toy.T),
+                     y))
+    return rows
+
+
+def dense_w_spread(toy, tokens):
+    """The standard deviation of w = π_old/μ_log over the batch's tokens in the loss under μ (each pattern weighted)."""
+    entries = []
+    for pattern, log_old in tokens:
+        for t in range(toy.T):
+            if not pattern["mask"][t]:
+                continue
+            for v in range(toy.V):
+                if pattern["log_mu"][t, v] == -math.inf:
+                    continue
+                entries.append((pattern["probability"] * math.exp(pattern["log_mu"][t, v]),
+                                math.exp(log_old[t, v] - pattern["log_logged"][t, v])))
+    mass = sum(p for p, _ in entries)
+    mean = sum(p * w for p, w in entries) / mass
+    return math.sqrt(sum(p * (w - mean) ** 2 for p, w in entries) / mass)
+
+
+class DenseVersionsModel:
+    """The dense toy's θ with version switches, for ``dense_mixture_training``."""
+
+    def __init__(self, toy, switch, at, stamp, masked):
+        self.toy, self.switch, self.at, self.stamp, self.masked = toy, switch, at, stamp, masked
+        self.start = toy.theta.ravel().copy()
+        self.parameters = toy.sampler.parameters()
+
+    def log_pi(self, flat):
+        return dense_scored_log_pi(flat.reshape(self.toy.T, self.toy.V), np.zeros((self.toy.T, self.toy.V)),
+                                   **self.parameters)
+
+    def trainer(self, flat):
+        T, V = self.toy.T, self.toy.V
+        return self.log_pi(flat), np.eye(T * V).reshape(T, V, T * V)
+
+    def own(self, flat):
+        return self.trainer(flat)
+
+    def on_policy_trainer(self, flat):
+        return self.trainer
+
+    def patterns(self, flat, history, s, anchor):
+        toy, T = self.toy, self.toy.T
+        rows = []
+        for probability, head, c in dense_version_patterns(self.switch, self.at, s, T):
+            lags = [head if t < c else head - 1 for t in range(T)]
+            stamped = lags if self.stamp == "token" else [lags[0] if self.stamp == "head" else lags[-1]] * T
+            tables = {v: pipeline(toy, flat.reshape(T, toy.V), history(v).reshape(T, toy.V)) for v in set(lags)}
+            log_mu = np.array([tables[v][0][t] for t, v in enumerate(lags)])
+            log_logged = np.array([tables[v][1][t] for t, v in enumerate(lags)])
+            if anchor == "recompute":
+                log_old = self.log_pi(flat)
+            elif anchor == "bypass":
+                log_old = log_logged
+            elif anchor == "rollout":
+                log_old = np.array([self.log_pi(history(v))[t] for t, v in enumerate(stamped)])
+            else:
+                log_old = None
+            alpha = [min(max((v - 1) / v, 0.0), 1.0) if v > 0 else 0.0 for v in stamped] if anchor == "loglinear" \
+                else None
+            mask = np.array([not (self.masked and c < T and t < c) for t in range(T)])
+            rows.append({"probability": probability, "log_mu": log_mu, "log_logged": log_logged, "log_old": log_old,
+                         "alpha": alpha, "mask": mask, "trainer": self.trainer, "log_conditional": log_mu})
+        return rows
+
+
+class DenseRoutedModel:
+    """The toy's mixture of experts with a replay mode, for ``dense_mixture_training``: the tables of ``moe`` (the
+    library's MoEToy: its layout splits a flat vector, its errors are the engine's draws)."""
+
+    def __init__(self, toy, moe, replay):
+        self.toy, self.moe, self.replay = toy, moe, replay
+        self.start = moe.params.copy()
+        self.sigma, self.draw = moe.experts.router_error, moe.experts.draw
+        self.D = moe.errors.shape[0]
+
+    def dense(self, flat):
+        router, experts = self.moe.layout.split(flat)
+        return DenseMoE(router, experts, self.moe.experts.top_k)
+
+    def under(self, flat, routing):
+        """(log π (T, V), J (T, V, P)) of the trainer at ``flat`` under a routing {(layer, t): picked}."""
+        dense = self.dense(flat)
+        log_pi = dense_scored_log_pi(dense.logits(routing), np.zeros((self.toy.T, self.toy.V)),
+                                     **self.toy.sampler.parameters())
+        return log_pi, dense.jacobian(routing)
+
+    def own(self, flat):
+        return self.under(flat, self.dense(flat).own_routing())
+
+    def on_policy_trainer(self, flat):
+        recorded = self.dense(flat).own_routing()
+        if self.replay == "off":
+            return lambda params: self.under(params, self.dense(params).own_routing())
+        return lambda params: self.under(params, recorded)
+
+    def patterns(self, flat, history, s, anchor):
+        toy = self.toy
+        engine = self.dense(history(s))
+        scores = [engine.router + self.sigma * self.moe.errors[j] for j in range(self.D)]
+        routing = [engine.engine_routing(scores[j]) for j in range(self.D)]
+        engine_logits = [engine.logits(routing[j], scores[j]) for j in range(self.D)]
+        anchor_flat = history(s) if anchor == "rollout" else flat
+        recorded_own = self.dense(anchor_flat).own_routing()
+        rows = []
+        parameters = toy.sampler.parameters()
+        for probability, pattern in draw_patterns(self.D, toy.T, self.draw):
+            log_mu = per_position([dense_sampler_log_mu(engine_logits[j], toy.b, toy.mismatch, **parameters)
+                                   for j in range(self.D)], pattern)
+            log_logged = per_position([dense_logged_log_mu(engine_logits[j], toy.b, toy.mismatch,
+                                                           dense_sampler_log_mu(engine_logits[j], toy.b, toy.mismatch,
+                                                                                **parameters), **parameters)
+                                       for j in range(self.D)], pattern)
+
+            def routing_of(params, pattern=pattern, replay_own=None):
+                """{(layer, t): picked}: position t under draw pattern[t]'s engine routing (R3), the anchor's own
+                (R2) or the router's own at ``params`` (off)."""
+                if self.replay == "R3":
+                    return {(layer, t): routing[pattern[t]][(layer, t)] for (layer, t) in recorded_own}
+                if self.replay == "R2":
+                    return recorded_own
+                return self.dense(params).own_routing()
+
+            def trainer(params, routing_of=routing_of):
+                return self.under(params, routing_of(params))
+            if anchor == "bypass":
+                log_old = log_logged
+            else:
+                log_old = self.under(anchor_flat, routing_of(anchor_flat))[0]
+            rows.append({"probability": probability, "log_mu": log_mu, "log_logged": log_logged, "log_old": log_old,
+                         "alpha": None, "mask": np.ones(toy.T, bool), "trainer": trainer, "log_conditional": log_mu})
+        return rows

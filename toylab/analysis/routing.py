@@ -109,7 +109,9 @@ def routed(toy, moe, params, chosen, engine_logits) -> Routed:
     else:
         def flat(table):
             return np.moveaxis(table, 0, 1).reshape(1, T, D * V)
-        mixture = Mixture(np.ones(1), flat(log_mu) - np.log(D), flat(log_logged), flat(log_pi), np.tile(np.arange(V), D))
+        hidden = np.full((1, T, D * V), -np.log(D))
+        mixture = Mixture(np.ones(1), flat(log_mu) + hidden, flat(log_logged), flat(log_pi), np.tile(np.arange(V), D),
+                          log_hidden=hidden)
         routes = np.repeat(np.arange(D), V)[None]
     return Routed(mixture, routes, chosen, np.exp(log_pi), scale)
 

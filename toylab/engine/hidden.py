@@ -47,13 +47,21 @@ CHUNK = 2**15                     # sequences per enumerated chunk
 @dataclass(frozen=True)
 class Mixture:
     """C components of T positions over S symbols (see the module docstring): ``probability`` (C,), ``log_sampled``,
-    ``log_logged`` and ``log_anchor`` (C, T, S), ``tokens`` (S,) and ``mask`` (C, T) bool or None (every position)."""
+    ``log_logged`` and ``log_anchor`` (C, T, S), ``tokens`` (S,), ``mask`` (C, T) bool or None (every position) and
+    ``log_hidden`` (C, T, S), the log-probability of each symbol's hidden value (None: symbols are tokens)."""
     probability: NDArray[np.float64]
     log_sampled: NDArray[np.float64]
     log_logged: NDArray[np.float64]
     log_anchor: NDArray[np.float64]
     tokens: NDArray[np.int64]
     mask: NDArray[np.bool_] | None = None
+    log_hidden: NDArray[np.float64] | None = None
+
+    @property
+    def log_conditional(self):
+        """log P(token | the symbol's hidden value) (C, T, S): log_sampled less the hidden value's own log-probability
+        (``log_hidden``, 0 when symbols are tokens): the engine's μ under the hidden value it drew."""
+        return self.log_sampled if self.log_hidden is None else self.log_sampled - self.log_hidden
 
     @property
     def shape(self):
@@ -77,7 +85,8 @@ class Mixture:
         return np.ones((C, T), bool) if self.mask is None else self.mask
 
     def with_anchor(self, log_anchor):
-        return Mixture(self.probability, self.log_sampled, self.log_logged, log_anchor, self.tokens, self.mask)
+        return Mixture(self.probability, self.log_sampled, self.log_logged, log_anchor, self.tokens, self.mask,
+                       self.log_hidden)
 
     def token_marginals(self, V):
         """P_c,t(v) summed over the symbols of token v: (C, T, V)."""
