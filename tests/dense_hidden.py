@@ -337,19 +337,7 @@ def dense_mixture_training(toy, model, estimator, params, baseline, update, step
         J = sum(p * r for p, r, _ in samples)
         grad = sum(p * r * sum(own_jacobian[t].T @ ((np.eye(toy.V)[y[t]] - np.exp(own_log_pi[t])) * scale)
                                for t in range(toy.T)) for p, r, y in samples)
-        engine = model.patterns(theta, history, s, "recompute")
-        logged, kl, mean_w, mean_w2 = 0.0, 0.0, 0.0, 0.0
-        for pattern in engine:
-            for y in itertools.product(range(toy.V), repeat=toy.T):
-                log_p = sum(pattern["log_mu"][t, y[t]] for t in range(toy.T))
-                if log_p == -math.inf:
-                    continue
-                p = pattern["probability"] * math.exp(log_p)
-                r = float(2 * sum(v == 0 for v in y) >= toy.T)
-                logged += p * r
-                kl += p * sum(pattern["log_conditional"][t, y[t]] - own_log_pi[t, y[t]] for t in range(toy.T))
-                W = math.exp(sum(own_log_pi[t, y[t]] - pattern["log_logged"][t, y[t]] for t in range(toy.T)))
-                mean_w, mean_w2 = mean_w + p * W, mean_w2 + p * W * W
+        logged, kl, chi2 = dense_population(toy, model.patterns(theta, history, s, "recompute"), own_log_pi)
         b = {"none": 0.0, "logged": logged, "true": J}[baseline]
         if on_policy:
             batch = [{"probability": 1.0, "log_mu": own_log_pi, "log_logged": own_log_pi, "log_old": own_log_pi,
@@ -365,15 +353,10 @@ def dense_mixture_training(toy, model, estimator, params, baseline, update, step
             tokens = []
             for pattern in batch:
                 log_pi, jacobian = pattern["trainer"](current)
-                if pattern.get("alpha") is not None:
-                    alpha = pattern["alpha"]
-                    log_old = np.array([[pattern["log_logged"][t, v] + alpha[t] * (log_pi[t, v] - pattern["log_logged"][t, v])
-                                         if pattern["log_logged"][t, v] > -math.inf else -math.inf
-                                         for v in range(toy.V)] for t in range(toy.T)])
-                else:
-                    log_old = pattern["log_old"]
+                log_old = pattern["log_old"] if pattern.get("alpha") is None else \
+                    dense_loglinear(pattern["log_logged"], log_pi, pattern["alpha"])
                 numerator = log_pi if (update.weights_at == "current" and not on_policy) else log_old
-                for p, r, g, held, drift in sequence_terms(toy, pattern, log_pi, log_old, numerator, estimator,
+                for p, _, g, held, drift in sequence_terms(toy, pattern, log_pi, log_old, numerator, estimator,
                                                            params, b, update, jacobian, scale):
                     weight = pattern["probability"] * p
                     gradient += weight * g
@@ -396,13 +379,36 @@ def dense_mixture_training(toy, model, estimator, params, baseline, update, step
                 spread = 0.0 if on_policy else dense_w_spread(toy, tokens)
             total, current = total + step, current + step
         for name, value in (("J", J), ("logged_reward", logged), ("kl_mu_pi", kl),
-                            ("chi2_seq", mean_w2 / mean_w**2 - 1), ("clip_share", held_total), ("ppo_kl", kl_total),
+                            ("chi2_seq", chi2), ("clip_share", held_total), ("ppo_kl", kl_total),
                             ("w_std", spread), ("lag", s), ("step", total), ("grad", grad), ("theta", theta)):
             out[name].append(value)
         if k < steps:
             theta = theta + total
             past.append(theta)
     return {name: np.array(values) for name, values in out.items()}
+
+
+def dense_population(toy, patterns, own_log_pi):
+    """(E_μ[r], E[Σ_t log μ(y_t | hidden) − log π(y_t)], E[W²]/E[W]² − 1 with W = ∏_t π/μ_log) over the patterns."""
+    logged, kl, mean_w, mean_w2 = 0.0, 0.0, 0.0, 0.0
+    for pattern in patterns:
+        for y in itertools.product(range(toy.V), repeat=toy.T):
+            log_p = sum(pattern["log_mu"][t, y[t]] for t in range(toy.T))
+            if log_p == -math.inf:
+                continue
+            p = pattern["probability"] * math.exp(log_p)
+            logged += p * float(2 * sum(v == 0 for v in y) >= toy.T)
+            kl += p * sum(pattern["log_conditional"][t, y[t]] - own_log_pi[t, y[t]] for t in range(toy.T))
+            W = math.exp(sum(own_log_pi[t, y[t]] - pattern["log_logged"][t, y[t]] for t in range(toy.T)))
+            mean_w, mean_w2 = mean_w + p * W, mean_w2 + p * W * W
+    return logged, kl, mean_w2 / mean_w**2 - 1
+
+
+def dense_loglinear(log_logged, log_pi, alpha):
+    """log μ + α_t·(log π − log μ) entry by entry, −∞ where μ is 0."""
+    T, V = log_pi.shape
+    return np.array([[log_logged[t, v] + alpha[t] * (log_pi[t, v] - log_logged[t, v])
+                      if log_logged[t, v] > -math.inf else -math.inf for v in range(V)] for t in range(T)])
 
 
 def dense_on_policy_policy(toy, log_pi):
