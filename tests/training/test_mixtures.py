@@ -14,6 +14,11 @@ from toylab.engine.versions import Versions
 from toylab.training.loop import TrainingConfig, train
 from toylab.training.mixtures import Dense, Routed, train_mixture
 
+def by_estimator(records, selection):
+    """{id: {record: its row}} of train_mixture's {record: (rows, …)}."""
+    return {id: {name: values[index] for name, values in records.items()} for index, id in enumerate(selection)}
+
+
 TODAY = ("theta", "J", "logged_reward", "grad_norm", "kl_mu_pi", "chi2_seq", "cosine", "step_cosine", "rel_bias",
          "clip_share", "ppo_kl", "w_std", "lag")
 SELECTION = {"on_policy": {}, "naive": {}, "tok_tis": {}, "seq_mis": {}, "ppo_clip": {}, "prefix_is": {},
@@ -34,7 +39,7 @@ def test_without_switches_the_mixture_loop_is_today_s_three_policy_loop(update, 
     config = TrainingConfig(5, 0.5 if optimizer == "sgd" else 0.05, optimizer, "expected", update=update, lag=lag,
                             lag_draw=draw)
     today = train(toy, selection, "logged", config)
-    now = train_mixture(toy, selection, "logged", config, Dense(toy, Versions()))
+    now = by_estimator(train_mixture(toy, selection, "logged", config, Dense(toy, Versions())), selection)
     tolerance = 1e-12 if optimizer == "sgd" else 1e-8           # Adam amplifies rounding by up to lr/ε
     for id in selection:
         for name in TODAY:
@@ -84,8 +89,8 @@ def test_version_switch_training_equals_the_brute_force(switch, stamp, masked, a
     update = Update(anchor, loss, epochs=2)
     config = TrainingConfig(3, 1.0, "sgd", "expected", update=update, lag=2, lag_draw=draw)
     selection = {"on_policy": {}, "tok_tis": {}, "seq_tis": {}}
-    runs = train_mixture(toy, {id: resolve_params(id, p) for id, p in selection.items()}, "logged", config,
-                         Dense(toy, versions), prox)
+    runs = by_estimator(train_mixture(toy, {id: resolve_params(id, p) for id, p in selection.items()}, "logged",
+                                      config, Dense(toy, versions), prox), selection)
     model = DenseVersionsModel(toy, switch, 1, stamp, masked)
     for estimator in selection:
         oracle = dense_mixture_training(toy, model, estimator, {}, "logged", update, 3, 1.0, lag=2, lag_draw=draw,
@@ -109,7 +114,8 @@ def test_routing_training_equals_the_brute_force(replay, draw, anchor, sampler):
     config = TrainingConfig(3, 2.0, "sgd", "expected", update=update, lag=1)
     selection = {"on_policy": {}, "tok_tis": {}, "seq_tis": {}}
     model = Routed(toy, experts, replay)
-    runs = train_mixture(toy, {id: resolve_params(id, p) for id, p in selection.items()}, "true", config, model)
+    runs = by_estimator(train_mixture(toy, {id: resolve_params(id, p) for id, p in selection.items()}, "true",
+                                      config, model), selection)
     oracle_model = DenseRoutedModel(toy, model.moe, replay)
     for estimator in selection:
         oracle = dense_mixture_training(toy, oracle_model, estimator, {}, "true", update, 3, 2.0, lag=1)

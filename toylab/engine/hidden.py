@@ -126,27 +126,32 @@ def enumeration_problem(mixture: Mixture, estimators) -> str | None:
             "vocabulary, or draw the router error per sequence")
 
 
-def correction_marginals(mixture: Mixture, estimators, b) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def correction_marginals(mixture: Mixture, estimators, b, second=True):
     """(first, second), each (E, C, 2, T, S), for estimators [(id, params)] with baselines b (E,) (see the module
-    docstring). ValueError for a batch-coupled estimator, one with an additive term, or too many sequences."""
+    docstring); second is None unless asked for. ValueError for a batch-coupled estimator, one with an additive term,
+    or too many sequences."""
     E = len(estimators)
     C, T, S = mixture.shape
-    first, second = np.zeros((E, C, 2, T, S)), np.zeros((E, C, 2, T, S))
+    first = np.zeros((E, C, 2, T, S))
+    squares = np.zeros((E, C, 2, T, S)) if second else None
     for index, (estimator_id, params) in enumerate(estimators):
         if not ESTIMATORS[estimator_id].exact:
             raise ValueError(f"{estimator_id} is batch-coupled: it has no exact marginals")
         if estimator_id in FACTORS:
-            first[index], second[index] = _factorised(mixture, estimator_id, params)
+            found = _factorised(mixture, estimator_id, params, second)
         else:
             problem = enumeration_problem(mixture, [(estimator_id, params)])
             if problem:
                 raise ValueError(problem)
-            first[index], second[index] = _enumerated(mixture, estimator_id, params, float(b[index]))
+            found = _enumerated(mixture, estimator_id, params, float(b[index]), second)
+        first[index] = found[0]
+        if second:
+            squares[index] = found[1]
     weight = mixture.probability[None, :, None, None, None]
-    return first * weight, second * weight
+    return first * weight, None if squares is None else squares * weight
 
 
-def _factorised(mixture, estimator_id, params):
+def _factorised(mixture, estimator_id, params, second=True):
     """first, second (C, 2, T, S) per component (unweighted by q_c) by the count recursion over zero symbols."""
     C, T, S = mixture.shape
     kept, mask = mixture.kept, mixture.loss_mask
@@ -163,7 +168,8 @@ def _factorised(mixture, estimator_id, params):
     p = mixture.sampled
     phi = reward_by_count(T)
     out = np.empty((2, C, 2, T, S))
-    for power, (t, b, a) in enumerate(((token, before, after), (token**2, before**2, after**2))):
+    powers = ((token, before, after), (token**2, before**2, after**2))[:2 if second else 1]
+    for power, (t, b, a) in enumerate(powers):
         stacked = PositionFactors(t, b, a)
         for reward, indicator in enumerate((1 - phi, phi)):
             out[power, :, reward] = factorised_marginals(p, stacked, np.broadcast_to(indicator, (C, T + 1)),
@@ -171,10 +177,10 @@ def _factorised(mixture, estimator_id, params):
     return out[0], out[1]
 
 
-def _enumerated(mixture, estimator_id, params, b):
+def _enumerated(mixture, estimator_id, params, b, second=True):
     """first, second (C, 2, T, S) per component by visiting each of its sequences (chunks of CHUNK)."""
     C, T, S = mixture.shape
-    first, second = np.zeros((C, 2, T * S)), np.zeros((C, 2, T * S))
+    first, squares = np.zeros((C, 2, T * S)), np.zeros((C, 2, T * S))
     cells = np.arange(T) * S
     for c in range(C):
         symbols = [np.flatnonzero(row) for row in mixture.kept[c]]
@@ -199,8 +205,9 @@ def _enumerated(mixture, estimator_id, params, b):
             for rho, part in enumerate((1 - reward, reward)):
                 weight = (p * part)[:, None]
                 first[c, rho] += np.bincount(where, weights=(weight * coefficient).ravel(), minlength=T * S)
-                second[c, rho] += np.bincount(where, weights=(weight * coefficient**2).ravel(), minlength=T * S)
-    return first.reshape(C, 2, T, S), second.reshape(C, 2, T, S)
+                if second:
+                    squares[c, rho] += np.bincount(where, weights=(weight * coefficient**2).ravel(), minlength=T * S)
+    return first.reshape(C, 2, T, S), squares.reshape(C, 2, T, S)
 
 
 def by_route(values: NDArray[np.float64], routes: NDArray[np.int64], tokens: NDArray[np.int64], H: int,

@@ -123,11 +123,13 @@ class Probe:
     base: float = 0.0
     growth: float = 1.0
     slowdown: float = 1.0
+    kind: tuple = ()
 
     def step_seconds(self, T, V, runs, N):
         if self.mode == "expected":
-            line = self.a + self.b * V**T
-            return line if V**T <= self.probed else self.base + self.growth * (line - self.base)
+            M = sequences(T, V, self.kind)
+            line = self.a + self.b * M
+            return line if M <= self.probed else self.base + self.growth * (line - self.base)
         return self.a + self.b * runs + self.c * runs * N * (self.growth if runs * N > self.probed else 1.0)
 
     def seconds(self, T, V, config):
@@ -137,6 +139,38 @@ class Probe:
     def wall_seconds(self, T, V, config):
         """Seconds on the wall's clock: the CPU seconds, as slowed as the copies were."""
         return self.seconds(T, V, config) * self.slowdown
+
+
+def hidden_kind(config):
+    """What sets a run's size besides V**T (``sequences``): () for today's runs; ("sequence", D) or ("token", D) for
+    a mixture of experts' D router draws per sequence or per token; ("drawn", η) for version switches drawn per
+    sequence (η(T − 1) patterns)."""
+    if config.experts is not None:
+        return (config.experts.draw, config.experts.draws)
+    if config.versions.switch == "drawn":
+        return ("drawn", max(config.lag, 1))
+    return ()
+
+
+def sequences(T, V, kind=()):
+    """M, the sequences a step's exact sums visit per estimator: V**T, times D router draws per sequence or η(T − 1)
+    version patterns, or (D·V)**T when a router draw is a hidden value of each token."""
+    if not kind:
+        return V**T
+    name, count = kind
+    if name == "token":
+        return (count * V)**T
+    return count * V**T if name == "sequence" else count * max(T - 1, 1) * V**T
+
+
+def fitted(config, T):
+    """``config`` for a copy of T tokens: a fixed version switch moved inside it (at most T − 1), none below T = 2."""
+    versions = config.versions
+    if versions.switch == "off" or (versions.switch == "fixed" and versions.at < T):
+        return config
+    if T < 2:
+        return replace(config, versions=replace(versions, switch="off"))
+    return replace(config, versions=replace(versions, at=min(versions.at, T - 1)))
 
 
 def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter):
@@ -153,7 +187,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         toy = make_toy(T, V, mismatch, seed, sampler)
         if config.mode == "expected":
             split_grid(T, V)                                        # built once per process: not a step's time
-        copy = replace(config, steps=steps, N=N, runs=runs)
+        copy = replace(fitted(config, T), steps=steps, N=N, runs=runs)
         if chosen is REFERENCE_SELECTION:            # g is the arrays' growth: one recomputed update a step measures it
             copy = replace(copy, update=DEFAULT_UPDATE, lag=0)
         start, wall = timer(), clock()
@@ -183,9 +217,10 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         step = max(0.0, times[longer] - times[1]) / (longer - 1)
         return step, max(0.0, times[1] - 2 * step)
 
-    line = _expected_line(timed, T, V, selection) if config.mode == "expected" else \
+    kind = hidden_kind(config)
+    line = _expected_line(timed, T, V, selection, kind) if config.mode == "expected" else \
         _sampled_line(timed, T, selection, config)
-    return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
+    return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0, kind=kind)
 
 
 def probed_config(config):
@@ -203,16 +238,18 @@ def _power_of_two(value, most):
     return min(most, 1 << (value - 1).bit_length())
 
 
-def _expected_line(timed, T, V, selection):
+def _expected_line(timed, T, V, selection, kind=()):
     """The expected Probe through the copies at T₁ < T₂ and, beyond them, the reference's growth (see the module
-    docstring)."""
+    docstring); sizes M are ``sequences`` of the run's ``kind``."""
+    def size(t):
+        return sequences(t, V, kind)
     enumerated = sum(id not in FACTORS for id in selection)
     largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST, PROBE_WORK // max(1, enumerated)))
-    T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
+    T2 = max((t for t in range(1, T + 1) if size(t) <= largest), default=1)
     T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
-    M1, M2 = V**T1, V**T2
+    M1, M2 = size(T1), size(T2)
     grows = enumerated and T1 < T2 < T
-    T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or V**t <= GROWTH_SEQUENCES) if grows else T
+    T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or size(t) <= GROWTH_SEQUENCES) if grows else T
     far = timed(T3, chosen=REFERENCE_SELECTION, twice=True)[0] if grows else 0.0   # first: the run's arrays
     large, setup = timed(T2)
     if T1 == T2:
@@ -223,7 +260,7 @@ def _expected_line(timed, T, V, selection):
     if not grows:
         return line
     near = [timed(t, chosen=REFERENCE_SELECTION)[0] for t in (T1, T2)]
-    return replace(line, growth=_growth(far - near[0], (near[1] - near[0]) * (V**T3 - M1) / (M2 - M1)))
+    return replace(line, growth=_growth(far - near[0], (near[1] - near[0]) * (size(T3) - M1) / (M2 - M1)))
 
 
 def _sampled_line(timed, T, selection, config):
@@ -273,7 +310,7 @@ def run_bytes(T, V, config, estimator_ids):
         + 8 * count * runs * T * V * config.lag                             # θ_{k−1} … θ_{k−s}: the engine's past
     if config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
-        step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
+        step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * sequences(T, V, hidden_kind(config)) if enumerates else 0
     else:
         per_token = FLOATS_PER_DRAWN_TOKEN + (FLOATS_PER_UPDATED_TOKEN if config.weights_only else 0)
         step = 8 * (per_token * config.runs * config.N * T

@@ -35,11 +35,15 @@ import numpy as np
 
 from toylab.analysis.montecarlo import tokens_from_uniforms
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
+from toylab.catalogue.replay import REPLAYS
 from toylab.catalogue.updates import DEFAULT_UPDATE, LAG_DRAWS, Update
+from toylab.engine.experts import Experts
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import range_problem
+from toylab.engine.versions import DEFAULT_VERSIONS, Versions
 from toylab.training.exact import Population
+from toylab.training.mixtures import train_hidden
 from toylab.training.optimizers import OPTIMIZERS, make_optimizer
 from toylab.training.policies import (
     History,
@@ -79,6 +83,9 @@ class TrainingConfig:
     update: Update = DEFAULT_UPDATE
     lag: int = 0
     lag_draw: str = "fixed"
+    experts: Experts | None = None
+    replay: str = "off"
+    versions: Versions = DEFAULT_VERSIONS
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -99,10 +106,45 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
         if self.mode == "sampled" and self.N < self.update.minibatches:
             raise ValueError(f"N = {self.N} sequences cannot make {self.update.minibatches} minibatches")
+        hidden_problem = hidden_config_problem(self)
+        if hidden_problem:
+            raise ValueError(hidden_problem)
+
+    @property
+    def hidden(self):
+        """True when the run's batches carry hidden variables (a mixture of experts, version switches, or AReaL's
+        log-linear π_prox): it trains through ``mixtures``."""
+        return self.experts is not None or not self.versions.is_default
 
     @property
     def weights_only(self):
-        return weights_only(self.update, self.lag)
+        return self.hidden or weights_only(self.update, self.lag)
+
+
+def hidden_config_problem(config):
+    """None, or why the routing and version options do not combine with the rest of ``config``."""
+    if config.experts is not None and not isinstance(config.experts, Experts):
+        return f"experts must be an Experts, got {config.experts!r}"
+    if not isinstance(config.versions, Versions):
+        return f"versions must be a Versions, got {config.versions!r}"
+    if config.replay not in REPLAYS:
+        return f"replay must be one of {', '.join(REPLAYS)}, got {config.replay!r}"
+    if config.replay != "off" and config.experts is None:
+        return f"routing replay ({config.replay}) needs a mixture of experts: give the run its experts"
+    if config.experts is not None and not config.versions.is_default:
+        return "routing and version switches are separate models here: train one at a time"
+    if config.replay == "R2" and config.update.anchor == "bypass":
+        return ("R2 replays the routing recorded when the anchor is recomputed; under the bypass anchor nothing is "
+                "recomputed: use R3 (the engine's routing) or another anchor")
+    if config.versions.prox == "loglinear" and config.update.anchor != "recompute":
+        return ("AReaL's log-linear π_prox replaces the decoupled loss's recomputed anchor (prox_logp_method applies "
+                "only with use_decoupled_loss): use the anchor recompute")
+    if config.versions.switch == "drawn" and config.lag_draw != "fixed":
+        return ("a drawn switch draws each sequence's head lag itself (uniform on 1 … η, η the lag): use the lag "
+                "draw fixed")
+    if config.hidden and config.mode != "expected":
+        return "routing and version-switch runs train in expected mode (their exact gradients over every hidden value)"
+    return None
 
 
 def weights_only(update, lag):
@@ -163,8 +205,11 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
     if problems:
         raise ValueError("; ".join(problems))
     progress = progress or (lambda k: None)
-    records = _expected(toy, selection, baseline, config, progress, chunk) if config.mode == "expected" else \
-        _sampled(toy, selection, baseline, config, progress)
+    if config.hidden:
+        records = train_hidden(toy, selection, baseline, config, progress)
+    else:
+        records = _expected(toy, selection, baseline, config, progress, chunk) if config.mode == "expected" else \
+            _sampled(toy, selection, baseline, config, progress)
     return {id: Trajectory(id, params, config.mode, *(records[name][index] if records[name] is not None else None
                                                       for name in RECORDED))
             for index, (id, params) in enumerate(selection.items())}
