@@ -14,6 +14,7 @@ from toylab.engine.versions import Versions
 from toylab.training.loop import TrainingConfig, train
 from toylab.training.mixtures import Dense, Routed, train_mixture
 
+
 def by_estimator(records, selection):
     """{id: {record: its row}} of train_mixture's {record: (rows, …)}."""
     return {id: {name: values[index] for name, values in records.items()} for index, id in enumerate(selection)}
