@@ -164,7 +164,7 @@ if "upload_together" in case:
         [(Path(name).name, Path(name).read_bytes(), "application/octet-stream") for name in case["upload_together"]]).run()
 if "compare" in case:
     reads = []
-    from views.caches import your_run_cache
+    from toylab_app.caches import your_run_cache
     original = your_run_cache.read_log
     your_run_cache.read_log = lambda file, *a, **k: (reads.append(file.name), original(file, *a, **k))[1]
     at.file_uploader(key="your_run_upload").set_value(("first.jsonl", Path(case["compare"][0]).read_bytes(), "x")).run()

@@ -1,4 +1,4 @@
-"""What each use of a library's internals (views/internals.py) gains, measured with and without it, back to back.
+"""What each use of a library's internals (toylab_app/internals.py) gains, measured with and without it, back to back.
 
     python benchmarks/internals.py charts [--steps 7]      # a slider step's server time per tab, Altair's internals
     python benchmarks/internals.py uploads [--sessions 3]  # the server's memory after uploads, Streamlit's
@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from benchmarks.hostile_upload import answered, idle, session_log, tree_rss_mb, upload  # noqa: E402
-from views import internals  # noqa: E402
+from toylab_app import internals  # noqa: E402
 
 APP = ROOT / "streamlit_app.py"
 WITHOUT_DROP_APP = ROOT / "benchmarks" / "internals_app.py"

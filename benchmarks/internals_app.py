@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import views.your_run_uploads  # noqa: E402
+import toylab_app.your_run_uploads  # noqa: E402
 
-views.your_run_uploads.drop_uploaded_copies = lambda: None
+toylab_app.your_run_uploads.drop_uploaded_copies = lambda: None
 runpy.run_path(str(ROOT / "streamlit_app.py"), run_name="__main__")

@@ -81,10 +81,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @contextlib.contextmanager
 def running_app(script: str | os.PathLike = "streamlit_app.py", query: str = "", cwd: str | os.PathLike = REPO_ROOT,
-                options: tuple[str, ...] = ()) -> Iterator[str]:
+                options: tuple[str, ...] = (), server: tuple[str, ...] = ()) -> Iterator[str]:
     """Run ``streamlit run SCRIPT`` on a free loopback port, in ``cwd`` (whose .streamlit/config.toml it reads), with
     extra command-line ``options`` (e.g. ``("--runner.postScriptGC", "false")``); yield its URL (plus ``?query`` if
-    given).
+    given). ``server``, if given, is the command that serves the page instead of ``python -m streamlit run SCRIPT``
+    (e.g. an installed package's ``("…/bin/toylab", "app")``), given the same options.
 
     The server always stops when the block exits, even on error.
     """
@@ -94,11 +95,7 @@ def running_app(script: str | os.PathLike = "streamlit_app.py", query: str = "",
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     cmd = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(script_path),
+        *(server or (sys.executable, "-m", "streamlit", "run", str(script_path))),
         "--server.headless",
         "true",
         "--server.port",

@@ -1,6 +1,6 @@
 """toylab: exact policy-gradient estimates when an LLM's sampler and trainer disagree.
 
-The package in layers, each importing only from the layers above it in this list (the page, ``views/``,
+The package in layers, each importing only from the layers above it in this list (the page, ``toylab_app/``,
 imports from here, never the reverse; a test checks that no module imports in a circle):
 
     text           how numbers and user input are written, everywhere

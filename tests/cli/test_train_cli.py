@@ -162,7 +162,7 @@ def test_the_progress_bar_estimates_the_time_left(monkeypatch):
 
 
 def test_the_page_and_the_command_line_share_the_estimate(monkeypatch):
-    from views.caches import training_cache
+    from toylab_app.caches import training_cache
     assert training_cache.LIMIT_SECONDS == PAGE_SECONDS
     line = cost.Probe("sampled", 1e-3, 1e-4, 1e-5)
     monkeypatch.setattr(training_cache, "probe", lambda *args: line)

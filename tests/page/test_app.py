@@ -16,10 +16,10 @@ from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import VIEW_DEFAULTS, VIEW_PARAMETERS, parse_query
 from toylab.state.settings import Settings
-from views.caches import cache
-from views.caches.cache import MONTE_CARLO_REPLICATES, MONTE_CARLO_SIZES
-from views.estimators_tab import FORMULAS_KEY, plain
-from views.sidebar import GROUP_PREFIX, GROUPS
+from toylab_app.caches import cache
+from toylab_app.caches.cache import MONTE_CARLO_REPLICATES, MONTE_CARLO_SIZES
+from toylab_app.estimators_tab import FORMULAS_KEY, plain
+from toylab_app.sidebar import GROUP_PREFIX, GROUPS
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60

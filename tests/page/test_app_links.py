@@ -132,14 +132,14 @@ def test_every_view_parameter_is_declared_for_the_pages_tabs():
     assert all(parameter.tab in (None, *TAB_LABELS) for parameter in VIEW_PARAMETERS.values())
 
 
-NOT_A_TAB = {("views/sidebar.py", "Estimators")}      # the sidebar's heading over the estimator picker
+NOT_A_TAB = {("toylab_app/sidebar.py", "Estimators")}      # the sidebar's heading over the estimator picker
 
 
 def test_a_tab_label_is_spelled_only_in_tab_labels():
     """Every other module names a tab by its name in toylab/state/query.py (``ESTIMATORS_TAB``, …)."""
     root = APP.parent
     spelled = []
-    for path in [APP, *sorted((root / "toylab").rglob("*.py")), *sorted((root / "views").rglob("*.py"))]:
+    for path in [APP, *sorted((root / "toylab").rglob("*.py")), *sorted((root / "toylab_app").rglob("*.py"))]:
         name = path.relative_to(root).as_posix()
         tree = ast.parse(path.read_text())
         defining = {id(node) for statement in tree.body if isinstance(statement, ast.Assign)

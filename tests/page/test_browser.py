@@ -15,7 +15,7 @@ from tests.browser import (
     file_input,
     wait_for_app,
 )
-from views.sidebar import GROUPS, picker_order
+from toylab_app.sidebar import GROUPS, picker_order
 
 pytestmark = pytest.mark.browser
 EXAMPLE_LOG = Path(__file__).resolve().parents[2] / "examples" / "rollouts_per_token.csv.gz"

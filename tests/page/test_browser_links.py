@@ -1,5 +1,5 @@
 """Links the server cannot read, in a real browser (headless Chromium, tests/browser.py): Streamlit drops a link of over
-1,000 parameters unread, and the page says so (views/address.py asks the browser, which alone still has it); the
+1,000 parameters unread, and the page says so (toylab_app/address.py asks the browser, which alone still has it); the
 notice goes once the address is the page's own; the script that asks takes no room on the page."""
 
 import urllib.error

@@ -18,8 +18,8 @@ from toylab.presentation.training_charts import objective_chart
 from toylab.presentation.training_frames import curve_frame
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab.training.loop import TrainingConfig, train
-from views import chart_element, internals
-from views.chart_element import vega_lite_spec
+from toylab_app import chart_element, internals
+from toylab_app.chart_element import vega_lite_spec
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 
@@ -37,7 +37,7 @@ def _both_ways():
     import streamlit as st
     from page.test_chart_element import _charts
 
-    from views.chart_element import draw
+    from toylab_app.chart_element import draw
 
     for chart in _charts():
         st.altair_chart(chart, theme=None, width="stretch")

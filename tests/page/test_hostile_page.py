@@ -16,9 +16,9 @@ from toylab.text import QUOTE_LIMIT
 from toylab.your_run import files
 from toylab.your_run.bounds import MB, PAGE_BOUNDS
 from toylab.your_run.columns import choose
-from views.caches import work_slots
-from views.caches import your_run_cache as cache
-from views.caches.your_run_cache import Source
+from toylab_app.caches import work_slots
+from toylab_app.caches import your_run_cache as cache
+from toylab_app.caches.your_run_cache import Source
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 UPLOAD = "your_run_upload"

@@ -26,8 +26,8 @@ from streamlit.testing.v1 import AppTest
 from toylab.state.query import TAB_LABELS
 from toylab.your_run.bounds import PAGE_BOUNDS
 from toylab.your_run.gunzip import FIELD_BYTES
-from views import your_run_uploads as uploads
-from views.caches import run_cache, your_run_cache
+from toylab_app import your_run_uploads as uploads
+from toylab_app.caches import run_cache, your_run_cache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 ROOT = str(APP.parent)

@@ -1,4 +1,4 @@
-"""Every internal of Streamlit and Altair the page uses (``views/internals.py``) is still there and still does what the
+"""Every internal of Streamlit and Altair the page uses (``toylab_app/internals.py``) is still there and still does what the
 page relies on. Each failure names the library, its installed version and what the page loses; the page itself falls
 back without the gain."""
 
@@ -8,17 +8,17 @@ import altair as alt
 import streamlit
 from streamlit.testing.v1 import AppTest
 
-from views import chart_element, internals
+from toylab_app import chart_element, internals
 
 STREAMLIT = f"streamlit {streamlit.__version__}"
 ALTAIR = f"altair {alt.__version__}"
 
 
 def _script_run_context():
-    """A page that records what views/internals.py reads of the script-run context, and the flag it gives."""
+    """A page that records what toylab_app/internals.py reads of the script-run context, and the flag it gives."""
     import streamlit as st
 
-    from views import internals
+    from toylab_app import internals
 
     context = internals.get_script_run_ctx() if internals.get_script_run_ctx else None
     manager = getattr(context, "uploaded_file_mgr", None)
@@ -48,7 +48,7 @@ def test_streamlit_reads_at_most_the_links_the_page_says_it_reads():
                  for name, value in vars(query_params).items() if "QUERY_STRING_MAX_" in name}
     assert constants == internals.QUERY_STRING_LIMITS, \
         f"{STREAMLIT}: the most parameters and characters of a link it reads are {constants or 'no longer constants'}, " \
-        f"not {internals.QUERY_STRING_LIMITS}: the dropped-link notice (views/address.py) is wrong"
+        f"not {internals.QUERY_STRING_LIMITS}: the dropped-link notice (toylab_app/address.py) is wrong"
     assert query_params.sanitize_query_string("a=1&" * 1000 + "b=2") == "", \
         f"{STREAMLIT}: a link of 1,001 parameters is no longer dropped: the dropped-link notice is wrong"
 

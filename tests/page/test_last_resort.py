@@ -1,12 +1,12 @@
-"""The last resort (views/last_resort.py): an unexpected error in a tab is a notice with its one line and no server
+"""The last resort (toylab_app/last_resort.py): an unexpected error in a tab is a notice with its one line and no server
 path; the rest of the page works (another tab opens, the sidebar moves, the address is written)."""
 
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-from views import lessons_tab, ratios_tab
-from views.last_resort import one_line
+from toylab_app import lessons_tab, ratios_tab
+from toylab_app.last_resort import one_line
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 ROOT = str(APP.parent)

@@ -4,7 +4,7 @@ pass over them computes nothing (with fewer entries than lessons, an LRU cache w
 import dataclasses
 
 from toylab.lessons.tour import LESSONS
-from views import tour
+from toylab_app import tour
 
 
 def test_every_lesson_s_evidence_is_computed_once_over_two_passes(monkeypatch):

@@ -13,8 +13,8 @@ from toylab import EXACT_IDS, exact_table, make_toy
 from toylab.analysis.diagnostics import diagnostics
 from toylab.analysis.montecarlo import monte_carlo
 from toylab.presentation import frames
-from views.caches.bounded_cache import ByteBoundedCache
-from views.caches.work_slots import LARGE_WORK, LARGE_WORK_SLOTS, large_work
+from toylab_app.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches.work_slots import LARGE_WORK, LARGE_WORK_SLOTS, large_work
 
 
 def kept_vectors(toy):

@@ -10,8 +10,8 @@ import pytest
 
 from toylab.state.query import DEFAULTS
 from toylab.training.loop import TrainingConfig, train
-from views.caches import cache, training_cache
-from views.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches import cache, training_cache
+from toylab_app.caches.bounded_cache import ByteBoundedCache
 
 THREADS = 8
 GRACE_S = 0.5           # how long a build waits for the other threads to call it too (they never do when shared)

@@ -11,8 +11,8 @@ from tiers import fast_then_slow
 from toylab.lessons.lesson import settings as lesson_settings
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import parse_query
-from views.address import DROPPED_KEY
-from views.sidebar import GROUP_PREFIX, GROUPS
+from toylab_app.address import DROPPED_KEY
+from toylab_app.sidebar import GROUP_PREFIX, GROUPS
 
 LINK = {"T": "4", "V": "3", "seed": "5", "est": "naive,tok_tis,seq_mis", "tok_tis.C": "1.5", "baseline": "logged",
         "N": "256", "agg": "token-mean", "framework": "verl", "compare_baseline": "true"}

@@ -11,8 +11,8 @@ from toylab.analysis.repeated import CAPPED_W, repeated_lengths, repeated_positi
 from toylab.engine.sampler import Sampler
 from toylab.lessons.lesson import settings
 from toylab.lessons.tour import LESSONS
-from views import tour
-from views.lessons_tab import NUMBERS_KEY
+from toylab_app import tour
+from toylab_app.lessons_tab import NUMBERS_KEY
 
 
 def _render(module, state=None, **settings_fields):
@@ -24,7 +24,7 @@ def _render(module, state=None, **settings_fields):
 
         from toylab.state.settings import Settings
         st.session_state.update(state)
-        importlib.import_module(f"views.{module}").render(Settings(**settings_fields))
+        importlib.import_module(f"toylab_app.{module}").render(Settings(**settings_fields))
 
     return AppTest.from_function(script, args=(module, settings_fields, state or {}), default_timeout=120).run()
 

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.training.cost import Probe
 from toylab.training.loop import train
-from views.caches import training_cache
+from toylab_app.caches import training_cache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 PROBE = Probe("expected", a=1e-4, b=1e-9)             # a step of the default toy in well under the page's seconds

@@ -1,4 +1,4 @@
-"""The room's runs in turn (views/turns.py): at most TURNS at once, the others served in the order they came, each
+"""The room's runs in turn (toylab_app/turns.py): at most TURNS at once, the others served in the order they came, each
 told how many presses are ahead of it, a place kept across its session's reruns and given up when stale. No
 timing is asserted: the threads are held and released by events, and the line is read while they wait."""
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from views import turns
+from toylab_app import turns
 
 
 def wait_until(condition):

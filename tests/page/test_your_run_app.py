@@ -314,7 +314,7 @@ def test_the_runs_uploader_shows_even_one_file_as_a_run_and_refuses_a_run_over_i
     at = upload_many(run(), files[:1])
     assert not at.exception and not at.error
     assert "A run of 1 step**" in next(markdown.value for markdown in at.markdown if "A run of" in markdown.value)
-    import views.your_run_uploads as uploads
+    import toylab_app.your_run_uploads as uploads
     monkeypatch.setattr(uploads, "RUN_UPLOAD_BYTES", sum(len(content) for _, content in files) - 1)
     at = upload_many(run(), files)
     assert not at.exception and len(at.error) == 1 and "over the page's" in at.error[0].value

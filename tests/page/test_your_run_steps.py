@@ -17,8 +17,8 @@ def app(uploads, root):
 
     sys.path.insert(0, root)
     from toylab.state.settings import Settings
-    from views import your_run_steps
-    from views.caches.your_run_cache import Source
+    from toylab_app import your_run_steps
+    from toylab_app.caches.your_run_cache import Source
 
     your_run_steps.render(Settings(), [Source.of(name, data) for name, data in uploads])
 

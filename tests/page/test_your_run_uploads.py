@@ -1,4 +1,4 @@
-"""What a session holds on the Your run tab (views/your_run_uploads.py), under streamlit.testing: a file that cannot be
+"""What a session holds on the Your run tab (toylab_app/your_run_uploads.py), under streamlit.testing: a file that cannot be
 read is let go at once and its error stays; every session's files together stay within HELD_BYTES; two compared logs
 are each read once however often the page reruns, and two files that share a name stay two; a file's detection runs in
 the server's log slot."""
@@ -11,8 +11,8 @@ from hostile_logs import jsonl, row
 from hostile_runs import zip_bomb, zipped
 from streamlit.testing.v1 import AppTest
 
-import views.your_run_uploads as uploads
-from views.caches import your_run_cache
+import toylab_app.your_run_uploads as uploads
+from toylab_app.caches import your_run_cache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 

@@ -5,18 +5,27 @@
     python -m toylab inspect FILE         a rollout log's statistics and the toy that matches it (``inspect``)
     python -m toylab inspect DIR          a run — a directory, a zip or several files — step by step (``inspect_run``)
 
+An installed package's ``toylab`` command is the same (``toylab inspect RUN``), and serves the page as
+``toylab app`` (toylab_app/command.py: the page is not part of this library).
+
 Each command's module is imported only when it runs: the table needs neither pandas nor pyarrow, which the
 readers of ``inspect`` import.
 """
 
 import importlib
+import os
 import sys
 
 COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect"}
+PAGE = ("toylab: error: the page is served by the installed command, `toylab app` (pip install .), or from a clone "
+        "by `streamlit run streamlit_app.py`\n")
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["app"]:
+        sys.stderr.write(PAGE)
+        return 2
     command, arguments = (argv[0], argv[1:]) if argv[:1] and argv[0] in COMMANDS else ("table", argv)
     if command == "inspect":
         from toylab.cli import inspect_run
@@ -25,3 +34,14 @@ def main(argv=None):
             return inspect_run.main(arguments)
     module = COMMANDS.get(command, "toylab.cli.table")
     return importlib.import_module(module).main(arguments)
+
+
+def run(argv=None):
+    """``main``'s exit status, stopping quietly when the reader closes the pipe (``| head``), as Unix tools do."""
+    try:
+        status = main(argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        status = 1
+    return status

@@ -11,7 +11,7 @@ import re
 
 import streamlit as st
 
-from views.user_text import code
+from toylab_app.user_text import code
 
 LOGGER = logging.getLogger("toylab.page")
 PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\\/][^\s\\/'\"]+)+[\\/]([^\s\\/'\"]*)")    # two parts or more: its last part

@@ -44,10 +44,10 @@ from toylab.your_run.files import EXTENSIONS, LogError
 from toylab.your_run.matching import matched_length, matching_estimate
 from toylab.your_run.signature import logging_signature
 from toylab.your_run.statistics import SINGLE_SEQUENCE, STANDARD_ERRORS
-from views import chart_element, screen_share, sidebar, your_run_compare, your_run_export, your_run_steps
-from views import your_run_uploads as uploads
-from views.caches import your_run_cache as cache
-from views.user_text import code, value
+from toylab_app import chart_element, screen_share, sidebar, your_run_compare, your_run_export, your_run_steps
+from toylab_app import your_run_uploads as uploads
+from toylab_app.caches import your_run_cache as cache
+from toylab_app.user_text import code, value
 
 LENGTH_KEY = "your_run_match_length"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -11,8 +11,8 @@ from toylab.presentation import charts, frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
 from toylab.state.query import ERRORS_TAB, NO_COMPARISON
 from toylab.text import UNDEFINED
-from views import chart_element, screen_share, tour
-from views.caches import cache
+from toylab_app import chart_element, screen_share, tour
+from toylab_app.caches import cache
 
 COLUMNS = {
     "swatch": st.column_config.ImageColumn("", help="The estimator's colour on every chart", width=40),

@@ -21,8 +21,8 @@ import uuid
 import streamlit as st
 
 from toylab.your_run.bounds import MB, PAGE_BOUNDS
-from views.caches.your_run_cache import Source
-from views.internals import drop_uploaded_copies
+from toylab_app.caches.your_run_cache import Source
+from toylab_app.internals import drop_uploaded_copies
 
 UPLOAD_KEY = "your_run_upload"
 RUN_UPLOAD_KEY = "your_run_run_upload"

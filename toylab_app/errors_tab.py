@@ -6,8 +6,8 @@ import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.presentation import charts, coincidence, frames
-from views import chart_element, screen_share
-from views.caches import cache
+from toylab_app import chart_element, screen_share
+from toylab_app.caches import cache
 
 DOTS_KEY = "mc_dots"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from toylab.state.query import VIEW_PARAMETERS
-from views import screen_share
+from toylab_app import screen_share
 
 NAMES = {"rmse": "relative RMSE", "bias": "relative bias", "std": "relative std", "divergence": "KL and χ²_seq",
          "std_ratio": "std ÷ on-policy", "probability": "tail probabilities"}

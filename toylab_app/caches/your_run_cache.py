@@ -6,7 +6,7 @@ A loaded log is the only large thing here, and it is bounded three ways:
   toy cache); a log dropped while a session still shows it is read again when that session next needs it;
 - by session: each session leases the log it shows and the one it compares with it (session-scoped resources,
   released when the session disconnects or shows another file or columns), and a log no session leases is dropped
-  at once; the file's own bytes are held for the session the same way (``views.your_run_uploads``, which bounds them
+  at once; the file's own bytes are held for the session the same way (``toylab_app.your_run_uploads``, which bounds them
   over all sessions), and Streamlit's copy of an upload is dropped as soon as the tab has taken it (Streamlit keeps
   uploads until a session is shut down, which a closed browser tab's never is: streamlit/streamlit#12607, #9218);
 - while it is read or summarised: that work takes the server's one log slot (``work_slots.log_work``), so at most
@@ -42,8 +42,8 @@ from toylab.your_run.matching import match_toy
 from toylab.your_run.parity import by_framework, framework_metrics
 from toylab.your_run.statistics import log_statistics
 from toylab.your_run.suggestions import suggestions
-from views.caches.bounded_cache import ByteBoundedCache
-from views.caches.work_slots import give_back_memory, log_work
+from toylab_app.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches.work_slots import give_back_memory, log_work
 
 LOG_CACHE_BYTES = 200 * 2**20        # logs kept over all sessions (a log at the page's bound is 32 MB and more)
 SHOWN_ENTRIES = 32                   # summaries, and estimator rows, kept

@@ -13,8 +13,8 @@ from toylab.your_run.files import LogError
 from toylab.your_run.run import uploaded_files, zip_files
 from toylab.your_run.run_map import run_summaries as summarised_run
 from toylab.your_run.steps import departures
-from views.caches.bounded_cache import ByteBoundedCache
-from views.caches.work_slots import give_back_memory, log_work
+from toylab_app.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches.work_slots import give_back_memory, log_work
 
 RUNS = ByteBoundedCache(4, lambda summaries: 1)          # the last four runs' summaries, over all sessions
 

@@ -10,7 +10,7 @@ theme "none" (no default width and height) and each data frame sent once (as Arr
 hash of its contents (so a frame that did not change keeps its name and two layers showing one frame share it).
 
 Building a chart is next: Altair copies every sub-chart, deeply, each time it layers or stacks charts; the page's charts
-copy one level (``views/internals.py``, where every use of a library's internals lives).
+copy one level (``toylab_app/internals.py``, where every use of a library's internals lives).
 
 Serialising is still most of a chart's server time: Altair rebuilds every layered and concatenated chart, deep-copying
 its layers, at each level of ``to_dict`` (0.05–0.1 s for a sweep's panels). The spec is a function of the chart's
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from altair.expr.core import OperatorMixin
 
-from views import internals
+from toylab_app import internals
 
 internals.disable_debug_mode()
 internals.copy_whole_charts_one_level()

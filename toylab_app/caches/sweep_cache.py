@@ -11,8 +11,8 @@ import streamlit as st
 from toylab.analysis import length, repeated, sweeps
 from toylab.engine.toy import make_toy
 from toylab.state.query import DEFAULTS
-from views.caches import cache
-from views.caches.work_slots import large_work
+from toylab_app.caches import cache
+from toylab_app.caches.work_slots import large_work
 
 
 @st.cache_data(max_entries=16, show_spinner="Sweeping the thresholds: every point in one exact pass …")

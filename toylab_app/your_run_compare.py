@@ -5,7 +5,7 @@ import streamlit as st
 
 from toylab.presentation import run_charts, run_frames
 from toylab.presentation.estimates import se_text, value_text
-from views import chart_element
+from toylab_app import chart_element
 
 
 def render(named):

@@ -4,8 +4,8 @@ import streamlit as st
 
 from toylab.presentation import charts, frames
 from toylab.state.query import DRAWS
-from views import chart_element, screen_share, tour
-from views.caches import cache
+from toylab_app import chart_element, screen_share, tour
+from toylab_app.caches import cache
 
 DRAW_KEY = "draw"
 PANELS_KEY = "ratio_panels"

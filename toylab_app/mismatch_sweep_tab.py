@@ -6,8 +6,8 @@ import streamlit as st
 
 from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import SWEPT
-from views import chart_element, screen_share, sweep_panel, tour
-from views.caches import sweep_cache
+from toylab_app import chart_element, screen_share, sweep_panel, tour
+from toylab_app.caches import sweep_cache
 
 SWEEP_KEY = "sweep"
 def render(settings):

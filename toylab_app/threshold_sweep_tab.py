@@ -7,8 +7,8 @@ import streamlit as st
 from toylab.analysis.sweeps import SWEPT_PARAMETER, grid_points
 from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import COMPARED_SIZES
-from views import chart_element, screen_share, sweep_panel, tour
-from views.caches import sweep_cache
+from toylab_app import chart_element, screen_share, sweep_panel, tour
+from toylab_app.caches import sweep_cache
 
 COMPARE_KEY = "compare_N"          # the URL parameter: a second batch size, its curves dashed (0: none)
 

@@ -16,8 +16,8 @@ from toylab.analysis.montecarlo import monte_carlo, summarise, undefined_sizes
 from toylab.engine.moments import exact_moments_many
 from toylab.presentation import frames
 from toylab.state.query import PAGE_SIZE_LIMIT
-from views.caches.bounded_cache import ByteBoundedCache
-from views.caches.work_slots import large_work
+from toylab_app.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches.work_slots import large_work
 
 MONTE_CARLO_SIZES = (1, 10, 100, 1_000)        # 10,000 would cost ~0.7 s per change for little insight
 MONTE_CARLO_REPLICATES = 200

@@ -7,8 +7,8 @@ from toylab.analysis.length import ENUMERATION_LIMIT, MAX_LENGTH, SAMPLES, TOKEN
 from toylab.analysis.repeated import COUNT_LIMIT
 from toylab.presentation import coincidence, sweep_charts, sweep_frames
 from toylab.state.query import ESTIMATORS_TAB
-from views import chart_element, sweep_panel, tour
-from views.caches import sweep_cache
+from toylab_app import chart_element, sweep_panel, tour
+from toylab_app.caches import sweep_cache
 
 SAMPLED_KEY = "length_mc"          # its URL name (toylab.state.query.VIEW_PARAMETERS)
 

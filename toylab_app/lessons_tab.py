@@ -1,11 +1,11 @@
 """The lessons tab: short statements for a reading group, each with a button that opens its evidence; the first
-one starts the guided tour (``views.tour``)."""
+one starts the guided tour (``toylab_app.tour``)."""
 
 import streamlit as st
 
 from toylab.lessons.tour import INTRODUCTION, LESSONS
 from toylab.presentation import frames
-from views import tour
+from toylab_app import tour
 
 NUMBERS_KEY = "lesson_numbers"           # lesson_numbers.<id>: whether that lesson's numbers are open
 

@@ -9,7 +9,7 @@ the rerun that follows, and the URL follows the page):
     "baseline"                     "none" | "logged" | "true"
     "N"                            the batch size                    (int)
     "agg"                          the Monte Carlo loss aggregation  (str, toylab.catalogue.aggregation)
-    "top_p", "top_k", "temperature", "precision"   the sampler model (views/sampler_controls.py)
+    "top_p", "top_k", "temperature", "precision"   the sampler model (toylab_app/sampler_controls.py)
     "preset"                       derived from the toy each run; picking one sets T, V, mismatch, seed
     "group_toy", "group_sampler", "group_estimators", "group_batch"   whether a sidebar group is open (bool)
     "tab", "present", …            view parameters (``toylab.state.query.VIEW_PARAMETERS``), e.g. the open tab, and
@@ -17,7 +17,7 @@ the rerun that follows, and the URL follows the page):
 
 The URL names are the keys. On a session's first run, and when the browser goes Back or Forward, ``open_link``
 parses the address with ``toylab.state.query.parse_link`` (bad values fall back to defaults with notices) into
-session state; ``views.address.write`` puts the page's link back into the address at the end of every run.
+session state; ``toylab_app.address.write`` puts the page's link back into the address at the end of every run.
 """
 
 import math
@@ -40,7 +40,7 @@ from toylab.state.query import (
     make_settings,
     parse_link,
 )
-from views import address, sampler_controls
+from toylab_app import address, sampler_controls
 
 TAB_KEY = "tab"
 COMPARE_KEY = "compare_baseline"         # a view parameter of the Estimators tab (toylab.state.query), set here

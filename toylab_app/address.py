@@ -13,7 +13,7 @@ the signal Streamlit's own URL-bound widgets follow); the page then reads that a
 import streamlit as st
 
 from toylab.state.query import VIEW_PARAMETERS, dropped_link_notice, to_query, view_query
-from views import internals
+from toylab_app import internals
 
 DROPPED_KEY = "_toylab_dropped_link"
 REPORTED_KEY = "_toylab_dropped_link_reported"

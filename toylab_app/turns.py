@@ -7,8 +7,8 @@ the first presses are answered at their own speed and the later ones wait in lin
 stands. A session keeps its place across its own reruns (a user who presses again while waiting is not sent to the
 back), and a place whose session stopped asking (a closed page) is given up after STALE_S.
 
-A turn is taken by the page's run around all its work; the work slots (``views.caches.work_slots``) and the shared
-caches (``views.caches.bounded_cache``, st.cache_data) are taken inside it, so nothing waits for a run that waits
+A turn is taken by the page's run around all its work; the work slots (``toylab_app.caches.work_slots``) and the shared
+caches (``toylab_app.caches.bounded_cache``, st.cache_data) are taken inside it, so nothing waits for a run that waits
 for a turn.
 """
 

@@ -13,7 +13,7 @@ from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import KEYS, LESSONS
 from toylab.presentation import frames
 from toylab.state.query import LESSONS_TAB, VIEW_PARAMETERS
-from views import address, sidebar
+from toylab_app import address, sidebar
 
 VIEWS = [(number, lesson, lesson_settings(lesson), view_of(lesson)) for number, lesson in enumerate(LESSONS, start=1)]
 

@@ -12,9 +12,9 @@ from toylab.training.loop import REFERENCE, cannot_train, train, trained_ids
 from toylab.training.sga import monte_carlo_improvement, second_order, toy_at
 from toylab.training.staleness import LAGS, OBJECTIVES, read_config
 from toylab.training.staleness import staleness as staleness_of
-from views.caches import cache
-from views.caches.bounded_cache import ByteBoundedCache
-from views.caches.work_slots import large_work
+from toylab_app.caches import cache
+from toylab_app.caches.bounded_cache import ByteBoundedCache
+from toylab_app.caches.work_slots import large_work
 
 SGA_CURVE_LRS = tuple(float(lr) for lr in np.logspace(-2, 2, 33))          # 0.01 … 100, the second-order lines
 SGA_SAMPLED_LRS = (0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)     # Monte Carlo points (plus the chosen lr)

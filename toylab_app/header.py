@@ -13,11 +13,11 @@ from toylab.lessons.tour import INTRODUCTION, KEYS
 from toylab.presentation.pipeline_text import identity_implied, identity_metric, objective_metric
 from toylab.state.query import ESTIMATORS_TAB, YOUR_RUN_TAB
 from toylab.text import headline
-from views import screen_share
-from views.caches import cache
+from toylab_app import screen_share
+from toylab_app.caches import cache
 
 TITLE = "toylab: sampler μ ≠ trainer π"
-TAB_KEY = "tab"                     # the open tab (views.sidebar.TAB_KEY)
+TAB_KEY = "tab"                     # the open tab (toylab_app.sidebar.TAB_KEY)
 KEYS_TEXT = ", ".join(f"**{key}** {what}" for key, what in KEYS.items())
 MENU = {"About": f"**{TITLE}**\n\n{INTRODUCTION}\n\nKeyboard: {KEYS_TEXT}. Every view is a link: copy the address."}
 

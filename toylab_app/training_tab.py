@@ -17,8 +17,8 @@ from toylab.state.query import (
 from toylab.training.loop import MODES, NOISES, REACHED
 from toylab.training.optimizers import OPTIMIZERS
 from toylab.training.staleness import LAGS
-from views import address, chart_element, screen_share, tour
-from views.caches import training_cache
+from toylab_app import address, chart_element, screen_share, tour
+from toylab_app.caches import training_cache
 
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
 SUMMARY_COLUMNS = {

@@ -11,10 +11,10 @@ import streamlit as st
 from toylab.presentation import coincidence, run_charts, run_frames, run_steps_text
 from toylab.your_run.files import LogError
 from toylab.your_run.steps import series_keys
-from views import chart_element, screen_share
-from views import your_run_uploads as uploads
-from views.caches import run_cache
-from views.user_text import code
+from toylab_app import chart_element, screen_share
+from toylab_app import your_run_uploads as uploads
+from toylab_app.caches import run_cache
+from toylab_app.user_text import code
 
 PANELS = {True: {"columns": 6, "width": 125, "height": 110},      # presenting: the width of the page, in view
           False: {"columns": 3, "width": 200, "height": 120}}     # beside the sidebar at 1280 px

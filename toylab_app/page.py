@@ -1,0 +1,97 @@
+"""toylab: what happens to policy-gradient estimates when the sampler μ and the trainer π disagree.
+
+``run()`` is one run of the page; Streamlit calls it on every rerun through a two-line script: ``streamlit_app.py``
+in a clone (``streamlit run streamlit_app.py``), ``toylab_app/script/streamlit_app.py`` in an installed package
+(``toylab app``). The sidebar gives the Settings; each tab's ``render(settings)`` runs only while that tab is open,
+under the lesson on show (if it opens that tab). To add a tab, add its label to ``TAB_LABELS``
+(toylab/state/query.py, the one place a label is spelled) and ``(its name there, its module)`` to TABS. The link the
+session opened is read first (it may ask for presentation mode, which collapses the sidebar), and the address is
+written last, once, with the link of what the page shows. An unexpected error in a tab is a notice in that tab
+(``last_resort``): the other tabs, the sidebar and the address go on. A run does its work in turn with the other
+sessions' runs (``turns``: at most two at once), and says so while it waits.
+"""
+
+import gc
+from pathlib import Path
+
+import streamlit as st
+
+from toylab.state.query import (
+    ERRORS_TAB,
+    ESTIMATORS_TAB,
+    LENGTH_TAB,
+    LESSONS_TAB,
+    MISMATCH_SWEEP_TAB,
+    RATIOS_TAB,
+    THRESHOLD_SWEEP_TAB,
+    TRAINING_TAB,
+    YOUR_RUN_TAB,
+    threshold_problem,
+    toy_problem,
+)
+from toylab_app import (
+    address,
+    errors_tab,
+    estimators_tab,
+    header,
+    last_resort,
+    length_tab,
+    lessons_tab,
+    mismatch_sweep_tab,
+    ratios_tab,
+    screen_share,
+    sidebar,
+    threshold_sweep_tab,
+    tour,
+    training_tab,
+    turns,
+    user_text,
+    your_run_tab,
+)
+
+TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LABELS' order (tests/page/test_app_links.py)
+    (ESTIMATORS_TAB, estimators_tab),
+    (RATIOS_TAB, ratios_tab),
+    (ERRORS_TAB, errors_tab),
+    (THRESHOLD_SWEEP_TAB, threshold_sweep_tab),
+    (MISMATCH_SWEEP_TAB, mismatch_sweep_tab),
+    (LENGTH_TAB, length_tab),
+    (TRAINING_TAB, training_tab),
+    (YOUR_RUN_TAB, your_run_tab),
+    (LESSONS_TAB, lessons_tab),
+]
+
+TURN_KEY = "_toylab_turn"              # the session's place in the line for a turn (toylab_app/turns.py)
+ICON = Path(__file__).resolve().parent / "icon.png"   # served by the app: a :material/…: icon is fetched from Google
+
+
+def run():
+    """One run of the page: the link, the sidebar, the header, the open tab, the address."""
+    if not gc.get_freeze_count():           # once, on the server's first run: the imports' heap (Streamlit, pandas, Altair)
+        gc.freeze()                         # is left out of Python's collections (.streamlit/config.toml: no full one a run)
+    sidebar.open_link()
+    st.set_page_config(page_title="toylab: sampler ≠ trainer", page_icon=str(ICON), layout="wide",
+                       initial_sidebar_state="collapsed" if screen_share.on() else "auto", menu_items=header.MENU)
+    screen_share.style()
+    waiting = st.empty()                    # the queue notice's place, first on the page: empty unless this run waits
+    with turns.turn(st.session_state.setdefault(TURN_KEY, turns.Ticket()), served=waiting.empty,
+                    waiting=lambda ahead: waiting.info(turns.notice(ahead), icon=":material/hourglass_top:")):
+        settings, notices = sidebar.render()
+        with st.sidebar:                        # a script with no layout: at the sidebar's end, it moves nothing
+            dropped = address.dropped_link()
+        for notice in notices + ([dropped] if dropped else []):
+            st.warning(user_text.code(notice), icon=":material/link_off:")        # a link's values are never Markdown
+        problem = toy_problem(settings) or threshold_problem(settings)
+        if problem:
+            st.error(problem, icon=":material/block:")
+            address.write(settings)
+            st.stop()
+        with st.spinner(f"Enumerating all {settings.V**settings.T:,} sequences…"):
+            header.render(settings)
+        for tab, (label, module) in zip(st.tabs([label for label, _ in TABS], key=sidebar.TAB_KEY, on_change="rerun"),
+                                        TABS, strict=True):
+            if tab.open:
+                with tab, st.spinner("Computing…"), last_resort.contained(label):
+                    tour.banner(label, settings)
+                    module.render(settings)
+        address.write(settings)
