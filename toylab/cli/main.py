@@ -4,6 +4,8 @@
     python -m toylab train [options]      gradient ascent with chosen estimators (``train``)
     python -m toylab inspect FILE         a rollout log's statistics and the toy that matches it (``inspect``)
     python -m toylab inspect DIR          a run — a directory, a zip or several files — step by step (``inspect_run``)
+    python -m toylab routing [options]    a mixture of experts' routing mismatch, with and without replay (``hidden``)
+    python -m toylab versions [options]   sequences spanning policy versions, by what is logged of them (``hidden``)
 
 An installed package's ``toylab`` command is the same (``toylab inspect RUN``), and serves the page as
 ``toylab app`` (toylab_app/command.py: the page is not part of this library).
@@ -16,7 +18,8 @@ import importlib
 import os
 import sys
 
-COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect"}
+COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect", "routing": "toylab.cli.hidden",
+            "versions": "toylab.cli.hidden"}
 PAGE = ("toylab: error: the page is served by the installed command, `toylab app` (pip install .), or from a clone "
         "by `streamlit run streamlit_app.py`\n")
 
@@ -32,8 +35,8 @@ def main(argv=None):
 
         if inspect_run.is_run(arguments):
             return inspect_run.main(arguments)
-    module = COMMANDS.get(command, "toylab.cli.table")
-    return importlib.import_module(module).main(arguments)
+    module = importlib.import_module(COMMANDS.get(command, "toylab.cli.table"))
+    return getattr(module, command)(arguments) if command in ("routing", "versions") else module.main(arguments)
 
 
 def run(argv=None):

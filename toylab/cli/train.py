@@ -20,6 +20,7 @@ from toylab.cli.arguments import (
     one_of,
     validate_toy_arguments,
 )
+from toylab.cli.hidden_arguments import add_experts_arguments, add_versions_arguments, experts_of, versions_of
 from toylab.cli.progress import ProgressBar
 from toylab.cli.table import toy_line, toy_summary
 from toylab.engine.toy import make_toy
@@ -94,6 +95,8 @@ def parse_arguments(argv):
     update.add_argument("--weights-at", type=one_of(WEIGHTS_AT), default=DEFAULTS.update.weights_at,
                         help="the correction's ratio: anchor (w = π_old/μ, frozen) or current (sg(π_θ)/μ at each "
                              "update, verl's bypass mode)")
+    add_experts_arguments(parser)
+    add_versions_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     arguments = parser.parse_args(argv)
     try:
@@ -102,9 +105,11 @@ def parse_arguments(argv):
         parser.error(str(error))
     arguments = validate_toy_arguments(parser, arguments, ids)
     try:
+        experts, replay = experts_of(arguments)
         arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
                                           arguments.N, arguments.runs, arguments.noise, _update(arguments),
-                                          arguments.lag, arguments.lag_draw)
+                                          arguments.lag, arguments.lag_draw, experts, replay, versions_of(arguments))
+        arguments.config.versions.check(arguments.T)
         arguments.seconds = _check_cost(arguments)
     except ValueError as error:
         parser.error(str(error))
@@ -167,9 +172,14 @@ def update_entry(config):
     """How each batch was used: the anchor, the loss and its parameters, minibatches × epochs, where the correction
     reads its ratio, and the engine's lag."""
     update = config.update
-    return {"anchor": update.anchor, "loss": update.loss, "loss_params": update.loss_params,
-            "minibatches": update.minibatches, "epochs": update.epochs, "U": update.U, "weights_at": update.weights_at,
-            "lag": config.lag, "lag_draw": config.lag_draw}
+    entry = {"anchor": update.anchor, "loss": update.loss, "loss_params": update.loss_params,
+             "minibatches": update.minibatches, "epochs": update.epochs, "U": update.U, "weights_at": update.weights_at,
+             "lag": config.lag, "lag_draw": config.lag_draw}
+    if config.experts is not None:
+        entry["experts"] = config.experts.__dict__ | {"replay": config.replay}
+    if not config.versions.is_default:
+        entry["versions"] = dict(config.versions.__dict__)
+    return entry
 
 
 def update_line(config):
@@ -180,7 +190,10 @@ def update_line(config):
     return (f"anchor {update.anchor}, loss {update.loss}" + (f" ({params})" if params else "")
             + f", U = {update.U} ({update.minibatches} minibatch{'es' * (update.minibatches > 1)} × {update.epochs} "
             f"epoch{'s' * (update.epochs > 1)}), {lag}"
-            + (", correction at the current π_θ" if update.weights_at == "current" else ""))
+            + (", correction at the current π_θ" if update.weights_at == "current" else "")
+            + (f"; mixture of experts: {config.experts.describe()}, replay {config.replay}"
+               if config.experts is not None else "")
+            + (f"; versions: {config.versions.describe()}" if not config.versions.is_default else ""))
 
 
 def _trajectory(trajectory, config):
