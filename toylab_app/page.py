@@ -19,6 +19,7 @@ import streamlit as st
 from toylab.state.query import (
     ERRORS_TAB,
     ESTIMATORS_TAB,
+    EXPERTS_TAB,
     LENGTH_TAB,
     LESSONS_TAB,
     MISMATCH_SWEEP_TAB,
@@ -33,6 +34,7 @@ from toylab_app import (
     address,
     errors_tab,
     estimators_tab,
+    experts_tab,
     header,
     last_resort,
     length_tab,
@@ -57,6 +59,7 @@ TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LA
     (MISMATCH_SWEEP_TAB, mismatch_sweep_tab),
     (LENGTH_TAB, length_tab),
     (TRAINING_TAB, training_tab),
+    (EXPERTS_TAB, experts_tab),
     (YOUR_RUN_TAB, your_run_tab),
     (LESSONS_TAB, lessons_tab),
 ]

@@ -3,12 +3,18 @@
 import streamlit as st
 
 from toylab.catalogue.estimators import ESTIMATORS
+from toylab.catalogue.replay import REPLAY_IDS, REPLAYS
 from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
+from toylab.catalogue.version_handling import VERSION_IDS
+from toylab.engine.versions import PROXIES, STAMPS, SWITCHES
 from toylab.presentation import coincidence, frames, training_charts, training_frames
 from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import (
+    CUSTOM,
     DUAL_CLIPS,
+    EXPERTS_TAB,
     LEARNING_RATES,
+    NO_EXPERTS,
     PAGE_UPDATES_AT_MOST,
     TRAINING_CONTROLS,
     VIEW_PARAMETERS,
@@ -96,7 +102,8 @@ def controls(settings, where=st):
 
 POLICY_GROUP = "group_policies"          # the three-policy controls' expander: built only while open
 POLICY_KEYS = ("lag", "lag_draw", "anchor", "loss", "minibatches", "epochs", "eps_low", "eps_high", "dual_clip",
-               "weights_at")
+               "weights_at", "replay", "replay_preset", "switch", "switch_at", "stamp", "mask_stale", "prox",
+               "version_preset")
 
 
 def _policies_set(view):
@@ -104,7 +111,7 @@ def _policies_set(view):
     return any(view[KEY[name]] != VIEW_PARAMETERS[KEY[name]].default for name in POLICY_KEYS)
 
 
-def _policy_group(where):
+def _policy_group(where, T):
     """The three policies' controls (each in the URL): the engine's lag, the anchor, the loss with its ε and c, U =
     minibatches × epochs, where the correction reads its ratio; an expander that reruns the page when opened or closed,
     its widgets built only while open, opened by a link (or lesson) that sets one of them."""
@@ -147,6 +154,40 @@ def _policy_group(where):
     dual_column.select_slider("dual clip c", DUAL_CLIPS, key=KEY["dual_clip"], persist_state="session",
                               format_func=lambda c: "off" if c == 0 else f"{c:g}", disabled="dual_clip" not in
                               LOSSES[loss].params, help="For A < 0, ratios above c are clipped (verl's default 3).")
+    _hidden_controls(group, T)
+
+
+def _hidden_controls(group, T):
+    """The routing replay of the toy's mixture of experts and the version switches (each in the link; the mixture's
+    shape in the Experts & versions tab)."""
+    replay_column, replay_preset_column, switch_column, at_column = group.columns([2.2, 2, 1.8, 1.2])
+    replay_preset = replay_preset_column.selectbox(
+        "replay preset", REPLAY_IDS, key=KEY["replay_preset"], persist_state="session",
+        help="A framework's routing-replay option (read from its code): it sets the replay mode.")
+    replay_column.radio("mixture of experts: replay", (NO_EXPERTS, *REPLAYS), key=KEY["replay"],
+                        persist_state="session", horizontal=True, disabled=replay_preset != CUSTOM,
+                        help=f"none: the dense toy. off: the trainer routes with its own router; R2: with the routing "
+                             f"recorded at the anchor's recomputation; R3: with the engine's. The mixture (layers, "
+                             f"experts, router error) is set in the {EXPERTS_TAB} tab.")
+    switch = switch_column.radio("version switch", SWITCHES, key=KEY["switch"], persist_state="session",
+                                 horizontal=True, help="fixed: every sequence switches to one version newer at the "
+                                                       "position; drawn: its head 1 … η back (η = the lag) and its "
+                                                       "switch position drawn per sequence.")
+    at_column.slider("at", 1, max(T - 1, 1), key=KEY["switch_at"], persist_state="session",
+                     disabled=switch != "fixed", help="The fixed switch's position.")
+    stamp_column, mask_column, prox_column, version_preset_column = group.columns([2.2, 1.4, 2, 2.2])
+    version_preset = version_preset_column.selectbox(
+        "version preset", VERSION_IDS, key=KEY["version_preset"], persist_state="session",
+        help="A framework's version handling (read from its code): it sets the stamp, the mask and π_prox.")
+    preset_set = version_preset != CUSTOM
+    stamp_column.radio("stamp", STAMPS, key=KEY["stamp"], persist_state="session", horizontal=True,
+                       disabled=preset_set, help="What is logged as each token's version: its own, the sequence's "
+                                                 "head's or its tail's (read by the rollout anchor and loglinear).")
+    mask_column.toggle("mask the stale prefix", key=KEY["mask_stale"], persist_state="session", disabled=preset_set,
+                       help="slime's --mask-offpolicy-in-partial-rollout: the tokens before the switch leave the loss.")
+    prox_column.radio("π_prox", PROXIES, key=KEY["prox"], persist_state="session", horizontal=True,
+                      disabled=preset_set, help="AReaL's prox_logp_method: recompute, or loglinear from the stamps "
+                                                "(with the anchor recompute).")
 
 
 def _run_in_words():
@@ -204,7 +245,7 @@ def render(settings):
         draw["training_cosine"](st, None)
     if not sampled and config.optimizer == "adam":
         chart_element.draw(st, training_charts.step_cosine_chart(curves))
-    _policy_group(st)
+    _policy_group(st, settings.T)
     if three:
         _policy_charts(draw, lesson)
     lying = training_frames.coincident_note(curves, sampled)
@@ -232,7 +273,7 @@ def render(settings):
 
 def _three_policies(config):
     """Whether the run is more than today's one recomputed update per batch with the engine at θ_k."""
-    return config.update != DEFAULT_UPDATE or config.lag > 0
+    return config.update != DEFAULT_UPDATE or config.lag > 0 or config.hidden
 
 
 POLICY_CHARTS = {"training_clip": "clip_share", "training_ppo_kl": "ppo_kl", "training_w": "w_std"}

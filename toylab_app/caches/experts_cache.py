@@ -1,0 +1,37 @@
+"""Cached computations of the Experts & versions tab, keyed on the toy, the selection, the baseline and the tab's
+controls: the same settings give the same exact numbers for every session."""
+
+import streamlit as st
+
+from toylab.analysis.routing import flip_curve, routing_view
+from toylab.analysis.versions import versions_view
+from toylab.catalogue.updates import Update
+from toylab.engine.experts import LIMITS
+from toylab.training.mixtures import history_of
+from toylab_app.caches import cache
+from toylab_app.caches.work_slots import large_work
+
+FLIP_VALUES = {"layers": tuple(range(1, LIMITS["layers"][1] + 1)), "experts": tuple(range(2, LIMITS["experts"][1] + 1))}
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def routing(toy_key, experts, selection, baseline, N):
+    """``analysis.routing.routing_view`` of the toy (every replay mode)."""
+    with large_work(cache.sequences(toy_key) * experts.draws):
+        return routing_view(cache.toy(*toy_key), experts, {id: dict(params) for id, params in selection}, baseline, N)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def flips(toy_key, experts, axis):
+    """The flip rates as ``axis`` (layers or experts) takes each of its values."""
+    values = FLIP_VALUES[axis] if axis == "layers" else tuple(v for v in FLIP_VALUES["experts"] if v > experts.top_k)
+    return flip_curve(cache.toy(*toy_key), experts, axis, values)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def versions(toy_key, versions_model, lag, anchor, selection, baseline, N, step, lr):
+    """``analysis.versions.versions_view`` at on_policy's step ``step`` (SGD at ``lr``), every mode of logging."""
+    toy = cache.toy(*toy_key)
+    with large_work(cache.sequences(toy_key) * lag * toy.T):
+        return versions_view(toy, versions_model, lag, anchor, Update(), {id: dict(params) for id, params in selection},
+                             history_of(toy, step, lr), baseline, N)
