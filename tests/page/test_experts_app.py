@@ -13,7 +13,7 @@ from toylab.engine.versions import Versions
 from toylab.state.query import EXPERTS_TAB, parse_query
 from toylab.state.settings import Settings
 from toylab.training.loop import TrainingConfig, train
-from toylab.training.mixtures import history_of
+from toylab.training.history import history_of
 
 
 def tables(at):

@@ -6,4 +6,6 @@
     sweeps         a threshold or the mismatch swept with the rest held
     length         how the problem scales with T, from 1 to 256
     repeated       one position repeated T times: W capped falls with T, its geometric mean does not
+    routing        a mixture of experts' routing mismatch: each correction with replay off, R2 and R3, flip rates
+    versions       sequences spanning two policy versions: each way of logging them against the per-token truth
 """

@@ -7,4 +7,6 @@
     inspect        ``python -m toylab inspect FILE``: a rollout log's statistics and matched toy
     inspect_run    ``python -m toylab inspect DIR``: a run (a directory, a zip, several files) step by step
     progress       a progress bar with the time left, on stderr
+    hidden         ``python -m toylab routing`` and ``versions``: the exact tables of hidden variables
+    hidden_arguments   the options of a mixture of experts with replay, and of version switches
 """

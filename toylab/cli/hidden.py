@@ -29,7 +29,7 @@ from toylab.engine.toy import make_toy
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import UNDEFINED
 from toylab.training.loop import LIMITS
-from toylab.training.mixtures import history_of
+from toylab.training.history import history_of
 
 
 def parser_for(command):

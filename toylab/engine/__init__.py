@@ -10,4 +10,7 @@
     surrogate      an update's per-token surrogate sg(g(w))·L(r, A) on given sequences
     moments        exact mean and variance of every estimator in one O(M) pass
     recursion      factorising estimators' moments at any T, by dynamic programming over the count
+    experts        a mixture of experts split from θ: the trainer's routing and the engine's router error, gradients
+    hidden         exact sums over sequences with hidden variables (a component per sequence, a value per token)
+    versions       a sequence switching policy version, the stamps a framework logs, AReaL's log-linear π_prox
 """

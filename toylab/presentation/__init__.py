@@ -14,4 +14,5 @@ Altair charts (pure functions, no computation).
     coincidence                       which lines lie on others, how to draw them so that both show, and the words
     colours                           how far apart two colours look (CIEDE2000): alike ones get a dash
     pipeline_text                     the words for the pipeline's three distributions and the identity check
+    experts_frames, experts_charts    the Experts & versions tab: flip rates, replay modes, ways of logging versions
 """

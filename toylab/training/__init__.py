@@ -8,4 +8,6 @@
     sga            how much one step θ + lr·ĝ_N is expected to improve J
     staleness      J after K steps against the engine's lag, for PPO centred on μ, decoupled and recompute
     cost           a run's seconds and peak memory, estimated before it starts
+    mixtures       training whose batches carry hidden variables: routing draws, version switches (expected mode)
+    history        the versions a version-switch analysis reads: on_policy's exact run
 """

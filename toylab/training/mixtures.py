@@ -425,11 +425,3 @@ def train_hidden(toy, selection, baseline, config, progress=lambda k: None):
     records = train_mixture(toy, selection, baseline, config, model, config.versions.prox, progress)
     return {name: records[name] for name in RECORDED}
 
-
-def history_of(toy, steps, lr, optimizer="sgd"):
-    """v ↦ θ_{k−v}, k = ``steps``, along on_policy's exact ascent on J (θ₀ before the run): the versions the
-    version-switch analysis (``analysis.versions``) reads."""
-    from toylab.training.loop import TrainingConfig, train
-    thetas = train(toy, {"on_policy": {}}, "none", TrainingConfig(steps=steps, lr=lr, optimizer=optimizer))[
-        "on_policy"].theta
-    return lambda v: thetas[max(steps - v, 0)]

@@ -7,7 +7,7 @@ from toylab.analysis.routing import flip_curve, routing_view
 from toylab.analysis.versions import versions_view
 from toylab.catalogue.updates import Update
 from toylab.engine.experts import LIMITS
-from toylab.training.mixtures import history_of
+from toylab.training.history import history_of
 from toylab_app.caches import cache
 from toylab_app.caches.work_slots import large_work
 
