@@ -6,8 +6,8 @@ its text states for the parts that hold only sometimes are the population's."""
 from dataclasses import replace
 
 import pytest
-
 from tiers import fast_then_slow
+
 from toylab.lessons import hidden
 from toylab.lessons.lesson import settings
 

@@ -12,8 +12,8 @@ from toylab.engine.experts import Experts
 from toylab.engine.versions import Versions
 from toylab.state.query import EXPERTS_TAB, parse_query
 from toylab.state.settings import Settings
-from toylab.training.loop import TrainingConfig, train
 from toylab.training.history import history_of
+from toylab.training.loop import TrainingConfig, train
 
 
 def tables(at):

@@ -28,8 +28,8 @@ from toylab.cli.table import toy_line, toy_summary
 from toylab.engine.toy import make_toy
 from toylab.state.settings import DEFAULT_ESTIMATORS
 from toylab.text import UNDEFINED
-from toylab.training.loop import LIMITS
 from toylab.training.history import history_of
+from toylab.training.loop import LIMITS
 
 
 def parser_for(command):
