@@ -241,11 +241,16 @@ def routing_view(toy, experts: Experts, selection, baseline="none", N=64, replay
     rows, kl = [], {}
     grad_norm = float(np.linalg.norm(grad))
     estimators = [(id, resolve_params(id, given)) for id, given in selection.items() if id != "on_policy"]
+    done = {}
     for replay in replays:
-        view = routed(toy, moe, params, trainer_routing(moe, params, replay, engine_chosen), engine_logits)
+        same = "off" if replay == "R2" else replay           # at one update R2 records the trainer's own routing
+        if same not in done:
+            view = routed(toy, moe, params, trainer_routing(moe, params, same, engine_chosen), engine_logits)
+            moments = plain_moments(toy, moe, params, view, estimators, b) if estimators else None
+            done[same] = view, moments
+        view, moments = done[same]
         kl[replay] = mean_log_ratio(view.mixture)
         if estimators:
-            moments = plain_moments(toy, moe, params, view, estimators, b)
             rows += [_row(id, replay, mean, second, grad, served, N)
                      for (id, _), mean, second in zip(estimators, moments.mean, moments.second, strict=True)]
     if "on_policy" in selection:

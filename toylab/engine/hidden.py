@@ -134,19 +134,23 @@ def correction_marginals(mixture: Mixture, estimators, b, second=True):
     C, T, S = mixture.shape
     first = np.zeros((E, C, 2, T, S))
     squares = np.zeros((E, C, 2, T, S)) if second else None
-    for index, (estimator_id, params) in enumerate(estimators):
+    for estimator_id, _ in estimators:
         if not ESTIMATORS[estimator_id].exact:
             raise ValueError(f"{estimator_id} is batch-coupled: it has no exact marginals")
+    enumerated = [index for index, (id, _) in enumerate(estimators) if id not in FACTORS]
+    problem = enumeration_problem(mixture, [estimators[index] for index in enumerated])
+    if problem:
+        raise ValueError(problem)
+    for index, (estimator_id, params) in enumerate(estimators):
         if estimator_id in FACTORS:
-            found = _factorised(mixture, estimator_id, params, second)
-        else:
-            problem = enumeration_problem(mixture, [(estimator_id, params)])
-            if problem:
-                raise ValueError(problem)
-            found = _enumerated(mixture, estimator_id, params, float(b[index]), second)
-        first[index] = found[0]
+            first[index], factorised_squares = _factorised(mixture, estimator_id, params, second)
+            if second:
+                squares[index] = factorised_squares
+    if enumerated:
+        found = _enumerated(mixture, [estimators[index] for index in enumerated], b[enumerated], second)
+        first[enumerated] = found[0]
         if second:
-            squares[index] = found[1]
+            squares[enumerated] = found[1]
     weight = mixture.probability[None, :, None, None, None]
     return first * weight, None if squares is None else squares * weight
 
@@ -177,37 +181,52 @@ def _factorised(mixture, estimator_id, params, second=True):
     return out[0], out[1]
 
 
-def _enumerated(mixture, estimator_id, params, b, second=True):
-    """first, second (C, 2, T, S) per component by visiting each of its sequences (chunks of CHUNK)."""
+def _enumerated(mixture, estimators, b, second=True):
+    """first, second (E, C, 2, T, S) per estimator and component (unweighted by q_c) by visiting each component's
+    sequences once for every estimator, in chunks of at most CHUNK sequences (``sequences_of``)."""
     C, T, S = mixture.shape
-    first, squares = np.zeros((C, 2, T * S)), np.zeros((C, 2, T * S))
-    cells = np.arange(T) * S
+    E = len(estimators)
+    first, squares = np.zeros((E, C * 2 * T * S)), np.zeros((E, C * 2 * T * S))
+    positions = np.arange(T)
+    for component, x in sequences_of(mixture):
+        reward = (2 * (mixture.tokens[x] == 0).sum(axis=1) >= T).astype(float)
+        rows = component[:, None]
+        p = np.exp(mixture.log_sampled[rows, positions, x].sum(axis=1))[:, None]
+        log_anchor, log_logged = mixture.log_anchor[rows, positions, x], mixture.log_logged[rows, positions, x]
+        cell = (((rows * 2 + reward[:, None].astype(int)) * T + positions) * S + x).ravel()     # (c, ρ, t, s)
+        for index, (estimator_id, params) in enumerate(estimators):
+            sequences = GivenSequences(log_anchor, log_logged, mixture.loss_mask[component], reward - b[index])
+            coefficient, _, additive = apply(estimator_id, sequences, params)
+            if np.any(additive):
+                raise ValueError(f"{estimator_id} adds a penalty term to the gradient: it is a loss, not a correction "
+                                 "weight")
+            coefficient = np.broadcast_to(coefficient, x.shape)
+            first[index] += np.bincount(cell, weights=(p * coefficient).ravel(), minlength=first.shape[1])
+            if second:
+                squares[index] += np.bincount(cell, weights=(p * coefficient**2).ravel(), minlength=first.shape[1])
+    return first.reshape(E, C, 2, T, S), squares.reshape(E, C, 2, T, S)
+
+
+def sequences_of(mixture):
+    """(component (n,), symbols (n, T)) chunks of at most CHUNK sequences, every component's sequences over the symbols
+    it draws once, in order."""
+    C, T, _ = mixture.shape
+    pending_c, pending_x, held = [], [], 0
     for c in range(C):
         symbols = [np.flatnonzero(row) for row in mixture.kept[c]]
         sizes = np.array([len(row) for row in symbols])
         strides = np.concatenate([np.cumprod(sizes[::-1])[::-1][1:], [1]])
         total = int(np.prod(sizes))
-        mask = np.broadcast_to(mixture.loss_mask[c], (min(CHUNK, total), T))
         for start in range(0, total, CHUNK):
             index = np.arange(start, min(start + CHUNK, total))
-            x = np.stack([symbols[t][(index // strides[t]) % sizes[t]] for t in range(T)], axis=1)     # (n, T)
-            positions = np.arange(T)
-            reward = (2 * (mixture.tokens[x] == 0).sum(axis=1) >= T).astype(float)
-            p = np.exp(mixture.log_sampled[c, positions, x].sum(axis=1))
-            sequences = GivenSequences(mixture.log_anchor[c, positions, x], mixture.log_logged[c, positions, x],
-                                       mask[:len(index)], reward - b)
-            coefficient, _, additive = apply(estimator_id, sequences, params)
-            if np.any(additive):
-                raise ValueError(f"{estimator_id} adds a penalty term to the gradient: it is a loss, not a "
-                                 "correction weight")
-            coefficient = np.broadcast_to(coefficient, x.shape)
-            where = (x + cells).ravel()
-            for rho, part in enumerate((1 - reward, reward)):
-                weight = (p * part)[:, None]
-                first[c, rho] += np.bincount(where, weights=(weight * coefficient).ravel(), minlength=T * S)
-                if second:
-                    squares[c, rho] += np.bincount(where, weights=(weight * coefficient**2).ravel(), minlength=T * S)
-    return first.reshape(C, 2, T, S), squares.reshape(C, 2, T, S)
+            pending_x.append(np.stack([symbols[t][(index // strides[t]) % sizes[t]] for t in range(T)], axis=1))
+            pending_c.append(np.full(len(index), c))
+            held += len(index)
+            if held >= CHUNK:
+                yield np.concatenate(pending_c), np.concatenate(pending_x)
+                pending_c, pending_x, held = [], [], 0
+    if held:
+        yield np.concatenate(pending_c), np.concatenate(pending_x)
 
 
 def by_route(values: NDArray[np.float64], routes: NDArray[np.int64], tokens: NDArray[np.int64], H: int,
