@@ -12,6 +12,8 @@ checks every quote against a clone of its repository. What the lines mean is rea
   over the response so far, ``mask_stale``; ``v_proximal = current_version - 1`` and the interpolation, ``loglinear``.
 """
 
+from pathlib import Path
+
 import pytest
 
 from toylab.catalogue.replay import REPLAY_PRESETS, REPLAYS
@@ -109,3 +111,35 @@ def test_the_replay_keeps_the_current_scores_at_the_replayed_experts():
     """What the toy's replayed gates are: softmax of the trainer's own scores over the experts replayed."""
     text = "\n".join(quote[-1] for quote in QUOTES)
     assert "scores.gather(1, indices)" in text and "scores.gather(1, top_indices)" in text
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "experts.md"
+FRAMEWORK_ROWS = {"verl": "verl", "slime": "slime", "miles": "Miles", "prime_rl": "prime-rl", "nemo_rl": "NeMo-RL",
+                  "areal": "AReaL", "pipelinerl": "PipelineRL"}
+
+
+def docs_rows():
+    """{framework as docs/experts.md's table names it: its row} of the frameworks' table."""
+    rows = [line for line in DOCS.read_text().splitlines() if line.startswith("| ") and " (" in line.split("|")[1]]
+    return {line.split("|")[1].split(" (")[0].strip(): line for line in rows}
+
+
+NAMED = {"verl:R2": "router_replay.mode", "verl:R3": "enable_rollout_routing_replay",
+         "slime:use_routing_replay": "--use-routing-replay", "slime:use_rollout_routing_replay": "--use-rollout-routing-replay",
+         "miles:use_routing_replay": "--use-routing-replay", "miles:use_rollout_routing_replay": "--use-rollout-routing-replay",
+         "miles:use_rollout_indexer_replay": "--use-rollout-indexer-replay", "prime_rl:enable_router_replay":
+         "trainer.enable_router_replay", "nemo_rl:router_replay": "policy.router_replay.enabled",
+         "areal:per_token": "#1569", "areal:before_1569": "6c0f952", "areal:loglinear": "prox_logp_method=loglinear",
+         "slime:partial_rollout": "--partial-rollout", "slime:mask_offpolicy_in_partial_rollout":
+         "--mask-offpolicy-in-partial-rollout", "miles:mask_offpolicy_in_partial_rollout":
+         "--mask-offpolicy-in-partial-rollout", "prime_rl:max_off_policy_steps": "max_off_policy_steps",
+         "pipelinerl:model_version": "model_version"}
+
+
+@pytest.mark.parametrize("preset", list(REPLAY_PRESETS.values()) + list(VERSION_PRESETS.values()),
+                         ids=lambda preset: preset.id)
+def test_docs_table_names_each_preset_s_framework_commit_and_option(preset):
+    """docs/experts.md's table has a row for the preset's framework at its commit that names its option."""
+    row = docs_rows()[FRAMEWORK_ROWS[preset.framework]]
+    assert preset.commit in row and NAMED[preset.id] in row, (preset.id, row[:80])
+    assert set(NAMED) == set(REPLAY_PRESETS) | set(VERSION_PRESETS)
