@@ -11,11 +11,13 @@ from toylab.analysis.versions import (
     anchor_tables,
     dense_moments,
     first_update,
+    first_updates,
     version_tables,
     versions_problem,
     versions_view,
 )
 from toylab.catalogue.updates import Update
+from toylab.engine.hidden import correction_marginals_each
 from toylab.engine.versions import Versions, loglinear_alpha, patterns, stamped_lags, token_lags
 
 TOYS = {                       # (T, V, mismatch, seed, sampler keywords)
@@ -103,3 +105,21 @@ def test_only_anchors_that_read_versions_see_the_stamp():
         assert all(row.from_truth == 0 for row in view[anchor].rows if not row.masked)
     for anchor in ("rollout", "loglinear"):
         assert any(row.from_truth > 1e-3 for row in view[anchor].rows if not row.masked and row.stamp != "token")
+
+
+def test_the_modes_summed_in_one_pass_equal_each_alone_and_mixtures_that_draw_apart_are_refused():
+    toy = make_toy(4, 3, 0.4, 1)
+    history = history_for(toy, 2)
+    estimators = [(id, resolve_params(id, {})) for id in ESTIMATORS]
+    modes = []
+    for stamp, masked in MODES:
+        tables = version_tables(toy, history, Versions(switch="drawn", stamp=stamp, mask_stale=masked), 2)
+        modes.append((tables, anchor_tables(toy, tables, "loglinear", history)))
+    together = first_updates(modes, Update(), estimators, 0.3)
+    for (tables, log_old), (first, second) in zip(modes, together, strict=True):
+        alone = first_update(toy, tables, log_old, Update(), estimators, 0.3)
+        np.testing.assert_array_equal(first, alone[0])
+        np.testing.assert_array_equal(second, alone[1])
+    other = version_tables(toy, history_for(toy, 3), Versions(switch="drawn"), 3)
+    with pytest.raises(ValueError, match="draw alike"):
+        correction_marginals_each([modes[0][0].mixture, other.mixture], estimators, np.zeros(len(estimators)))

@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 from toylab.catalogue.estimators import resolve_params
 from toylab.catalogue.updates import Update
 from toylab.engine.counts import objective_and_gradient
-from toylab.engine.hidden import Mixture, correction_marginals, expected_reward_of, mean_log_ratio
+from toylab.engine.hidden import Mixture, correction_marginals_each, expected_reward_of, mean_log_ratio
 from toylab.engine.toy import pipeline_tables
 from toylab.engine.versions import (
     STAMPS,
@@ -100,16 +100,25 @@ def anchor_tables(toy, tables: VersionTables, anchor, history, log_pi=None):
 def first_update(toy, tables, log_old, update: Update, estimators, b, log_pi=None):
     """(weighted first, weighted second) (E, C, T, V): the correction's marginals on w = π_old/μ times the loss's
     derivative D at π_θ (``log_pi``, θ_k's by default) and D²."""
-    mixture = tables.mixture.with_anchor(log_old)
-    log_pi = tables.log_pi if log_pi is None else log_pi
-    first, second = correction_marginals(mixture, estimators, np.full(len(estimators), b))
+    return first_updates([(tables, log_old)], update, estimators, b, log_pi)[0]
+
+
+def first_updates(modes, update: Update, estimators, b, log_pi=None):
+    """``first_update`` of each (tables, log_old) in ``modes``, whose mixtures draw alike (one switch, its modes of
+    logging): the enumerated sums visit the shared sequences once."""
+    mixtures = [tables.mixture.with_anchor(log_old) for tables, log_old in modes]
+    found = correction_marginals_each(mixtures, estimators, np.full(len(estimators), b))
     advantage = np.array([-b, 1 - b])[:, None, None]
-    kept = mixture.kept
-    pi = np.where(kept, np.broadcast_to(log_pi, kept.shape), 0.0)[:, None]
-    old = np.where(kept, log_old, 0.0)[:, None]
-    mu = np.where(kept, mixture.log_logged, 0.0)[:, None]
-    derivative = np.where(kept[:, None], update.token_loss(pi, old, mu, advantage[None]).derivative, 0.0)
-    return (first * derivative).sum(axis=2), (second * derivative**2).sum(axis=2)
+    out = []
+    for (tables, log_old), mixture, (first, second) in zip(modes, mixtures, found, strict=True):
+        pi_table = tables.log_pi if log_pi is None else log_pi
+        kept = mixture.kept
+        pi = np.where(kept, np.broadcast_to(pi_table, kept.shape), 0.0)[:, None]
+        old = np.where(kept, log_old, 0.0)[:, None]
+        mu = np.where(kept, mixture.log_logged, 0.0)[:, None]
+        derivative = np.where(kept[:, None], update.token_loss(pi, old, mu, advantage[None]).derivative, 0.0)
+        out.append(((first * derivative).sum(axis=2), (second * derivative**2).sum(axis=2)))
+    return out
 
 
 def dense_moments(weighted_first, weighted_second, pi, scale):
@@ -155,17 +164,18 @@ def versions_view(toy, versions: Versions, lag, anchor, update: Update, selectio
     J, grad = objective_and_gradient(pi)
     grad = grad * toy.sampler.score_scale
     b = {"none": 0.0, "true": float(J)}.get(baseline)
-    means, rows, kl = {}, [], 0.0
-    for stamp, masked in MODES:
-        tables = version_tables(toy, history, replace(versions, stamp=stamp, mask_stale=masked), lag)
-        if b is None:                                                            # logged: E_μ[r] of the batch
-            b = expected_reward_of(tables.mixture, toy.V)
-        if (stamp, masked) == MODES[0]:
-            kl = mean_log_ratio(tables.mixture)
-        if estimators:
-            log_old = anchor_tables(toy, tables, anchor, history)
-            first, second = first_update(toy, tables, log_old, update, estimators, b)
-            means[(stamp, masked)] = dense_moments(first, second, pi, toy.sampler.score_scale)
+    means, rows = {}, []
+    modes = {mode: version_tables(toy, history, replace(versions, stamp=mode[0], mask_stale=mode[1]), lag)
+             for mode in MODES}
+    truth = modes[MODES[0]].mixture
+    kl = mean_log_ratio(truth)
+    if b is None:                                                                # logged: E_μ[r] of the batch
+        b = expected_reward_of(truth, toy.V)
+    if estimators:
+        found = first_updates([(tables, anchor_tables(toy, tables, anchor, history)) for tables in modes.values()],
+                              update, estimators, b)
+        for mode, (first, second) in zip(modes, found, strict=True):
+            means[mode] = dense_moments(first, second, pi, toy.sampler.score_scale)
     grad_norm = float(np.linalg.norm(grad))
     truth = means.get(MODES[0])
     for stamp, masked in MODES if estimators else ():

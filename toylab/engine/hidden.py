@@ -130,29 +130,46 @@ def correction_marginals(mixture: Mixture, estimators, b, second=True):
     """(first, second), each (E, C, 2, T, S), for estimators [(id, params)] with baselines b (E,) (see the module
     docstring); second is None unless asked for. ValueError for a batch-coupled estimator, one with an additive term,
     or too many sequences."""
+    return correction_marginals_each([mixture], estimators, b, second)[0]
+
+
+def correction_marginals_each(mixtures, estimators, b, second=True):
+    """``correction_marginals`` of several mixtures that draw alike (one ``probability``, ``log_sampled`` and
+    ``tokens``; what each logs, its anchor and its mask its own): a list of (first, second), the enumerated estimators
+    visiting the shared sequences once for all of them."""
+    mixtures = list(mixtures)
+    shared = mixtures[0]
+    for mixture in mixtures[1:]:
+        if not (np.array_equal(mixture.probability, shared.probability) and np.array_equal(mixture.tokens, shared.tokens)
+                and np.array_equal(mixture.log_sampled, shared.log_sampled)):
+            raise ValueError("the mixtures must draw alike: one probability, log_sampled and tokens")
     E = len(estimators)
-    C, T, S = mixture.shape
-    first = np.zeros((E, C, 2, T, S))
-    squares = np.zeros((E, C, 2, T, S)) if second else None
+    C, T, S = shared.shape
     for estimator_id, _ in estimators:
         if not ESTIMATORS[estimator_id].exact:
             raise ValueError(f"{estimator_id} is batch-coupled: it has no exact marginals")
     enumerated = [index for index, (id, _) in enumerate(estimators) if id not in FACTORS]
-    problem = enumeration_problem(mixture, [estimators[index] for index in enumerated])
+    problem = enumeration_problem(shared, [estimators[index] for index in enumerated])
     if problem:
         raise ValueError(problem)
-    for index, (estimator_id, params) in enumerate(estimators):
-        if estimator_id in FACTORS:
-            first[index], factorised_squares = _factorised(mixture, estimator_id, params, second)
+    found = _enumerated(mixtures, [estimators[index] for index in enumerated], b[enumerated], second) \
+        if enumerated else None
+    weight = shared.probability[None, :, None, None, None]
+    out = []
+    for which, mixture in enumerate(mixtures):
+        first = np.zeros((E, C, 2, T, S))
+        squares = np.zeros((E, C, 2, T, S)) if second else None
+        for index, (estimator_id, params) in enumerate(estimators):
+            if estimator_id in FACTORS:
+                first[index], factorised_squares = _factorised(mixture, estimator_id, params, second)
+                if second:
+                    squares[index] = factorised_squares
+        if enumerated:
+            first[enumerated] = found[which][0]
             if second:
-                squares[index] = factorised_squares
-    if enumerated:
-        found = _enumerated(mixture, [estimators[index] for index in enumerated], b[enumerated], second)
-        first[enumerated] = found[0]
-        if second:
-            squares[enumerated] = found[1]
-    weight = mixture.probability[None, :, None, None, None]
-    return first * weight, None if squares is None else squares * weight
+                squares[enumerated] = found[which][1]
+        out.append((first * weight, None if squares is None else squares * weight))
+    return out
 
 
 def _factorised(mixture, estimator_id, params, second=True):
@@ -181,30 +198,39 @@ def _factorised(mixture, estimator_id, params, second=True):
     return out[0], out[1]
 
 
-def _enumerated(mixture, estimators, b, second=True):
-    """first, second (E, C, 2, T, S) per estimator and component (unweighted by q_c) by visiting each component's
-    sequences once for every estimator, in chunks of at most CHUNK sequences (``sequences_of``)."""
-    C, T, S = mixture.shape
-    E = len(estimators)
-    first, squares = np.zeros((E, C * 2 * T * S)), np.zeros((E, C * 2 * T * S))
+def _enumerated(mixtures, estimators, b, second=True):
+    """[(first, second) (E, C, 2, T, S)] per mixture, per estimator and component (unweighted by q_c), by visiting the
+    sequences the mixtures share once for every mixture and estimator, in chunks of at most CHUNK sequences
+    (``sequences_of``)."""
+    shared = mixtures[0]
+    C, T, S = shared.shape
+    E, M = len(estimators), len(mixtures)
+    first, squares = np.zeros((M, E, C * 2 * T * S)), np.zeros((M, E, C * 2 * T * S))
     positions = np.arange(T)
-    for component, x in sequences_of(mixture):
-        reward = (2 * (mixture.tokens[x] == 0).sum(axis=1) >= T).astype(float)
+    for component, x in sequences_of(shared):
+        reward = (2 * (shared.tokens[x] == 0).sum(axis=1) >= T).astype(float)
         rows = component[:, None]
-        p = np.exp(mixture.log_sampled[rows, positions, x].sum(axis=1))[:, None]
-        log_anchor, log_logged = mixture.log_anchor[rows, positions, x], mixture.log_logged[rows, positions, x]
+        p = np.exp(shared.log_sampled[rows, positions, x].sum(axis=1))[:, None]
         cell = (((rows * 2 + reward[:, None].astype(int)) * T + positions) * S + x).ravel()     # (c, ρ, t, s)
-        for index, (estimator_id, params) in enumerate(estimators):
-            sequences = GivenSequences(log_anchor, log_logged, mixture.loss_mask[component], reward - b[index])
-            coefficient, _, additive = apply(estimator_id, sequences, params)
-            if np.any(additive):
-                raise ValueError(f"{estimator_id} adds a penalty term to the gradient: it is a loss, not a correction "
-                                 "weight")
-            coefficient = np.broadcast_to(coefficient, x.shape)
-            first[index] += np.bincount(cell, weights=(p * coefficient).ravel(), minlength=first.shape[1])
-            if second:
-                squares[index] += np.bincount(cell, weights=(p * coefficient**2).ravel(), minlength=first.shape[1])
-    return first.reshape(E, C, 2, T, S), squares.reshape(E, C, 2, T, S)
+        for which, mixture in enumerate(mixtures):
+            log_anchor, log_logged = mixture.log_anchor[rows, positions, x], mixture.log_logged[rows, positions, x]
+            mask = mixture.loss_mask[component]
+            views = {}                # one view per baseline, shared by its estimators (and their memoised sums)
+            for index, (estimator_id, params) in enumerate(estimators):
+                key = float(b[index])
+                if key not in views:
+                    views[key] = GivenSequences(log_anchor, log_logged, mask, reward - key)
+                coefficient, _, additive = apply(estimator_id, views[key], params)
+                if np.any(additive):
+                    raise ValueError(f"{estimator_id} adds a penalty term to the gradient: it is a loss, not a "
+                                     "correction weight")
+                weighted = p * np.broadcast_to(coefficient, x.shape)
+                first[which, index] += np.bincount(cell, weights=weighted.ravel(), minlength=first.shape[-1])
+                if second:
+                    squares[which, index] += np.bincount(cell, weights=(weighted * coefficient).ravel(),
+                                                         minlength=first.shape[-1])
+    shape = (E, C, 2, T, S)
+    return [(first[which].reshape(shape), squares[which].reshape(shape)) for which in range(M)]
 
 
 def sequences_of(mixture):
