@@ -59,7 +59,8 @@ checks the whole model on a grid):
 
     records:     8 · E · r · (K + 1) · (T·V + R)    θ_k and R numbers per step (R = 8 expected, 6 sampled; r = 1
                                                      expected): exact
-    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time)
+    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time;
+                                                 a hidden run's: ``enumerated_bytes``)
                  sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T (+ FLOATS_PER_UPDATED_TOKEN when a batch feeds
                                     updates away from its anchor: the frozen g, A, log π_old, log μ and each update's)
                                 + E·r·(FLOATS_PER_TABLE_ENTRY · T·V + FLOATS_PER_COUNT_PAIR · T² + FLOATS_PER_RUN))
@@ -73,6 +74,7 @@ import time
 from dataclasses import dataclass, replace
 
 from toylab.catalogue.updates import DEFAULT_UPDATE
+from toylab.engine.hidden import CHUNK
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
@@ -95,6 +97,7 @@ PROBE_REPEATS = 5                           # … at most this many times
 SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes less is timed for K = 9, not 3
 BASE_BYTES = 150 * 2**20                    # the interpreter, numpy and toylab (the command line)
 FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default estimators) to 13–15 (every one)
+FLOATS_PER_HIDDEN_TOKEN = 12                # a per-token router draw's enumerated chunk (measured 11 at T = 5)
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
 FLOATS_PER_UPDATED_TOKEN = 20               # more when a batch feeds U updates away from its anchor (measured 17–22)
 FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
@@ -163,6 +166,17 @@ def sequences(T, V, kind=()):
     return count * V**T if name == "sequence" else count * max(T - 1, 1) * V**T
 
 
+def enumerated_bytes(T, V, kind=()):
+    """Bytes of one step's enumeration: 8·FLOATS_PER_ENUMERATED_SEQUENCE·V**T — a hidden run enumerates one
+    component's sequences after another, so D router draws per sequence or η(T − 1) version patterns add time, not
+    memory — and, when a router draw is a hidden value of each token, a chunk of its (D·V)**T sequences at a time
+    (``hidden.CHUNK``), FLOATS_PER_HIDDEN_TOKEN floats per token of it."""
+    held = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T
+    if kind and kind[0] == "token":
+        held += 8 * FLOATS_PER_HIDDEN_TOKEN * T * min(sequences(T, V, kind), CHUNK)
+    return held
+
+
 def fitted(config, T):
     """``config`` for a copy of T tokens: a fixed version switch moved inside it (at most T − 1), none below T = 2."""
     versions = config.versions
@@ -189,7 +203,8 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
             split_grid(T, V)                                        # built once per process: not a step's time
         copy = replace(fitted(config, T), steps=steps, N=N, runs=runs)
         if chosen is REFERENCE_SELECTION:            # g is the arrays' growth: one recomputed update a step measures it
-            copy = replace(copy, update=DEFAULT_UPDATE, lag=0)
+            drawn = copy.versions.switch == "drawn"  # (at the run's lag when it draws version patterns: their number)
+            copy = replace(copy, update=DEFAULT_UPDATE, lag=copy.lag if drawn else 0)
         start, wall = timer(), clock()
         train(toy, chosen, baseline, copy, chunk=chunk)
         cpu, wall = timer() - start, clock() - wall
@@ -310,7 +325,7 @@ def run_bytes(T, V, config, estimator_ids):
         + 8 * count * runs * T * V * config.lag                             # θ_{k−1} … θ_{k−s}: the engine's past
     if config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
-        step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * sequences(T, V, hidden_kind(config)) if enumerates else 0
+        step = enumerated_bytes(T, V, hidden_kind(config)) if enumerates else 0
     else:
         per_token = FLOATS_PER_DRAWN_TOKEN + (FLOATS_PER_UPDATED_TOKEN if config.weights_only else 0)
         step = 8 * (per_token * config.runs * config.N * T
