@@ -95,8 +95,6 @@ def _routing(settings, selection):
         + " Megatron-LM #4168 reports about 10 % of router decisions and 94 % of tokens differing per forward pass "
           "(48 layers).")
     frame = experts_frames.replay_frame(view)
-    if len(frame):
-        chart_element.draw(right, experts_charts.replay_chart(frame, settings.N))
     right.caption(
         f"Here: {view.flips.mean():.0%} of decisions, {view.token_flips.mean():.0%} of tokens, "
         f"{view.sequence_flips:.0%} of sequences flip. The k1 KL(μ‖π_old) the correction sees: "
@@ -107,6 +105,7 @@ def _routing(settings, selection):
         "leaves only the logit error in the ratio, but its gradient is the trainer's under the engine's routing: "
         "biased for ∇J — compare the cosines to ∇J and to ∇J_μ in the table.")
     if len(frame):
+        chart_element.draw(st, experts_charts.replay_chart(frame, settings.N))
         st.dataframe(frame, hide_index=True, width="stretch", column_config={
             "rel_bias": st.column_config.NumberColumn("rel bias (∇J)", format="%.4f"),
             "rel_std": st.column_config.NumberColumn(f"rel std at N = {settings.N:,}", format="%.4f"),
@@ -159,8 +158,8 @@ def _versions(settings, selection):
     st.caption(
         f"At θ_{k} (J = {view.J:.4f}), {view.patterns} version pattern(s): tokens before the switch from θ_(k−h), "
         "after it from θ_(k−h+1); each token's μ is its own version's (what every framework logs). The first update "
-        f"of PPO (ε 0.2) with the anchor {anchor_name}: its mean against ∇J (bar) and against the per-token truth "
-        "(tick). One stamp per sequence misleads only an anchor that reads versions — rollout (π at the stamped "
+        f"of PPO (ε 0.2) with the anchor {anchor_name}: its relative bias against ∇J (bar) and its mean's distance from "
+        "the per-token truth's, ‖E ĝ − E ĝ_truth‖/‖∇J‖ (tick). One stamp per sequence misleads only an anchor that reads versions — rollout (π at the stamped "
         "version) and loglinear (AReaL's π_prox, α = (s − 1)/s) — and the head stamp most where the switch is early; a "
         "masked stale prefix drops its tokens' gradient (bias) and their variance.")
     st.dataframe(frame, hide_index=True, width="stretch", column_config={

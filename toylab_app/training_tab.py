@@ -183,8 +183,9 @@ def _hidden_controls(group, T):
     stamp_column.radio("stamp", STAMPS, key=KEY["stamp"], persist_state="session", horizontal=True,
                        disabled=preset_set, help="What is logged as each token's version: its own, the sequence's "
                                                  "head's or its tail's (read by the rollout anchor and loglinear).")
-    mask_column.toggle("mask the stale prefix", key=KEY["mask_stale"], persist_state="session", disabled=preset_set,
-                       help="slime's --mask-offpolicy-in-partial-rollout: the tokens before the switch leave the loss.")
+    mask_column.toggle("mask prefix", key=KEY["mask_stale"], persist_state="session", disabled=preset_set,
+                       help="Mask the stale prefix (slime's --mask-offpolicy-in-partial-rollout): the tokens before "
+                            "the switch leave the loss.")
     prox_column.radio("π_prox", PROXIES, key=KEY["prox"], persist_state="session", horizontal=True,
                       disabled=preset_set, help="AReaL's prox_logp_method: recompute, or loglinear from the stamps "
                                                 "(with the anchor recompute).")
