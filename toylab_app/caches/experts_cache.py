@@ -39,6 +39,24 @@ def _flips(T, V, seed, experts, axis):
 def versions(toy_key, versions_model, lag, anchor, selection, baseline, N, step, lr):
     """``analysis.versions.versions_view`` at on_policy's step ``step`` (SGD at ``lr``), every mode of logging."""
     toy = cache.toy(*toy_key)
+    T, V, _, seed, sampler = toy_key
     with large_work(cache.sequences(toy_key) * lag * toy.T):
         return versions_view(toy, versions_model, lag, anchor, Update(), {id: dict(params) for id, params in selection},
-                             history_of(toy, step, lr), baseline, N)
+                             _history(T, V, seed, sampler, step, lr), baseline, N)
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def _history(T, V, seed, sampler, step, lr):
+    """on_policy's versions θ_k … θ_0: its ascent reads π alone, so a mismatch step keeps them."""
+    thetas = history_of(make_toy(T, V, 0.0, seed, sampler, max_sequences=None), step, lr)
+    return _Versions(tuple(thetas(v) for v in range(step + 1)))
+
+
+class _Versions:
+    """v ↦ θ_{k−v} from a kept tuple (θ_k, θ_{k−1}, …, θ_0): what ``history_of`` returns, picklable for the cache."""
+
+    def __init__(self, thetas):
+        self.thetas = thetas
+
+    def __call__(self, v):
+        return self.thetas[min(v, len(self.thetas) - 1)]
