@@ -12,7 +12,10 @@ would seem to add less). Printed: predicted and measured seconds and MB, their r
 probe's own seconds, and the load average (2 shared cores here: a loaded machine slows the run and the probe alike,
 but not always by as much). ``--policies``: the three-policy grid instead — the default estimators at each size with
 U = 8 updates a batch (recompute, 8 epochs), bypass at lag 16 (4 minibatches × 2 epochs), and rollout at lag 8 with
-the correction at the current policy (4 epochs): U ≤ 8 and lag ≤ 16.
+the correction at the current policy (4 epochs): U ≤ 8 and lag ≤ 16. ``--hidden``: runs with hidden variables instead —
+the default estimators in expected mode with a mixture of experts (its router error drawn per sequence, replay off, R2
+and R3 with U = 4; drawn per token, D = 2) and with version switches (fixed; drawn up to η = 4 with the rollout anchor
+and head stamps; AReaL's log-linear π_prox), at T = 4 to 10.
 """
 
 import argparse
@@ -32,6 +35,8 @@ from toylab.catalogue.estimators import ESTIMATORS
 from toylab.engine.sampler import DEFAULT_SAMPLER
 from toylab.training import cost
 from toylab.catalogue.updates import Update
+from toylab.engine.experts import Experts
+from toylab.engine.versions import Versions
 from toylab.training.loop import TrainingConfig, train, trained_ids
 
 def rss(field):
@@ -41,8 +46,11 @@ def rss(field):
 point = json.loads(sys.argv[1])
 ids = list(ESTIMATORS) if point["estimators"] == "all" else point["estimators"].split(",")
 update = point.get("update", {})
+hidden = point.get("hidden", {})
 config = TrainingConfig(steps=point["steps"], mode=point["mode"], N=point["N"], runs=point["runs"],
-                        update=Update(**{k: v for k, v in update.items() if k != "lag"}), lag=update.get("lag", 0))
+                        update=Update(**{k: v for k, v in update.items() if k != "lag"}), lag=update.get("lag", 0),
+                        experts=Experts(**hidden["experts"]) if "experts" in hidden else None,
+                        replay=hidden.get("replay", "off"), versions=Versions(**hidden.get("versions", {})))
 ids = trained_ids(dict.fromkeys(ids, {}), config.mode, config.N, config.weights_only)
 selection = {id: {} for id in ids}
 toy = make_toy(point["T"], point["V"])
@@ -95,6 +103,28 @@ def policy_grid(quick, mode=None):
     return points[::4] if quick else points
 
 
+HIDDEN = ({"experts": {}, "replay": "off"}, {"experts": {}, "replay": "R2", "epochs": 4},
+          {"experts": {}, "replay": "R3", "epochs": 4}, {"experts": {"draw": "token", "draws": 2}, "replay": "R3"},
+          {"versions": {"switch": "fixed", "at": 2}, "lag": 2},
+          {"versions": {"switch": "drawn", "stamp": "head"}, "lag": 4, "anchor": "rollout"},
+          {"versions": {"switch": "fixed", "at": 2, "prox": "loglinear"}, "lag": 2})
+
+
+def hidden_grid(quick, mode=None):
+    """The hidden-variable points: the default estimators in expected mode at T = 4, 6, 8 and 10 (V = 4; per-token
+    router draws only up to T = 6, whose sums enumerate (D·V)**T), under each of HIDDEN."""
+    points = []
+    for T, steps in ((4, 100), (6, 100), (8, 30), (10, 5)):
+        for hidden in HIDDEN:
+            if "draw" in hidden.get("experts", {}) and T > 6:
+                continue
+            update = {key: hidden[key] for key in ("epochs", "lag", "anchor") if key in hidden}
+            points.append({"mode": "expected", "T": T, "V": 4, "steps": steps, "N": 64, "runs": 1,
+                           "estimators": DEFAULT, "update": update,
+                           "hidden": {key: hidden[key] for key in ("experts", "replay", "versions") if key in hidden}})
+    return points[::4] if quick else points
+
+
 def measure(point):
     """The point's time (after its probe) and its memory (alone), each in a fresh process."""
     for what in ("time", "memory"):
@@ -112,7 +142,9 @@ def label(point):
     which = "all" if point["estimators"] == "all" else "default"
     update = point.get("update")
     policies = "" if update is None else " · " + " ".join(f"{key} {value}" for key, value in update.items())
-    return f"{point['mode']} {size}{draws} K={point['steps']}, {which} ({point['trained']}){policies}"
+    hidden = point.get("hidden")
+    hidden = "" if not hidden else " · " + " ".join(f"{key} {value}" for key, value in hidden.items())
+    return f"{point['mode']} {size}{draws} K={point['steps']}, {which} ({point['trained']}){policies}{hidden}"
 
 
 def main():
@@ -121,13 +153,15 @@ def main():
     parser.add_argument("--quick", action="store_true", help="every fourth point")
     parser.add_argument("--mode", choices=("expected", "sampled"), help="only this mode's points")
     parser.add_argument("--policies", action="store_true", help="the three-policy grid: U ≤ 8, lag ≤ 16")
+    parser.add_argument("--hidden", action="store_true", help="runs with hidden variables: routing and versions")
     arguments = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} at the start", flush=True)
     rows = []
     print("| run | predicted CPU s | measured | ratio | predicted wall s | measured | ratio | probe s | predicted MB "
           "| measured MB | ratio |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for point in (policy_grid if arguments.policies else grid)(arguments.quick, arguments.mode):
+    chosen = hidden_grid if arguments.hidden else policy_grid if arguments.policies else grid
+    for point in chosen(arguments.quick, arguments.mode):
         row = measure(point)
         rows.append(row)
         print(f"| {label(row)} | {row['predicted_s']:.3g} | {row['cpu_s']:.3g} | {row['predicted_s'] / row['cpu_s']:.2f} "

@@ -18,6 +18,7 @@ import streamlit as st
 from toylab.state.query import (
     ERRORS_TAB,
     ESTIMATORS_TAB,
+    EXPERTS_TAB,
     LENGTH_TAB,
     LESSONS_TAB,
     MISMATCH_SWEEP_TAB,
@@ -32,6 +33,7 @@ from toylab_app import (
     address,
     errors_tab,
     estimators_tab,
+    experts_tab,
     header,
     heap,
     last_resort,
@@ -58,6 +60,7 @@ TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LA
     (MISMATCH_SWEEP_TAB, mismatch_sweep_tab),
     (LENGTH_TAB, length_tab),
     (TRAINING_TAB, training_tab),
+    (EXPERTS_TAB, experts_tab),
     (YOUR_RUN_TAB, your_run_tab),
     (LESSONS_TAB, lessons_tab),
 ]

@@ -5,8 +5,11 @@ import streamlit as st
 from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.catalogue.kl_presets import KL_PRESETS
+from toylab.catalogue.replay import REPLAY_IDS, REPLAYS
 from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
+from toylab.catalogue.version_handling import VERSION_IDS
+from toylab.engine.versions import PROXIES, STAMPS, SWITCHES
 from toylab.presentation import (
     coincidence,
     frames,
@@ -19,11 +22,14 @@ from toylab.presentation import (
 from toylab.presentation.pipeline_text import scored_objective_note
 from toylab.state.query import (
     BETAS,
+    CUSTOM,
     CUSTOM_UPDATE,
     DUAL_CLIPS,
     ESTIMATORS_TAB,
+    EXPERTS_TAB,
     KL_CHOICES,
     LEARNING_RATES,
+    NO_EXPERTS,
     NO_KL,
     PAGE_UPDATES_AT_MOST,
     TRAINING_CONTROLS,
@@ -118,7 +124,8 @@ def controls(settings, where=st):
 
 POLICY_GROUP = "group_policies"          # the three-policy controls' expander: built only while open
 POLICY_KEYS = ("lag", "lag_draw", "anchor", "loss", "minibatches", "epochs", "eps_low", "eps_high", "dual_clip",
-               "weights_at")
+               "weights_at", "replay", "replay_preset", "switch", "switch_at", "stamp", "mask_stale", "prox",
+               "version_preset")
 
 
 def _policies_set(view):
@@ -128,17 +135,17 @@ def _policies_set(view):
                                                        for name in POLICY_KEYS)
 
 
-def _policy_group(where, config):
+def _policy_group(where, config, T):
     """The three policies: the run's update in symbols (which policies enter r and w) over an expander that reruns
     the page when opened or closed, its widgets built only while open, opened by a link (or lesson) that sets one of
     them. In it: a framework's update in one pick (as the sidebar picks its corrections), the update's
     equation with what the current values mean, and either that framework's update in words or the tab's own
-    controls (each in the URL)."""
+    controls (each in the URL); then the routing replay and the version switches (``_hidden_controls``)."""
     if POLICY_GROUP not in st.session_state and _policies_set(address.view()):
         st.session_state[POLICY_GROUP] = True
     where.caption(update_text.label(config.update, config.lag, config.lag_draw))   # not in the expander's label,
     group = where.expander("Three policies: a framework's update, or the engine's lag, the anchor π_old, the loss, "
-                           "updates per batch", key=POLICY_GROUP, on_change="rerun")    # which names it: a new one
+                           "updates per batch; routing replay, version switches", key=POLICY_GROUP, on_change="rerun")    # which names it: a new one
                                                                                         # would close it
     if not group.open:
         return
@@ -151,8 +158,9 @@ def _policy_group(where, config):
     preset = UPDATE_PRESETS.get(st.session_state[KEY["update"]])
     if preset is not None:
         group.caption(update_text.preset_text(preset, st.session_state["est"]))
-        return
-    _own_controls(group)
+    else:
+        _own_controls(group)
+    _hidden_controls(group, T)
 
 
 def _update_name(id):
@@ -213,6 +221,40 @@ def _own_controls(group):
     dual_column.select_slider("dual clip c", DUAL_CLIPS, key=KEY["dual_clip"], persist_state="session",
                               format_func=lambda c: "off" if c == 0 else f"{c:g}", disabled="dual_clip" not in
                               LOSSES[loss].params, help="For A < 0, ratios above c are clipped (verl's default 3).")
+
+
+def _hidden_controls(group, T):
+    """The routing replay of the toy's mixture of experts and the version switches (each in the link; the mixture's
+    shape in the Experts & versions tab)."""
+    replay_column, replay_preset_column, switch_column, at_column = group.columns([2.2, 2, 1.8, 1.2])
+    replay_preset = replay_preset_column.selectbox(
+        "replay preset", REPLAY_IDS, key=KEY["replay_preset"], persist_state="session",
+        help="A framework's routing-replay option (read from its code): it sets the replay mode.")
+    replay_column.radio("mixture of experts: replay", (NO_EXPERTS, *REPLAYS), key=KEY["replay"],
+                        persist_state="session", horizontal=True, disabled=replay_preset != CUSTOM,
+                        help=f"none: the dense toy. off: the trainer routes with its own router; R2: with the routing "
+                             f"recorded at the anchor's recomputation; R3: with the engine's. The mixture (layers, "
+                             f"experts, router error) is set in the {EXPERTS_TAB} tab.")
+    switch = switch_column.radio("version switch", SWITCHES, key=KEY["switch"], persist_state="session",
+                                 horizontal=True, help="fixed: every sequence switches to one version newer at the "
+                                                       "position; drawn: its head 1 … η back (η = the lag) and its "
+                                                       "switch position drawn per sequence.")
+    at_column.slider("at", 1, max(T - 1, 1), key=KEY["switch_at"], persist_state="session",
+                     disabled=switch != "fixed", help="The fixed switch's position.")
+    stamp_column, mask_column, prox_column, version_preset_column = group.columns([2.2, 1.4, 2, 2.2])
+    version_preset = version_preset_column.selectbox(
+        "version preset", VERSION_IDS, key=KEY["version_preset"], persist_state="session",
+        help="A framework's version handling (read from its code): it sets the stamp, the mask and π_prox.")
+    preset_set = version_preset != CUSTOM
+    stamp_column.radio("stamp", STAMPS, key=KEY["stamp"], persist_state="session", horizontal=True,
+                       disabled=preset_set, help="What is logged as each token's version: its own, the sequence's "
+                                                 "head's or its tail's (read by the rollout anchor and loglinear).")
+    mask_column.toggle("mask prefix", key=KEY["mask_stale"], persist_state="session", disabled=preset_set,
+                       help="Mask the stale prefix (slime's --mask-offpolicy-in-partial-rollout): the tokens before "
+                            "the switch leave the loss.")
+    prox_column.radio("π_prox", PROXIES, key=KEY["prox"], persist_state="session", horizontal=True,
+                      disabled=preset_set, help="AReaL's prox_logp_method: recompute, or loglinear from the stamps "
+                                                "(with the anchor recompute).")
 
 
 REFERENCE_GROUP = "group_reference"     # the reference's controls: built only while open
@@ -296,7 +338,7 @@ def render(settings):
         _pick(where, ids)
     draw = _drawers(settings, config, selection, marked, lesson)
     _top_charts(settings, config, selection, draw, lesson)
-    _policy_group(st, config)
+    _policy_group(st, config, settings.T)
     if _three_policies(config):
         _policy_charts(draw, lesson, _curves(settings, config, selection))
     _reference_group(st)
@@ -496,7 +538,7 @@ def _seeds_view(settings, config, selection):
 
 def _three_policies(config):
     """Whether the run is more than today's one recomputed update per batch with the engine at θ_k."""
-    return config.update != DEFAULT_UPDATE or config.lag > 0
+    return config.update != DEFAULT_UPDATE or config.lag > 0 or config.hidden
 
 
 def _referenced(config):

@@ -20,8 +20,12 @@ FLOAT64_RTOL = 1e-12
 FLOAT32_UNIT = 2.0**-23
 
 
+ACROSS_FRAMEWORKS = ("hidden",)     # several frameworks' arithmetic on one toy (test_hidden_reference.py), not a preset's
+
+
 def frameworks():
-    return sorted(path.parent.name for path in REFERENCE.glob("*/numbers.json"))
+    return sorted(path.parent.name for path in REFERENCE.glob("*/numbers.json")
+                  if path.parent.name not in ACROSS_FRAMEWORKS)
 
 
 @cache

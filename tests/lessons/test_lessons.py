@@ -25,7 +25,7 @@ from toylab.state.query import (
 from toylab.training.loop import TrainingConfig, train
 
 TABS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep", "Sequence length",
-        "Training")
+        "Training", "Experts & versions")
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
 
 

@@ -25,7 +25,7 @@ from toylab_app.sidebar import GROUP_PREFIX, GROUPS
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
-              "Sequence length": 2, "Training": 5, "Your run": 0, "Lessons": 0}
+              "Sequence length": 2, "Training": 5, "Experts & versions": 3, "Your run": 0, "Lessons": 0}
 HEADER = ["M sequences", "J = E_π[r]", "E_μ[r] logged", "‖∇J‖", "KL(μ‖π)", "χ²_seq", "ESS fraction", "E_μs[W] check"]
 
 

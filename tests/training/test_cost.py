@@ -12,7 +12,11 @@ import pytest
 from messages import says
 
 from toylab import make_toy
+from toylab.catalogue.updates import Update
+from toylab.engine.experts import Experts
+from toylab.engine.hidden import CHUNK
 from toylab.engine.sampler import DEFAULT_SAMPLER
+from toylab.engine.versions import Versions
 from toylab.training import cost
 from toylab.training.loop import TrainingConfig, train, trained_ids
 
@@ -311,3 +315,42 @@ def test_a_floor_that_fits_asks_for_the_complete_probe_bounded(monkeypatch):
     assert asked[1] is None
     assert says(cost.refusal(6, 4, TrainingConfig(steps=100), DEFAULT, probed, cost.PAGE_SECONDS),
                 "estimated at over 50 s")
+
+
+@pytest.mark.parametrize(("T", "V", "config"), [
+    (8, 4, TrainingConfig(steps=2, experts=Experts())),
+    (5, 4, TrainingConfig(steps=2, experts=Experts(draw="token", draws=2), replay="R3")),
+    (8, 4, TrainingConfig(steps=2, lag=3, update=Update(anchor="rollout"), versions=Versions(switch="drawn"))),
+    (8, 4, TrainingConfig(steps=2, lag=2, versions=Versions(switch="fixed", at=3, prox="loglinear"))),
+])
+def test_a_hidden_run_s_memory_is_within_a_factor_of_two_of_the_model(T, V, config):
+    """Router draws per sequence and version patterns add time, not memory (one component's sequences at a time);
+    a router draw per token holds a chunk of its (D·V)**T sequences."""
+    toy = make_toy(T, V)
+    tracemalloc.start()
+    try:
+        train(toy, {id: {} for id in DEFAULT}, "none", config)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    predicted = cost.run_bytes(T, V, config, DEFAULT)
+    assert predicted / 2 <= peak <= 2 * predicted, (peak, predicted)
+
+
+def test_a_hidden_run_is_sized_by_the_sequences_its_sums_visit():
+    assert cost.hidden_kind(TrainingConfig()) == ()
+    assert cost.hidden_kind(TrainingConfig(experts=Experts(draws=3))) == ("sequence", 3)
+    assert cost.hidden_kind(TrainingConfig(experts=Experts(draw="token", draws=2))) == ("token", 2)
+    assert cost.hidden_kind(TrainingConfig(lag=4, versions=Versions(switch="drawn"))) == ("drawn", 4)
+    assert cost.hidden_kind(TrainingConfig(lag=2, versions=Versions(switch="fixed", at=2))) == ()
+    assert cost.sequences(6, 4) == 4**6
+    assert cost.sequences(6, 4, ("sequence", 3)) == 3 * 4**6
+    assert cost.sequences(6, 4, ("token", 2)) == 8**6
+    assert cost.sequences(6, 4, ("drawn", 4)) == 4 * 5 * 4**6
+    assert cost.enumerated_bytes(6, 4, ("drawn", 4)) == cost.enumerated_bytes(6, 4) == \
+        8 * cost.FLOATS_PER_ENUMERATED_SEQUENCE * 4**6
+    assert cost.enumerated_bytes(8, 4, ("token", 2)) - cost.enumerated_bytes(8, 4) == \
+        8 * cost.FLOATS_PER_HIDDEN_TOKEN * 8 * CHUNK
+    fixed = TrainingConfig(lag=2, versions=Versions(switch="fixed", at=5))
+    assert cost.fitted(fixed, 4).versions.at == 3 and cost.fitted(fixed, 8) is fixed
+    assert cost.fitted(fixed, 1).versions.switch == "off"

@@ -8,4 +8,6 @@
     repeated       one position repeated T times: W capped falls with T, its geometric mean does not
     seeds          the population a view's takeaway is read over: the current toy among 30 seeds, and ranks
     kl_view        each KL setting's estimate of ∇KL(π‖π_ref) on the engine's tokens, against the true gradient
+    routing        a mixture of experts' routing mismatch: each correction with replay off, R2 and R3, flip rates
+    versions       sequences spanning two policy versions: each way of logging them against the per-token truth
 """

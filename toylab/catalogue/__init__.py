@@ -17,6 +17,8 @@ factors of its per-token coefficient. Bottom to top:
     pipelines      what a pipeline logs as μ and what its trainer scores; each framework's pipeline as a preset
     updates        one update of a batch: the per-token surrogate sg(g(w))·L(r, A) of π_θ, π_old and μ, and its data
     update_presets every framework's update presets in one table
+    replay         routing replay (off, R2, R3) and each framework's option for it, as presets
+    version_handling   what each framework logs of a sequence's versions (stamps, a masked stale prefix, π_prox)
     estimators     the registry: id → formula, source, thresholds, colour and weight function
     kl             the KL penalty to a reference: k1, abs, k2, k3, the straight-through variants, full; loss or reward
     kl_presets     every framework's KL setting as data: estimator, placement, ratio, clamps, default β

@@ -8,4 +8,6 @@
     inspect_run    ``python -m toylab inspect DIR``: a run (a directory, a zip, several files) step by step
     lessons        ``python -m toylab lessons``: how often each lesson's claim holds over its toys; --write computes them
     progress       a progress bar with the time left, on stderr
+    hidden         ``python -m toylab routing`` and ``versions``: the exact tables of hidden variables
+    hidden_arguments   the options of a mixture of experts with replay, and of version switches
 """

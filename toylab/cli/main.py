@@ -1,4 +1,4 @@
-"""``python -m toylab [train | inspect | lessons]``: which command the first argument names.
+"""``python -m toylab [train | inspect | lessons | routing | versions]``: which command the first argument names.
 
     python -m toylab [options]            the exact table (``table``)
     python -m toylab train [options]      gradient ascent with chosen estimators (``train``)
@@ -6,6 +6,8 @@
     python -m toylab inspect RUN          a run — a directory, a zip or several files — step by step (``inspect``
                                           parses, ``inspect_run`` reads)
     python -m toylab lessons [ID …]       how often each lesson's claim holds over its toys (``lessons``)
+    python -m toylab routing [options]    a mixture of experts' routing mismatch, with and without replay (``hidden``)
+    python -m toylab versions [options]   sequences spanning policy versions, by what is logged of them (``hidden``)
 
 An installed package's ``toylab`` command is the same (``toylab inspect RUN``), and serves the page as
 ``toylab app`` (toylab_app/command.py: the page is not part of this library).
@@ -14,11 +16,11 @@ Each command's module is imported only when it runs: the table needs neither pan
 readers of ``inspect`` import.
 """
 
-import importlib
 import os
 import sys
 
-COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect", "lessons": "toylab.cli.lessons"}
+COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect", "lessons": "toylab.cli.lessons",
+            "routing": "toylab.cli.hidden", "versions": "toylab.cli.hidden"}
 PAGE = ("toylab: error: the page is served by the installed command, `toylab app` (pip install .), or from a clone "
         "by `streamlit run streamlit_app.py`\n")
 
@@ -29,8 +31,8 @@ def main(argv=None):
         sys.stderr.write(PAGE)
         return 2
     command, arguments = (argv[0], argv[1:]) if argv[:1] and argv[0] in COMMANDS else ("table", argv)
-    module = COMMANDS.get(command, "toylab.cli.table")
-    return importlib.import_module(module).main(arguments)
+COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect", "lessons": "toylab.cli.lessons",
+            "routing": "toylab.cli.hidden", "versions": "toylab.cli.hidden"}
 
 
 def run(argv=None, entry=main):

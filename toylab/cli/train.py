@@ -31,6 +31,7 @@ from toylab.cli.arguments import (
     one_of,
     validate_toy_arguments,
 )
+from toylab.cli.hidden_arguments import add_experts_arguments, add_versions_arguments, experts_of, versions_of
 from toylab.cli.progress import ProgressBar
 from toylab.cli.table import toy_line, toy_summary
 from toylab.engine.reference import DISTANCE_RANGE, Reference
@@ -130,6 +131,8 @@ def train_parser():
                            help="the penalty's coefficient β (default: the preset's framework default)")
     reference.add_argument("--reference-distance", type=number_in(float, *DISTANCE_RANGE), default=0.0, metavar="D",
                            help="π_ref at θ_0 + D·d, d a seeded standard normal direction (default 0: the initial π)")
+    add_experts_arguments(parser)
+    add_versions_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -143,10 +146,13 @@ def parse_arguments(argv):
         parser.error(str(error))
     arguments = validate_toy_arguments(parser, arguments, ids)
     try:
+        experts, replay = experts_of(arguments)
         arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
                                           arguments.N, arguments.runs, arguments.noise, _update(arguments),
                                           arguments.lag, arguments.lag_draw, penalty(arguments),
-                                          Reference(arguments.reference_distance))
+                                          Reference(arguments.reference_distance), experts, replay,
+                                          versions_of(arguments))
+        arguments.config.versions.check(arguments.T)
         arguments.seconds = _check_cost(arguments)
     except ValueError as error:
         parser.error(str(error))
@@ -233,9 +239,14 @@ def update_entry(config):
     """How each batch was used: the anchor, the loss and its parameters, minibatches × epochs, where the correction
     reads its ratio, and the engine's lag."""
     update = config.update
-    return {"anchor": update.anchor, "loss": update.loss, "loss_params": update.loss_params,
-            "minibatches": update.minibatches, "epochs": update.epochs, "U": update.U, "weights_at": update.weights_at,
-            "lag": config.lag, "lag_draw": config.lag_draw}
+    entry = {"anchor": update.anchor, "loss": update.loss, "loss_params": update.loss_params,
+             "minibatches": update.minibatches, "epochs": update.epochs, "U": update.U, "weights_at": update.weights_at,
+             "lag": config.lag, "lag_draw": config.lag_draw}
+    if config.experts is not None:
+        entry["experts"] = config.experts.__dict__ | {"replay": config.replay}
+    if not config.versions.is_default:
+        entry["versions"] = dict(config.versions.__dict__)
+    return entry
 
 
 def kl_entry(config, name):
@@ -257,7 +268,10 @@ def update_line(config):
     return (f"anchor {update.anchor}, loss {update.loss}" + (f" ({params})" if params else "")
             + f", U = {update.U} ({update.minibatches} minibatch{'es' * (update.minibatches > 1)} × {update.epochs} "
             f"epoch{'s' * (update.epochs > 1)}), {lag}"
-            + (", correction at the current π_θ" if update.weights_at == "current" else ""))
+            + (", correction at the current π_θ" if update.weights_at == "current" else "")
+            + (f"; mixture of experts: {config.experts.describe()}, replay {config.replay}"
+               if config.experts is not None else "")
+            + (f"; versions: {config.versions.describe()}" if not config.versions.is_default else ""))
 
 
 def _trajectory(trajectory, config):

@@ -12,4 +12,7 @@
     recursion      factorising estimators' moments at any T, by dynamic programming over the count
     reference      the reference policy π_ref and the exact KLs between π and it, both ways, with their gradients
     kl_moments     a KL penalty's estimate of ∇KL on the engine's tokens: its exact mean and second moment
+    experts        a mixture of experts split from θ: the trainer's routing and the engine's router error, gradients
+    hidden         exact sums over sequences with hidden variables (a component per sequence, a value per token)
+    versions       a sequence switching policy version, the stamps a framework logs, AReaL's log-linear π_prox
 """

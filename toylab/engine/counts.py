@@ -138,7 +138,7 @@ def factorised_means(position_probability, factors, phi, pi):
     return m - pi * m.sum(axis=-1, keepdims=True)
 
 
-def factorised_marginals(position_probability, factors, phi):
+def factorised_marginals(position_probability, factors, phi, zeros=None):
     """m_t[v] = E_p[c_t(y)·φ(K)·1[y_t = v]] of coefficients that factorise over positions, many rows at once, O(T³)
     per row:
 
@@ -149,14 +149,19 @@ def factorised_marginals(position_probability, factors, phi):
     the count distribution of the weights with position t left out, each position divided by its total weight
     (the log of their product carried alongside). Arguments: p, token, before, after of shape (..., T, V)
     (``factors`` a PositionFactors of such tables), φ(k) of shape (..., T + 1): r(k) − b for an estimator's mean,
-    1[r(k) = ρ] for the part of the sequences with reward ρ.
+    1[r(k) = ρ] for the part of the sequences with reward ρ. ``zeros`` (V,) bool marks the symbols K counts (default:
+    token 0 alone): a position's symbol may carry a hidden variable beside its token (``hidden``), several of them
+    token 0.
     """
     p = position_probability
     T = p.shape[-2]
     position = np.arange(T)
     earlier = (position[None, :] < position[:, None])[..., None]            # [t, s]: s < t
     weight = p[..., None, :, :] * np.where(earlier, factors.before[..., None, :, :], factors.after[..., None, :, :])
-    zero, other = weight[..., 0], weight[..., 1:].sum(axis=-1)              # (..., t, s)
+    if zeros is None:
+        zero, other = weight[..., 0], weight[..., 1:].sum(axis=-1)          # (..., t, s)
+    else:
+        zero, other = weight[..., zeros].sum(axis=-1), weight[..., ~zeros].sum(axis=-1)
     zero[..., position, position], other[..., position, position] = 0.0, 1.0  # position t left out
     total = zero + other
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -165,7 +170,11 @@ def factorised_marginals(position_probability, factors, phi):
     counts = zero_count_distribution(q)[..., :-1]                            # K₋ₜ ≤ T − 1
     phi = phi[..., None, :]
     h = np.repeat(np.sum(counts * phi[..., :-1], axis=-1)[..., None], p.shape[-1], axis=-1)
-    h[..., 0] = np.sum(counts * phi[..., 1:], axis=-1)
+    with_zero = np.sum(counts * phi[..., 1:], axis=-1)                     # the position's own symbol is a zero
+    if zeros is None:
+        h[..., 0] = with_zero
+    else:
+        h[..., zeros] = with_zero[..., None]
     return p * factors.token * h * scale[..., None]
 
 

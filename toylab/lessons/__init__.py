@@ -10,5 +10,7 @@
                    with a temperature-only trainer, the Keep Sampling Mask
     reference      lessons about the reference π_ref: what k3 in the loss follows, the ratio the KL term needs, low_var_kl's
                    clamp, how β trades J for KL
+    hidden         lessons about hidden variables: what routing replay removes and leaves, when one version stamp
+                   misleads, what masking a stale prefix trades away
     tour           the lessons in the order a reading group meets them
 """

@@ -3,7 +3,7 @@ them — the estimators on one toy first, then training, then the mismatch as re
 logs and scores — and the keys that step through them.
 """
 
-from toylab.lessons import estimators, pipeline, reference, sampler, training
+from toylab.lessons import estimators, hidden, pipeline, reference, sampler, training
 
 INTRODUCTION = (
     "The toy is a language model small enough to enumerate: sequences of T tokens over V symbols, which the "
@@ -14,6 +14,7 @@ INTRODUCTION = (
     "sequences drawn from μ, and each estimator corrects that mismatch in its own way. "
     "Exact means that every number is a sum over all V**T sequences, not an average of samples: the bias and the "
     "variance shown for each estimator are its true ones, and the few sampled numbers say that they are.")
-LESSONS = estimators.LESSONS + training.LESSONS + reference.LESSONS + sampler.LESSONS + pipeline.LESSONS
+LESSONS = (estimators.LESSONS + training.LESSONS + reference.LESSONS + sampler.LESSONS + pipeline.LESSONS
+           + hidden.LESSONS)
 KEYS = {"N": "next lesson (on the Lessons tab: the first)", "B": "previous lesson", "L": "all lessons: the Lessons tab",
         "P": "presentation mode on or off"}       # P and L on every view; N and B on a lesson (N: the Lessons tab too)

@@ -19,4 +19,5 @@ Altair charts (pure functions, no computation).
     lesson_shares                     how often a lesson holds over its toys: a sentence, the grid, docs' table
     update_text                       the words of an update's three policies: which enter r and w, what is moot
     kl_frames                         the KL view's table and which identities the engine's μ breaks
+    experts_frames, experts_charts    the Experts & versions tab: flip rates, replay modes, ways of logging versions
 """

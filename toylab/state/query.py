@@ -36,11 +36,17 @@ from toylab.catalogue.kl import NO_PENALTY
 from toylab.catalogue.kl_presets import KL_PRESETS
 from toylab.catalogue.pipelines import CUSTOM, LOGGED, PIPELINE_IDS, PIPELINES, SCORED
 from toylab.catalogue.presets import FRAMEWORKS
+from toylab.catalogue.replay import REPLAY_IDS, REPLAY_PRESETS, REPLAYS
 from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, LAG_DRAWS, LOSSES, WEIGHTS_AT, Update
+from toylab.catalogue.version_handling import VERSION_IDS, VERSION_PRESETS
+from toylab.engine.experts import DEFAULT_EXPERTS, ROUTER_ERROR_RANGE, SPREAD_RANGE, Experts
+from toylab.engine.experts import DRAWS as EXPERT_DRAWS
+from toylab.engine.experts import LIMITS as EXPERT_LIMITS
 from toylab.engine.reference import Reference
 from toylab.engine.sampler import PRECISIONS, TEMPERATURE_RANGE
 from toylab.engine.toy import EXACT_SIZE_LIMIT, flat_problem, make_toy, more_sequences_than, range_problem
+from toylab.engine.versions import DEFAULT_VERSIONS, PROXIES, STAMPS, SWITCHES, Versions
 from toylab.state.settings import Settings
 from toylab.text import listed, quoted
 from toylab.training.loop import LIMITS, MODES, NOISES, TrainingConfig, trained_ids, weights_only
@@ -57,9 +63,9 @@ CONTROL_NAMES = ("T", "V", "mismatch", "seed", "N", "baseline", "est", "agg", "t
 FIELDS = {"est": "estimators", "agg": "aggregation"}     # URL name → Settings field, where they differ
 NUMBER_LENGTH = 100                         # longer text is not read as a number
 TAB_LABELS = ("Estimators", "Ratios", "Error vs batch size", "Threshold sweep", "Mismatch sweep",
-              "Sequence length", "Training", "Your run", "Lessons")     # the page's tabs in order: spelled only here
-(ESTIMATORS_TAB, RATIOS_TAB, ERRORS_TAB, THRESHOLD_SWEEP_TAB, MISMATCH_SWEEP_TAB, LENGTH_TAB, TRAINING_TAB,
- YOUR_RUN_TAB, LESSONS_TAB) = TAB_LABELS
+              "Sequence length", "Training", "Experts & versions", "Your run", "Lessons")   # the page's tabs in order:
+(ESTIMATORS_TAB, RATIOS_TAB, ERRORS_TAB, THRESHOLD_SWEEP_TAB, MISMATCH_SWEEP_TAB, LENGTH_TAB, TRAINING_TAB,    # spelled
+ EXPERTS_TAB, YOUR_RUN_TAB, LESSONS_TAB) = TAB_LABELS                                                           # only here
 LEARNING_RATES = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0)       # the Training tab's choices
 TRAINING = TrainingConfig()                                          # its defaults
 ANY_FRAMEWORK = "any"                                                # the picker's "my framework": none chosen
@@ -72,8 +78,14 @@ TRAINING_CONTROLS = {"steps": "train_steps", "lr": "train_lr", "optimizer": "tra
                      "weights_at": "train_weights", "staleness": "staleness", "seeds": "train_seeds",
                      "staleness_draw": "staleness_draw", "staleness_cap": "staleness_cap",
                      "staleness_seeds": "staleness_seeds", "update": "train_update",
-                     "kl_setting": "train_kl", "beta": "train_beta", "ref_distance": "train_ref_distance"}  # → URL
+                     "kl_setting": "train_kl", "beta": "train_beta", "ref_distance": "train_ref_distance",
+                     "replay": "train_replay", "replay_preset": "train_replay_preset", "switch": "train_switch",
+                     "switch_at": "train_switch_at", "stamp": "train_stamp", "mask_stale": "train_mask_stale",
+                     "prox": "train_prox", "version_preset": "train_version_preset"}   # Training tab → URL name
 CUSTOM_UPDATE = "custom"          # the Training tab's update: its own controls', or a framework's (UPDATE_PRESETS)
+NO_EXPERTS = "none"                               # the Training tab's replay: the dense toy, no mixture of experts
+MOE_CONTROLS = {"layers": "moe_layers", "experts": "moe_experts", "top_k": "moe_top_k", "router_error": "moe_error",
+                "draws": "moe_draws", "draw": "moe_draw", "spread": "moe_spread"}   # the mixture's fields → URL name
 UPDATE_CONTROLS = ("anchor", "loss", "minibatches", "epochs", "weights_at")   # the Update's fields the tab sets …
 CLIP_CONTROLS = ("eps_low", "eps_high", "dual_clip")                         # … and its loss's ε and c, where it has them
 DUAL_CLIPS = (0.0, 1.5, 2.0, 3.0, 5.0, 10.0)       # the tab's dual clip c: 0 is off (verl's default is 3)
@@ -88,6 +100,8 @@ KL_CHOICES = (NO_KL, *kl_settings.TRAINING_SETTINGS, *KL_PRESETS)   # … or a s
 BETAS = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)       # its β
 TRAINING_DISTANCES = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)               # π_ref at θ_0 + distance·d (0: the run's start)
 VIEW_DISTANCES = (0.25, 0.5, 1.0, 2.0, 4.0)      # the Estimators tab's KL view (at θ_0 itself every ∇KL is 0)
+FLIP_AXES = ("layers", "experts")                # the Experts & versions tab's flip chart: as layers or experts grow
+VERSION_ANCHORS = ("rollout", "loglinear", "recompute", "bypass")   # its versions table's anchors (stamps read by two)
 
 
 @dataclass(frozen=True)
@@ -155,8 +169,11 @@ DRAWS = 1_000_000                       # the Ratios tab's resampled batches: dr
 
 
 def _trained(settings, view):
+    hidden = view["train_replay_preset"] != CUSTOM or view["train_replay"] != NO_EXPERTS \
+        or view["train_switch"] != "off" or view["train_prox"] != "recompute" or view["train_version_preset"] != CUSTOM
     update, lag, _ = policies_of(view)
-    return trained_ids(settings.selection(), view["train_mode"], settings.N, weights_only(update, lag, kl_of(view)))
+    return trained_ids(settings.selection(), view["train_mode"], settings.N,
+                       hidden or weights_only(update, lag, kl_of(view)))
 
 
 def policies_of(view):
@@ -192,8 +209,36 @@ def training_config(view, N):
     named = {name: view[TRAINING_CONTROLS[name]] for name in ("steps", "lr", "optimizer", "mode", "runs", "noise",
                                                                 "ref_distance")}
     update, lag, lag_draw = policies_of(view)
+    experts, replay = experts_of(view)
     return TrainingConfig(named["steps"], named["lr"], named["optimizer"], named["mode"], N, named["runs"],
-                          named["noise"], update, lag, lag_draw, kl_of(view), Reference(named["ref_distance"]))
+                          named["noise"], update, lag, lag_draw, kl_of(view), Reference(named["ref_distance"]),
+                          experts, replay, versions_of(view))
+
+
+def experts_model(view):
+    """The mixture of experts the link's moe_ values set (shared by the Experts & versions tab and Training);
+    ValueError as ``Experts`` raises it."""
+    return Experts(**{field: view[name] for field, name in MOE_CONTROLS.items()})
+
+
+def experts_of(view):
+    """(Experts or None, replay mode) of the Training tab: None when its replay is "none" (the dense toy); a replay
+    preset sets the mode."""
+    preset = view[TRAINING_CONTROLS["replay_preset"]]
+    replay = REPLAY_PRESETS[preset].replay if preset != CUSTOM else view[TRAINING_CONTROLS["replay"]]
+    if replay == NO_EXPERTS:
+        return None, "off"
+    return experts_model(view), replay
+
+
+def versions_of(view):
+    """The Versions of the Training tab: its switch, position, stamp, mask and π_prox, or a version preset's."""
+    named = {name: view[TRAINING_CONTROLS[name]] for name in ("switch", "switch_at", "stamp", "mask_stale", "prox")}
+    preset = view[TRAINING_CONTROLS["version_preset"]]
+    if preset != CUSTOM:
+        chosen = VERSION_PRESETS[preset]
+        named |= {"stamp": chosen.stamp, "mask_stale": chosen.mask_stale, "prox": chosen.prox}
+    return Versions(named["switch"], named["switch_at"], named["stamp"], named["mask_stale"], named["prox"])
 
 
 OWN_UPDATE = {"train_update": CUSTOM_UPDATE}       # the three policies' controls count only without a framework's update
@@ -226,6 +271,27 @@ VIEW_PARAMETERS = {
     "train_kl": ViewParameter(NO_KL, choices=KL_CHOICES, tab=TRAINING_TAB),
     "train_beta": ViewParameter(0.1, choices=BETAS, tab=TRAINING_TAB),
     "train_ref_distance": ViewParameter(0.0, choices=TRAINING_DISTANCES, tab=TRAINING_TAB),
+    "moe_layers": ViewParameter(DEFAULT_EXPERTS.layers, low=EXPERT_LIMITS["layers"][0],
+                                high=EXPERT_LIMITS["layers"][1], step=1),          # the mixture: every tab's link
+    "moe_experts": ViewParameter(DEFAULT_EXPERTS.experts, low=EXPERT_LIMITS["experts"][0],
+                                 high=EXPERT_LIMITS["experts"][1], step=1),
+    "moe_top_k": ViewParameter(DEFAULT_EXPERTS.top_k, low=1, high=lambda settings, view: view["moe_experts"] - 1,
+                               step=1),
+    "moe_error": ViewParameter(DEFAULT_EXPERTS.router_error, low=ROUTER_ERROR_RANGE[0], high=ROUTER_ERROR_RANGE[1],
+                               step=0.05),
+    "moe_draws": ViewParameter(DEFAULT_EXPERTS.draws, low=EXPERT_LIMITS["draws"][0], high=EXPERT_LIMITS["draws"][1],
+                               step=1),
+    "moe_draw": ViewParameter(DEFAULT_EXPERTS.draw, choices=EXPERT_DRAWS),
+    "moe_spread": ViewParameter(DEFAULT_EXPERTS.spread, low=SPREAD_RANGE[0], high=SPREAD_RANGE[1], step=0.25),
+    "train_replay": ViewParameter(NO_EXPERTS, choices=(NO_EXPERTS, *REPLAYS), tab=TRAINING_TAB),
+    "train_replay_preset": ViewParameter(CUSTOM, choices=REPLAY_IDS, tab=TRAINING_TAB),
+    "train_switch": ViewParameter(DEFAULT_VERSIONS.switch, choices=SWITCHES, tab=TRAINING_TAB),
+    "train_switch_at": ViewParameter(DEFAULT_VERSIONS.at, low=1, high=lambda settings, view: max(settings.T - 1, 1),
+                                     step=1, tab=TRAINING_TAB),
+    "train_stamp": ViewParameter(DEFAULT_VERSIONS.stamp, choices=STAMPS, tab=TRAINING_TAB),
+    "train_mask_stale": ViewParameter(False, tab=TRAINING_TAB),
+    "train_prox": ViewParameter(DEFAULT_VERSIONS.prox, choices=PROXIES, tab=TRAINING_TAB),
+    "train_version_preset": ViewParameter(CUSTOM, choices=VERSION_IDS, tab=TRAINING_TAB),
     "train_pick": ViewParameter("naive", choices=_trained, tab=TRAINING_TAB),
     "sga": ViewParameter(False, tab=TRAINING_TAB),
     "train_seeds": ViewParameter(False, tab=TRAINING_TAB),          # the seeds views: each its tab's takeaway over
@@ -235,6 +301,13 @@ VIEW_PARAMETERS = {
     "staleness_seeds": ViewParameter(False, tab=TRAINING_TAB, needs={"staleness": True}),
     "sga_step": ViewParameter(10, low=0, high=lambda settings, view: view["train_steps"], step=1,   # default: within
                               tab=TRAINING_TAB, needs={"sga": True}),              # the shortest run (10 steps)
+    "flip_axis": ViewParameter(FLIP_AXES[0], choices=FLIP_AXES, tab=EXPERTS_TAB),
+    "versions_switch": ViewParameter("drawn", choices=SWITCHES[1:], tab=EXPERTS_TAB),
+    "versions_at": ViewParameter(1, low=1, high=lambda settings, view: max(settings.T - 1, 1), step=1, tab=EXPERTS_TAB),
+    "versions_lag": ViewParameter(2, low=1, high=8, step=1, tab=EXPERTS_TAB),
+    "versions_anchor": ViewParameter("rollout", choices=VERSION_ANCHORS, tab=EXPERTS_TAB),
+    "versions_step": ViewParameter(20, low=0, high=200, step=5, tab=EXPERTS_TAB),
+    "versions_lr": ViewParameter(1.0, choices=LEARNING_RATES, tab=EXPERTS_TAB),
     "sweep": ViewParameter(SWEPT[0], choices=SWEPT, tab=MISMATCH_SWEEP_TAB),
     "compare_baseline": ViewParameter(NO_COMPARISON, choices=(NO_COMPARISON, *BASELINES), tab=ESTIMATORS_TAB),
     "est_seeds": ViewParameter(False, tab=ESTIMATORS_TAB),

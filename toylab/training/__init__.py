@@ -12,4 +12,6 @@
     cost           a run's seconds and peak memory, estimated before it starts
     reference_term a KL penalty to π_ref in an update: in the loss, per update; in the reward, per drawn token
     reward_penalty a reward penalty in expected mode: each token's own advantage, every row enumerated
+    mixtures       training whose batches carry hidden variables: routing draws, version switches (expected mode)
+    history        the versions a version-switch analysis reads: on_policy's exact run
 """

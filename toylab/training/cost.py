@@ -52,11 +52,12 @@ GROWTH_SEQUENCES sequences, else the largest V**t under it past T₂; up to GROW
 
 The reference makes one recomputed update a step whatever the run's update (g is how a number's cost grows with the
 arrays; the copies time the run's U updates): with U = 8 a reference at the run's size cost up to a minute.
-g = 1 when no estimator enumerates, when the run is no larger than the copies, or when the reference's timings are
-noise (no growth). The reference runs first (after one look at the smallest copy, for the probe's own bound), at the
-run's size, timed twice at least: the copies then see the memory the run will see. Every copy runs once untimed before
-it is timed (its memory touched afresh), a copy whose step is short is timed over more steps, and the copies enumerate
-as the run will (its ``chunk_rows``).
+g = 1 when no estimator enumerates, when the run is no larger than the copies, when the reference's timings are
+noise (no growth), or for a run with hidden variables (its components' passes are linear in M: 165 → 85 ns a
+sequence from T = 6 to 10 with router draws, 89 → 51 ns from 6 to 8 with drawn switches, where a reference of two
+estimators, its step mostly overhead there, grew sublinearly and cut the estimate by up to 3×). The reference runs first (after one look at the smallest copy, for the probe's own bound), at
+the run's size, timed twice at least: the copies then see the memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), a copy whose
+step is short is timed over more steps, and the copies enumerate as the run will (its ``chunk_rows``).
 
 (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
 sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
@@ -69,7 +70,8 @@ checks the whole model on a grid):
 
     records:     8 · E · r · ((K + 1) · (T·V + R) + 1)    θ_k and R numbers per step (R = 13 expected, 11 sampled;
                                                      r = 1 expected), and the step each run stopped at: exact
-    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time),
+    one step:    expected  8 · FLOATS_PER_ENUMERATED_SEQUENCE · M        when an estimator enumerates (one at a time;
+                                                 a hidden run's: ``enumerated_bytes``),
                            8 · FLOATS_PER_PENALISED_SEQUENCE · M         with a KL penalty in the reward
                  sampled   8 · (FLOATS_PER_DRAWN_TOKEN · r·N·T (+ FLOATS_PER_UPDATED_TOKEN when a batch feeds
                                     updates away from its anchor: the frozen g, A, log π_old, log μ and each update's)
@@ -85,6 +87,7 @@ from dataclasses import dataclass, replace
 
 from toylab.catalogue.kl import NO_PENALTY
 from toylab.catalogue.updates import DEFAULT_UPDATE
+from toylab.engine.hidden import CHUNK
 from toylab.engine.recursion import FACTORS
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import make_toy
@@ -113,6 +116,7 @@ FLOATS_PER_ENUMERATED_SEQUENCE = 9          # measured 5.2–6.4 (the default es
 FLOATS_PER_PENALISED_SEQUENCE = 20          # a KL penalty in the reward, one row at a time: measured 17.5–18.7
 PENALISED_WORK = 16                         # … and a sequence's step costs about this many enumerated ones: its copies
                                             # are that much smaller
+FLOATS_PER_HIDDEN_TOKEN = 12                # a per-token router draw's enumerated chunk (measured 11 at T = 5)
 FLOATS_PER_DRAWN_TOKEN = 16                 # measured 14 to 22
 FLOATS_PER_UPDATED_TOKEN = 20               # more when a batch feeds U updates away from its anchor (measured 17–22)
 FLOATS_PER_TABLE_ENTRY = 20                 # a run's (T, V) tables, the optimizer's state, the step …
@@ -143,11 +147,13 @@ class Probe:
     growth: float = 1.0
     slowdown: float = 1.0
     complete: bool = True                   # False: stopped early (``ProbeStopped``), its line a floor
+    kind: tuple = ()
 
     def step_seconds(self, T, V, runs, N):
         if self.mode == "expected":
-            line = self.a + self.b * V**T
-            return line if V**T <= self.probed else self.base + self.growth * (line - self.base)
+            M = sequences(T, V, self.kind)
+            line = self.a + self.b * M
+            return line if M <= self.probed else self.base + self.growth * (line - self.base)
         return self.a + self.b * runs + self.c * runs * N * (self.growth if runs * N > self.probed else 1.0)
 
     def seconds(self, T, V, config):
@@ -168,6 +174,49 @@ class ProbeStopped(Exception):
         self.floor = floor
 
 
+def hidden_kind(config):
+    """What sets a run's size besides V**T (``sequences``): () for today's runs; ("sequence", D) or ("token", D) for
+    a mixture of experts' D router draws per sequence or per token; ("drawn", η) for version switches drawn per
+    sequence (η(T − 1) patterns)."""
+    if config.experts is not None:
+        return (config.experts.draw, config.experts.draws)
+    if config.versions.switch == "drawn":
+        return ("drawn", max(config.lag, 1))
+    return ()
+
+
+def sequences(T, V, kind=()):
+    """M, the sequences a step's exact sums visit per estimator: V**T, times D router draws per sequence or η(T − 1)
+    version patterns, or (D·V)**T when a router draw is a hidden value of each token."""
+    if not kind:
+        return V**T
+    name, count = kind
+    if name == "token":
+        return (count * V)**T
+    return count * V**T if name == "sequence" else count * max(T - 1, 1) * V**T
+
+
+def enumerated_bytes(T, V, kind=()):
+    """Bytes of one step's enumeration: 8·FLOATS_PER_ENUMERATED_SEQUENCE·V**T — a hidden run enumerates one
+    component's sequences after another, so D router draws per sequence or η(T − 1) version patterns add time, not
+    memory — and, when a router draw is a hidden value of each token, a chunk of its (D·V)**T sequences at a time
+    (``hidden.CHUNK``), FLOATS_PER_HIDDEN_TOKEN floats per token of it."""
+    held = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T
+    if kind and kind[0] == "token":
+        held += 8 * FLOATS_PER_HIDDEN_TOKEN * T * min(sequences(T, V, kind), CHUNK)
+    return held
+
+
+def fitted(config, T):
+    """``config`` for a copy of T tokens: a fixed version switch moved inside it (at most T − 1), none below T = 2."""
+    versions = config.versions
+    if versions.switch == "off" or (versions.switch == "fixed" and versions.at < T):
+        return config
+    if T < 2:
+        return replace(config, versions=replace(versions, switch="off"))
+    return replace(config, versions=replace(versions, at=min(versions.at, T - 1)))
+
+
 def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=time.perf_counter, stop_above=None):
     """The Probe of ``train`` on the toy of ``toy_key`` (T, V, mismatch, seed, sampler) with ``selection`` ({id:
     overrides}), ``baseline`` and ``config``'s mode, optimizer, noise, update (anchor, loss, U = minibatches × epochs,
@@ -179,15 +228,19 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
     spent = {"cpu": 0.0, "wall": 0.0, "floor": 0.0}
     chunk = chunk_rows(V**T)                                        # the copies enumerate as the run will
 
+    warm = config.lag if config.versions.switch == "drawn" else 0   # a drawn switch's first η steps draw fewer
+                                                                    # versions (at most k back): each copy runs them
+                                                                    # first, so its steps are the run's own
     def run(T, chosen, steps, runs, N):
-        """``train``'s CPU seconds on a copy: K = ``steps`` of ``chosen`` at T (the toy's V), ``runs``, N;
-        ProbeStopped before it when the probe's seconds are spent, or after it when its step is over ``stop_above``."""
+        """``train``'s CPU seconds on a copy: K = ``steps`` (+ ``warm``) of ``chosen`` at T (the toy's V), ``runs``,
+        N; ProbeStopped before it when the probe's seconds are spent, or after it when its step is over
+        ``stop_above``."""
         if spent["cpu"] >= PROBE_SECONDS:
             raise ProbeStopped(spent["floor"])
         toy = make_toy(T, V, mismatch, seed, sampler)
         if config.mode == "expected":
             split_grid(T, V)                                        # built once per process: not a step's time
-        copy = replace(config, steps=steps, N=N, runs=runs)
+        copy = replace(fitted(config, T), steps=steps + warm, N=N, runs=runs)
         if chosen is REFERENCE_SELECTION:            # g is the arrays' growth: one recomputed update a step measures it
             copy = replace(copy, update=DEFAULT_UPDATE, lag=0, kl=NO_PENALTY)
         start, wall = timer(), clock()
@@ -224,12 +277,13 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         step = max(0.0, times[longer] - times[1]) / (longer - 1)
         return step, max(0.0, times[1] - 2 * step)
 
+    kind = hidden_kind(config)
     try:
-        line = _expected_line(timed, T, V, selection, config) if config.mode == "expected" else \
+        line = _expected_line(timed, T, V, selection, config, kind) if config.mode == "expected" else \
             _sampled_line(timed, T, selection, config)
     except ProbeStopped as stopped:
         line = Probe(config.mode, stopped.floor, 0.0, complete=False)
-    return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0)
+    return replace(line, slowdown=max(1.0, spent["wall"] / spent["cpu"]) if spent["cpu"] > 0 else 1.0, kind=kind)
 
 
 def probed_config(config):
@@ -247,18 +301,23 @@ def _power_of_two(value, most):
     return min(most, 1 << (value - 1).bit_length())
 
 
-def _expected_line(timed, T, V, selection, config):
+def _expected_line(timed, T, V, selection, config, kind=()):
     """The expected Probe through the copies at T₁ < T₂ and, beyond them, the reference's growth (see the module
-    docstring). A KL penalty in the reward makes every estimator enumerate."""
+    docstring); sizes M are ``sequences`` of the run's ``kind``. A KL penalty in the reward makes every estimator
+    enumerate."""
+    def size(t):
+        return sequences(t, V, kind)
     weight = PENALISED_WORK if penalised_in_reward(config) else 1
     enumerated = len(selection) if penalised_in_reward(config) else sum(id not in FACTORS for id in selection)
     largest = min(PROBE_SEQUENCES, max(PROBE_SEQUENCES_LEAST // weight, PROBE_WORK // (max(1, enumerated) * weight)))
-    T2 = max((t for t in range(1, T + 1) if V**t <= largest), default=1)
+    if kind:                                     # a hidden run's copies go twice as far: with no growth measured,
+        largest *= 2                             # its line alone reaches the run
+    T2 = max((t for t in range(1, T + 1) if size(t) <= largest), default=1)
     T1 = max(1, T2 - (2 if V < 4 else 1))                                  # M₁ ≤ M₂/4: b from the difference
-    M1, M2 = V**T1, V**T2
-    grows = enumerated and T1 < T2 < T
+    M1, M2 = size(T1), size(T2)
+    grows = enumerated and T1 < T2 < T and not kind        # a hidden run's step is linear in M: no growth measured
     timed(T1, look=True)                            # a first look at the run's own step, the smallest copy's
-    T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or V**t <= GROWTH_SEQUENCES) if grows else T
+    T3 = max(t for t in range(T2 + 1, T + 1) if t == T2 + 1 or size(t) <= GROWTH_SEQUENCES) if grows else T
     far = timed(T3, chosen=REFERENCE_SELECTION, twice=True)[0] if grows else 0.0   # first: the run's arrays
     large, setup = timed(T2)
     if T1 == T2:
@@ -269,7 +328,7 @@ def _expected_line(timed, T, V, selection, config):
     if not grows:
         return line
     near = [timed(t, chosen=REFERENCE_SELECTION)[0] for t in (T1, T2)]
-    return replace(line, growth=_growth(far - near[0], (near[1] - near[0]) * (V**T3 - M1) / (M2 - M1)))
+    return replace(line, growth=_growth(far - near[0], (near[1] - near[0]) * (size(T3) - M1) / (M2 - M1)))
 
 
 def _sampled_line(timed, T, selection, config):
@@ -322,7 +381,7 @@ def run_bytes(T, V, config, estimator_ids):
         step = 8 * FLOATS_PER_PENALISED_SEQUENCE * V**T
     elif config.mode == "expected":
         enumerates = any(id not in FACTORS for id in estimator_ids)
-        step = 8 * FLOATS_PER_ENUMERATED_SEQUENCE * V**T if enumerates else 0
+        step = enumerated_bytes(T, V, hidden_kind(config)) if enumerates else 0
     else:
         per_token = FLOATS_PER_DRAWN_TOKEN + (FLOATS_PER_UPDATED_TOKEN if config.weights_only else 0)
         step = 8 * (per_token * config.runs * config.N * T

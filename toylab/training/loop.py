@@ -40,12 +40,17 @@ import numpy as np
 from toylab.analysis.montecarlo import tokens_from_uniforms
 from toylab.catalogue.estimators import BASELINES, ESTIMATORS, resolve_params
 from toylab.catalogue.kl import NO_PENALTY, KLPenalty
+from toylab.catalogue.replay import REPLAYS
 from toylab.catalogue.updates import DEFAULT_UPDATE, LAG_DRAWS, Update
+from toylab.engine.experts import Experts
 from toylab.engine.recursion import FACTORS
 from toylab.engine.reference import INITIAL, Reference, kl_to_reference
+from toylab.engine.sampler import log_softmax
 from toylab.engine.split_grid import split_grid
 from toylab.engine.toy import range_problem
+from toylab.engine.versions import DEFAULT_VERSIONS, Versions
 from toylab.training.exact import Population
+from toylab.training.mixtures import train_hidden
 from toylab.training.optimizers import OPTIMIZERS, make_optimizer
 from toylab.training.policies import (
     History,
@@ -90,6 +95,9 @@ class TrainingConfig:
     lag_draw: str = "fixed"
     kl: KLPenalty = NO_PENALTY
     reference: Reference = INITIAL
+    experts: Experts | None = None
+    replay: str = "off"
+    versions: Versions = DEFAULT_VERSIONS
 
     def __post_init__(self):
         if self.optimizer not in OPTIMIZERS:
@@ -114,10 +122,48 @@ class TrainingConfig:
                 raise ValueError(f"{name} must be between {low:g} and {high:g}, got {value!r}")
         if self.mode == "sampled" and self.N < self.update.minibatches:
             raise ValueError(f"N = {self.N} sequences cannot make {self.update.minibatches} minibatches")
+        hidden_problem = hidden_config_problem(self)
+        if hidden_problem:
+            raise ValueError(hidden_problem)
+
+    @property
+    def hidden(self):
+        """True when the run's batches carry hidden variables (a mixture of experts, version switches, or AReaL's
+        log-linear π_prox): it trains through ``mixtures``."""
+        return self.experts is not None or not self.versions.is_default
 
     @property
     def weights_only(self):
-        return weights_only(self.update, self.lag, self.kl)
+        return self.hidden or weights_only(self.update, self.lag, self.kl)
+
+
+def hidden_config_problem(config):
+    """None, or why the routing and version options do not combine with the rest of ``config``."""
+    if config.experts is not None and not isinstance(config.experts, Experts):
+        return f"experts must be an Experts, got {config.experts!r}"
+    if not isinstance(config.versions, Versions):
+        return f"versions must be a Versions, got {config.versions!r}"
+    if config.replay not in REPLAYS:
+        return f"replay must be one of {', '.join(REPLAYS)}, got {config.replay!r}"
+    if config.replay != "off" and config.experts is None:
+        return f"routing replay ({config.replay}) needs a mixture of experts: give the run its experts"
+    if config.experts is not None and not config.versions.is_default:
+        return "routing and version switches are separate models here: train one at a time"
+    if config.hidden and config.kl.active:
+        return ("a KL penalty to the reference and routing or version switches are separate models here: train one "
+                "at a time")
+    if config.replay == "R2" and config.update.anchor == "bypass":
+        return ("R2 replays the routing recorded when the anchor is recomputed; under the bypass anchor nothing is "
+                "recomputed: use R3 (the engine's routing) or another anchor")
+    if config.versions.prox == "loglinear" and config.update.anchor != "recompute":
+        return ("AReaL's log-linear π_prox replaces the decoupled loss's recomputed anchor (prox_logp_method applies "
+                "only with use_decoupled_loss): use the anchor recompute")
+    if config.versions.switch == "drawn" and config.lag_draw != "fixed":
+        return ("a drawn switch draws each sequence's head lag itself (uniform on 1 … η, η the lag): use the lag "
+                "draw fixed")
+    if config.hidden and config.mode != "expected":
+        return "routing and version-switch runs train in expected mode (their exact gradients over every hidden value)"
+    return None
 
 
 def weights_only(update, lag, kl=NO_PENALTY):
@@ -177,10 +223,15 @@ def train(toy, selection, baseline="none", config=TrainingConfig(), progress=Non
     """
     selection = _checked(selection, baseline, config)
     progress = progress or (lambda k: None)
-    reference = ReferenceTerm(config.kl, config.reference.log_probabilities(toy.theta, toy.seed, toy.sampler))
+    log_ref = config.reference.log_probabilities(toy.theta, toy.seed, toy.sampler)
+    reference = ReferenceTerm(config.kl, log_ref)
     with np.errstate(over="ignore", invalid="ignore"):        # an update that overflows stops its run, said there
-        records = _expected([toy], selection, baseline, config, progress, chunk, reference) \
-            if config.mode == "expected" else _sampled(toy, selection, baseline, config, progress, reference)
+        if config.hidden:
+            records = _hidden_records(train_hidden(toy, selection, baseline, config, progress), log_ref,
+                                      toy.sampler.score_scale)
+        else:
+            records = _expected([toy], selection, baseline, config, progress, chunk, reference) \
+                if config.mode == "expected" else _sampled(toy, selection, baseline, config, progress, reference)
     return _trajectories(records, selection, config.mode, 0, 1)
 
 
@@ -190,13 +241,13 @@ def train_population(toys, selection, baseline="none", config=TrainingConfig(), 
     Every step takes a row per (estimator, toy) at once, so thirty toys cost a few times one; a row's numbers are
     the lone run's up to rounding (the same arithmetic on a wider array, the rollout anchor at a drawn lag of 0
     through the general update). Each toy's π_ref is its own (from its θ₀ and seed); a run with an active KL penalty
-    trains the toys one by one (its reference term takes one π_ref)."""
+    (its reference term takes one π_ref) or hidden variables (``mixtures``) trains the toys one by one."""
     if config.mode != "expected":
         raise ValueError("a population of toys trains in expected mode")
     shapes = {(toy.T, toy.V, toy.mismatch, toy.sampler) for toy in toys}
     if len(shapes) != 1:
         raise ValueError("the toys of a population share T, V, the mismatch and the sampler")
-    if config.kl.active:
+    if config.kl.active or config.hidden:
         return [train(toy, selection, baseline, config, progress, chunk) for toy in toys]
     selection = _checked(selection, baseline, config)
     log_ref = np.stack([config.reference.log_probabilities(toy.theta, toy.seed, toy.sampler) for toy in toys])
@@ -204,6 +255,17 @@ def train_population(toys, selection, baseline="none", config=TrainingConfig(), 
     with np.errstate(over="ignore", invalid="ignore"):
         records = _expected(list(toys), selection, baseline, config, progress or (lambda k: None), chunk, reference)
     return [_trajectories(records, selection, config.mode, index, len(toys)) for index in range(len(toys))]
+
+
+def _hidden_records(records, log_ref, scale):
+    """A hidden run's records (``mixtures.train_hidden``) with KL(π_k‖π_ref) of its trainer's logits, and where a
+    row's θ left float64 (its step before, as ``_advanced`` records it; −1: never), its records NaN from there."""
+    theta = records["theta"]
+    with np.errstate(over="ignore", invalid="ignore"):
+        kl_ref = kl_to_reference(log_softmax(theta * scale), log_ref)
+    finite = np.isfinite(theta).all(axis=(-2, -1))
+    stopped = np.where(finite.all(axis=-1), -1, np.argmin(finite, axis=-1) - 1)
+    return _stopped_records(records | {"kl_ref": kl_ref}, stopped)
 
 
 def _checked(selection, baseline, config):

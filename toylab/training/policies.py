@@ -118,6 +118,7 @@ class ExpectedBatch:
         self.probability = probability
         self.advantages = np.stack([-b, 1 - b], axis=1)[..., None, None]                 # A = ρ − b: (rows, 2, 1, 1)
         self.estimators = estimators
+        self.on_policy = on_policy
         self.marginals = None
 
     @cached_property
@@ -152,7 +153,8 @@ class ExpectedBatch:
         """Gᵘ at π_θ: Σ_ρ (m_ρ·D_ρ − π·Σ_v m_ρ·D_ρ)·score_scale, m_ρ of the correction on w = π_old/μ (once per
         batch) or on sg(π_θ)/μ (``weights_at`` current: at each update)."""
         if self.update.weights_at == "current":
-            self.marginals = reward_marginals(self.seen_by_correction(log_pi), self.estimators, self.b, chunk)
+            current = np.where(self.on_policy[:, None, None], self.log_old, log_pi)    # on_policy's batch stays π_θk's
+            self.marginals = reward_marginals(self.seen_by_correction(current), self.estimators, self.b, chunk)
         elif self.marginals is None:
             self.marginals = reward_marginals(self.seen_by_correction(self.log_old), self.estimators, self.b, chunk)
         x = (self.marginals * np.where(self.kept[:, None], losses.derivative, 0.0)).sum(axis=1)

@@ -4,6 +4,7 @@
     sweep_cache      the threshold, mismatch and length sweeps
     training_cache   the Training tab's runs and SGA view, and their time estimate
     seeds_cache      the seeds views: a tab's takeaway over 30 toys, and what it would cost
+    experts_cache    the Experts & versions tab's routing and version analyses
     your_run_cache   a user's rollout log, keyed on its content hash, bounded by bytes and leased per session
     run_cache        a run's step summaries (several files or a zip), keyed on the files' content hash
     kept             what the page shows (charts prepared, tables, captions), kept for every session by the parameters

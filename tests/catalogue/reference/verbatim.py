@@ -14,7 +14,8 @@ Blocks of repositories without a --clone are listed as not checked. No torch nee
 
 Without generators named it also checks the pipeline presets' quotes (``QUOTES`` of tests/catalogue/
 test_pipelines.py: preset, side, commit, path, (first, last), the lines), each against its preset's repository
-(``toylab.catalogue.pipelines.PIPELINES``).
+(``toylab.catalogue.pipelines.PIPELINES``), and the routing-replay and version-handling presets' quotes (``QUOTES`` of
+tests/catalogue/test_hidden_presets.py: preset, repository, commit, path, (first, last), the lines).
 """
 
 import argparse
@@ -27,6 +28,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 PIPELINE_TESTS = HERE.parent / "test_pipelines.py"
+HIDDEN_PRESET_TESTS = HERE.parent / "test_hidden_presets.py"
 START = re.compile(r"^# verbatim: (\S+) ([0-9a-f]{7,40}) (\S+) (\d+)-(\d+)$")
 END = "# end verbatim"
 
@@ -63,6 +65,15 @@ def pipeline_quotes():
             for preset, _, commit, path, (first, last), text in quotes]
 
 
+def hidden_preset_quotes():
+    """(repository, commit, path, first, last, lines) of each quote in test_hidden_presets.QUOTES."""
+    tree = ast.parse(HIDDEN_PRESET_TESTS.read_text())
+    quotes = next(ast.literal_eval(node.value) for node in tree.body if isinstance(node, ast.Assign)
+                  and any(getattr(target, "id", None) == "QUOTES" for target in node.targets))
+    return [(repository, commit, path, first, last, text.split("\n"))
+            for _, repository, commit, path, (first, last), text in quotes]
+
+
 def source_lines(clone, commit, path, first, last):
     text = subprocess.run(["git", "-C", clone, "show", f"{commit}:{path}"], check=True, capture_output=True,
                           text=True).stdout
@@ -80,6 +91,7 @@ def main(argv=None):
     sources = [(Path(generator).parent.name, block) for generator in generators for block in blocks(generator)]
     if not args.generators:
         sources += [("pipelines", quote) for quote in pipeline_quotes()]
+        sources += [("hidden presets", quote) for quote in hidden_preset_quotes()]
     failed = False
     for name, (repository, commit, path, first, last, lines) in sources:
         where = f"{name}: {repository} {commit[:7]} {path} {first}-{last}"
