@@ -31,8 +31,8 @@ def main(argv=None):
         sys.stderr.write(PAGE)
         return 2
     command, arguments = (argv[0], argv[1:]) if argv[:1] and argv[0] in COMMANDS else ("table", argv)
-COMMANDS = {"train": "toylab.cli.train", "inspect": "toylab.cli.inspect", "lessons": "toylab.cli.lessons",
-            "routing": "toylab.cli.hidden", "versions": "toylab.cli.hidden"}
+    module = importlib.import_module(COMMANDS.get(command, "toylab.cli.table"))
+    return getattr(module, command)(arguments) if command in ("routing", "versions") else module.main(arguments)
 
 
 def run(argv=None, entry=main):
