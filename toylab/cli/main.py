@@ -16,6 +16,7 @@ Each command's module is imported only when it runs: the table needs neither pan
 readers of ``inspect`` import.
 """
 
+import importlib
 import os
 import sys
 
