@@ -4,7 +4,7 @@ Not a test module: ``tests/page/test_fits_the_screen.py`` and ``test_lessons_fit
 expander and every lesson with it, in both themes and both modes, so an element any change adds is measured too.
 
 ``CUT_JS`` returns ``{"problems": [...], "first_chart_top": px or null, "viewport": px}`` for the open tab, the header
-and the sidebar. A problem is one of:
+and the sidebar (when open). A problem is one of:
 
 - a chart's text (title, axis title or label, legend) whose box leaves the chart's view (its SVG, as drawn inside its
   place on the page) by more than a fifth of its font size (a glyph box's leading), or that Vega shortened with "…";
@@ -31,9 +31,10 @@ CUT_JS = """() => {
     const visible = e => e.getClientRects().length > 0 && e.checkVisibility();
     const page = document.querySelector('[data-testid="stMain"]').getBoundingClientRect();
     const panel = [...document.querySelectorAll('[role="tabpanel"]')].find(visible);
-    const sidebar = document.querySelector('[data-testid="stSidebarUserContent"]');
+    const sidebar = document.querySelector('[data-testid="stSidebarUserContent"]');     /* collapsed: off screen */
     const roots = [panel, document.querySelector('.st-key-toylab_header'), document.querySelector('.st-key-toylab_title'),
-                   sidebar && visible(sidebar) ? sidebar : null].filter(Boolean);
+                   sidebar && visible(sidebar) && sidebar.getBoundingClientRect().right > 0 ? sidebar : null]
+                  .filter(Boolean);
     const at = e => { const box = e.getBoundingClientRect(); return `at (${Math.round(box.left)}, ${Math.round(box.top)})`; };
     for (const root of roots) {
         for (const chart of root.querySelectorAll('[data-testid="stVegaLiteChart"]')) {
@@ -79,9 +80,16 @@ CUT_JS = """() => {
             if (visible(table) && scroller && scroller.scrollWidth > scroller.clientWidth + 1)
                 problems.push(`a table scrolls sideways by ${scroller.scrollWidth - scroller.clientWidth} px ` + at(table));
         }
+        for (const table of root.querySelectorAll('[data-testid="stTable"]')) {
+            const scrolls = [table, ...table.querySelectorAll('*')].find(e => ['auto', 'scroll'].includes(
+                getComputedStyle(e).overflowX) && e.scrollWidth > e.clientWidth + 1);
+            if (visible(table) && scrolls)
+                problems.push(`a table scrolls sideways by ${scrolls.scrollWidth - scrolls.clientWidth} px ` + at(table));
+        }
         for (const caption of root.querySelectorAll('[data-testid="stCaptionContainer"]')) {
-            const long = caption.textContent.match(/\\d\\.\\d{5,}/g);
-            if (visible(caption) && long)
+            const long = (caption.textContent.match(/\\d+\\.\\d+/g) || [])      /* six significant digits: not 0.00079 */
+                .filter(number => number.replace('.', '').replace(/^0+/, '').length >= 6);
+            if (visible(caption) && long.length)
                 problems.push(`a caption quotes ${long.slice(0, 3).join(', ')}: "${caption.textContent.slice(0, 80)}"`);
         }
     }

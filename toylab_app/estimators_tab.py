@@ -71,7 +71,6 @@ KL_VIEW_KEY, KL_DISTANCE_KEY, KL_FRAMEWORKS_KEY = "kl_view", "kl_distance", "kl_
 KL_COLUMNS = {
     "setting": st.column_config.TextColumn(
         "KL setting", help="ESTIMATOR.PLACEMENT[.MODIFIER] or a framework's preset (also --kl on the command line)"),
-    "label": st.column_config.TextColumn("what it is"),
     "weight": st.column_config.TextColumn(
         "weight", help="In the loss: the ratio on the term (none; current = π/sg(π), 1 with its gradient; anchor = "
                        "π/π_old; engine = π/μ). In the reward: the advantage's correction (naive, tok_is, seq_is)"),
@@ -253,7 +252,10 @@ def _kl_view(settings):
     reverse = UNDEFINED if summary["kl_reverse"] is None else f"{summary['kl_reverse']:.4f}"
     chart_element.draw(st, kl_charts.kl_bias_std_chart(kl_frames.kl_scatter_frame(rows), settings.N,
                                                        tour.marks(settings, "kl_bias_std")))
-    st.dataframe(kl_frames.kl_view_frame(rows), column_config=KL_COLUMNS, hide_index=True, width="stretch")
+    table = kl_frames.kl_view_frame(rows)
+    st.dataframe(table.drop(columns="label"), column_config=KL_COLUMNS, hide_index=True, width="stretch")
+    with st.expander("What each KL setting is"):          # the words, wrapped: in the table they pushed its numbers
+        st.table(table[["setting", "label"]].set_index("setting").rename(columns={"label": "what it is"}))  # off 1280 px
     st.caption(f"At the toy's θ (= θ₀), π_ref at distance {distance:g}: KL(π‖π_ref) = {summary['kl_forward']:.4f}, "
                f"KL(π_ref‖π) = {reverse}, ‖∇KL(π‖π_ref)‖ = {summary['grad_norm']:.4g}. One update at the recomputed "
                "anchor, tokens drawn from the engine's μ: ĝ is the penalty's gradient per unit β — in the loss "

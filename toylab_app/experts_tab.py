@@ -20,6 +20,7 @@ from toylab.state.query import (
 )
 from toylab_app import address, chart_element
 from toylab_app.caches import experts_cache
+from toylab_app.estimators_tab import plain
 
 
 def render(settings):
@@ -44,7 +45,8 @@ def _slider(where, label, name, help, low=None, high=None, step=None):
 
 
 def _experts_controls():
-    """The mixture's controls (each in the link, shared with the Training tab's routing runs)."""
+    """(the mixture, the flip chart's axis): the mixture's controls (each in the link, shared with the Training tab's
+    routing runs) and the axis the flip rates grow along."""
     layers, experts, top_k, error = st.columns(4)
     _slider(layers, "layers L", "moe_layers", "Layers of routed experts; a token's logits sum over them.")
     chosen = _slider(experts, "experts E", "moe_experts", "Experts per layer.")
@@ -54,7 +56,7 @@ def _experts_controls():
                                  "them.", high=chosen - 1)
     _slider(error, "router error σ", "moe_error", "The engine's router scores are the trainer's plus σ times one of "
                                                   "D standard-normal tables.")
-    draws, draw, spread, _ = st.columns(4)
+    draws, draw, spread, axis = st.columns(4)
     _slider(draws, "draws D", "moe_draws", "How many values the engine's router error takes, equally likely (its "
                                            "batch-variant kernel's states).")
     draw.radio("drawn per", DRAWS, key="moe_draw", persist_state="session", horizontal=True,
@@ -62,23 +64,24 @@ def _experts_controls():
                     "(V·D)^T when the estimator does not factorise).")
     _slider(spread, "expert spread κ", "moe_spread", "How far the experts' tables differ: a flipped routing moves "
                                                      "the logits by κ times a difference of experts.")
+    flip_axis = axis.radio("flip rates as it grows", FLIP_AXES, key="flip_axis", persist_state="session",
+                           horizontal=True, help="The mixture's layers or its experts, the rest of it held.")
     return experts_model(address.view() | {name: st.session_state.get(name, VIEW_PARAMETERS[name].default)
-                                           for name in VIEW_PARAMETERS if name.startswith("moe_")})
+                                           for name in VIEW_PARAMETERS if name.startswith("moe_")}), flip_axis
 
 
 def _routing(settings, selection):
     st.subheader("Routing: the engine and the trainer pick different experts")
     problem = routing_problem(settings.sampler)
     try:
-        experts = _experts_controls()
+        experts, axis = _experts_controls()      # the flip chart's axis in the controls' last column: the chart
+                                                  # starts in view at 1280×720
     except ValueError as error:
         st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
         return
     if problem:
         st.info(f"{problem[0].upper()}{problem[1:]}.", icon=":material/block:")
         return
-    axis = st.radio("flip rates as", FLIP_AXES, key="flip_axis", persist_state="session", horizontal=True,
-                    format_func=lambda name: f"{name} grow", help="The rest of the mixture held.")
     with st.spinner("Routing every draw…"):
         rows = experts_cache.flips(settings.toy_key, experts, axis)
         try:
@@ -114,7 +117,7 @@ def _routing(settings, selection):
             "served_rel_bias": st.column_config.NumberColumn("rel bias (∇J_μ)", format="%.4f"),
             "kl": st.column_config.NumberColumn("KL(μ‖π_old)", format="%.4f")})
     with st.expander("The frameworks' routing replay, read from their code"):
-        st.dataframe(experts_frames.replay_presets_frame(), hide_index=True, width="stretch")
+        st.markdown(_presets_in_words(experts_frames.replay_presets_frame()))
         st.caption(f"Train under any of them in the {TRAINING_TAB} tab (Three policies: the replay, or a preset).")
 
 
@@ -168,5 +171,15 @@ def _versions(settings, selection):
         "cosine": st.column_config.NumberColumn("cosine to ∇J", format="%+.4f"),
         "from_truth": st.column_config.NumberColumn("from the per-token truth", format="%.4f")})
     with st.expander("The frameworks' version handling, read from their code"):
-        st.dataframe(experts_frames.version_presets_frame(), hide_index=True, width="stretch")
+        st.markdown(_presets_in_words(experts_frames.version_presets_frame()))
         st.caption(f"Train under any of them in the {TRAINING_TAB} tab (Three policies: the switch and a preset).")
+
+
+def _presets_in_words(frame):
+    """A frameworks' presets frame as a list, a preset a line: its option as code, its other columns in words, the
+    code it was read from and the note (prose that wraps, where a table's columns pushed it off a 1280 px screen)."""
+    described = [name for name in frame.columns if name not in ("preset", "option", "code", "note")]
+    return "\n".join(f"- **{plain(row['preset'])}** `{row['option']}`: "
+                     + ", ".join(f"{plain(name)} {plain(str(row[name]))}" for name in described)
+                     + f". {plain(row['code'])}." + (f" {plain(row['note'])}" if row["note"] else "")
+                     for row in frame.to_dict("records"))

@@ -56,7 +56,7 @@ def _picture(settings, parameter, panel, lesson):
 
 def _pipelines(settings, parameter):
     chart, caption = _pipelines_picture(settings, parameter)
-    chart_element.draw(st, chart)
+    chart_element.draw(st, chart, width="content")     # its panels' own widths: stretched, the last one overflowed
     st.caption(caption)
 
 

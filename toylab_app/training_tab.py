@@ -46,9 +46,8 @@ from toylab_app.caches.bounded_cache import ByteBoundedCache
 from toylab_app.caches.kept import kept
 
 KEY = TRAINING_CONTROLS         # each control's URL name (its range and default: query.VIEW_PARAMETERS)
-SUMMARY_COLUMNS = {
+SUMMARY_COLUMNS = {        # the ids alone, their names under the table: it fits 1280 px without scrolling sideways
     "estimator": st.column_config.TextColumn("estimator"),
-    "label": st.column_config.TextColumn("name"),
     "final_J": st.column_config.NumberColumn("final J", format="%.4f", help="J = E_π[r] after the last step"),
     "steps_to_reach": st.column_config.TextColumn(
         f"steps to {REACHED:.0%}", help=f"First step at which J ≥ {REACHED:g} × on_policy's final J ('never': not "
@@ -65,9 +64,8 @@ SUMMARY_COLUMNS = {
         "final cosine to ∇J", help="Of the estimator's exact mean (expected) or of the step taken (sampled); '—': "
                                    "undefined (a zero mean or step, or ∇J within rounding of 0)"),
 }
-SGA_COLUMNS = {
+SGA_COLUMNS = {            # the ids alone, as the summary's
     "estimator": st.column_config.TextColumn("estimator"),
-    "label": st.column_config.TextColumn("name"),
     "slope": st.column_config.TextColumn("⟨∇J, E ĝ⟩", help="The first-order term's slope: the bias tilts it"),
     "mean_curvature": st.column_config.TextColumn("E ĝᵀ H E ĝ", help="Curvature of J along the mean step"),
     "noise_curvature": st.column_config.TextColumn("tr(H Σ)/N", help="Curvature along the noise: the variance term"),
@@ -84,12 +82,6 @@ SGA_COLUMNS = {
     "adam_lr": st.column_config.TextColumn("its length ÷ ‖ĝ_N‖",
                                            help="Median over batches: the lr of a plain step as long as Adam's"),
 }
-
-
-def _shown(columns, present):
-    """A table's columns for the mode: in presentation mode (``present``) without the long names (the ids say it, and
-    the table then fits 1280 px without scrolling sideways)."""
-    return {name: column for name, column in columns.items() if name != "label" or not present}
 
 
 def controls(settings, where=st):
@@ -348,11 +340,9 @@ def render(settings):
     st.caption(_about_the_run(settings, config, left_out)
                + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
     _log_and_mismatch(settings, config, selection, draw, lesson, ids)
-    present = screen_share.on()
-    table, names = _summary(settings, config, selection, present)
-    st.dataframe(table, column_config=_shown(SUMMARY_COLUMNS, present), hide_index=True, width="stretch")
-    if present:                                              # the long names left the table: say them once
-        st.caption(names)
+    table, names = _summary(settings, config, selection)
+    st.dataframe(table, column_config=SUMMARY_COLUMNS, hide_index=True, width="stretch")
+    st.caption(names)                                        # the names the table leaves out, said once
     _seeds_view(settings, config, selection)
     staleness_view.render(settings, config, draw["training_staleness"], lesson)
     _sga_view(settings, config)
@@ -481,11 +471,11 @@ def _stop_notes(settings, config, selection):
 
 
 @kept(ahead=_expected)
-def _summary(settings, config, selection, present):
+def _summary(settings, config, selection):
     """(the summary table's shown columns as an Arrow table, the estimators' names in words)."""
     summary = training_frames.summary_frame(
         training_cache.trajectories(settings.toy_key, selection, settings.baseline, config))
-    return (chart_element.arrow(summary[list(_shown(SUMMARY_COLUMNS, present))]),
+    return (chart_element.arrow(summary[list(SUMMARY_COLUMNS)]),
             frames.names_note(summary["estimator"]))
 
 
@@ -704,5 +694,6 @@ def _sga_view(settings, config):
             "the lr of a plain step as long (median of ‖Δ‖/‖ĝ_N‖ over the batches); the table gives both.")
     table = training_frames.sga_table([id for id, _ in sga_selection], exact, sampled, config.lr) if sampled else None
     if table is not None:
-        st.dataframe(table[list(_shown(SGA_COLUMNS, screen_share.on()))], column_config=_shown(SGA_COLUMNS, screen_share.on()), hide_index=True,
-                     width="stretch")
+        shown = [name for name in SGA_COLUMNS if len(adam) or not name.startswith("adam")]   # SGD: no Adam step
+        st.dataframe(table[shown], column_config=SGA_COLUMNS, hide_index=True, width="stretch")
+        st.caption(frames.names_note(table["estimator"]))

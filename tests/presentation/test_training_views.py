@@ -219,3 +219,17 @@ def test_the_policy_curves_are_the_records():
         assert rows["median"].tolist() == getattr(runs["tok_is"], quantity).tolist()
     assert set(training_frames.curve_frame(runs)["quantity"]) == {training_frames.QUANTITIES[q]
                                                                   for q in training_frames.CURVES}
+
+
+def test_a_quantity_constant_to_rounding_is_said_in_words_as_its_value():
+    """A quantity whose values differ only in a sum's last bits (R3's PPO KL about 0) is one value, said as a
+    sentence instead of a chart whose ticks would be rounding's digits; a real change, or a NaN, keeps the chart."""
+    def curves(values):
+        return pd.DataFrame({"quantity": training_frames.QUANTITIES["ppo_kl"], "estimator": "naive",
+                             "step": range(len(values)), "median": values, "q10": values, "q90": values})
+    assert training_frames.constant_value(curves([1e-17, -2e-17, 0.0]), "ppo_kl") == 0.0
+    assert str(training_frames.constant_value(curves([-1e-17, -1e-17]), "ppo_kl")) == "0.0"      # not "-0.0"
+    assert training_frames.constant_value(curves([0.25, 0.25 + 1e-14]), "ppo_kl") == 0.25
+    assert training_frames.constant_value(curves([0.0, 1e-9]), "ppo_kl") is None
+    assert training_frames.constant_value(curves([0.0, float("nan")]), "ppo_kl") is None
+    assert training_frames.constant_value(curves([0.0, 0.0]), "w_std") is None                  # not recorded

@@ -11,7 +11,7 @@ import pandas as pd
 from toylab.catalogue.replay import REPLAY_PRESETS
 from toylab.catalogue.version_handling import VERSION_PRESETS
 
-FLIP_MEASURES = {"decision": "a routing decision (layer, position)", "token": "a token (some layer)",
+FLIP_MEASURES = {"decision": "a decision (layer, position)", "token": "a token (some layer)",
                  "sequence": "a sequence (somewhere)"}
 MODE_NAMES = {("token", False): "per-token versions (truth)", ("head", False): "one stamp: head",
               ("tail", False): "one stamp: tail", ("token", True): "stale prefix masked"}

@@ -297,7 +297,8 @@ def _alone(panel, title):
     return readable(panel)
 
 
-PIPELINE_COLUMNS = 3
+PIPELINE_COLUMNS, PIPELINE_WIDTH = 2, 310     # two panels a row: each as wide as its pipeline's name (≈ 290 px),
+                                                # both with the y axis within 1280 px beside the sidebar
 
 
 def pipeline_chart(estimators, identity, chosen, parameter="temperature"):
@@ -310,7 +311,7 @@ def pipeline_chart(estimators, identity, chosen, parameter="temperature"):
     panels = alt.Chart(estimators).mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=20)).encode(
         x=x, y=_y("relative bias", log=False), color=estimator_colour(ids),
         tooltip=tips("estimator:N", "pipeline:N", "frameworks:N", _x_tip(x), alt.Tooltip("value:Q", format=".4g"))
-    ).properties(height=PANEL_HEIGHT * 0.7, width=PANEL_WIDTH / 2).facet(
+    ).properties(height=PANEL_HEIGHT * 0.7, width=PIPELINE_WIDTH).facet(
         facet=alt.Facet("pipeline:N", title=None, sort=estimators["pipeline"].unique().tolist()),
         columns=PIPELINE_COLUMNS)
     one = alt.Chart(pd.DataFrame({"value": [1.0]})).mark_rule(color=TEXT, strokeDash=[2, 3]).encode(y="value:Q")

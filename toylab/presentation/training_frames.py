@@ -70,11 +70,17 @@ def curve_frame(trajectories, quantities=CURVES):
                          else [value for part in parts for value in part] for name, parts in columns.items()})
 
 
+ROUNDING = 1e-12          # values this close are one value: a sum's last bits (R3's PPO KL, ±1e-17 about 0)
+
+
 def constant_value(curves, quantity):
-    """The one value every step of every estimator's ``quantity`` takes (e.g. w's spread 0 when w ≡ 1), or None when
-    it varies (or is not recorded): such a chart is a flat line, better said in words."""
+    """The one value every step of every estimator's ``quantity`` takes, to within ``ROUNDING`` (e.g. w's spread 0
+    when w ≡ 1), rounded to it; or None when it varies (or is not recorded): such a chart is a flat line, its axis
+    ticks rounding's digits, better said in words."""
     values = curves.loc[curves["quantity"] == QUANTITIES[quantity], ["median", "q10", "q90"]].to_numpy()
-    return float(values[0, 0]) if values.size and (values == values[0, 0]).all() else None
+    if not values.size or np.isnan(values).any() or np.abs(values - values.flat[0]).max() > ROUNDING:
+        return None
+    return round(float(values.flat[0]), 12) + 0.0          # + 0.0: −0.0 written as 0
 
 
 def coincident(curves, quantity, sampled, log=False):
