@@ -35,13 +35,13 @@ def _selection(settings):
                  if id == "on_policy" or not correction_has_additive_term(id, params))
 
 
-def _slider(where, label, name, help, low=None, high=None, step=None):
+def _slider(where, label, name, help, low=None, high=None, step=None, disabled=False):
     parameter = VIEW_PARAMETERS[name]
     low = parameter.low if low is None else low
     high = parameter.high if high is None else high
     kind = type(parameter.default)
     return where.slider(label, kind(low), kind(high), step=kind(step or parameter.step), key=name,
-                        persist_state="session", help=help)
+                        persist_state="session", help=help, disabled=disabled)
 
 
 def _experts_controls():
@@ -131,8 +131,10 @@ def _versions(settings, selection):
     chosen = switch.radio("switch", ("drawn", "fixed"), key="versions_switch", persist_state="session",
                           help="drawn: each sequence's head from 1 … η versions back and its switch position from "
                                "1 … T − 1, uniformly; fixed: at one position, the head η back.")
-    position = _slider(at, "at position", "versions_at", "Tokens before it from the head's version, from it on one "
-                                                         "version newer.", high=max(settings.T - 1, 1))
+    position = _slider(at, "at position", "versions_at", "The fixed switch's position: tokens before it from the "
+                                                         "head's version, from it on one version newer (greyed for a "
+                                                         "drawn switch, whose position is drawn per sequence).",
+                       high=max(settings.T - 1, 1), disabled=chosen != "fixed")
     eta = _slider(lag, "η (head's lag)", "versions_lag", "How many versions behind the trainer the head may be.")
     anchor_name = anchor.radio("anchor π_old", VERSION_ANCHORS, key="versions_anchor", persist_state="session",
                                horizontal=True, help="rollout: π at the stamped version; loglinear: AReaL's π_prox "

@@ -5,10 +5,10 @@ import streamlit as st
 from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.catalogue.kl_presets import KL_PRESETS
-from toylab.catalogue.replay import REPLAY_IDS, REPLAYS
+from toylab.catalogue.replay import REPLAY_IDS, REPLAY_PRESETS, REPLAYS
 from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, DEFAULT_UPDATE, LAG_DRAWS, LOSSES, WEIGHTS_AT
-from toylab.catalogue.version_handling import VERSION_IDS
+from toylab.catalogue.version_handling import VERSION_IDS, VERSION_PRESETS
 from toylab.engine.versions import PROXIES, STAMPS, SWITCHES
 from toylab.presentation import (
     coincidence,
@@ -238,15 +238,38 @@ def _hidden_controls(group, T):
         "version preset", VERSION_IDS, key=KEY["version_preset"], persist_state="session",
         help="A framework's version handling (read from its code): it sets the stamp, the mask and π_prox.")
     preset_set = version_preset != CUSTOM
+    one_version = switch == "off"                      # every token from one version: no stamp or prefix to read
     stamp_column.radio("stamp", STAMPS, key=KEY["stamp"], persist_state="session", horizontal=True,
-                       disabled=preset_set, help="What is logged as each token's version: its own, the sequence's "
-                                                 "head's or its tail's (read by the rollout anchor and loglinear).")
-    mask_column.toggle("mask prefix", key=KEY["mask_stale"], persist_state="session", disabled=preset_set,
+                       disabled=preset_set or one_version,
+                       help="What is logged as each token's version: its own, the sequence's head's or its tail's (read "
+                            "by the rollout anchor and loglinear).")
+    mask_column.toggle("mask prefix", key=KEY["mask_stale"], persist_state="session", disabled=preset_set or one_version,
                        help="Mask the stale prefix (slime's --mask-offpolicy-in-partial-rollout): the tokens before "
                             "the switch leave the loss.")
     prox_column.radio("π_prox", PROXIES, key=KEY["prox"], persist_state="session", horizontal=True,
                       disabled=preset_set, help="AReaL's prox_logp_method: recompute, or loglinear from the stamps "
                                                 "(with the anchor recompute).")
+    ignored = _ignored(replay_preset, version_preset, one_version)
+    if ignored:
+        group.caption(ignored)
+
+
+def _ignored(replay_preset, version_preset, one_version):
+    """Which of the routing and version controls the current choice leaves without effect (greyed), and why ('' if
+    none)."""
+    notes = []
+    if replay_preset != CUSTOM:
+        notes.append(f"{replay_preset} sets the replay ({REPLAY_PRESETS[replay_preset].replay}): the replay buttons "
+                     "are ignored while it is chosen.")
+    if version_preset != CUSTOM:
+        chosen = VERSION_PRESETS[version_preset]
+        notes.append(f"{version_preset} sets the stamp ({chosen.stamp}), the prefix mask "
+                     f"({'on' if chosen.mask_stale else 'off'}) and π_prox ({chosen.prox}): those controls are "
+                     "ignored while it is chosen.")
+    if one_version:
+        notes.append("No version switch: every token of a sequence comes from one version, so the stamp and the "
+                     "prefix mask have nothing to act on (π_prox still reads the engine's lag).")
+    return " ".join(notes)
 
 
 REFERENCE_GROUP = "group_reference"     # the reference's controls: built only while open
@@ -279,9 +302,10 @@ def _reference_group(where):
              "to go or per token), or a framework's preset: its estimator, placement, ratio and clamps, read from "
              "its code. The correction of a reward penalty is each trained estimator's.")
     beta_column.select_slider("β", BETAS, key=KEY["beta"], persist_state="session",
-                              format_func=VIEW_PARAMETERS[KEY["beta"]].to_url,
+                              format_func=VIEW_PARAMETERS[KEY["beta"]].to_url, disabled=chosen == NO_KL,
                               help="The penalty's coefficient (the toy sums KL over its T positions, as the "
-                                   "frameworks' token-mean losses weigh it against the policy loss)")
+                                   "frameworks' token-mean losses weigh it against the policy loss); greyed while "
+                                   "the penalty is off: nothing to weigh")
     distance_column.select_slider("π_ref's distance from θ₀", TRAINING_DISTANCES, key=KEY["ref_distance"],
                                   persist_state="session", format_func=VIEW_PARAMETERS[KEY["ref_distance"]].to_url,
                                   help="π_ref = softmax(θ₀ + distance·d), d a seeded standard normal table; 0: the "
@@ -291,7 +315,9 @@ def _reference_group(where):
         group.caption(f"{chosen} ({preset.commit[:7]}, {preset.code}): the framework's default β is "
                       f"{preset.default_beta:g}" + (", on by default" if preset.default_on else ", off by default")
                       + (f". {preset.note[0].upper()}{preset.note[1:]}." if preset.note else "."))
-    group.caption(f"How each setting estimates ∇KL(π‖π_ref) on the engine's tokens: *{ESTIMATORS_TAB}*, the KL view.")
+    group.caption(("KL penalty off: β is ignored (greyed); π_ref's distance still sets the KL(π‖π_ref) the run "
+                   "charts. " if chosen == NO_KL else "")
+                  + f"How each setting estimates ∇KL(π‖π_ref) on the engine's tokens: *{ESTIMATORS_TAB}*, the KL view.")
 
 
 def _run_in_words():
