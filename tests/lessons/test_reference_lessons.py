@@ -9,6 +9,8 @@ import pytest
 from toylab.lessons import reference
 from toylab.lessons.lesson import settings, settings_of
 from toylab.lessons.population import SEEDS
+from toylab.lessons.shares import shipped
+from toylab.presentation.lesson_shares import totals
 
 BY_ID = {lesson.id: lesson for lesson in reference.LESSONS}
 
@@ -27,6 +29,15 @@ def test_the_clamp_binds_far_from_the_reference_on_the_stated_share_of_toys():
     assert all((evidence.holds is None) is not bound for group, bound_group in zip(found, binds, strict=True)
                for evidence, bound in zip(group, bound_group, strict=True))
     assert "17 of 30" in lesson.text and "17 of 30" in lesson.claim and "at T = 4 on 11 of 30" in lesson.text
+
+
+def test_the_counts_the_texts_state_are_the_shipped_ones():
+    """'on each of the 120 toys of its population' (β), 'at 119 of the 120 toys' (k3's relative error above 0.1,
+    part of its claim)."""
+    tallies = shipped()
+    trade, k3 = BY_ID["beta_trades_j_for_kl"], BY_ID["k3_follows_the_reverse_kl"]
+    assert totals(tallies[trade.id]) == (120, 120) and "each of the 120 toys" in trade.text and "120" in trade.claim
+    assert totals(tallies[k3.id]) == (119, 120) and "at 119 of the 120 toys" in k3.text
 
 
 def test_the_quoted_numbers_are_seed_0s():
