@@ -29,6 +29,7 @@ from toylab.cli.arguments import (
     json_text,
     number_in,
     one_of,
+    program,
     validate_toy_arguments,
 )
 from toylab.cli.hidden_arguments import add_experts_arguments, add_versions_arguments, experts_of, versions_of
@@ -64,7 +65,7 @@ PROGRESS_AFTER_S = 2.0
 
 
 def train_parser():
-    parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0],
+    parser = ToylabParser(prog=program("train"), description=__doc__.splitlines()[0],
                           epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s of computing ({COMMAND_LINE_FACTOR} "
                                  f"times the page's {PAGE_SECONDS:g} s; timed on small copies of it, for at most "
                                  f"{cost.PROBE_SECONDS:g} s) or "
