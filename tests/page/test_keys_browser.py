@@ -1,6 +1,8 @@
 """The key table (``toylab.lessons.tour.KEYS``: the header's tooltip, the menu's About, the Lessons tab) holds in
-either mode, pressed in headless Chromium: L opens the Lessons tab from any view, a lesson on show or not; N starts
+either mode, pressed in headless Chromium: L opens the Lessons tab from every tab, a lesson on show or not; N starts
 the tour from the Lessons tab and steps it; B steps it back; P turns presentation mode on and off."""
+
+from urllib.parse import quote
 
 import pytest
 
@@ -31,12 +33,13 @@ def test_every_key_does_what_the_table_says(app, present):
     assert set(KEYS) == {"N", "B", "L", "P"}
     url, browser = app
     page = browser.new_page(viewport={"width": 1280, "height": 720})
-    page.goto(f"{url}/?tab={TAB_LABELS[1]}" + ("&present=1" if present else ""))
-    wait_for_app(page)
-    assert lesson_number(page) is None
-    press(page, "l")                                           # no lesson on show: L still opens the Lessons tab
-    page.wait_for_function(f"() => location.search.includes('tab={LESSONS_TAB}')")
-    assert selected_tab(page) == LESSONS_TAB
+    for label in TAB_LABELS:                                   # no lesson on show: L opens the Lessons tab from each
+        page.goto(f"{url}/?tab={quote(label)}" + ("&present=1" if present else ""))
+        wait_for_app(page)
+        assert lesson_number(page) is None and selected_tab(page) == label
+        press(page, "l")
+        page.wait_for_function(f"() => location.search.includes('tab={LESSONS_TAB}')")
+        assert selected_tab(page) == LESSONS_TAB, label
     press(page, "n")                                           # on the Lessons tab: the first lesson
     assert lesson_number(page) == 1 and selected_tab(page) == LESSONS[0].tab
     press(page, "n")
