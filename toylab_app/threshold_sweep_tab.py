@@ -20,18 +20,20 @@ def render(settings):
     if not chosen:
         st.info(f"Select an estimator with a threshold ({', '.join(SWEPT_PARAMETER)}) in the sidebar.")
         return
-    top = st.columns(2) if screen_share.on() else (st, st)
-    panel = sweep_panel.picker("threshold_panel", top[0])
-    compared = top[1].selectbox(
+    present = screen_share.on()
+    top = st.columns(2) if present else st.columns([1, 2], vertical_alignment="bottom")    # normal: the edge note
+    panel = sweep_panel.picker("threshold_panel", top[0])                                   # beside the second N,
+    compared = (top[1] if present else top[0]).selectbox(                                   # the chart in view
+
         "also at a second batch size", COMPARED_SIZES, key=COMPARE_KEY, persist_state="session",
         format_func=lambda N: "no second batch size" if N == 0 else f"also at N = {N:,} (dashed)",
-        label_visibility="collapsed" if screen_share.on() else "visible",
+        label_visibility="collapsed" if present else "visible",
         help="Draw the std and RMSE at a second batch size too (dashed): how the best threshold moves with N. The bias "
              "does not depend on N.")
     picture = _picture(settings, panel, compared,
                        tour.lesson_id(settings) if "threshold_rmse" in tour.marked(settings) else None)
     if picture.at_edge:                            # above the chart, so a room sees it with the chart
-        st.caption(f":material/first_page: {picture.at_edge}")
+        (st if present else top[1]).caption(f":material/first_page: {picture.at_edge}")
     chart_element.draw(st, picture.chart, width="stretch" if panel else "content")
     for caption in picture.captions:
         st.caption(caption)

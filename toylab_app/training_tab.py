@@ -70,8 +70,9 @@ SGA_COLUMNS = {            # the ids alone, as the summary's
     "mean_curvature": st.column_config.TextColumn("E ĝᵀ H E ĝ", help="Curvature of J along the mean step"),
     "noise_curvature": st.column_config.TextColumn("tr(H Σ)/N", help="Curvature along the noise: the variance term"),
     "best_lr": st.column_config.TextColumn(
-        "best lr (2nd order)", help="Where the quadratic peaks; '—': it never turns down (J curves up along the step)"),
-    "second_order": st.column_config.TextColumn("at the training lr: 2nd order"),
+        "best lr", help="Where the second-order quadratic peaks; '—': it never turns down (J curves up along the "
+                        "step)"),
+    "second_order": st.column_config.TextColumn("2nd order at lr", help="The second-order gain at the training lr"),
     "monte_carlo": st.column_config.TextColumn("Monte Carlo ± s.e."),
     "trusted": st.column_config.TextColumn(
         "± trusted?", help="Whether mean ± 2 s.e. can be trusted: 'no: heavy tail' when the batches show less than half "
