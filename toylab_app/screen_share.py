@@ -17,7 +17,9 @@ SHORTCUT = "P"
 ALWAYS = ('[data-testid="stTabs"] [role="tablist"] { flex-wrap: wrap; row-gap: 0.25rem; }'
           '[data-testid="stFileUploaderDropzoneInstructions"] * { white-space: normal; }')   # its types, not cut
 NORMAL = ('[data-testid="stMainBlockContainer"] { padding-top: 4rem; }'        # below Streamlit's header (3.75rem)
-          '.st-key-toylab_title h1 { font-size: 2rem; padding: 0; }')
+          '.st-key-toylab_title h1 { font-size: 2rem; padding: 0; }'
+          '.st-key-toylab_header { column-gap: 0.75rem; }'                 # the eight numbers in one row at 1280 px,
+          '.st-key-toylab_header [data-testid="stMetricValue"] { font-size: 1.6rem; }')   # 7.9e-07 and 1.57e-06 too
 PRESENTING = ('[data-testid="stMainBlockContainer"] { padding: 3.5rem 1.5rem 2rem; }'
               f'.st-key-{BUTTONS_KEY} {{ position: fixed; top: 0.6rem; right: 3.5rem; left: auto; '
               'width: fit-content !important; z-index: 1000000; }'
