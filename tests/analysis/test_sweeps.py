@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from dense import DenseToy
+from tiers import fast_then_slow
 
 from toylab import EXACT_IDS, exact_table, make_toy
 from toylab.analysis.sweeps import (
@@ -61,7 +62,7 @@ def test_rule_of_thumb_is_sqrt_two_times_second_moment_of_W(toy_key):
     assert rule_of_thumb(toy) == pytest.approx(np.sqrt(2 * (dense.p_sampler @ dense.W**2)), rel=1e-12)
 
 
-@pytest.mark.parametrize("baseline", ["none", "logged", "true"])
+@pytest.mark.parametrize("baseline", fast_then_slow(["none", "logged", "true"], ["none"]))   # each ≈ 3 s alone
 def test_at_zero_mismatch_every_correction_equals_naive(baseline):
     selection = {id: {} for id in EXACT_IDS} | {"trm": {"eps": 0.01}, "k3_rs": {"delta": 1e-4}}
     rows, _, _ = sampler_sweep(5, 3, 2, 0.3, DEFAULT_SAMPLER, "mismatch", selection, baseline, 16)

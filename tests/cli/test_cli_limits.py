@@ -82,6 +82,7 @@ def test_the_issues_slow_commands_answer_at_once_in_a_process(argv):
     assert done.returncode == 2 and done.stdout == "" and done.stderr.count("\n") == 1
 
 
+@pytest.mark.slow                 # every range end of every option: about 4 s alone
 def test_every_range_end_gives_finite_output(capsys):
     low_T, high_T = INTEGER_RANGES["T"]
     for argv in (["--T", str(low_T), "--mismatch", str(MISMATCH_RANGE[1]), "--N", "1"],

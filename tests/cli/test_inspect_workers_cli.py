@@ -72,6 +72,7 @@ def test_without_dask_the_scheduler_option_says_how_to_install_it(capsys, direct
         "pip install -r requirements-distributed.txt" in out.err
 
 
+@pytest.mark.slow                 # starts two worker processes: about 4 s alone
 def test_two_local_workers_give_one_process_numbers_without_dask(capsys, directory):
     """Two workers in a process of its own, as from the command line (a pool's processes import the main module's
     file, and a page test in this process leaves the page's script there), Dask hidden from it."""

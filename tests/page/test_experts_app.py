@@ -2,6 +2,7 @@
 live in the link, their numbers are the library's."""
 
 import numpy as np
+import pytest
 from test_app import run, tab_content
 
 from toylab import make_toy
@@ -76,6 +77,7 @@ def test_a_bad_mixture_in_a_link_falls_back_with_a_notice_and_a_keep_mask_traine
     assert sum("keep_mask" in info.value for info in at.info) == 2          # both sections say why, the page goes on
 
 
+@pytest.mark.slow                 # trains the mixture and the switches: about 4 s alone
 def test_the_training_tab_trains_the_mixture_and_the_version_switches_as_the_library():
     for query, config in (
             ({"train_replay": "R3", "train_steps": "30"},
