@@ -63,7 +63,7 @@ def test_every_option_is_in_the_help_with_its_default(capsys, command):
 def test_inspect_says_what_file_may_be_and_how_a_run_is_read(capsys):
     shown = flat(help_text(capsys, ("inspect",)))
     for form in ("Parquet", "JSONL", "CSV", ".gz", "directory", "a zip", "several files", "--workers", "--scheduler",
-                 "(default: that many for a run of 64 MB or more", "tcp://host:8786"):
+                 "default: that many for a run of 64 MB or more", "tcp://host:8786"):
         assert flat(form) in shown, form
     positional = [action for action in inspect_parser()._actions if not action.option_strings]
     assert [action.metavar for action in positional] == ["FILE"]
