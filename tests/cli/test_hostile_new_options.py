@@ -21,7 +21,7 @@ NUMBER_OPTIONS = {
     "versions": ["--switch-at", "--lag", "--step", "--lr"],
 }
 CHOICE_OPTIONS = {
-    "train": ["--kl", "--replay", "--router-draw", "--switch", "--stamp", "--prox", "--versions"],
+    "train": ["--kl", "--replay", "--router-draw", "--switch", "--stamp", "--prox", "--versions", "--update"],
     "routing": ["--router-draw"],
     "versions": ["--switch", "--stamp", "--prox", "--versions", "--anchor"],
 }
