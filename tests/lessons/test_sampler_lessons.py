@@ -29,27 +29,27 @@ def _dense_kl(toy):
     return float(-(rows.p_sampler @ np.log(rows.W)))
 
 
-def test_the_top_p_floor_against_dense_and_its_text():
-    chosen, evidence = _numbers("top_p_floor")
-    numbers, text = evidence.numbers, BY_ID["top_p_floor"].text
+def test_the_top_p_out_of_reach_lesson_against_dense_and_its_text():
+    chosen, evidence = _numbers("top_p_out_of_reach")
+    numbers, text = evidence.numbers, BY_ID["top_p_out_of_reach"].text
     dense = DenseToy(make_toy(*chosen.toy_key))
     scale = np.linalg.norm(dense.true_grad)
-    floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
+    out_of_reach = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
     assert numbers["π-mass out of reach"] == pytest.approx(dense.unreachable_mass(), rel=1e-10)
-    assert numbers["bias from what is out of reach"] == pytest.approx(floor, rel=1e-9)
+    assert numbers["bias from what is out of reach"] == pytest.approx(out_of_reach, rel=1e-9)
     biases = {}
     for id, params in chosen.selection(exact_only=True).items():
         biases[id] = dense.moments(id, params, chosen.baseline)[1] / scale
         assert numbers[f"rel bias {id}"] == pytest.approx(biases[id], rel=1e-9), id
-    assert biases["seq_is"] == pytest.approx(floor, rel=1e-9)
+    assert biases["seq_is"] == pytest.approx(out_of_reach, rel=1e-9)
     others = [bias for id, bias in biases.items() if id != "seq_is"]
-    assert f"{100 * numbers['π-mass out of reach']:.1f} %" in text and f"{floor:.2f} as long" in text
+    assert f"{100 * numbers['π-mass out of reach']:.1f} %" in text and f"{out_of_reach:.2f} as long" in text
     assert f"between {min(others):.2f} and {max(others):.2f}" in text
 
 
 def test_the_top_p_lesson_does_not_apply_without_truncation():
     """At top-p 1 nothing is cut: the claim is about what top-p cuts, so it does not apply (None), not 'holds'."""
-    assert _numbers("top_p_floor", top_p=1.0)[1].holds is None
+    assert _numbers("top_p_out_of_reach", top_p=1.0)[1].holds is None
 
 
 def test_bf16_against_fp16_against_dense_and_its_text():

@@ -20,7 +20,7 @@ KEEPS = 0.5              # "no correction removes it": every correction keeps ov
 CUT = 1e-12              # π-mass out of reach below this: top-p cut nothing, and the claim does not apply
 
 
-def top_p_floor(settings):
+def top_p_out_of_reach(settings):
     """The claim, where the sampler leaves π-mass out of reach (above CUT; elsewhere it does not apply): seq_is's bias
     is exactly the out-of-reach part of ∇J, ‖∇J − ∇J_S‖/‖∇J‖ (its error within reach below UNBIASED), and every correction keeps
     over KEEPS of it. The numbers: that mass and every correction's relative bias."""
@@ -92,14 +92,14 @@ def collapse_needs_a_fixed_error(settings):
 
 
 LESSONS = (
-    Lesson("top_p_floor",
+    Lesson("top_p_out_of_reach",
            "Top-p truncation leaves a bias no correction removes: with no logit error at all (mismatch 0), a "
            "sampler with top-p 0.9 never draws some of π's mass, all of sequence IS's bias is ∇J's part from "
            "that mass, and every other correction keeps over half of it, since reweighting what the sampler "
            "draws cannot give back what it never draws. At seed 0, for example, top-p cuts 9.5 % of π's "
            "mass, yet ∇J's part from it is 0.44 as long as ∇J, because what it cuts is the rare token 0 the "
            "reward needs, and the corrections land between 0.40 and 0.44.",
-           controls(TRUNCATED, mismatch=0.0, top_p=0.9), ESTIMATORS_TAB, top_p_floor,
+           controls(TRUNCATED, mismatch=0.0, top_p=0.9), ESTIMATORS_TAB, top_p_out_of_reach,
            claim="Top-p 0.9 leaves a bias no correction removes: all of seq_is's bias comes from what it cuts (1); "
                  "at seed 0 the best correction still has 0.40 (2).",
            predicate="where top-p cuts π-mass: seq_is's bias is exactly the part of ∇J out of reach, every correction "
