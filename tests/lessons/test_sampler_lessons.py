@@ -2,6 +2,7 @@
 and each check failing where the statement would not hold."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +10,11 @@ from dense import DenseToy
 
 from toylab import make_toy
 from toylab.lessons.lesson import settings
+from toylab.lessons.sampler import BELOW, NO_FLOOR, SOME_BELOW, a_correction_below_out_of_reach
+from toylab.lessons.shares import claim_tally
 from toylab.lessons.tour import LESSONS
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
 
@@ -45,6 +50,24 @@ def test_the_top_p_out_of_reach_lesson_against_dense_and_its_text():
     others = [bias for id, bias in biases.items() if id != "seq_is"]
     assert f"{100 * numbers['π-mass out of reach']:.1f} %" in text and f"{out_of_reach:.2f} as long" in text
     assert f"between {min(others):.2f} and {max(others):.2f}" in text
+    assert a_correction_below_out_of_reach(chosen) is bool(min(others) < (1 - BELOW) * out_of_reach) is True
+    docs = " ".join((DOCS / "sampler.md").read_text(encoding="utf-8").split())      # its example, at seed 0
+    assert f"it is {out_of_reach:.4f} (seq_is's bias) while tok_is's bias is {biases['tok_is']:.4f} and naive's " \
+           f"{biases['naive']:.4f}" in docs
+
+
+@pytest.mark.slow
+def test_out_of_reach_is_no_floor_at_the_share_the_page_states():
+    """The Estimators tab's note and docs/sampler.md: some correction has less bias than seq_is (the part out of
+    reach) at SOME_BELOW of the toys of the top-p lesson's population, recomputed; the claim does not apply where
+    top-p cuts nothing."""
+    lesson = BY_ID["top_p_out_of_reach"]
+    tallies = claim_tally(a_correction_below_out_of_reach, lesson.controls, lesson.population)
+    assert (sum(t.count for t in tallies), sum(t.applicable for t in tallies)) == SOME_BELOW
+    assert [t.applicable for t in tallies] == [t.applicable for t in claim_tally(
+        lambda s: lesson.check(s).holds, lesson.controls, lesson.population)]       # the lesson's own toys
+    said = f"{SOME_BELOW[0]} of the {SOME_BELOW[1]} toys around the top-p lesson's setting"
+    assert said in NO_FLOOR and said in " ".join((DOCS / "sampler.md").read_text(encoding="utf-8").split())
 
 
 def test_the_top_p_lesson_does_not_apply_without_truncation():

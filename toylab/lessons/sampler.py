@@ -40,6 +40,27 @@ def top_p_out_of_reach(settings):
     return Evidence(numbers, holds, marks)
 
 
+def a_correction_below_out_of_reach(settings):
+    """Whether some correction on μ (any selected estimator but seq_is) has a relative bias below ∇J's part out of
+    reach, seq_is's whole bias, by more than BELOW of it: what makes that part no floor. None where the sampler cuts
+    no π-mass (below CUT)."""
+    toy = toy_of(settings)
+    if toy.unreachable_mass < CUT:
+        return None
+    moments = exact_moments_many(toy, settings.selection(exact_only=True), settings.baseline)
+    out_of_reach = moments["seq_is"].rel_out_of_reach
+    return any(m.rel_bias < (1 - BELOW) * out_of_reach for id, m in moments.items() if id != "seq_is")
+
+
+BELOW = 1e-6             # "below": by more than this share of the part out of reach (seq_tis equals seq_is there)
+SOME_BELOW = (95, 99)    # a_correction_below_out_of_reach over top_p_out_of_reach's population: holds, applies
+NO_FLOOR = ("It is not a floor under the others' bias: an estimator's own error within reach may point against it and "
+            "cancel part of it, so a biased correction can show less bias than seq_is. Some correction does at "
+            f"{SOME_BELOW[0]} of the {SOME_BELOW[1]} toys around the top-p lesson's setting (seeds 0–29 at top-p 0.8, "
+            "0.9 and 0.95, and at T = 4, wherever top-p cuts π-mass): cancellation, not a repair — every correction "
+            "there keeps over half of it.")
+
+
 def bf16_against_fp16(settings):
     """At mismatch 0 on the lesson's toy: bf16's KL(μ‖π) over 10 × fp16's, naive's relative bias over 3 × fp16's
     (fp16 rounds 8× finer, KL goes with the square: about 64×)."""
