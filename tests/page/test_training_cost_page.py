@@ -88,7 +88,8 @@ def test_the_staleness_view_at_340_steps_is_drawn():
     """Issue 41, case 6: ?tab=Training&staleness=1&train_steps=340 showed the tab's unexpected error, no view."""
     at = opened({"staleness": "1", "train_steps": "340"})
     assert not at.error and not refusals(at)
-    assert any("J after 340 steps" in chart.proto.spec for chart in at.get("vega_lite_chart"))
+    assert any("steps to the target (crosses: not within 340)" in chart.proto.spec
+               for chart in at.get("vega_lite_chart"))
 
 
 @pytest.mark.slow

@@ -37,7 +37,8 @@ def test_a_staleness_run_that_stops_is_named_under_the_view():
     """Case 7's last part: the staleness view dropped a NaN point without a word."""
     at = opened(CASE_7 | {"mismatch": "0.3", "train_anchor": "recompute", "staleness": "1"})
     assert not at.error
-    assert any(warning.value.startswith("Not drawn: recompute without w at lag 1 (step 7)") for warning in at.warning)
+    assert any(warning.value.startswith("Ended early: π_old recomputed, no weight at lag 1 (step 7)")
+               for warning in at.warning)
 
 
 def test_a_valid_rloo_run_in_one_sequence_minibatches_is_not_refused():

@@ -10,9 +10,11 @@ from dense import dense_three_policies
 
 from toylab import make_toy
 from toylab.catalogue.updates import Update
+from toylab.engine.experts import Experts
 from toylab.engine.toy import range_problem
+from toylab.engine.versions import Versions
 from toylab.text import UNDEFINED, formatted
-from toylab.training import loop
+from toylab.training import loop, mixtures
 from toylab.training.loop import TrainingConfig, stop_notice, summary, train
 from toylab.training.staleness import staleness
 
@@ -103,3 +105,31 @@ def test_a_bound_that_is_not_a_number_is_said_in_words():
                                          (-0.00006, "-0.0001"), (6.5e13, "6.5e+13"), (0.98, "0.9800")])
 def test_a_number_that_rounds_to_zero_has_no_sign_and_nan_is_a_dash(value, text):
     assert formatted(value) == text
+
+
+@pytest.mark.parametrize("hidden", [dict(experts=Experts(), replay="R3"), dict(versions=Versions("fixed", 1))],
+                         ids=["routing replay", "version switch"])
+def test_a_hidden_variable_run_that_goes_non_finite_stops_at_its_step(monkeypatch, hidden):
+    """A run with hidden variables (``mixtures.train_hidden``) whose update leaves float64 is stopped where it did,
+    as a dense run is: its integer lag record took NaN and the run failed with 'cannot convert float NaN to integer'
+    (the merge of issues 41 and 46). naive's update at step 3 is made infinite; tok_is goes on exactly as alone."""
+    real, calls = mixtures.run_updates, []
+
+    def overflowing(*args, **kwargs):
+        first, step, clipped, drift = real(*args, **kwargs)
+        calls.append(None)
+        if len(calls) == 4:                                    # step 3's update of the own group (naive, tok_is)
+            step = step.copy()
+            step[0] = np.inf
+        return first, step, clipped, drift
+    config = TrainingConfig(steps=8, **hidden)
+    toy = make_toy(4, 3, 0.3, 0)
+    alone = train(toy, {"tok_is": {}}, "none", config)["tok_is"]
+    monkeypatch.setattr(mixtures, "run_updates", overflowing)
+    runs = train(toy, {"naive": {}, "tok_is": {}}, "none", config)
+    assert int(runs["naive"].stopped) == 3 and int(runs["tok_is"].stopped) == -1
+    assert np.isfinite(runs["naive"].J[:4]).all() and np.isnan(runs["naive"].J[4:]).all()
+    assert np.isnan(runs["naive"].lag[4:]).all() and np.isnan(runs["naive"].kl_ref[4:]).all()
+    np.testing.assert_allclose(runs["tok_is"].J, alone.J, rtol=1e-12, atol=0)
+    assert stop_notice(runs["naive"]).startswith("naive stopped at step 3: its update was not a finite number")
+    assert summary(runs)[0]["stopped_at"] == 3

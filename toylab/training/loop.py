@@ -260,6 +260,7 @@ def train_population(toys, selection, baseline="none", config=TrainingConfig(), 
 def _hidden_records(records, log_ref, scale):
     """A hidden run's records (``mixtures.train_hidden``) with KL(π_k‖π_ref) of its trainer's logits, and where a
     row's θ left float64 (its step before, as ``_advanced`` records it; −1: never), its records NaN from there."""
+    records = {name: values.astype(float) for name, values in records.items()}     # the lag is drawn as integers
     theta = records["theta"]
     with np.errstate(over="ignore", invalid="ignore"):
         kl_ref = kl_to_reference(log_softmax(theta * scale), log_ref)
