@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.training.cost import Probe
 from toylab.training.loop import train
-from toylab_app.caches import training_cache
+from toylab_app.caches import ahead, training_cache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 PROBE = Probe("expected", a=1e-4, b=1e-9)             # a step of the default toy in well under the page's seconds
@@ -55,6 +55,7 @@ def test_a_mismatch_step_keeps_the_probe_and_trains_again(monkeypatch):
     """A step's work does not depend on the mismatch: the probe timed at the first mismatch serves the next, while
     the run itself is trained again at the new mismatch."""
     probed, trained = [], []
+    monkeypatch.setattr(ahead, "note", lambda calls: None)       # the positions beside it are not made ahead here
     monkeypatch.setattr(training_cache.cost, "probe", lambda *args, **kwargs: probed.append(args) or PROBE)
     monkeypatch.setattr(training_cache, "train", lambda *args: trained.append(args[0].mismatch) or train(*args))
     at = opened({"seed": "7", "train_steps": "5"})            # a seed no other test trains: nothing cached
