@@ -39,3 +39,15 @@ def pytest_terminal_summary(terminalreporter, config):
     if deselected := config.stash.get(SLOW_DESELECTED, 0):
         terminalreporter.write_line(f"fast tier: {deselected} slow tests deselected; "
                                     "python -m pytest --all-tiers runs every tier")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test marked ``time_limit(SECONDS)`` (or in a module so marked) fails once its call takes longer
+    (``tests/time_limit.py``)."""
+    marker = item.get_closest_marker("time_limit")
+    if marker is None:
+        return (yield)
+    from time_limit import at_most
+    with at_most(marker.args[0]):
+        return (yield)

@@ -17,7 +17,8 @@ from toylab.cli.main import main
 
 INSTALLED = importlib.util.find_spec("distributed") is not None
 REQUIRED = os.environ.get("TOYLAB_REQUIRE_DISTRIBUTED") == "1"
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+DASK_SECONDS = 300              # each test's time limit (tests/time_limit.py): a hang fails, it does not hold CI
+pytestmark = [pytest.mark.slow, pytest.mark.time_limit(DASK_SECONDS), pytest.mark.skipif(
     not INSTALLED and not REQUIRED, reason="Dask distributed, an optional extra, is not installed (pip install -r "
     "requirements-distributed.txt); TOYLAB_REQUIRE_DISTRIBUTED=1 makes that a failure")]
 
