@@ -481,6 +481,7 @@ def parse_link(params, limit=PAGE_SIZE_LIMIT):
     view = {}
     for name in VIEW_PARAMETERS:
         view[name] = _parse_view(params, name, settings, view, notices)
+    _check_hidden_presets(params, view, notices)
     unknown = [name for name in params if name not in CONTROL_NAMES and name not in VIEW_PARAMETERS
                and "." not in name]
     if unknown:
@@ -508,6 +509,33 @@ def _fit_toy_and_sampler(params, values, limit, notices):
         values |= {name: getattr(DEFAULTS, name) for name in SAMPLER_FIELDS}
 
 
+PRESET_CONTROLS = {"train_replay_preset": ("train_replay",),
+                   "train_version_preset": ("train_stamp", "train_mask_stale", "train_prox")}   # what each preset sets
+
+
+def _check_hidden_presets(params, view, notices):
+    """A replay or version preset sets the controls it names (as a pipeline preset sets logged and scored): a link
+    that names one and gives any of those otherwise gets a notice (the preset's values are used)."""
+    replay = view["train_replay_preset"]
+    if replay != CUSTOM:
+        _preset_overrides(params, view, notices, "train_replay_preset", {"train_replay": REPLAY_PRESETS[replay].replay})
+    versions = view["train_version_preset"]
+    if versions != CUSTOM:
+        chosen = VERSION_PRESETS[versions]
+        _preset_overrides(params, view, notices, "train_version_preset",
+                          {"train_stamp": chosen.stamp, "train_mask_stale": chosen.mask_stale, "train_prox": chosen.prox})
+
+
+def _preset_overrides(params, view, notices, preset, sets):
+    overridden = [name for name, value in sets.items() if name in params and view[name] != value]
+    if overridden:
+        to_url = {name: VIEW_PARAMETERS[name].to_url(sets[name]) for name in overridden}
+        notices.append(f"URL parameter {preset} = {view[preset]} sets "
+                       + " and ".join(f"{name} = {to_url[name]}" for name in overridden)
+                       + "; the link's " + " and ".join(f"{name} = {quoted(params[name])}" for name in overridden)
+                       + " ignored.")
+
+
 def dropped_link_notice(parameters, characters, most_parameters, most_characters):
     """The notice for a link the server dropped unread: over its most parameters or characters."""
     return (f"This link has {parameters:,} parameters in {characters:,} characters, over the {most_parameters:,} "
@@ -532,9 +560,11 @@ def _check_pipeline(params, values, notices):
 
 def view_query(view):
     """{URL name: string} of the view parameters the address shows: those that differ from their default and
-    belong to every tab or to the open one (``ViewParameter.shown``)."""
+    belong to every tab or to the open one (``ViewParameter.shown``), but not the controls a replay or version preset
+    sets while it is chosen (the preset's values count: the link names the preset)."""
+    preset_set = {name for preset, names in PRESET_CONTROLS.items() if view[preset] != CUSTOM for name in names}
     return {name: parameter.to_url(view[name]) for name, parameter in VIEW_PARAMETERS.items()
-            if view[name] != parameter.default and parameter.shown(view)}
+            if view[name] != parameter.default and parameter.shown(view) and name not in preset_set}
 
 
 def to_query(settings):
