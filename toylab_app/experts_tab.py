@@ -124,12 +124,19 @@ def _versions(settings, selection):
     if problem:
         st.info(f"{problem[0].upper()}{problem[1:]}.", icon=":material/block:")
         return
+    if settings.T < 2:
+        st.info("A switch needs at least two tokens (T ≥ 2).")
+        return
     switch, at, lag, anchor, step, lr = st.columns([1.3, 1, 1, 1.6, 1.3, 1.3])
     chosen = switch.radio("switch", ("drawn", "fixed"), key="versions_switch", persist_state="session",
                           help="drawn: each sequence's head from 1 … η versions back and its switch position from "
                                "1 … T − 1, uniformly; fixed: at one position, the head η back.")
-    position = _slider(at, "at position", "versions_at", "Tokens before it from the head's version, from it on one "
-                                                         "version newer.", high=max(settings.T - 1, 1))
+    if settings.T > 2:                                   # a slider needs two positions: 1 … T − 1
+        position = _slider(at, "at position", "versions_at", "Tokens before it from the head's version, from it on "
+                                                             "one version newer.", high=settings.T - 1)
+    else:
+        position = 1
+        at.caption("at position 1: the only one at T = 2")
     eta = _slider(lag, "η (head's lag)", "versions_lag", "How many versions behind the trainer the head may be.")
     anchor_name = anchor.radio("anchor π_old", VERSION_ANCHORS, key="versions_anchor", persist_state="session",
                                horizontal=True, help="rollout: π at the stamped version; loglinear: AReaL's π_prox "
@@ -138,9 +145,6 @@ def _versions(settings, selection):
                                                     "earlier steps.")
     rate = lr.select_slider("their lr", LEARNING_RATES, key="versions_lr", persist_state="session",
                             format_func=VIEW_PARAMETERS["versions_lr"].to_url)
-    if settings.T < 2:
-        st.info("A switch needs at least two tokens (T ≥ 2).")
-        return
     versions = Versions(switch=chosen, at=min(position, settings.T - 1))
     estimators = tuple(entry for entry in selection if entry[0] != "on_policy")
     if not estimators:

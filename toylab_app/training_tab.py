@@ -239,8 +239,11 @@ def _hidden_controls(group, T):
                                  horizontal=True, help="fixed: every sequence switches to one version newer at the "
                                                        "position; drawn: its head 1 … η back (η = the lag) and its "
                                                        "switch position drawn per sequence.")
-    at_column.slider("at", 1, max(T - 1, 1), key=KEY["switch_at"], persist_state="session",
-                     disabled=switch != "fixed", help="The fixed switch's position.")
+    if T > 2:                                            # a slider needs two positions: 1 … T − 1
+        at_column.slider("at", 1, T - 1, key=KEY["switch_at"], persist_state="session",
+                         disabled=switch != "fixed", help="The fixed switch's position.")
+    else:
+        at_column.caption("at 1: the only position" if T == 2 else "no position: a switch needs T ≥ 2")
     stamp_column, mask_column, prox_column, version_preset_column = group.columns([2.2, 1.4, 2, 2.2])
     version_preset = version_preset_column.selectbox(
         "version preset", VERSION_IDS, key=KEY["version_preset"], persist_state="session",
