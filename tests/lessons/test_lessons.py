@@ -20,6 +20,7 @@ from toylab.state.query import (
     parse_link,
     parse_query,
     to_query,
+    training_config,
     view_query,
 )
 from toylab.training.loop import TrainingConfig, train
@@ -137,6 +138,14 @@ def test_a_lessons_link_parses_back_to_its_setting_and_view(lesson):
         assert (reopened, notices) == (settings(lesson), [])
         shown = {name for name in view if VIEW_PARAMETERS[name].shown(VIEW_DEFAULTS | view)}
         assert {name: reopened_view[name] for name in shown} == {name: view[name] for name in shown}
+
+
+@pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if lesson.tab == "Training"], ids=lambda lesson: lesson.id)
+def test_a_training_lesson_opens_the_dense_toy_its_check_trains(lesson):
+    """No lesson trains a mixture of experts: its view keeps the tab's replay at "none" (its "off" is a mixture of
+    experts without replay, another run than the check's)."""
+    config = training_config(VIEW_DEFAULTS | view_of(lesson), settings(lesson).N)
+    assert config.experts is None and config.replay == "off"
 
 
 def test_the_collapse_lesson_fails_where_a_baseline_rescues_the_mask():

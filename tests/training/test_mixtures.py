@@ -1,6 +1,9 @@
 """Training over hidden variables: the reduction to today's three-policy loop, and every record of version-switch
 and routing runs against the brute force (tests/dense_hidden.py ``dense_mixture_training``)."""
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 from dense import dense_three_policies
@@ -10,6 +13,7 @@ from tiers import fast_then_slow
 from toylab import make_toy, resolve_params
 from toylab.catalogue.updates import Update
 from toylab.engine.experts import Experts
+from toylab.engine.reference import Reference
 from toylab.engine.versions import Versions
 from toylab.training.loop import TrainingConfig, train
 from toylab.training.mixtures import Dense, Routed, train_mixture
@@ -121,3 +125,54 @@ def test_routing_training_equals_the_brute_force(replay, draw, anchor, sampler):
     for estimator in selection:
         oracle = dense_mixture_training(toy, oracle_model, estimator, {}, "true", update, 3, 2.0, lag=1)
         check_against(runs[estimator], oracle, estimator)
+
+
+def brute_force_kl(log_pi, log_ref):
+    """KL(π‖π_ref) = Σ_y π(y)·log(π(y)/π_ref(y)) over every sequence y, π and π_ref products of their (T, V) rows."""
+    T, V = log_pi.shape
+    total = 0.0
+    for y in itertools.product(range(V), repeat=T):
+        log_p = sum(log_pi[t, y[t]] for t in range(T))
+        total += math.exp(log_p) * (log_p - sum(log_ref[t, y[t]] for t in range(T)))
+    return total
+
+
+def reference_log_probabilities(toy, distance, scale):
+    """log π_ref written out: softmax((θ_0 + distance·d)·scale), d from default_rng([seed, 2**32 − 3])."""
+    direction = np.random.default_rng([toy.seed, 2**32 - 3]).standard_normal(toy.theta.shape)
+    z = (toy.theta + distance * direction) * scale
+    return z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+
+
+KL_REF_CASES = {
+    "routed, plain": ({}, {"experts": Experts(layers=2, experts=3, top_k=1, router_error=0.6, draws=2),
+                           "replay": "R3"}),
+    "routed, tempered": ({"temperature": 0.8, "scored": "temperature", "top_k": 2},
+                         {"experts": Experts(layers=1, experts=3, top_k=2, router_error=0.7, draws=2, draw="token"),
+                          "replay": "off"}),
+    "versions": ({"top_p": 0.95, "temperature": 0.9}, {"versions": Versions(switch="drawn", stamp="head"),
+                                                       "lag": 2}),
+}
+
+
+@pytest.mark.parametrize("case", KL_REF_CASES)
+def test_a_hidden_run_records_the_trainer_s_kl_to_the_reference_as_the_brute_force(case):
+    """``train``'s kl_ref of a routed or version-switch run: KL(π_k‖π_ref) of the trainer's own policy at θ_k (its
+    own routing), summed over every sequence, π_k from the oracle's parameters (``DenseRoutedModel.own``)."""
+    sampler, hidden = KL_REF_CASES[case]
+    toy = make_toy(3, 2, 0.5, 4, **sampler)
+    config = TrainingConfig(3, 2.0, "sgd", "expected", update=Update("recompute", "ppo", epochs=2),
+                            reference=Reference(0.7), **hidden)
+    runs = train(toy, {"naive": {}, "tok_tis": {}}, "true", config)
+    scale = 1 / sampler["temperature"] if sampler.get("scored") == "temperature" else 1.0
+    log_ref = reference_log_probabilities(toy, 0.7, scale)
+    if "experts" in hidden:
+        model = DenseRoutedModel(toy, Routed(toy, hidden["experts"], hidden["replay"]).moe, hidden["replay"])
+    else:
+        model = DenseVersionsModel(toy, "drawn", 1, "head", False)
+    for estimator in ("naive", "tok_tis"):
+        oracle = dense_mixture_training(toy, model, estimator, {}, "true", config.update, 3, 2.0,
+                                        lag=config.lag)
+        expected = [brute_force_kl(model.own(np.ravel(theta))[0], log_ref) for theta in oracle["theta"]]
+        np.testing.assert_allclose(runs[estimator].kl_ref, expected, rtol=1e-10, atol=1e-13, err_msg=estimator)
+        assert runs[estimator].kl_ref[0] > 0.01            # π_ref a distance away: a KL to track

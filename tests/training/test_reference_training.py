@@ -218,3 +218,23 @@ def test_every_framework_preset_trains_as_the_dense_oracle(preset, update, lag):
                                  reference.log_probabilities(toy.theta, toy.seed, toy.sampler))
     for name, tolerance in (("theta", 1e-9), ("J", 1e-12), ("kl_ref", 1e-10), ("clip_share", 1e-12)):
         np.testing.assert_allclose(getattr(trajectory, name), dense[name], rtol=0, atol=tolerance, err_msg=name)
+
+
+PRESET_RUNS_ELSEWHERE = list(KL_PRESETS)
+
+
+@pytest.mark.parametrize("preset", fast_then_slow(PRESET_RUNS_ELSEWHERE, ["nemo_rl:on_policy_kl_approximation",
+                                                                           "slime:kl_in_reward_reinforce_pp"]))
+def test_every_framework_preset_trains_as_the_dense_oracle_on_another_toy_sampler_and_lag_draw(preset):
+    """Each preset at β = 0.4 on a longer toy whose engine tempers, truncates (top-p) and rounds to bf16, the anchor
+    recomputed through two epochs, the lag drawn from 0 … 2 per batch, π_ref at distance 0.8."""
+    toy = make_toy(5, 3, 1.0, 4, **SAMPLERS["truncating"])
+    penalty, reference = KL_PRESETS[preset].with_beta(0.4), Reference(0.8)
+    update = Update("recompute", "ppo", {"dual_clip": 3.0}, epochs=2)
+    config = TrainingConfig(4, 1.0, update=update, lag=2, lag_draw="uniform", kl=penalty, reference=reference)
+    trajectory = train(toy, {"seq_tis": {}}, "logged", config)["seq_tis"]
+    dense = dense_three_policies(toy, "seq_tis", {}, "logged", update, 4, 1.0, "sgd", 2, "uniform", penalty,
+                                 reference.log_probabilities(toy.theta, toy.seed, toy.sampler))
+    assert len(set(dense["lag"].tolist())) > 1                           # the draw took more than one lag
+    for name, tolerance in (("theta", 1e-9), ("J", 1e-12), ("kl_ref", 1e-10), ("clip_share", 1e-12), ("lag", 0)):
+        np.testing.assert_allclose(getattr(trajectory, name), dense[name], rtol=0, atol=tolerance, err_msg=name)

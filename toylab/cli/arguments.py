@@ -2,7 +2,7 @@
 
 A command builds its parser from these pieces::
 
-    parser = ToylabParser(prog="python -m toylab train", description="…")
+    parser = ToylabParser(prog=program("train"), description="…")
     add_toy_arguments(parser)          # --T --V --mismatch --seed, the sampler's, --baseline --set: the page's ranges
     add_batch_size_argument(parser)    # --N
     arguments = validate_toy_arguments(parser, parser.parse_args(argv))   # size limit; .selection from --set
@@ -14,6 +14,7 @@ import argparse
 import json
 import math
 import sys
+from pathlib import Path
 
 from toylab.catalogue.estimators import BASELINES, EXACT_IDS, PRESET_IDS, resolve_params
 from toylab.catalogue.pipelines import LOGGED, PIPELINE_IDS, PIPELINES, SCORED
@@ -33,6 +34,14 @@ from toylab.text import listed, printable, quoted
 
 DEFAULT_IDS = tuple(id for id in EXACT_IDS if id not in PRESET_IDS)
 MESSAGE_LIMIT = 400                 # characters of an error line
+
+
+def program(command=""):
+    """How the user called the command, for its usage line: "toylab train" through the installed ``toylab`` command
+    (sys.argv[0] is the script named toylab on the PATH), "python -m toylab train" otherwise (``python -m toylab``
+    runs toylab/__main__.py; a notebook or a test calls ``main`` from Python)."""
+    invoked = "toylab" if Path(sys.argv[0] if sys.argv else "").stem == "toylab" else "python -m toylab"
+    return f"{invoked} {command}".strip()
 
 
 class ToylabParser(argparse.ArgumentParser):

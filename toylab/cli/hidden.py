@@ -21,6 +21,7 @@ from toylab.cli.arguments import (
     json_text,
     number_in,
     one_of,
+    program,
     validate_toy_arguments,
 )
 from toylab.cli.hidden_arguments import add_experts_arguments, add_versions_arguments, experts_of, versions_of
@@ -33,22 +34,24 @@ from toylab.training.loop import LIMITS
 
 
 def parser_for(command):
-    parser = ToylabParser(prog=f"python -m toylab {command}", description=__doc__.splitlines()[0])
+    parser = ToylabParser(prog=program(command), description=__doc__.splitlines()[0])
     add_toy_arguments(parser)
     add_batch_size_argument(parser)
     parser.add_argument("--estimators", default=",".join(DEFAULT_ESTIMATORS), metavar="ID,ID,…",
-                        help="estimators (default: the page's default selection)")
+                        help=f"estimators (default: the page's default selection, {','.join(DEFAULT_ESTIMATORS)})")
     if command == "routing":
         add_experts_arguments(parser, replay=False)
     else:
         add_versions_arguments(parser)
         parser.add_argument("--lag", type=number_in(int, 1, LIMITS["lag"][1]), default=2, metavar="S|η",
-                            help="the head's lag (fixed switch) or its bound η (drawn switch); default 2")
+                            help=f"the head's lag (fixed switch) or its bound η (drawn switch), 1 to {LIMITS['lag'][1]} "
+                                 "(default 2)")
         parser.add_argument("--anchor", type=one_of(ANCHORS), default="rollout",
-                            help="π_old: recompute, rollout (at the stamped version), bypass, or loglinear (AReaL)")
+                            help="π_old: recompute, rollout (at the stamped version), bypass, or loglinear (AReaL) "
+                                 "(default rollout)")
         parser.add_argument("--step", type=number_in(int, 0, 2000), default=20,
-                            help="the analysis's θ: on_policy's after this many exact SGD steps (default 20)")
-        parser.add_argument("--lr", type=number_in(float, *LIMITS["lr"]), default=1.0, help="their step size")
+                            help="the analysis's θ: on_policy's after this many exact SGD steps, 0 to 2,000 (default 20)")
+        parser.add_argument("--lr", type=number_in(float, *LIMITS["lr"]), default=1.0, help="their step size, {:g} to {:g} (default 1)".format(*LIMITS["lr"]))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -94,7 +97,7 @@ def routing_text(result):
         lines.append(f"{row['estimator']:16}{row['replay']:>7}{row['rel_bias']:10.4f}{row['rel_std']:10.4f}"
                      f"{cell(row['cosine'], '{:+.4f}'):>9}{cell(row['served_cosine'], '{:+.4f}'):>10}")
     lines.append("\n∇J: the trainer's own policy (its routing); ∇J_μ: the served policy (the engine's draws); R2 equals "
-                 "off at one update (it differs across a batch's updates: python -m toylab train --replay R2)")
+                 f"off at one update (it differs across a batch's updates: {program('train')} --replay R2)")
     return "\n".join(lines)
 
 

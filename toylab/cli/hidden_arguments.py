@@ -26,10 +26,10 @@ def add_experts_arguments(parser, replay=True):
     docstring)."""
     group = parser.add_argument_group("a mixture of experts: routing mismatch and replay")
     if replay:
-            group.add_argument("--replay", type=one_of((*REPLAYS, *REPLAY_PRESETS)), default=None,
+        group.add_argument("--replay", type=one_of((*REPLAYS, *REPLAY_PRESETS)), default=None,
                            help="train the toy's mixture of experts, the trainer replaying as set: off (its own "
                                 "routing), R2 (the anchor's), R3 (the engine's), or a framework's preset (" +
-                                ", ".join(REPLAY_PRESETS) + ")")
+                                ", ".join(REPLAY_PRESETS) + ") (default: none, the toy without experts)")
     group.add_argument("--moe-layers", type=number_in(int, *LIMITS["layers"]), default=None,
                        help=f"layers L (default {DEFAULT_EXPERTS.layers})")
     group.add_argument("--moe-experts", type=number_in(int, *LIMITS["experts"]), default=None,
@@ -70,17 +70,18 @@ def add_versions_arguments(parser):
     group = parser.add_argument_group("version switches: tokens of one sequence from two policy versions")
     group.add_argument("--switch", type=one_of(SWITCHES), default=None,
                        help="off; fixed: every sequence switches at --switch-at from the lag's version to one newer; "
-                            "drawn: its head drawn from 1 … η (η = --lag) and its switch from 1 … T − 1")
+                            "drawn: its head drawn from 1 … η (η = --lag) and its switch from 1 … T − 1 (default off)")
     group.add_argument("--switch-at", type=number_in(int, 1, 15), default=None, metavar="C",
                        help="the fixed switch's position (1 … T − 1; default 1)")
     group.add_argument("--stamp", type=one_of(STAMPS), default=None,
                        help="what the framework logs as each token's version: token, head or tail (default token)")
     group.add_argument("--mask-stale", action="store_true", help="leave the tokens before the switch out of the loss")
     group.add_argument("--prox", type=one_of(PROXIES), default=None,
-                       help="AReaL's π_prox: recompute, or loglinear from the stamps (needs --anchor recompute)")
+                       help="AReaL's π_prox: recompute, or loglinear from the stamps (needs --anchor recompute) "
+                            "(default recompute)")
     group.add_argument("--versions", type=one_of(tuple(VERSION_PRESETS)), default=None, metavar="PRESET",
                        help="a framework's version handling (sets --stamp, --mask-stale, --prox): " +
-                            ", ".join(VERSION_PRESETS))
+                            ", ".join(VERSION_PRESETS) + " (default: none, the options above)")
 
 
 def versions_of(arguments):

@@ -17,6 +17,7 @@ from toylab.cli.arguments import (
     chosen_ids,
     json_text,
     number_in,
+    program,
     sampler_of,
     selection_from_overrides,
 )
@@ -52,7 +53,7 @@ FILE_ONLY = ("advantage", "T", "V", "seed", "top_p", "top_k", "temperature", "pr
 
 def inspect_parser():
     """The one parser of both forms: one log file's options, a run's, and those they share."""
-    parser = ToylabParser(prog="python -m toylab inspect", description=DESCRIPTION, epilog=BOUNDS_HELP,
+    parser = ToylabParser(prog=program("inspect"), description=DESCRIPTION, epilog=BOUNDS_HELP,
                           formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("paths", metavar="FILE", nargs="+",
                         help=f"one rollout log: Parquet, JSONL or CSV (text ones may be .gz), at most "

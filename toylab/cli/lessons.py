@@ -12,7 +12,7 @@ A lesson's tallies are shipped, not computed on the page: after changing a lesso
 
 from pathlib import Path
 
-from toylab.cli.arguments import ToylabParser, json_text
+from toylab.cli.arguments import ToylabParser, json_text, program
 from toylab.lessons.shares import SHIPPED, shipped, write
 from toylab.lessons.tour import LESSONS
 from toylab.presentation.lesson_shares import counterexample, docs_table, link, population_words, totals
@@ -23,7 +23,7 @@ TABLE_START, TABLE_END = "<!-- the table: python -m toylab lessons --write -->",
 
 
 def parse_arguments(argv):
-    parser = ToylabParser(prog="python -m toylab lessons", description=__doc__.splitlines()[0])
+    parser = ToylabParser(prog=program("lessons"), description=__doc__.splitlines()[0])
     parser.add_argument("ids", nargs="*", metavar="ID", help="lessons to show (default: every lesson of the tour)")
     parser.add_argument("--write", action="store_true",
                         help="compute the lessons again over their populations and write the shipped tallies "

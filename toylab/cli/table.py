@@ -23,6 +23,7 @@ from toylab.cli.arguments import (
     add_toy_arguments,
     json_text,
     number_in,
+    program,
     validate_toy_arguments,
 )
 from toylab.engine.moments import exact_table
@@ -50,13 +51,14 @@ def table_ids(listed):
 
 
 def table_parser():
-    parser = ToylabParser(prog="python -m toylab", description=__doc__.splitlines()[0])
+    parser = ToylabParser(prog=program(), description=__doc__.splitlines()[0])
     add_toy_arguments(parser)
     add_batch_size_argument(parser)
     parser.add_argument("--estimators", metavar="ID,...",
                         help="the exact estimators to show, presets included (default: all but the presets)")
     parser.add_argument("--reference-distance", type=number_in(float, *DISTANCE_RANGE), default=None, metavar="D",
-                        help="add the KL view: π_ref at θ_0 + D·d (d a seeded standard normal direction)")
+                        help="add the KL view: π_ref at θ_0 + D·d (d a seeded standard normal direction), {:g} to {:g} "
+                             "(default: none, no KL view)".format(*DISTANCE_RANGE))
     parser.add_argument("--kl", metavar="ID,...", default=None,
                         help="the KL settings of the view: presets (verl:kl_loss) or ESTIMATOR.PLACEMENT[.MODIFIER] "
                              "(k3.loss.engine, k1.reward.to_go.seq_is); default: " + ",".join(kl_settings.VIEW_SETTINGS))

@@ -21,6 +21,7 @@ from toylab.analysis.diagnostics import diagnostics
 from toylab.catalogue import kl_settings
 from toylab.catalogue.kl import BETA_RANGE, NO_PENALTY
 from toylab.catalogue.kl_presets import KL_PRESETS
+from toylab.catalogue.update_presets import UPDATE_PRESETS
 from toylab.catalogue.updates import ANCHORS, LAG_DRAWS, LOSSES, UPDATES_AT_MOST, WEIGHTS_AT, Update
 from toylab.cli.arguments import (
     ToylabParser,
@@ -29,6 +30,7 @@ from toylab.cli.arguments import (
     json_text,
     number_in,
     one_of,
+    program,
     validate_toy_arguments,
 )
 from toylab.cli.hidden_arguments import add_experts_arguments, add_versions_arguments, experts_of, versions_of
@@ -64,7 +66,7 @@ PROGRESS_AFTER_S = 2.0
 
 
 def train_parser():
-    parser = ToylabParser(prog="python -m toylab train", description=__doc__.splitlines()[0],
+    parser = ToylabParser(prog=program("train"), description=__doc__.splitlines()[0],
                           epilog=f"A run estimated at over {LIMIT_SECONDS:,.0f} s of computing ({COMMAND_LINE_FACTOR} "
                                  f"times the page's {PAGE_SECONDS:g} s; timed on small copies of it, for at most "
                                  f"{cost.PROBE_SECONDS:g} s) or "
@@ -94,16 +96,21 @@ def train_parser():
                         help=f"the engine's error b: fixed, or redrawn at every step (seeded) (default "
                              f"{DEFAULTS.noise})")
     update = parser.add_argument_group("three policies: the engine's lag, the anchor, the loss, updates per batch")
-    update.add_argument("--lag", type=number_in(int, *LIMITS["lag"]), default=DEFAULTS.lag, metavar="S",
+    update.add_argument("--update", type=one_of(tuple(UPDATE_PRESETS)), default=None, metavar="PRESET",
+                        help="a framework's update, as the page's: it sets the anchor, the loss and its parameters, "
+                             "minibatches, epochs, where the correction reads its ratio, the lag and its draw (giving "
+                             "one of those too is an error): " + ", ".join(UPDATE_PRESETS) + " (default: none, the "
+                             "options below)")
+    update.add_argument("--lag", type=number_in(int, *LIMITS["lag"]), default=None, metavar="S",
                         help="the engine samples from the policy S steps old, {} to {} (default {})".format(
                             *LIMITS["lag"], DEFAULTS.lag))
-    update.add_argument("--lag-draw", type=one_of(LAG_DRAWS), default=DEFAULTS.lag_draw,
+    update.add_argument("--lag-draw", type=one_of(LAG_DRAWS), default=None,
                         help="fixed: s = S every batch; uniform: s drawn from 0 … S per batch (η = S, seeded) "
                              f"(default {DEFAULTS.lag_draw})")
-    update.add_argument("--anchor", type=one_of(ANCHORS), default=DEFAULTS.update.anchor,
+    update.add_argument("--anchor", type=one_of(ANCHORS), default=None,
                         help="π_old: recompute (π_θk), rollout (π_θ(k−s)) or bypass (the engine's μ) (default "
                              f"{DEFAULTS.update.anchor})")
-    update.add_argument("--loss", type=one_of(tuple(LOSSES)), default=DEFAULTS.update.loss,
+    update.add_argument("--loss", type=one_of(tuple(LOSSES)), default=None,
                         help=f"the per-token loss: {', '.join(LOSSES)} (default {DEFAULTS.update.loss})")
     update.add_argument("--eps-low", type=number_in(float, 0, 1), default=None,
                         help="ε_low of ppo and cispo (default 0.2)")
@@ -114,13 +121,13 @@ def train_parser():
     update.add_argument("--loss-param", action="append", default=[], metavar="NAME=VALUE",
                         help="any other parameter of the loss: clamp, delta_low, delta_high, delta, tau (repeatable; "
                              "default: the loss's own)")
-    update.add_argument("--minibatches", type=number_in(int, 1, UPDATES_AT_MOST), default=1,
+    update.add_argument("--minibatches", type=number_in(int, 1, UPDATES_AT_MOST), default=None,
                         help=f"minibatches a batch is split into (sampled mode; expected mode: updates per epoch), "
                              f"1 to {UPDATES_AT_MOST} (default 1)")
-    update.add_argument("--epochs", type=number_in(int, 1, UPDATES_AT_MOST), default=1,
+    update.add_argument("--epochs", type=number_in(int, 1, UPDATES_AT_MOST), default=None,
                         help=f"passes over each batch; U = minibatches × epochs updates per batch, 1 to "
                              f"{UPDATES_AT_MOST} (default 1)")
-    update.add_argument("--weights-at", type=one_of(WEIGHTS_AT), default=DEFAULTS.update.weights_at,
+    update.add_argument("--weights-at", type=one_of(WEIGHTS_AT), default=None,
                         help="the correction's ratio: anchor (w = π_old/μ, frozen) or current (sg(π_θ)/μ at each "
                              f"update, verl's bypass mode) (default {DEFAULTS.update.weights_at})")
     reference = parser.add_argument_group("the reference: a KL penalty to π_ref")
@@ -147,9 +154,10 @@ def parse_arguments(argv):
     arguments = validate_toy_arguments(parser, arguments, ids)
     try:
         experts, replay = experts_of(arguments)
+        update, lag, lag_draw = policies(arguments)
         arguments.config = TrainingConfig(arguments.steps, arguments.lr, arguments.optimizer, arguments.mode,
-                                          arguments.N, arguments.runs, arguments.noise, _update(arguments),
-                                          arguments.lag, arguments.lag_draw, penalty(arguments),
+                                          arguments.N, arguments.runs, arguments.noise, update, lag, lag_draw,
+                                          penalty(arguments),
                                           Reference(arguments.reference_distance), experts, replay,
                                           versions_of(arguments))
         arguments.config.versions.check(arguments.T)
@@ -159,9 +167,27 @@ def parse_arguments(argv):
     return parser, arguments
 
 
+POLICY_OPTIONS = ("anchor", "loss", "eps_low", "eps_high", "dual_clip", "loss_param", "minibatches", "epochs",
+                  "weights_at", "lag", "lag_draw")             # what --update sets
+
+
+def policies(arguments):
+    """(Update, lag, lag draw): --update's preset exactly as its framework's module gives it (the page's
+    train_update), or the options' (``_update``); ValueError when both are given."""
+    if arguments.update is None:
+        return (_update(arguments), DEFAULTS.lag if arguments.lag is None else arguments.lag,
+                arguments.lag_draw or DEFAULTS.lag_draw)
+    given = [name for name in POLICY_OPTIONS if getattr(arguments, name) not in (None, [])]
+    if given:
+        raise ValueError(f"--update {arguments.update} sets the update and the lag; --{given[0].replace('_', '-')} "
+                         "contradicts it (give one or the other)")
+    preset = UPDATE_PRESETS[arguments.update]
+    return preset.update, preset.lag, preset.lag_draw
+
+
 def _update(arguments):
-    """The Update of --anchor, --loss, its parameters, --minibatches, --epochs and --weights-at; ValueError naming
-    what is wrong."""
+    """The Update of --anchor, --loss, its parameters, --minibatches, --epochs and --weights-at (each defaulting to
+    ``TrainingConfig``'s); ValueError naming what is wrong."""
     params = {}
     for assignment in arguments.loss_param:
         name, equals, value = assignment.partition("=")
@@ -176,8 +202,10 @@ def _update(arguments):
         raise ValueError(f"--{name.replace('_', '-')} {given[name]} and --loss-param {name}={params[name]} both set "
                          f"{name}: give it once")
     params |= given
-    return Update(arguments.anchor, arguments.loss, params, arguments.minibatches, arguments.epochs,
-                  arguments.weights_at)
+    base = DEFAULTS.update
+    return Update(arguments.anchor or base.anchor, arguments.loss or base.loss, params,
+                  arguments.minibatches or base.minibatches, arguments.epochs or base.epochs,
+                  arguments.weights_at or base.weights_at)
 
 
 def penalty(arguments):
@@ -227,7 +255,8 @@ def report(arguments):
     return {
         "toy": toy_summary(toy) | {"J": start.J, "logged_reward": start.logged_reward, "kl_mu_pi": start.kl_mu_pi,
                                    "chi2_seq": start.chi2_seq, "unreachable_mass": start.unreachable_mass},
-        "baseline": arguments.baseline, "noise": config.noise, "update": update_entry(config),
+        "baseline": arguments.baseline, "noise": config.noise,
+        "update": update_entry(config) | ({} if arguments.update is None else {"preset": arguments.update}),
         "kl": kl_entry(config, arguments.kl),
         "trajectories": [_trajectory(trajectory, config) for trajectory in trajectories.values()],
         "summary": summary(trajectories) if "on_policy" in trajectories else summary(trajectories, reference=None),

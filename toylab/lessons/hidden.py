@@ -1,7 +1,7 @@
 """Lessons about hidden variables: a mixture of experts' routing replay, and sequences spanning policy versions.
 
-Each is a claim over a population of toys (``POPULATIONS``: 30 seeds at the lesson's setting and at each neighbour,
-tested by tests/lessons/test_hidden_lessons.py), not about its one toy; where a part of it holds only sometimes the
+Each is a claim over its ``population`` of toys (30 seeds at the lesson's setting and at half and twice its
+mismatch and at T = 4, tallied in shares.json), not about its one toy; where a part of it holds only sometimes the
 text says how often, counted on that population. A check returns ``holds`` None where its claim does not apply (no
 routing decision flips at any draw: the engine then routes as the trainer).
 """
@@ -12,6 +12,7 @@ from toylab.catalogue.updates import Update
 from toylab.engine.experts import Experts
 from toylab.engine.versions import Versions
 from toylab.lessons.lesson import UNBIASED, Evidence, Lesson, controls, toy_of
+from toylab.lessons.population import around
 from toylab.state.query import EXPERTS_TAB
 from toylab.training.history import history_of
 
@@ -46,7 +47,7 @@ def sometimes_of_replay(settings):
 def stamps_mislead(settings):
     """With AReaL's log-linear π_prox (the decoupled loss, no rejection sampling: no behaviour weight) one stamp per
     sequence — the head's, or the tail's as before AReaL #1569 — moves the first update's mean more than MOVED·‖∇J‖ from
-    the per-token truth; with the anchor recomputed no stamp is read, so none moves it."""
+    the per-token truth; with the anchor recomputed no stamp is read, so none moves it (within UNBIASED)."""
     toy = toy_of(settings)
     history = history_of(toy, STEP, LR)
     found = {}
@@ -60,7 +61,7 @@ def stamps_mislead(settings):
                "recompute: head stamp from the truth": recompute[("head", False)],
                "recompute: tail stamp from the truth": recompute[("tail", False)]}
     holds = min(loglinear[("head", False)], loglinear[("tail", False)]) > MOVED \
-        and recompute[("head", False)] == recompute[("tail", False)] == 0
+        and max(recompute[("head", False)], recompute[("tail", False)]) < UNBIASED
     return Evidence(numbers, holds)
 
 
@@ -90,7 +91,10 @@ LESSONS = (
            "(29 of 29).",
            controls(("seq_is", "tok_is", "tok_tis", "seq_tis"), mismatch=0.5), EXPERTS_TAB, replay_trades,
            claim="R3 replays the engine's routing: sequence IS, unbiased for ∇J without replay, becomes biased — the "
-                 "price of taking routing flips out of the ratio."),
+                 "price of taking routing flips out of the ratio.",
+           predicate="where some routing decision flips: seq_is's relative bias for ∇J below 1e-9 without replay and "
+                     "above 1e-6 with R3",
+           population=around(0.5, ("T", 4))),
     Lesson("one_stamp_misleads_loglinear",
            "A version stamp is read only by an anchor built from versions: with AReaL's log-linear π_prox, α = (s − "
            "1)/s per token, one stamp per sequence — its head's, or its tail's as AReaL stamped before #1569 — gives "
@@ -99,7 +103,10 @@ LESSONS = (
            controls(("naive",), mismatch=0.3), EXPERTS_TAB, stamps_mislead,
            view=VERSION_VIEW | {"versions_anchor": "loglinear"},
            claim="With AReaL's log-linear π_prox, one stamp per sequence moves the update's mean over 5 % of ‖∇J‖ from "
-                 "the per-token truth; recomputed, nothing."),
+                 "the per-token truth; recomputed, nothing.",
+           predicate="log-linear π_prox: the head's and the tail's stamp each move naive's mean over 5 % of ‖∇J‖ from "
+                     "per-token versions; π_prox recomputed: neither moves it (1e-9)",
+           population=around(0.3, ("T", 4))),
     Lesson("masked_prefix_trades_bias_for_variance",
            "Masking the stale prefix (slime's --mask-offpolicy-in-partial-rollout) trades bias for variance: the "
            "prefix's tokens still set the reward but give no gradient, so sequence IS's spread falls and its bias "
@@ -107,17 +114,8 @@ LESSONS = (
            controls(("seq_is", "tok_is"), mismatch=0.3), EXPERTS_TAB, mask_trades,
            view=VERSION_VIEW | {"versions_anchor": "recompute"},
            claim="Masking the stale prefix lowers sequence IS's spread and raises its bias: the prefix sets the reward "
-                 "but gives no gradient."),
+                 "but gives no gradient.",
+           predicate="π_old recomputed, per-token versions: masking the stale prefix lowers seq_is's relative std and "
+                     "raises its relative bias",
+           population=around(0.3, ("T", 4))),
 )
-
-# The populations each lesson claims (tests/lessons/test_hidden_lessons.py): its setting at 30 seeds and each
-# neighbour's ((sidebar or Experts field, value), …) changes, for toylab.lessons.population once it lands.
-SEEDS = tuple(range(30))
-POPULATIONS = {
-    "replay_trades_unbiasedness": {"at its setting": (), "at half the mismatch": (("mismatch", 0.25),),
-                                   "at twice the mismatch": (("mismatch", 1.0),), "at T = 4": (("T", 4),)},
-    "one_stamp_misleads_loglinear": {"at its setting": (), "at half the mismatch": (("mismatch", 0.15),),
-                                     "at twice the mismatch": (("mismatch", 0.6),), "at T = 4": (("T", 4),)},
-    "masked_prefix_trades_bias_for_variance": {"at its setting": (), "at half the mismatch": (("mismatch", 0.15),),
-                                               "at twice the mismatch": (("mismatch", 0.6),), "at T = 4": (("T", 4),)},
-}

@@ -11,18 +11,27 @@ from toylab.catalogue.updates import Update
 from toylab.engine.moments import exact_moments
 from toylab.lessons.lesson import Evidence, Lesson, Mark, controls, toy_of
 from toylab.lessons.population import AT_SETTING, Group, Population, around
-from toylab.state.query import CLIP_CONTROLS, LENGTH_TAB, TRAINING_CONTROLS, TRAINING_TAB, UPDATE_CONTROLS
+from toylab.state.query import (
+    CLIP_CONTROLS,
+    LENGTH_TAB,
+    NO_EXPERTS,
+    TRAINING_CONTROLS,
+    TRAINING_TAB,
+    UPDATE_CONTROLS,
+)
 from toylab.training.loop import TrainingConfig, train
 from toylab.training.staleness import LAGS, staleness
 
 
 def training_view(config, pick, **view):
     """The Training tab's controls (URL name → value) that show ``config`` (its update's anchor, loss with ε and c,
-    minibatches, epochs and weights included), with ``pick``'s training log and any other ``view`` values."""
-    names = {f.name for f in fields(TrainingConfig)} - {"update"}          # its URL name picks a framework's update
+    minibatches, epochs and weights included), with ``pick``'s training log and any other ``view`` values. The config
+    has no experts: the tab's replay is NO_EXPERTS, the dense toy (its "off" is a mixture of experts without replay)."""
+    names = {f.name for f in fields(TrainingConfig)} - {"update", "replay"}   # update: its URL name picks a preset
     update = config.update
     params = update.loss_params
     return {url: getattr(config, name) for name, url in TRAINING_CONTROLS.items() if name in names} \
+        | {TRAINING_CONTROLS["replay"]: NO_EXPERTS} \
         | {TRAINING_CONTROLS[name]: getattr(update, name) for name in UPDATE_CONTROLS} \
         | {TRAINING_CONTROLS[name]: params[name] or 0.0 for name in CLIP_CONTROLS if name in params} \
         | {TRAINING_CONTROLS["pick"]: pick} | view

@@ -18,6 +18,6 @@ Altair charts (pure functions, no computation).
     pipeline_text                     the words for the pipeline's three distributions and the identity check
     lesson_shares                     how often a lesson holds over its toys: a sentence, the grid, docs' table
     update_text                       the words of an update's three policies: which enter r and w, what is moot
-    kl_frames                         the KL view's table and which identities the engine's μ breaks
+    kl_frames, kl_charts              the KL view: its table, its chart, which identities the engine's μ breaks
     experts_frames, experts_charts    the Experts & versions tab: flip rates, replay modes, ways of logging versions
 """
