@@ -24,7 +24,7 @@ NUMBER_OPTIONS = {
     "versions": ["--switch-at", "--lag", "--step", "--lr"],
 }
 CHOICE_OPTIONS = {
-    "train": ["--kl", "--replay", "--router-draw", "--switch", "--stamp", "--prox", "--versions"],
+    "train": ["--kl", "--replay", "--router-draw", "--switch", "--stamp", "--prox", "--versions", "--update"],
     "routing": ["--router-draw"],
     "versions": ["--switch", "--stamp", "--prox", "--versions", "--anchor"],
 }
@@ -81,6 +81,7 @@ def test_a_choice_option_given_none_of_its_choices_is_one_line(capsys, command, 
     (["train", "--versions", "slime:partial_rollout", "--stamp", "tail", "--switch", "fixed"],
      ["--versions slime:partial_rollout sets stamp"]),
     (["train", "--versions", "areal:loglinear", "--switch", "fixed", "--anchor", "rollout"], ["use the anchor recompute"]),
+    (["train", "--update", "verl:bypass", "--anchor", "rollout"], ["--update verl:bypass sets the update and the lag"]),
     (["train", "--switch", "fixed", "--switch-at", "15"], ["between 1 and T − 1 = 5, got 15"]),
     (["train", "--switch", "drawn", "--T", "1"], ["at least T = 2 tokens"]),
     (["train", "--switch", "fixed", "--T", "1"], ["between 1 and T − 1 = 0"]),
