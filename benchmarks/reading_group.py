@@ -450,7 +450,7 @@ def summary(args, users, samples, client_cpu, clock0):
             "rss_peak_mib": max(samples.rss) / 2**20 if samples.rss else None,
             "rss_end_mib": samples.rss[-1] / 2**20 if samples.rss else None,
             "client_cpu_seconds": client_cpu, "received_mib": sum(user.received for user in users) / 2**20,
-            "load_average": os.getloadavg()}
+            "load_average": os.getloadavg(), "cpu": cpu_model()}
 
 
 def print_summary(result):
@@ -561,9 +561,20 @@ def measured(args):
     return result
 
 
+def cpu_model():
+    """The machine's CPU as /proc/cpuinfo names it, and how many this process may use."""
+    info = Path("/proc/cpuinfo").read_text()
+    field = {name: (re.findall(rf"^{name}\s*:\s*(.+)$", info, re.M) or ["?"])[0]
+             for name in ("model name", "cpu family", "model")}
+    return (f"{field['model name']} (family {field['cpu family']}, model {field['model']}) × "
+            f"{len(os.sched_getaffinity(0))}")
+
+
 def print_cpu_table(results):
     """CPU-seconds a press (or load) of each room, by app: the per-tab rooms and the mix."""
-    print("\nserver CPU-s a press or load (server CPU over the room / presses and loads answered); press p50 / p95 s")
+    print(f"\n{cpu_model()}; load average (1 min) {min(r['load_average'][0] for r in results):.1f} to "
+          f"{max(r['load_average'][0] for r in results):.1f} at the rooms' ends")
+    print("server CPU-s a press or load (server CPU over the room / presses and loads answered); press p50 / p95 s")
     apps = list(dict.fromkeys(result["app"] for result in results))
     print(f"{'room':<34}" + "".join(f"{Path(app).name[:24]:>26}" for app in apps))
     for tabs in dict.fromkeys(tuple(result["tabs"]) for result in results):

@@ -20,6 +20,7 @@ from toylab.state.query import (
 )
 from toylab_app import address, chart_element
 from toylab_app.caches import experts_cache
+from toylab_app.caches.kept import kept
 
 
 def render(settings):
@@ -72,30 +73,61 @@ def _routing(settings, selection):
     try:
         experts = _experts_controls()
     except ValueError as error:
-        st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
+        st.warning(_sentence(error), icon=":material/warning:")
         return
     if problem:
         st.info(f"{problem[0].upper()}{problem[1:]}.", icon=":material/block:")
         return
     axis = st.radio("flip rates as", FLIP_AXES, key="flip_axis", persist_state="session", horizontal=True,
                     format_func=lambda name: f"{name} grow", help="The rest of the mixture held.")
-    with st.spinner("Routing every draw…"):
-        rows = experts_cache.flips(settings.toy_key, experts, axis)
-        try:
-            view = experts_cache.routing(settings.toy_key, experts, selection, settings.baseline, settings.N)
-        except ValueError as error:
-            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
-            return
+    flips = _flip_picture(settings.T, settings.V, settings.seed, experts, axis)
+    picture = _routing_picture(settings, experts, selection)
+    if isinstance(picture, str):
+        st.warning(picture, icon=":material/warning:")
+        return
+    replay_caption, replay_chart, replay_table = picture
     left, right = st.columns([2, 3])
-    chart_element.draw(left, experts_charts.flip_chart(experts_frames.flip_frame(rows, axis), axis))
-    left.caption(
+    chart_element.draw(left, flips[0])
+    left.caption(flips[1])
+    right.caption(replay_caption)
+    if replay_chart is not None:
+        chart_element.draw(st, replay_chart)
+        st.dataframe(replay_table, hide_index=True, width="stretch", column_config={
+            "rel_bias": st.column_config.NumberColumn("rel bias (∇J)", format="%.4f"),
+            "rel_std": st.column_config.NumberColumn(f"rel std at N = {settings.N:,}", format="%.4f"),
+            "cosine": st.column_config.NumberColumn("cosine to ∇J", format="%+.4f"),
+            "served_cosine": st.column_config.NumberColumn("cosine to ∇J_μ", format="%+.4f"),
+            "served_rel_bias": st.column_config.NumberColumn("rel bias (∇J_μ)", format="%.4f"),
+            "kl": st.column_config.NumberColumn("KL(μ‖π_old)", format="%.4f")})
+    with st.expander("The frameworks' routing replay, read from their code"):
+        st.dataframe(_presets_table("replay"), hide_index=True, width="stretch")
+        st.caption(f"Train under any of them in the {TRAINING_TAB} tab (Three policies: the replay, or a preset).")
+
+
+@kept(spinner="Routing every draw…")
+def _flip_picture(T, V, seed, experts, axis):
+    """(the flip rates as ``axis`` grows, prepared; its caption): they read the router and the seed only, so a
+    mismatch step keeps them."""
+    chart = chart_element.prepare(experts_charts.flip_chart(
+        experts_frames.flip_frame(experts_cache.flips(T, V, seed, experts, axis), axis), axis))
+    return chart, (
         f"Over the engine's D = {experts.draws} error draws: a decision flips when its top-{experts.top_k} set differs "
         "from the trainer's; a token when some layer's does; a sequence when some token's does"
         + (" (one draw for the whole sequence)." if experts.draw == "sequence" else " (a draw per token).")
         + " Megatron-LM #4168 reports about 10 % of router decisions and 94 % of tokens differing per forward pass "
           "(48 layers).")
+
+
+@kept(spinner="Routing every draw…")
+def _routing_picture(settings, experts, selection):
+    """(the caption of the routing view, its replay chart prepared and table as Arrow — both None when it has no
+    rows), or why the view cannot be made (a sentence)."""
+    try:
+        view = experts_cache.routing(settings.toy_key, experts, selection, settings.baseline, settings.N)
+    except ValueError as error:
+        return _sentence(error)
     frame = experts_frames.replay_frame(view)
-    right.caption(
+    caption = (
         f"Here: {view.flips.mean():.0%} of decisions, {view.token_flips.mean():.0%} of tokens, "
         f"{view.sequence_flips:.0%} of sequences flip. The k1 KL(μ‖π_old) the correction sees: "
         + ", ".join(f"{mode} {kl:.3f}" for mode, kl in view.kl.items())
@@ -104,18 +136,20 @@ def _routing(settings, selection):
         "flips, and sequence IS stays unbiased for ∇J, at a higher variance. R3 (the engine's routing replayed) "
         "leaves only the logit error in the ratio, but its gradient is the trainer's under the engine's routing: "
         "biased for ∇J — compare the cosines to ∇J and to ∇J_μ in the table.")
-    if len(frame):
-        chart_element.draw(st, experts_charts.replay_chart(frame, settings.N))
-        st.dataframe(frame, hide_index=True, width="stretch", column_config={
-            "rel_bias": st.column_config.NumberColumn("rel bias (∇J)", format="%.4f"),
-            "rel_std": st.column_config.NumberColumn(f"rel std at N = {settings.N:,}", format="%.4f"),
-            "cosine": st.column_config.NumberColumn("cosine to ∇J", format="%+.4f"),
-            "served_cosine": st.column_config.NumberColumn("cosine to ∇J_μ", format="%+.4f"),
-            "served_rel_bias": st.column_config.NumberColumn("rel bias (∇J_μ)", format="%.4f"),
-            "kl": st.column_config.NumberColumn("KL(μ‖π_old)", format="%.4f")})
-    with st.expander("The frameworks' routing replay, read from their code"):
-        st.dataframe(experts_frames.replay_presets_frame(), hide_index=True, width="stretch")
-        st.caption(f"Train under any of them in the {TRAINING_TAB} tab (Three policies: the replay, or a preset).")
+    if not len(frame):
+        return caption, None, None
+    return caption, chart_element.prepare(experts_charts.replay_chart(frame, settings.N)), chart_element.arrow(frame)
+
+
+@kept
+def _presets_table(kind):
+    """The frameworks' routing replay (``replay``) or version handling (``versions``), as an Arrow table."""
+    frame = experts_frames.replay_presets_frame() if kind == "replay" else experts_frames.version_presets_frame()
+    return chart_element.arrow(frame)
+
+
+def _sentence(error):
+    return f"{str(error)[0].upper()}{str(error)[1:]}."
 
 
 def _versions(settings, selection):
@@ -150,27 +184,39 @@ def _versions(settings, selection):
     if not estimators:
         st.info("Select an estimator other than on_policy in the sidebar.")
         return
-    with st.spinner("Summing every version pattern…"):
-        try:
-            view = experts_cache.versions(settings.toy_key, versions, eta, anchor_name, estimators, settings.baseline,
-                                          settings.N, k, rate)
-        except ValueError as error:
-            st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
-            return
+    picture = _versions_picture(settings, versions, eta, anchor_name, estimators, k, rate)
+    if isinstance(picture, str):
+        st.warning(picture, icon=":material/warning:")
+        return
+    chart, caption, table = picture
+    chart_element.draw(st, chart)
+    st.caption(caption)
+    st.dataframe(table, hide_index=True, width="stretch", column_config={
+        "rel_bias": st.column_config.NumberColumn("rel bias", format="%.4f"),
+        "rel_std": st.column_config.NumberColumn(f"rel std at N = {settings.N:,}", format="%.4f"),
+        "cosine": st.column_config.NumberColumn("cosine to ∇J", format="%+.4f"),
+        "from_truth": st.column_config.NumberColumn("from the per-token truth", format="%.4f")})
+    with st.expander("The frameworks' version handling, read from their code"):
+        st.dataframe(_presets_table("versions"), hide_index=True, width="stretch")
+        st.caption(f"Train under any of them in the {TRAINING_TAB} tab (Three policies: the switch and a preset).")
+
+
+@kept(spinner="Summing every version pattern…")
+def _versions_picture(settings, versions, eta, anchor_name, estimators, k, rate):
+    """(the versions chart prepared, its caption, its table as Arrow) at on_policy's step ``k``, or why the view cannot
+    be made (a sentence). on_policy's versions read π alone (``experts_cache``), so a mismatch step recomputes only
+    the sums over the patterns."""
+    try:
+        view = experts_cache.versions(settings.toy_key, versions, eta, anchor_name, estimators, settings.baseline,
+                                      settings.N, k, rate)
+    except ValueError as error:
+        return _sentence(error)
     frame = experts_frames.versions_frame(view)
-    chart_element.draw(st, experts_charts.versions_chart(frame, settings.N))
-    st.caption(
+    caption = (
         f"At θ_{k} (J = {view.J:.4f}), {view.patterns} version pattern(s): tokens before the switch from θ_(k−h), "
         "after it from θ_(k−h+1); each token's μ is its own version's (what every framework logs). The first update "
         f"of PPO (ε 0.2) with the anchor {anchor_name}: its relative bias against ∇J (bar) and its mean's distance from "
         "the per-token truth's, ‖E ĝ − E ĝ_truth‖/‖∇J‖ (tick). One stamp per sequence misleads only an anchor that reads versions — rollout (π at the stamped "
         "version) and loglinear (AReaL's π_prox, α = (s − 1)/s) — and the head stamp most where the switch is early; a "
         "masked stale prefix drops its tokens' gradient (bias) and their variance.")
-    st.dataframe(frame, hide_index=True, width="stretch", column_config={
-        "rel_bias": st.column_config.NumberColumn("rel bias", format="%.4f"),
-        "rel_std": st.column_config.NumberColumn(f"rel std at N = {settings.N:,}", format="%.4f"),
-        "cosine": st.column_config.NumberColumn("cosine to ∇J", format="%+.4f"),
-        "from_truth": st.column_config.NumberColumn("from the per-token truth", format="%.4f")})
-    with st.expander("The frameworks' version handling, read from their code"):
-        st.dataframe(experts_frames.version_presets_frame(), hide_index=True, width="stretch")
-        st.caption(f"Train under any of them in the {TRAINING_TAB} tab (Three policies: the switch and a preset).")
+    return chart_element.prepare(experts_charts.versions_chart(frame, settings.N)), caption, chart_element.arrow(frame)

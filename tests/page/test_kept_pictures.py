@@ -14,12 +14,12 @@ from toylab.lessons.lesson import view_of
 from toylab.lessons.tour import LESSONS
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab_app import chart_element, training_tab
-from toylab_app.caches import ahead, kept, training_cache
+from toylab_app.caches import ahead, experts_cache, kept, training_cache
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 
 APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
 MIX = ["Estimators", "Ratios", "Error vs batch size", "Training", "Threshold sweep", "Mismatch sweep",
-       "Sequence length"]
+       "Sequence length", "Experts & versions"]
 
 
 class Counted:
@@ -98,6 +98,20 @@ def _descendants(node):
         yield from _descendants(child)
 
 
+def test_a_mismatch_step_on_experts_and_versions_keeps_what_it_does_not_change(fresh, monkeypatch):
+    """The flip rates read the router and the seed, on_policy's versions read π: a mismatch step recomputes neither."""
+    flips, histories = Counted(experts_cache.flip_curve), Counted(experts_cache.history_of)
+    monkeypatch.setattr(experts_cache, "flip_curve", flips)
+    monkeypatch.setattr(experts_cache, "history_of", histories)
+    at = session("Experts & versions", seed="7")                  # a seed no other test opens: st.cache_data is cold
+    at.run()
+    assert not at.exception and not at.error and (flips.calls, histories.calls) == (1, 1)
+    prepared = fresh[0].calls
+    at.slider(key="mismatch").set_value(0.31).run()
+    assert not at.exception and not at.error and (flips.calls, histories.calls) == (1, 1)
+    assert fresh[0].calls - prepared == 2                         # the replay and versions charts, not the flips'
+
+
 def test_a_step_back_to_a_kept_value_builds_nothing(fresh):
     """The room's walk: one user steps up and back; the way back finds every picture kept."""
     prepared, trained, _ = fresh
@@ -111,7 +125,7 @@ def test_a_step_back_to_a_kept_value_builds_nothing(fresh):
     assert not at.exception and not at.error and (prepared.calls, trained.calls) == before
 
 
-@pytest.mark.parametrize("tab", ["Estimators", "Training"])
+@pytest.mark.parametrize("tab", ["Estimators", "Training", "Experts & versions"])
 def test_the_next_position_of_the_slider_is_made_while_the_server_is_idle(tab, monkeypatch):
     """After a press, the pictures of the positions beside it are made in the background (``caches.ahead``): the next
     press, one step on, builds nothing and trains nothing."""
@@ -132,7 +146,10 @@ VIEWS = [{"tab": tab} for tab in MIX] + [{"tab": tab, "present": "1"} for tab in
     {"tab": "Error vs batch size", "mc_dots": "1"}, {"tab": "Threshold sweep", "compare_N": "4096"},
     {"tab": "Mismatch sweep", "sweep": "temperature", "present": "1", "mismatch_panel": "bias"},
     {"tab": "Training", "train_optimizer": "adam", "train_lag": "2"}, {"tab": "Training", "staleness": "1"},
-    {"tab": "Training", "train_mode": "sampled", "N": "16"}]
+    {"tab": "Training", "train_mode": "sampled", "N": "16"},
+    {"tab": "Experts & versions", "flip_axis": "experts", "moe_draw": "token", "moe_draws": "2", "N": "16"},
+    {"tab": "Experts & versions", "versions_switch": "fixed", "versions_anchor": "loglinear", "versions_step": "10",
+     "est": "naive,tok_tis"}]
 
 
 def _lesson_views(lessons):

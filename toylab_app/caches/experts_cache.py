@@ -22,15 +22,10 @@ def routing(toy_key, experts, selection, baseline, N):
         return routing_view(cache.toy(*toy_key), experts, {id: dict(params) for id, params in selection}, baseline, N)
 
 
-def flips(toy_key, experts, axis):
+@st.cache_data(max_entries=32, show_spinner=False)
+def flips(T, V, seed, experts, axis):
     """The flip rates as ``axis`` (layers or experts) takes each of its values: they read the router and the engine's
     error draws only (from the seed), so a mismatch or sampler step keeps them."""
-    T, V, _, seed, _ = toy_key
-    return _flips(T, V, seed, experts, axis)
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def _flips(T, V, seed, experts, axis):
     values = FLIP_VALUES[axis] if axis == "layers" else tuple(v for v in FLIP_VALUES["experts"] if v > experts.top_k)
     return flip_curve(make_toy(T, V, 0.0, seed, max_sequences=None), experts, axis, values)
 
