@@ -1,7 +1,6 @@
 """The Training tab refuses, before it trains, a run it cannot finish within the page's seconds or memory
 (toylab/training/cost.py), and says which bound and what to change (streamlit.testing)."""
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -58,11 +57,7 @@ def test_a_mismatch_step_keeps_the_probe_and_trains_again(monkeypatch):
     probed, trained = [], []
     monkeypatch.setattr(ahead, "note", lambda calls: None)       # the positions beside it are not made ahead here
     monkeypatch.setattr(training_cache.cost, "probe", lambda *args, **kwargs: probed.append(args) or PROBE)
-    def recorded(*args):                                       # the page's own runs: not those made ahead
-        if threading.current_thread().name != ahead.THREAD:    # (0.31 beside 0.3, in the background)
-            trained.append(args[0].mismatch)
-        return train(*args)
-    monkeypatch.setattr(training_cache, "train", recorded)
+    monkeypatch.setattr(training_cache, "train", lambda *args: trained.append(args[0].mismatch) or train(*args))
     at = opened({"seed": "7", "train_steps": "5"})            # a seed no other test trains: nothing cached
     at.slider(key="mismatch").set_value(0.45).run()
     assert not at.exception
