@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from dense import DenseToy, dense_kl_moments
 
 from toylab import make_toy
 from toylab.analysis.kl_view import kl_table, reference_summary
@@ -39,12 +40,50 @@ def test_the_kl_view_is_the_librarys(capsys):
                      "--kl", "k3.loss,k1.reward.to_go.seq_is,verl:kl_loss")
     toy = make_toy(mismatch=0.8)
     reference = result["reference"]
-    assert reference | {"settings": None} == reference_summary(toy, Reference(2.0)) | {"settings": None}
+    assert reference | {"settings": None} == reference_summary(toy, Reference(2.0)) | {"settings": None, "beta": None}
     expected = kl_table(toy, ("k3.loss", "k1.reward.to_go.seq_is", "verl:kl_loss"), Reference(2.0), 16)
     assert reference["settings"] == expected
     log_ref = Reference(2.0).log_probabilities(toy.theta, toy.seed, toy.sampler)
     moments = kl_moments(KLPenalty(1.0, "k1", "reward", "to_go"), Tables.of(toy, log_ref), "seq_is")
     assert expected[1]["rel_bias"] == pytest.approx(moments.rel_bias(), abs=1e-12)
+
+
+TABLE_TOYS = {"plain": ["--T", "4", "--V", "3", "--mismatch", "0.8", "--seed", "3"],
+              "tempered top-p": ["--T", "3", "--V", "4", "--mismatch", "0.7", "--seed", "2", "--top-p", "0.8",
+                                 "--temperature", "0.7"],
+              "raw, temperature scored": ["--T", "3", "--V", "3", "--mismatch", "1.2", "--seed", "5", "--temperature",
+                                          "1.3", "--pipeline", "verl_before_4755"]}
+TABLE_SETTINGS = ("k1.loss", "k3.loss.engine", "k3+.loss", "k1.reward.to_go.seq_is", "k3.reward.token.tok_is",
+                  "nemo_rl:kl_loss", "miles:unbiased_kl", "verl:kl_in_reward")
+
+
+@pytest.mark.parametrize("toy_name", TABLE_TOYS)
+@pytest.mark.parametrize("beta", [None, 0.3])
+def test_the_tables_kl_view_and_beta_are_the_dense_sums(capsys, toy_name, beta):
+    """Each row's cosine, rel bias, rel std at N and (with --beta) the penalised errors, from E ĝ, E‖ĝ‖², ∇KL and ∇J
+    summed over every sequence (tests/dense.py)."""
+    given = ["--beta", str(beta)] if beta is not None else []
+    result = json_of(capsys, *TABLE_TOYS[toy_name], "--reference-distance", "1.5", "--N", "16", "--kl",
+                     ",".join(TABLE_SETTINGS), *given, "--json")
+    toy = make_toy(**{key: result["toy"][key] for key in ("T", "V", "mismatch", "seed", "top_p", "top_k",
+                                                          "temperature", "precision", "logged", "scored")})
+    dense = DenseToy(toy)
+    log_ref = Reference(1.5).log_probabilities(toy.theta, toy.seed, toy.sampler)
+    assert result["reference"]["beta"] == beta
+    for row in result["reference"]["settings"]:
+        penalty, correction = kl_settings.parse(row["setting"])
+        mean, second, forward, _ = dense_kl_moments(dense, penalty, log_ref, correction)
+        bias, spread = np.linalg.norm(mean - forward), np.sqrt((second - (mean**2).sum()) / 16)
+        cosine = (mean * forward).sum() / np.linalg.norm(mean) / np.linalg.norm(forward)
+        assert row["cosine"] == pytest.approx(cosine, abs=1e-12), row["setting"]
+        assert row["rel_bias"] == pytest.approx(bias / np.linalg.norm(forward), rel=1e-10, abs=1e-12)
+        assert row["rel_std"] == pytest.approx(spread / np.linalg.norm(forward), rel=1e-9, abs=1e-12)
+        if beta is None:
+            assert "penalised_rel_bias" not in row
+            continue
+        target = np.linalg.norm(dense.true_grad - beta * forward)
+        assert row["penalised_rel_bias"] == pytest.approx(beta * bias / target, rel=1e-10, abs=1e-12)
+        assert row["penalised_rel_std"] == pytest.approx(beta * spread / target, rel=1e-9, abs=1e-12)
 
 
 def test_the_kl_view_as_text_has_a_row_per_setting(capsys):
@@ -62,6 +101,10 @@ def test_the_kl_view_as_text_has_a_row_per_setting(capsys):
     (["--reference-distance", "1", "--kl", "k3.loss.seq_is"], "is not a modifier of a loss setting"),
     (["--reference-distance", "1", "--kl", "verl:nothing"], "is not a KL preset"),
     (["--reference-distance", "1", "--kl", ","], "name at least one KL setting"),
+    (["--kl", "k3.loss"], "--kl sets the KL view: give --reference-distance"),
+    (["--beta", "0.1"], "--beta sets the KL view: give --reference-distance"),
+    (["--reference-distance", "1", "--beta", "101"], "--beta: '101' is outside"),
+    (["--reference-distance", "1", "--beta", "nan"], "--beta: 'nan'"),
 ])
 def test_a_bad_kl_view_argument_is_refused_in_one_line(capsys, argv, message):
     assert message in one_line_error(capsys, *argv)

@@ -71,6 +71,9 @@ def check_against(library, oracle, estimator):
     np.testing.assert_allclose(library["params"], oracle["theta"].reshape(library["params"].shape), rtol=1e-12,
                                atol=1e-12, err_msg=f"{estimator} params")
     for k, (first, grad) in enumerate(zip(oracle["first"], oracle["grad"], strict=True)):
+        if min(np.linalg.norm(first), np.linalg.norm(grad)) < 1e-10:          # every sequence rejected: undefined
+            assert np.isnan(library["cosine"][k]), f"{estimator} cosine {k}"
+            continue
         cosine = float(first.ravel() @ grad.ravel()) / (np.linalg.norm(first) * np.linalg.norm(grad))
         assert library["cosine"][k] == pytest.approx(cosine, rel=1e-9, abs=1e-12), f"{estimator} cosine {k}"
 
@@ -176,3 +179,32 @@ def test_a_hidden_run_records_the_trainer_s_kl_to_the_reference_as_the_brute_for
         expected = [brute_force_kl(model.own(np.ravel(theta))[0], log_ref) for theta in oracle["theta"]]
         np.testing.assert_allclose(runs[estimator].kl_ref, expected, rtol=1e-10, atol=1e-13, err_msg=estimator)
         assert runs[estimator].kl_ref[0] > 0.01            # π_ref a distance away: a KL to track
+
+
+ROUTER_SHAPES = {      # (toy, sampler keywords, experts): a second toy, router sizes and a logging pipeline
+    "T4 V2, 2 layers, top-1 of 4, raw bf16": ((4, 2, 0.3, 5), {"logged": "raw", "temperature": 1.3, "precision": "bf16"},
+                                             Experts(layers=2, experts=4, top_k=1, router_error=0.5, draws=2,
+                                                     spread=2.0)),
+    "T2 V3, 3 layers, top-2 of 3, per token": ((2, 3, 0.6, 7), {"top_p": 0.9},
+                                               Experts(layers=3, experts=3, top_k=2, router_error=0.8, draws=2,
+                                                       draw="token")),
+}
+ROUTER_CASES = [(shape, replay, anchor, lag) for shape in ROUTER_SHAPES for replay, anchor, lag in
+                (("R2", "rollout", 2), ("R3", "bypass", 1), ("off", "recompute", 2))]
+
+
+@pytest.mark.parametrize("shape, replay, anchor, lag", fast_then_slow(ROUTER_CASES, [ROUTER_CASES[0]]))
+def test_routing_training_equals_the_brute_force_on_other_toys_and_router_sizes(shape, replay, anchor, lag):
+    toy_arguments, sampler, experts = ROUTER_SHAPES[shape]
+    toy = make_toy(*toy_arguments, **sampler)
+    update = Update(anchor, "cispo", minibatches=2)
+    config = TrainingConfig(3, 1.5, "sgd", "expected", update=update, lag=lag)
+    selection = {"on_policy": {}, "seq_mis": {}, "verl:decoupled_geo_rs": {"rs_threshold": "0.5_2.0"}}
+    model = Routed(toy, experts, replay)
+    runs = by_estimator(train_mixture(toy, {id: resolve_params(id, p) for id, p in selection.items()}, "logged",
+                                      config, model), selection)
+    oracle_model = DenseRoutedModel(toy, model.moe, replay)
+    for estimator, params in selection.items():
+        oracle = dense_mixture_training(toy, oracle_model, estimator, resolve_params(estimator, params), "logged",
+                                        update, 3, 1.5, lag=lag)
+        check_against(runs[estimator], oracle, estimator)

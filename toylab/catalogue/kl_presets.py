@@ -96,7 +96,7 @@ KL_PRESETS = {preset.id: preset for preset in (
                   "vLLM's μ: the ratio corrects stale updates, not the engine; PR #6503 (merged after f2cd577) makes "
                   "it the default"),
     KLPreset("trl:rloo", "RLOOConfig(beta=0.05): k1 of the old log-probs summed into the reward",
-             reward(0.05, "k1", "sequence"), True, TRL, "trl/trainer/rloo_trainer.py 1525–1535; rloo_config.py 494"),
+             reward(0.05, "k1", "sequence"), True, TRL, "trl/trainer/rloo_trainer.py _generate_and_score_completions 1525–1535; rloo_config.py 494"),
     KLPreset("slime:kl_loss", "--use-kl-loss --kl-loss-coef β (kl-loss-type k1 by default; coef default 0.0)",
              loss(0.0, "k1"), False, SLIME,
              "slime/backends/megatron_utils/loss.py policy_loss_function 1116–1130; slime/utils/ppo_utils.py "

@@ -7,7 +7,8 @@ is "—" in the text and null in the JSON, with its reason (a note line under th
 
 ``--reference-distance D`` adds the KL view (``analysis.kl_view``): π_ref at θ_0 + D·d, and each KL setting's
 estimate of ∇KL(π‖π_ref) on the engine's tokens (``--kl ID,…``: presets or ESTIMATOR.PLACEMENT settings; default
-``kl_settings.VIEW_SETTINGS``), as a second table and the JSON's "reference".
+``kl_settings.VIEW_SETTINGS``), as a second table and the JSON's "reference"; ``--beta B`` adds each setting's error
+in the penalised update (the view's numbers are per unit β otherwise).
 """
 
 
@@ -15,6 +16,7 @@ from toylab.analysis.diagnostics import diagnostics
 from toylab.analysis.kl_view import kl_table, reference_summary
 from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import EXACT_IDS
+from toylab.catalogue.kl import BETA_RANGE
 from toylab.catalogue.pipelines import CUSTOM
 from toylab.cli.arguments import (
     DEFAULT_IDS,
@@ -62,6 +64,10 @@ def table_parser():
     parser.add_argument("--kl", metavar="ID,...", default=None,
                         help="the KL settings of the view: presets (verl:kl_loss) or ESTIMATOR.PLACEMENT[.MODIFIER] "
                              "(k3.loss.engine, k1.reward.to_go.seq_is); default: " + ",".join(kl_settings.VIEW_SETTINGS))
+    parser.add_argument("--beta", type=number_in(float, *BETA_RANGE), default=None, metavar="B",
+                        help="the penalty's β, {:g} to {:g}: each KL setting's error in the update of J − β·KL, relative "
+                             "to ∇J − β·∇KL (needs --reference-distance; default: none, the view per unit β)"
+                             .format(*BETA_RANGE))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -108,7 +114,8 @@ def report(arguments):
 def reference_report(toy, arguments):
     """The KL view: the reference's distance and KLs, and a row per setting (``kl_view.kl_table``)."""
     reference = Reference(arguments.reference_distance)
-    return reference_summary(toy, reference) | {"settings": kl_table(toy, arguments.kl_ids, reference, arguments.N)}
+    return reference_summary(toy, reference) | {"beta": arguments.beta} \
+        | {"settings": kl_table(toy, arguments.kl_ids, reference, arguments.N, arguments.beta)}
 
 
 TRUNCATION_NOTE = ("kl_pi_mu is infinite (null): the sampler never draws some tokens π gives mass to. out of reach: "
@@ -164,6 +171,9 @@ KL_COLUMNS = [("cosine", "cosine", "{:+.4f}"), ("rel_bias", "rel bias", "{:.4f}"
               ("on_policy_rel_bias", "on-policy", "{:.4f}")]
 
 
+PENALISED_COLUMNS = [("penalised_rel_bias", "beta bias", "{:.4f}"), ("penalised_rel_std", "beta std", "{:.4f}")]
+
+
 def reference_lines(reference, N):
     """The KL view as text: the reference's line, then a row per setting."""
     reverse = UNDEFINED if reference["kl_reverse"] is None else f"{reference['kl_reverse']:.4f}"
@@ -171,12 +181,16 @@ def reference_lines(reference, N):
                  f"{reference['kl_forward']:.4f}  KL(pi_ref||pi)={reverse}  |grad KL|={reference['grad_norm']:.5f};  "
                  f"each setting's estimate of grad KL(pi||pi_ref) on the engine's tokens, batch size N={N}", ""]
     width = max(len(row["setting"]) for row in reference["settings"]) + 2
-    lines.append("KL setting".ljust(width) + f"{'weight':>9}" + "".join(f"{title:>11}" for _, title, _ in KL_COLUMNS))
+    columns = KL_COLUMNS + (PENALISED_COLUMNS if reference["beta"] is not None else [])
+    lines.append("KL setting".ljust(width) + f"{'weight':>9}" + "".join(f"{title:>11}" for _, title, _ in columns))
     for row in reference["settings"]:
-        cells = "".join(f"{UNDEFINED if row[key] is None else style.format(row[key]):>11}" for key, _, style in KL_COLUMNS)
+        cells = "".join(f"{UNDEFINED if row[key] is None else style.format(row[key]):>11}" for key, _, style in columns)
         lines.append(row["setting"].ljust(width) + f"{row['weight']:>9}" + cells)
     lines.append("weight: the ratio on a loss term, the advantage's correction of a reward term; cos rev: against "
                  "grad KL(pi_ref||pi); on-policy: the rel bias with mu := pi")
+    if reference["beta"] is not None:
+        lines.append(f"beta bias, beta std: at beta={reference['beta']:g}, beta*|E g - grad KL| and beta*std at N, "
+                     "relative to |grad J - beta*grad KL|: the setting's error in the penalised update")
     return lines
 
 
@@ -186,6 +200,9 @@ def main(argv):
     try:
         ids = table_ids(arguments.estimators)
         arguments.kl_ids = kl_ids(arguments.kl)
+        if arguments.reference_distance is None and (arguments.kl is not None or arguments.beta is not None):
+            raise ValueError(f"--{'kl' if arguments.kl is not None else 'beta'} sets the KL view: give "
+                             "--reference-distance D (where π_ref sits)")
     except ValueError as error:
         parser.error(str(error))
     arguments = validate_toy_arguments(parser, arguments, ids)
