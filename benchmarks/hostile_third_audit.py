@@ -322,14 +322,15 @@ def page(arguments):
                 continue
             spec = Path(directory) / "case.json"
             spec.write_text(json.dumps(case))
-            start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", PAGE, str(spec)], cwd=arguments.tree, capture_output=True,
-                                  text=True, timeout=arguments.timeout, env={**os.environ,
-                                                                             "PYTHONPATH": str(arguments.tree)})
-            if done.returncode:
-                lines = done.stderr.strip().splitlines()
-                result = {"seconds": time.perf_counter() - start, "peak_mb": 0, "before_mb": 0, "after_mb": 0,
-                          "answer": "crashed: " + (lines[-1][:120] if lines else f"exit {done.returncode}")}
+            pss, seconds, done = tree_peak([sys.executable, "-c", PAGE, str(spec)], cwd=arguments.tree,
+                                           env={**os.environ, "PYTHONPATH": str(arguments.tree)},
+                                           timeout=arguments.timeout)
+            lines = done.stderr.strip().splitlines()
+            stopped = {"seconds": seconds, "peak_mb": pss / MB, "before_mb": 0, "after_mb": 0}
+            if done.returncode is None:
+                result = stopped | {"answer": f"no answer in {arguments.timeout:.0f} s (stopped; its peak: PSS)"}
+            elif done.returncode:
+                result = stopped | {"answer": "crashed: " + (lines[-1][:120] if lines else f"exit {done.returncode}")}
             else:
                 result = json.loads(done.stdout.strip().splitlines()[-1])
             rows.append({"case": label, **result})
@@ -370,7 +371,7 @@ def main():
         command.add_argument("--python", default=sys.executable, help="the environment (Dask for --scheduler)")
         command.add_argument("--json", type=Path, help="also write the results here")
         command.add_argument("--only", nargs="*", help="only the cases whose label holds one of these")
-        command.add_argument("--timeout", type=float, default=240.0)
+        command.add_argument("--timeout", type=float, default=240.0, help="a case's seconds before it is stopped")
     compare = commands.add_parser("table")
     compare.add_argument("before", type=Path)
     compare.add_argument("after", type=Path)

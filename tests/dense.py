@@ -454,8 +454,8 @@ class DenseToy:
 
 
 def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
-    """The O(M) engine's mean, bias and variance, its bias split (floor, rest) and its error against softmax(θ)'s
-    gradient equal the dense sums to 1e-10; returns the engine's Moments."""
+    """The O(M) engine's mean, bias and variance, its bias split (out of reach, within reach) and its error against
+    softmax(θ)'s gradient equal the dense sums to 1e-10; returns the engine's Moments."""
     mean, bias, var = dense.moments(estimator, params, baseline)
     moments = exact_moments(toy, estimator, params, baseline)
     scale = np.linalg.norm(dense.true_grad)
@@ -464,9 +464,9 @@ def assert_exact_equals_dense(toy, dense, estimator, params, baseline):
     assert moments.var == pytest.approx(var, rel=1e-10, abs=1e-14)
     assert moments.grad_norm == pytest.approx(scale, rel=1e-12)
     reachable = dense.true_grad if estimator == "on_policy" else dense.reachable_gradient(baseline)
-    floor, rest = np.linalg.norm(dense.true_grad - reachable), np.linalg.norm(mean - reachable)
-    assert moments.rel_out_of_reach * scale == pytest.approx(floor, rel=1e-10, abs=1e-10 * scale)
-    assert moments.rel_within_reach * scale == pytest.approx(rest, rel=1e-10, abs=1e-10 * scale)
+    out_of_reach, within_reach = np.linalg.norm(dense.true_grad - reachable), np.linalg.norm(mean - reachable)
+    assert moments.rel_out_of_reach * scale == pytest.approx(out_of_reach, rel=1e-10, abs=1e-10 * scale)
+    assert moments.rel_within_reach * scale == pytest.approx(within_reach, rel=1e-10, abs=1e-10 * scale)
     plain_scale = np.linalg.norm(dense.plain_grad)
     assert moments.rel_plain_bias == pytest.approx(np.linalg.norm(mean - dense.plain_grad) / plain_scale, rel=1e-9,
                                                    abs=1e-10)

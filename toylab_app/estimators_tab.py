@@ -11,6 +11,7 @@ import streamlit as st
 from toylab.catalogue import kl_settings
 from toylab.catalogue.estimators import ESTIMATORS
 from toylab.catalogue.kl_presets import KL_PRESETS
+from toylab.lessons.sampler import NO_FLOOR
 from toylab.presentation import charts, frames, kl_charts, kl_frames, seeds_charts, seeds_frames
 from toylab.presentation.pipeline_text import identity_caption, objective_caption
 from toylab.state.query import ERRORS_TAB, NO_COMPARISON, TRAINING_TAB, VIEW_DISTANCES
@@ -96,9 +97,7 @@ def _notes(settings, table, same, truncates):
     if truncates:
         notes.append(f"The sampler ({settings.sampler.describe()}) never draws some sequences: every estimator on μ "
                      "misses ∇J's part from them (out of reach), which no correction removes — seq_is, unbiased "
-                     "without truncation, has exactly that bias. It is not a floor under the others: an estimator's "
-                     "own error (within reach) may point against it and partly cancel it, so a biased correction can "
-                     "show less bias than seq_is; that is an accident of this toy, not a repair.")
+                     f"without truncation, has exactly that bias. {NO_FLOOR}")
     diagnostics = cache.toy_diagnostics(settings.toy_key)
     notes += [caption for caption in (objective_caption(settings, diagnostics), identity_caption(settings, diagnostics))
               if caption]

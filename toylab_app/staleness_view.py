@@ -10,6 +10,7 @@ the lesson's setting (``training.staleness_evidence``), from the seeds view when
 
 import streamlit as st
 
+from toylab.analysis.seeds import seeds_around
 from toylab.catalogue.updates import LAG_DRAWS
 from toylab.presentation import coincidence, staleness_charts, staleness_frames
 from toylab.state.query import STALENESS_CAPS, TRAINING_CONTROLS, VIEW_PARAMETERS
@@ -104,7 +105,14 @@ def _about(config, draw, cap, result):
 
 
 def _across(settings, config, draw, cap):
-    """{seed: Reading} of the population, or None with a notice when it is too large or too slow for the page."""
+    """{seed: Reading} of the population, or None with a notice when it is too large or too slow for the page. Where the
+    view is at a setting whose population is frozen (``staleness_evidence``: the page's defaults, the lesson's setting)
+    and the seed among 0–29, the population is those seeds: read from the file, not trained again."""
+    name = entry_of(settings.T, settings.V, settings.mismatch, settings.sampler, settings.baseline, config, draw, cap)
+    if name is not None:
+        here, *_ = frozen()[name].values()                     # the first group: the setting itself, seeds 0–29
+        if seeds_around(settings.seed) == tuple(range(len(here))):
+            return dict(enumerate(here))
     problem = seeds_cache.too_large(settings)
     keys = tuple(seeds_cache.toy_keys(settings))
     if not problem:

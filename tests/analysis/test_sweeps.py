@@ -137,8 +137,8 @@ def test_sampler_sweeps_equal_the_table_and_the_dense_sums(parameter, sampler):
         assert row["kl_mu_pi"] == pytest.approx(-mu @ np.log(W), rel=1e-10, abs=1e-15)
         assert row["chi2_seq"] == pytest.approx((mu @ W**2) / (mu @ W) ** 2 - 1, rel=1e-9, abs=1e-13)
         assert row["unreachable_mass"] == pytest.approx(dense.unreachable_mass(), rel=1e-10, abs=1e-15)
-        floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient("logged")) / np.linalg.norm(dense.true_grad)
-        assert row["rel_out_of_reach"] == pytest.approx(floor, rel=1e-9, abs=1e-13)
+        out_of_reach = np.linalg.norm(dense.true_grad - dense.reachable_gradient("logged")) / np.linalg.norm(dense.true_grad)
+        assert row["rel_out_of_reach"] == pytest.approx(out_of_reach, rel=1e-9, abs=1e-13)
         assert seq_is[row[parameter]] == pytest.approx(row["rel_out_of_reach"], rel=1e-9, abs=1e-12)   # seq_is: all out of reach
 
 

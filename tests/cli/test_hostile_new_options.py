@@ -5,6 +5,9 @@ penalty (``train --kl --beta --reference-distance``), the mixture of experts (``
 ``toylab: error: …``, exit 2, nothing on stdout, before any training; a control character in a value is shown
 escaped."""
 
+import json
+import math
+
 import pytest
 from messages import says
 
@@ -78,6 +81,7 @@ def test_a_choice_option_given_none_of_its_choices_is_one_line(capsys, command, 
     (["train", "--versions", "slime:partial_rollout", "--stamp", "tail", "--switch", "fixed"],
      ["--versions slime:partial_rollout sets stamp"]),
     (["train", "--versions", "areal:loglinear", "--switch", "fixed", "--anchor", "rollout"], ["use the anchor recompute"]),
+    (["train", "--update", "verl:bypass", "--anchor", "rollout"], ["--update verl:bypass sets the update and the lag"]),
     (["train", "--switch", "fixed", "--switch-at", "15"], ["between 1 and T − 1 = 5, got 15"]),
     (["train", "--switch", "drawn", "--T", "1"], ["at least T = 2 tokens"]),
     (["train", "--switch", "fixed", "--T", "1"], ["between 1 and T − 1 = 0"]),
@@ -102,3 +106,13 @@ def test_a_toy_too_large_for_the_hidden_sums_is_one_line(capsys, monkeypatch, ar
     count, before any sum (the routing table's own toy is built: it is small)."""
     monkeypatch.undo()
     assert says(one_line(capsys, argv), "do not factorise over positions", "over the limit of 4,194,304")
+
+
+def test_a_sampler_that_almost_never_serves_a_reward_has_no_relative_bias_to_its_gradient(capsys):
+    """At top-p 0.01, τ 0.25 and mismatch 2 the served ∇J_μ is about 1e-300: the routing table's 'rel bias (∇J_μ)' read
+    7e298 (a division by max(‖∇J_μ‖, 1e-300)); it is undefined (null) there, the trainer's numbers still given."""
+    assert main(["routing", "--top-p", "0.01", "--temperature", "0.25", "--mismatch", "2", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["served_J"] < 1e-10
+    assert all(row["served_rel_bias"] is None for row in result["rows"])
+    assert all(math.isfinite(row["rel_bias"]) and row["rel_bias"] < 1e3 for row in result["rows"])

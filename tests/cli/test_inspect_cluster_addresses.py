@@ -194,11 +194,22 @@ def test_a_scheduler_whose_workers_lack_toylab_is_one_line(capsys, tmp_path):
                                         stderr=subprocess.DEVNULL))
         err = one_line(capsys, address)
     finally:
-        for process in started:
-            process.terminate()
-            process.wait(30)
+        stopped(started)
     assert says(err, "the cluster cannot import toylab (ModuleNotFoundError: No module named 'toylab')",
                 "install toylab where its scheduler and workers run")
+
+
+def stopped(processes, seconds=60):
+    """Each process (the worker first, then its scheduler) asked to stop, and killed if it has not within ``seconds``
+    (a worker whose scheduler is gone may take long to stop on a loaded machine)."""
+    for process in reversed(processes):
+        process.terminate()
+    for process in reversed(processes):
+        try:
+            process.wait(seconds)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def listening(port, seconds=120):

@@ -160,7 +160,7 @@ def test_every_exact_estimator_equals_the_dense_sums_over_the_support(toy_pair, 
         assert_exact_equals_dense(toy, dense, estimator, resolve_params(estimator), baseline)
 
 
-def test_sequence_is_has_exactly_the_floor_as_its_bias(toy_pair):
+def test_sequence_is_bias_is_exactly_the_part_out_of_reach(toy_pair):
     toy, _ = toy_pair
     seq_is, naive = exact_moments(toy, "seq_is", baseline="logged"), exact_moments(toy, "naive", baseline="logged")
     assert seq_is.rel_within_reach < 1e-12 and seq_is.rel_bias == pytest.approx(seq_is.rel_out_of_reach, rel=1e-9, abs=1e-13)

@@ -95,21 +95,21 @@ def test_processed_with_top_p_against_dense_and_the_text():
     assert numbers["identity check E_μs[W]"] == pytest.approx(population["identity"], rel=1e-10)
     assert numbers["identity check E_μs[W]"] == pytest.approx(1 - population["unreachable_mass"], rel=1e-10)
     scale = np.linalg.norm(dense.true_grad)
-    floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
-    assert numbers["bias from what is out of reach"] == pytest.approx(floor, rel=1e-9)
+    out_of_reach = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
+    assert numbers["bias from what is out of reach"] == pytest.approx(out_of_reach, rel=1e-9)
     biases = _relative_biases(dense, chosen)
     for id, bias in biases.items():
         assert numbers[f"rel bias {id}"] == pytest.approx(bias, rel=1e-9), id
-    assert biases["seq_is"] == pytest.approx(floor, rel=1e-9)
+    assert biases["seq_is"] == pytest.approx(out_of_reach, rel=1e-9)
     others = [bias for id, bias in biases.items() if id not in ("seq_is", "seq_tis", "seq_mis")]
     for shown in (f"{cut.sum()} tokens are cut", f"from {kept_mass.min():.3f} to 1",
-                  f"E_μs[W] = {population['identity']:.3f}", f"sequence IS's bias is {floor:.3f}",
-                  f"between {min(others):.3f} and {floor:.3f}"):
+                  f"E_μs[W] = {population['identity']:.3f}", f"sequence IS's bias is {out_of_reach:.3f}",
+                  f"between {min(others):.3f} and {out_of_reach:.3f}"):
         assert shown in text, shown
     lowest = min(biases.values())
-    assert f"{floor:.3f} at seed 0 (1)" in BY_ID["processed_top_p"].claim and f"below {lowest:.3f} (2)" in \
+    assert f"{out_of_reach:.3f} at seed 0 (1)" in BY_ID["processed_top_p"].claim and f"below {lowest:.3f} (2)" in \
         BY_ID["processed_top_p"].claim
-    assert [mark.x for mark in evidence.marks] == [pytest.approx(floor, rel=1e-9), pytest.approx(lowest, rel=1e-9)]
+    assert [mark.x for mark in evidence.marks] == [pytest.approx(out_of_reach, rel=1e-9), pytest.approx(lowest, rel=1e-9)]
 
 
 def test_processed_with_top_p_does_not_apply_without_truncation():

@@ -2,6 +2,7 @@
 and each check failing where the statement would not hold."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +10,11 @@ from dense import DenseToy
 
 from toylab import make_toy
 from toylab.lessons.lesson import settings
+from toylab.lessons.sampler import BELOW, NO_FLOOR, SOME_BELOW, a_correction_below_out_of_reach
+from toylab.lessons.shares import claim_tally
 from toylab.lessons.tour import LESSONS
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
 
@@ -29,27 +34,45 @@ def _dense_kl(toy):
     return float(-(rows.p_sampler @ np.log(rows.W)))
 
 
-def test_the_top_p_floor_against_dense_and_its_text():
-    chosen, evidence = _numbers("top_p_floor")
-    numbers, text = evidence.numbers, BY_ID["top_p_floor"].text
+def test_the_top_p_out_of_reach_lesson_against_dense_and_its_text():
+    chosen, evidence = _numbers("top_p_out_of_reach")
+    numbers, text = evidence.numbers, BY_ID["top_p_out_of_reach"].text
     dense = DenseToy(make_toy(*chosen.toy_key))
     scale = np.linalg.norm(dense.true_grad)
-    floor = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
+    out_of_reach = np.linalg.norm(dense.true_grad - dense.reachable_gradient(chosen.baseline)) / scale
     assert numbers["π-mass out of reach"] == pytest.approx(dense.unreachable_mass(), rel=1e-10)
-    assert numbers["bias from what is out of reach"] == pytest.approx(floor, rel=1e-9)
+    assert numbers["bias from what is out of reach"] == pytest.approx(out_of_reach, rel=1e-9)
     biases = {}
     for id, params in chosen.selection(exact_only=True).items():
         biases[id] = dense.moments(id, params, chosen.baseline)[1] / scale
         assert numbers[f"rel bias {id}"] == pytest.approx(biases[id], rel=1e-9), id
-    assert biases["seq_is"] == pytest.approx(floor, rel=1e-9)
+    assert biases["seq_is"] == pytest.approx(out_of_reach, rel=1e-9)
     others = [bias for id, bias in biases.items() if id != "seq_is"]
-    assert f"{100 * numbers['π-mass out of reach']:.1f} %" in text and f"{floor:.2f} as long" in text
+    assert f"{100 * numbers['π-mass out of reach']:.1f} %" in text and f"{out_of_reach:.2f} as long" in text
     assert f"between {min(others):.2f} and {max(others):.2f}" in text
+    assert a_correction_below_out_of_reach(chosen) is bool(min(others) < (1 - BELOW) * out_of_reach) is True
+    docs = " ".join((DOCS / "sampler.md").read_text(encoding="utf-8").split())      # its example, at seed 0
+    assert f"it is {out_of_reach:.4f} (seq_is's bias) while tok_is's bias is {biases['tok_is']:.4f} and naive's " \
+           f"{biases['naive']:.4f}" in docs
+
+
+@pytest.mark.slow
+def test_out_of_reach_is_no_floor_at_the_share_the_page_states():
+    """The Estimators tab's note and docs/sampler.md: some correction has less bias than seq_is (the part out of
+    reach) at SOME_BELOW of the toys of the top-p lesson's population, recomputed; the claim does not apply where
+    top-p cuts nothing."""
+    lesson = BY_ID["top_p_out_of_reach"]
+    tallies = claim_tally(a_correction_below_out_of_reach, lesson.controls, lesson.population)
+    assert (sum(t.count for t in tallies), sum(t.applicable for t in tallies)) == SOME_BELOW
+    assert [t.applicable for t in tallies] == [t.applicable for t in claim_tally(
+        lambda s: lesson.check(s).holds, lesson.controls, lesson.population)]       # the lesson's own toys
+    said = f"{SOME_BELOW[0]} of the {SOME_BELOW[1]} toys around the top-p lesson's setting"
+    assert said in NO_FLOOR and said in " ".join((DOCS / "sampler.md").read_text(encoding="utf-8").split())
 
 
 def test_the_top_p_lesson_does_not_apply_without_truncation():
     """At top-p 1 nothing is cut: the claim is about what top-p cuts, so it does not apply (None), not 'holds'."""
-    assert _numbers("top_p_floor", top_p=1.0)[1].holds is None
+    assert _numbers("top_p_out_of_reach", top_p=1.0)[1].holds is None
 
 
 def test_bf16_against_fp16_against_dense_and_its_text():

@@ -6,9 +6,9 @@ First the issue's cases, which failed on main: the Mismatch sweep's legend said 
 bias) over the RMSE panel, where seq_is's RMSE is about 1e5 at mismatch 2 and on_policy's about 1; "tok_tis ≈ tok_is"
 with no "in part" though it holds only up to mismatch 0.35; and on the top-p and temperature sweeps "seq_tis ≈ seq_is"
 and "seq_mis ≈ seq_is" over less than half of the swept range. Then the sweep: every tab's default view, every option
-of each tab that changes its charts of lines (the threshold sweep's second batch size, the mismatch sweep's x, its
-panels and its pipelines, …) in the page's normal and presentation layouts, a sampler that truncates and rounds, every exact estimator
-at once, every lesson's view, and the run view's shares chart. The cases that take every code path run in the fast tier
+of each tab that changes its charts of lines or adds a chart (the threshold sweep's second batch size, the mismatch
+sweep's x, its panels and its pipelines, the seeds views of Estimators, Training and the staleness view, …) in the
+page's normal and presentation layouts, a sampler that truncates and rounds, every exact estimator at once, every lesson's view, and the run view's shares chart. The cases that take every code path run in the fast tier
 (one chart of stacked panels, one panel alone, two batch sizes, one panel, the Training tab's named chart, the
 scatter's names and legend, the run view, a label of several lines), the rest in the slow tier.
 """
@@ -32,6 +32,7 @@ from toylab.lessons.tour import LESSONS
 from toylab.state.query import (
     COMPARED_SIZES,
     ERRORS_TAB,
+    ESTIMATORS_TAB,
     LENGTH_TAB,
     MISMATCH_SWEEP_TAB,
     PANELS,
@@ -79,12 +80,14 @@ def view(tab, **values):
 
 EVERY_EXACT = {"est": ",".join(id for id, e in ESTIMATORS.items() if e.exact and ":" not in id)}
 TRUNCATING = {"top_p": "0.9", "precision": "bf16"}
-OPTIONS = {ERRORS_TAB: [{"mc_dots": dots} for dots in (False, True)],
+OPTIONS = {ESTIMATORS_TAB: [{"est_seeds": True}],
+           ERRORS_TAB: [{"mc_dots": dots} for dots in (False, True)],
            THRESHOLD_SWEEP_TAB: [{"compare_N": N} for N in COMPARED_SIZES],
            MISMATCH_SWEEP_TAB: [*({"sweep": swept} for swept in SWEPT), {"sweep_pipelines": True}],
            LENGTH_TAB: [{"length_mc": sampled} for sampled in (False, True)],
            TRAINING_TAB: [*({"train_mode": mode, "train_optimizer": optimizer} for mode in MODES for optimizer in OPTIMIZERS),
-                          {"staleness": True}, {"staleness": True, "staleness_draw": "uniform", "staleness_cap": 5.0}]}
+                          {"staleness": True}, {"staleness": True, "staleness_draw": "uniform", "staleness_cap": 5.0},
+                          {"train_seeds": True}, {"staleness": True, "staleness_seeds": True}]}
 PANEL_OF = {tab: name for name, (tab, _) in PANELS.items()}
 
 

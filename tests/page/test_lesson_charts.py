@@ -189,9 +189,9 @@ def test_bf16_lesson_draws_both_precisions(drawn):
     assert list(rings["x"]) == ["bf16", "fp16"]
 
 
-def test_top_p_floor_marks_are_apart_on_a_zoomed_axis(drawn):
+def test_top_p_out_of_reach_marks_are_apart_on_a_zoomed_axis(drawn):
     """seq_is at 0.438 and the best correction at 0.402: on an axis that fits the biases they are far apart."""
-    charts = drawn("top_p_floor")
+    charts = drawn("top_p_out_of_reach")
     extent = corners(charts)
     assert extent["rel_bias"].min() > 0.3                          # zoomed: 0 is not on the axis
     (_, _, rings, _), = marked(charts)
@@ -243,7 +243,7 @@ def test_raw_logprobs_lesson_draws_both_states_apart_from_other_rules(drawn):
                 assert min(pixels_apart(value, x, span, width=480) for x in rules["x"]) > 20, value
 
 
-def test_processed_top_p_lesson_marks_the_floor_and_the_lowest_bias_apart(drawn):
+def test_processed_top_p_lesson_marks_the_part_out_of_reach_and_the_lowest_bias_apart(drawn):
     """Lesson 14: seq_is's point at ∇J's part out of reach (1), the lowest correction's (2), on a zoomed bias axis, apart."""
     charts = drawn("processed_top_p")
     points, extent = scatter_points(charts), corners(charts)

@@ -178,3 +178,45 @@ def test_the_staleness_seeds_view_is_each_toys_own_runs():
                          rf"target at 16 than at 0 on {behind[objective]}", words)
     assert "at lag " + ", ".join(f"{lag} on {count}" for lag, count in zip(LAGS, ordered, strict=True)) + " of 30" \
         in words
+
+
+def test_the_staleness_seeds_view_reads_the_frozen_population_where_there_is_one(monkeypatch):
+    """At the page's defaults (one of ``staleness_evidence``'s entries) the seeds view trains nothing: its 30 toys are
+    the frozen population's (whose currency tests/training/test_staleness_evidence.py checks), drawn as the file holds
+    them, and its counts are theirs; at a seed beyond 29 its population is another, which it trains."""
+    from toylab.training.staleness import tally
+    from toylab.training.staleness_evidence import frozen
+    from toylab_app.caches import seeds_cache
+
+    readings = frozen()["page defaults"]["at this setting"]
+    trained = []
+
+    def recorded(keys, *rest):                     # stands in for the training: which populations it was asked for
+        trained.append([key[3] for key in keys])
+        return dict(zip([key[3] for key in keys], readings, strict=True))
+
+    monkeypatch.setattr(seeds_cache, "staleness_readings", recorded)
+    monkeypatch.setattr(seeds_cache, "refusal", lambda *args, **kwargs: None)     # not refused, whatever the load
+    at = _open({"tab": "Training", "staleness": "1", "staleness_seeds": "1"})
+    assert trained == []
+    frames = []
+
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            if child.type == "vega_lite_chart" and "on 30 toys" in json.dumps(json.loads(child.proto.spec).get("title")):
+                frames.extend(pa.ipc.open_stream(io.BytesIO(d.data.data)).read_all().to_pandas()
+                              for d in child.proto.datasets)
+            walk(child)
+    walk(at._tree)
+    rows = pd.concat(frames).drop_duplicates(["seed", "objective", "lag"])
+    assert sorted(set(rows["seed"])) == list(range(30)) and set(rows.loc[rows["current"], "seed"]) == {0}
+    for seed, reading in enumerate(readings):
+        for objective, steps in reading.steps.items():
+            for lag, step in zip(reading.lags, steps, strict=True):
+                row = rows[(rows["seed"] == seed) & (rows["objective"] == objective) & (rows["lag"] == lag)].iloc[0]
+                assert bool(row["never"]) == (step is None) and (step is None or row["drawn"] == step)
+    counts = tally(readings)
+    words = next(caption.value for caption in at.caption if caption.value.startswith("Across the 30 toys (seeds"))
+    assert all(f"on {counts.ahead[objective]} of 30 toys" in words for objective in counts.ahead)
+    _open({"tab": "Training", "staleness": "1", "staleness_seeds": "1", "seed": "40"})
+    assert trained == [[40, *range(29)]]

@@ -102,13 +102,13 @@ def test_threshold_chart_builds(threshold):
 
 
 def test_mismatch_frame_keeps_zero_bias_and_equal_rmse_at_zero(mismatch):
-    frame, divergences, floor = mismatch
+    frame, divergences, out_of_reach = mismatch
     at_zero = frame[frame["mismatch"] == 0.0]
     assert np.allclose(at_zero[at_zero["metric"] == "relative bias"]["value"], 0.0, atol=1e-12)
     rmse = at_zero[at_zero["metric"] == "relative RMSE at N"]["value"]
     assert np.allclose(rmse, rmse.iloc[0], rtol=1e-12)
     assert set(divergences["quantity"]) == {"KL(μ‖π)", "χ²_seq"} and (divergences["value"] > 0).all()
-    assert floor.empty                                                      # plain softmax: nothing out of reach
+    assert out_of_reach.empty                                                      # plain softmax: nothing out of reach
 
 
 def test_mismatch_chart_builds(mismatch):
@@ -117,15 +117,15 @@ def test_mismatch_chart_builds(mismatch):
     _check_style(spec, text)
 
 
-def test_top_p_frames_carry_the_floor_and_the_mass_out_of_reach(top_p):
+def test_top_p_frames_carry_the_gradient_and_the_mass_out_of_reach(top_p):
     rows, divergences = top_p
-    floor = sweep_frames.out_of_reach_frame(divergences, "top_p")
-    assert floor["value"].tolist() == [row["rel_out_of_reach"] for row in divergences]
-    assert floor.loc[floor["top_p"] == 1.0, "value"].tolist() == [0.0]
+    out_of_reach = sweep_frames.out_of_reach_frame(divergences, "top_p")
+    assert out_of_reach["value"].tolist() == [row["rel_out_of_reach"] for row in divergences]
+    assert out_of_reach.loc[out_of_reach["top_p"] == 1.0, "value"].tolist() == [0.0]
     quantities = sweep_frames.divergence_frame(divergences, "top_p")
     reach = quantities[quantities["quantity"] == "π-mass out of reach"]
     assert len(reach) == sum(row["unreachable_mass"] > 1e-12 for row in divergences) > 0
-    spec, text = _serialised(sweep_charts.sampler_chart(sweep_frames.sampler_frame(rows, "top_p"), quantities, floor,
+    spec, text = _serialised(sweep_charts.sampler_chart(sweep_frames.sampler_frame(rows, "top_p"), quantities, out_of_reach,
                                                         0.9, "top_p"))
     assert "out of reach (seq_is's bias)" in text and "floor" not in text and _panels(spec)[0]["layer"][-1]["mark"]["color"] == TEXT
     _check_style(spec, text)

@@ -203,7 +203,7 @@ class ReplayRow:
     rel_std: float
     cosine: float | None
     served_cosine: float | None
-    served_rel_bias: float
+    served_rel_bias: float | None         # None where ∇J_μ is below SMALLEST_SERVED (no relative bias to it)
 
 
 @dataclass(frozen=True)
@@ -267,8 +267,16 @@ def _row(estimator, replay, mean, second, grad, served, N):
     grad_norm = float(np.linalg.norm(grad))
     var = max(float(second) - float(mean @ mean), 0.0)
     return ReplayRow(estimator, replay, float(np.linalg.norm(mean - grad)) / grad_norm, float(np.sqrt(var / N)) / grad_norm,
-                     cosine(mean, grad), cosine(mean, served),
-                     float(np.linalg.norm(mean - served) / max(np.linalg.norm(served), 1e-300)))
+                     cosine(mean, grad), cosine(mean, served), relative_to(mean, served))
+
+
+SMALLEST_SERVED = 1e-10         # a smaller ‖∇J_μ‖ (a sampler that almost never draws a reward) has no relative bias
+
+
+def relative_to(mean, served):
+    """‖E ĝ − ∇J_μ‖/‖∇J_μ‖, or None where ‖∇J_μ‖ < SMALLEST_SERVED (it read 7e298 at top_p 0.01, τ 0.25)."""
+    norm = float(np.linalg.norm(served))
+    return None if norm < SMALLEST_SERVED else float(np.linalg.norm(mean - served)) / norm
 
 
 def sequence_flips(moe, params):
