@@ -68,6 +68,7 @@ PRESENT_HEIGHT = 300                     # the scatter beside the table, both in
 COMPARE_KEY = "compare_baseline"         # the URL parameter: a second baseline drawn hollow on the scatter (its
 FORMULAS_KEY = "formulas"                # the formulas' expander: open or not (its content is built only when open)
 BASELINE_VALUES = {"none": "0", "logged": "E_μ[r]", "true": "J"}     # control in the sidebar, beside the baseline)
+KL_LESSON_HEIGHT = 220                   # the KL chart's plot under a lesson that marks it: its marks in view
 KL_VIEW_KEY, KL_DISTANCE_KEY, KL_FRAMEWORKS_KEY = "kl_view", "kl_distance", "kl_frameworks"    # the KL view's URL names
 KL_COLUMNS = {
     "setting": st.column_config.TextColumn(
@@ -193,6 +194,9 @@ def render(settings):
     if batch_coupled:
         st.caption(f"{', '.join(batch_coupled)}: batch-coupled, no exact single-sample moments; "
                    f"see *{ERRORS_TAB}* for their Monte Carlo errors.")
+    kl_first = "kl_bias_std" in tour.marked(settings)      # a lesson on the KL view: its chart on top
+    if kl_first:
+        _kl_view(settings, lesson=True)
     present = screen_share.on()
     picture = _picture(settings, st.session_state.get(COMPARE_KEY, NO_COMPARISON), present,
                        tour.lesson_id(settings) if "bias_std" in tour.marked(settings) else None)
@@ -217,7 +221,8 @@ def render(settings):
                        mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     _seeds_view(settings)
-    _kl_view(settings)
+    if not kl_first:
+        _kl_view(settings)
     _formulas(settings)
 
 
@@ -230,14 +235,17 @@ def _formulas(settings):
             for id in settings.estimators))
 
 
-def _kl_view(settings):
+def _kl_view(settings, lesson=False):
     """The KL view (opt-in, off the slider's path): each KL setting's estimate of ∇KL(π‖π_ref) on the engine's
-    tokens against the true gradient, π_ref a distance from the toy's θ."""
-    st.subheader("The reference: estimating ∇KL(π‖π_ref) on the engine's tokens")
+    tokens against the true gradient, π_ref a distance from the toy's θ. For a lesson that marks its chart
+    (``lesson``): at the top of the tab, the chart before its controls and sized to keep the marks in view."""
+    if not lesson:
+        st.subheader("The reference: estimating ∇KL(π‖π_ref) on the engine's tokens")
     if not st.toggle("Show the KL view", key=KL_VIEW_KEY, persist_state="session",
                      help="k1, k2, k3 and the frameworks' KL settings, in the loss or in the reward, as estimators of "
                           "the KL penalty's gradient: exact, in closed form."):
         return
+    chart_place = st.container()
     distance_column, frameworks_column = st.columns([3, 2])
     distance = distance_column.select_slider(
         "π_ref's distance from θ₀", VIEW_DISTANCES, key=KL_DISTANCE_KEY, persist_state="session",
@@ -250,8 +258,9 @@ def _kl_view(settings):
     chosen = kl_settings.VIEW_SETTINGS + (tuple(KL_PRESETS) if frameworks else ())
     summary, rows = cache.kl_view(settings.toy_key, distance, chosen, settings.N)
     reverse = UNDEFINED if summary["kl_reverse"] is None else f"{summary['kl_reverse']:.4g}"
-    chart_element.draw(st, kl_charts.kl_bias_std_chart(kl_frames.kl_scatter_frame(rows), settings.N,
-                                                       tour.marks(settings, "kl_bias_std")))
+    chart_element.draw(chart_place, kl_charts.kl_bias_std_chart(kl_frames.kl_scatter_frame(rows), settings.N,
+                                                                tour.marks(settings, "kl_bias_std"),
+                                                                **({"height": KL_LESSON_HEIGHT} if lesson else {})))
     table = kl_frames.kl_view_frame(rows)
     st.dataframe(table.drop(columns="label"), column_config=KL_COLUMNS, hide_index=True, width="stretch")
     with st.expander("What each KL setting is"):          # the words, wrapped: in the table they pushed its numbers

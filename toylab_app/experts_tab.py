@@ -18,7 +18,7 @@ from toylab.state.query import (
     VIEW_PARAMETERS,
     experts_model,
 )
-from toylab_app import address, chart_element
+from toylab_app import address, chart_element, screen_share
 from toylab_app.caches import experts_cache
 from toylab_app.caches.kept import kept
 from toylab_app.estimators_tab import plain
@@ -43,6 +43,9 @@ def _slider(where, label, name, help, low=None, high=None, step=None, disabled=F
     kind = type(parameter.default)
     return where.slider(label, kind(low), kind(high), step=kind(step or parameter.step), key=name,
                         persist_state="session", help=help, disabled=disabled)
+
+
+PRESENT_FLIP_HEIGHT = 130          # the flip chart's plot in presentation mode, its legend on the right
 
 
 def _experts_controls():
@@ -82,7 +85,7 @@ def _routing(settings, selection):
     if problem:
         st.info(f"{problem[0].upper()}{problem[1:]}.", icon=":material/block:")
         return
-    flips = _flip_picture(settings.T, settings.V, settings.seed, experts, axis)
+    flips = _flip_picture(settings.T, settings.V, settings.seed, experts, axis, screen_share.on())
     picture = _routing_picture(settings, experts, selection)
     if isinstance(picture, str):
         st.warning(picture, icon=":material/warning:")
@@ -107,11 +110,13 @@ def _routing(settings, selection):
 
 
 @kept(spinner="Routing every draw…")
-def _flip_picture(T, V, seed, experts, axis):
+def _flip_picture(T, V, seed, experts, axis, present):
     """(the flip rates as ``axis`` grows, prepared; its caption): they read the router and the seed only, so a
-    mismatch step keeps them."""
+    mismatch step keeps them. In presentation mode (``present``) shorter, its legend beside it: the whole chart in
+    view at 1280×720."""
     chart = chart_element.prepare(experts_charts.flip_chart(
-        experts_frames.flip_frame(experts_cache.flips(T, V, seed, experts, axis), axis), axis))
+        experts_frames.flip_frame(experts_cache.flips(T, V, seed, experts, axis), axis), axis,
+        **({"height": PRESENT_FLIP_HEIGHT, "legend": "right"} if present else {})))
     return chart, (
         f"Over the engine's D = {experts.draws} error draws: a decision flips when its top-{experts.top_k} set differs "
         "from the trainer's; a token when some layer's does; a sequence when some token's does"

@@ -367,8 +367,10 @@ def render(settings):
     if _referenced(config):
         _reference_chart(draw, lesson, config)
     lying = _coincident_note(settings, config, selection)
-    st.caption(_about_the_run(settings, config, left_out)
-               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
+    busy = training_cache.busy_note(settings, config, selection)   # the machine's state now (not kept), under the
+    st.caption(_about_the_run(settings, config, left_out)            # charts: a lesson's stay in view
+               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else "")
+               + (f" {busy[0].upper()}{busy[1:]}." if busy else ""))
     _log_and_mismatch(settings, config, selection, draw, lesson, ids)
     table, names = _summary(settings, config, selection)
     st.dataframe(table, column_config=SUMMARY_COLUMNS, hide_index=True, width="stretch")
@@ -599,32 +601,28 @@ def _reference_chart(draw, lesson, config):
 
 def _trained(settings, config, selection):
     """The ids of ``selection`` trained under ``config`` (the run kept for every session), or None with a notice: a
-    run over the page's limits is refused before it starts, and a run the trainer refuses says why. A run trained
-    on a busy server says what the load did to it."""
+    run over the page's limits is refused before it starts, and a run the trainer refuses says why. (A run that fits
+    on a busy server says what the load does to it under the charts, ``render``.)"""
     try:
-        refused, ids, busy = _run(settings, config, selection)
+        refused, ids = _run(settings, config, selection)
     except ValueError as error:
         st.warning(f"{str(error)[0].upper()}{str(error)[1:]}.", icon=":material/warning:")
         return None
     if refused:
         st.info(f"{refused[0].upper()}{refused[1:]} (the page's limits).", icon=":material/hourglass:")
         return None
-    if busy:
-        st.caption(f"{busy[0].upper()}{busy[1:]}.")
     return ids
 
 
 @kept(spinner=lambda settings, config, selection: f"Training {len(selection)} estimators for {config.steps} steps…",
       ahead=_expected)
 def _run(settings, config, selection):
-    """(why the run would not finish within the page's seconds or memory, or None; the ids it trained; what a busy
-    machine did to it, '' if not busy): refused before it starts (``training_cache.refusal``), else trained
-    (``training_cache.trajectories``)."""
+    """(why the run would not finish within the page's seconds or memory, or None; the ids it trained): refused before
+    it starts (``training_cache.refusal``), else trained (``training_cache.trajectories``)."""
     refused = training_cache.refusal(settings, config, selection)
     if refused:
-        return refused, None, ""
-    busy = training_cache.busy_note(settings, config, selection)
-    return None, list(training_cache.trajectories(settings.toy_key, selection, settings.baseline, config)), busy
+        return refused, None
+    return None, list(training_cache.trajectories(settings.toy_key, selection, settings.baseline, config))
 
 
 def _pick(where, ids):

@@ -20,7 +20,7 @@ from toylab.presentation.training_frames import curve_frame
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 from toylab.training.loop import TrainingConfig, train
 from toylab_app import chart_element, internals
-from toylab_app.caches import kept
+from toylab_app.caches import ahead, kept
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 from toylab_app.chart_element import vega_lite_spec
 
@@ -179,8 +179,10 @@ def test_a_kept_spec_is_the_spec_altair_writes(query, monkeypatch):
 
 
 def _forget_kept_pictures(monkeypatch):
-    """No chart kept for every session (toylab_app/caches/kept.py): the next run builds every chart it draws."""
+    """No chart kept for every session (toylab_app/caches/kept.py): the next run builds every chart it draws, and
+    none is made ahead in the background (toylab_app/caches/ahead.py), where it would use the kept specs too."""
     monkeypatch.setattr(kept, "KEPT", ByteBoundedCache(kept.KEPT_BYTES, kept.weight, grows=False))
+    monkeypatch.setattr(ahead, "note", lambda calls: None)
 
 
 class _CountingSpecs(OrderedDict):

@@ -11,12 +11,13 @@ FACET_WIDTH = 200               # a replay mode's panel (three across); a loggin
 MEASURE_COLOURS = alt.Scale(range=["#4c78a8", "#f58518", "#54a24b"])
 
 
-def flip_chart(frame, axis, height=HEIGHT):
-    """The probability that a decision, a token or a sequence routes differently in the engine, as ``axis`` grows."""
+def flip_chart(frame, axis, height=HEIGHT, legend="bottom"):
+    """The probability that a decision, a token or a sequence routes differently in the engine, as ``axis`` grows;
+    ``legend``: under the plot (bottom) or beside it (right)."""
     x = alt.X(f"{axis}:Q", title=f"{axis} of the mixture", axis=alt.Axis(format="d", tickMinStep=1))
     y = alt.Y("rate:Q", title="P(routing differs from the trainer's)", scale=alt.Scale(domain=[0, 1]))
     colour = alt.Color("measure:N", scale=MEASURE_COLOURS, title="for", sort=frame["measure"].unique().tolist(),
-                       legend=alt.Legend(orient="bottom", direction="vertical"))
+                       legend=alt.Legend(orient=legend, direction="vertical"))
     chart = alt.Chart(frame).mark_line(point=True, strokeWidth=2.5).encode(
         x, y, colour, tips(f"{axis}:Q", "measure:N", alt.Tooltip("rate:Q", format=".1%")))
     return readable(chart.properties(height=height))
