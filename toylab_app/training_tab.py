@@ -367,10 +367,11 @@ def render(settings):
     if _referenced(config):
         _reference_chart(draw, lesson, config)
     lying = _coincident_note(settings, config, selection)
-    busy = training_cache.busy_note(settings, config, selection)   # the machine's state now (not kept), under the
-    st.caption(_about_the_run(settings, config, left_out)            # charts: a lesson's stay in view
-               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else "")
-               + (f" {busy[0].upper()}{busy[1:]}." if busy else ""))
+    st.caption(_about_the_run(settings, config, left_out)
+               + (" " + coincidence.dashed_caption(lying, chart="the J chart") if lying else ""))
+    busy = training_cache.busy_note(settings, config, selection)   # the machine's state now (not kept), its own
+    if busy:                                                         # caption under the charts: a lesson's stay in view
+        st.caption(f"{busy[0].upper()}{busy[1:]}.")
     _log_and_mismatch(settings, config, selection, draw, lesson, ids)
     table, names = _summary(settings, config, selection)
     st.dataframe(table, column_config=SUMMARY_COLUMNS, hide_index=True, width="stretch")

@@ -183,6 +183,9 @@ def test_a_busy_machine_slows_the_wall_s_estimate_and_says_so_but_refuses_by_the
     assert says(refused, f"estimated at {work:.1f} s of computing (about {30 * work:,.0f} s by the clock now: the "
                          "machine is busy), over the limit")
     assert cost.busy_note(replace(line, slowdown=1.2), 10, 4, config) == ""
+    short, slower = TrainingConfig(steps=1), replace(line, slowdown=2.0)    # busy, but the run is under
+    assert 2 * line.seconds(10, 4, short) < cost.BUSY_NOTE_SECONDS          # BUSY_NOTE_SECONDS by the clock: no note
+    assert cost.busy_note(slower, 10, 4, short) == "" and cost.busy_note(slower, 10, 4, config) != ""
 
 
 def test_a_larger_copy_timed_no_slower_puts_all_of_its_time_on_the_sequences(monkeypatch):

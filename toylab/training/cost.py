@@ -107,7 +107,8 @@ GROWTH_TOKENS = 2**18                       # … or this many drawn tokens r·N
 REFERENCE_SELECTION = {"on_policy": {}, "seq_tis": {}}       # g's reference: one estimator that enumerates
 PROBE_SECONDS = 5.0                         # the probe stops starting copies once it has spent this (CPU) …
 EARLY_MARGIN = 2.0                          # … or a copy's step is this many times a step's share of the limit
-BUSY = 1.5                                  # copies this much slower by the wall than by the CPU: a busy machine
+BUSY = 1.5                                  # copies this much slower by the wall than by the CPU: a busy machine …
+BUSY_NOTE_SECONDS = 2.0                     # … worth a note when the run may take at least this long by the clock
 QUICK_PROBE_SECONDS = 0.05                  # a copy is timed again (the least counts) until this is spent …
 PROBE_REPEATS = 5                           # … at most this many times
 SHORT_COPY_SECONDS, SHORT_COPY_STEPS = 0.01, 9      # a copy whose K = 1 takes less is timed for K = 9, not 3
@@ -432,10 +433,11 @@ def refusal(T, V, config, estimator_ids, probed, seconds_limit, memory=None, lim
 
 
 def busy_note(probe, T, V, config, repeats=1):
-    """How long a run that fits may take on a busy machine, in words ('' when it is not busy)."""
-    if probe.slowdown < BUSY:
-        return ""
+    """How long a run that fits may take on a busy machine, in words ('' when it is not busy, or the run is short
+    even so: under ``BUSY_NOTE_SECONDS`` by the clock)."""
     seconds = repeats * probe.seconds(T, V, config)
+    if probe.slowdown < BUSY or seconds * probe.slowdown < BUSY_NOTE_SECONDS:
+        return ""
     return (f"the machine is busy (other work): this run, about {_seconds(seconds)} of computing, may take about "
             f"{_seconds(seconds * probe.slowdown)}")
 
