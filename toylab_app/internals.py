@@ -13,6 +13,12 @@ Streamlit
   either it hands the page no parameter at all. Gain: the page says that a link was dropped, instead of silently
   opening the default view. Streamlit keeps them in module constants (private before 1.66), so the page holds the
   numbers and the test checks them against the installed Streamlit's.
+- ``read_widget_state_one_key_at_a_time()`` (process-wide, once): to learn whether the one key it was given is in
+  the session's state, each radio, selectbox, slider and number input builds the session's whole filtered state, every
+  key's value presented, under the state's lock (``SafeSessionState.filtered_state``). The page has about a hundred
+  keys and draws dozens of widgets a run, so this was a fifth to a third of the heavy tabs' script time. Those four
+  widgets are given a state whose ``filtered_state`` looks up only the key asked for (the same value, and the same
+  "not there" as the whole one's); iterating it builds the whole one.
 - ``drop_uploaded_copies()``: Streamlit keeps every uploaded file's bytes until its session ends or the user
   removes the file in the widget. The Your run tab takes its own copy and lets Streamlit's go. Gain: a file's bytes
   are held once, not twice, and a file the tab let go is freed at once (a 50 MB log in a session is 50 MB, not 100).
@@ -29,6 +35,7 @@ Altair
 """
 
 import sys
+from collections.abc import Mapping
 
 import altair as alt
 
@@ -36,6 +43,15 @@ try:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 except ImportError:                                       # moved: no flag, no uploads to drop
     get_script_run_ctx = None
+
+try:
+    from streamlit.elements.widgets import number_input, radio, selectbox, slider
+    from streamlit.runtime.state.common import is_element_id
+    from streamlit.runtime.state.safe_session_state import SafeSessionState
+    from streamlit.runtime.state.session_state import _is_internal_key
+    WIDGET_MODULES = (number_input, radio, selectbox, slider)
+except ImportError:                                       # moved: the widgets read the whole state
+    WIDGET_MODULES = ()
 
 QUERY_STRING_LIMITS = {"fields": 1000, "length": 512 * 1024}     # streamlit/runtime/state/query_params.py
 
@@ -55,6 +71,59 @@ def drop_uploaded_copies():
     remove = getattr(getattr(context, "uploaded_file_mgr", None), "remove_session_files", None)
     if remove is not None:
         remove(context.session_id)
+
+
+class _OneKeyState(Mapping):
+    """A session's filtered state (``SafeSessionState.filtered_state``: its keyed values by their users' keys) that
+    looks up one key when asked for one: ``state[key]`` under the state's lock. The whole one is built to iterate."""
+
+    def __init__(self, safe_state):
+        self._safe_state = safe_state
+
+    def __getitem__(self, key):
+        if is_element_id(key) or _is_internal_key(key):          # never a widget's own key: as the whole one says
+            return self._safe_state.filtered_state[key]
+        with self._safe_state._lock:
+            return self._safe_state._state[key]
+
+    def __iter__(self):
+        return iter(self._safe_state.filtered_state)
+
+    def __len__(self):
+        return len(self._safe_state.filtered_state)
+
+
+class _WidgetSessionState:
+    """The session's state as a widget sees it: the same in everything but ``filtered_state``."""
+
+    def __init__(self, safe_state):
+        self._safe_state = safe_state
+
+    @property
+    def filtered_state(self):
+        return _OneKeyState(self._safe_state)
+
+    def __getattr__(self, name):
+        return getattr(self._safe_state, name)
+
+
+def _widget_session_state(get_session_state):
+    """``get_session_state`` for a widget: the state wrapped, where it still has its lock and inner state."""
+    def widget_session_state():
+        state = get_session_state()
+        inner = isinstance(state, SafeSessionState) and all(name in vars(state) for name in ("_lock", "_state"))
+        return _WidgetSessionState(state) if inner else state
+    widget_session_state.wrapped = get_session_state
+    return widget_session_state
+
+
+def read_widget_state_one_key_at_a_time():
+    """Give the radio, selectbox, slider and number input a session state whose ``filtered_state`` looks up one key
+    (where each still reads ``get_session_state``; once)."""
+    for module in WIDGET_MODULES:
+        current = getattr(module, "get_session_state", None)
+        if current is not None and not hasattr(current, "wrapped"):
+            module.get_session_state = _widget_session_state(current)
 
 
 # -- Altair ------------------------------------------------------------------------------------------------------

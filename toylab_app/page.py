@@ -36,6 +36,7 @@ from toylab_app import (
     experts_tab,
     header,
     heap,
+    internals,
     last_resort,
     length_tab,
     lessons_tab,
@@ -51,6 +52,8 @@ from toylab_app import (
     your_run_tab,
 )
 from toylab_app.caches import ahead, kept
+
+internals.read_widget_state_one_key_at_a_time()    # process-wide: a widget reads its own key, not the whole state
 
 TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LABELS' order (tests/page/test_app_links.py)
     (ESTIMATORS_TAB, estimators_tab),
