@@ -19,6 +19,11 @@ Streamlit
   keys and draws dozens of widgets a run, so this was a fifth to a third of the heavy tabs' script time. Those four
   widgets are given a state whose ``filtered_state`` looks up only the key asked for (the same value, and the same
   "not there" as the whole one's); iterating it builds the whole one.
+- ``serve_static_files_from_memory()`` (process-wide, once): Streamlit serves its frontend (about 60 files a new
+  browser fetches) through Starlette's ``StaticFiles``, whose ``FileResponse`` reads each file again for every request,
+  64 kB at a time on a worker thread, uncompressed: two thirds of the server's CPU for a page load (0.085 of 0.125
+  CPU-s, benchmarks/reading_group.py). Its files are served from memory instead, each read once, and gzipped once for
+  a browser that accepts it; the same status and headers otherwise, and Starlette's own response for ranges and HEAD.
 - ``drop_uploaded_copies()``: Streamlit keeps every uploaded file's bytes until its session ends or the user
   removes the file in the widget. The Your run tab takes its own copy and lets Streamlit's go. Gain: a file's bytes
   are held once, not twice, and a file the tab let go is freed at once (a 50 MB log in a session is 50 MB, not 100).
@@ -34,8 +39,10 @@ Altair
   and lesson equals the chart Altair's own copies build.
 """
 
+import gzip
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 import altair as alt
 
@@ -43,6 +50,14 @@ try:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 except ImportError:                                       # moved: no flag, no uploads to drop
     get_script_run_ctx = None
+
+try:
+    from starlette.datastructures import Headers
+    from starlette.responses import FileResponse, Response
+    from starlette.staticfiles import StaticFiles
+    STATIC_FILE_RESPONSE = StaticFiles.file_response
+except ImportError:                                       # moved: files read for every request
+    STATIC_FILE_RESPONSE = None
 
 try:
     from streamlit.elements.widgets import number_input, radio, selectbox, slider
@@ -54,6 +69,7 @@ except ImportError:                                       # moved: the widgets r
     WIDGET_MODULES = ()
 
 QUERY_STRING_LIMITS = {"fields": 1000, "length": 512 * 1024}     # streamlit/runtime/state/query_params.py
+STATIC_BYTES_LIMIT = 64 * 2**20          # static files held in memory, plain and gzipped (the page's own use 7 MB)
 
 
 def _context():
@@ -124,6 +140,44 @@ def read_widget_state_one_key_at_a_time():
         current = getattr(module, "get_session_state", None)
         if current is not None and not hasattr(current, "wrapped"):
             module.get_session_state = _widget_session_state(current)
+
+
+_static_bodies = {}                      # (path, mtime, size) → (its bytes, gzipped)
+
+
+def _static_body(path, stat_result):
+    """A static file's (bytes, gzipped bytes), read and compressed once; None once ``STATIC_BYTES_LIMIT`` is held."""
+    key = (str(path), stat_result.st_mtime_ns, stat_result.st_size)
+    if key not in _static_bodies:
+        held = sum(len(plain) + len(packed) for plain, packed in _static_bodies.values())
+        if held + 2 * stat_result.st_size > STATIC_BYTES_LIMIT:
+            return None
+        plain = Path(path).read_bytes()
+        _static_bodies[key] = (plain, gzip.compress(plain, compresslevel=6, mtime=0))
+    return _static_bodies[key]
+
+
+def _file_response_from_memory(self, full_path, stat_result, scope, status_code=200):
+    """Starlette's ``StaticFiles.file_response`` with the file's body from memory (gzipped when the browser accepts
+    it and it is smaller): Starlette's own response for a HEAD, a range, a "not modified" or a file not held."""
+    response = STATIC_FILE_RESPONSE(self, full_path, stat_result, scope, status_code)
+    request = Headers(scope=scope)
+    if type(response) is not FileResponse or scope.get("method") != "GET" or "range" in request:
+        return response
+    body = _static_body(full_path, stat_result)
+    if body is None:
+        return response
+    plain, packed = body
+    headers = {name: value for name, value in response.headers.items() if name != "content-length"}
+    if "gzip" in request.get("accept-encoding", "") and len(packed) < len(plain):
+        return Response(packed, status_code, headers | {"content-encoding": "gzip", "vary": "Accept-Encoding"})
+    return Response(plain, status_code, headers | {"vary": "Accept-Encoding"})
+
+
+def serve_static_files_from_memory():
+    """Serve Starlette's static files from memory, process-wide (where Starlette still has ``file_response``)."""
+    if STATIC_FILE_RESPONSE is not None and StaticFiles.file_response is STATIC_FILE_RESPONSE:
+        StaticFiles.file_response = _file_response_from_memory
 
 
 # -- Altair ------------------------------------------------------------------------------------------------------

@@ -5,11 +5,15 @@ Uses the harness in tests/browser.py. The re-render times of a slider step (defa
 screenshots: test_presentation_browser.py.
 """
 
+import gzip
+import hashlib
+import re
 import time
 from pathlib import Path
 
 import pytest
 from framework_dumps import toy_batch, write_nemo
+from streamlit import file_util
 
 from tests.browser import (
     file_input,
@@ -76,6 +80,31 @@ def test_default_view_renders(app):
     page.wait_for_function("() => document.querySelectorAll('[data-testid=\"stVegaLiteChart\"] canvas, "
                            "[data-testid=\"stVegaLiteChart\"] svg.marks').length > 0")
     assert rendered_charts(page) >= 1
+    page.close()
+
+
+_FETCHED_JS = """async path => {
+    const response = await fetch(path, {cache: "no-store"});
+    const digest = await crypto.subtle.digest("SHA-256", await response.arrayBuffer());
+    const hex = [...new Uint8Array(digest)].map(byte => byte.toString(16).padStart(2, "0")).join("");
+    return [response.status, response.headers.get("content-encoding"), hex];
+}"""
+
+
+def test_a_second_browser_gets_streamlit_s_own_frontend_gzipped_from_memory(app):
+    """After a run of the page the server serves Streamlit's frontend from memory (toylab_app/internals.py): a new
+    browser draws the page, and every file index.html names arrives with the bytes of the file on disk."""
+    open_page(app).close()
+    page = open_page(app)
+    assert_no_exception(page)
+    static = Path(file_util.get_static_dir())
+    assets = sorted(set(re.findall(r'(?:src|href)="\./(static/[^"]+\.(?:js|css|woff2))"',
+                                   (static / "index.html").read_text())))
+    assert len(assets) > 20
+    for path in assets:
+        data = (static / path).read_bytes()                     # gzipped where that is smaller
+        expected = [200, "gzip" if len(gzip.compress(data)) < len(data) else None, hashlib.sha256(data).hexdigest()]
+        assert page.evaluate(_FETCHED_JS, path) == expected, path
     page.close()
 
 

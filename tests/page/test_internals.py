@@ -123,6 +123,80 @@ def test_streamlit_widgets_read_their_own_key_from_the_state_as_from_the_whole_o
     assert seen["whole"]["unpicked"] == (True, "a") and seen["whole"]["missing"] == (False, None)
 
 
+def _served(handler, path, headers=(), method="GET"):
+    """(status, headers, body) of one request to an ASGI app, as uvicorn hands it one."""
+    import asyncio
+
+    sent, asked = [], []
+
+    async def receive():                      # the request, then a disconnect once the response is whole
+        if not asked:
+            asked.append(True)
+            return {"type": "http.request", "body": b"", "more_body": False}
+        while not sent or sent[-1]["type"] != "http.response.body" or sent[-1].get("more_body"):
+            await asyncio.sleep(0.001)
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(), "root_path": "",
+             "query_string": b"", "headers": [(name.encode(), value.encode()) for name, value in headers],
+             "scheme": "http", "server": ("127.0.0.1", 8501), "client": ("127.0.0.1", 1), "http_version": "1.1"}
+    asyncio.run(handler(scope, receive, send))
+    start = next(message for message in sent if message["type"] == "http.response.start")
+    body = b"".join(message.get("body", b"") for message in sent if message["type"] == "http.response.body")
+    return start["status"], {name.decode(): value.decode() for name, value in start["headers"]}, body
+
+
+def test_streamlit_s_frontend_served_from_memory_is_what_its_own_handler_serves():
+    """Streamlit's own static handler (``create_streamlit_static_handler``), asked the same requests with Starlette's
+    ``file_response`` and with the page's: the same status and headers, and the same bytes once un-gzipped."""
+    import gzip
+    import re
+    from pathlib import Path
+
+    from starlette.staticfiles import StaticFiles
+    from streamlit import file_util
+    from streamlit.web.server.starlette.starlette_static_routes import create_streamlit_static_handler
+
+    assert internals.STATIC_FILE_RESPONSE is not None and "file_response" not in vars(
+        type(create_streamlit_static_handler(file_util.get_static_dir(), None))), \
+        f"{STREAMLIT}: its static files no longer go through Starlette's StaticFiles.file_response: each page load " \
+        "reads them all again (toylab_app/internals.py serve_static_files_from_memory)"
+    internals.serve_static_files_from_memory()
+    static = Path(file_util.get_static_dir())
+    assets = sorted(set(re.findall(r'(?:src|href)="\./(static/[^"]+\.(?:js|css|woff2))"',
+                                   (static / "index.html").read_text())))
+    etag = _served(create_streamlit_static_handler(str(static), None), f"/{assets[0]}")[1]["etag"]
+    asks = [(f"/{path}", (), "GET") for path in assets[:8]] + [
+        ("/", (), "GET"), ("/a/route/of/the/app", (), "GET"), ("/static/missing.js", (), "GET"),
+        (f"/{assets[0]}", (("accept-encoding", "gzip, deflate, br"),), "GET"),
+        ("/", (("accept-encoding", "gzip"),), "GET"),
+        (f"/{assets[0]}", (("accept-encoding", "gzip"), ("range", "bytes=0-99")), "GET"),
+        (f"/{assets[0]}", (("accept-encoding", "gzip"),), "HEAD"),
+        (f"/{assets[0]}", (("accept-encoding", "gzip"), ("if-none-match", etag)), "GET")]
+    handler = create_streamlit_static_handler(str(static), None)
+    for path, headers, method in asks:
+        ours = _served(handler, path, headers, method)
+        StaticFiles.file_response = internals.STATIC_FILE_RESPONSE
+        try:
+            theirs = _served(handler, path, headers, method)
+        finally:
+            internals.serve_static_files_from_memory()
+        status, ours_headers, body = ours
+        if ours_headers.get("content-encoding") == "gzip":
+            assert "gzip" in dict(headers).get("accept-encoding", ""), path
+            body = gzip.decompress(body)
+        assert (status, body) == (theirs[0], theirs[2]), f"{path} {headers} {method}"
+        assert method == "HEAD" or len(body) == int(theirs[1].get("content-length", len(body)))
+        leave = {"content-length", "content-encoding", "vary"}
+        assert {k: v for k, v in ours_headers.items() if k not in leave} == \
+            {k: v for k, v in theirs[1].items() if k not in leave}, f"{path} {headers} {method}"
+    gzipped = _served(handler, f"/{assets[0]}", (("accept-encoding", "gzip"),))[1]
+    assert gzipped["content-encoding"] == "gzip" and gzipped["vary"] == "Accept-Encoding"
+
+
 def test_altair_copies_and_compares_as_the_page_replaces_them():
     assert "copy" not in vars(alt.TopLevelMixin) or alt.TopLevelMixin.copy is internals._whole_chart_copy, \
         f"{ALTAIR}: TopLevelMixin defines its own copy: charts are copied deeply again (slower layering)"
