@@ -1,13 +1,16 @@
 """What each use of a library's internals (toylab_app/internals.py) gains, measured with and without it, back to back.
 
     python benchmarks/internals.py charts [--steps 7]      # a slider step's server time per tab, Altair's internals
+    python benchmarks/internals.py charts --kept           # … between two positions already made (the run itself)
     python benchmarks/internals.py uploads [--sessions 3]  # the server's memory after uploads, Streamlit's
 
 ``charts`` runs the page in AppTest, one tab (or view) at a time: it opens the view, then times mismatch steps with
 each setting in turn — the page as shipped, Streamlit's widgets building the whole filtered state
 (``read_widget_state_one_key_at_a_time`` undone), Altair's own deep copies and parameter validation instead of the page's
 one-level copies (``copy_whole_charts_one_level`` undone), and Altair's debug mode on as well (``disable_debug_mode``
-undone) — so the machine's load reaches each alike. It prints the median step per setting and the gain.
+undone) — so the machine's load reaches each alike. It prints the median step per setting and the gain. With
+``--kept`` the steps go back and forth between two positions the view has shown, so their pictures are kept and a
+step is the page's run alone (where the widgets' internal matters; each new position's computing hides it).
 
 ``uploads`` starts the app with ``streamlit run`` twice, as shipped and with ``drop_uploaded_copies`` made a no-op
 (benchmarks/internals_app.py), and in each drives --sessions headless Chromium sessions on the Your run tab that
@@ -78,7 +81,8 @@ SETTINGS = {"as shipped": as_shipped, "the whole widget state": whole_widget_sta
 def charts(arguments):
     from streamlit.testing.v1 import AppTest
 
-    print(f"load {os.getloadavg()[0]:.1f}; median of {arguments.steps} mismatch steps per setting, in turn")
+    print(f"load {os.getloadavg()[0]:.1f}; median of {arguments.steps} mismatch steps per setting, in turn"
+          + (", between two positions already shown" if arguments.kept else ""))
     print(f"{'view':<30}" + "".join(f"{name:>24}" for name in SETTINGS))
     for view, query in VIEWS.items():
         at = AppTest.from_file(str(APP), default_timeout=300)
@@ -86,10 +90,13 @@ def charts(arguments):
         at.run()
         times = {name: [] for name in SETTINGS}
         mismatch = 0.3
+        if arguments.kept:
+            for mismatch in (0.31, 0.32):
+                at.slider(key="mismatch").set_value(mismatch).run()
         for _ in range(arguments.steps):
             for name, setting in SETTINGS.items():
                 setting()
-                mismatch = round(mismatch + 0.01, 2)
+                mismatch = (0.31 if mismatch == 0.32 else 0.32) if arguments.kept else round(mismatch + 0.01, 2)
                 start = time.perf_counter()
                 at.slider(key="mismatch").set_value(mismatch).run()
                 times[name].append(time.perf_counter() - start)
@@ -169,6 +176,7 @@ def main():
     commands = parser.add_subparsers(dest="command", required=True)
     charts_parser = commands.add_parser("charts")
     charts_parser.add_argument("--steps", type=int, default=7)
+    charts_parser.add_argument("--kept", action="store_true", help="step between two positions already shown")
     uploads_parser = commands.add_parser("uploads")
     uploads_parser.add_argument("--sessions", type=int, default=3)
     arguments = parser.parse_args()
