@@ -5,12 +5,12 @@
     python benchmarks/internals.py uploads [--sessions 3]  # the server's memory after uploads, Streamlit's
 
 ``charts`` runs the page in AppTest, one tab (or view) at a time: it opens the view, then times mismatch steps with
-each setting in turn — the page as shipped, Streamlit's widgets building the whole filtered state
-(``read_widget_state_one_key_at_a_time`` undone), Altair's own deep copies and parameter validation instead of the page's
+each setting in turn — the page as shipped, Altair's own deep copies and parameter validation instead of the page's
 one-level copies (``copy_whole_charts_one_level`` undone), and Altair's debug mode on as well (``disable_debug_mode``
 undone) — so the machine's load reaches each alike. It prints the median step per setting and the gain. With
 ``--kept`` the steps go back and forth between two positions the view has shown, so their pictures are kept and a
-step is the page's run alone (where the widgets' internal matters; each new position's computing hides it).
+step is the page's run alone (what an internal that is not about computing changes; a new position's computing hides
+it).
 
 ``uploads`` starts the app with ``streamlit run`` twice, as shipped and with ``drop_uploaded_copies`` made a no-op
 (benchmarks/internals_app.py), and in each drives --sessions headless Chromium sessions on the Your run tab that
@@ -49,19 +49,10 @@ VIEWS = {"Estimators": {}, "Ratios": {"tab": "Ratios"}, "Error vs batch size": {
 def as_shipped():
     internals.copy_whole_charts_one_level()
     internals.disable_debug_mode()
-    internals.read_widget_state_one_key_at_a_time()
-
-
-def whole_widget_state():
-    """Streamlit's widgets building the session's whole filtered state again (the rest as shipped)."""
-    as_shipped()
-    for module in internals.WIDGET_MODULES:
-        module.get_session_state = module.get_session_state.wrapped
 
 
 def deep_copies():
-    """Altair's own copies and parameter comparisons (debug mode still off, the widgets as shipped)."""
-    internals.read_widget_state_one_key_at_a_time()
+    """Altair's own copies and parameter comparisons (debug mode still off, as shipped)."""
     if "copy" in vars(alt.TopLevelMixin):
         del alt.TopLevelMixin.copy
     internals.ALTAIR_API._viewless_dict = internals.ALTAIR_PARAMETER_DICT
@@ -73,8 +64,7 @@ def deep_copies_and_debug_mode():
     alt.utils.schemapi.enable_debug_mode()
 
 
-SETTINGS = {"as shipped": as_shipped, "the whole widget state": whole_widget_state,
-            "Altair's deep copies": deep_copies,
+SETTINGS = {"as shipped": as_shipped, "Altair's deep copies": deep_copies,
             "… and its debug mode": deep_copies_and_debug_mode}
 
 

@@ -13,12 +13,6 @@ Streamlit
   either it hands the page no parameter at all. Gain: the page says that a link was dropped, instead of silently
   opening the default view. Streamlit keeps them in module constants (private before 1.66), so the page holds the
   numbers and the test checks them against the installed Streamlit's.
-- ``read_widget_state_one_key_at_a_time()`` (process-wide, once): to learn whether the one key it was given is in
-  the session's state, each radio, selectbox, slider and number input builds the session's whole filtered state, every
-  key's value presented, under the state's lock (``SafeSessionState.filtered_state``). The page has about a hundred
-  keys and draws dozens of widgets a run, so this was a fifth to a third of the heavy tabs' script time. Those four
-  widgets are given a state whose ``filtered_state`` looks up only the key asked for (the same value, and the same
-  "not there" as the whole one's); iterating it builds the whole one.
 - ``serve_static_files_from_memory()`` (process-wide, once): Streamlit serves its frontend (about 60 files a new
   browser fetches) through Starlette's ``StaticFiles``, whose ``FileResponse`` reads each file again for every request,
   64 kB at a time on a worker thread, uncompressed: two thirds of the server's CPU for a page load (0.085 of 0.125
@@ -41,7 +35,6 @@ Altair
 
 import gzip
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 import altair as alt
@@ -58,15 +51,6 @@ try:
     STATIC_FILE_RESPONSE = StaticFiles.file_response
 except ImportError:                                       # moved: files read for every request
     STATIC_FILE_RESPONSE = None
-
-try:
-    from streamlit.elements.widgets import number_input, radio, selectbox, slider
-    from streamlit.runtime.state.common import is_element_id
-    from streamlit.runtime.state.safe_session_state import SafeSessionState
-    from streamlit.runtime.state.session_state import _is_internal_key
-    WIDGET_MODULES = (number_input, radio, selectbox, slider)
-except ImportError:                                       # moved: the widgets read the whole state
-    WIDGET_MODULES = ()
 
 QUERY_STRING_LIMITS = {"fields": 1000, "length": 512 * 1024}     # streamlit/runtime/state/query_params.py
 STATIC_BYTES_LIMIT = 64 * 2**20          # static files held in memory, plain and gzipped (the page's own use 7 MB)
@@ -87,59 +71,6 @@ def drop_uploaded_copies():
     remove = getattr(getattr(context, "uploaded_file_mgr", None), "remove_session_files", None)
     if remove is not None:
         remove(context.session_id)
-
-
-class _OneKeyState(Mapping):
-    """A session's filtered state (``SafeSessionState.filtered_state``: its keyed values by their users' keys) that
-    looks up one key when asked for one: ``state[key]`` under the state's lock. The whole one is built to iterate."""
-
-    def __init__(self, safe_state):
-        self._safe_state = safe_state
-
-    def __getitem__(self, key):
-        if is_element_id(key) or _is_internal_key(key):          # never a widget's own key: as the whole one says
-            return self._safe_state.filtered_state[key]
-        with self._safe_state._lock:
-            return self._safe_state._state[key]
-
-    def __iter__(self):
-        return iter(self._safe_state.filtered_state)
-
-    def __len__(self):
-        return len(self._safe_state.filtered_state)
-
-
-class _WidgetSessionState:
-    """The session's state as a widget sees it: the same in everything but ``filtered_state``."""
-
-    def __init__(self, safe_state):
-        self._safe_state = safe_state
-
-    @property
-    def filtered_state(self):
-        return _OneKeyState(self._safe_state)
-
-    def __getattr__(self, name):
-        return getattr(self._safe_state, name)
-
-
-def _widget_session_state(get_session_state):
-    """``get_session_state`` for a widget: the state wrapped, where it still has its lock and inner state."""
-    def widget_session_state():
-        state = get_session_state()
-        inner = isinstance(state, SafeSessionState) and all(name in vars(state) for name in ("_lock", "_state"))
-        return _WidgetSessionState(state) if inner else state
-    widget_session_state.wrapped = get_session_state
-    return widget_session_state
-
-
-def read_widget_state_one_key_at_a_time():
-    """Give the radio, selectbox, slider and number input a session state whose ``filtered_state`` looks up one key
-    (where each still reads ``get_session_state``; once)."""
-    for module in WIDGET_MODULES:
-        current = getattr(module, "get_session_state", None)
-        if current is not None and not hasattr(current, "wrapped"):
-            module.get_session_state = _widget_session_state(current)
 
 
 _static_bodies = {}                      # (path, mtime, size) → (its bytes, gzipped)

@@ -53,8 +53,7 @@ from toylab_app import (
 )
 from toylab_app.caches import ahead, kept
 
-internals.read_widget_state_one_key_at_a_time()    # process-wide: a widget reads its own key, not the whole state
-internals.serve_static_files_from_memory()         # … and Streamlit's frontend is read once, not at every request
+internals.serve_static_files_from_memory()         # process-wide: Streamlit's frontend read once, not at every request
 
 TABS = [   # (label, the tab's module: its render looked up each run), in TAB_LABELS' order (tests/page/test_app_links.py)
     (ESTIMATORS_TAB, estimators_tab),

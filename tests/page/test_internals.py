@@ -75,54 +75,6 @@ def test_streamlit_lets_a_sessions_uploads_go():
     assert manager.get_files("session", ["file"]) == [], f"{STREAMLIT}: remove_session_files kept the file"
 
 
-def _widgets_reading_their_keys():
-    """A page of keyed and keyless widgets (one of them set to None before it is drawn) and keys no widget has,
-    that records what the widgets' view of the filtered state says of every key against the whole one."""
-    import streamlit as st
-    from streamlit.elements.widgets import radio
-    from streamlit.runtime.state import get_session_state
-
-    from toylab_app import internals
-
-    internals.read_widget_state_one_key_at_a_time()
-    st.session_state.setdefault("plain", [3])
-    st.session_state.setdefault("unpicked", None)
-    st.radio("picked", ["a", "b"], key="picked")
-    st.radio("unpicked", ["a", "b"], key="unpicked")
-    st.radio("keyless", ["a", "b"])
-    st.slider("slid", 0, 10, key="slid")
-    st.selectbox("selected", ["x", "y"], key="selected")
-    st.number_input("number", key="number")
-    whole, one_key = get_session_state().filtered_state, radio.get_session_state().filtered_state
-    keys = [*whole, "missing", "$$ID-0-None", *(key for key in get_session_state()._state._keys() if key not in whole)]
-    st.session_state["seen"] = {
-        "wrapped": [hasattr(module.get_session_state, "wrapped") for module in internals.WIDGET_MODULES],
-        "whole": {key: (key in whole, whole.get(key)) for key in keys},
-        "one_key": {key: (key in one_key, one_key.get(key)) for key in keys},
-        "iterated": dict(one_key) == whole,
-    }
-
-
-def test_streamlit_widgets_read_their_own_key_from_the_state_as_from_the_whole_one():
-    assert len(internals.WIDGET_MODULES) == 4, \
-        f"{STREAMLIT}: a widget module, is_element_id, _is_internal_key or SafeSessionState moved: each widget builds " \
-        "the whole filtered state again"
-    for module in internals.WIDGET_MODULES:
-        assert "get_session_state().filtered_state" in inspect.getsource(module), \
-            f"{STREAMLIT}: {module.__name__} no longer reads get_session_state().filtered_state: the page's view of " \
-            "it is not used (toylab_app/internals.py read_widget_state_one_key_at_a_time)"
-    at = AppTest.from_function(_widgets_reading_their_keys).run()
-    for change in (lambda: None, lambda: at.radio(key="picked").set_value("b"), lambda: at.slider(key="slid").set_value(7),
-                   lambda: at.radio(key="unpicked").set_value("a")):
-        change()
-        seen = at.run().session_state["seen"]
-        assert all(seen["wrapped"]) and seen["iterated"]
-        assert seen["one_key"] == seen["whole"], f"{STREAMLIT}: a widget's key looked up alone is not what the " \
-                                                 "whole filtered state says of it"
-    assert seen["whole"]["picked"] == (True, "b") and seen["whole"]["slid"] == (True, 7)
-    assert seen["whole"]["unpicked"] == (True, "a") and seen["whole"]["missing"] == (False, None)
-
-
 def _served(handler, path, headers=(), method="GET"):
     """(status, headers, body) of one request to an ASGI app, as uvicorn hands it one."""
     import asyncio
