@@ -50,6 +50,18 @@ HEALTH_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 
 
+def frontend_assets() -> tuple[Path, list[str]]:
+    """Streamlit's static folder and the scripts, styles and fonts its index.html names (what a new browser fetches
+    first)."""
+    import re
+
+    from streamlit import file_util
+
+    static = Path(file_util.get_static_dir())
+    names = re.findall(r'(?:src|href)="\./(static/[^"]+\.(?:js|css|woff2))"', (static / "index.html").read_text())
+    return static, sorted(set(names))
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

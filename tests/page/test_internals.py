@@ -105,21 +105,19 @@ def test_streamlit_s_frontend_served_from_memory_is_what_its_own_handler_serves(
     """Streamlit's own static handler (``create_streamlit_static_handler``), asked the same requests with Starlette's
     ``file_response`` and with the page's: the same status and headers, and the same bytes once un-gzipped."""
     import gzip
-    import re
-    from pathlib import Path
 
     from starlette.staticfiles import StaticFiles
     from streamlit import file_util
     from streamlit.web.server.starlette.starlette_static_routes import create_streamlit_static_handler
+
+    from tests.browser import frontend_assets
 
     assert internals.STATIC_FILE_RESPONSE is not None and "file_response" not in vars(
         type(create_streamlit_static_handler(file_util.get_static_dir(), None))), \
         f"{STREAMLIT}: its static files no longer go through Starlette's StaticFiles.file_response: each page load " \
         "reads them all again (toylab_app/internals.py serve_static_files_from_memory)"
     internals.serve_static_files_from_memory()
-    static = Path(file_util.get_static_dir())
-    assets = sorted(set(re.findall(r'(?:src|href)="\./(static/[^"]+\.(?:js|css|woff2))"',
-                                   (static / "index.html").read_text())))
+    static, assets = frontend_assets()
     etag = _served(create_streamlit_static_handler(str(static), None), f"/{assets[0]}")[1]["etag"]
     asks = [(f"/{path}", (), "GET") for path in assets[:8]] + [
         ("/", (), "GET"), ("/a/route/of/the/app", (), "GET"), ("/static/missing.js", (), "GET"),
