@@ -218,7 +218,7 @@ def render(settings):
         notes.caption(note)
     table = picture.table
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
-                       mime="text/csv", help="The table's numbers at full precision, with the settings' N; "
+                       mime="text/csv", on_click="ignore", help="The table's numbers at full precision, with the settings' N; "
                                              f"{UNDEFINED} marks an undefined number, its reason in the note column")
     _seeds_view(settings)
     if not kl_first:

@@ -90,6 +90,13 @@ def test_default_run_shows_header_table_and_chart(default):
     assert default.query_params == {}
 
 
+def test_the_csv_download_is_made_on_the_click_and_starts_no_run(default):
+    """A click that started a run could lose the file (tests/page/test_browser.py says why)."""
+    buttons = default.get("download_button")
+    assert [button.proto.label for button in buttons] == ["Download CSV"]
+    assert buttons[0].proto.deferred_file_id and buttons[0].proto.ignore_rerun
+
+
 def test_formulas_give_every_selected_estimator_its_latex_and_source(default):
     assert not next(expander for expander in default.expander if expander.label.startswith("Formulas")).children
     opened = run(**{FORMULAS_KEY: True})                          # built only when opened

@@ -17,10 +17,20 @@ def selected_tab(page):
     return page.locator('[data-testid="stTabs"] [role="tab"][aria-selected="true"]').inner_text().strip()
 
 
-def press(page, key):
-    page.evaluate("() => document.activeElement && document.activeElement.blur()")   # no text field has the focus
-    page.keyboard.press(key)
-    wait_for_app(page)
+def press(page, key, done, tries=3):
+    """Press ``key`` with no text field focused until ``done()`` holds, ``tries`` times at most. On CI's busy machine a
+    press has gone unanswered (Streamlit's shortcut made no run, once in many runs); a user presses again, and so
+    does this, once the page is idle and 10 s have passed without the press's effect."""
+    for _ in range(tries):
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        page.keyboard.press(key)
+        wait_for_app(page)
+        for _ in range(20):
+            if done():
+                return
+            page.wait_for_timeout(500)
+        print(f"key {key!r}: no effect after the page was idle for 10 s; pressed again")
+    raise AssertionError(f"key {key!r}: no effect after {tries} presses")
 
 
 def lesson_number(page):
@@ -37,17 +47,15 @@ def test_every_key_does_what_the_table_says(app, present):
         page.goto(f"{url}/?tab={quote(label)}" + ("&present=1" if present else ""))
         wait_for_app(page)
         assert lesson_number(page) is None and selected_tab(page) == label
-        press(page, "l")
-        page.wait_for_function(f"() => location.search.includes('tab={LESSONS_TAB}')")
+        press(page, "l", lambda: f"tab={LESSONS_TAB}" in page.evaluate("() => location.search"))
         assert selected_tab(page) == LESSONS_TAB, label
-    press(page, "n")                                           # on the Lessons tab: the first lesson
+    press(page, "n", lambda: lesson_number(page) is not None)  # on the Lessons tab: the first lesson
     assert lesson_number(page) == 1 and selected_tab(page) == LESSONS[0].tab
-    press(page, "n")
+    press(page, "n", lambda: lesson_number(page) != 1)
     assert lesson_number(page) == 2 and selected_tab(page) == LESSONS[1].tab
-    press(page, "b")
+    press(page, "b", lambda: lesson_number(page) != 2)
     assert lesson_number(page) == 1
-    press(page, "l")                                           # a lesson on show: L opens the Lessons tab too
+    press(page, "l", lambda: selected_tab(page) != LESSONS[0].tab)   # a lesson on show: L opens the Lessons tab too
     assert selected_tab(page) == LESSONS_TAB
-    press(page, "p")
-    page.wait_for_function("on => location.search.includes('present=1') === on", arg=not present)
+    press(page, "p", lambda: ("present=1" in page.evaluate("() => location.search")) != present)
     page.close()

@@ -54,7 +54,8 @@ def test_a_run_shows_every_metric_against_step_and_a_step_that_left_its_range(tm
     affected = chart_rows(at, 1)                           # each default estimator's share of tokens, step by step
     assert {row["estimator"] for row in affected} >= {"tok_tis", "seq_mis"}
     assert sorted({row["step"] for row in affected}) == list(range(1, 9))
-    assert [button.proto.label for button in at.get("download_button")] == ["The run's steps (CSV)"]
+    assert [(button.proto.label, button.proto.ignore_rerun) for button in at.get("download_button")] == [
+        ("The run's steps (CSV)", True)]
 
 
 def chart_rows(at, index=0):
