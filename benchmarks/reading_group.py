@@ -3,6 +3,7 @@
     python benchmarks/reading_group.py                                   # 40 users, the mix of issue 36
     python benchmarks/reading_group.py --cpu-quota 0.5 --per-tab         # half a core; each tab's room, then the mix
     python benchmarks/reading_group.py --cold --against /tmp/main        # a server just started; main's app in turn
+    python benchmarks/reading_group.py --cold --toylab-app               # a server started as `toylab app` starts it
     python benchmarks/reading_group.py --users 100 --json room.json
     python benchmarks/reading_group.py --app /tmp/main                   # another checkout's app and its config
     python benchmarks/reading_group.py --url http://127.0.0.1:8080 --pid 1234 5678      # a running server (nginx)
@@ -39,9 +40,10 @@ the presses and page loads it answered. ``--per-tab`` measures it for each tab a
 ``--cpu-quota F`` holds each server to F of one core (``cpu_quota.py``: a cgroup's CPU quota where one can be made,
 else the server pinned beside spinning processes; the output names which, and how often it was throttled).
 ``--cold`` starts every room on a server just started, without the page load that otherwise warms it first (its
-imports are then in the room's CPU, as a class meets a server woken by its first visitor). ``--against DIR`` runs the
-same rooms on another checkout's app, in turn with this one (each room of this app, then the same room of the other),
-so both meet the machine's load alike.
+imports are then in the room's CPU, as a class meets a server woken by its first visitor); with ``--toylab-app``
+the server is started as the installed command starts it, which loads the page before its first visitor.
+``--against DIR`` runs the same rooms on another checkout's app, in turn with this one (each room of this app, then
+the same room of the other), so both meet the machine's load alike.
 """
 
 from __future__ import annotations
@@ -91,14 +93,19 @@ def free_port():
         return s.getsockname()[1]
 
 
+TOYLAB_APP = ["-c", "import sys; from toylab_app.command import main; sys.exit(main())", "app"]
+PAGE_LOADED = "toylab: the page is loaded"          # what toylab_app/command.py's loader prints
+
+
 @contextlib.contextmanager
-def served(app_dir, options, preexec=None):
+def served(app_dir, options, preexec=None, toylab_app=False):
     """``streamlit run streamlit_app.py`` in ``app_dir`` (so its .streamlit/config.toml is the one read), with extra
     ``--key value`` options, ``preexec`` called in the child before it starts (joining a CPU quota); yields (url, pid,
-    log file)."""
+    log file). With ``toylab_app`` the server is started as the installed ``toylab app`` starts it, and is served
+    once its log says the page is loaded (at most 60 s after it answers: a checkout without the loader)."""
     port = free_port()
-    command = [sys.executable, "-m", "streamlit", "run", "streamlit_app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true", *options]
+    command = [sys.executable, *(TOYLAB_APP if toylab_app else ["-m", "streamlit", "run", "streamlit_app.py"]),
+               "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true", *options]
     log = tempfile.NamedTemporaryFile("w+", prefix="reading-group-", suffix=".log", delete=False)
     process = subprocess.Popen(command, cwd=app_dir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                preexec_fn=preexec)
@@ -108,6 +115,8 @@ def served(app_dir, options, preexec=None):
         while asyncio.run(_status(url, "/_stcore/health")) != 200:
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"streamlit did not start: {Path(log.name).read_text()[-2000:]}")
+            time.sleep(0.2)
+        while toylab_app and PAGE_LOADED not in Path(log.name).read_text() and time.monotonic() < deadline + 60:
             time.sleep(0.2)
         yield url, process.pid, log.name
     finally:
@@ -505,6 +514,9 @@ def main():
     parser.add_argument("--pid", type=int, nargs="*", default=[], help="server processes to sample (with --url)")
     parser.add_argument("--no-warm-up", "--cold", dest="cold", action="store_true",
                         help="no page load before the clock starts: with a server started here, a cold one")
+    parser.add_argument("--toylab-app", action="store_true",
+                        help="start the server as `toylab app` does (the page loaded while it starts), not by "
+                             "`streamlit run streamlit_app.py`; the room begins once the page is loaded")
     parser.add_argument("--cpu-quota", type=float, default=0,
                         help="hold the server to this fraction of one core (cpu_quota.py; 0: no quota)")
     parser.add_argument("--per-tab", action="store_true",
@@ -541,7 +553,8 @@ def measured(args):
             pids, log = args.pid, None
         else:
             options = [f"--{key}={value}" for key, value in args.option]
-            args.url, pid, log = stack.enter_context(served(args.app, options, preexec=quota.join))
+            args.url, pid, log = stack.enter_context(served(args.app, options, preexec=quota.join,
+                                                            toylab_app=args.toylab_app))
             pids = [pid]
             if quota.kind in ("v1", "v2"):
                 print(f"the server {pid} is in {', '.join(sorted(set(cgroup_of(pid)) - {'/'}))}")
@@ -551,7 +564,7 @@ def measured(args):
             print(f"warm-up load {warmed.load:.2f} s" if warmed.load else f"warm-up failed: {warmed.problems}")
         users, samples, client_cpu, clock0 = asyncio.run(room(args, pids))
         result = summary(args, users, samples, client_cpu, clock0)
-        result |= {"app": args.app, "cold": args.cold, "quota": quota.describe(), "throttled": quota.throttled(),
+        result |= {"app": args.app, "cold": args.cold, "toylab_app": args.toylab_app, "quota": quota.describe(), "throttled": quota.throttled(),
                    "server_start_cpu_seconds": started_cpu}
         if log:
             text = Path(log).read_text()

@@ -5,10 +5,14 @@
 
 ``toylab app`` runs ``streamlit run`` on ``script/streamlit_app.py`` with every setting of the project's
 ``.streamlit/config.toml`` (shipped as ``streamlit_config.toml``) given as a flag, so the page is served the same
-from any folder; options given after ``app`` (``--server.port 8502``) come later and win.
+from any folder; options given after ``app`` (``--server.port 8502``) come later and win. While the server starts,
+it loads the page in the background, so that its first visitors do not wait for it (``load_page_while_starting``).
 """
 
+import importlib
 import sys
+import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -37,8 +41,24 @@ def flags(settings, section=""):
     return out
 
 
+def load_page_while_starting():
+    """Once Streamlit's runtime exists (its options read), import the page: numpy, pandas, Altair and the library
+    (about 0.8 CPU-s), and Streamlit's frontend then served from memory (toylab_app/internals.py). Otherwise the
+    first visitor's run imports them and every browser that arrives before it ends is served the frontend from disk.
+    Prints one line when done; the server's log says the page is ready."""
+    from streamlit import runtime
+
+    while not runtime.exists():
+        time.sleep(0.05)
+    started = time.perf_counter()
+    importlib.import_module("toylab_app.page")
+    print(f"  toylab: the page is loaded ({time.perf_counter() - started:.1f} s), before its first visitor",
+          flush=True)
+
+
 def serve(arguments):
-    """``streamlit run`` on the page's script with the project's settings, then the caller's options."""
+    """``streamlit run`` on the page's script with the project's settings, then the caller's options; the page
+    loaded in the background meanwhile."""
     if {"-h", "--help"} & set(arguments):
         print(HELP)
         return 0
@@ -46,6 +66,7 @@ def serve(arguments):
 
     with CONFIG.open("rb") as config:
         settings = tomllib.load(config)
+    threading.Thread(target=load_page_while_starting, name="toylab page loader", daemon=True).start()
     return streamlit_cli.main(args=["run", str(SCRIPT), *flags(settings), *arguments], prog_name="toylab app")
 
 
