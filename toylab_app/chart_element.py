@@ -22,9 +22,9 @@ named by its place, nothing else: a chart whose structure was serialised before 
 a test compares it with a fresh serialisation for every chart of every tab.
 
 ``prepare`` does all of it once — the spec, and each frame converted to an Arrow table (``chart_arrow``: what
-Streamlit would convert it to on every run, without the index and with each text column's words once) — into a ``Prepared`` chart that any number of sessions draw: a tab's kept pictures
-(``toylab_app.caches.kept``) hold their charts prepared, so drawing one for another session is a dictionary and Arrow's
-IPC write.
+Streamlit would convert it to on every run, without the index and with each text column's words once) — into a
+``Prepared`` chart that any number of sessions draw: a tab's kept pictures (``toylab_app.caches.kept``) hold their
+charts prepared, so drawing one for another session is a dictionary and Arrow's IPC write.
 """
 
 import copy

@@ -218,8 +218,9 @@ def render(settings):
         notes.caption(note)
     table = picture.table
     st.download_button("Download CSV", partial(frames.table_csv, table), file_name="toylab_estimators.csv",
-                       mime="text/csv", on_click="ignore", help="The table's numbers at full precision, with the settings' N; "
-                                             f"{UNDEFINED} marks an undefined number, its reason in the note column")
+                       mime="text/csv", on_click="ignore",   # a run's start would drop the file (tests/page/test_app.py)
+                       help="The table's numbers at full precision, with the settings' N; "
+                            f"{UNDEFINED} marks an undefined number, its reason in the note column")
     _seeds_view(settings)
     if not kl_first:
         _kl_view(settings)
