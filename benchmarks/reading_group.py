@@ -76,6 +76,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu_quota import cgroup_of, held_to  # noqa: E402
+from toylab_app.command import PAGE_LOADED  # noqa: E402
 
 MIX = ("Estimators", "Ratios", "Error vs batch size", "Training")
 SAMPLE_EVERY_S = 0.25
@@ -94,7 +95,6 @@ def free_port():
 
 
 TOYLAB_APP = ["-c", "import sys; from toylab_app.command import main; sys.exit(main())", "app"]
-PAGE_LOADED = "toylab: the page is loaded"          # what toylab_app/command.py's loader prints
 
 
 @contextlib.contextmanager

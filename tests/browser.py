@@ -50,6 +50,9 @@ HEALTH_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
 
 
+GZIP_MAY_NOT_SHRINK_BYTES = 1024    # a static file this small may be sent plain (gzip may not shrink it)
+
+
 def frontend_assets() -> tuple[Path, list[str]]:
     """Streamlit's static folder and the scripts, styles and fonts its index.html names (what a new browser fetches
     first)."""

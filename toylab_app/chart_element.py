@@ -156,14 +156,14 @@ def prepare(chart):
         for table in datasets.values()))
 
 
-def arrow(frame):
+def arrow(frame, index=None):
     """The Arrow table Streamlit would make of ``frame`` (``pa.Table.from_pandas``, its first try), or the frame when
     that fails (Streamlit's fixes of mixed columns then apply, as for any frame): a chart's data, or a table for
-    ``st.dataframe``, converted once for every session that shows it."""
+    ``st.dataframe``, converted once for every session that shows it. ``index`` is Arrow's ``preserve_index``."""
     if not isinstance(frame, pd.DataFrame):
         return frame
     try:
-        return pa.Table.from_pandas(frame)
+        return pa.Table.from_pandas(frame, preserve_index=index)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
         return frame
 
@@ -173,13 +173,10 @@ def chart_arrow(frame):
     columns; a filtered frame's index was a column of its own) and each text column dictionary-encoded (an estimator's
     name once, not once a row). Training's five charts sent 253 kB a press, now 150 kB. A frame Arrow cannot convert
     stays a frame, as in ``arrow``."""
-    if not isinstance(frame, pd.DataFrame):
-        return frame
-    named_index = any(name is not None for name in frame.index.names)
-    try:
-        table = pa.Table.from_pandas(frame.reset_index() if named_index else frame, preserve_index=False)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-        return frame
+    named_index = isinstance(frame, pd.DataFrame) and any(name is not None for name in frame.index.names)
+    table = arrow(frame.reset_index() if named_index else frame, index=False)
+    if not isinstance(table, pa.Table):
+        return table
     for place, field in enumerate(table.schema):
         if pa.types.is_string(field.type) or pa.types.is_large_string(field.type):
             table = table.set_column(place, field.name, table.column(place).dictionary_encode())

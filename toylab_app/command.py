@@ -22,6 +22,7 @@ from toylab.cli.main import run
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "script" / "streamlit_app.py"
 CONFIG = HERE / "streamlit_config.toml"
+PAGE_LOADED = "toylab: the page is loaded"      # the server's log line once it is (benchmarks/reading_group.py waits)
 HELP = """usage: toylab app [STREAMLIT OPTIONS]
 
 Serve toylab's page (open http://localhost:8501). STREAMLIT OPTIONS are `streamlit run`'s, e.g. --server.port 8502
@@ -52,8 +53,7 @@ def load_page_while_starting():
         time.sleep(0.05)
     started = time.perf_counter()
     importlib.import_module("toylab_app.page")
-    print(f"  toylab: the page is loaded ({time.perf_counter() - started:.1f} s), before its first visitor",
-          flush=True)
+    print(f"  {PAGE_LOADED} ({time.perf_counter() - started:.1f} s), before its first visitor", flush=True)
 
 
 def serve(arguments):

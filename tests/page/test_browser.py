@@ -13,6 +13,7 @@ import pytest
 from framework_dumps import toy_batch, write_nemo
 
 from tests.browser import (
+    GZIP_MAY_NOT_SHRINK_BYTES,
     file_input,
     frontend_assets,
     wait_for_app,
@@ -101,7 +102,7 @@ def test_a_second_browser_gets_streamlit_s_own_frontend_gzipped_from_memory(app)
         data = (static / path).read_bytes()
         status, encoding, digest = page.evaluate(_FETCHED_JS, path)
         assert (status, digest) == (200, hashlib.sha256(data).hexdigest()), path
-        assert encoding == "gzip" if len(data) > 1024 else encoding in (None, "gzip"), path   # gzipped where smaller
+        assert encoding == "gzip" if len(data) > GZIP_MAY_NOT_SHRINK_BYTES else encoding in (None, "gzip"), path
     page.close()
 
 

@@ -7,7 +7,7 @@ import urllib.request
 
 import pytest
 
-from tests.browser import frontend_assets, running_app
+from tests.browser import GZIP_MAY_NOT_SHRINK_BYTES, frontend_assets, running_app
 
 pytestmark = pytest.mark.slow
 
@@ -23,10 +23,11 @@ def content_encoding(url):
 def test_toylab_app_serves_the_frontend_from_memory_before_its_first_visitor():
     """Only the page's import serves Streamlit's scripts and styles gzipped from memory (toylab_app/internals.py;
     Streamlit's own handler sends them plain, from disk). With no browser connected, no run has imported the page:
-    the command's loader has, within 120 s of the server answering its health check. (Files under 1 KiB are left
-    out: gzip does not shrink the smallest, so those are sent plain.)"""
+    the command's loader has, within 120 s of the server answering its health check (the smallest files left out:
+    gzip may not shrink them)."""
     static, names = frontend_assets()
-    scripts_and_styles = [name for name in names if name.endswith((".js", ".css")) and (static / name).stat().st_size > 1024]
+    scripts_and_styles = [name for name in names if name.endswith((".js", ".css"))
+                          and (static / name).stat().st_size > GZIP_MAY_NOT_SHRINK_BYTES]
     with running_app(server=TOYLAB_APP) as url:
         deadline = time.monotonic() + 120
         while content_encoding(f"{url}/{scripts_and_styles[0]}") != "gzip":
