@@ -104,7 +104,7 @@ def test_a_reader_that_stops_early_gets_no_traceback():
 
 
 def test_the_installed_commands_help_read_by_grep_q_gets_no_traceback():
-    """``toylab app --help | grep -q usage`` (the CI's package step): grep closes the pipe at the first match."""
+    """``toylab app --help | grep -q usage``: grep closes the pipe at the first match; status 1, no traceback."""
     script = "import sys\nfrom toylab_app.command import main\nsys.exit(main(['app', '--help']))"
     helper = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     helper.stdout.close()

@@ -61,8 +61,9 @@ def _drawn_curves(charts):
     spec, datasets = _curves_chart(charts)
     frame = next(frame for frame in datasets.values() if "series" in frame)
     domains = [panel["layer"][0]["encoding"]["y"]["scale"]["domain"] for panel in spec["hconcat"]]
-    curves = {objective: {series: rows.sort_values("step")["J"].to_numpy() for series, rows in panel.groupby("series")}
-              for objective, panel in frame.groupby("objective", sort=False)}
+    curves = {objective: {series: rows.sort_values("step")["J"].to_numpy()
+                          for series, rows in panel.groupby("series", observed=True)}
+              for objective, panel in frame.groupby("objective", sort=False, observed=True)}
     return curves, domains
 
 
