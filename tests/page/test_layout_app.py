@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
+from test_app import _descendants
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -13,15 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def element_kinds(script):
     run = AppTest.from_file(str(script), default_timeout=120).run()
     assert not run.exception
-    kinds = Counter()
-
-    def count(node):
-        kinds[node.type] += 1
-        for child in getattr(node, "children", {}).values():
-            count(child)
-
-    count(run._tree)
-    return kinds
+    return Counter(node.type for node in _descendants(run._tree))
 
 
 def test_the_layout_app_sends_the_estimators_tabs_elements():
