@@ -55,9 +55,14 @@ arrays; the copies time the run's U updates): with U = 8 a reference at the run'
 g = 1 when no estimator enumerates, when the run is no larger than the copies, when the reference's timings are
 noise (no growth), or for a run with hidden variables (its components' passes are linear in M: 165 → 85 ns a
 sequence from T = 6 to 10 with router draws, 89 → 51 ns from 6 to 8 with drawn switches, where a reference of two
-estimators, its step mostly overhead there, grew sublinearly and cut the estimate by up to 3×). The reference runs first (after one look at the smallest copy, for the probe's own bound), at
-the run's size, timed twice at least: the copies then see the memory the run will see. Every copy runs once untimed before it is timed (its memory touched afresh), a copy whose
-step is short is timed over more steps, and the copies enumerate as the run will (its ``chunk_rows``).
+estimators, its step mostly overhead there, grew sublinearly and cut the estimate by up to 3×). The reference runs
+first (after one look at the smallest copy, for the probe's own bound), at the run's size: the copies then see the
+memory the run will see. It is timed twice at least at every size, and g is at least GROWTH_LEAST: a sequence past
+the copies cost no less than 38 % of one in them (2**22 against 2**18), so a smaller g is a slow outlier among the
+reference's timings near the copies. (A run of T = 11, V = 4 estimated here at 200–300 s was once trained by the
+page in CI: under load its g, the near sizes timed once, must have come out under about 0.05.) Every copy runs
+once untimed before it is timed (its memory touched afresh), a copy whose step is short is timed over more steps,
+and the copies enumerate as the run will (its ``chunk_rows``).
 
 (a: the per-step work of every estimator, the recursions; b: enumerating, or a run's tables; c: drawing and scoring
 sequences.) A copy costs at most a few steps of PROBE_SEQUENCES sequences, or of PROBE_RUNS ×
@@ -105,6 +110,7 @@ PROBE_ROWS = 2**12                          # … and R runs of n₀, up to this
 GROWTH_SEQUENCES = 2**21                    # the reference runs at the run's size up to this M (or the next T) …
 GROWTH_TOKENS = 2**18                       # … or this many drawn tokens r·N·T
 REFERENCE_SELECTION = {"on_policy": {}, "seq_tis": {}}       # g's reference: one estimator that enumerates
+GROWTH_LEAST = 0.25                          # … and g is at least this (below it: a spike in a timing)
 PROBE_SECONDS = 5.0                         # the probe stops starting copies once it has spent this (CPU) …
 EARLY_MARGIN = 2.0                          # … or a copy's step is this many times a step's share of the limit
 BUSY = 1.5                                  # copies this much slower by the wall than by the CPU: a busy machine …
@@ -328,7 +334,7 @@ def _expected_line(timed, T, V, selection, config, kind=()):
     line = Probe("expected", max(0.0, small - b * M1), b, setup=setup, probed=M2, base=small)
     if not grows:
         return line
-    near = [timed(t, chosen=REFERENCE_SELECTION)[0] for t in (T1, T2)]
+    near = [timed(t, chosen=REFERENCE_SELECTION, twice=True)[0] for t in (T1, T2)]
     return replace(line, growth=_growth(far - near[0], (near[1] - near[0]) * (size(T3) - M1) / (M2 - M1)))
 
 
@@ -350,7 +356,7 @@ def _sampled_line(timed, T, selection, config):
     line = Probe("sampled", a, b, c, setup, probed=runs * draws)
     if not grows:
         return line
-    near = [timed(T, runs, n, chosen=REFERENCE_SELECTION)[0] for n in (low, draws)]
+    near = [timed(T, runs, n, chosen=REFERENCE_SELECTION, twice=True)[0] for n in (low, draws)]
     return replace(line, growth=_growth((beyond[1] - beyond[0]) / (far * (deep - low)),
                                         (near[1] - near[0]) / (runs * (draws - low))))
 
@@ -367,9 +373,9 @@ def _plane(copies, timings):
 
 
 def _growth(beyond, along):
-    """g = ``beyond`` / ``along``: the reference's growth measured out to the run's size, over the growth its copies
-    give (1 when either is not above 0: timing noise)."""
-    return beyond / along if beyond > 0 and along > 0 else 1.0
+    """g = max(GROWTH_LEAST, ``beyond`` / ``along``): the reference's growth measured out to the run's size, over the
+    growth its copies give (1 when either is not above 0: timing noise)."""
+    return max(GROWTH_LEAST, beyond / along) if beyond > 0 and along > 0 else 1.0
 
 
 def run_bytes(T, V, config, estimator_ids):
