@@ -147,7 +147,7 @@ def peak_mb():
     return int(line.split()[1]) / 1024
 
 case = json.loads(Path(sys.argv[1]).read_text())
-at = AppTest.from_file("streamlit_app.py", default_timeout=900)
+at = AppTest.from_file("toylab_app/script/streamlit_app.py", default_timeout=900)
 at.query_params.update(case.get("link", {}))
 if {"upload", "upload_together", "compare"} & set(case):
     at.session_state["tab"] = "Your run"

@@ -37,7 +37,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from benchmarks.hostile_upload import answered, idle, session_log, tree_rss_mb, upload  # noqa: E402
 from toylab_app import internals  # noqa: E402
 
-APP = ROOT / "streamlit_app.py"
+APP = ROOT / "toylab_app" / "script" / "streamlit_app.py"
 WITHOUT_DROP_APP = ROOT / "benchmarks" / "internals_app.py"
 VIEWS = {"Estimators": {}, "Ratios": {"tab": "Ratios"}, "Error vs batch size": {"tab": "Error vs batch size"},
          "Threshold sweep": {"tab": "Threshold sweep"}, "Mismatch sweep": {"tab": "Mismatch sweep"},

@@ -11,4 +11,4 @@ sys.path.insert(0, str(ROOT))
 import toylab_app.your_run_uploads  # noqa: E402
 
 toylab_app.your_run_uploads.drop_uploaded_copies = lambda: None
-runpy.run_path(str(ROOT / "streamlit_app.py"), run_name="__main__")
+runpy.run_path(str(ROOT / "toylab_app" / "script" / "streamlit_app.py"), run_name="__main__")

@@ -49,7 +49,6 @@ sys.path.insert(0, str(ROOT))
 
 from tests.browser import browser_available, launch_browser, running_app  # noqa: E402
 
-APP = ROOT / "streamlit_app.py"
 FLOOR_APP = ROOT / "benchmarks" / "floor_app.py"
 FASTEST = ("--runner.postScriptGC", "false", "--server.fileWatcherType", "none")   # the floor: no collection, no watcher
 WARM_PRESSES = 3                # untimed presses of the floor and each app before any timing (a cold browser's first
@@ -225,15 +224,24 @@ def message_parts(frame: bytes) -> list[tuple[str, int]]:
 
 
 @contextlib.contextmanager
-def served(script: Path, log: RunLog, profile_dir: str | None = None, options: tuple[str, ...] = ()):
-    """``streamlit run`` SCRIPT under timed_script.py, in SCRIPT's folder (so its own .streamlit/config.toml is read),
-    with extra streamlit ``options``; yield its base URL."""
+def served(script: Path, log: RunLog, profile_dir: str | None = None, options: tuple[str, ...] = (),
+           folder: Path | None = None):
+    """``streamlit run`` SCRIPT under timed_script.py, in ``folder`` (default SCRIPT's own; so that folder's
+    .streamlit/config.toml is read), with extra streamlit ``options``; yield its base URL."""
     settings = {"TOYLAB_TIMED_SCRIPT": str(script), "TOYLAB_TIMED_LOG": str(log.path),
                 "TOYLAB_PROFILE_DIR": str(Path(profile_dir).resolve()) if profile_dir else None}
     with contextlib.ExitStack() as stack:
         with environment(settings):                  # the server inherits this environment when it starts
-            url = stack.enter_context(running_app(TIMED_SCRIPT, cwd=script.parent, options=options))
+            url = stack.enter_context(running_app(TIMED_SCRIPT, cwd=folder or script.parent, options=options))
         yield url
+
+
+def page_script(folder: Path) -> Path:
+    """The script a checkout's page runs on every rerun: ``toylab_app/script/streamlit_app.py`` (its root
+    ``streamlit_app.py`` is the ``st.App`` that serves it), else the folder's own ``streamlit_app.py`` (the layout
+    app)."""
+    script = folder / "toylab_app" / "script" / "streamlit_app.py"
+    return script if script.is_file() else folder / "streamlit_app.py"
 
 
 @contextlib.contextmanager
@@ -419,9 +427,10 @@ class Measurement:
         self.floor_log = RunLog(folder / "floor.jsonl")
         self.floor_url = stack.enter_context(served(FLOOR_APP, self.floor_log, options=FASTEST))
         self.apps = {}
-        for name, script in app_scripts(args).items():
+        for name, checkout in app_folders(args).items():
             log = RunLog(folder / f"app-{len(self.apps)}.jsonl")
-            self.apps[name] = {"log": log, "url": stack.enter_context(served(script, log, args.profile))}
+            self.apps[name] = {"log": log, "url": stack.enter_context(
+                served(page_script(checkout), log, args.profile, folder=checkout))}
         self.payload = Payload() if args.payload else None
         self.query = f"/?{args.query.lstrip('?')}" if args.query else ""
         self.loads = {name: {"fresh server": [], "new session": [], "returning visitor": []}
@@ -504,7 +513,7 @@ class Measurement:
                 summary_["ratio"] = summary_["first_load"] / first_loads["floor"][kind]["first_load"]
         return {
             "query": args.query, "presses_per_view": args.presses, "load_average": self.load_averages,
-            "apps": {name: str(script) for name, script in app_scripts(args).items()},
+            "apps": {name: str(page_script(checkout)) for name, checkout in app_folders(args).items()},
             "floor": summary(self.floor_presses, floor_median),
             "views": {name: {view: summary(rows, floor_median) for view, rows in views.items()}
                       for name, views in self.presses.items()},
@@ -518,15 +527,15 @@ class Measurement:
 THIS = "this"                   # the app of this checkout, under its name in the report
 
 
-def app_scripts(args) -> dict:
-    """{name: streamlit_app.py}: this checkout's, and each ``--against`` checkout's under its folder's name."""
-    scripts = {THIS: APP}
+def app_folders(args) -> dict:
+    """{name: checkout folder}: this checkout's, and each ``--against`` checkout's under its folder's name."""
+    folders = {THIS: ROOT}
     for folder in args.against or []:
-        script = Path(folder).resolve() / "streamlit_app.py"
-        if not script.is_file():
+        checkout = Path(folder).resolve()
+        if not page_script(checkout).is_file():
             raise SystemExit(f"page_latency: error: no streamlit_app.py in {folder}")
-        scripts[Path(folder).resolve().name] = script
-    return scripts
+        folders[checkout.name] = checkout
+    return folders
 
 
 def load_summary(loads: list[dict]) -> dict:

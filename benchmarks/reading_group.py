@@ -76,7 +76,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.cpu_quota import cgroup_of, held_to  # noqa: E402
-from toylab_app.command import PAGE_LOADED  # noqa: E402
+from toylab_app.startup import PAGE_LOADED  # noqa: E402
 
 MIX = ("Estimators", "Ratios", "Error vs batch size", "Training")
 SAMPLE_EVERY_S = 0.25

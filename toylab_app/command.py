@@ -9,7 +9,6 @@ from any folder; options given after ``app`` (``--server.port 8502``) come later
 it loads the page in the background, so that its first visitors do not wait for it (``load_page_while_starting``).
 """
 
-import importlib
 import sys
 import threading
 import time
@@ -18,11 +17,11 @@ from pathlib import Path
 
 from toylab.cli.main import main as main_of_library
 from toylab.cli.main import run
+from toylab_app.startup import load_page
 
 HERE = Path(__file__).resolve().parent
 SCRIPT = HERE / "script" / "streamlit_app.py"
 CONFIG = HERE / "streamlit_config.toml"
-PAGE_LOADED = "toylab: the page is loaded"      # the server's log line once it is (benchmarks/reading_group.py waits)
 HELP = """usage: toylab app [STREAMLIT OPTIONS]
 
 Serve toylab's page (open http://localhost:8501). STREAMLIT OPTIONS are `streamlit run`'s, e.g. --server.port 8502
@@ -43,17 +42,12 @@ def flags(settings, section=""):
 
 
 def load_page_while_starting():
-    """Once Streamlit's runtime exists (its options read), import the page: numpy, pandas, Altair and the library
-    (about 0.8 CPU-s), and Streamlit's frontend then served from memory (toylab_app/internals.py). Otherwise the
-    first visitor's run imports them and every browser that arrives before it ends is served the frontend from disk.
-    Prints one line when done; the server's log says the page is ready."""
+    """Once Streamlit's runtime exists (its options read), load the page (toylab_app/startup.py)."""
     from streamlit import runtime
 
     while not runtime.exists():
         time.sleep(0.05)
-    started = time.perf_counter()
-    importlib.import_module("toylab_app.page")
-    print(f"  {PAGE_LOADED} ({time.perf_counter() - started:.1f} s), before its first visitor", flush=True)
+    load_page("before its first visitor")
 
 
 def serve(arguments):

@@ -1,14 +1,15 @@
 """toylab: what happens to policy-gradient estimates when the sampler μ and the trainer π disagree.
 
-``run()`` is one run of the page; Streamlit calls it on every rerun through a two-line script: ``streamlit_app.py``
-in a clone (``streamlit run streamlit_app.py``), ``toylab_app/script/streamlit_app.py`` in an installed package
-(``toylab app``). The sidebar gives the Settings; each tab's ``render(settings)`` runs only while that tab is open,
-under the lesson on show (if it opens that tab). To add a tab, add its label to ``TAB_LABELS``
-(toylab/state/query.py, the one place a label is spelled) and ``(its name there, its module)`` to TABS. The link the
-session opened is read first (it may ask for presentation mode, which collapses the sidebar), and the address is
-written last, once, with the link of what the page shows. An unexpected error in a tab is a notice in that tab
-(``last_resort``): the other tabs, the sidebar and the address go on. A run does its work in turn with the other
-sessions' runs (``turns``: at most two at once), and says so while it waits.
+``run()`` is one run of the page; Streamlit calls it on every rerun through a two-line script,
+``toylab_app/script/streamlit_app.py``, served by ``streamlit run streamlit_app.py`` in a clone (the ``st.App``
+there) and by ``toylab app`` in an installed package. The sidebar gives the Settings; each tab's
+``render(settings)`` runs only while that tab is open, under the lesson on show (if it opens that tab). To add a
+tab, add its label to ``TAB_LABELS`` (toylab/state/query.py, the one place a label is spelled) and ``(its name
+there, its module)`` to TABS. The link the session opened is read first (it may ask for presentation mode, which
+collapses the sidebar), and the address is written last, once, with the link of what the page shows. An
+unexpected error in a tab is a notice in that tab (``last_resort``): the other tabs, the sidebar and the address go
+on. A run does its work in turn with the other sessions' runs (``turns``: at most two at once), and says so while
+it waits.
 """
 
 from pathlib import Path

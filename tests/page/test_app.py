@@ -22,7 +22,7 @@ from toylab_app.caches.cache import MONTE_CARLO_REPLICATES, MONTE_CARLO_SIZES
 from toylab_app.estimators_tab import FORMULAS_KEY, plain
 from toylab_app.sidebar import GROUP_PREFIX, GROUPS
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 TIMEOUT = 60
 TAB_CHARTS = {"Estimators": 1, "Ratios": 3, "Error vs batch size": 1, "Threshold sweep": 1, "Mismatch sweep": 1,
               "Sequence length": 2, "Training": 5, "Experts & versions": 3, "Your run": 0, "Lessons": 0}

@@ -17,7 +17,7 @@ from toylab import exact_table, make_toy
 from toylab.state.query import TAB_LABELS, VIEW_PARAMETERS, parse_query
 from toylab.text import QUOTE_LIMIT, UNDEFINED
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 NOTICE_LIMIT = 600
 
 

@@ -48,7 +48,7 @@ from toylab.training.loop import MODES
 from toylab.training.optimizers import OPTIMIZERS
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = ROOT / "streamlit_app.py"
+APP = ROOT / "toylab_app" / "script" / "streamlit_app.py"
 
 
 def _elements(node):

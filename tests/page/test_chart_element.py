@@ -25,7 +25,7 @@ from toylab_app.caches import ahead, kept
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 from toylab_app.chart_element import vega_lite_spec
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 
 
 def _charts():

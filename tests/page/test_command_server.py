@@ -1,5 +1,7 @@
-"""``toylab app`` (toylab_app/command.py) loads the page while its server starts, before any visitor: a real server,
-started as the installed command starts it, that no browser has opened."""
+"""The page is loaded while its server starts, before any visitor (toylab_app/startup.py): a real server, started as
+a clone starts it (``streamlit run streamlit_app.py``, whose ``st.App`` loads the page before the server answers)
+and as the installed command starts it (``toylab app``, whose loader loads it meanwhile), that no browser has
+opened."""
 
 import sys
 import time
@@ -20,14 +22,27 @@ def content_encoding(url):
         return response.headers.get("content-encoding")
 
 
+def large_scripts_and_styles():
+    """The frontend's scripts and styles that gzip shrinks (the smallest left out)."""
+    static, names = frontend_assets()
+    return [name for name in names if name.endswith((".js", ".css"))
+            and (static / name).stat().st_size > GZIP_MAY_NOT_SHRINK_BYTES]
+
+
+def test_streamlit_run_loads_the_page_before_the_server_answers():
+    """Only the page's import serves Streamlit's scripts and styles gzipped from memory (toylab_app/internals.py;
+    Streamlit's own handler sends them plain, from disk). At the server's first answer to its health check, with no
+    browser connected, they already are: streamlit_app.py's lifespan imported the page before the server answered."""
+    with running_app() as url:
+        assert all(content_encoding(f"{url}/{name}") == "gzip" for name in large_scripts_and_styles())
+
+
 def test_toylab_app_serves_the_frontend_from_memory_before_its_first_visitor():
     """Only the page's import serves Streamlit's scripts and styles gzipped from memory (toylab_app/internals.py;
     Streamlit's own handler sends them plain, from disk). With no browser connected, no run has imported the page:
     the command's loader has, within 120 s of the server answering its health check (the smallest files left out:
     gzip may not shrink them)."""
-    static, names = frontend_assets()
-    scripts_and_styles = [name for name in names if name.endswith((".js", ".css"))
-                          and (static / name).stat().st_size > GZIP_MAY_NOT_SHRINK_BYTES]
+    scripts_and_styles = large_scripts_and_styles()
     with running_app(server=TOYLAB_APP) as url:
         deadline = time.monotonic() + 120
         while content_encoding(f"{url}/{scripts_and_styles[0]}") != "gzip":

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 from toylab.catalogue.estimators import ESTIMATORS, resolve_params
 from toylab.state.query import TAB_LABELS, parse_link, to_query, view_query
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 NOTICE_ICON = ":material/link_off:"
 LAST_RESORT = "stopped on an unexpected error"
 EVERY_ID = ",".join(ESTIMATORS)

@@ -20,7 +20,7 @@ from toylab_app.caches import work_slots
 from toylab_app.caches import your_run_cache as cache
 from toylab_app.caches.your_run_cache import Source
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 UPLOAD = "your_run_upload"
 CODE_SPAN = re.compile(r"(`+) (.*?) \1")
 FRAGMENTS = ("toylab-test.invalid", "![", "](", "<img", "\\frac", ":red[", "**bold**", ":material/warning")

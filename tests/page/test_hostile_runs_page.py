@@ -29,7 +29,7 @@ from toylab.your_run.gunzip import FIELD_BYTES
 from toylab_app import your_run_uploads as uploads
 from toylab_app.caches import run_cache, your_run_cache
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 ROOT = str(APP.parent)
 SERVER_PATHS = (ROOT, "/tmp/", "/usr/", "site-packages")
 

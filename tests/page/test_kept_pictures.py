@@ -17,7 +17,7 @@ from toylab_app import chart_element, training_tab
 from toylab_app.caches import ahead, experts_cache, kept, training_cache
 from toylab_app.caches.bounded_cache import ByteBoundedCache
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 MIX = ["Estimators", "Ratios", "Error vs batch size", "Training", "Threshold sweep", "Mismatch sweep",
        "Sequence length", "Experts & versions"]
 

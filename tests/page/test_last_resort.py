@@ -8,7 +8,7 @@ from streamlit.testing.v1 import AppTest
 from toylab_app import lessons_tab, ratios_tab
 from toylab_app.last_resort import one_line
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 ROOT = str(APP.parent)
 
 

@@ -18,6 +18,6 @@ def element_kinds(script):
 
 
 def test_the_layout_app_sends_the_estimators_tabs_elements():
-    page = element_kinds(ROOT / "streamlit_app.py")
+    page = element_kinds(ROOT / "toylab_app" / "script" / "streamlit_app.py")
     assert page.pop("bidi_component") == 1
     assert element_kinds(ROOT / "benchmarks" / "layout_app" / "streamlit_app.py") == page

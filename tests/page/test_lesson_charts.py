@@ -25,7 +25,7 @@ from toylab.presentation.charts import MARK_NAMES
 from toylab.state.query import VIEW_DEFAULTS, to_query, view_query
 
 pytestmark = pytest.mark.slow
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 BY_ID = {lesson.id: lesson for lesson in LESSONS}
 SAME = 1e-9
 

@@ -16,7 +16,7 @@ from toylab.state.query import parse_link
 from toylab_app import tour
 from toylab_app.lessons_tab import TOYS_KEY
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 SHARES = shipped()
 LINK = re.compile(r"\]\((\?[^ )]*)(?: \"([^\"]*)\")?\)")
 

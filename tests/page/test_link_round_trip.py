@@ -18,8 +18,8 @@ from streamlit.testing.v1 import AppTest
 
 from toylab.state.query import URL_PARAMETERS, parse_link, to_query, view_query
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
-NOTICE_ICON = ":material/link_off:"          # the page's notices about a link (streamlit_app.py)
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
+NOTICE_ICON = ":material/link_off:"          # the page's notices about a link (toylab_app/page.py)
 PROPERTY = settings(derandomize=True, database=None, deadline=None, max_examples=30)
 VOCABULARY = {"T": "2", "top_k": "8"}      # V at which the parameter's whole range is allowed (M = V**T, top_k ≤ V)
 

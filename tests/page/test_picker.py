@@ -9,7 +9,7 @@ from test_app import open_sidebar
 from toylab import ESTIMATORS, PRESET_IDS
 from toylab.catalogue.presets import FRAMEWORKS
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 
 
 def run(query=None):

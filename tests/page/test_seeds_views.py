@@ -19,7 +19,7 @@ from toylab.state.settings import Settings
 from toylab.training.loop import TrainingConfig, train
 from toylab.training.staleness import LAGS, staleness
 
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+APP = str(Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py")
 
 
 def _open(query):

@@ -12,7 +12,7 @@ from toylab import exact_table, make_toy
 from toylab.analysis.diagnostics import diagnostics
 from toylab.state.query import parse_query
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 
 
 def session(query):

@@ -25,7 +25,7 @@ from toylab.training.loop import REACHED, TrainingConfig
 from toylab.training.staleness import LAGS, OBJECTIVES, SATURATED, VISIBLE, staleness, staleness_population
 from toylab.training.staleness_evidence import ENTRIES
 
-APP = str(Path(__file__).resolve().parents[2] / "streamlit_app.py")
+APP = str(Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py")
 
 
 def _charts(at):

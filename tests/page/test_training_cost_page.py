@@ -12,7 +12,7 @@ from toylab.training.cost import Probe
 from toylab.training.loop import train
 from toylab_app.caches import ahead, training_cache
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 PROBE = Probe("expected", a=1e-4, b=1e-9)             # a step of the default toy in well under the page's seconds
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 CASE_7 = {"temperature": "0.25", "mismatch": "0", "tab": "Training", "train_anchor": "bypass", "train_loss": "ipo_kl",
           "train_weights": "current", "train_lr": "10", "train_steps": "10", "train_minibatches": "2",
           "train_epochs": "2"}

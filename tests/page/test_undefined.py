@@ -26,7 +26,7 @@ from toylab.presentation.sweep_frames import (
 from toylab.state.query import make_settings
 from toylab.text import UNDEFINED
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 EXTREME_TOYS = [(T, V, mismatch, seed) for T, V in ((1, 2), (1, 8), (2, 8), (3, 4)) for mismatch in (0.0, 2.0)
                 for seed in (0, 1, 2)]
 

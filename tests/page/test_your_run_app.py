@@ -25,7 +25,7 @@ from toylab.your_run.matching import match_toy, matched_length, matching_estimat
 from toylab.your_run.parity import framework_metrics
 from toylab.your_run.statistics import log_statistics
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 LABEL = YOUR_RUN_TAB
 UPLOAD = "your_run_upload"
 RUN_UPLOAD = "your_run_run_upload"

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 import toylab_app.your_run_uploads as uploads
 from toylab_app.caches import your_run_cache
 
-APP = Path(__file__).resolve().parents[2] / "streamlit_app.py"
+APP = Path(__file__).resolve().parents[2] / "toylab_app" / "script" / "streamlit_app.py"
 
 
 def run():

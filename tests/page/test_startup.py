@@ -1,0 +1,34 @@
+"""A clone's ``streamlit_app.py`` is an ``st.App`` that Streamlit's own ``streamlit run`` finds (its discovery reads
+the file, it does not run it), serving the page's script once its lifespan has loaded the page
+(toylab_app/startup.py). The real server: tests/page/test_command_server.py."""
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+
+from streamlit.web.server.app_discovery import discover_asgi_app
+
+from toylab_app import startup
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_streamlit_run_finds_the_app_and_its_script_is_the_page_s():
+    """The app is made in a process of its own: the first st.App of a process pins Streamlit's configuration."""
+    found = discover_asgi_app(ROOT / "streamlit_app.py")
+    assert found.is_asgi_app and found.import_string == "streamlit_app:app"
+    made = subprocess.run([sys.executable, "-c", "from streamlit_app import app; print(app.script_path)"], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    assert (ROOT / made.stdout.strip()).resolve() == ROOT / "toylab_app" / "script" / "streamlit_app.py"
+
+
+def test_the_lifespan_loads_the_page_before_it_yields(monkeypatch, capsys):
+    loaded = []
+    monkeypatch.setattr(startup.importlib, "import_module", loaded.append)
+
+    async def serve():
+        async with startup.page_loaded_first(app=None):
+            assert loaded == ["toylab_app.page"]
+    asyncio.run(serve())
+    assert startup.PAGE_LOADED in capsys.readouterr().out
