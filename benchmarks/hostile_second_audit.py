@@ -147,7 +147,8 @@ def peak_mb():
     return int(line.split()[1]) / 1024
 
 case = json.loads(Path(sys.argv[1]).read_text())
-at = AppTest.from_file("toylab_app/script/streamlit_app.py", default_timeout=900)
+page = Path("toylab_app/script/streamlit_app.py")      # the page's script; an older tree's streamlit_app.py
+at = AppTest.from_file(str(page if page.is_file() else "streamlit_app.py"), default_timeout=900)
 at.query_params.update(case.get("link", {}))
 if {"upload", "upload_together", "compare"} & set(case):
     at.session_state["tab"] = "Your run"

@@ -248,7 +248,8 @@ def status(field):
     return int(line.split()[1]) / 1000
 
 case = json.loads(Path(sys.argv[1]).read_text())
-at = AppTest.from_file("toylab_app/script/streamlit_app.py", default_timeout=900)
+page = Path("toylab_app/script/streamlit_app.py")      # the page's script; an older tree's streamlit_app.py
+at = AppTest.from_file(str(page if page.is_file() else "streamlit_app.py"), default_timeout=900)
 if "upload" in case:                                   # the tab first, then the upload: its time and what it keeps
     at.session_state["tab"] = "Your run"
     at.run()

@@ -26,7 +26,9 @@ and the round trip), the script's end → idle (sending and applying the page's 
 last DOM change: charts and tables drawing), the browser's main-thread busy time per press (Chrome's
 TaskDuration), and the bytes and messages sent per press (the websocket frames the page receives).
 Also the first load (navigation start → idle with the table drawn), each as a multiple of the floor app's: on the
-freshly started server, in a new session (a new browser profile: nothing cached; ``--loads`` times, in turn with the
+freshly started server (the page's script served under timed_script.py, not through streamlit_app.py's
+``st.App``: the first load imports the page, as a clone's server did before it loaded the page at its start), in a
+new session (a new browser profile: nothing cached; ``--loads`` times, in turn with the
 floor's) and for a returning visitor (the browser's cache warm); and the first tab at ``--large-query`` (default
 T=10). The load average is sampled after every view. It only reports; no test asserts a time.
 """

@@ -39,9 +39,11 @@ the presses and page loads it answered. ``--per-tab`` measures it for each tab a
 ``--users``/len(``--tabs``) users on that tab, the share the mix gives it, on a server of its own — then the mix.
 ``--cpu-quota F`` holds each server to F of one core (``cpu_quota.py``: a cgroup's CPU quota where one can be made,
 else the server pinned beside spinning processes; the output names which, and how often it was throttled).
-``--cold`` starts every room on a server just started, without the page load that otherwise warms it first (its
-imports are then in the room's CPU, as a class meets a server woken by its first visitor); with ``--toylab-app``
-the server is started as the installed command starts it, which loads the page before its first visitor.
+``--cold`` starts every room on a server just started, without the page load that otherwise warms it first, as a
+class meets it: ``streamlit run streamlit_app.py`` loads the page before its server answers (its ``st.App``,
+toylab_app/startup.py; a checkout from before it imports the page at the room's first visit, in the room's CPU);
+with ``--toylab-app`` the server is started as the installed command starts it, which loads the page while it
+starts.
 ``--against DIR`` runs the same rooms on another checkout's app, in turn with this one (each room of this app, then
 the same room of the other), so both meet the machine's load alike.
 """
@@ -515,8 +517,8 @@ def main():
     parser.add_argument("--no-warm-up", "--cold", dest="cold", action="store_true",
                         help="no page load before the clock starts: with a server started here, a cold one")
     parser.add_argument("--toylab-app", action="store_true",
-                        help="start the server as `toylab app` does (the page loaded while it starts), not by "
-                             "`streamlit run streamlit_app.py`; the room begins once the page is loaded")
+                        help="start the server as `toylab app` does (the page loaded on a thread while it starts), "
+                             "not by `streamlit run streamlit_app.py`; the room begins once the page is loaded")
     parser.add_argument("--cpu-quota", type=float, default=0,
                         help="hold the server to this fraction of one core (cpu_quota.py; 0: no quota)")
     parser.add_argument("--per-tab", action="store_true",

@@ -1,6 +1,7 @@
 """Run a Streamlit script under ``streamlit run`` and log how long each of its runs took on the server.
 
-    TOYLAB_TIMED_SCRIPT=streamlit_app.py TOYLAB_TIMED_LOG=/tmp/runs.jsonl streamlit run benchmarks/timed_script.py
+    TOYLAB_TIMED_SCRIPT=toylab_app/script/streamlit_app.py TOYLAB_TIMED_LOG=/tmp/runs.jsonl \
+        streamlit run benchmarks/timed_script.py
 
 Each run of the script appends one JSON line {"start": unix seconds, "seconds": duration, "outcome": ...,
 "profile": path or null} to TOYLAB_TIMED_LOG; the outcome is "completed" or the exception that ended the run

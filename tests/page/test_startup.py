@@ -18,17 +18,32 @@ def test_streamlit_run_finds_the_app_and_its_script_is_the_page_s():
     """The app is made in a process of its own: the first st.App of a process pins Streamlit's configuration."""
     found = discover_asgi_app(ROOT / "streamlit_app.py")
     assert found.is_asgi_app and found.import_string == "streamlit_app:app"
-    made = subprocess.run([sys.executable, "-c", "from streamlit_app import app; print(app.script_path)"], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
-    assert (ROOT / made.stdout.strip()).resolve() == ROOT / "toylab_app" / "script" / "streamlit_app.py"
+    made = subprocess.run([sys.executable, "-c", "from streamlit_app import app; from toylab_app import startup; "
+                           "print(app.script_path); print(app._user_lifespan is startup.page_loaded_first)"],
+                          cwd=ROOT, capture_output=True, text=True, check=True)
+    script, lifespan = made.stdout.split()
+    assert (ROOT / script).resolve() == ROOT / "toylab_app" / "script" / "streamlit_app.py" and lifespan == "True"
 
 
 def test_the_lifespan_loads_the_page_before_it_yields(monkeypatch, capsys):
-    loaded = []
-    monkeypatch.setattr(startup.importlib, "import_module", loaded.append)
+    imported = []
+    monkeypatch.setattr(startup, "import_module", imported.append)
 
-    async def serve():
+    async def serving():
         async with startup.page_loaded_first(app=None):
-            assert loaded == ["toylab_app.page"]
-    asyncio.run(serve())
+            return list(imported)
+    assert asyncio.run(serving()) == ["toylab_app.page"]
     assert startup.PAGE_LOADED in capsys.readouterr().out
+
+
+def test_a_page_that_cannot_be_loaded_does_not_stop_the_server(monkeypatch, caplog):
+    """uvicorn exits when a lifespan raises: the page's error is logged, and the server serves (each visit shows it)."""
+    def broken(name):
+        raise ImportError("no module named 'pandas'")
+    monkeypatch.setattr(startup, "import_module", broken)
+
+    async def serving():
+        async with startup.page_loaded_first(app=None):
+            return "serving"
+    assert asyncio.run(serving()) == "serving"
+    assert "could not be loaded" in caplog.text and "no module named 'pandas'" in caplog.text

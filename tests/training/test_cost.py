@@ -112,46 +112,6 @@ def test_a_reference_whose_timings_are_noise_leaves_the_line_as_it_is(beyond, al
     assert cost.GROWTH_LEAST == 0.25 and cost._growth(beyond, along) == growth
 
 
-class SpikedClock(Clock):
-    """A Clock whose ``spiked``-th call of ``train`` on the reference at ``where`` (M, runs, N) takes ``extra``
-    seconds more."""
-
-    def __init__(self, step, where, spiked, extra=5.0):
-        super().__init__(step)
-        self.where, self.spiked, self.extra, self.seen = where, spiked, extra, 0
-
-    def train(self, toy, selection, baseline, config, chunk=None):
-        super().train(toy, selection, baseline, config, chunk)
-        if selection is cost.REFERENCE_SELECTION and (toy.M, config.runs, config.N) == self.where:
-            self.seen += 1
-            self.now += self.extra if self.seen == self.spiked else 0.0
-
-
-NEAR_THE_COPIES = [  # (T, V, config, the step, where the reference is timed near the copies)
-    *[(11, 4, TrainingConfig(steps=1000), lambda toy, config, count: slower_then_faster(toy.M, count), (M, 1, 1))
-      for M in (4**8, 4**9)],                                                                   # M₁, M₂
-    *[(6, 4, TrainingConfig(steps=9, mode="sampled", runs=8192, N=512), lambda *args: dearer_draws(*args),
-       (4**6, 16, N)) for N in (1, 256)]]                                                       # (r₂, n₀), (r₂, N₂)
-
-
-@pytest.mark.parametrize("spiked", [2, 3])                 # the first K = 1 or K = 3 timed (call 1 runs untimed)
-@pytest.mark.parametrize(("T", "V", "config", "step", "where"), NEAR_THE_COPIES,
-                         ids=["expected M1", "expected M2", "sampled n0", "sampled N2"])
-def test_one_slow_timing_of_the_reference_near_the_copies_leaves_the_estimate_as_it_is(monkeypatch, T, V, config,
-                                                                                       step, where, spiked):
-    """CI once trained a run of T = 11, V = 4 that the probe here puts at 200–300 s (the page's limit is 10 s): one
-    slow timing of the reference near the copies, when each was timed once, can shrink g towards 0 (or raise it).
-    Each is timed twice at least, the least counting, so one slow timing changes nothing."""
-    selection = {"naive": {}, "tok_is": {}} if config.mode == "sampled" else {"seq_mis": {}}
-    lines = []
-    for clock in (Clock(step), SpikedClock(step, where, spiked)):
-        monkeypatch.setattr(cost, "train", clock.train)
-        lines.append(cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), selection, "none", config, timer=clock))
-    assert clock.seen >= 5                                 # untimed, then K = 1 and the longer K twice at least
-    assert lines[1].growth == pytest.approx(lines[0].growth) and lines[0].growth != 1
-    assert lines[1].seconds(T, V, config) == pytest.approx(lines[0].seconds(T, V, config))
-
-
 @pytest.mark.parametrize(("T", "V", "chunk"), [(10, 4, 1), (8, 4, 1), (6, 4, 16), (5, 3, 269)])
 def test_the_copies_enumerate_as_the_run_will(monkeypatch, T, V, chunk):
     """Several estimators at once below ROWS_AT_ONCE sequences (three times cheaper a sequence at 2**15): a copy
@@ -201,6 +161,52 @@ def test_the_probe_recovers_a_sampled_step_whose_draws_cost_more_beyond_the_copi
     assert line.step_seconds(6, 4, 8192, 512) == pytest.approx(dearer_draws(make_toy(6, 4), config, 2))
     assert clock.calls[1][:4] == (tuple(cost.REFERENCE_SELECTION), 4**6, 8192, 1)      # first, at the run's runs
     assert max(runs * N * 6 for _, _, runs, N, *_ in clock.calls) <= max(cost.GROWTH_TOKENS, 2048 * 6)
+
+
+class SpikedClock(Clock):
+    """A Clock whose ``spiked``-th call of ``train`` on the reference at ``where`` (M, runs, N) takes ``extra``
+    seconds more."""
+
+    def __init__(self, step, where, spiked, extra=5.0):
+        super().__init__(step)
+        self.where, self.spiked, self.extra, self.seen = where, spiked, extra, 0
+
+    def train(self, toy, selection, baseline, config, chunk=None):
+        super().train(toy, selection, baseline, config, chunk)
+        if selection is cost.REFERENCE_SELECTION and (toy.M, config.runs, config.N) == self.where:
+            self.seen += 1
+            self.now += self.extra if self.seen == self.spiked else 0.0
+
+
+def slower_then_faster_step(toy, config, count):
+    """``slower_then_faster`` as a Clock's step."""
+    return slower_then_faster(toy.M, count)
+
+
+# (T, V, config, the step, where the reference is timed near the copies: M₁ and M₂; (r₂, n₀) and (r₂, N₂))
+NEAR_THE_COPIES = [
+    *[(11, 4, TrainingConfig(steps=1000), slower_then_faster_step, (M, 1, 1)) for M in (4**8, 4**9)],
+    *[(6, 4, TrainingConfig(steps=9, mode="sampled", runs=8192, N=512), dearer_draws, (4**6, 16, N))
+      for N in (1, 256)]]
+
+
+@pytest.mark.parametrize("spiked", [2, 3])                 # the first K = 1 or K = 3 timed (call 1 runs untimed)
+@pytest.mark.parametrize(("T", "V", "config", "step", "where"), NEAR_THE_COPIES,
+                         ids=["expected M1", "expected M2", "sampled n0", "sampled N2"])
+def test_one_slow_timing_of_the_reference_near_the_copies_leaves_the_estimate_as_it_is(monkeypatch, T, V, config,
+                                                                                       step, where, spiked):
+    """CI once trained a run of T = 11, V = 4 that the probe here puts at 200–300 s (the page's limit is 10 s): one
+    slow timing of the reference near the copies, when each was timed once, can shrink g towards 0 (or raise it).
+    Each is timed twice at least, the least counting, so one slow timing changes nothing."""
+    selection = {"naive": {}, "tok_is": {}} if config.mode == "sampled" else {"seq_mis": {}}
+    clean, spiked_clock = Clock(step), SpikedClock(step, where, spiked)
+    lines = []
+    for clock in (clean, spiked_clock):
+        monkeypatch.setattr(cost, "train", clock.train)
+        lines.append(cost.probe((T, V, 0.3, 0, DEFAULT_SAMPLER), selection, "none", config, timer=clock))
+    assert spiked_clock.seen >= 5                          # untimed, then K = 1 and the longer K twice at least
+    assert lines[1].growth == pytest.approx(lines[0].growth) and lines[0].growth != 1
+    assert lines[1].seconds(T, V, config) == pytest.approx(lines[0].seconds(T, V, config))
 
 
 def test_a_busy_machine_slows_the_wall_s_estimate_and_says_so_but_refuses_by_the_work(monkeypatch):

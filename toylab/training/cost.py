@@ -59,7 +59,8 @@ estimators, its step mostly overhead there, grew sublinearly and cut the estimat
 first (after one look at the smallest copy, for the probe's own bound), at the run's size: the copies then see the
 memory the run will see. It is timed twice at least at every size, and g is at least GROWTH_LEAST: a sequence past
 the copies cost no less than 38 % of one in them (2**22 against 2**18), so a smaller g is a slow outlier among the
-reference's timings near the copies. (A run of T = 11, V = 4 estimated here at 200–300 s was once trained by the
+reference's timings near the copies (a sampled run's draws have no such measurement: the floor errs towards
+refusing). (A run of T = 11, V = 4 estimated here at 200–300 s was once trained by the
 page in CI: under load its g, the near sizes timed once, must have come out under about 0.05.) Every copy runs
 once untimed before it is timed (its memory touched afresh), a copy whose step is short is timed over more steps,
 and the copies enumerate as the run will (its ``chunk_rows``).
@@ -267,7 +268,7 @@ def probe(toy_key, selection, baseline, config, timer=time.thread_time, clock=ti
         SHORT_COPY_STEPS when that first took under SHORT_COPY_SECONDS: a short step's difference is a noisy one)
         less K = 1, over K − 1, and the setup what K = 1 takes beyond its two steps; each the least of up to
         PROBE_REPEATS timings, until they have taken QUICK_PROBE_SECONDS in all, and at least two if ``twice`` (the
-        reference at the run's size: one long timing is at the mercy of the machine's other work). ``look``: the
+        growth reference, at every size: its g is a ratio of its timings, and one slow timing would move it). ``look``: the
         first K = 1 only, for the floor it gives (``run``), before anything larger is timed."""
         first = run(T, chosen, 1, runs, N)
         if look:
