@@ -42,8 +42,8 @@ else the server pinned beside spinning processes; the output names which, and ho
 ``--cold`` starts every room on a server just started, without the page load that otherwise warms it first, as a
 class meets it: ``streamlit run streamlit_app.py`` loads the page before its server answers (its ``st.App``,
 toylab_app/startup.py; a checkout from before it imports the page at the room's first visit, in the room's CPU);
-with ``--toylab-app`` the server is started as the installed command starts it, which loads the page while it
-starts.
+with ``--toylab-app`` the server is started as the installed command starts it (``toylab app``: its own
+``st.App``, the same lifespan).
 ``--against DIR`` runs the same rooms on another checkout's app, in turn with this one (each room of this app, then
 the same room of the other), so both meet the machine's load alike.
 """
@@ -517,8 +517,8 @@ def main():
     parser.add_argument("--no-warm-up", "--cold", dest="cold", action="store_true",
                         help="no page load before the clock starts: with a server started here, a cold one")
     parser.add_argument("--toylab-app", action="store_true",
-                        help="start the server as `toylab app` does (the page loaded on a thread while it starts), "
-                             "not by `streamlit run streamlit_app.py`; the room begins once the page is loaded")
+                        help="start the server as the installed `toylab app` does, not by `streamlit run "
+                             "streamlit_app.py`; the room begins once the page is loaded")
     parser.add_argument("--cpu-quota", type=float, default=0,
                         help="hold the server to this fraction of one core (cpu_quota.py; 0: no quota)")
     parser.add_argument("--per-tab", action="store_true",

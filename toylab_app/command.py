@@ -3,24 +3,22 @@
     toylab app [STREAMLIT OPTIONS]     the page, served by Streamlit with the project's settings (``toylab app``)
     toylab [inspect | train] …         the library's command line, as ``python -m toylab`` (toylab/cli/main.py)
 
-``toylab app`` runs ``streamlit run`` on ``script/streamlit_app.py`` with every setting of the project's
+``toylab app`` runs ``streamlit run`` on ``script/served.py`` with every setting of the project's
 ``.streamlit/config.toml`` (shipped as ``streamlit_config.toml``) given as a flag, so the page is served the same
-from any folder; options given after ``app`` (``--server.port 8502``) come later and win. While the server starts,
-it loads the page in the background, so that its first visitors do not wait for it (``load_page_while_starting``).
+from any folder; options given after ``app`` (``--server.port 8502``) come later and win. ``served.py`` is an
+``st.App`` whose lifespan loads the page before the server answers (toylab_app/startup.py), as a clone's
+``streamlit_app.py`` is.
 """
 
 import sys
-import threading
-import time
 import tomllib
 from pathlib import Path
 
 from toylab.cli.main import main as main_of_library
 from toylab.cli.main import run
-from toylab_app.startup import load_page
 
 HERE = Path(__file__).resolve().parent
-SCRIPT = HERE / "script" / "streamlit_app.py"
+SCRIPT = HERE / "script" / "served.py"
 CONFIG = HERE / "streamlit_config.toml"
 HELP = """usage: toylab app [STREAMLIT OPTIONS]
 
@@ -41,18 +39,8 @@ def flags(settings, section=""):
     return out
 
 
-def load_page_while_starting():
-    """Once Streamlit's runtime exists (its options read), load the page (toylab_app/startup.py)."""
-    from streamlit import runtime
-
-    while not runtime.exists():
-        time.sleep(0.05)
-    load_page("before its first visitor")
-
-
 def serve(arguments):
-    """``streamlit run`` on the page's script with the project's settings, then the caller's options; the page
-    loaded in the background meanwhile."""
+    """``streamlit run`` on the page's ``st.App`` with the project's settings, then the caller's options."""
     if {"-h", "--help"} & set(arguments):
         print(HELP)
         return 0
@@ -60,7 +48,6 @@ def serve(arguments):
 
     with CONFIG.open("rb") as config:
         settings = tomllib.load(config)
-    threading.Thread(target=load_page_while_starting, name="toylab page loader", daemon=True).start()
     return streamlit_cli.main(args=["run", str(SCRIPT), *flags(settings), *arguments], prog_name="toylab app")
 
 

@@ -1,12 +1,15 @@
-"""A clone's ``streamlit_app.py`` is an ``st.App`` that Streamlit's own ``streamlit run`` finds (its discovery reads
-the file, it does not run it), serving the page's script once its lifespan has loaded the page
-(toylab_app/startup.py). The real server: tests/page/test_command_server.py."""
+"""A clone's ``streamlit_app.py`` and the installed ``toylab app``'s ``toylab_app/script/served.py`` are each an
+``st.App`` that Streamlit's own ``streamlit run`` finds (its discovery reads the file, it does not run it), serving
+the page's script once its lifespan has loaded the page (toylab_app/startup.py). The real servers:
+tests/page/test_command_server.py."""
 
 import asyncio
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from streamlit.web.server.app_discovery import discover_asgi_app
 
 from toylab_app import startup
@@ -14,15 +17,21 @@ from toylab_app import startup
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_streamlit_run_finds_the_app_and_its_script_is_the_page_s():
-    """The app is made in a process of its own: the first st.App of a process pins Streamlit's configuration."""
-    found = discover_asgi_app(ROOT / "streamlit_app.py")
-    assert found.is_asgi_app and found.import_string == "streamlit_app:app"
-    made = subprocess.run([sys.executable, "-c", "from streamlit_app import app; from toylab_app import startup; "
+@pytest.mark.parametrize(("main_file", "module"), [(Path("streamlit_app.py"), "streamlit_app"),
+                                                  (Path("toylab_app", "script", "served.py"), "served")],
+                         ids=["a clone's streamlit run", "toylab app"])
+def test_streamlit_run_finds_the_app_and_its_script_is_the_page_s(main_file, module):
+    """The app is made in a process of its own, as ``streamlit run`` would import it (its folder first on sys.path):
+    the first st.App of a process pins Streamlit's configuration."""
+    found = discover_asgi_app(ROOT / main_file)
+    assert found.is_asgi_app and found.import_string == f"{module}:app"
+    folder = (ROOT / main_file).parent
+    made = subprocess.run([sys.executable, "-c", f"from {module} import app; from toylab_app import startup; "
                            "print(app.script_path); print(app._user_lifespan is startup.page_loaded_first)"],
-                          cwd=ROOT, capture_output=True, text=True, check=True)
+                          cwd=folder, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+                          check=True)
     script, lifespan = made.stdout.split()
-    assert (ROOT / script).resolve() == ROOT / "toylab_app" / "script" / "streamlit_app.py" and lifespan == "True"
+    assert (folder / script).resolve() == ROOT / "toylab_app" / "script" / "streamlit_app.py" and lifespan == "True"
 
 
 def test_the_lifespan_loads_the_page_before_it_yields(monkeypatch, capsys):
