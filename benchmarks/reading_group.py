@@ -104,7 +104,9 @@ def served(app_dir, options, preexec=None, toylab_app=False):
     """``streamlit run streamlit_app.py`` in ``app_dir`` (so its .streamlit/config.toml is the one read), with extra
     ``--key value`` options, ``preexec`` called in the child before it starts (joining a CPU quota); yields (url, pid,
     log file). With ``toylab_app`` the server is started as the installed ``toylab app`` starts it, and is served
-    once its log says the page is loaded (at most 60 s after it answers: a checkout without the loader)."""
+    once its log says the page is loaded: an ``st.App`` logs it before the server answers; an older checkout's
+    thread loader, after (at most 60 s after it answers: a checkout without any loader, or a page whose import
+    failed, which its log says)."""
     port = free_port()
     command = [sys.executable, *(TOYLAB_APP if toylab_app else ["-m", "streamlit", "run", "streamlit_app.py"]),
                "--server.port", str(port), "--server.address", "127.0.0.1", "--server.headless", "true", *options]
