@@ -5,6 +5,7 @@
     python benchmarks/page_latency.py --against /tmp/main         # this checkout and a copy of main, pressed in turn
     python benchmarks/page_latency.py --query "V=3&mismatch=1" --large-query "" --payload
     python benchmarks/page_latency.py --viewport 1280x720 --query present=1     # a screen-share, presentation mode
+    python benchmarks/page_latency.py --tabs Training --without-charts    # and the same page with no chart drawn
 
 Starts the floor app (benchmarks/floor_app.py: one slider, one metric, at Streamlit's fastest settings: no garbage
 collection after each run, no file watcher) and the app — this checkout's, and with ``--against`` the app of other
@@ -227,11 +228,13 @@ def message_parts(frame: bytes) -> list[tuple[str, int]]:
 
 @contextlib.contextmanager
 def served(script: Path, log: RunLog, profile_dir: str | None = None, options: tuple[str, ...] = (),
-           folder: Path | None = None):
+           folder: Path | None = None, without_charts: bool = False):
     """``streamlit run`` SCRIPT under timed_script.py, in ``folder`` (default SCRIPT's own; so that folder's
-    .streamlit/config.toml is read), with extra streamlit ``options``; yield its base URL."""
+    .streamlit/config.toml is read), with extra streamlit ``options``, ``without_charts`` (each chart an empty
+    placeholder); yield its base URL."""
     settings = {"TOYLAB_TIMED_SCRIPT": str(script), "TOYLAB_TIMED_LOG": str(log.path),
-                "TOYLAB_PROFILE_DIR": str(Path(profile_dir).resolve()) if profile_dir else None}
+                "TOYLAB_PROFILE_DIR": str(Path(profile_dir).resolve()) if profile_dir else None,
+                "TOYLAB_TIMED_WITHOUT_CHARTS": "1" if without_charts else None}
     with contextlib.ExitStack() as stack:
         with environment(settings):                  # the server inherits this environment when it starts
             url = stack.enter_context(running_app(TIMED_SCRIPT, cwd=folder or script.parent, options=options))
@@ -429,10 +432,10 @@ class Measurement:
         self.floor_log = RunLog(folder / "floor.jsonl")
         self.floor_url = stack.enter_context(served(FLOOR_APP, self.floor_log, options=FASTEST))
         self.apps = {}
-        for name, checkout in app_folders(args).items():
+        for name, checkout, without_charts in app_folders(args):
             log = RunLog(folder / f"app-{len(self.apps)}.jsonl")
             self.apps[name] = {"log": log, "url": stack.enter_context(
-                served(page_script(checkout), log, args.profile, folder=checkout))}
+                served(page_script(checkout), log, args.profile, folder=checkout, without_charts=without_charts))}
         self.payload = Payload() if args.payload else None
         self.query = f"/?{args.query.lstrip('?')}" if args.query else ""
         self.loads = {name: {"fresh server": [], "new session": [], "returning visitor": []}
@@ -515,7 +518,8 @@ class Measurement:
                 summary_["ratio"] = summary_["first_load"] / first_loads["floor"][kind]["first_load"]
         return {
             "query": args.query, "presses_per_view": args.presses, "load_average": self.load_averages,
-            "apps": {name: str(page_script(checkout)) for name, checkout in app_folders(args).items()},
+            "apps": {name: str(page_script(checkout)) + (" (every chart an empty placeholder)" if without_charts else "")
+                     for name, checkout, without_charts in app_folders(args)},
             "floor": summary(self.floor_presses, floor_median),
             "views": {name: {view: summary(rows, floor_median) for view, rows in views.items()}
                       for name, views in self.presses.items()},
@@ -527,17 +531,19 @@ class Measurement:
 
 
 THIS = "this"                   # the app of this checkout, under its name in the report
+WITHOUT_CHARTS = "no charts"    # this checkout's page with each chart an empty placeholder (--without-charts)
 
 
-def app_folders(args) -> dict:
-    """{name: checkout folder}: this checkout's, and each ``--against`` checkout's under its folder's name."""
-    folders = {THIS: ROOT}
+def app_folders(args) -> list[tuple[str, Path, bool]]:
+    """(name, checkout folder, without charts) of each app: this checkout's; with ``--without-charts`` the same page
+    with every chart an empty placeholder; each ``--against`` checkout's under its folder's name."""
+    apps = [(THIS, ROOT, False)] + ([(WITHOUT_CHARTS, ROOT, True)] if args.without_charts else [])
     for folder in args.against or []:
         checkout = Path(folder).resolve()
         if not page_script(checkout).is_file():
             raise SystemExit(f"page_latency: error: no streamlit_app.py in {folder}")
-        folders[checkout.name] = checkout
-    return folders
+        apps.append((checkout.name, checkout, False))
+    return apps
 
 
 def load_summary(loads: list[dict]) -> dict:
@@ -615,6 +621,9 @@ def main(argv=None):
     parser.add_argument("--viewport", type=viewport_size, default=VIEWPORT, metavar="WxH",
                         help=f"the browser window in CSS pixels (default {VIEWPORT['width']}x{VIEWPORT['height']})")
     parser.add_argument("--json", metavar="PATH", help="write every number, per press, as JSON")
+    parser.add_argument("--without-charts", action="store_true",
+                        help="also time this checkout's page with every chart an empty placeholder: what a browser "
+                             "spends on the page's other elements")
     parser.add_argument("--payload", action="store_true", help="bytes per press by element (decodes every frame)")
     parser.add_argument("--profile", metavar="DIR",
                         help="profile every press into DIR: the app's script runs (cProfile) and the browser's "

@@ -7,7 +7,9 @@ Each run of the script appends one JSON line {"start": unix seconds, "seconds": 
 "profile": path or null} to TOYLAB_TIMED_LOG; the outcome is "completed" or the exception that ended the run
 (Streamlit stops and reruns a script by raising inside it). With TOYLAB_PROFILE_DIR set, each run is also
 profiled with cProfile into that folder, one .prof file per run. The timed script itself is unchanged (it may call
-st.set_page_config: Streamlit accepts it anywhere in a run), so the page is the page a user sees.
+st.set_page_config: Streamlit accepts it anywhere in a run), so the page is the page a user sees — unless
+TOYLAB_TIMED_WITHOUT_CHARTS is set: then every chart of toylab's page (``toylab_app.chart_element.draw``) is an empty
+placeholder, one element in its place, so that a browser's time for the page's other elements can be told apart.
 """
 
 import cProfile
@@ -21,6 +23,10 @@ from pathlib import Path
 script = Path(os.environ["TOYLAB_TIMED_SCRIPT"]).resolve()
 if str(script.parent) not in sys.path:
     sys.path.insert(0, str(script.parent))         # as `streamlit run` does for the script's own folder
+if os.environ.get("TOYLAB_TIMED_WITHOUT_CHARTS"):
+    from toylab_app import chart_element
+
+    chart_element.draw = lambda where, chart, width="stretch": where.empty()
 profile_dir = os.environ.get("TOYLAB_PROFILE_DIR")
 profiler = cProfile.Profile() if profile_dir else None
 

@@ -58,3 +58,27 @@ def test_a_press_on_the_floor_app_is_timed(tmp_path):
         assert press["messages"] > 0 and press["bytes"] > 0 and press["browser"]["busy"] > 0
     assert page.page.url.startswith(url)
     assert len(log.runs_since(0)) == 3
+
+
+def test_without_charts_the_timed_page_sends_a_placeholder_for_each_chart_and_nothing_else_changes(tmp_path,
+                                                                                                     monkeypatch):
+    """page_latency's --without-charts: the page run by timed_script.py with each chart an empty placeholder, every
+    other element as it was, so that the charts' share of a press can be told apart."""
+    from test_layout_app import ROOT, element_kinds
+
+    from toylab_app import chart_element
+
+    monkeypatch.setattr(chart_element, "draw", chart_element.draw)         # as it was, after the script replaces it
+    monkeypatch.setenv("TOYLAB_TIMED_SCRIPT", str(ROOT / "toylab_app" / "script" / "streamlit_app.py"))
+    monkeypatch.setenv("TOYLAB_TIMED_LOG", str(tmp_path / "runs.jsonl"))
+    monkeypatch.delenv("TOYLAB_PROFILE_DIR", raising=False)
+    monkeypatch.delenv("TOYLAB_TIMED_WITHOUT_CHARTS", raising=False)
+    timed = ROOT / "benchmarks" / "timed_script.py"
+    page = element_kinds(timed)
+    monkeypatch.setenv("TOYLAB_TIMED_WITHOUT_CHARTS", "1")
+    without_charts = element_kinds(timed)
+    charts = page.pop("vega_lite_chart")
+    assert charts >= 1 and "vega_lite_chart" not in without_charts
+    assert without_charts.pop("empty") == page.pop("empty", 0) + charts
+    assert without_charts == page
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 2
