@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import hostile_runs as hostile  # noqa: E402
 from hostile_logs import jsonl, row  # noqa: E402
 from hostile_upload import high_water_mb, outcome  # noqa: E402
+from page_latency import page_script  # noqa: E402
 
 PYTHON = sys.executable
 MB = 1_000_000
@@ -147,8 +148,7 @@ def peak_mb():
     return int(line.split()[1]) / 1024
 
 case = json.loads(Path(sys.argv[1]).read_text())
-page = Path("toylab_app/script/streamlit_app.py")      # the page's script; an older tree's streamlit_app.py
-at = AppTest.from_file(str(page if page.is_file() else "streamlit_app.py"), default_timeout=900)
+at = AppTest.from_file(sys.argv[2], default_timeout=900)              # the tree's page script
 at.query_params.update(case.get("link", {}))
 if {"upload", "upload_together", "compare"} & set(case):
     at.session_state["tab"] = "Your run"
@@ -214,8 +214,8 @@ def page(arguments):
             case = make()
             spec = Path(directory) / "case.json"
             spec.write_text(json.dumps(case))
-            peak, seconds, (code, out, err, timed_out) = run_child(arguments.tree, [str(spec)], arguments.timeout,
-                                                                   cap, PAGE)
+            peak, seconds, (code, out, err, timed_out) = run_child(arguments.tree, [str(spec), str(
+                page_script(Path(arguments.tree).resolve()))], arguments.timeout, cap, PAGE)
             if timed_out:
                 result = {"seconds": seconds, "peak_mb": peak, "answer": f"no answer in {arguments.timeout:.0f} s"}
             elif code:

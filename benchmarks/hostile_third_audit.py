@@ -36,9 +36,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import hostile_third as hostile  # noqa: E402
 from hostile_runs import step_log, zipped  # noqa: E402
+from page_latency import page_script  # noqa: E402
 from process_tree import tree_peak  # noqa: E402
 
 MB = 1e6
@@ -248,8 +250,7 @@ def status(field):
     return int(line.split()[1]) / 1000
 
 case = json.loads(Path(sys.argv[1]).read_text())
-page = Path("toylab_app/script/streamlit_app.py")      # the page's script; an older tree's streamlit_app.py
-at = AppTest.from_file(str(page if page.is_file() else "streamlit_app.py"), default_timeout=900)
+at = AppTest.from_file(sys.argv[2], default_timeout=900)              # the tree's page script
 if "upload" in case:                                   # the tab first, then the upload: its time and what it keeps
     at.session_state["tab"] = "Your run"
     at.run()
@@ -323,7 +324,8 @@ def page(arguments):
                 continue
             spec = Path(directory) / "case.json"
             spec.write_text(json.dumps(case))
-            pss, seconds, done = tree_peak([sys.executable, "-c", PAGE, str(spec)], cwd=arguments.tree,
+            pss, seconds, done = tree_peak([sys.executable, "-c", PAGE, str(spec), str(page_script(Path(arguments.tree).resolve()))],
+                                           cwd=arguments.tree,
                                            env={**os.environ, "PYTHONPATH": str(arguments.tree)},
                                            timeout=arguments.timeout)
             lines = done.stderr.strip().splitlines()
